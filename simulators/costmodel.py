@@ -1,0 +1,477 @@
+"""The one cost model: bytes, FLOPs and time of transformer inference on a GPU.
+
+Every time, byte and FLOP figure in the course comes from the small pure functions below, fed by
+the catalogues (`catalog.py`). The model is a roofline per forward pass (Williams, Waterman and
+Patterson 2009): a step takes as long as the slower of its compute and its memory traffic,
+
+    time_s = max(flops / (peak_flops * compute_efficiency),
+                 bytes / (peak_bandwidth * bandwidth_efficiency)) + communication_s
+
+and both parts are reported, so a lesson can show which roof binds.
+
+What a step moves and computes (one forward pass over a batch of sequences, each sequence i
+bringing q_i new tokens on top of c_i tokens already in its KV cache):
+
+- Weights: every matmul weight is read once per step (the input embedding table is not: a
+  lookup reads one row per token). For a mixture of experts, only the experts the batch routes
+  to are read: with uniform routing of k of E experts, E * (1 - (1 - k/E)^tokens) per layer.
+- KV cache: each sequence reads its c_i cached tokens and writes q_i new ones.
+- Matmul FLOPs: 2 per active weight per token (one multiply, one add).
+- Attention FLOPs: for a query at position p, 2 * heads * (d_qk + d_v) per layer per key
+  (QK^T and the weighted sum of V); summed over the causal triangle for prefill.
+  MLA is counted in its absorbed form as served (d_qk = kv_lora_rank + qk_rope_head_dim,
+  d_v = kv_lora_rank), per the DeepSeek-V2 paper (arXiv 2405.04434, section 2.1.3).
+- Tensor parallelism over n GPUs divides weights, KV and FLOPs by n and adds two all-reduces
+  per layer of tokens * hidden_size activations (Megatron-LM, Shoeybi et al. 2019,
+  arXiv 1909.08053), each moving 2 (n - 1) / n of its bytes over one direction of the link
+  (ring all-reduce), not overlapped with compute.
+
+Left out, on purpose: kernel launch and scheduling overhead, activation traffic, the softmax,
+norms and rotary embeddings (all small next to the matmuls and the weight stream), and overlap
+of communication with compute. The validation page measures the cost of these omissions.
+
+Weights in a quantised format are the block matmuls only; the embedding table and the LM head
+stay in bf16, as LLM Compressor's recipes do (`ignore=["lm_head"]`).
+
+Units: bytes and FLOPs as plain counts; GB = 10^9 bytes, GiB = 2^30 bytes (the course uses GiB
+for KV cache and GB for vendor memory and bandwidth figures); times in seconds (`_s`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .catalog import Gpu, Model, Precision, assumptions, precisions
+
+GB = 1e9
+GiB = 2**30
+BF16_BYTES = 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters and bytes
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    # Matmul weights inside the transformer blocks: the part a quantisation scheme compresses.
+    block_linear: int
+    # Of those, the ones one token touches (all of them for a dense model; top-k experts for MoE).
+    block_linear_active: int
+    embedding: int  # input token (and learned position) embeddings: a lookup, not a matmul
+    lm_head: int  # 0 when tied to the embedding
+    other: int  # norms, biases, routers
+
+    @property
+    def total(self) -> int:
+        return self.block_linear + self.embedding + self.lm_head + self.other
+
+    @property
+    def active(self) -> int:
+        """Parameters one token uses, counting the embedding, as model cards do for MoE."""
+        return self.block_linear_active + self.embedding + self.lm_head + self.other
+
+
+def _attention_params(m: Model) -> tuple[int, int]:
+    """(matmul weights, biases and norms) of one attention block."""
+    h = m.hidden_size
+    if m.kv_lora_rank:  # MLA: low-rank query and key-value projections
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q = h * m.q_lora_rank + m.q_lora_rank * m.num_heads * qk if m.q_lora_rank else h * m.num_heads * qk
+        kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
+        kv += m.kv_lora_rank * m.num_heads * (m.qk_nope_head_dim + m.v_head_dim)
+        o = m.num_heads * m.v_head_dim * h
+        return q + kv + o, m.q_lora_rank + m.kv_lora_rank
+    q_out, kv_out = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    linear = h * q_out + 2 * h * kv_out + q_out * h
+    bias = 0
+    if m.attention_bias:
+        bias = q_out + 2 * kv_out
+    if m.mlp == "gelu":  # GPT-2: every projection has a bias
+        bias = q_out + 2 * kv_out + h
+    return linear, bias
+
+
+def param_counts(m: Model) -> ParamCounts:
+    """Parameter counts from the shape (checked against published totals in the tests)."""
+    h = m.hidden_size
+    attn_linear, attn_other = _attention_params(m)
+    norms = 4 * h if m.mlp == "gelu" else 2 * h  # LayerNorm has a bias; RMSNorm does not
+    if m.mlp == "gelu":
+        dense_mlp, dense_other = 2 * h * m.intermediate_size, m.intermediate_size + h
+    else:
+        dense_mlp, dense_other = 3 * h * m.intermediate_size, 0
+    moe_layers = m.num_layers - m.first_k_dense if m.is_moe else 0
+    dense_layers = m.num_layers - moe_layers
+    expert = 3 * h * m.moe_intermediate_size
+    linear = m.num_layers * attn_linear + dense_layers * dense_mlp
+    active = linear + moe_layers * (m.num_experts_per_tok + m.num_shared_experts) * expert
+    linear += moe_layers * (m.num_experts + m.num_shared_experts) * expert
+    other = m.num_layers * (attn_other + norms) + dense_layers * dense_other
+    other += moe_layers * h * m.num_experts  # router
+    other += 2 * h if m.mlp == "gelu" else h  # final norm
+    embedding = m.vocab_size * h + (m.max_context_tokens * h if m.mlp == "gelu" else 0)
+    lm_head = 0 if m.tie_word_embeddings else m.vocab_size * h
+    return ParamCounts(linear, active, embedding, lm_head, other)
+
+
+def bytes_per_value(dtype: str) -> float:
+    """Stored bytes per value of a catalogue format, group scales included."""
+    return precision(dtype).bytes_per_value
+
+
+def precision(dtype: str) -> Precision:
+    try:
+        return precisions()[dtype]
+    except KeyError:
+        raise ValueError(f"unknown number format '{dtype}'; known: {', '.join(precisions())}") from None
+
+
+def weight_bytes(m: Model, weight_dtype: str = "bf16") -> float:
+    """Bytes to hold all weights: block matmuls in `weight_dtype`, the rest in bf16."""
+    p = param_counts(m)
+    return p.block_linear * bytes_per_value(weight_dtype) + (p.total - p.block_linear) * BF16_BYTES
+
+
+def streamed_weight_bytes(m: Model, weight_dtype: str = "bf16", num_tokens: int = 1) -> float:
+    """Weight bytes one forward pass over `num_tokens` tokens must read from memory.
+
+    The embedding table is looked up, not streamed. For MoE, the expected number of distinct
+    experts hit by `num_tokens` tokens under uniform routing is E * (1 - (1 - k/E)^tokens).
+    """
+    p = param_counts(m)
+    linear = p.block_linear
+    if m.is_moe:
+        moe_layers = m.num_layers - m.first_k_dense
+        expert = 3 * m.hidden_size * m.moe_intermediate_size
+        routed = moe_layers * m.num_experts * expert
+        hit = 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** max(num_tokens, 1)
+        linear = linear - routed + routed * hit
+    rest = lm_head_params(m) + p.other  # a tied head still reads the embedding table
+    return linear * bytes_per_value(weight_dtype) + rest * BF16_BYTES
+
+
+def kv_bytes_per_token(m: Model, kv_dtype: str = "bf16") -> float:
+    """KV-cache bytes one token adds to one sequence, all layers.
+
+    Standard attention keeps a key and a value per KV head: 2 * layers * kv_heads * head_dim.
+    MLA keeps one compressed latent plus the rotary key: layers * (kv_lora_rank + rope_dim).
+    """
+    if m.kv_lora_rank:
+        values = m.num_layers * (m.kv_lora_rank + m.qk_rope_head_dim)
+    else:
+        values = 2 * m.num_layers * m.num_kv_heads * m.head_dim
+    return values * bytes_per_value(kv_dtype)
+
+
+def kv_tokens_held(m: Model, context_tokens: int) -> int:
+    """Tokens a sequence keeps in cache: all of them, or the window for sliding-window attention."""
+    return min(context_tokens, m.sliding_window) if m.sliding_window else context_tokens
+
+
+def kv_bytes_per_sequence(m: Model, context_tokens: int, kv_dtype: str = "bf16") -> float:
+    return kv_tokens_held(m, context_tokens) * kv_bytes_per_token(m, kv_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# FLOPs
+
+
+def lm_head_params(m: Model) -> int:
+    """The LM head is a vocab x hidden matmul whether or not it shares the embedding's weights."""
+    return m.vocab_size * m.hidden_size
+
+
+def attention_flops_per_key(m: Model) -> float:
+    """FLOPs one query spends on one cached key, all layers: 2 * heads * (d_qk + d_v) * layers."""
+    if m.kv_lora_rank:
+        d_qk, d_v = m.kv_lora_rank + m.qk_rope_head_dim, m.kv_lora_rank
+    else:
+        d_qk = d_v = m.head_dim
+    return 2.0 * m.num_heads * (d_qk + d_v) * m.num_layers
+
+
+def attention_flops(m: Model, new_tokens: int, cached_tokens: int = 0) -> float:
+    """Causal attention of `new_tokens` queries over `cached_tokens` plus themselves.
+
+    Query j (1-based) sees cached_tokens + j keys: sum = T * c + T (T + 1) / 2.
+    """
+    t, c = new_tokens, cached_tokens
+    return attention_flops_per_key(m) * (t * c + t * (t + 1) / 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Time
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    # Achieved fraction of peak memory bandwidth and of peak tensor throughput (0-1].
+    bandwidth: float
+    compute: float
+
+
+IDEAL = Efficiency(1.0, 1.0)
+
+
+def default_efficiency() -> Efficiency:
+    """The sourced defaults of data/assumptions.toml."""
+    e = assumptions()["efficiency"]
+    return Efficiency(float(e["bandwidth"]), float(e["compute"]))
+
+
+def efficiency(ideal: bool) -> Efficiency:
+    return IDEAL if ideal else default_efficiency()
+
+
+@dataclass(frozen=True)
+class StepTime:
+    compute_s: float  # matmul + attention FLOPs at the achieved tensor throughput (0 if unknown)
+    memory_s: float  # weight + KV bytes at the achieved bandwidth
+    communication_s: float  # tensor-parallel all-reduces
+    flops: float  # per GPU
+    bytes: float  # per GPU
+    compute_known: bool  # False when the GPU publishes no figure for the matmul path
+    matmul_path: str  # tensor-core path the matmuls ran on: "bf16", "fp8" or "int8"
+
+    @property
+    def time_s(self) -> float:
+        return max(self.compute_s, self.memory_s) + self.communication_s
+
+    @property
+    def bound(self) -> str:
+        """Which roof binds: "compute", "memory" or "communication"."""
+        if self.communication_s > max(self.compute_s, self.memory_s):
+            return "communication"
+        return "compute" if self.compute_s > self.memory_s else "memory"
+
+    @property
+    def intensity_flop_per_byte(self) -> float:
+        return self.flops / self.bytes if self.bytes else 0.0
+
+
+def matmul_path(gpu: Gpu, weight_dtype: str, activation_dtype: str | None = None) -> str:
+    """Tensor-core path of the block matmuls: both operands must be in a format the GPU multiplies.
+
+    By default FP8 and INT8 weights run with activations in the same format (W8A8); INT4 is
+    weight-only (W4A16): weights are dequantised and the bf16 tensor cores do the work. Without
+    a native path (FP8 on an A100) the same happens, as vLLM's weight-only FP8 (Marlin) kernels
+    do on Ampere.
+    """
+    act = activation_dtype or (weight_dtype if weight_dtype in ("fp8", "int8") else "bf16")
+    path = precision(act).tensor_core
+    if precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:
+        return "bf16"
+    return path
+
+
+def link_GBps_one_way(gpu: Gpu) -> float | None:
+    """One direction of the GPU-to-GPU link (catalogues give both directions added)."""
+    both = gpu.interconnect_GBps or gpu.host_link_GBps
+    return None if both is None else both / 2
+
+
+def step_time(
+    m: Model,
+    gpu: Gpu,
+    seqs: list[tuple[int, int]],
+    *,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    activation_dtype: str | None = None,
+    eff: Efficiency | None = None,
+    tp: int = 1,
+    sparse: bool = False,
+) -> StepTime:
+    """Time of one forward pass over `seqs`, a list of (new_tokens, cached_tokens) per sequence.
+
+    `sparse` uses the 2:4 structured-sparse tensor rate for the block matmuls and halves their
+    weight bytes (plus 2 bits of metadata per kept value, as NVIDIA's 2:4 format stores).
+    """
+    eff = eff or default_efficiency()
+    tokens = sum(q for q, _ in seqs)
+    path = matmul_path(gpu, weight_dtype, activation_dtype)
+    p = param_counts(m)
+    per_token_block = 2.0 * p.block_linear_active
+    head = 2.0 * lm_head_params(m)
+    # Only the last token of a prefill chunk needs logits; every decode token does.
+    logits_tokens = len(seqs)
+    block_flops = per_token_block * tokens
+    other_flops = head * logits_tokens + sum(attention_flops(m, q, c) for q, c in seqs)
+    w_bytes = streamed_weight_bytes(m, weight_dtype, tokens)
+    if sparse:
+        w_bytes -= p.block_linear * bytes_per_value(weight_dtype) * (0.5 - 1 / 16)
+    kv_bytes = kv_bytes_per_token(m, kv_dtype) * sum(kv_tokens_held(m, c) + q for q, c in seqs)
+    total_bytes = (w_bytes + kv_bytes) / tp
+    block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
+    bf16_peak = gpu.peak_tflops("bf16")
+    known = block_peak is not None and bf16_peak is not None
+    compute_s = 0.0
+    if block_peak is not None and bf16_peak is not None:
+        compute_s = block_flops / (block_peak * 1e12) + other_flops / (bf16_peak * 1e12)
+        compute_s /= tp * eff.compute
+    memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * GB * eff.bandwidth)
+    comm_s = 0.0
+    if tp > 1:
+        link = link_GBps_one_way(gpu)
+        if link is None:
+            raise ValueError(f"{gpu.name} has no GPU-to-GPU or host link figure for tensor parallelism")
+        per_allreduce = tokens * m.hidden_size * BF16_BYTES * 2 * (tp - 1) / tp
+        comm_s = 2 * m.num_layers * per_allreduce / (link * GB)
+    return StepTime(
+        compute_s=compute_s,
+        memory_s=memory_s,
+        communication_s=comm_s,
+        flops=(block_flops + other_flops) / tp,
+        bytes=total_bytes,
+        compute_known=known,
+        matmul_path=path,
+    )
+
+
+def prefill_time(m: Model, gpu: Gpu, prompt_tokens: int, **kw: object) -> StepTime:
+    """One prefill pass over the whole prompt (no chunking)."""
+    return step_time(m, gpu, [(prompt_tokens, 0)], **kw)  # type: ignore[arg-type]
+
+
+def decode_step_time(m: Model, gpu: Gpu, context_lens: list[int], **kw: object) -> StepTime:
+    """One decode step: each sequence adds one token on top of its cached context."""
+    return step_time(m, gpu, [(1, c) for c in context_lens], **kw)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class DecodeLine:
+    """A decode step's parts as affine functions of S, the sum of cached context lengths.
+
+    For a fixed batch, compute_s = compute_base_s + compute_per_token_s * S and likewise for
+    memory, because attention FLOPs and KV bytes are linear in each context length. The serving
+    engine uses this to advance a run of decode steps in one closed-form stride.
+    """
+
+    compute_base_s: float
+    compute_per_token_s: float
+    memory_base_s: float
+    memory_per_token_s: float
+    communication_s: float
+
+    def time_s(self, sum_context: float) -> float:
+        c = self.compute_base_s + self.compute_per_token_s * sum_context
+        mem = self.memory_base_s + self.memory_per_token_s * sum_context
+        return max(c, mem) + self.communication_s
+
+
+def decode_line(m: Model, gpu: Gpu, batch_size: int, **kw: object) -> DecodeLine:
+    """The affine decode step of `batch_size` sequences (exact unless a sliding window caps KV)."""
+    base = decode_step_time(m, gpu, [0] * batch_size, **kw)
+    one = decode_step_time(m, gpu, [1] + [0] * (batch_size - 1), **kw)
+    return DecodeLine(
+        compute_base_s=base.compute_s,
+        compute_per_token_s=one.compute_s - base.compute_s,
+        memory_base_s=base.memory_s,
+        memory_per_token_s=one.memory_s - base.memory_s,
+        communication_s=base.communication_s,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Rooflines and memory fit
+
+
+def ridge_point(gpu: Gpu, tensor_core: str = "bf16", *, sparse: bool = False) -> float | None:
+    """FLOPs per byte where compute and bandwidth take equal time: peak FLOP/s over peak B/s."""
+    peak = gpu.peak_tflops(tensor_core, sparse=sparse)
+    return None if peak is None else peak * 1e12 / (gpu.hbm_bandwidth_GBps * GB)
+
+
+def decode_compute_bound_batch(m: Model, gpu: Gpu, context_tokens: int, *, limit: int = 1 << 16, **kw: object) -> int | None:
+    """Smallest decode batch (all at `context_tokens`) whose step is compute-bound, or None."""
+
+    def compute_bound(b: int) -> bool:
+        t = decode_step_time(m, gpu, [context_tokens] * b, **kw)
+        return t.compute_known and t.compute_s >= t.memory_s
+
+    if not compute_bound(limit):
+        return None
+    lo, hi = 0, limit  # compute_bound(lo) is False (or lo == 0), compute_bound(hi) is True
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if compute_bound(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    capacity_bytes: float  # all GPUs' memory
+    usable_bytes: float  # after gpu_memory_utilization
+    weight_bytes: float
+    activation_bytes: float
+    kv_bytes: float  # what is left for the KV cache (negative: does not fit)
+    kv_token_capacity: int  # tokens of KV cache that fit, all sequences together
+
+    @property
+    def fits(self) -> bool:
+        return self.kv_bytes > 0
+
+
+def activation_bytes(m: Model, max_num_batched_tokens: int, max_num_seqs: int = 256) -> float:
+    """Rough peak activation workspace of the largest forward pass (per replica).
+
+    Live at once in one layer: the residual stream and attention output (about 4 * hidden per
+    token) and the MLP's gate and up outputs (2 * intermediate per token) in bf16, plus fp32
+    logits for up to `max_num_seqs` sequences. An estimate, not a profile: vLLM measures this
+    by running a dummy forward pass at start-up.
+    """
+    a = assumptions()["activations"]
+    inter = m.moe_intermediate_size * m.num_experts_per_tok if m.is_moe else m.intermediate_size
+    per_token = (4 * m.hidden_size + 2 * max(inter, m.intermediate_size)) * a["activation_bytes_per_value"]
+    return max_num_batched_tokens * per_token + max_num_seqs * m.vocab_size * a["logit_bytes_per_value"]
+
+
+def memory_fit(
+    m: Model,
+    gpu: Gpu,
+    *,
+    num_gpus: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    gpu_memory_utilization: float | None = None,
+    max_num_batched_tokens: int | None = None,
+) -> MemoryFit:
+    """Weights + activations + KV cache against the memory of `num_gpus` GPUs (tensor-parallel)."""
+    mem = assumptions()["memory"]
+    util = mem["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
+    tokens = mem["max_num_batched_tokens"] if max_num_batched_tokens is None else max_num_batched_tokens
+    capacity = gpu.memory_GB * GB * num_gpus
+    usable = capacity * util
+    w = weight_bytes(m, weight_dtype)
+    act = activation_bytes(m, tokens) * num_gpus  # each GPU holds its own workspace (upper bound)
+    kv = usable - w - act
+    per_token = kv_bytes_per_token(m, kv_dtype)
+    return MemoryFit(capacity, usable, w, act, kv, max(0, int(kv // per_token)))
+
+
+def generation_flops(m: Model, prompt_tokens: int, output_tokens: int, *, kv_cache: bool) -> float:
+    """FLOPs to produce `output_tokens` after a prompt, with or without a KV cache.
+
+    With a cache: one prefill of the prompt, then one token per step over the cached context.
+    Without: every step reruns the whole sequence so far (prompt + tokens generated), so the
+    matmul work grows with the square of the length and attention with its cube. Closed forms
+    of the sums over steps t = 0 .. output_tokens - 1 of a pass over n = prompt + t tokens.
+    """
+    p, n_out = prompt_tokens, output_tokens
+    per_tok = 2.0 * param_counts(m).block_linear_active
+    head = 2.0 * lm_head_params(m)
+    a = attention_flops_per_key(m)
+    if kv_cache:
+        prefill = per_tok * p + head + attention_flops(m, p, 0)
+        # Decode step t = 1 .. n_out - 1 runs one token over p + t - 1 cached tokens: p + t keys.
+        steps = n_out - 1
+        return prefill + (per_tok + head) * steps + a * (steps * p + steps * (steps + 1) / 2)
+    # Without a cache, pass t processes n = p + t tokens: sum n and sum n(n+1)/2 over t.
+    first, last = p, p + n_out - 1
+    sum_n = (first + last) * n_out / 2
+    sum_sq = (last * (last + 1) * (2 * last + 1) - (first - 1) * first * (2 * first - 1)) / 6
+    return per_tok * sum_n + head * n_out + a * (sum_sq + sum_n) / 2

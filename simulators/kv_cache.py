@@ -1,0 +1,154 @@
+"""KV cache: what one token costs in memory, how the bill grows, and how many sequences fit.
+
+Model: bytes per token from the model's shape (costmodel.kv_bytes_per_token); per sequence, that
+times the tokens held; the number of sequences at a given context is the KV budget left after
+weights and activations (costmodel.memory_fit) divided by one sequence's cache. The same shape
+is re-costed with the other attention designs (MHA, GQA, MQA, MLA) to show what each saves.
+The "work" view compares the FLOPs to generate with and without a cache
+(costmodel.generation_flops): linear against quadratic in the length.
+
+References: 1) Pope et al. 2022, Efficiently Scaling Transformer Inference (arXiv 2211.05102),
+section 2 on KV-cache memory; 2) Ainslie et al. 2023, GQA (arXiv 2305.13245); Shazeer 2019,
+MQA (arXiv 1911.02150); DeepSeek-AI 2024, DeepSeek-V2 (arXiv 2405.04434) for MLA.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from . import costmodel as cm
+from .catalog import Model, resolve_gpu, resolve_model, running_example
+from .params import dtype_choices, gpu_param, model_param, param
+from .plotting import figure as make_figure
+from .plotting import layout, line
+
+TITLE = "KV cache size, growth and concurrency"
+DESCRIPTION = "Bytes per token from the model's shape, the cache per sequence as context grows, and how many sequences fit on the GPU."
+METRICS = {
+    "kv_bytes_per_token": ("KV cache per token", "B"),
+    "kv_bytes_per_sequence": ("KV cache per sequence", "B"),
+    "kv_GiB_per_sequence": ("KV cache per sequence", "GiB"),
+    "kv_token_capacity": ("KV tokens that fit", "tokens"),
+    "max_concurrent_sequences": ("Sequences that fit at this context", "sequences"),
+    "weights_GB": ("Weights", "GB"),
+    "flops_with_cache": ("Work to generate, with a KV cache", "FLOP"),
+    "flops_without_cache": ("Work to generate, recomputing", "FLOP"),
+    "recompute_ratio": ("Recompute / cached work", "x"),
+}
+
+# MLA's latent in DeepSeek-V2/V3: 512 latent + 64 rotary values per token per layer.
+MLA_LATENT, MLA_ROPE = 512, 64
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # Format of the cached keys and values.
+    kv_dtype: str = param("bf16", label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
+    # Format of the weights (decides how much memory is left for the cache).
+    weight_dtype: str = param("bf16", label="Weight format", choices=dtype_choices())
+    # Tokens in the sequence: prompt plus generated output.
+    context_tokens: int = param(8192, label="Context length", unit="tokens", min=1, max=1_048_576, step=1, log=True)
+    # GPUs the model is split over (tensor parallel): their memory adds up.
+    num_gpus: int = param(1, label="GPUs", min=1, max=8, step=1)
+    # Which chart: the memory bill, or the work with and without a cache.
+    view: str = param("memory", label="Chart", choices=[("memory", "Memory per sequence"), ("work", "Work with vs without a cache")])
+
+
+def _variants(m: Model) -> dict[str, Model]:
+    """The same model re-costed with each attention design (hypothetical where not its own)."""
+    std = dataclasses.replace(m, kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0)
+    if m.kv_lora_rank:  # MHA for an MLA model keeps a full key and value per head
+        std = dataclasses.replace(std, head_dim=(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) // 2)
+    gqa_heads = m.num_kv_heads if m.attention == "GQA" else max(1, min(8, m.num_heads))
+    return {
+        "MHA": dataclasses.replace(std, num_kv_heads=m.num_heads),
+        f"GQA ({gqa_heads} KV heads)": dataclasses.replace(std, num_kv_heads=gqa_heads),
+        "MQA (1 KV head)": dataclasses.replace(std, num_kv_heads=1),
+        "MLA (512 + 64 latent)": dataclasses.replace(
+            m, kv_lora_rank=m.kv_lora_rank or MLA_LATENT, qk_rope_head_dim=m.qk_rope_head_dim or MLA_ROPE,
+            qk_nope_head_dim=m.qk_nope_head_dim or m.head_dim, v_head_dim=m.v_head_dim or m.head_dim,
+        ),
+    }
+
+
+def _grid(top: int, n: int = 48) -> list[int]:
+    return sorted({max(1, round(top * i / n)) for i in range(n + 1)})
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    per_token = cm.kv_bytes_per_token(m, p.kv_dtype)
+    per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)
+    fit = cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
+    held = cm.kv_tokens_held(m, p.context_tokens)
+    prompt = min(running_example()["prompt_tokens"], p.context_tokens)
+    with_cache = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=True)
+    without = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=False)
+    grid = _grid(p.context_tokens)
+    variants = {
+        name: {
+            "kv_bytes_per_token": cm.kv_bytes_per_token(v, p.kv_dtype),
+            "GiB": [cm.kv_bytes_per_sequence(v, c, p.kv_dtype) / cm.GiB for c in grid],
+        }
+        for name, v in _variants(m).items()
+    }
+    notes = []
+    if p.context_tokens > m.max_context_tokens:
+        notes.append(f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer is extrapolation.")
+    if m.sliding_window:
+        notes.append(f"{m.name} uses a {m.sliding_window:,}-token sliding window, so a sequence holds at most that many tokens of cache.")
+    return {
+        "model": m.name, "gpu": gpu.name, "attention": m.attention, "kv_dtype": p.kv_dtype,
+        "context_tokens": p.context_tokens, "num_gpus": p.num_gpus, "view": p.view,
+        "grid_tokens": grid, "variants": variants,
+        "kv_budget_GiB": max(fit.kv_bytes, 0) / cm.GiB,
+        "work_grid_tokens": grid,
+        "work_with_cache": [cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=True) for c in grid],
+        "work_without_cache": [cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=False) for c in grid],
+        "notes": notes,
+        "metrics": {
+            "kv_bytes_per_token": per_token,
+            "kv_bytes_per_sequence": per_seq,
+            "kv_GiB_per_sequence": per_seq / cm.GiB,
+            "kv_token_capacity": fit.kv_token_capacity,
+            "max_concurrent_sequences": fit.kv_token_capacity // held if fit.fits else 0,
+            "weights_GB": fit.weight_bytes / cm.GB,
+            "flops_with_cache": with_cache,
+            "flops_without_cache": without,
+            "recompute_ratio": without / with_cache,
+        },
+    }
+
+
+def figure(r: dict[str, Any]) -> dict[str, Any]:
+    if r["view"] == "work":
+        x = r["work_grid_tokens"]
+        data = [
+            line(x, [f / 1e12 for f in r["work_with_cache"]], "With a KV cache (linear)", 0),
+            line(x, [f / 1e12 for f in r["work_without_cache"]], "Recomputing every step (quadratic)", 1),
+        ]
+        return make_figure(data, layout(f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis={"type": "log"}))
+    data = [line(r["grid_tokens"], v["GiB"], name, i) for i, (name, v) in enumerate(r["variants"].items())]
+    budget = r["kv_budget_GiB"]
+    data.append(line([r["grid_tokens"][0], r["grid_tokens"][-1]], [budget, budget], f"KV budget on {r['num_gpus']} x {r['gpu']}", 6))
+    return make_figure(data, layout(f"KV cache per sequence, {r['model']} ({r['kv_dtype']})", "Context (tokens)", "GiB per sequence"))
+
+
+def summary(r: dict[str, Any]) -> str:
+    m = r["metrics"]
+    text = (
+        f"{r['model']} ({r['attention']}) stores {m['kv_bytes_per_token']:,.0f} bytes of {r['kv_dtype']} KV cache per token, "
+        f"so a {r['context_tokens']:,}-token sequence holds {m['kv_GiB_per_sequence']:.2f} GiB. "
+        f"After {m['weights_GB']:.1f} GB of weights, {r['num_gpus']} x {r['gpu']} has room for "
+        f"{m['kv_token_capacity']:,} tokens of cache: {m['max_concurrent_sequences']:,} sequences at this length. "
+    )
+    if r["view"] == "work":
+        text += f"Generating without a cache costs {m['recompute_ratio']:,.0f} times the work of generating with one."
+    else:
+        sizes = ", ".join(f"{name}: {v['kv_bytes_per_token']:,.0f} B/token" for name, v in r["variants"].items())
+        text += f"The same shape with other attention designs: {sizes}."
+    return text + "".join(" " + n for n in r["notes"])

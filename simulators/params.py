@@ -1,0 +1,218 @@
+"""Simulator parameters: declared once, with the metadata the UI, the CLI and validation need.
+
+A simulator's `Params` is a frozen dataclass whose fields are made with `param(...)`:
+
+    @dataclass(frozen=True)
+    class Params:
+        # Tokens of context held per sequence.
+        context_tokens: int = param(8192, label="Context", unit="tokens", min=1, max=1_048_576)
+
+`parse(Params, raw)` turns a dict (from JSON, or strings from the CLI) into a Params, or raises
+`ParamErrors` listing every bad field with a message a learner can act on. `schema(Params)`
+exports the fields as JSON for the page, which renders the controls before Python has loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from . import catalog
+
+T = TypeVar("T")
+Choices = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]]
+
+
+class ParamErrors(ValueError):
+    """One or more invalid parameters: a list of {"field", "message"}."""
+
+    def __init__(self, errors: list[dict[str, str]]):
+        self.errors = errors
+        super().__init__("; ".join(f"{e['field']}: {e['message']}" for e in errors))
+
+
+class ParamError(ValueError):
+    """Raised by a Params.check() for one field."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+def param(
+    default: Any,
+    *,
+    label: str,
+    unit: str = "",
+    min: float | None = None,
+    max: float | None = None,
+    step: float | None = None,
+    choices: Choices | None = None,
+    help: str = "",
+    custom: str | None = None,
+    log: bool = False,
+) -> Any:
+    """A dataclass field with UI metadata. `custom` ("model" or "gpu") also accepts an object."""
+    meta = {
+        "label": label, "unit": unit, "min": min, "max": max, "step": step,
+        "choices": choices, "help": help, "custom": custom, "log": log,
+    }
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def model_choices() -> list[tuple[str, str]]:
+    return [(mid, m.name) for mid, m in catalog.models().items()]
+
+
+def gpu_choices() -> list[tuple[str, str]]:
+    return [(gid, g.name) for gid, g in catalog.gpus().items()]
+
+
+def dtype_choices(*ids: str) -> Callable[[], list[tuple[str, str]]]:
+    def choices() -> list[tuple[str, str]]:
+        wanted = ids or tuple(catalog.precisions())
+        return [(pid, catalog.precisions()[pid].name) for pid in wanted]
+
+    return choices
+
+
+def model_param(**kw: Any) -> Any:
+    kw.setdefault("help", "A catalogue model, or (API and tools) a Hugging Face config.json object.")
+    return param(catalog.running_example()["model"], label="Model", choices=model_choices, custom="model", **kw)
+
+
+def gpu_param(**kw: Any) -> Any:
+    kw.setdefault("help", "A catalogue GPU, or (API and tools) an object with memory_GB, hbm_bandwidth_GBps and dense_bf16_tflops.")
+    return param(catalog.running_example()["gpu"], label="GPU", choices=gpu_choices, custom="gpu", **kw)
+
+
+def _choices(meta: dict[str, Any]) -> list[tuple[str, str]] | None:
+    c = meta["choices"]
+    if c is None:
+        return None
+    return list(c() if callable(c) else c)
+
+
+def _kind(f: dataclasses.Field[Any]) -> str:
+    if _choices(f.metadata) is not None:
+        return "choice"
+    name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    return {"int": "int", "float": "float", "bool": "bool", "str": "text"}[name]
+
+
+def _coerce(f: dataclasses.Field[Any], value: Any) -> Any:
+    """The value in the field's type, or ValueError with the message the learner reads."""
+    meta, kind = f.metadata, _kind(f)
+    if meta["custom"] and isinstance(value, dict):
+        resolve = catalog.resolve_model if meta["custom"] == "model" else catalog.resolve_gpu
+        resolve(value)  # raises CatalogError (a ValueError) naming the bad key
+        return value
+    if kind == "choice":
+        allowed = [v for v, _ in _choices(meta) or []]
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}; got {value!r}")
+        return value
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.strip().lower() in ("true", "1", "yes")
+        raise ValueError(f"must be true or false; got {value!r}")
+    if kind == "text":
+        if not isinstance(value, str):
+            raise ValueError(f"must be text; got {value!r}")
+        return value
+    return _number(meta, kind, value)
+
+
+def _number(meta: dict[str, Any], kind: str, value: Any) -> int | float:
+    what = "a whole number" if kind == "int" else "a number"
+    if isinstance(value, str):
+        text = value.strip().replace("_", "")
+        if not text:
+            raise ValueError(f"must be {what}; the field is empty")
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"must be {what}; got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be {what}; got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number; got {value!r}")
+    lo, hi = meta["min"], meta["max"]
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ValueError(f"must be between {_fmt(lo)} and {_fmt(hi)}{_unit(meta)}; got {_fmt(value)}")
+    if kind == "int":
+        if value != int(value):
+            raise ValueError(f"must be a whole number; got {_fmt(value)}")
+        return int(value)
+    return float(value)
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "any"
+    if abs(x) >= 1e12:
+        return f"{x:.3g}"
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+def _unit(meta: dict[str, Any]) -> str:
+    return f" {meta['unit']}" if meta["unit"] else ""
+
+
+def parse(cls: type[T], raw: dict[str, Any]) -> T:
+    """Validate `raw` against `cls`; missing fields take their defaults."""
+    if not isinstance(raw, dict):
+        raise ParamErrors([{"field": "", "message": "parameters must be a JSON object"}])
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    errors: list[dict[str, str]] = []
+    values: dict[str, Any] = {}
+    for key in raw:
+        if key not in fields:
+            errors.append({"field": key, "message": f"unknown parameter; known: {', '.join(fields)}"})
+    for name, f in fields.items():
+        if name not in raw:
+            continue
+        try:
+            values[name] = _coerce(f, raw[name])
+        except ValueError as e:
+            errors.append({"field": name, "message": str(e)})
+    if errors:
+        raise ParamErrors(errors)
+    params = cls(**values)
+    check = getattr(params, "check", None)
+    if check is not None:
+        try:
+            check()
+        except ParamError as e:
+            raise ParamErrors([{"field": e.field, "message": e.message}]) from None
+        except catalog.CatalogError as e:
+            raise ParamErrors([{"field": "", "message": str(e)}]) from None
+    return params
+
+
+def schema_fields(cls: type) -> list[dict[str, Any]]:
+    """The fields of a Params class as JSON for the page and `describe`."""
+    out = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        entry: dict[str, Any] = {
+            "name": f.name,
+            "label": meta["label"],
+            "type": _kind(f),
+            "default": f.default,
+            "unit": meta["unit"],
+            "help": meta["help"],
+            "custom": meta["custom"],
+        }
+        if entry["type"] in ("int", "float"):
+            entry.update(min=meta["min"], max=meta["max"], step=meta["step"], log=meta["log"])
+        choices = _choices(meta)
+        if choices is not None:
+            entry["choices"] = [{"value": v, "label": label} for v, label in choices]
+        out.append(entry)
+    return out

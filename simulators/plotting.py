@@ -1,0 +1,65 @@
+"""Plain plotly figure dicts, shared by every simulator so charts look and read alike.
+
+Figures are JSON-able dicts (no plotly import): `{"data": [...], "layout": {...}}`. Titles use
+the `{"text": ...}` form that plotly.js 4 requires. Colours come from one palette that stays
+distinguishable for common colour-vision deficiencies (Okabe and Ito 2008), and every series
+also differs by dash or marker, so colour never carries meaning alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
+
+
+def line(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
+    trace = {
+        "type": "scatter", "mode": "lines", "x": x, "y": y, "name": name,
+        "line": {"color": PALETTE[i % len(PALETTE)], "dash": DASHES[i % len(DASHES)], "width": 2.5},
+    }
+    trace.update(extra)
+    return trace
+
+
+def markers(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
+    trace = {
+        "type": "scatter", "mode": "markers+text", "x": x, "y": y, "name": name,
+        "marker": {"color": PALETTE[i % len(PALETTE)], "symbol": MARKERS[i % len(MARKERS)], "size": 11},
+        "textposition": "top center",
+    }
+    trace.update(extra)
+    return trace
+
+
+def bar(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
+    patterns = ("", "/", "x", ".", "\\", "+")
+    trace = {
+        "type": "bar", "x": x, "y": y, "name": name,
+        "marker": {"color": PALETTE[i % len(PALETTE)], "pattern": {"shape": patterns[i % len(patterns)]}},
+    }
+    trace.update(extra)
+    return trace
+
+
+def layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "title": {"text": title},
+        "xaxis": {"title": {"text": x_title}, "automargin": True},
+        "yaxis": {"title": {"text": y_title}, "automargin": True},
+        "legend": {"orientation": "h", "y": -0.25},
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
+        "hovermode": "closest",
+    }
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def figure(data: list[dict[str, Any]], lay: dict[str, Any]) -> dict[str, Any]:
+    return {"data": data, "layout": lay}
