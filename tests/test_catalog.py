@@ -1,0 +1,99 @@
+"""The catalogues: every entry sourced, the reference figures reproduced, bad input named."""
+
+import pytest
+
+from simulators import catalog, costmodel as cm
+
+REQUIRED_GPUS = [
+    "h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l4", "b200",
+    "mi300x", "rtx-4090", "m2-ultra",
+]
+REQUIRED_MODELS = [
+    "llama-3-8b", "llama-3.1-70b", "llama-3.1-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b",
+    "qwen2.5-72b", "llama-2-7b", "llama-2-70b", "deepseek-v3", "gpt2-small",
+]
+
+
+def test_required_entries_exist_and_are_sourced():
+    assert set(REQUIRED_GPUS) <= set(catalog.gpus())
+    assert set(REQUIRED_MODELS) <= set(catalog.models())
+    for g in catalog.gpus().values():
+        assert g.source and g.memory_GB > 0 and g.hbm_bandwidth_GBps > 0
+    for m in catalog.models().values():
+        assert m.source and m.published_params_B
+    for p in catalog.precisions().values():
+        assert p.source
+
+
+def test_a100_has_no_fp8_path_and_m2_ultra_no_published_compute():
+    assert catalog.gpus()["a100-sxm-80gb"].peak_tflops("fp8") is None
+    m2 = catalog.gpus()["m2-ultra"]
+    assert m2.peak_tflops("bf16") is None and "publishes no" in m2.note
+
+
+def test_sparse_is_twice_dense_where_the_vendor_says_so():
+    # A check on the data entry, not a derivation: the datasheets quote 2:4 sparse as 2x dense.
+    for gid in ("h100-sxm", "a100-sxm-80gb", "b200"):
+        g = catalog.gpus()[gid]
+        assert g.sparse_bf16_tflops == pytest.approx(2 * g.dense_bf16_tflops, rel=0.01)
+
+
+@pytest.mark.parametrize("mid", REQUIRED_MODELS)
+def test_parameter_count_matches_the_published_total(mid):
+    m = catalog.models()[mid]
+    total_B = cm.param_counts(m).total / 1e9
+    assert total_B == pytest.approx(m.published_params_B, rel=0.01)
+
+
+def test_moe_active_parameters():
+    # Mixtral: ~47B total, ~13B active (Mixtral paper); DeepSeek-V3: 671B total, 37B active.
+    mix = cm.param_counts(catalog.models()["mixtral-8x7b"])
+    assert mix.active / 1e9 == pytest.approx(12.88, abs=0.01)
+    ds = cm.param_counts(catalog.models()["deepseek-v3"])
+    assert ds.active / 1e9 == pytest.approx(37.55, abs=0.01)
+
+
+def test_attention_kind_is_read_from_the_shape():
+    kinds = {mid: m.attention for mid, m in catalog.models().items()}
+    assert kinds["llama-2-7b"] == "MHA"
+    assert kinds["llama-3-8b"] == "GQA"
+    assert kinds["deepseek-v3"] == "MLA"
+
+
+def test_int4_group_scales_cost_an_eighth_of_a_bit():
+    # 4 bits + one 16-bit scale per 128 weights = 4.125 bits = 0.515625 bytes.
+    assert catalog.precisions()["int4"].bytes_per_value == 0.515625
+
+
+def test_pasted_config_json_and_custom_gpu():
+    cfg = {
+        "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+        "vocab_size": 128256, "max_position_embeddings": 8192, "rope_theta": 500000.0,
+        "torch_dtype": "bfloat16", "tie_word_embeddings": False,
+    }
+    m = catalog.resolve_model(cfg)
+    assert cm.param_counts(m).total == cm.param_counts(catalog.models()["llama-3-8b"]).total
+    g = catalog.resolve_gpu({"name": "My GPU", "memory_GB": 48, "hbm_bandwidth_GBps": 960, "dense_bf16_tflops": 180})
+    assert cm.ridge_point(g) == pytest.approx(180e12 / 960e9)
+
+
+@pytest.mark.parametrize(
+    "cfg, words",
+    [
+        ({"hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10}, "num_hidden_layers"),
+        ({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 3, "num_key_value_heads": 2, "vocab_size": 10}, "multiple"),
+        ({"num_hidden_layers": -1, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10}, "at least 1"),
+        ({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "hiden": 3}, "unknown key"),
+    ],
+)
+def test_bad_config_is_named(cfg, words):
+    with pytest.raises(catalog.CatalogError, match=words):
+        catalog.resolve_model(cfg)
+
+
+def test_bad_custom_gpu_is_named():
+    with pytest.raises(catalog.CatalogError, match="hbm_bandwidth_GBps"):
+        catalog.resolve_gpu({"memory_GB": 10})
+    with pytest.raises(catalog.CatalogError, match="greater than 0"):
+        catalog.resolve_gpu({"memory_GB": 10, "hbm_bandwidth_GBps": -1})

@@ -1,0 +1,52 @@
+"""The command line: list, describe, run; bad input is one line and exit status 2."""
+
+import json
+import subprocess
+import sys
+
+from simulators import api
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "simulators", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_list_names_every_simulator():
+    out = cli("list")
+    assert out.returncode == 0
+    for name in api.SIMULATORS:
+        assert name in out.stdout
+
+
+def test_describe_prints_parameters_and_metrics():
+    out = cli("describe", "kv_cache")
+    assert out.returncode == 0
+    assert "context_tokens" in out.stdout and "kv_bytes_per_token" in out.stdout
+
+
+def test_run_kv_cache_json_gives_131072_bytes_per_token():
+    out = cli("run", "kv_cache", "--set", "model=llama-3-8b", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["metrics"]["kv_bytes_per_token"] == 131072
+
+
+def test_custom_model_from_the_command_line():
+    cfg = '{"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100}'
+    out = cli("run", "kv_cache", "--set", f"model={cfg}", "--json")
+    # 2 (K, V) x 2 layers x 2 KV heads x 16 dims x 2 bytes = 256 B per token.
+    assert json.loads(out.stdout)["metrics"]["kv_bytes_per_token"] == 256
+
+
+def test_bad_input_is_one_line_and_exit_2():
+    for args in (
+        ["run", "kv_cache", "--set", "context_tokens=-5"],
+        ["run", "kv_cache", "--set", "nope=1"],
+        ["run", "kv_cache", "--set", "model=gpt-7"],
+        ["run", "kv_cache", "--set", "broken"],
+        ["run", "no_such_sim"],
+        ["describe", "no_such_sim"],
+    ):
+        out = cli(*args)
+        assert out.returncode == 2, args
+        assert "Traceback" not in out.stderr
+        assert out.stderr.strip().count("\n") == 0 and out.stderr.startswith("error:"), out.stderr
