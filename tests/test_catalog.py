@@ -2,7 +2,8 @@
 
 import pytest
 
-from simulators import catalog, costmodel as cm
+from simulators import catalog
+from simulators import costmodel as cm
 
 REQUIRED_GPUS = [
     "h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l4", "b200",
