@@ -1,0 +1,93 @@
+"""Every lesson has the anatomy of ../shared/LESSONS.md: front matter, the seven sections in
+order, at least one simulator, 3-5 self-check questions that each carry an answer and an
+explanation, references with links, and 1,200-2,500 words of prose."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulators import api
+from sitebuild.course import load_course
+
+LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
+COURSE = load_course(LESSONS_DIR)
+SECTIONS = [
+    "The bottleneck", "The mechanism", "Try it", "The metric that moves",
+    "In real software", "Check yourself", "References",
+]
+FENCE = re.compile(r"^(`{3,})(\w*)[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
+CORE_IDS = ["00.1", "00.2", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12"]
+
+
+def blocks(lesson, kind):
+    return [yaml.safe_load(m.group(3)) for m in FENCE.finditer(lesson.body) if m.group(2) == kind]
+
+
+def prose_words(body):
+    text = FENCE.sub(" ", body)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]+\$", " x ", text)
+    text = re.sub(r"\{\{.*?\}\}", " 1 ", text)
+    text = re.sub(r"<[^>]+>", " ", text)
+    text = re.sub(r"\]\([^)]*\)", "] ", text)
+    return len(re.findall(r"[A-Za-z0-9][\w'’.-]*", text))
+
+
+def test_the_fourteen_lessons_of_the_course_map():
+    ids = [lesson.id for lesson in COURSE.lessons]
+    assert [i for i in ids if i in CORE_IDS] == CORE_IDS
+    assert sum(1 for c in COURSE.chapters for _ in c.lessons) == len(ids)
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_sections_in_order(lesson):
+    found = re.findall(r"^## (.+?)\s*$", lesson.body, re.M)
+    positions = [found.index(s) if s in found else -1 for s in SECTIONS]
+    assert -1 not in positions, f"{lesson.src_uri} lacks {[s for s, p in zip(SECTIONS, positions) if p < 0]}"
+    assert positions == sorted(positions), f"{lesson.src_uri}: sections out of order: {found}"
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_prose_length(lesson):
+    words = prose_words(lesson.body)
+    assert 1200 <= words <= 2500, f"{lesson.src_uri}: {words} words of prose"
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_at_least_one_known_simulator(lesson):
+    sims = blocks(lesson, "sim")
+    assert sims, f"{lesson.src_uri} embeds no simulator"
+    for block in sims:
+        assert block["sim"] in api.SIMULATORS
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_self_check_questions_have_answers_and_explanations(lesson):
+    quizzes = blocks(lesson, "quiz")
+    questions = [q for quiz in quizzes for q in quiz]
+    assert 3 <= len(questions) <= 5, f"{lesson.src_uri}: {len(questions)} questions"
+    for q in questions:
+        assert q["q"].strip()
+        if q["type"] == "number":
+            assert isinstance(q["answer"], int | float) and q["explanation"].strip()
+            assert 0 < q.get("tolerance", 0.01) < 1
+        else:
+            assert q["type"] == "choice"
+            assert sum(1 for o in q["options"] if o.get("correct")) == 1
+            assert all(o["why"].strip() for o in q["options"]), q["q"]
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_references_link_to_sources(lesson):
+    refs = lesson.body.split("## References", 1)[1]
+    links = re.findall(r"\]\((https?://[^)\s]+)\)", refs)
+    assert len(links) >= 3, f"{lesson.src_uri}: {len(links)} linked references"
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_guided_experiments_follow_the_simulator(lesson):
+    try_it = lesson.body.split("## Try it", 1)[1].split("\n## ", 1)[0]
+    assert "```sim" in try_it
+    assert len(re.findall(r'\?\?\?\+? note "Answer', try_it)) >= 2, f"{lesson.src_uri}: fewer than 2 experiments with answers"
