@@ -20,15 +20,19 @@ from types import ModuleType
 from typing import Any
 
 from . import (
+    evaluation,
     generation,
     kv_cache,
+    speculative,
 )
 from .catalog import CatalogError
 from .params import ParamErrors, parse, schema_fields
 
 SIMULATORS: dict[str, ModuleType] = {
+    "evaluation": evaluation,
     "generation": generation,
     "kv_cache": kv_cache,
+    "speculative": speculative,
 }
 
 # Floats are rounded to 12 significant digits so that CPython and Pyodide (different libm)
