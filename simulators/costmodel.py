@@ -127,13 +127,29 @@ def precision(dtype: str) -> Precision:
         raise ValueError(f"unknown number format '{dtype}'; known: {', '.join(precisions())}") from None
 
 
-def weight_bytes(m: Model, weight_dtype: str = "bf16") -> float:
-    """Bytes to hold all weights: block matmuls in `weight_dtype`, the rest in bf16."""
+def sparse24_bytes_per_value(dtype: str) -> float:
+    """Stored bytes per original value of a 2:4 structured-sparse matrix in `dtype`.
+
+    Two of every four values are kept, and each kept value carries a 2-bit index of its position
+    in the group of four (NVIDIA's 2:4 format, the same for 16- and 8-bit values):
+    bytes = bytes_per_value / 2 + (2 bits / 8) / 2. FP8: 0.5 + 0.125 = 0.625 B per weight.
+    """
+    return bytes_per_value(dtype) / 2 + 2 / 8 / 2
+
+
+def block_bytes_per_value(weight_dtype: str, sparse: bool = False) -> float:
+    """Bytes per block-matmul weight: dense, or 2:4 sparse with its index metadata."""
+    return sparse24_bytes_per_value(weight_dtype) if sparse else bytes_per_value(weight_dtype)
+
+
+def weight_bytes(m: Model, weight_dtype: str = "bf16", *, sparse: bool = False) -> float:
+    """Bytes to hold all weights: block matmuls in `weight_dtype` (2:4 sparse if asked), the rest in bf16."""
     p = param_counts(m)
-    return p.block_linear * bytes_per_value(weight_dtype) + (p.total - p.block_linear) * BF16_BYTES
+    block = block_bytes_per_value(weight_dtype, sparse)
+    return p.block_linear * block + (p.total - p.block_linear) * BF16_BYTES
 
 
-def streamed_weight_bytes(m: Model, weight_dtype: str = "bf16", num_tokens: int = 1) -> float:
+def streamed_weight_bytes(m: Model, weight_dtype: str = "bf16", num_tokens: int = 1, *, sparse: bool = False) -> float:
     """Weight bytes one forward pass over `num_tokens` tokens must read from memory.
 
     The embedding table is looked up, not streamed. For MoE, the expected number of distinct
@@ -148,7 +164,7 @@ def streamed_weight_bytes(m: Model, weight_dtype: str = "bf16", num_tokens: int 
         hit = 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** max(num_tokens, 1)
         linear = linear - routed + routed * hit
     rest = lm_head_params(m) + p.other  # a tied head still reads the embedding table
-    return linear * bytes_per_value(weight_dtype) + rest * BF16_BYTES
+    return linear * block_bytes_per_value(weight_dtype, sparse) + rest * BF16_BYTES
 
 
 def kv_bytes_per_token(m: Model, kv_dtype: str = "bf16") -> float:
@@ -286,7 +302,7 @@ def step_time(
     """Time of one forward pass over `seqs`, a list of (new_tokens, cached_tokens) per sequence.
 
     `sparse` uses the 2:4 structured-sparse tensor rate for the block matmuls and halves their
-    weight bytes (plus 2 bits of metadata per kept value, as NVIDIA's 2:4 format stores).
+    weight bytes (plus 2 bits of metadata per kept value: sparse24_bytes_per_value).
     """
     eff = eff or default_efficiency()
     tokens = sum(q for q, _ in seqs)
@@ -298,9 +314,7 @@ def step_time(
     logits_tokens = len(seqs)
     block_flops = per_token_block * tokens
     other_flops = head * logits_tokens + sum(attention_flops(m, q, c) for q, c in seqs)
-    w_bytes = streamed_weight_bytes(m, weight_dtype, tokens)
-    if sparse:
-        w_bytes -= p.block_linear * bytes_per_value(weight_dtype) * (0.5 - 1 / 16)
+    w_bytes = streamed_weight_bytes(m, weight_dtype, tokens, sparse=sparse)
     kv_bytes = kv_bytes_per_token(m, kv_dtype) * sum(kv_tokens_held(m, c) + q for q, c in seqs)
     total_bytes = (w_bytes + kv_bytes) / tp
     block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
