@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from . import (
+    compression,
     evaluation,
     generation,
     kv_cache,
@@ -29,6 +30,7 @@ from .catalog import CatalogError
 from .params import ParamErrors, parse, schema_fields
 
 SIMULATORS: dict[str, ModuleType] = {
+    "compression": compression,
     "evaluation": evaluation,
     "generation": generation,
     "kv_cache": kv_cache,

@@ -453,14 +453,18 @@ def memory_fit(
     kv_dtype: str = "bf16",
     gpu_memory_utilization: float | None = None,
     max_num_batched_tokens: int | None = None,
+    sparse: bool = False,
 ) -> MemoryFit:
-    """Weights + activations + KV cache against the memory of `num_gpus` GPUs (tensor-parallel)."""
+    """Weights + activations + KV cache against the memory of `num_gpus` GPUs (tensor-parallel).
+
+    `sparse` stores the block matmuls 2:4 sparse (weight_bytes(..., sparse=True)).
+    """
     mem = assumptions()["memory"]
     util = mem["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
     tokens = mem["max_num_batched_tokens"] if max_num_batched_tokens is None else max_num_batched_tokens
     capacity = gpu.memory_GB * GB * num_gpus
     usable = capacity * util
-    w = weight_bytes(m, weight_dtype)
+    w = weight_bytes(m, weight_dtype, sparse=sparse)
     act = activation_bytes(m, tokens) * num_gpus  # each GPU holds its own workspace (upper bound)
     kv = usable - w - act
     per_token = kv_bytes_per_token(m, kv_dtype)

@@ -37,3 +37,10 @@ def test_q4_0_is_four_and_a_half_bits():
     # (llama.cpp quantises them too), so our file is larger: 3.88 GiB.
     gib = cm.weight_bytes(catalog.models()["llama-2-7b"], "q4_0") / cm.GiB
     assert gib == pytest.approx(3.88, abs=0.01)
+
+
+def test_memory_fit_counts_sparse_weights():
+    dense = cm.memory_fit(LLAMA3_8B, H100, weight_dtype="fp8")
+    sparse = cm.memory_fit(LLAMA3_8B, H100, weight_dtype="fp8", sparse=True)
+    assert dense.weight_bytes - sparse.weight_bytes == pytest.approx(cm.param_counts(LLAMA3_8B).block_linear * 0.375)
+    assert sparse.kv_token_capacity > dense.kv_token_capacity

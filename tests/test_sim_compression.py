@@ -1,0 +1,81 @@
+"""Compression schemes: sizes by hand, which roof each scheme moves, and sources for every claim."""
+
+import pytest
+
+from simulators import api, catalog, params
+from simulators import compression as comp
+from simulators import costmodel as cm
+
+LLAMA3_8B = catalog.models()["llama-3-8b"]
+
+
+def _run(**kw):
+    return comp.run(params.parse(comp.Params, kw), seed=0)
+
+
+def test_every_scheme_is_sourced_and_says_what_it_needs():
+    data = comp.schemes()
+    assert set(data["schemes"]) == {"w4a16", "w8a8-int8", "w8a8-fp8", "2of4-fp8"}
+    for s in [*data["schemes"].values(), data["kv_cache"]["fp8"]]:
+        assert s["source"] and s["calibration"] and isinstance(s["needs_calibration_data"], bool)
+        # A quality claim always comes with its source.
+        assert not s["quality"] or s["quality_source"]
+    # GPTQ and SmoothQuant need calibration data; FP8 dynamic does not (LLM Compressor guide).
+    assert data["schemes"]["w4a16"]["needs_calibration_data"]
+    assert data["schemes"]["w8a8-int8"]["needs_calibration_data"]
+    assert not data["schemes"]["w8a8-fp8"]["needs_calibration_data"]
+
+
+def test_artifact_sizes_by_hand():
+    # Llama-3-8B: block matmuls 6.98e9 params; embedding + LM head + norms stay bf16.
+    p = cm.param_counts(LLAMA3_8B)
+    rest = (p.total - p.block_linear) * 2
+    m = _run(scheme="w8a8-fp8")["metrics"]
+    assert m["artifact_GB"] * 1e9 == pytest.approx(p.block_linear * 1 + rest)
+    assert m["baseline_GB"] * 1e9 == pytest.approx(p.total * 2)
+    # W4A16 group 128: 4 + 16/128 = 4.125 bits per weight.
+    w4 = _run(scheme="w4a16")["metrics"]
+    assert w4["bits_per_weight"] == 4.125
+    assert w4["artifact_GB"] * 1e9 == pytest.approx(p.block_linear * 4.125 / 8 + rest)
+    # 2:4 + FP8: half the bytes plus a 2-bit index per kept weight = 5 bits per original weight.
+    assert _run(scheme="2of4-fp8")["metrics"]["bits_per_weight"] == 5.0
+
+
+def test_fp8_on_an_a100_shrinks_weights_but_not_prefill():
+    h100 = _run(scheme="w8a8-fp8", gpu="h100-sxm")
+    a100 = _run(scheme="w8a8-fp8", gpu="a100-sxm-80gb")
+    assert h100["matmul_path"] == "fp8" and a100["matmul_path"] == "bf16"
+    # Prefill of 2,000 tokens is compute-bound: twice the tensor rate on the H100, nothing on the A100.
+    assert h100["metrics"]["prefill_speedup"] == pytest.approx(1.93, abs=0.05)
+    assert a100["metrics"]["prefill_speedup"] == pytest.approx(1.0, abs=1e-6)
+    # Batch-1 decode is memory-bound: both gain from half the weight bytes.
+    assert a100["metrics"]["decode_speedup"] > 1.7
+    assert any("no FP8 tensor-core" in n for n in a100["notes"])
+
+
+def test_weight_only_int4_helps_decode_not_prefill_and_fades_with_batch():
+    r = _run(scheme="w4a16")
+    assert r["metrics"]["prefill_speedup"] == pytest.approx(1.0, abs=1e-6)
+    assert r["metrics"]["decode_speedup"] > 2.5
+    by_batch = r["schemes"]["w4a16"]["decode_speedup_by_batch"]
+    assert all(b <= a + 1e-9 for a, b in zip(by_batch, by_batch[1:], strict=False))
+    assert by_batch[-1] < 1.2
+
+
+def test_fp8_kv_cache_doubles_kv_room():
+    plain = _run(scheme="w8a8-fp8")["metrics"]
+    fp8kv = _run(scheme="w8a8-fp8", kv_fp8=True)["metrics"]
+    assert fp8kv["kv_token_capacity"] == pytest.approx(2 * plain["kv_token_capacity"], abs=2)
+    assert fp8kv["decode_step_s"] < plain["decode_step_s"]
+
+
+def test_two_four_sparse_fp8_uses_the_sparse_rate_on_hopper():
+    m = _run(scheme="2of4-fp8", batch_size=8)["metrics"]
+    dense = _run(scheme="w8a8-fp8", batch_size=8)["metrics"]
+    assert m["prefill_speedup"] > dense["prefill_speedup"]
+    assert m["artifact_GB"] < dense["artifact_GB"]
+
+
+def test_summary_cites_the_quality_source():
+    answer = api.run("compression", {"scheme": "w8a8-int8"})
+    assert "1-3%" in answer["summary"] and "2411.02355" in answer["summary"]
