@@ -142,6 +142,27 @@ def block_bytes_per_value(weight_dtype: str, sparse: bool = False) -> float:
     return sparse24_bytes_per_value(weight_dtype) if sparse else bytes_per_value(weight_dtype)
 
 
+def unstructured_bytes_per_value(dtype: str, sparsity: float, layout: str = "bitmask") -> float:
+    """Stored bytes per original value of a matrix with a fraction `sparsity` of zeros anywhere.
+
+    - "dense": the zeros are stored like any other value (what a dense kernel reads): b.
+    - "bitmask": the kept values plus one bit per position saying kept or zero: (1 - s) b + 1/8.
+    - "csr": the kept values, each with a 16-bit column index (enough for rows of up to 65,536
+      values; the row pointers are negligible): (1 - s) (b + 2).
+    b = bytes_per_value(dtype). At 50% in bf16: dense 2, bitmask 1.125 (as 2:4), csr 2 bytes.
+    """
+    if not 0 <= sparsity < 1:
+        raise ValueError(f"sparsity must be in [0, 1), got {sparsity}")
+    b = bytes_per_value(dtype)
+    if layout == "dense":
+        return b
+    if layout == "bitmask":
+        return (1 - sparsity) * b + 1 / 8
+    if layout == "csr":
+        return (1 - sparsity) * (b + 2)
+    raise ValueError(f"unknown sparse layout '{layout}'; known: dense, bitmask, csr")
+
+
 def weight_bytes(m: Model, weight_dtype: str = "bf16", *, sparse: bool = False) -> float:
     """Bytes to hold all weights: block matmuls in `weight_dtype` (2:4 sparse if asked), the rest in bf16."""
     p = param_counts(m)
@@ -149,8 +170,12 @@ def weight_bytes(m: Model, weight_dtype: str = "bf16", *, sparse: bool = False) 
     return p.block_linear * block + (p.total - p.block_linear) * BF16_BYTES
 
 
-def streamed_weight_bytes(m: Model, weight_dtype: str = "bf16", num_tokens: int = 1, *, sparse: bool = False) -> float:
+def streamed_weight_bytes(
+    m: Model, weight_dtype: str = "bf16", num_tokens: int = 1, *, sparse: bool = False, per_value: float | None = None
+) -> float:
     """Weight bytes one forward pass over `num_tokens` tokens must read from memory.
+
+    `per_value` overrides the stored bytes per block-matmul weight (e.g. unstructured_bytes_per_value).
 
     The embedding table is looked up, not streamed. For MoE, the expected number of distinct
     experts hit by `num_tokens` tokens under uniform routing is E * (1 - (1 - k/E)^tokens).
@@ -164,7 +189,8 @@ def streamed_weight_bytes(m: Model, weight_dtype: str = "bf16", num_tokens: int 
         hit = 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** max(num_tokens, 1)
         linear = linear - routed + routed * hit
     rest = lm_head_params(m) + p.other  # a tied head still reads the embedding table
-    return linear * block_bytes_per_value(weight_dtype, sparse) + rest * BF16_BYTES
+    block = block_bytes_per_value(weight_dtype, sparse) if per_value is None else per_value
+    return linear * block + rest * BF16_BYTES
 
 
 def kv_bytes_per_token(m: Model, kv_dtype: str = "bf16") -> float:
@@ -298,12 +324,18 @@ def step_time(
     eff: Efficiency | None = None,
     tp: int = 1,
     sparse: bool = False,
+    weight_bytes_per_value: float | None = None,
 ) -> StepTime:
     """Time of one forward pass over `seqs`, a list of (new_tokens, cached_tokens) per sequence.
 
     `sparse` uses the 2:4 structured-sparse tensor rate for the block matmuls and halves their
     weight bytes (plus 2 bits of metadata per kept value: sparse24_bytes_per_value).
+    `weight_bytes_per_value` overrides only the stored bytes per block-matmul weight, e.g. an
+    unstructured-sparse layout (unstructured_bytes_per_value): GPUs have no tensor-core path for
+    unstructured sparsity, so the matmuls still run at the dense rate.
     """
+    if sparse and weight_bytes_per_value is not None:
+        raise ValueError("give either sparse (2:4) or weight_bytes_per_value, not both")
     eff = eff or default_efficiency()
     tokens = sum(q for q, _ in seqs)
     path = matmul_path(gpu, weight_dtype, activation_dtype)
@@ -314,7 +346,7 @@ def step_time(
     logits_tokens = len(seqs)
     block_flops = per_token_block * tokens
     other_flops = head * logits_tokens + sum(attention_flops(m, q, c) for q, c in seqs)
-    w_bytes = streamed_weight_bytes(m, weight_dtype, tokens, sparse=sparse)
+    w_bytes = streamed_weight_bytes(m, weight_dtype, tokens, sparse=sparse, per_value=weight_bytes_per_value)
     kv_bytes = kv_bytes_per_token(m, kv_dtype) * sum(kv_tokens_held(m, c) + q for q, c in seqs)
     total_bytes = (w_bytes + kv_bytes) / tp
     block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
