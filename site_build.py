@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The site's one entry point.
+
+    python site_build.py build [--lessons DIR] [--site-dir DIR] [--site-url URL]
+    python site_build.py serve [--port 8000]     build, serve on localhost, rebuild on change
+    python site_build.py check                   build, then check every local link and anchor
+
+`build` installs the pinned browser assets (npm ci), bundles simulators/ for the browser,
+pre-renders every widget in CPython and runs `mkdocs build --strict`. The site appears in site/
+only when everything succeeded; any failure exits non-zero with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sitebuild import assets, linkcheck, serve
+from sitebuild.errors import BuildError
+
+ROOT = Path(__file__).resolve().parent
+WATCHED = ("lessons", "docs", "simulators", "overrides", "sitebuild", "mkdocs.yml")
+
+
+def build(site_dir: Path, lessons_dir: Path, site_url: str | None) -> None:
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import Abort, ConfigurationError
+
+    assets.npm_ci()
+    partial = site_dir.with_name(site_dir.name + ".partial")
+    overrides = {"site_dir": str(partial), "strict": True}
+    if site_url:
+        overrides["site_url"] = site_url
+    try:
+        config = load_config(str(ROOT / "mkdocs.yml"), **overrides)
+        config.extra["lessons_dir"] = str(lessons_dir.resolve())
+        mkdocs_build(config)
+    except (Abort, ConfigurationError) as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise BuildError(f"mkdocs build --strict failed: {exc}") from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    old = site_dir.with_name(site_dir.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if site_dir.exists():
+        site_dir.rename(old)
+    partial.rename(site_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def check(site_dir: Path) -> None:
+    problems = linkcheck.check(site_dir)
+    if problems:
+        raise BuildError("link check failed:\n  " + "\n  ".join(problems))
+    print(f"link check: every local link and anchor in {site_dir.name}/ resolves")
+
+
+def watch_and_serve(port: int) -> None:
+    url = f"http://127.0.0.1:{port}/"
+    command = [sys.executable, str(Path(__file__).resolve()), "build", "--site-url", url]
+    if subprocess.run(command).returncode != 0:
+        raise BuildError("the first build failed; fix it and start serve again")
+    server = serve.start(ROOT / "site", port)
+    print(f"serving {url} (rebuilds when {', '.join(WATCHED)} change; Ctrl-C stops)", flush=True)
+    seen = _mtimes()
+    try:
+        while True:
+            time.sleep(1)
+            now = _mtimes()
+            if now != seen:
+                seen = now
+                print("change seen: rebuilding…", flush=True)
+                ok = subprocess.run(command).returncode == 0
+                print("rebuilt" if ok else "build failed: still serving the last good site", flush=True)
+    except KeyboardInterrupt:
+        server.shutdown()
+
+
+def _mtimes() -> dict[str, float]:
+    found: dict[str, float] = {}
+    for name in WATCHED:
+        top = ROOT / name
+        for path in [top, *top.rglob("*")] if top.is_dir() else [top]:
+            if path.is_file() and "__pycache__" not in path.parts:
+                found[str(path)] = path.stat().st_mtime
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="site_build.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("build", "check"):
+        cmd = sub.add_parser(name)
+        cmd.add_argument("--lessons", type=Path, default=ROOT / "lessons")
+        cmd.add_argument("--site-dir", type=Path, default=ROOT / "site")
+        cmd.add_argument("--site-url", help="the address the site is served from")
+    sub.add_parser("serve").add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    started = time.monotonic()
+    try:
+        if args.command == "serve":
+            watch_and_serve(args.port)
+            return 0
+        build(args.site_dir.resolve(), args.lessons, args.site_url)
+        if args.command == "check":
+            check(args.site_dir.resolve())
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"built {args.site_dir} in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Browser assets: the pinned npm packages (installed by `npm ci`) and the bundled simulators.
+
+Nothing is copied into docs/: the hooks add these files to the mkdocs build as virtual files, so the
+site carries exactly the files listed here and nothing stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from sitebuild.errors import BuildError
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_MODULES = ROOT / "node_modules"
+STAMP = NODE_MODULES / ".course-package-lock.sha256"
+
+# site path under assets/vendor/ -> file in node_modules/. Pyodide: core files only, no packages.
+VENDOR = {
+    "pyodide/pyodide.mjs": "pyodide/pyodide.mjs",
+    "pyodide/pyodide.asm.mjs": "pyodide/pyodide.asm.mjs",
+    "pyodide/pyodide.asm.wasm": "pyodide/pyodide.asm.wasm",
+    "pyodide/python_stdlib.zip": "pyodide/python_stdlib.zip",
+    "plotly/plotly.min.js": "plotly.js-basic-dist-min/plotly-basic.min.js",
+    "katex/katex.min.js": "katex/dist/katex.min.js",
+    "katex/katex.min.css": "katex/dist/katex.min.css",
+}
+KATEX_FONTS = "katex/dist/fonts"
+# The trace types the basic plotly.js bundle draws; a figure using another type fails the build.
+PLOTLY_TRACE_TYPES = frozenset({"scatter", "bar", "pie"})
+
+
+def npm_ci() -> None:
+    """Install package-lock.json's exact packages, unless node_modules already holds them."""
+    lock = ROOT / "package-lock.json"
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == digest:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise BuildError("npm is needed to install the browser assets: apt-get install -y npm")
+    done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ROOT,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"npm ci failed:\n{done.stdout}{done.stderr}")
+    STAMP.write_text(digest)
+
+
+def vendor_files() -> dict[str, Path]:
+    """site path -> source file for every vendored asset; fails if `npm ci` has not run."""
+    files = {f"assets/vendor/{dest}": NODE_MODULES / src for dest, src in VENDOR.items()}
+    files |= {
+        f"assets/vendor/katex/fonts/{font.name}": font
+        for font in sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
+    }
+    missing = [str(path) for path in files.values() if not path.is_file()]
+    if missing:
+        raise BuildError(f"vendored assets missing ({missing[0]} …): run `python site_build.py build`, "
+                         "which runs npm ci")
+    return files
+
+
+def pyodide_lock() -> dict[str, Any]:
+    """A lock file with the real `info` and no packages: Pyodide loads no wheels and fetches no lock."""
+    info = json.loads((NODE_MODULES / "pyodide" / "pyodide-lock.json").read_text())["info"]
+    return {"info": info, "packages": {}}
+
+
+def simulators_archive(package_dir: Path) -> tuple[str, bytes]:
+    """A reproducible zip of simulators/ (Python sources and data files) and its hashed name."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(package_dir.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                name = path.relative_to(package_dir.parent).as_posix()
+                info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, path.read_bytes())
+    data = buffer.getvalue()
+    return f"simulators-{hashlib.sha256(data).hexdigest()[:12]}.zip", data
+
+
+def schemas_asset(schemas: dict[str, Any]) -> tuple[str, bytes]:
+    data = json.dumps(schemas, sort_keys=True, separators=(",", ":")).encode()
+    return f"schemas-{hashlib.sha256(data).hexdigest()[:12]}.json", data
+
+
+def check_trace_types(figure: dict[str, Any]) -> None:
+    used = {trace.get("type", "scatter") for trace in figure.get("data", [])}
+    unknown = used - PLOTLY_TRACE_TYPES
+    if unknown:
+        raise ValueError(f"figure uses trace types {sorted(unknown)} that the vendored plotly.js "
+                         f"bundle lacks (it has {sorted(PLOTLY_TRACE_TYPES)}); switch package.json "
+                         "to plotly.js-cartesian-dist-min and update sitebuild/assets.py")

@@ -1,0 +1,194 @@
+"""The course as data: chapters and synthesis from `lessons/course.yml`, lessons from front matter.
+
+Every check here fails with `lessons/<file>:<line>: <message>`, so a contributor knows where to look.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sitebuild.errors import LessonError
+
+# The same front matter pattern mkdocs uses (mkdocs.utils.meta), so both read the same block.
+FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
+LESSON_ID = re.compile(r"^(\d\d(\.\d+)?|F\d+)$")
+FIELDS: dict[str, type] = {
+    "id": str,
+    "chapter": str,
+    "title": str,
+    "question": str,
+    "bottleneck": str,
+    "primary_metric": str,
+    "minutes": int,
+    "summary": str,
+}
+CHAPTER_FIELDS = ("id", "name", "stage", "journey_question", "question", "summary")
+
+
+@dataclass(frozen=True)
+class Lesson:
+    path: Path
+    id: str
+    chapter: str
+    title: str
+    question: str
+    bottleneck: str
+    primary_metric: str
+    minutes: int
+    summary: str
+    body: str
+    # 1-based line of the first body line in the file, for error messages.
+    body_line: int
+
+    @property
+    def src_uri(self) -> str:
+        return f"lessons/{self.path.name}"
+
+    @property
+    def url(self) -> str:
+        return f"lessons/{self.path.stem}/"
+
+
+@dataclass(frozen=True)
+class Chapter:
+    id: str
+    name: str
+    # One word for the journey strip ("Memory") and the question that stage answers.
+    stage: str
+    journey_question: str
+    question: str
+    summary: str
+    lessons: tuple[Lesson, ...]
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    bottleneck: str
+    lessons: tuple[Lesson, ...]
+    note: str
+
+
+@dataclass(frozen=True)
+class Course:
+    chapters: tuple[Chapter, ...]
+    lessons: tuple[Lesson, ...]
+    synthesis: tuple[Synthesis, ...]
+
+    @property
+    def total_minutes(self) -> int:
+        return sum(lesson.minutes for lesson in self.lessons)
+
+    def lesson_at(self, src_uri: str) -> Lesson | None:
+        return next((x for x in self.lessons if x.src_uri == src_uri), None)
+
+
+def id_order(lesson_id: str) -> tuple[int, tuple[int, ...]]:
+    """00.1 < 00.2 < 01 < … < 12 < F1 < F2: numbered lessons first, then the frontier."""
+    if lesson_id.startswith("F"):
+        return (1, (int(lesson_id[1:]),))
+    return (0, tuple(int(part) for part in lesson_id.split(".")))
+
+
+def load_course(lessons_dir: Path) -> Course:
+    course_file = lessons_dir / "course.yml"
+    data, node = _load_yaml(course_file, course_file.read_text(encoding="utf-8"), 1)
+    lessons = sorted(
+        (parse_lesson(path) for path in sorted(lessons_dir.glob("*.md"))),
+        key=lambda x: id_order(x.id),
+    )
+    _check_unique_ids(lessons)
+    chapters = tuple(_chapter(course_file, entry, lessons) for entry in data.get("chapters") or [])
+    known = {c.id for c in chapters}
+    for lesson in lessons:
+        if lesson.chapter not in known:
+            raise LessonError(
+                lesson.path,
+                _key_line(lesson.path, "chapter"),
+                f"chapter {lesson.chapter!r} is not in {course_file.name} "
+                f"(chapters: {', '.join(sorted(known))})",
+            )
+    by_id = {x.id: x for x in lessons}
+    synthesis = []
+    for row in data.get("synthesis") or []:
+        missing = [i for i in row["lessons"] if str(i) not in by_id]
+        if missing:
+            raise LessonError(course_file, 1, f"synthesis row {row['bottleneck']!r} names unknown "
+                              f"lessons {missing}")
+        synthesis.append(Synthesis(row["bottleneck"], tuple(by_id[str(i)] for i in row["lessons"]),
+                                   row["note"]))
+    return Course(chapters, tuple(lessons), tuple(synthesis))
+
+
+def parse_lesson(path: Path) -> Lesson:
+    text = path.read_text(encoding="utf-8")
+    match = FRONT_MATTER.match(text)
+    if match is None:
+        raise LessonError(path, 1, "missing YAML front matter (a block between '---' lines)")
+    data, node = _load_yaml(path, match.group(1), 2)
+    raw = {key.value: value for key, value in node.value}
+    lines = {key.value: key.start_mark.line + 2 for key, _ in node.value}
+    for key in data:
+        if key not in FIELDS:
+            raise LessonError(path, lines[key], f"unknown front matter key {key!r} "
+                              f"(allowed: {', '.join(FIELDS)})")
+    for key, kind in FIELDS.items():
+        if key not in data:
+            raise LessonError(path, 1, f"front matter lacks {key!r}")
+        # Ids are read as written: YAML would turn `00.1` into the float 0.1.
+        value = raw[key].value if kind is str and isinstance(raw[key], yaml.ScalarNode) else data[key]
+        if not isinstance(value, kind) or isinstance(value, bool) or value in ("", None):
+            raise LessonError(path, lines[key], f"{key!r} must be a non-empty {kind.__name__}")
+        data[key] = value
+    if not LESSON_ID.match(data["id"]):
+        raise LessonError(path, lines["id"], f"id {data['id']!r} must look like 00.1, 07 or F2")
+    if not path.name.startswith(data["id"] + "-"):
+        raise LessonError(path, lines["id"], f"file name must start with the id: {data['id']}-….md")
+    if data["minutes"] <= 0:
+        raise LessonError(path, lines["minutes"], "'minutes' must be positive")
+    body_line = text.count("\n", 0, match.end()) + 1
+    return Lesson(path=path, body=text[match.end():], body_line=body_line, **data)
+
+
+def _load_yaml(path: Path, text: str, first_line: int) -> tuple[dict[str, Any], yaml.Node]:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = first_line + (mark.line if mark else 0)
+        raise LessonError(path, line, f"invalid YAML: {exc.problem or exc}") from None
+    if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
+        raise LessonError(path, first_line, "expected a YAML mapping of key: value lines")
+    return data, node
+
+
+def _chapter(course_file: Path, entry: dict[str, Any], lessons: list[Lesson]) -> Chapter:
+    missing = [key for key in CHAPTER_FIELDS if not entry.get(key)]
+    if missing:
+        raise LessonError(course_file, 1, f"chapter {entry.get('id')!r} lacks {missing}")
+    chapter_id = str(entry["id"])
+    return Chapter(
+        **{key: str(entry[key]) for key in CHAPTER_FIELDS},
+        lessons=tuple(x for x in lessons if x.chapter == chapter_id),
+    )
+
+
+def _check_unique_ids(lessons: list[Lesson]) -> None:
+    seen: dict[str, Path] = {}
+    for lesson in lessons:
+        if lesson.id in seen:
+            raise LessonError(lesson.path, _key_line(lesson.path, "id"),
+                              f"id {lesson.id!r} is already used by {seen[lesson.id].name}")
+        seen[lesson.id] = lesson.path
+
+
+def _key_line(path: Path, key: str) -> int:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.startswith(f"{key}:"):
+            return number
+    return 1

@@ -1,0 +1,83 @@
+"""mkdocs hooks (listed in mkdocs.yml): lessons from lessons/, widgets, the home page, assets, CSP.
+
+State lives for one build in `_build`, set by on_config; everything else is a pure function of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+
+from sitebuild import assets, csp, lesson_page
+from sitebuild.course import Course, load_course
+from sitebuild.sims import Simulators
+
+
+@dataclass
+class _Build:
+    course: Course
+    sims: Simulators
+    generated: dict[str, bytes]
+
+
+_build: _Build | None = None
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    global _build
+    root = Path(config.config_file_path).parent
+    course = load_course(root / config.extra["lessons_dir"])
+    sims = Simulators()
+    archive_name, archive = assets.simulators_archive(root / "simulators")
+    schemas_name, schemas = assets.schemas_asset(sims.schemas)
+    _build = _Build(course, sims, {
+        f"assets/generated/{archive_name}": archive,
+        f"assets/generated/{schemas_name}": schemas,
+    })
+    config.extra["runtime"] = {
+        "archive": archive_name,
+        "schemas": schemas_name,
+        "pyodideLock": assets.pyodide_lock(),
+    }
+    config.nav = _nav(course, Path(config.docs_dir))
+    return config
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    assert _build is not None
+    for lesson in _build.course.lessons:
+        files.append(File.generated(config, lesson.src_uri, abs_src_path=str(lesson.path)))
+    for src_uri, path in assets.vendor_files().items():
+        files.append(File.generated(config, src_uri, abs_src_path=str(path)))
+    for src_uri, content in _build.generated.items():
+        files.append(File.generated(config, src_uri, content=content))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    assert _build is not None
+    lesson = _build.course.lesson_at(page.file.src_uri)
+    if lesson is None:
+        return markdown
+    return lesson_page.render(lesson, _build.course, _build.sims)
+
+
+def on_page_context(context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Any) -> dict[str, Any]:
+    assert _build is not None
+    context["course"] = _build.course
+    return context
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    csp.apply(Path(config.site_dir))
+
+
+def _nav(course: Course, docs_dir: Path) -> list[Any]:
+    chapters = [{f"{c.id} · {c.name}": [x.src_uri for x in c.lessons]} for c in course.chapters if c.lessons]
+    others = sorted(p.name for p in docs_dir.glob("*.md") if p.name != "index.md")
+    return [{"Course map": "index.md"}, *chapters, {"About this site": others}]

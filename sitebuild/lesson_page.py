@@ -1,0 +1,88 @@
+"""A lesson's Markdown → the Markdown mkdocs renders: header, widgets, quizzes, computed numbers.
+
+Fences other than ```sim and ```quiz pass through untouched, and `{{ … }}` is only expanded outside
+fences, so code samples can show the syntax itself.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from sitebuild import expressions, quiz_block, sim_block
+from sitebuild.course import Course, Lesson
+from sitebuild.errors import LessonError
+from sitebuild.sims import Simulators
+
+FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w-]*)")
+
+
+def render(lesson: Lesson, course: Course, sims: Simulators) -> str:
+    lines = lesson.body.splitlines(keepends=True)
+    out = [_header(lesson, course)]
+    used_ids: set[str] = set()
+    quiz_counter = [0]
+    i = 0
+    while i < len(lines):
+        line_no = lesson.body_line + i
+        match = FENCE.match(lines[i])
+        if not match:
+            out.append(_expand(lines[i], lesson, line_no, sims))
+            i += 1
+            continue
+        end = _closing(lines, i, match.group("fence"))
+        lang = match.group("lang")
+        if lang in ("sim", "quiz"):
+            if end is None:
+                raise LessonError(lesson.path, line_no, f"```{lang} block is never closed")
+            source = "".join(lines[i + 1 : end])
+            try:
+                block = (
+                    sim_block.render(source, sims, used_ids)
+                    if lang == "sim"
+                    else quiz_block.render(source, quiz_counter)
+                )
+            except sim_block.BlockError as exc:
+                raise LessonError(lesson.path, line_no + 1 + exc.offset, str(exc)) from None
+            out.append(f"\n{block}\n\n")
+        else:
+            out.extend(lines[i : (end if end is not None else len(lines)) + 1])
+        i = (end if end is not None else len(lines)) + 1
+    out.append(_completion(lesson))
+    return "".join(out)
+
+
+def _closing(lines: list[str], start: int, fence: str) -> int | None:
+    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+    return next((j for j in range(start + 1, len(lines)) if closing.match(lines[j].rstrip("\n"))), None)
+
+
+def _expand(line: str, lesson: Lesson, line_no: int, sims: Simulators) -> str:
+    try:
+        return expressions.expand(line, sims)
+    except ValueError as exc:
+        raise LessonError(lesson.path, line_no, str(exc)) from None
+
+
+def _header(lesson: Lesson, course: Course) -> str:
+    e = html.escape
+    chapter = next(c for c in course.chapters if c.id == lesson.chapter)
+    return (
+        f"# {lesson.title}\n\n"
+        f'<div class="lesson-head" data-lesson="{e(lesson.id)}">\n'
+        f'<p class="lesson-kicker">Lesson {e(lesson.id)} · Chapter {e(chapter.id)} '
+        f"{e(chapter.name)} · {lesson.minutes} min</p>\n"
+        f'<p class="lesson-question">{e(lesson.question)}</p>\n'
+        f'<dl class="lesson-facts"><div><dt>Bottleneck</dt><dd>{e(lesson.bottleneck)}</dd></div>'
+        f"<div><dt>Primary metric</dt><dd>{e(lesson.primary_metric)}</dd></div></dl>\n"
+        "</div>\n\n"
+    )
+
+
+def _completion(lesson: Lesson) -> str:
+    return (
+        f'\n\n<div class="lesson-complete" data-lesson="{html.escape(lesson.id)}">\n'
+        '<button type="button" class="md-button md-button--primary lesson-complete-button" '
+        'aria-pressed="false">Mark lesson complete</button>\n'
+        '<p class="lesson-complete-status" role="status" aria-live="polite"></p>\n</div>\n'
+    )

@@ -1,0 +1,136 @@
+"""A ```quiz fence → self-check questions with immediate feedback (`quiz.js` marks the answers).
+
+    ```quiz
+    - q: How many bytes does one token of Llama-3-8B's KV cache take in bf16?
+      type: number
+      answer: 131072
+      tolerance: 0.02          # relative; default 0.01
+      explanation: 2 (K and V) × 32 layers × 8 KV heads × 128 × 2 bytes.
+    - q: Which roof binds a batch-1 decode step?
+      type: choice
+      options:
+        - text: Memory bandwidth
+          correct: true
+          why: Every weight is read once per token, for very few FLOPs per byte.
+        - text: Compute
+          why: At batch 1 the arithmetic intensity is far below the ridge point.
+    ```
+
+Question text, explanations and reasons are Markdown (math included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from sitebuild.sim_block import BlockError
+
+NUMBER_KEYS = {"q", "type", "answer", "tolerance", "explanation"}
+CHOICE_KEYS = {"q", "type", "options"}
+OPTION_KEYS = {"text", "correct", "why"}
+
+
+def render(source: str, counter: list[int]) -> str:
+    """HTML for the questions; `counter` numbers questions across the page (mutated)."""
+    questions, lines = _read(source)
+    parts = ['<div class="quiz" markdown="1">']
+    for index, question in enumerate(questions):
+        counter[0] += 1
+        parts.append(_question(question, lines[index], counter[0]))
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _read(source: str) -> tuple[list[dict[str, Any]], list[int]]:
+    try:
+        node = yaml.compose(source, Loader=yaml.SafeLoader)
+        questions = yaml.safe_load(source)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise BlockError(mark.line if mark else 0, f"invalid YAML in quiz block: {exc.problem}") from None
+    if not isinstance(questions, list) or not questions or not isinstance(node, yaml.SequenceNode):
+        raise BlockError(0, "a quiz block is a YAML list of questions (- q: …)")
+    return questions, [item.start_mark.line for item in node.value]
+
+
+def _question(question: Any, line: int, number: int) -> str:
+    if not isinstance(question, dict) or not isinstance(question.get("q"), str):
+        raise BlockError(line, "each question needs 'q:' with the question text")
+    kind = question.get("type")
+    if kind == "number":
+        return _number(question, line, number)
+    if kind == "choice":
+        return _choice(question, line, number)
+    raise BlockError(line, f"question type must be 'number' or 'choice', not {kind!r}")
+
+
+def _number(question: dict[str, Any], line: int, number: int) -> str:
+    _check_keys(question, NUMBER_KEYS, line)
+    answer, tolerance = question.get("answer"), question.get("tolerance", 0.01)
+    if not _is_number(answer) or not _is_number(tolerance) or tolerance < 0:
+        raise BlockError(line, "a number question needs a numeric 'answer' and a 'tolerance' >= 0")
+    if not isinstance(question.get("explanation"), str):
+        raise BlockError(line, "a number question needs an 'explanation'")
+    qid = f"quiz-{number}"
+    return "\n".join([
+        f'<div class="quiz-q" role="group" aria-labelledby="{qid}-q" data-question="{number}" '
+        f'data-type="number" data-answer="{answer!r}" data-tolerance="{tolerance!r}" markdown="1">',
+        _prompt(qid, number, question["q"]),
+        f'<p class="quiz-entry"><label for="{qid}-input">Your answer</label> '
+        f'<input id="{qid}-input" type="text" inputmode="decimal" autocomplete="off" '
+        f'aria-describedby="{qid}-feedback"> '
+        f'<button type="button" class="md-button quiz-check">Check</button></p>',
+        f'<p class="quiz-feedback" id="{qid}-feedback" role="status" aria-live="polite"></p>',
+        f'<div class="quiz-explanation" hidden markdown="1">\n{question["explanation"]}\n</div>',
+        "</div>",
+    ])
+
+
+def _choice(question: dict[str, Any], line: int, number: int) -> str:
+    _check_keys(question, CHOICE_KEYS, line)
+    options = question.get("options")
+    if not isinstance(options, list) or len(options) < 2:
+        raise BlockError(line, "a choice question needs at least two 'options'")
+    for option in options:
+        if not isinstance(option, dict) or not isinstance(option.get("text"), str):
+            raise BlockError(line, "each option needs 'text:'")
+        _check_keys(option, OPTION_KEYS, line)
+        if not isinstance(option.get("why"), str):
+            raise BlockError(line, f"option {option['text']!r} needs a 'why:' explanation")
+    if not any(option.get("correct") is True for option in options):
+        raise BlockError(line, "mark at least one option 'correct: true'")
+    qid = f"quiz-{number}"
+    parts = [
+        f'<div class="quiz-q" role="radiogroup" aria-labelledby="{qid}-q" data-question="{number}" '
+        'data-type="choice" markdown="1">',
+        _prompt(qid, number, question["q"]),
+    ]
+    for index, option in enumerate(options):
+        correct = "true" if option.get("correct") is True else "false"
+        parts.append(
+            f'<p class="quiz-option"><label><input type="radio" name="{qid}" value="{index}" '
+            f'data-correct="{correct}"> '
+            f"{option['text']}</label></p>"
+        )
+        parts.append(f'<div class="quiz-why" id="{qid}-why-{index}" hidden markdown="1">\n'
+                     f"{option['why']}\n</div>")
+    parts.append(f'<p class="quiz-feedback" role="status" aria-live="polite"></p>\n</div>')
+    return "\n".join(parts)
+
+
+def _prompt(qid: str, number: int, text: str) -> str:
+    return f'<p class="quiz-prompt" id="{qid}-q" markdown="span"><strong>Q{number}.</strong> {text}</p>'
+
+
+def _check_keys(mapping: dict[str, Any], allowed: set[str], line: int) -> None:
+    unknown = sorted(set(mapping) - allowed)
+    if unknown:
+        raise BlockError(line, f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+

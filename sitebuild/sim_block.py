@@ -1,0 +1,134 @@
+"""A ```sim fence → a widget: pre-rendered chart, key figures, text alternative, live controls.
+
+    ```sim
+    sim: kv_cache                                  # a name in simulators.api.SIMULATORS
+    params: {model: llama-3-8b, context_tokens: 8192}   # the scenario; omitted ones take defaults
+    controls: [model, kv_dtype, context_tokens]    # parameters the reader may change (default: all)
+    caption: How the cache grows with context.
+    id: kv-growth                                  # optional; default: the simulator name
+    ```
+
+The scenario runs in CPython at build time; `widgets.js` takes the widget over in the browser.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+import yaml
+
+from sitebuild.assets import check_trace_types
+from sitebuild.numbers import format_number
+from sitebuild.sims import SimulatorRunError, Simulators
+
+KEYS = ("sim", "params", "controls", "caption", "id")
+WIDGET_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+class BlockError(ValueError):
+    """A problem in a block: `offset` counts lines from the fence's first content line."""
+
+    def __init__(self, offset: int, message: str) -> None:
+        self.offset = offset
+        super().__init__(message)
+
+
+def render(source: str, sims: Simulators, used_ids: set[str]) -> str:
+    spec, lines = _read(source)
+    name = spec.get("sim")
+    if not isinstance(name, str) or name not in sims.schemas:
+        known = ", ".join(sorted(sims.schemas))
+        raise BlockError(lines.get("sim", 0), f"unknown simulator {name!r} (known: {known})")
+    schema = sims.schemas[name]
+    param_names = [p["name"] for p in schema["params"]]
+    params = spec.get("params") or {}
+    if not isinstance(params, dict):
+        raise BlockError(lines.get("params", 0), "'params' must be a mapping of name: value")
+    controls = spec.get("controls", param_names)
+    if not isinstance(controls, list) or not all(c in param_names for c in controls):
+        unknown = [c for c in controls if c not in param_names] if isinstance(controls, list) else controls
+        raise BlockError(lines.get("controls", 0), f"unknown controls {unknown} for {name} "
+                         f"(parameters: {', '.join(param_names)})")
+    try:
+        answer = sims.run(name, params)
+    except SimulatorRunError as exc:
+        first = exc.errors[0].get("field")
+        raise BlockError(lines.get(f"params.{first}", lines.get("params", 0)), f"{name}: {exc}") from None
+    try:
+        check_trace_types(answer["figure"])
+    except ValueError as exc:
+        raise BlockError(lines.get("sim", 0), f"{name}: {exc}") from None
+    widget_id = spec.get("id", name)
+    if not isinstance(widget_id, str) or not WIDGET_ID.match(widget_id):
+        raise BlockError(lines.get("id", 0), f"id {widget_id!r} must be lower-case letters, digits, - or _")
+    if widget_id in used_ids:
+        if "id" in spec:
+            raise BlockError(lines["id"], f"id {widget_id!r} is already used on this page")
+        widget_id = next(f"{name}-{n}" for n in range(2, 1000) if f"{name}-{n}" not in used_ids)
+    used_ids.add(widget_id)
+    return _html(widget_id, schema, params, controls, str(spec.get("caption", "")), answer)
+
+
+def _read(source: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """The block's mapping and the line offset of each key (and of each `params.<name>`)."""
+    try:
+        node = yaml.compose(source, Loader=yaml.SafeLoader)
+        spec = yaml.safe_load(source)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise BlockError(mark.line if mark else 0, f"invalid YAML in sim block: {exc.problem}") from None
+    if not isinstance(spec, dict) or not isinstance(node, yaml.MappingNode):
+        raise BlockError(0, "a sim block is a YAML mapping (sim:, params:, controls:, caption:)")
+    lines: dict[str, int] = {}
+    for key, value in node.value:
+        lines[key.value] = key.start_mark.line
+        if key.value == "params" and isinstance(value, yaml.MappingNode):
+            for param, _ in value.value:
+                lines[f"params.{param.value}"] = param.start_mark.line
+    unknown = [key for key in spec if key not in KEYS]
+    if unknown:
+        raise BlockError(lines[unknown[0]], f"unknown key {unknown[0]!r} in sim block "
+                         f"(allowed: {', '.join(KEYS)})")
+    return spec, lines
+
+
+def _html(widget_id: str, schema: dict[str, Any], params: dict[str, Any], controls: list[str],
+          caption: str, answer: dict[str, Any]) -> str:
+    e = html.escape
+    labels = {m["name"]: m for m in schema["metrics"]}
+    rows = "".join(
+        f'<tr data-metric="{e(key)}"><th scope="row">{e(labels.get(key, {}).get("label", key))}</th>'
+        f'<td>{e(format_number(value))}</td><td>{e(labels.get(key, {}).get("unit", ""))}</td></tr>'
+        for key, value in answer["metrics"].items()
+    )
+    summary_id = f"sim-{widget_id}-summary"
+    parts = [
+        f'<figure class="sim" id="sim-{e(widget_id)}" data-widget="{e(widget_id)}" '
+        f'data-sim="{e(schema["name"])}" data-params="{e(json.dumps(params))}" '
+        f'data-controls="{e(json.dumps(controls))}">',
+        f'<figcaption class="sim-caption"><strong>{e(schema["title"])}</strong>'
+        + (f" — {e(caption)}" if caption else "") + "</figcaption>",
+        '<div class="sim-controls" aria-busy="true"><p class="sim-placeholder">Controls appear here '
+        "once the Python runtime has loaded; the chart below is pre-computed.</p></div>",
+        '<p class="sim-status" role="status" aria-live="polite"></p>',
+        f'<div class="sim-chart" role="img" aria-label="Chart: {e(schema["title"])}" '
+        f'aria-describedby="{summary_id}"></div>',
+        f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
+        '<table class="sim-metrics"><caption>Key figures</caption><thead><tr><th scope="col">'
+        f'Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead><tbody>{rows}'
+        "</tbody></table>",
+        '<details class="sim-data"><summary>Data table</summary><div class="sim-data-table"></div>'
+        "</details>",
+        '<div class="sim-actions"></div>',
+        f'<script type="application/json" class="sim-answer">{embed_json(answer)}</script>',
+        "</figure>",
+    ]
+    return "\n".join(parts)
+
+
+def embed_json(value: Any) -> str:
+    """JSON safe inside a <script> element: no `<` can close it early."""
+    return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c")
