@@ -1,0 +1,318 @@
+// Simulator widgets: controls built from the exported schema, debounced runs in the worker,
+// charts and figures updated in place, state in the address, downloads and a Python recipe.
+// Nothing here knows a simulator by name: the schema and the answers carry everything.
+import { onStatus, run, runtime, start } from "./client.js";
+import { draw } from "./charts.js";
+
+const DEBOUNCE_MS = 60;
+const CUSTOM = "__custom__";
+const mounted = new Set();
+let schemas = null;
+
+onStatus((status) => {
+  for (const w of mounted) {
+    if (!w.el.isConnected) mounted.delete(w);
+    else showStatus(w, status);
+  }
+});
+
+document$.subscribe(() => {
+  const elements = document.querySelectorAll("figure.sim:not([data-mounted])");
+  if (elements.length === 0) return;
+  schemas ??= fetch(new URL(`../generated/${runtimeConfig().schemas}`, import.meta.url)).then((r) => r.json());
+  elements.forEach(mount);
+  (window.requestIdleCallback ?? setTimeout)(() => start().catch(() => {}), { timeout: 1000 });
+});
+
+new MutationObserver(() => mounted.forEach((w) => w.answer && draw(w.chart, w.answer.figure)))
+  .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+
+function runtimeConfig() {
+  return JSON.parse(document.getElementById("course-runtime").textContent);
+}
+
+async function mount(el) {
+  el.dataset.mounted = "";
+  const w = {
+    el, id: el.dataset.widget, name: el.dataset.sim, chart: el.querySelector(".sim-chart"),
+    base: JSON.parse(el.dataset.params), controls: JSON.parse(el.dataset.controls),
+    answer: JSON.parse(el.querySelector(".sim-answer").textContent), fields: new Map(), issued: 0, shown: 0,
+  };
+  w.key = `${location.pathname}#${w.id}`;
+  mounted.add(w);
+  showAnswer(w, w.answer);
+  w.schema = (await schemas)[w.name];
+  w.defaults = { ...Object.fromEntries(w.schema.params.map((p) => [p.name, p.default])), ...w.base };
+  w.values = { ...w.defaults, ...readAddress(w) };
+  buildControls(w);
+  showStatus(w, runtime);
+}
+
+// ---- state in the address: ?sim-<widget id>=<JSON of the values that differ from the page's> ----
+
+function readAddress(w) {
+  const raw = new URLSearchParams(location.search).get(`sim-${w.id}`);
+  if (raw === null) return {};
+  try {
+    const state = JSON.parse(raw);
+    const known = new Set(w.schema.params.map((p) => p.name));
+    if (state === null || typeof state !== "object" || Array.isArray(state) || !Object.keys(state).every((k) => known.has(k))) throw new Error();
+    w.pending = true; // run the shared scenario as soon as the runtime is ready
+    return state;
+  } catch {
+    ignoreAddress(w);
+    return {};
+  }
+}
+
+function ignoreAddress(w) {
+  w.notice = "The scenario in this page's address could not be read, so it was ignored; showing the page's own scenario.";
+  writeAddress(w, {});
+}
+
+function writeAddress(w, values) {
+  const changed = Object.fromEntries(Object.entries(values).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(w.defaults[k])));
+  const url = new URL(location.href);
+  if (Object.keys(changed).length) url.searchParams.set(`sim-${w.id}`, JSON.stringify(changed));
+  else url.searchParams.delete(`sim-${w.id}`);
+  history.replaceState(history.state, "", url);
+}
+
+// ---- controls ----
+
+function buildControls(w) {
+  const box = w.el.querySelector(".sim-controls");
+  box.replaceChildren();
+  for (const name of w.controls) box.append(field(w, w.schema.params.find((p) => p.name === name)));
+  box.removeAttribute("aria-busy");
+}
+
+function field(w, p) {
+  const id = `sim-${w.id}-${p.name}`;
+  const wrap = tag("div", { class: "sim-field" });
+  const label = tag("label", { for: id, id: `${id}-label` }, p.label + (p.unit ? ` (${p.unit})` : ""));
+  const message = tag("p", { class: "sim-field-message", id: `${id}-message` });
+  const help = p.help ? tag("p", { class: "sim-help", id: `${id}-help` }, p.help) : null;
+  const describedBy = [message.id, help?.id].filter(Boolean).join(" ");
+  const inputs = [];
+  let setValue;
+  if (p.type === "int" || p.type === "float") {
+    const box = tag("input", { id, type: "text", inputmode: "decimal", autocomplete: "off", "aria-describedby": describedBy });
+    const slider = tag("input", { type: "range", "aria-labelledby": label.id, tabindex: "-1", ...sliderRange(p) });
+    slider.addEventListener("input", () => { box.value = fromSlider(p, slider.value); change(w, p, box.value, false); });
+    box.addEventListener("input", () => { setSlider(p, slider, box.value); change(w, p, box.value, false); });
+    setValue = (v) => { box.value = v; setSlider(p, slider, v); };
+    inputs.push(slider, box);
+  } else if (p.type === "choice") {
+    const select = tag("select", { id, "aria-describedby": describedBy });
+    for (const c of p.choices) select.append(tag("option", { value: c.value }, c.label));
+    if (p.custom) select.append(tag("option", { value: CUSTOM }, `Custom ${p.custom} (paste JSON)…`));
+    const area = tag("textarea", { rows: "4", hidden: "", "aria-label": `${p.label}: JSON object`, "aria-describedby": describedBy });
+    select.addEventListener("change", () => {
+      area.hidden = select.value !== CUSTOM;
+      if (area.hidden) change(w, p, select.value, true);
+    });
+    area.addEventListener("input", () => change(w, p, area.value, false, true));
+    setValue = (v) => {
+      const custom = typeof v === "object";
+      select.value = custom ? CUSTOM : v;
+      area.hidden = !custom;
+      if (custom) area.value = JSON.stringify(v, null, 1);
+    };
+    inputs.push(select, area);
+  } else if (p.type === "bool") {
+    const box = tag("input", { id, type: "checkbox", "aria-describedby": describedBy });
+    box.addEventListener("change", () => change(w, p, box.checked, true));
+    setValue = (v) => { box.checked = v; };
+    inputs.push(box);
+  } else {
+    const box = tag("input", { id, type: "text", "aria-describedby": describedBy });
+    box.addEventListener("input", () => change(w, p, box.value, false));
+    setValue = (v) => { box.value = v; };
+    inputs.push(box);
+  }
+  setValue(w.values[p.name]);
+  wrap.append(label, tag("div", { class: "sim-inputs" }, ...inputs), ...(help ? [help] : []), message);
+  w.fields.set(p.name, { inputs, message, setValue });
+  setDisabled(w.fields.get(p.name), true);
+  return wrap;
+}
+
+const logScale = (p) => p.log && p.min > 0;
+
+function sliderRange(p) {
+  if (logScale(p)) return { min: String(Math.log10(p.min)), max: String(Math.log10(p.max)), step: "any" };
+  return { min: String(p.min), max: String(p.max), step: String(p.step ?? "any") };
+}
+
+function fromSlider(p, position) {
+  const value = logScale(p) ? 10 ** Number(position) : Number(position);
+  return p.type === "int" ? Math.round(value) : Number(value.toPrecision(4));
+}
+
+function setSlider(p, slider, value) {
+  const n = Number(value);
+  if (Number.isFinite(n) && n > 0) slider.value = logScale(p) ? Math.log10(n) : n;
+}
+
+function change(w, p, raw, immediate, json = false) {
+  let value = raw;
+  if (json) {
+    try { value = JSON.parse(raw); } catch (error) { return showFieldErrors(w, [{ field: p.name, message: `not valid JSON: ${error.message}` }]); }
+  } else if ((p.type === "int" || p.type === "float") && String(raw).trim() !== "" && Number.isFinite(Number(raw))) {
+    value = Number(raw); // anything else goes to Python as text, which answers with the message
+  }
+  w.values = { ...w.values, [p.name]: value };
+  clearTimeout(w.timer);
+  w.timer = setTimeout(() => rerun(w, true), immediate ? 0 : DEBOUNCE_MS);
+}
+
+async function rerun(w, fromUser) {
+  const issued = ++w.issued;
+  const values = w.values;
+  let json;
+  try {
+    json = await run(w.key, w.name, values);
+  } catch (error) {
+    return setText(w.el.querySelector(".sim-status"), error.message);
+  }
+  if (json === null || issued < w.shown) return; // replaced by a newer request, or stale
+  const answer = JSON.parse(json);
+  w.shown = issued;
+  if (!answer.ok) {
+    if (!fromUser) { // a shared scenario that no longer validates: fall back to the page's own
+      ignoreAddress(w);
+      w.values = { ...w.defaults };
+      w.fields.forEach((f, name) => f.setValue(w.values[name]));
+      showStatus(w, runtime);
+      return rerun(w, false);
+    }
+    return showFieldErrors(w, answer.errors);
+  }
+  showFieldErrors(w, []);
+  w.values = values;
+  if (fromUser) writeAddress(w, values);
+  await showAnswer(w, answer);
+}
+
+function showFieldErrors(w, errors) {
+  const status = w.el.querySelector(".sim-status");
+  setText(status, errors.filter((e) => !w.fields.has(e.field)).map((e) => e.message).join(" "));
+  w.fields.forEach((f, name) => {
+    const error = errors.find((e) => e.field === name);
+    setText(f.message, error ? error.message : "");
+    f.inputs.forEach((input) => (error ? input.setAttribute("aria-invalid", "true") : input.removeAttribute("aria-invalid")));
+  });
+}
+
+function showStatus(w, status) {
+  const ready = status.state === "ready";
+  w.fields.forEach((f) => setDisabled(f, !ready));
+  w.el.classList.toggle("sim-live", ready);
+  const box = w.el.querySelector(".sim-status");
+  box.replaceChildren();
+  if (status.state === "starting") {
+    box.append(tag("progress", { max: String(status.steps), value: String(status.step), "aria-label": "Loading the Python runtime" }), ` ${status.text}…`);
+  } else if (status.state === "failed") {
+    box.append(status.text);
+  }
+  if (w.notice) box.append(tag("span", { class: "sim-notice" }, ` ${w.notice}`));
+  if (ready && w.pending) {
+    w.pending = false;
+    rerun(w, false);
+  }
+}
+
+function setDisabled(f, disabled) {
+  f.inputs.forEach((input) => (input.disabled = disabled));
+}
+
+// ---- results: chart, key figures, text alternative, data table, downloads, Python recipe ----
+
+async function showAnswer(w, answer) {
+  w.answer = answer;
+  const labels = Object.fromEntries((w.schema?.metrics ?? []).map((m) => [m.name, m]));
+  const rows = Object.entries(answer.metrics).map(([key, value]) => {
+    const known = labels[key] ?? { label: w.el.querySelector(`[data-metric="${key}"] th`)?.textContent ?? key, unit: "" };
+    return tag("tr", { "data-metric": key }, tag("th", { scope: "row" }, known.label), tag("td", {}, formatNumber(value)), tag("td", {}, known.unit ?? ""));
+  });
+  w.el.querySelector(".sim-metrics tbody").replaceChildren(...rows);
+  setText(w.el.querySelector(".sim-summary"), answer.summary);
+  const details = w.el.querySelector(".sim-data");
+  details.ontoggle = () => details.open && dataTable(w);
+  if (details.open) dataTable(w);
+  actions(w);
+  await draw(w.chart, answer.figure);
+  w.el.dataset.drawn = String(w.shown);
+}
+
+function dataTable(w) {
+  const tables = w.answer.figure.data.map((trace, i) => {
+    const x = trace.x ?? trace.labels ?? [];
+    const y = trace.y ?? trace.values ?? [];
+    const head = tag("tr", {}, tag("th", { scope: "col" }, axisTitle(w, "xaxis") || "x"), tag("th", { scope: "col" }, axisTitle(w, "yaxis") || "y"));
+    const body = x.map((xv, j) => tag("tr", {}, tag("td", {}, formatNumber(xv)), tag("td", {}, formatNumber(y[j]))));
+    return tag("table", {}, tag("caption", {}, trace.name || `Series ${i + 1}`), tag("thead", {}, head), tag("tbody", {}, ...body));
+  });
+  w.el.querySelector(".sim-data-table").replaceChildren(...tables);
+}
+
+function axisTitle(w, axis) {
+  const title = w.answer.figure.layout?.[axis]?.title;
+  return typeof title === "string" ? title : title?.text;
+}
+
+function actions(w) {
+  const csv = ["series,x,y", ...w.answer.figure.data.flatMap((t, i) =>
+    (t.x ?? t.labels ?? []).map((x, j) => [t.name || `series ${i + 1}`, x, (t.y ?? t.values)[j]].map(csvCell).join(",")))].join("\n");
+  const json = JSON.stringify({ simulator: w.name, params: w.values, ...w.answer }, null, 2);
+  const sets = Object.entries(w.values ?? w.base).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(w.schema?.params.find((p) => p.name === k)?.default));
+  const cli = ["python -m simulators run", w.name, ...sets.map(([k, v]) => `--set ${shellQuote(`${k}=${typeof v === "object" ? JSON.stringify(v) : v}`)}`)].join(" ");
+  const imports = sets.some(([, v]) => typeof v === "object") ? "import json\n" : "";
+  const call = `${imports}from simulators import api\nanswer = api.evaluate(${[JSON.stringify(w.name), ...sets.map(([k, v]) => `${k}=${pythonLiteral(v)}`)].join(", ")})\nprint(answer["metrics"])`;
+  w.el.querySelector(".sim-actions").replaceChildren(
+    download(`${w.id}.csv`, "text/csv", csv, "Download data (CSV)"),
+    download(`${w.id}.json`, "application/json", json, "Download data (JSON)"),
+    tag("details", { class: "sim-reproduce" }, tag("summary", {}, "Reproduce in Python"),
+      tag("p", {}, "From the repository root, the command line:"), tag("pre", {}, tag("code", {}, cli)),
+      tag("p", {}, "or the API:"), tag("pre", {}, tag("code", {}, call))),
+  );
+}
+
+function download(name, type, text, label) {
+  const button = tag("button", { type: "button", class: "md-button" }, label);
+  button.addEventListener("click", () => {
+    const a = tag("a", { href: URL.createObjectURL(new Blob([text], { type })), download: name });
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  });
+  return button;
+}
+
+const csvCell = (v) => (/[",\n]/.test(String(v)) ? `"${String(v).replaceAll('"', '""')}"` : String(v));
+const shellQuote = (s) => (/^[\w.,:=\/+-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`);
+
+function pythonLiteral(v) {
+  if (typeof v === "boolean") return v ? "True" : "False";
+  if (typeof v === "object") return `json.loads(${JSON.stringify(JSON.stringify(v))})`;
+  return JSON.stringify(v);
+}
+
+// The same rule as sitebuild/numbers.py: whole numbers from 1,000 up, else 4 significant digits.
+export function formatNumber(v) {
+  if (typeof v === "boolean") return v ? "yes" : "no";
+  if (typeof v !== "number") return String(v ?? "");
+  if (Math.abs(v) >= 1000) return Math.round(v).toLocaleString("en-US");
+  return String(Number(v.toPrecision(4)));
+}
+
+function setText(el, text) {
+  el.textContent = text;
+}
+
+function tag(name, attrs = {}, ...children) {
+  const el = document.createElement(name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  el.append(...children);
+  return el;
+}
