@@ -23,7 +23,11 @@ from . import (
     compression,
     evaluation,
     generation,
+    gpu_memory,
     kv_cache,
+    quantization,
+    slo,
+    sparsity,
     speculative,
 )
 from .catalog import CatalogError
@@ -33,7 +37,11 @@ SIMULATORS: dict[str, ModuleType] = {
     "compression": compression,
     "evaluation": evaluation,
     "generation": generation,
+    "gpu_memory": gpu_memory,
     "kv_cache": kv_cache,
+    "quantization": quantization,
+    "slo": slo,
+    "sparsity": sparsity,
     "speculative": speculative,
 }
 
