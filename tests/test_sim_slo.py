@@ -1,0 +1,130 @@
+"""SLO lesson: cost per token by hand, nearest-rank percentiles, goodput, and the tail a mean hides."""
+
+import json
+import math
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+
+from simulators import api, catalog, params, slo
+from simulators import costmodel as cm
+
+LLAMA3_8B = catalog.models()["llama-3-8b"]
+H100 = catalog.gpus()["h100-sxm"]
+
+
+def _run(seed=0, **kw):
+    return slo.run(params.parse(slo.Params, kw), seed=seed)
+
+
+def test_server_arithmetic_by_hand():
+    # Batch 8, 2,000-token prompts, 200-token answers. While 8 requests pass through, the GPU runs
+    # 8 prefills and 199 decode steps whose contexts add up to 8 x (2,000 + 199 / 2).
+    r = _run(batch_size=8, prompt_tokens=2000, output_tokens=200, gpu_price_per_hour_usd=3.6, utilization=1.0)
+    m = r["metrics"]
+    prefill = cm.prefill_time(LLAMA3_8B, H100, 2000).time_s
+    step = cm.decode_line(LLAMA3_8B, H100, 8).time_s(8 * (2000 + 99.5))
+    cycle = 8 * prefill + 199 * step
+    assert r["model_ttft_s"] == pytest.approx(prefill, rel=1e-12)
+    assert r["model_tpot_s"] == pytest.approx((cycle - prefill) / 199, rel=1e-12)
+    assert m["local_tokens_per_s"] == pytest.approx(8 * 200 / cycle, rel=1e-12)
+    # $3.60 an hour is $0.001 a second: a million tokens cost 1,000 / (tokens per second) dollars.
+    assert m["cost_per_million_tokens_local_usd"] == pytest.approx(1000 / m["local_tokens_per_s"], rel=1e-12)
+    assert m["request_rate_rps"] == pytest.approx(m["local_tokens_per_s"] / 200, rel=1e-12)
+
+
+def test_idle_hours_raise_the_cost_and_break_even_is_where_the_prices_meet():
+    busy = _run(utilization=1.0)["metrics"]
+    half = _run(utilization=0.5)["metrics"]
+    assert half["cost_per_million_tokens_local_usd"] == pytest.approx(2 * busy["cost_per_million_tokens_local_usd"])
+    # At the break-even utilisation the local cost equals the hosted price (the reader's assumption).
+    be = half["break_even_utilization"]
+    assert 0 < be < 1
+    at = _run(utilization=be, hosted_price_per_million_usd=0.6)["metrics"]
+    assert at["cost_per_million_tokens_local_usd"] == pytest.approx(0.6)
+    assert half["cost_per_million_tokens_hosted_usd"] == 0.6
+
+
+def test_bigger_batches_are_cheaper_per_token_and_slower_per_request():
+    r = _run()
+    costs, tpots = r["sweep_cost_usd"], r["sweep_tpot_s"]
+    assert all(a > b for a, b in zip(costs, costs[1:], strict=False))
+    assert all(a < b for a, b in zip(tpots, tpots[1:], strict=False))
+
+
+def test_nearest_rank_percentile_by_hand_and_against_numpy():
+    ten = [float(i) for i in range(1, 11)]
+    # p50 of 1..10 is the 5th value, p90 the 9th, p95 and p99 round up to the 10th.
+    assert [slo.percentile(ten, q) for q in (50, 90, 95, 99)] == [5.0, 9.0, 10.0, 10.0]
+    data = sorted(np.random.default_rng(7).lognormal(0.0, 1.0, 997).tolist())
+    for q in (50, 90, 95, 99):
+        assert slo.percentile(data, q) == np.percentile(data, q, method="inverted_cdf")
+
+
+def test_no_spread_and_no_tail_gives_the_cost_model_values_everywhere():
+    m = _run(jitter_sigma=0.0, tail_probability=0.0, num_requests=100)["metrics"]
+    r = _run(jitter_sigma=0.0, tail_probability=0.0, num_requests=100)
+    for q in (50, 90, 95, 99):
+        assert m[f"ttft_p{q}_s"] == r["model_ttft_s"] and m[f"tpot_p{q}_s"] == r["model_tpot_s"]
+    assert m["ttft_mean_s"] == pytest.approx(r["model_ttft_s"])
+    # Every request meets generous targets; none meets a TPOT target below the model's TPOT.
+    assert m["goodput_fraction"] == 1.0 and m["slo_met"] == 1
+    tight = _run(jitter_sigma=0.0, tail_probability=0.0, tpot_slo_s=r["model_tpot_s"] * 0.99)["metrics"]
+    assert tight["goodput_fraction"] == 0.0 and tight["goodput_rps"] == 0.0 and tight["slo_met"] == 0
+
+
+def test_every_request_hit_by_the_tail_waits_one_long_prefill():
+    r = _run(jitter_sigma=0.0, tail_probability=1.0, long_prompt_tokens=32_000)
+    long_prefill = cm.prefill_time(LLAMA3_8B, H100, 32_000).time_s
+    assert r["long_prefill_s"] == long_prefill
+    assert r["metrics"]["ttft_p50_s"] == pytest.approx(r["model_ttft_s"] + long_prefill)
+    assert r["metrics"]["tpot_p50_s"] == pytest.approx(r["model_tpot_s"] + long_prefill / 199)
+
+
+def test_lognormal_spread_matches_its_closed_form():
+    # No tail, sigma 0.3: the median is the cost-model value and p90 = median x exp(1.2816 x 0.3).
+    r = _run(jitter_sigma=0.3, tail_probability=0.0, num_requests=20_000)
+    m, base = r["metrics"], r["model_tpot_s"]
+    assert m["tpot_p50_s"] == pytest.approx(base, rel=0.02)
+    assert m["tpot_p90_s"] == pytest.approx(base * math.exp(NormalDist().inv_cdf(0.9) * 0.3), rel=0.02)
+    # Lognormal mean = median x exp(sigma^2 / 2) (reference README section 7).
+    assert m["tpot_mean_s"] == pytest.approx(base * math.exp(0.3**2 / 2), rel=0.01)
+
+
+def test_the_mean_hides_the_tail():
+    # The defaults: 5% of requests wait behind a 32k-token prefill (about 1 s on an H100). The mean
+    # TTFT sits well under the 500 ms target, the p99 far above it; p90 is met, p99 is not.
+    m = _run()["metrics"]
+    assert m["ttft_mean_s"] < 0.5 < m["ttft_p99_s"]
+    assert m["ttft_p99_s"] > 5 * m["ttft_mean_s"]
+    assert m["slo_met"] == 1
+    assert _run(percentile="99")["metrics"]["slo_met"] == 0
+
+
+def test_goodput_is_bounded_by_each_target_alone():
+    # Same seed, same sample: relaxing one target to 10 s leaves the share meeting the other alone.
+    r = _run(num_requests=5000)
+    m = r["metrics"]
+    ttft_only = _run(num_requests=5000, tpot_slo_s=10.0)["metrics"]["goodput_fraction"]
+    tpot_only = _run(num_requests=5000, ttft_slo_s=60.0)["metrics"]["goodput_fraction"]
+    assert 0 < m["goodput_fraction"] <= min(ttft_only, tpot_only)
+    # Independent misses: P(both ok) is about P(TTFT ok) x P(TPOT ok) (the sample draws them apart).
+    assert m["goodput_fraction"] == pytest.approx(ttft_only * tpot_only, abs=0.02)
+    assert m["goodput_rps"] == pytest.approx(m["goodput_fraction"] * m["request_rate_rps"])
+    # The SLO verdict follows the percentiles.
+    q = r["percentile"]
+    assert m["slo_met"] == int(m[f"ttft_p{q}_s"] <= r["ttft_slo_s"] and m[f"tpot_p{q}_s"] <= r["tpot_slo_s"])
+
+
+def test_seed_changes_the_sample_not_the_cost():
+    a, b = _run(seed=1)["metrics"], _run(seed=2)["metrics"]
+    assert a["cost_per_million_tokens_local_usd"] == b["cost_per_million_tokens_local_usd"]
+    assert a["ttft_mean_s"] != b["ttft_mean_s"]
+
+
+def test_cli_json_and_validation():
+    answer = json.loads(api.run_json("slo", '{"view": "ttft"}'))
+    assert answer["ok"] and "p99" in answer["summary"]
+    bad = json.loads(api.run_json("slo", '{"output_tokens": 1}'))
+    assert bad["errors"][0]["field"] == "output_tokens"
