@@ -128,6 +128,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             f"up-casting (as vLLM's weight-only kernels do): the smaller weights still speed up memory-bound decode, "
             f"but compute-bound prefill gains nothing."
         )
+    if s["sparse"]:
+        notes.append(s["hardware"])
     if s["sparse"] and gpu.peak_tflops(pre.matmul_path, sparse=True) is None:
         notes.append(f"{gpu.name} has no 2:4 sparse rate for {pre.matmul_path.upper()} in the catalogue: the dense rate is used.")
     if not pre.compute_known:
