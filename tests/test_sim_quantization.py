@@ -1,0 +1,127 @@
+"""Quantisation lesson: bits per weight, memory-bound speed-ups, and a numpy oracle for the demo."""
+
+import json
+
+import numpy as np
+import pytest
+
+from simulators import api, catalog, params
+from simulators import costmodel as cm
+from simulators import quantization as qz
+
+LLAMA3_8B = catalog.models()["llama-3-8b"]
+H100 = catalog.gpus()["h100-sxm"]
+
+
+def _run(seed=0, **kw):
+    return qz.run(params.parse(qz.Params, kw), seed=seed)
+
+
+def test_bits_per_weight_include_the_group_scales():
+    # INT4 with one 16-bit scale per 128 weights: 4 + 16 / 128 = 4.125 bits = 0.515625 bytes.
+    assert _run(weight_dtype="int4")["metrics"]["bits_per_weight"] == 4.125
+    assert _run(weight_dtype="fp8")["metrics"]["bits_per_weight"] == 8
+    r = _run()
+    bits = dict(zip(r["formats"], r["bits_per_weight"], strict=True))
+    assert bits["bf16"] == 16 and bits["int8"] == 8 and bits["int4"] == 4.125
+
+
+def test_weight_memory_by_hand():
+    # Only the block matmuls are quantised; embedding and LM head stay bf16.
+    p = cm.param_counts(LLAMA3_8B)
+    m = _run(weight_dtype="int4")["metrics"]
+    assert m["weights_GB"] * 1e9 == pytest.approx(p.block_linear * 0.515625 + (p.total - p.block_linear) * 2)
+    assert m["weights_bf16_GB"] == pytest.approx(16.06, abs=0.01)
+
+
+def test_memory_bound_speedup_is_the_byte_ratio():
+    # Batch 1 decode is memory-bound in both formats, so the speed-up is bf16 bytes / int4 bytes.
+    m = _run(weight_dtype="int4", batch_size=1)["metrics"]
+    bf16 = cm.decode_step_time(LLAMA3_8B, H100, [2000], weight_dtype="bf16")
+    int4 = cm.decode_step_time(LLAMA3_8B, H100, [2000], weight_dtype="int4")
+    assert bf16.bound == int4.bound == "memory"
+    assert m["decode_speedup"] == pytest.approx(bf16.bytes / int4.bytes, rel=1e-12)
+    assert 2.5 < m["decode_speedup"] < 3.5
+
+
+def test_compute_bound_prefill_gains_only_with_low_precision_tensor_cores():
+    # W4A16 multiplies on the bf16 tensor cores: a compute-bound prefill takes exactly as long.
+    m = _run(weight_dtype="int4")["metrics"]
+    assert m["prefill_speedup"] == pytest.approx(1.0, abs=1e-12) and m["low_precision_tensor_cores"] == 0
+    # W8A8 FP8 on an H100 doubles the matmul rate (attention stays bf16, so a bit less than 2x).
+    m = _run(weight_dtype="fp8")["metrics"]
+    assert 1.5 < m["prefill_speedup"] < 2.0 and m["low_precision_tensor_cores"] == 1
+    # An A100 has no FP8 tensor cores: FP8 runs weight-only, saving bytes but no compute time.
+    r = _run(weight_dtype="fp8", gpu="a100-sxm-80gb")
+    assert r["metrics"]["prefill_speedup"] == pytest.approx(1.0, abs=1e-12)
+    assert r["metrics"]["low_precision_tensor_cores"] == 0 and r["metrics"]["decode_speedup"] > 1.5
+    assert any("no fp8 tensor cores" in n for n in r["notes"])
+
+
+def test_the_speedup_fades_with_the_batch_and_stops_paying():
+    r = _run(weight_dtype="int4", worthwhile_speedup=1.1)
+    curve = r["speedup_curves"]["int4"]
+    assert all(a >= b - 1e-12 for a, b in zip(curve, curve[1:], strict=False))
+    assert r["speedup_curves"]["bf16"] == [1.0] * len(r["batches"])
+    b = r["metrics"]["speedup_stops_paying_batch"]
+
+    def speedup(n):
+        return (
+            cm.decode_step_time(LLAMA3_8B, H100, [2000] * n).time_s
+            / cm.decode_step_time(LLAMA3_8B, H100, [2000] * n, weight_dtype="int4").time_s
+        )
+
+    # The bisected batch is the first below 1.1x; the one before still pays.
+    assert speedup(b) < 1.1 <= speedup(b - 1)
+    # W8A8 FP8 on an H100 keeps paying at every batch: bytes while memory-bound, FP8 rate after.
+    fp8 = _run(weight_dtype="fp8", context_tokens=1)
+    assert fp8["metrics"]["speedup_stops_paying_batch"] == 0 and fp8["metrics"]["compute_bound_batch"] > 0
+
+
+def test_round_to_nearest_by_hand():
+    # One scale of 1 / 7: 0.5 x 7 = 3.5 rounds to 4 (ties to even), 0.25 x 7 = 1.75 to 2.
+    out = qz.quantize([1.0, -0.5, 0.25, 0.0], 7)
+    assert out == pytest.approx([1.0, -4 / 7, 2 / 7, 0.0])
+    assert qz.quantize([0.0, 0.0], 127) == [0.0, 0.0]
+
+
+def _oracle(w, qmax, scheme, group):
+    """Vectorised symmetric round-to-nearest with numpy (np.round also rounds ties to even)."""
+    rows, cols = w.shape
+    size = {"per_tensor": rows * cols, "per_channel": cols, "group": group}[scheme]
+    blocks = w.reshape(-1, size)
+    scale = np.abs(blocks).max(axis=1, keepdims=True) / qmax
+    wq = (np.clip(np.round(blocks / scale), -qmax, qmax) * scale).reshape(rows, cols)
+    diff = w - wq
+    return np.sqrt((diff**2).sum() / (w**2).sum()), np.abs(diff).max()
+
+
+@pytest.mark.parametrize(("seed", "outliers", "size", "group"), [(0, 8, 20.0, 128), (3, 0, 1.0, 32), (5, 64, 100.0, 64)])
+def test_demo_errors_match_a_numpy_oracle(seed, outliers, size, group):
+    r = _run(seed=seed, num_outliers=outliers, outlier_size=size, group_size=str(group))
+    w = np.array(qz.demo_matrix(seed, outliers, size))
+    assert w.shape == (64, 256) and (np.abs(w) == size).sum() >= outliers
+    for bits, qmax in (("int8", 127), ("int4", 7)):
+        for scheme in qz.SCHEMES:
+            rel, worst = _oracle(w, qmax, scheme, group)
+            assert r["metrics"][f"demo_{bits}_{scheme}_rel_rms"] == pytest.approx(rel, rel=1e-9)
+            assert r["metrics"][f"demo_{bits}_{scheme}_max_abs_error"] == pytest.approx(worst, rel=1e-9)
+
+
+def test_outliers_hurt_coarse_scales_most():
+    m = _run()["metrics"]
+    for bits in ("int8", "int4"):
+        assert m[f"demo_{bits}_per_tensor_rel_rms"] > m[f"demo_{bits}_per_channel_rel_rms"] > m[f"demo_{bits}_group_rel_rms"]
+    for scheme in qz.SCHEMES:
+        assert m[f"demo_int4_{scheme}_rel_rms"] > m[f"demo_int8_{scheme}_rel_rms"]
+    clean = _run(num_outliers=0)["metrics"]
+    assert clean["demo_int4_per_tensor_rel_rms"] < m["demo_int4_per_tensor_rel_rms"] / 3
+    # Group-wise scales cost 16 bits per group: 16 / 128 = 0.125 bit per weight.
+    assert _run()["scale_overhead_bits"]["group"] == 0.125
+
+
+def test_cli_json_and_views():
+    for view in ("speedup", "formats", "demo"):
+        answer = json.loads(api.run_json("quantization", json.dumps({"view": view})))
+        assert answer["ok"], answer
+    assert "outliers" in answer["summary"]
