@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from . import (
+    batching,
     compression,
     evaluation,
     generation,
@@ -34,6 +35,7 @@ from .catalog import CatalogError
 from .params import ParamErrors, parse, schema_fields
 
 SIMULATORS: dict[str, ModuleType] = {
+    "batching": batching,
     "compression": compression,
     "evaluation": evaluation,
     "generation": generation,

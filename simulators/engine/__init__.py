@@ -1,0 +1,39 @@
+"""The serving engine: one discrete-event simulator of batching, paged KV, prefix caching,
+speculation, routing and load, shared by the serving simulators (batching, paged_kv,
+prefix_cache, engine, load_test, cluster, reasoning).
+
+Public API (everything a simulator module needs):
+
+    from simulators.engine import EngineSpec, SchedulerConfig, serve, summarize, workload
+
+    spec = EngineSpec(model, gpu, SchedulerConfig(max_num_seqs=256), block_size=16,
+                      layout="paged" | "contiguous", prefix="off" | "hash" | "radix")
+    reqs = workload.build(rng, n, workload.azure_lengths(), workload.arrival_times(rng, n, "poisson", 20.0))
+    served = serve(reqs.requests, spec, num_replicas=1, router="round_robin", num_prefill=0)
+    served.records    # one metrics.RequestRecord per finished request (TTFT, TPOT, e2e, queue...)
+    served.dropped    # requests longer than max_model_len or the KV pool, and their follow-ups
+    served.replicas   # per replica: .series (t, batch, waiting, used blocks, held tokens, running),
+                      # .kv (KVCacheManager), .num_preemptions, .busy_s
+    summarize(served.records, slo=Slo(ttft_s=0.5, tpot_s=0.05), warmup=0.1, cooldown=0.1)
+
+Files, one concept each (vLLM v1 names: block_size, block_table, ref_cnt, num_computed_tokens,
+waiting, running):
+    workload.py   arrivals (poisson, constant, gamma, bundled trace) and lengths; shared prefixes
+    kv.py         the block pool: paged or contiguous; prefix cache off / hash / radix, LRU
+    scheduler.py  SchedulerConfig and Seq: continuous or static batching, chunked prefill,
+                  max_num_seqs, preemption by recompute, speculative decoding's expectation
+    steptime.py   costmodel.step_time as an O(1) linear form; closed-form decode strides
+    replica.py    a replica's steps and strides; the event loop (heap with seq_no)
+    cluster.py    EngineSpec, routers (llm-d style), disaggregation, serve()
+    loadgen.py    GuideLLM profiles and sweep; export with GuideLLM's metric names
+    metrics.py    TTFT, TPOT, ITL, e2e, queueing; percentiles; goodput; Little's law
+
+Nothing here holds process-global state: every RNG and counter is made inside a call.
+"""
+
+from . import workload
+from .cluster import EngineSpec, Served, serve
+from .metrics import Slo, summarize
+from .scheduler import SchedulerConfig
+
+__all__ = ["EngineSpec", "SchedulerConfig", "Served", "Slo", "serve", "summarize", "workload"]

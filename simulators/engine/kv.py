@@ -1,0 +1,221 @@
+"""The KV block pool: paged blocks or contiguous max-length slabs, with an optional prefix cache.
+
+    GPU KV memory = num_blocks blocks of block_size tokens each
+
+    paged:       seq A  [A0][A1][A2]       blocks taken one at a time as the sequence grows;
+                 seq B  [B0][B1]           only the last block of each sequence is part-empty
+    contiguous:  seq A  [A0 A1 A2 . . . . . . . . . . . . . . .]   max_model_len reserved at
+                 seq B  [B0 B1 . . . . . . . . . . . . . . . . .]   admission, mostly empty
+
+Blocks are counted, not named, unless the prefix cache needs a name for them: a cached block is
+an entry keyed by its `block_hash` with a `ref_cnt` (running sequences using it). Cached blocks
+with ref_cnt 0 stay in `evictable`, least recently used first, and are reused (evicted) only
+when no empty block is left. The free list therefore has two parts: `num_free_blocks` empty
+blocks and the `evictable` cached ones. Invariant (tests): free + evictable + referenced cached
++ private (uncached blocks held by sequences) == num_blocks.
+
+Prefix cache modes:
+- "hash" (vLLM v1): the hash of a full block chains its parent's hash and its content, so equal
+  hashes mean equal prefixes; only full blocks are cached and matched.
+- "radix" (SGLang RadixAttention): matching is token-exact, so a prompt also reuses the
+  part-filled last block of a cached prefix (copied into a block of its own, as a radix tree
+  with page size 1 would share it without copying). Eviction is the same LRU over unreferenced
+  blocks, tail blocks first, which is the order a radix tree evicts leaves in.
+A full hit still recomputes the last prompt token (its logits are needed), as vLLM does.
+
+References: 1) Kwon et al. 2023, PagedAttention (arXiv 2309.06180); 2) vLLM v1
+vllm/v1/core/kv_cache_manager.py, block_pool.py (block_hash, ref_cnt, free_block_queue);
+3) Zheng et al. 2024, SGLang (arXiv 2312.07104), RadixAttention.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+Runs = tuple[tuple[int, int, int], ...]  # (segment id, start, end) token ranges in one block
+
+
+@dataclass
+class CachedBlock:
+    block_hash: int
+    runs: Runs  # the block's content, as ranges of segments
+    tokens: int  # block_size, or fewer for a part-filled (radix) block
+    ref_cnt: int = 0
+
+
+def block_runs(segments: tuple[tuple[int, int], ...], block_size: int, upto: int) -> list[Runs]:
+    """Content of each block of the first `upto` tokens: a list of runs per block (last may be short)."""
+    blocks: list[Runs] = []
+    cur: list[tuple[int, int, int]] = []
+    room = block_size
+    left = upto
+    for seg_id, n in segments:
+        start = 0
+        while start < n and left > 0:
+            take = min(n - start, room, left)
+            cur.append((seg_id, start, start + take))
+            start += take
+            room -= take
+            left -= take
+            if room == 0:
+                blocks.append(tuple(cur))
+                cur, room = [], block_size
+        if left == 0:
+            break
+    if cur:
+        blocks.append(tuple(cur))
+    return blocks
+
+
+def _is_prefix(short: Runs, long: Runs) -> bool:
+    """True when the tokens of `short` are a prefix of the tokens of `long`."""
+    if len(short) > len(long):
+        return False
+    for i, (s, lo, hi) in enumerate(short):
+        s2, lo2, hi2 = long[i]
+        if s != s2 or lo != lo2 or (hi != hi2 and (i != len(short) - 1 or hi > hi2)):
+            return False
+    return True
+
+
+@dataclass
+class KVCacheManager:
+    num_blocks: int
+    block_size: int
+    # "paged" or "contiguous" (each sequence reserves reserve_tokens at admission).
+    layout: str = "paged"
+    reserve_tokens: int = 0
+    # "off", "hash" or "radix".
+    prefix: str = "off"
+    num_free_blocks: int = 0
+    cached: dict[int, CachedBlock] = field(default_factory=dict)
+    evictable: OrderedDict[int, None] = field(default_factory=OrderedDict)
+    partial: dict[int, list[int]] = field(default_factory=dict)  # parent hash -> part-filled children
+    num_evictions: int = 0
+
+    def __post_init__(self) -> None:
+        self.num_free_blocks = self.num_blocks
+
+    # -- counting -----------------------------------------------------------------------------
+
+    def blocks_for(self, tokens: int) -> int:
+        """Blocks a sequence of `tokens` tokens holds: ceil(tokens / block_size), or its slab."""
+        if self.layout == "contiguous":
+            return -(-self.reserve_tokens // self.block_size)
+        return -(-tokens // self.block_size)
+
+    def num_available(self) -> int:
+        return self.num_free_blocks + len(self.evictable)
+
+    def num_used(self) -> int:
+        """Blocks held by running sequences (private or referenced cached blocks)."""
+        return self.num_blocks - self.num_available()
+
+    def take(self, n: int) -> bool:
+        """Allocate n private blocks, evicting least recently used cached blocks if needed."""
+        if n > self.num_available():
+            return False
+        from_free = min(n, self.num_free_blocks)
+        self.num_free_blocks -= from_free
+        for _ in range(n - from_free):
+            h, _ = self.evictable.popitem(last=False)
+            self._forget(h)
+        return True
+
+    def give_back(self, n: int) -> None:
+        self.num_free_blocks += n
+
+    def _forget(self, h: int) -> None:
+        blk = self.cached.pop(h)
+        self.num_evictions += 1
+        if blk.tokens < self.block_size:
+            for kids in self.partial.values():
+                if h in kids:
+                    kids.remove(h)
+                    break
+
+    # -- prefix cache -------------------------------------------------------------------------
+
+    def hashes(self, segments: tuple[tuple[int, int], ...], upto: int) -> list[tuple[int, Runs]]:
+        """(block_hash, runs) for each block of the first `upto` tokens (a chain: parent, content)."""
+        out, parent = [], 0
+        for runs in block_runs(segments, self.block_size, upto):
+            parent = hash((parent, runs))
+            out.append((parent, runs))
+        return out
+
+    def match(self, segments: tuple[tuple[int, int], ...], prompt_tokens: int) -> tuple[list[int], int]:
+        """Cached prefix of a prompt: (hashes of matched full blocks, tokens hit). Touches LRU."""
+        if self.prefix == "off" or prompt_tokens <= 1:
+            return [], 0
+        chain = self.hashes(segments, prompt_tokens)
+        hit: list[int] = []
+        parent = 0
+        for h, _ in chain:
+            blk = self.cached.get(h)
+            if blk is None or blk.tokens < self.block_size:
+                break
+            hit.append(h)
+            parent = h
+        tokens = len(hit) * self.block_size
+        if self.prefix == "radix" and len(hit) < len(chain):
+            want = chain[len(hit)][1]
+            best = 0
+            for ph in self.partial.get(parent, ()):
+                blk = self.cached[ph]
+                if _is_prefix(blk.runs, want) and blk.tokens > best:
+                    best = blk.tokens
+                    self._touch(ph)
+            tokens += best
+        # The last prompt token is always computed: its logits give the first output token.
+        while tokens >= prompt_tokens:
+            if tokens - len(hit) * self.block_size > 0:
+                tokens = len(hit) * self.block_size
+            else:
+                hit.pop()
+                tokens -= self.block_size
+        return hit, tokens
+
+    def _touch(self, h: int) -> None:
+        if h in self.evictable:
+            self.evictable.move_to_end(h)
+
+    def ref(self, hashes: list[int]) -> None:
+        for h in hashes:
+            blk = self.cached[h]
+            if blk.ref_cnt == 0:
+                del self.evictable[h]
+            blk.ref_cnt += 1
+
+    def unref(self, hashes: list[int]) -> None:
+        # Tail blocks first, so that LRU eviction takes the ends of prefixes before their roots.
+        for h in reversed(hashes):
+            blk = self.cached[h]
+            blk.ref_cnt -= 1
+            if blk.ref_cnt == 0:
+                self.evictable[h] = None
+
+    def cache_blocks(self, chain: list[tuple[int, Runs]], start: int, owned: list[int], *, final: bool = False) -> int:
+        """Turn a sequence's private blocks chain[start:] into cached ones it references.
+
+        Full blocks only, except that "radix" also keeps the part-filled last block of a
+        finished sequence (`final`: its content will not change any more). A block whose
+        hash is already cached (another sequence computed it meanwhile) stays private. Returns
+        how many private blocks were converted; their hashes are appended to `owned`.
+        """
+        converted = 0
+        parent = chain[start - 1][0] if start else 0
+        for h, runs in chain[start:]:
+            tokens = sum(hi - lo for _, lo, hi in runs)
+            if tokens < self.block_size and not (final and self.prefix == "radix"):
+                break
+            if h in self.cached:
+                break
+            self.cached[h] = CachedBlock(h, runs, tokens, ref_cnt=1)
+            if tokens < self.block_size:
+                self.partial.setdefault(parent, []).append(h)
+            owned.append(h)
+            converted += 1
+            parent = h
+        return converted

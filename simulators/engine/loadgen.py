@@ -1,0 +1,126 @@
+"""Load generation as GuideLLM does it: profiles, a rate sweep, and an export with GuideLLM's names.
+
+Profiles (GuideLLM `--profile`):
+- synchronous: one request at a time; the next is sent when the previous one ends.
+- concurrent: N users in a closed loop, each sending its next request when its last one ends.
+- throughput: every request at once (the server's maximum, queueing included).
+- constant: open loop, requests exactly 1/rate apart.
+- poisson: open loop, exponential gaps at the rate (the honest model of independent users).
+- sweep: synchronous and throughput first, to find the lowest and highest useful rates, then
+  `num_rates` open-loop runs at rates evenly spaced between them.
+
+Closed loop (synchronous, concurrent) cannot show overload: when the server slows down the
+users send less, so the queue never grows. Open loop (constant, poisson) keeps sending, so past
+capacity the queue and the latency grow without bound: the knee.
+
+Reference: vllm-project/guidellm README and docs/guides (profiles, warm-up and cool-down,
+metric names in its benchmark report).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from .cluster import EngineSpec, serve
+from .metrics import Slo, summarize
+from .workload import Lengths, Request, arrival_times
+
+PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
+
+
+def requests_for(profile: str, rng: random.Random, n: int, lengths: Lengths, *, rate: float = 1.0, users: int = 1) -> list[Request]:
+    """n requests arranged by a profile (closed-loop chains use Request.after)."""
+    drawn = [lengths.draw(rng) for _ in range(n)]
+    if profile in ("synchronous", "concurrent"):
+        users = 1 if profile == "synchronous" else max(1, users)
+        out = []
+        for i, (p, o) in enumerate(drawn):
+            prev = i - users if i >= users else None
+            out.append(Request(i, 0.0, p, o, ((i + 1, p),), after=prev))
+        return out
+    if profile == "throughput":
+        times = [0.0] * n
+    else:
+        times = arrival_times(rng, n, "constant" if profile == "constant" else "poisson", rate)
+    return [Request(i, times[i], p, o, ((i + 1, p),)) for i, (p, o) in enumerate(drawn)]
+
+
+@dataclass(frozen=True)
+class LoadRun:
+    profile: str
+    rate: float  # offered rate for open loop; achieved rate for closed loop and throughput
+    metrics: dict[str, float]
+    concurrency: float  # mean requests in flight (Little's law: throughput x mean e2e)
+
+
+def run_profile(profile: str, spec: EngineSpec, n: int, lengths: Lengths, seed: int, *, rate: float = 1.0, users: int = 1, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> LoadRun:
+    rng = random.Random(seed)
+    reqs = requests_for(profile, rng, n, lengths, rate=rate, users=users)
+    served = serve(reqs, spec)
+    met = summarize(served.records, slo=slo, warmup=warmup, cooldown=cooldown)
+    met["num_dropped"] = len(served.dropped)
+    met["events"] = served.events
+    achieved = met["request_throughput_per_s"]
+    offered = rate if profile in ("constant", "poisson") else achieved
+    return LoadRun(profile, offered, met, achieved * met["e2e_s_mean"])
+
+
+def sweep(spec: EngineSpec, n: int, lengths: Lengths, seed: int, *, num_rates: int = 6, open_profile: str = "poisson", warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> list[LoadRun]:
+    """GuideLLM's sweep: synchronous, throughput, then open-loop rates evenly between them."""
+    kw: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "slo": slo}
+    sync = run_profile("synchronous", spec, max(2, n // 4), lengths, seed, **kw)
+    top = run_profile("throughput", spec, n, lengths, seed, **kw)
+    lo, hi = sync.rate, top.rate
+    runs = [sync]
+    for i in range(1, num_rates + 1):
+        rate = lo + (hi - lo) * i / (num_rates + 1)
+        runs.append(run_profile(open_profile, spec, n, lengths, seed, rate=rate, **kw))
+    return [*runs, top]
+
+
+# GuideLLM's names in its benchmark report, and where each comes from in our metrics.
+GUIDELLM_NAMES = {
+    "requests_per_second": ("request_throughput_per_s", 1.0),
+    "output_tokens_per_second": ("output_tokens_per_s", 1.0),
+    "request_latency": ("e2e_s", 1.0),
+    "time_to_first_token_ms": ("ttft_s", 1e3),
+    "inter_token_latency_ms": ("itl_s", 1e3),
+    "time_per_output_token_ms": ("time_per_output_token_s", 1e3),
+}
+GUIDELLM_STATS = {"mean": "mean", "median": "p50", "p90": "p90", "p95": "p95", "p99": "p99"}
+
+
+def guidellm_record(run: LoadRun) -> dict[str, Any]:
+    """One benchmark of the run in GuideLLM's vocabulary (values in its units)."""
+    m = run.metrics
+    out: dict[str, Any] = {"profile": run.profile, "rate": run.rate, "request_concurrency": run.concurrency}
+    for name, (ours, scale) in GUIDELLM_NAMES.items():
+        if ours in m:
+            out[name] = m[ours] * scale
+        else:
+            out[name] = {g: m[f"{ours}_{s}"] * scale for g, s in GUIDELLM_STATS.items()}
+    return out
+
+
+def to_csv(runs: list[LoadRun]) -> str:
+    """The sweep as CSV: one row per benchmark, GuideLLM's metric names as columns."""
+    rows = [guidellm_record(r) for r in runs]
+    cols = ["profile", "rate", "request_concurrency"]
+    for name in GUIDELLM_NAMES:
+        if isinstance(rows[0][name], dict):
+            cols += [f"{name}_{g}" for g in GUIDELLM_STATS]
+        else:
+            cols.append(name)
+    lines = [",".join(cols)]
+    for row in rows:
+        flat: dict[str, Any] = {}
+        for k, v in row.items():
+            if isinstance(v, dict):
+                flat.update({f"{k}_{g}": x for g, x in v.items()})
+            else:
+                flat[k] = v
+        lines.append(",".join(f"{flat[c]:.6g}" if isinstance(flat[c], float) else str(flat[c]) for c in cols))
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,470 @@
+"""One replica: the scheduler's plan turned into timed steps, and the event loop that drives replicas.
+
+The event loop is SimPy's: a heap of (time, priority, seq_no, kind, payload), with seq_no from an
+itertools.count made per run so events are never compared and ties resolve in insertion order.
+Handlers return the events they cause (Vidur's style). Kinds: ARRIVE (a request reaches the
+router), KV_ARRIVE (a prefilled sequence reaches a decode replica), STEP_END (a replica finishes
+the step or stride it planned). At equal times arrivals come first, so a step that ends when a
+request arrives already sees it.
+
+Fast by construction: when a step has no prefill chunk, the batch is fixed until the next
+scheduling event and every context grows by one token per step, so the replica plans a *stride*
+of n decode steps at once and prices it in closed form (steptime.stride_time_s). A stride ends
+at the next completion, or earlier when the free blocks would run out (then the scheduler
+preempts), or when the sliding window of some sequence fills. An arrival that could be admitted
+cuts the stride at the end of the step in progress. The cost of a run therefore grows with
+arrivals, prefill chunks, completions and preemptions, not with tokens. `single_step=True`
+plans one step at a time instead; tests check both give the same timings.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from .kv import KVCacheManager
+from .scheduler import SchedulerConfig, Seq
+from .steptime import StepCost, attention_keys, stride_time_s
+from .workload import Request
+
+ARRIVE, KV_ARRIVE, STEP_END = 0, 1, 2
+Event = tuple[float, int, int, Any]  # (time, priority, kind, payload): seq_no added by the loop
+
+
+class Replica:
+    def __init__(self, index: int, cfg: SchedulerConfig, kv: KVCacheManager, cost: StepCost, *, role: str = "both", single_step: bool = False, log: list[tuple[Any, ...]] | None = None):
+        self.index, self.cfg, self.kv, self.cost, self.role = index, cfg, kv, cost, role
+        self.single_step, self.log = single_step, log
+        self.bs = kv.block_size
+        self.paged = kv.layout == "paged"
+        self.waiting: deque[Seq] = deque()
+        self.running: list[Seq] = []  # admission order: the last is preempted first
+        self.prefilling: list[Seq] = []  # the running sequences whose prompt is not all computed
+        self.reserved = 0  # decode blocks taken for one step while scheduling
+        self.skipped = False
+        self.steps = 0  # decode steps so far (a decoding sequence's context is steps - g0)
+        self.nd = 0  # decoding sequences
+        self.sum_ctx = 0  # their contexts, summed
+        self.sum_held = 0  # their KV tokens held (differs from sum_ctx only under a sliding window)
+        self.res: dict[int, int] = {}  # g0 mod block_size -> decoding sequences
+        self.finish_heap: list[tuple[int, int, Seq]] = []
+        self.prefill_held = 0  # computed tokens of sequences still prefilling
+        self.version = 0  # bumps when a planned step is cut short, invalidating its STEP_END
+        self.busy = False
+        self.plan_t0 = self.plan_end = 0.0
+        self.plan_n = 0  # decode steps in the plan
+        self.plan_chunks: list[Seq] = []
+        self.plan_blocks = 0  # decode blocks allocated for the plan
+        self.plan_pieces: tuple[float, ...] = ()
+        self.batch_slots = 0  # static batching: size of the batch in flight
+        self.finished: list[Seq] = []
+        self.handoff: list[Seq] = []  # prefill role: sequences whose KV leaves for a decode replica
+        self.num_preemptions = 0
+        self.num_steps = self.num_strides = 0
+        self.prefill_tokens = 0
+        self.busy_s = 0.0
+        self.series: list[tuple[float, int, int, int, int, int]] = []  # t, batch, waiting, used blocks, held, decoding
+        self._tie = itertools.count()
+
+    # -- lazy decode set ----------------------------------------------------------------------
+
+    def _join(self, s: Seq) -> None:
+        ctx = s.num_computed_tokens
+        s.decoding = True
+        s.g0 = self.steps - ctx
+        s.finish_g = s.g0 + s.req.prompt_tokens + s.req.output_tokens - 1
+        heapq.heappush(self.finish_heap, (s.finish_g, next(self._tie), s))
+        self.nd += 1
+        self.sum_ctx += ctx
+        self.sum_held += self.cost.held(ctx)
+        r = s.g0 % self.bs
+        self.res[r] = self.res.get(r, 0) + 1
+        s.blocks = 0  # implicit while decoding: blocks_for(context) - len(owned)
+
+    def _leave(self, s: Seq) -> None:
+        """Materialise a decoding sequence's state and take it out of the decode set."""
+        ctx = self.steps - s.g0
+        s.decoding = False
+        s.num_computed_tokens = ctx
+        s.out = ctx - s.req.prompt_tokens + 1
+        s.blocks = self.kv.blocks_for(ctx) - len(s.owned)
+        self.nd -= 1
+        self.sum_ctx -= ctx
+        self.sum_held -= self.cost.held(ctx)
+        r = s.g0 % self.bs
+        self.res[r] -= 1
+
+    def blocks_needed(self, n: int) -> int:
+        """New blocks the decode set needs over its next n steps (one per block boundary crossed)."""
+        if not self.paged or n <= 0:
+            return 0
+        g, bs, total = self.steps, self.bs, 0
+        for r, c in self.res.items():
+            if c:
+                total += c * ((g + n - 1 - r) // bs - (g - 1 - r) // bs)
+        return total
+
+    # -- scheduling ---------------------------------------------------------------------------
+
+    def add(self, s: Seq, t: float) -> list[Event]:
+        """A request reaches this replica: queue it, and cut a stride if it could start now."""
+        s.replica = self.index
+        could_start = not self.waiting and self.cfg.batching == "continuous" and len(self.running) < self.cfg.max_num_seqs
+        self.waiting.append(s)
+        self._log(t, "arrive", s)
+        if not self.busy:
+            return self.plan(t)
+        if could_start and self.plan_n > 1 and not self.plan_chunks:
+            return self._cut(t)  # the next step may admit it (whether it fits is decided then)
+        return []
+
+    def _preempt_last(self, t: float) -> Seq:
+        s = self.running.pop()
+        if s.decoding:
+            self._leave(s)
+        else:
+            self.prefill_held -= s.num_computed_tokens
+            self.prefilling.remove(s)
+        self._release(s)
+        s.prompt = s.req.prompt_tokens + s.out  # recompute the prompt and the output so far
+        s.num_computed_tokens = 0
+        s.num_preemptions += 1
+        s.prefilled = False
+        self.num_preemptions += 1
+        self.waiting.appendleft(s)
+        self._log(t, "preempt", s)
+        return s
+
+    def _release(self, s: Seq) -> None:
+        self.kv.unref(s.owned)
+        self.kv.give_back(s.blocks)
+        s.owned, s.blocks, s.chain_len = [], 0, 0
+
+    def _admit(self, s: Seq, budget: int, t: float) -> int:
+        """Try to start the head of `waiting` with up to `budget` tokens; tokens scheduled or -1."""
+        kv = self.kv
+        if s.prefilled:  # disaggregated decode side: the KV arrives whole, nothing to compute
+            need = kv.blocks_for(s.num_computed_tokens)
+            if budget < 1 or not kv.take(need):
+                return -1
+            s.blocks = need
+            self.waiting.popleft()
+            self.running.append(s)
+            self._join(s)
+            self._log(t, "admit", s)
+            return 1
+        hit, hit_tokens = kv.match(s.content(), s.prompt) if kv.prefix != "off" else ([], 0)
+        chunk = min(s.prompt - hit_tokens, budget)
+        if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
+            return -1
+        if self.cfg.batching == "static":
+            chunk = s.prompt - hit_tokens
+        kv.ref(hit)
+        need = kv.blocks_for(hit_tokens + chunk) - len(hit)
+        if not kv.take(need):
+            kv.unref(hit)
+            return -1
+        self.waiting.popleft()
+        s.owned, s.chain_len, s.blocks = hit, len(hit), need
+        s.num_computed_tokens = hit_tokens
+        s.cached_tokens += hit_tokens
+        self.prefill_held += hit_tokens
+        s.scheduled = chunk
+        if s.t_scheduled < 0:
+            s.t_scheduled = t
+        self.running.append(s)
+        self.prefilling.append(s)
+        self._log(t, "admit", s, hit_tokens)
+        return chunk
+
+    def schedule(self, t: float) -> tuple[list[Seq], bool]:
+        """Prefill chunks for the next step, and whether decodes run in it (see scheduler.py)."""
+        cfg, kv = self.cfg, self.kv
+        static = cfg.batching == "static"
+        self.reserved = 0
+        self.skipped = False  # admission skipped this step (after a preemption): replan next step
+        if static and self.running and not self.prefilling:
+            return [], True  # a static batch in flight: decode until it is done
+        # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
+        while self.nd and self.blocks_needed(1) > kv.num_available():
+            self._preempt_last(t)
+        self.reserved = self.blocks_needed(1)
+        kv.take(self.reserved)
+        preempted = False
+        if static:
+            budget = 1 << 40
+        elif cfg.chunked_prefill:
+            budget = cfg.max_num_batched_tokens - self.nd
+        else:  # whole prompts only, so the budget must hold the longest one (as vLLM v0 required)
+            budget = max(cfg.max_num_batched_tokens, cfg.max_model_len)
+        chunks: list[Seq] = []
+        i = 0
+        while i < len(self.prefilling) and budget > 0:
+            s = self.prefilling[i]
+            chunk = min(s.prompt - s.num_computed_tokens, budget)
+            need = kv.blocks_for(s.num_computed_tokens + chunk) - len(s.owned) - s.blocks
+            while need > kv.num_available() and self.running[-1] is not s:
+                self._preempt_last(t)
+                preempted = True
+            if need > kv.num_available():
+                self._preempt_last(t)
+                preempted = True
+                break
+            kv.take(need)
+            s.blocks += need
+            s.scheduled = chunk
+            budget -= chunk
+            chunks.append(s)
+            i += 1
+        self.skipped = preempted and bool(self.waiting)
+        if preempted:  # decodes preempted above no longer need their reserved blocks
+            extra = self.reserved - self.blocks_needed(1)
+            kv.give_back(extra)
+            self.reserved -= extra
+        elif not static or not self.running:
+            while self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0:
+                s = self.waiting[0]
+                got = self._admit(s, budget, t)
+                if got < 0:
+                    break
+                budget -= got
+                if not s.decoding:
+                    chunks.append(s)
+            if static and self.running:
+                self.batch_slots = len(self.running)
+        decodes = self.nd > 0 and (cfg.chunked_prefill or not chunks) and not static
+        return chunks, decodes
+
+    # -- timing -------------------------------------------------------------------------------
+
+    def plan(self, t: float) -> list[Event]:
+        """Plan the next step (prefill chunks present) or stride (decode only) starting at t."""
+        chunks, decodes = self.schedule(t)
+        self.plan_chunks, self.plan_t0 = chunks, t
+        if not chunks and not self.nd:
+            self.kv.give_back(self.reserved)
+            self.busy = False
+            self._record(t)
+            return []
+        self.busy = True
+        if chunks:
+            nd = self.nd if decodes else 0
+            if not nd:
+                self.kv.give_back(self.reserved)
+                self.reserved = 0
+            tokens, keys, kv_tok = nd, (self.sum_ctx + nd) if nd else 0, (self.sum_held + nd) if nd else 0
+            for s in chunks:
+                c = s.num_computed_tokens
+                tokens += s.scheduled
+                keys += attention_keys(s.scheduled, c)
+                kv_tok += self.cost.held(c) + s.scheduled
+            dur = self.cost.time_s(tokens, nd + len(chunks), keys, kv_tok)
+            self.plan_n = 1 if nd else 0
+            self.plan_blocks = self.reserved
+            self.num_steps += 1
+            self.prefill_tokens += tokens - nd
+            return self._end_at(t + dur)
+        # Decode-only stride up to the next completion, the block supply, or a window edge.
+        self.kv.give_back(self.reserved)
+        while self.finish_heap and not self.finish_heap[0][2].decoding:
+            heapq.heappop(self.finish_heap)
+        n = self.finish_heap[0][0] - self.steps
+        growth = self.nd
+        window = self.cost.window
+        if window:
+            growth = 0
+            for s in self.running:
+                if s.decoding and self.steps - s.g0 < window:
+                    growth += 1
+                    n = min(n, window - (self.steps - s.g0))
+        if self.single_step or self.skipped:
+            n = 1
+        avail = self.kv.num_available()
+        if self.blocks_needed(n) > avail:
+            lo, hi = 1, n  # blocks_needed(lo) <= avail (schedule preempted until one step fits)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self.blocks_needed(mid) <= avail:
+                    lo = mid
+                else:
+                    hi = mid
+            n = lo
+        k = self.cfg.num_speculative_tokens
+        plain = self.cost.decode_stride(self.nd, self.sum_ctx, self.sum_held, growth)
+        verify = self.cost.decode_stride(self.nd, self.sum_ctx, self.sum_held, growth, q=k + 1) if k else plain
+        self.plan_pieces = (*verify, *plain)
+        self.plan_n = n
+        self.plan_blocks = self.blocks_needed(n)
+        self.kv.take(self.plan_blocks)
+        self.num_strides += 1
+        return self._end_at(t + self._stride_s(n))
+
+    def _stride_s(self, n: int) -> float:
+        """Time of the first n steps of the planned stride (speculation: per token, see scheduler)."""
+        p = self.plan_pieces
+        k = self.cfg.num_speculative_tokens
+        if not k:
+            return stride_time_s(p[0], p[1], p[2], p[3], p[4], n)
+        verify = stride_time_s(p[0], p[1], p[2], p[3], p[4], n)
+        drafts = stride_time_s(p[5], p[6], p[7], p[8], p[9], n) * k * self.cfg.draft_cost_ratio
+        return (verify + drafts) / self.cfg.tokens_per_step()
+
+    def _end_at(self, t_end: float) -> list[Event]:
+        self.version += 1
+        self.plan_end = t_end
+        return [(t_end, 1, STEP_END, (self, self.version))]
+
+    def _cut(self, t: float) -> list[Event]:
+        """Shorten the stride in flight to the steps that started before t."""
+        lo, hi = 1, self.plan_n  # find the fewest steps whose end is at or after t
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.plan_t0 + self._stride_s(mid) >= t:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo >= self.plan_n:
+            return []
+        blocks = self.blocks_needed(lo)
+        self.kv.give_back(self.plan_blocks - blocks)
+        self.plan_blocks, self.plan_n = blocks, lo
+        return self._end_at(self.plan_t0 + self._stride_s(lo))
+
+    def step_end(self, t: float) -> list[Event]:
+        """The planned step or stride is over: advance state, finish sequences, plan again."""
+        self.busy_s += t - self.plan_t0
+        n = self.plan_n
+        self.steps += n
+        self.sum_ctx += self.nd * n
+        if n:
+            growth = self.nd if not self.cost.window else sum(1 for s in self.running if s.decoding and self.steps - n - s.g0 < self.cost.window)
+            self.sum_held += growth * n
+        for s in self.plan_chunks:
+            s.num_computed_tokens += s.scheduled
+            self.prefill_held += s.scheduled
+            s.scheduled = 0
+            if s.num_computed_tokens == s.prompt:
+                self._prefill_done(s, t)
+        heap = self.finish_heap
+        while heap and (heap[0][0] <= self.steps or not heap[0][2].decoding):
+            _, _, s = heapq.heappop(heap)
+            if s.decoding:
+                self._leave(s)
+                self._finish(s, t)
+        self._record(t)
+        return self.plan(t)
+
+    def _prefill_done(self, s: Seq, t: float) -> None:
+        self.prefill_held -= s.num_computed_tokens
+        self.prefilling.remove(s)
+        if self.kv.prefix != "off":
+            chain = self.kv.hashes(s.content(), s.prompt)
+            converted = self.kv.cache_blocks(chain, s.chain_len, s.owned)
+            s.blocks -= converted
+            s.chain_len += converted
+        s.out += 1
+        if s.t_first_token < 0:
+            s.t_first_token = t
+            self._log(t, "first_token", s)
+        if s.out >= s.req.output_tokens:
+            self._finish(s, t)
+        elif self.role == "prefill":
+            self.running.remove(s)
+            self._release(s)
+            self.handoff.append(s)
+        else:
+            self._join(s)
+
+    def _finish(self, s: Seq, t: float) -> None:
+        s.out = s.req.output_tokens
+        s.t_finish = t
+        if self.kv.prefix != "off":
+            ctx = s.req.prompt_tokens + s.out - 1
+            chain = self.kv.hashes(s.content(), ctx)
+            converted = self.kv.cache_blocks(chain, s.chain_len, s.owned, final=True)
+            s.blocks -= converted
+        self.running.remove(s)
+        self._release(s)
+        self.finished.append(s)
+        self._log(t, "finish", s)
+
+    def _record(self, t: float) -> None:
+        slots = self.batch_slots if self.cfg.batching == "static" and self.running else len(self.running)
+        self.series.append((t, slots, len(self.waiting), self.kv.num_used(), self.sum_ctx + self.prefill_held, len(self.running)))
+
+    def _log(self, t: float, what: str, s: Seq, extra: int = 0) -> None:
+        if self.log is not None:
+            self.log.append((round(t, 9), self.index, what, s.id, extra))
+
+
+Router = Callable[[Seq, list[Replica], float], Replica]
+
+
+def simulate(requests: list[Request], replicas: list[Replica], route: Router, *, decode_route: Router | None = None, transfer_s: Callable[[Seq], float] | None = None) -> tuple[list[Seq], list[Request], int]:
+    """Run requests through replicas: (finished sequences, dropped requests, events processed).
+
+    Follow-up requests (after=id) are released `arrival_s` after the request they follow ends.
+    With `decode_route`, replicas with role "prefill" hand finished prefills to a decode replica
+    after `transfer_s(seq)` seconds (disaggregation).
+    """
+    counter = itertools.count()
+    heap: list[tuple[float, int, int, int, Any]] = []
+    followers: dict[int, list[Request]] = {}
+    for r in requests:
+        if r.after is None:
+            heap.append((r.arrival_s, 0, next(counter), ARRIVE, r))
+        else:
+            followers.setdefault(r.after, []).append(r)
+    heapq.heapify(heap)
+    max_len = replicas[0].cfg.max_model_len
+    kv0 = replicas[0].kv
+    done: list[Seq] = []
+    dropped: list[Request] = []
+    events = 0
+
+    def push(evs: list[Event]) -> None:
+        for t, prio, kind, obj in evs:
+            heapq.heappush(heap, (t, prio, next(counter), kind, obj))
+
+    while heap:
+        t, _, _, kind, obj = heapq.heappop(heap)
+        events += 1
+        if kind == STEP_END:
+            rep, version = obj
+            if version != rep.version:
+                continue
+            push(rep.step_end(t))
+        elif kind == ARRIVE:
+            if obj.prompt_tokens + obj.output_tokens > max_len or kv0.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv0.num_blocks:
+                dropped.append(obj)
+                _release_followers(obj.id, t, followers, push, dropped)
+                continue
+            s = Seq(obj, t)
+            push(route(s, replicas, t).add(s, t))
+        else:
+            push(obj[0].add(obj[1], t))
+        for rep in replicas:
+            if rep.finished:
+                for s in rep.finished:
+                    done.append(s)
+                    _release_followers(s.id, t, followers, push, None)
+                rep.finished.clear()
+            if rep.handoff:
+                for s in rep.handoff:
+                    s.prefilled = True
+                    dest = (decode_route or route)(s, replicas, t)
+                    push([(t + (transfer_s(s) if transfer_s else 0.0), 0, KV_ARRIVE, (dest, s))])
+                rep.handoff.clear()
+    return done, dropped, events
+
+
+def _release_followers(rid: int, t: float, followers: dict[int, list[Request]], push: Callable[[list[Event]], None], dropped: list[Request] | None) -> None:
+    for f in followers.pop(rid, ()):
+        if dropped is not None:  # the conversation ends with its dropped turn
+            dropped.append(f)
+            _release_followers(f.id, t, followers, push, dropped)
+        else:
+            push([(t + f.arrival_s, 0, ARRIVE, f)])
