@@ -1,0 +1,131 @@
+"""Sparsity lesson: 2:4 vs unstructured bytes and speed by hand, and a numpy oracle for the pruning demo."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from simulators import api, catalog, params
+from simulators import costmodel as cm
+from simulators import sparsity as sp
+
+LLAMA3_8B = catalog.models()["llama-3-8b"]
+H100 = catalog.gpus()["h100-sxm"]
+
+
+def _run(seed=0, **kw):
+    return sp.run(params.parse(sp.Params, kw), seed=seed)
+
+
+def test_bytes_per_weight_and_memory_by_hand():
+    m = _run()["metrics"]
+    # bf16 2:4: half the values (1 B) + a 2-bit index per kept value (1 bit per weight) = 1.125 B.
+    assert m["bytes_per_weight_24"] == 1.125
+    # Unstructured 50% with a bitmask: 1 B of values + 1 bit per position = 1.125 B as well.
+    assert m["bytes_per_weight_unstructured"] == 1.125
+    p = cm.param_counts(LLAMA3_8B)
+    assert (m["weights_dense_GB"] - m["weights_24_GB"]) * 1e9 == pytest.approx(p.block_linear * 0.875)
+    assert m["weights_24_GB"] == pytest.approx(m["weights_unstructured_GB"])
+    # CSR with 16-bit indices at 50%: 1 B of values + 1 B of index = 2 B, nothing saved.
+    r = _run(unstructured_layout="csr")
+    assert r["metrics"]["memory_saved_unstructured_fraction"] == pytest.approx(0.0, abs=1e-12)
+    assert any("no fewer bytes" in n for n in r["notes"])
+    # Storing the zeros densely saves nothing either.
+    assert _run(unstructured_layout="dense")["metrics"]["weights_unstructured_GB"] == m["weights_dense_GB"]
+
+
+def test_prefill_gains_only_from_the_sparse_tensor_rate():
+    # Prefill of 2,000 tokens is compute-bound. 2:4 halves the time of the block matmuls (the
+    # sparse rate is 2x) but not of the LM head or attention, which stay at the dense rate.
+    m = _run(ideal=True)["metrics"]
+    p = cm.param_counts(LLAMA3_8B)
+    block = 2 * p.block_linear_active * 2000
+    other = 2 * cm.lm_head_params(LLAMA3_8B) + cm.attention_flops(LLAMA3_8B, 2000)
+    dense_s = (block + other) / (989.4e12)
+    sparse_s = block / (1978.9e12) + other / (989.4e12)
+    assert m["prefill_speedup_24"] == pytest.approx(dense_s / sparse_s, rel=1e-9)
+    # Unstructured sparsity has no tensor-core path: not a second gained.
+    assert m["prefill_speedup_unstructured"] == 1.0
+
+
+def test_memory_bound_decode_gains_from_bytes_for_both():
+    m = _run(batch_size=1)["metrics"]
+    dense = cm.decode_step_time(LLAMA3_8B, H100, [2000])
+    sparse = cm.decode_step_time(LLAMA3_8B, H100, [2000], sparse=True)
+    assert dense.bound == "memory"
+    assert m["decode_speedup_24"] == pytest.approx(dense.bytes / sparse.bytes, rel=1e-12)
+    # Same bytes per weight (bitmask at 50%), same speed-up.
+    assert m["decode_speedup_unstructured"] == pytest.approx(m["decode_speedup_24"], rel=1e-12)
+
+
+def test_the_decode_gain_fades_as_the_kv_cache_grows():
+    r = _run(view="batch", context_tokens=8192)
+    for v in sp.SCHEMES:
+        curve = r["speedup_curves"][v]
+        assert curve[0] > 1.5 and curve[-1] < 1.1
+        assert all(a >= b - 1e-12 for a, b in zip(curve, curve[1:], strict=False))
+
+
+def test_no_sparse_rate_no_prefill_gain():
+    r = _run(gpu="m2-ultra")
+    assert r["metrics"]["sparse_tensor_cores"] == 0
+    assert any("2:4 saves only bytes" in n for n in r["notes"])
+
+
+def test_pruning_by_hand():
+    # Row [4, -1, 0.5, -3 | 0.1, 0.2, -0.3, 0.4]: 2:4 keeps 4, -3 and -0.3, 0.4; the global
+    # 50% unstructured pruning keeps the four largest: 4, -3, -1 and 0.5.
+    w = [[4.0, -1.0, 0.5, -3.0, 0.1, 0.2, -0.3, 0.4]]
+    assert sp.prune_24(w) == [[4.0, 0.0, 0.0, -3.0, 0.0, 0.0, -0.3, 0.4]]
+    assert sp.prune_unstructured(w, 0.5) == [[4.0, -1.0, 0.5, -3.0, 0.0, 0.0, 0.0, 0.0]]
+
+
+def _oracle(seed, sparsity):
+    """Rebuild the seeded W and X, prune with numpy, and measure what was removed."""
+    rng = random.Random(seed)
+    w = np.array([[rng.gauss(0.0, 1.0) for _ in range(sp.COLS)] for _ in range(sp.ROWS)])
+    x = np.array([[rng.gauss(0.0, 1.0) for _ in range(sp.INPUTS)] for _ in range(sp.COLS)])
+    groups = w.reshape(sp.ROWS, -1, 4)
+    smallest = np.argsort(np.abs(groups), axis=2)[:, :, :2]
+    w24 = groups.copy()
+    np.put_along_axis(w24, smallest, 0.0, axis=2)
+    w24 = w24.reshape(w.shape)
+    flat = w.ravel().copy()
+    flat[np.argsort(np.abs(flat))[: round(sparsity * flat.size)]] = 0.0
+    wu = flat.reshape(w.shape)
+    out = {}
+    for name, wp in (("24", w24), ("unstructured", wu)):
+        removed = w[wp == 0]
+        out[name] = {
+            "magnitude_removed": np.abs(removed).sum() / np.abs(w).sum(),
+            "energy_removed": (removed**2).sum() / (w**2).sum(),
+            "output_rel_error": np.linalg.norm(w @ x - wp @ x) / np.linalg.norm(w @ x),
+        }
+    assert (w24 == 0).reshape(sp.ROWS, -1, 4).sum(axis=2).tolist() == [[2] * (sp.COLS // 4)] * sp.ROWS
+    return out
+
+
+@pytest.mark.parametrize(("seed", "sparsity"), [(0, 0.5), (4, 0.3), (9, 0.9)])
+def test_demo_matches_a_numpy_oracle(seed, sparsity):
+    m = _run(seed=seed, sparsity=sparsity)["metrics"]
+    for name, values in _oracle(seed, sparsity).items():
+        for key, value in values.items():
+            assert m[f"demo_{name}_{key}"] == pytest.approx(value, rel=1e-9), (name, key)
+
+
+def test_unstructured_removes_the_least_at_equal_sparsity():
+    # At the same 50%, dropping the globally smallest half minimises removed magnitude and energy;
+    # 2:4 must pick two in every group of four, so it removes more and errs more.
+    for seed in range(3):
+        m = _run(seed=seed)["metrics"]
+        assert m["demo_unstructured_magnitude_removed"] <= m["demo_24_magnitude_removed"]
+        assert m["demo_unstructured_energy_removed"] <= m["demo_24_energy_removed"]
+        assert m["demo_unstructured_output_rel_error"] < m["demo_24_output_rel_error"]
+
+
+def test_cli_json_and_views():
+    for view in ("savings", "batch", "demo"):
+        answer = json.loads(api.run_json("sparsity", json.dumps({"view": view})))
+        assert answer["ok"], answer
+    assert "energy" in answer["summary"]
