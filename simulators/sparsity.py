@@ -147,7 +147,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal)}
-    variants = {"dense": {}, "24": {"sparse": True}, "unstructured": {"weight_bytes_per_value": per_value}}
+    variants: dict[str, dict[str, Any]] = {"dense": {}, "24": {"sparse": True}, "unstructured": {"weight_bytes_per_value": per_value}}
 
     def step(v: str, seqs: list[tuple[int, int]]) -> cm.StepTime:
         return cm.step_time(m, gpu, seqs, **kw, **variants[v])
