@@ -134,8 +134,10 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     def decode_s(fmt: str, b: int) -> float:
         return cm.decode_step_time(m, gpu, [p.context_tokens] * b, weight_dtype=fmt, **kw).time_s
 
+    base = {b: decode_s("bf16", b) for b in BATCHES}
+
     def speedup(fmt: str, b: int) -> float:
-        return decode_s("bf16", b) / decode_s(fmt, b)
+        return (base[b] if b in base else decode_s("bf16", b)) / decode_s(fmt, b)
 
     curves = {f: [speedup(f, b) for b in BATCHES] for f in formats}
     below = [b for b, s in zip(BATCHES, curves[p.weight_dtype], strict=True) if s < p.worthwhile_speedup]
