@@ -95,16 +95,32 @@ class Replica:
         self.sum_ctx -= ctx
         self.sum_held -= self.cost.held(ctx)
         r = s.g0 % self.bs
-        self.res[r] -= 1
+        if self.res[r] == 1:
+            del self.res[r]
+        else:
+            self.res[r] -= 1
 
     def blocks_needed(self, n: int) -> int:
-        """New blocks the decode set needs over its next n steps (one per block boundary crossed)."""
-        if not self.paged or n <= 0:
+        """New blocks the decode set needs over its next n steps (one per block boundary crossed).
+
+        Step g (the value of `steps` when it starts) crosses a boundary for every decoding
+        sequence with g0 = g (mod block_size): n // block_size full rounds cross every sequence
+        once each, and the remaining n % block_size steps are counted from the histogram.
+        """
+        if not self.paged or n <= 0 or not self.nd:
             return 0
-        g, bs, total = self.steps, self.bs, 0
-        for r, c in self.res.items():
-            if c:
-                total += c * ((g + n - 1 - r) // bs - (g - 1 - r) // bs)
+        bs, res = self.bs, self.res
+        rounds, rem = divmod(n, bs)
+        total = self.nd * rounds
+        if rem:
+            start = self.steps + rounds * bs
+            if rem <= len(res):
+                for j in range(start, start + rem):
+                    total += res.get(j % bs, 0)
+            else:
+                for r, c in res.items():
+                    if (r - start) % bs < rem:
+                        total += c
         return total
 
     # -- scheduling ---------------------------------------------------------------------------
