@@ -55,6 +55,7 @@ METRICS = {
     "cost_per_million_tokens_local_usd": ("Local cost per million output tokens", "USD"),
     "cost_per_million_tokens_hosted_usd": ("Hosted price per million output tokens (assumed)", "USD"),
     "local_tokens_per_s": ("Local output tokens per second, GPU busy", "tokens/s"),
+    "max_batch_fits": ("Largest batch whose KV cache fits", "requests"),
     "break_even_utilization": ("Utilisation where local costs the hosted price", ""),
     **{f"ttft_p{q}_s": (f"TTFT p{q}", "s") for q in PERCENTILES},
     "ttft_mean_s": ("TTFT mean", "s"),
@@ -154,14 +155,23 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     q = int(p.percentile)
     slo_met = percentile(ttft, q) <= p.ttft_slo_s and percentile(tpot, q) <= p.tpot_slo_s
     request_rate = s["tokens_per_s"] / p.output_tokens
-    sweep = [server(m, gpu, p, b) for b in BATCH_SWEEP]
+    # The sweep stops where the KV cache of the batch no longer fits (costmodel.memory_fit).
+    fit_batch = cm.memory_fit(m, gpu).kv_token_capacity // (p.prompt_tokens + p.output_tokens)
+    batches = [b for b in BATCH_SWEEP if b < fit_batch] + ([fit_batch] if fit_batch >= 1 else [])
+    sweep = [server(m, gpu, p, b) for b in batches]
     notes = []
+    if p.batch_size > fit_batch:
+        notes.append(
+            f"Only {fit_batch:,} requests of {p.prompt_tokens + p.output_tokens:,} tokens fit in the KV cache of one "
+            f"{gpu.name}: batch {p.batch_size:,} would need memory that is not there, so its figures are a bound."
+        )
     if not cm.prefill_time(m, gpu, 1).compute_known:
         notes.append(f"{gpu.name} publishes no matrix throughput: prefill times are memory-bound floors, so TTFT is too low.")
     metrics: dict[str, float] = {
         "cost_per_million_tokens_local_usd": s["cost"],
         "cost_per_million_tokens_hosted_usd": p.hosted_price_per_million_usd,
         "local_tokens_per_s": s["tokens_per_s"],
+        "max_batch_fits": fit_batch,
         # Local cost scales with 1 / utilisation: equal to the hosted price at this utilisation.
         "break_even_utilization": (
             s["cost"] * p.utilization / p.hosted_price_per_million_usd if p.hosted_price_per_million_usd else 0.0
@@ -181,7 +191,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "model": m.name, "gpu": gpu.name, "view": p.view, "batch_size": p.batch_size, "percentile": q,
         "ttft_slo_s": p.ttft_slo_s, "tpot_slo_s": p.tpot_slo_s, "utilization": p.utilization,
         "model_ttft_s": s["ttft_s"], "model_tpot_s": s["tpot_s"], "long_prefill_s": long_prefill_s,
-        "sweep_batch": list(BATCH_SWEEP), "sweep_cost_usd": [x["cost"] for x in sweep],
+        "sweep_batch": batches, "sweep_cost_usd": [x["cost"] for x in sweep],
         "sweep_tpot_s": [x["tpot_s"] for x in sweep],
         "ttft_cdf": _cdf(ttft), "tpot_cdf": _cdf(tpot),
         "notes": notes, "metrics": metrics,
