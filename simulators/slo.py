@@ -157,7 +157,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     request_rate = s["tokens_per_s"] / p.output_tokens
     # The sweep stops where the KV cache of the batch no longer fits (costmodel.memory_fit).
     fit_batch = cm.memory_fit(m, gpu).kv_token_capacity // (p.prompt_tokens + p.output_tokens)
-    batches = [b for b in BATCH_SWEEP if b < fit_batch] + ([fit_batch] if fit_batch >= 1 else [])
+    # Batch 1 stays in the sweep even when nothing fits, so the chart still shows the bound.
+    batches = [b for b in BATCH_SWEEP if b < fit_batch] + [max(fit_batch, 1)]
     sweep = [server(m, gpu, p, b) for b in batches]
     notes = []
     if p.batch_size > fit_batch:
