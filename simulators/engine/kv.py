@@ -93,6 +93,7 @@ class KVCacheManager:
     evictable: OrderedDict[int, None] = field(default_factory=OrderedDict)
     partial: dict[int, list[int]] = field(default_factory=dict)  # parent hash -> part-filled children
     num_evictions: int = 0
+    _memo: dict[tuple[tuple[int, int], ...], tuple[list[tuple[int, Runs]], Runs]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.num_free_blocks = self.num_blocks
@@ -138,12 +139,54 @@ class KVCacheManager:
     # -- prefix cache -------------------------------------------------------------------------
 
     def hashes(self, segments: tuple[tuple[int, int], ...], upto: int) -> list[tuple[int, Runs]]:
-        """(block_hash, runs) for each block of the first `upto` tokens (a chain: parent, content)."""
-        out, parent = [], 0
-        for runs in block_runs(segments, self.block_size, upto):
-            parent = hash((parent, runs))
-            out.append((parent, runs))
+        """(block_hash, runs) for each block of the first `upto` tokens (a chain: parent, content).
+
+        Chains are remembered per prefix of segments, so a conversation's next turn hashes only
+        its new segments (hashing stays proportional to new tokens, not to history).
+        """
+        full, tail = self._chain(segments)
+        n_full, rem = divmod(upto, self.block_size)
+        out = full[:n_full]
+        if rem:
+            runs = full[n_full][1] if n_full < len(full) else tail
+            cut, left = [], rem
+            for seg_id, lo, hi in runs:
+                take = min(hi - lo, left)
+                cut.append((seg_id, lo, lo + take))
+                left -= take
+                if not left:
+                    break
+            parent = out[-1][0] if out else 0
+            out.append((hash((parent, tuple(cut))), tuple(cut)))
         return out
+
+    def _chain(self, segments: tuple[tuple[int, int], ...]) -> tuple[list[tuple[int, Runs]], Runs]:
+        """Full-block chain of all the segments, and the runs of the part-filled tail block."""
+        k = len(segments)
+        while k and segments[:k] not in self._memo:
+            k -= 1
+        full, tail = self._memo[segments[:k]] if k else ([], ())
+        bs = self.block_size
+        for i in range(k, len(segments)):
+            full = list(full)
+            cur = list(tail)
+            room = bs - sum(hi - lo for _, lo, hi in cur)
+            seg_id, n = segments[i]
+            start = 0
+            parent = full[-1][0] if full else 0
+            while start < n:
+                take = min(n - start, room)
+                cur.append((seg_id, start, start + take))
+                start += take
+                room -= take
+                if room == 0:
+                    runs = tuple(cur)
+                    parent = hash((parent, runs))
+                    full.append((parent, runs))
+                    cur, room = [], bs
+            tail = tuple(cur)
+            self._memo[segments[: i + 1]] = (full, tail)
+        return full, tail
 
     def match(self, segments: tuple[tuple[int, int], ...], prompt_tokens: int) -> tuple[list[int], int]:
         """Cached prefix of a prompt: (hashes of matched full blocks, tokens hit). Touches LRU."""

@@ -64,7 +64,8 @@ class Replica:
         self.handoff: list[Seq] = []  # prefill role: sequences whose KV leaves for a decode replica
         self.num_preemptions = 0
         self.num_steps = self.num_strides = 0
-        self.prefill_tokens = 0
+        self.prefill_tokens = 0  # prompt tokens computed (recomputation after preemption included)
+        self.hit_tokens = 0  # prompt tokens served from the prefix cache, all admissions
         self.busy_s = 0.0
         self.series: list[tuple[float, int, int, int, int, int]] = []  # t, batch, waiting, used blocks, held, decoding
         self._tie = itertools.count()
@@ -186,7 +187,9 @@ class Replica:
         self.waiting.popleft()
         s.owned, s.chain_len, s.blocks = hit, len(hit), need
         s.num_computed_tokens = hit_tokens
-        s.cached_tokens += hit_tokens
+        if not s.num_preemptions:
+            s.cached_tokens = hit_tokens  # the request's own prompt served from the cache
+        self.hit_tokens += hit_tokens
         self.prefill_held += hit_tokens
         s.scheduled = chunk
         if s.t_scheduled < 0:

@@ -84,7 +84,7 @@ class Seq:
         self.t_first_token = -1.0
         self.t_finish = -1.0
         self.num_preemptions = 0
-        self.cached_tokens = 0  # prompt tokens served from the prefix cache, summed over admissions
+        self.cached_tokens = 0  # prompt tokens served from the prefix cache at first admission
         self.prefilled = False  # arrives with its KV (disaggregated decode side)
         self.scheduled = 0  # tokens scheduled in the current step
         self.decoding = False

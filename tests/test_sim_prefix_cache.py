@@ -1,0 +1,66 @@
+"""prefix_cache: shared prefixes save prefill; radix matches at least what hashing does; eviction costs hits."""
+
+import random
+
+from simulators import prefix_cache
+from simulators.engine.kv import KVCacheManager, block_runs
+from simulators.params import parse
+
+
+def test_block_hash_chain_matches_a_direct_computation():
+    # 3 segments: 20 + 30 + 7 tokens in 16-token blocks -> blocks 0..2 full, block 3 has 9 tokens.
+    kv = KVCacheManager(100, 16, prefix="hash")
+    segs = ((5, 20), (6, 30), (7, 7))
+    chain = kv.hashes(segs, 57)
+    direct, parent = [], 0
+    for runs in block_runs(segs, 16, 57):
+        parent = hash((parent, runs))
+        direct.append((parent, runs))
+    assert chain == direct
+    assert [sum(hi - lo for _, lo, hi in r) for _, r in chain] == [16, 16, 16, 9]
+    assert kv.hashes(segs + ((8, 40),), 57) == chain  # a longer prompt shares the same prefix chain
+
+
+def test_shared_system_prompt_hits_and_full_hit_recomputes_last_token():
+    kv = KVCacheManager(100, 16, prefix="hash")
+    segs = ((1, 64),)
+    owned = []
+    kv.cache_blocks(kv.hashes(segs, 64), 0, owned)  # 4 full blocks now cached, ref_cnt 1
+    kv.unref(owned)
+    hit, tokens = kv.match(segs + ((2, 10),), 74)
+    assert (len(hit), tokens) == (4, 64)
+    # The same 64-token prompt again: the last token must be computed, so one block is dropped.
+    hit, tokens = kv.match(segs, 64)
+    assert (len(hit), tokens) == (3, 48)
+
+
+def test_radix_reuses_a_part_filled_block_that_hashing_cannot():
+    for mode, expected in (("hash", 32), ("radix", 40)):
+        kv = KVCacheManager(100, 16, prefix=mode)
+        owned = []
+        kv.cache_blocks(kv.hashes(((1, 40),), 40), 0, owned, final=True)  # 2 full blocks + 8 tokens
+        _, tokens = kv.match(((1, 40), (2, 30)), 70)
+        assert tokens == expected
+
+
+def test_caches_save_prefill_and_radix_never_matches_less():
+    for sharing in ("system", "few_shot", "multi_turn", "agent"):
+        r = prefix_cache.run(parse(prefix_cache.Params, {"sharing": sharing, "num_requests": 60}), seed=2)
+        m = r["metrics"]
+        assert m["hit_rate_hash"] > 0.2
+        assert m["hit_rate_radix"] >= m["hit_rate_hash"] - 0.01
+        assert m["ttft_hash_s_p50"] < m["ttft_off_s_p50"]
+
+
+def test_less_memory_means_evictions_and_fewer_hits():
+    r = prefix_cache.run(parse(prefix_cache.Params, {"view": "pressure"}), seed=0)
+    rates = [x["hash"] for x in r["pressure"]]
+    assert rates == sorted(rates)
+    small = prefix_cache.run(parse(prefix_cache.Params, {"kv_budget_GiB": 4.0}), seed=0)["metrics"]
+    assert small["evictions_hash"] > 0
+
+
+def test_workload_is_seeded():
+    a = prefix_cache.run(parse(prefix_cache.Params, {"num_requests": 30}), seed=random.Random(1).randint(0, 99))
+    b = prefix_cache.run(parse(prefix_cache.Params, {"num_requests": 30}), seed=random.Random(1).randint(0, 99))
+    assert a == b
