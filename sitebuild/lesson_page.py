@@ -1,7 +1,8 @@
 """A lesson's Markdown → the Markdown mkdocs renders: header, widgets, quizzes, computed numbers.
 
 Fences other than ```sim and ```quiz pass through untouched, and `{{ … }}` is only expanded outside
-fences, so code samples can show the syntax itself.
+them and inside ```quiz blocks (so a numeric answer can be computed), so code samples can show the
+syntax itself.
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ def render(lesson: Lesson, course: Course, sims: Simulators) -> str:
         if lang in ("sim", "quiz"):
             if end is None:
                 raise LessonError(lesson.path, line_no, f"```{lang} block is never closed")
-            source = "".join(lines[i + 1 : end])
+            # Quiz answers and explanations may hold build-time numbers too: `answer: {{ … }}`.
+            body = lines[i + 1 : end]
+            if lang == "quiz":
+                body = [_expand(text, lesson, line_no + 1 + k, sims) for k, text in enumerate(body)]
+            source = "".join(body)
             try:
                 block = (
                     sim_block.render(source, sims, used_ids)

@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from simulators import api
+from sitebuild import expressions
 from sitebuild.course import load_course
+from sitebuild.sims import Simulators
 
 LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
 COURSE = load_course(LESSONS_DIR)
@@ -21,8 +23,13 @@ FENCE = re.compile(r"^(`{3,})(\w*)[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
 CORE_IDS = ["00.1", "00.2", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12"]
 
 
+SIMS = Simulators()
+
+
 def blocks(lesson, kind):
-    return [yaml.safe_load(m.group(3)) for m in FENCE.finditer(lesson.body) if m.group(2) == kind]
+    """The YAML of every ```kind block, with build-time numbers expanded as the build does."""
+    found = [m.group(3) for m in FENCE.finditer(lesson.body) if m.group(2) == kind]
+    return [yaml.safe_load(expressions.expand(text, SIMS) if kind == "quiz" else text) for text in found]
 
 
 def prose_words(body):
