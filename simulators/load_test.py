@@ -1,0 +1,181 @@
+"""A GuideLLM-style load test, run against the simulated server instead of a real one.
+
+Model: one replica (simulators/engine, vLLM-like defaults: continuous batching, chunked prefill,
+paged KV) is driven by GuideLLM's profiles. The *knee* view sweeps the offered rate: open-loop
+Poisson arrivals at fractions of the server's measured maximum (twice as many closed-loop users
+as batch slots, so that every slot stays busy), and
+closed-loop runs with 1 to 128 concurrent users; TTFT p99 is plotted against the throughput
+achieved. Closed loop stays flat because slow responses slow the users down; open loop turns
+up sharply at the knee. The *goodput* view counts only requests meeting the SLO (TTFT and
+TPOT bounds) per second. The *lengths* view repeats the sweep with every request at the mean
+lengths (fixed) instead of the heavy-tailed Azure lognormal. The *percentiles* view shows mean
+against p50 / p90 / p99 at one rate. Warm-up and cool-down: the first and last fractions of the
+arrivals are left out of the statistics; the metrics give both kept and discarded figures (a
+simulated server has no CUDA graphs to capture, but it does start empty, which flatters
+early requests and lowers measured throughput).
+
+The result carries the run in GuideLLM's metric names (`guidellm`: requests_per_second,
+time_to_first_token_ms, inter_token_latency_ms, time_per_output_token_ms, request_latency...,
+with mean / median / p90 / p95 / p99) and as CSV (`csv`). Note GuideLLM's time per output token
+includes the first token (metrics.py).
+
+References: 1) vllm-project/guidellm (profiles, metrics guide; reference section 6); 2) course
+seed 000, "benchmarking errors" 1-5; 3) Zhong et al. 2024, DistServe (goodput).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import resolve_gpu, resolve_model
+from .engine import EngineSpec, SchedulerConfig, Slo, workload
+from .engine.cluster import fit_error
+from .engine.loadgen import LoadRun, guidellm_record, run_profile, to_csv
+from .params import ParamError, gpu_param, model_param, param
+from .plotting import bar, layout, line
+from .plotting import figure as make_figure
+
+TITLE = "Load testing: open vs closed loop, percentiles, goodput"
+DESCRIPTION = "A GuideLLM-style benchmark of the simulated server: where the knee is, what closed loops hide, and what meets the SLO."
+METRICS = {
+    "max_throughput_per_s": ("Maximum throughput (every slot kept busy)", "req/s"),
+    "ttft_s_mean": ("TTFT mean at the chosen rate", "s"),
+    "ttft_s_p50": ("TTFT p50 at the chosen rate", "s"),
+    "ttft_s_p99": ("TTFT p99 at the chosen rate", "s"),
+    "tpot_s_mean": ("TPOT mean at the chosen rate", "s"),
+    "tpot_s_p99": ("TPOT p99 at the chosen rate", "s"),
+    "goodput_per_s": ("Goodput at the chosen rate", "req/s"),
+    "slo_attainment": ("Requests meeting the SLO", ""),
+    "request_throughput_per_s": ("Throughput at the chosen rate", "req/s"),
+    "ttft_s_p99_warmup_kept": ("TTFT p99 with warm-up kept", "s"),
+    "request_throughput_warmup_kept_per_s": ("Throughput with warm-up kept", "req/s"),
+    "closed_loop_ttft_s_p99": ("Closed loop: TTFT p99", "s"),
+    "closed_loop_throughput_per_s": ("Closed loop: throughput", "req/s"),
+}
+FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)
+USERS = (1, 4, 16, 64, 128)
+LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed at the Azure means")]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # Requests per benchmark run.
+    num_requests: int = param(150, label="Requests per run", min=20, max=2000, step=10, log=True)
+    # The open-loop Poisson rate the single-rate figures are taken at.
+    rate_per_s: float = param(10.0, label="Request rate", unit="req/s", min=0.1, max=500.0, step=0.1, log=True)
+    # Closed loop: concurrent users, each waiting for its answer before sending again.
+    users: int = param(32, label="Concurrent users (closed loop)", min=1, max=1024, step=1, log=True)
+    lengths: str = param("azure", label="Lengths", choices=LENGTHS)
+    # Server batch slots (vLLM --max-num-seqs): past them, requests queue.
+    max_num_seqs: int = param(64, label="Server batch slots", min=1, max=1024, step=1, log=True)
+    # SLO for goodput: both bounds must hold.
+    slo_ttft_s: float = param(0.5, label="SLO: TTFT", unit="s", min=0.01, max=60.0, step=0.01, log=True)
+    slo_tpot_s: float = param(0.05, label="SLO: TPOT", unit="s", min=0.001, max=1.0, step=0.001, log=True)
+    # Share of the first (and of the last) arrivals left out of the statistics.
+    warmup_fraction: float = param(0.1, label="Warm-up and cool-down", min=0.0, max=0.4, step=0.05)
+    view: str = param("knee", label="Chart", choices=[("knee", "Open vs closed loop"), ("goodput", "Goodput vs offered load"), ("lengths", "Fixed vs heavy-tailed lengths"), ("percentiles", "Mean vs percentiles")])
+
+    def check(self) -> None:
+        why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
+        if why:
+            raise ParamError("model", why)
+
+
+def _lengths(kind: str) -> workload.Lengths:
+    if kind == "fixed":  # the lognormal fits' means, e^(mu + sigma^2 / 2), capped as the trace is
+        mu_p, s_p = workload.AZURE_CONV_PROMPT
+        mu_o, s_o = workload.AZURE_CONV_OUTPUT
+        return workload.Lengths("fixed", round(math.exp(mu_p + s_p**2 / 2)), round(math.exp(mu_o + s_o**2 / 2)))
+    return workload.azure_lengths()
+
+
+def _point(r: LoadRun) -> dict[str, float]:
+    m = r.metrics
+    return {"offered": r.rate, "throughput": m["request_throughput_per_s"], "ttft_p50": m["ttft_s_p50"], "ttft_p99": m["ttft_s_p99"], "goodput": m["goodput_per_s"], "tpot_p99": m["tpot_s_p99"], "e2e_p99": m["e2e_s_p99"]}
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
+    kw: dict[str, Any] = {"warmup": p.warmup_fraction, "cooldown": p.warmup_fraction, "slo": slo}
+    lengths = _lengths(p.lengths)
+    # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
+    # profile sends everything at once; in a short run that measures the drain as well).
+    top = run_profile("concurrent", spec, p.num_requests, lengths, seed, users=2 * p.max_num_seqs, slo=slo)
+    at_rate = run_profile("poisson", spec, p.num_requests, lengths, seed, rate=p.rate_per_s, **kw)
+    kept = run_profile("poisson", spec, p.num_requests, lengths, seed, rate=p.rate_per_s, slo=slo)
+    closed = run_profile("concurrent", spec, p.num_requests, lengths, seed, users=p.users, **kw)
+    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "view": p.view, "rate_per_s": p.rate_per_s, "users": p.users, "lengths": p.lengths}
+    runs = [top, at_rate, closed]
+    cap = top.metrics["request_throughput_per_s"]
+    if p.view in ("knee", "goodput", "lengths"):
+        sweep = [run_profile("poisson", spec, p.num_requests, lengths, seed, rate=f * cap, **kw) for f in FRACTIONS]
+        out["open"] = [_point(r) for r in sweep]
+        runs = [top, *sweep]
+        if p.view == "knee":
+            out["closed"] = [_point(run_profile("concurrent", spec, p.num_requests, lengths, seed, users=u, **kw)) for u in USERS]
+        if p.view == "lengths":
+            other = _lengths("fixed" if p.lengths == "azure" else "azure")
+            out["other"] = [_point(run_profile("poisson", spec, p.num_requests, other, seed, rate=f * cap, **kw)) for f in FRACTIONS]
+    a = at_rate.metrics
+    out["percentiles"] = {k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")}
+    out["guidellm"] = [guidellm_record(r) for r in runs]
+    out["csv"] = to_csv(runs)
+    out["metrics"] = {
+        "max_throughput_per_s": cap,
+        "ttft_s_mean": a["ttft_s_mean"], "ttft_s_p50": a["ttft_s_p50"], "ttft_s_p99": a["ttft_s_p99"],
+        "tpot_s_mean": a["tpot_s_mean"], "tpot_s_p99": a["tpot_s_p99"],
+        "goodput_per_s": a["goodput_per_s"], "slo_attainment": a["slo_attainment"],
+        "request_throughput_per_s": a["request_throughput_per_s"],
+        "ttft_s_p99_warmup_kept": kept.metrics["ttft_s_p99"],
+        "request_throughput_warmup_kept_per_s": kept.metrics["request_throughput_per_s"],
+        "closed_loop_ttft_s_p99": closed.metrics["ttft_s_p99"],
+        "closed_loop_throughput_per_s": closed.metrics["request_throughput_per_s"],
+    }
+    return out
+
+
+def figure(r: dict[str, Any]) -> dict[str, Any]:
+    v = r["view"]
+    if v == "percentiles":
+        labels = ["mean", "p50", "p90", "p99"]
+        data = [bar(labels, [x * 1e3 for x in r["percentiles"][k]], name, i) for i, (k, name) in enumerate((("ttft_s", "TTFT"), ("tpot_s", "TPOT")))]
+        return make_figure(data, layout(f"Mean vs percentiles at {r['rate_per_s']:g} req/s", "Statistic", "Milliseconds", barmode="group", yaxis={"type": "log"}))
+    o = r["open"]
+    if v == "goodput":
+        data = [
+            line([x["offered"] for x in o], [x["throughput"] for x in o], "Throughput", 0, mode="lines+markers"),
+            line([x["offered"] for x in o], [x["goodput"] for x in o], "Goodput (requests meeting the SLO)", 1, mode="lines+markers"),
+        ]
+        return make_figure(data, layout("Goodput vs offered load (open loop, Poisson)", "Offered rate (req/s)", "Requests per second"))
+    if v == "lengths":
+        names = {"azure": "Heavy-tailed lengths (Azure lognormal)", "fixed": "Fixed lengths (same means)"}
+        other = "fixed" if r["lengths"] == "azure" else "azure"
+        data = [
+            line([x["offered"] for x in o], [x["ttft_p99"] for x in o], names[r["lengths"]], 0, mode="lines+markers"),
+            line([x["offered"] for x in r["other"]], [x["ttft_p99"] for x in r["other"]], names[other], 1, mode="lines+markers"),
+        ]
+        return make_figure(data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis={"type": "log"}))
+    c = r["closed"]
+    data = [
+        line([x["throughput"] for x in o], [x["ttft_p99"] for x in o], "Open loop (Poisson rate sweep)", 0, mode="lines+markers", text=[f"{x['offered']:.1f} req/s offered" for x in o]),
+        line([x["throughput"] for x in c], [x["ttft_p99"] for x in c], "Closed loop (1-128 users)", 1, mode="lines+markers", text=[f"{u} users" for u in USERS]),
+    ]
+    return make_figure(data, layout("Open loop shows the knee; closed loop hides it", "Achieved throughput (req/s)", "TTFT p99 (s)", yaxis={"type": "log"}))
+
+
+def summary(r: dict[str, Any]) -> str:
+    m = r["metrics"]
+    return (
+        f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s. At {r['rate_per_s']:g} req/s (Poisson), TTFT is "
+        f"{m['ttft_s_mean'] * 1e3:,.0f} ms on average but {m['ttft_s_p99'] * 1e3:,.0f} ms at p99; TPOT {m['tpot_s_mean'] * 1e3:,.1f} ms mean, "
+        f"{m['tpot_s_p99'] * 1e3:,.1f} ms p99. {m['slo_attainment']:.0%} of requests meet the SLO: goodput {m['goodput_per_s']:.2f} of "
+        f"{m['request_throughput_per_s']:.2f} req/s. Keeping the warm-up, measured throughput is {m['request_throughput_warmup_kept_per_s']:.2f} req/s. "
+        f"{r['users']} closed-loop users reach {m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
+        f"they slow down instead of queueing."
+    )
