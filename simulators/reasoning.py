@@ -1,0 +1,167 @@
+"""Reasoning traffic: about 2,000 tokens in and 20,000 out, against conventional chat.
+
+Model: one replica (simulators/engine) serves two seeded open-loop traces with the same number
+of requests: chat (Azure 2023 conversation lengths) and reasoning (lognormal around 2,000
+prompt and 20,000 output tokens, course seed 000). For each: the share of a request's time
+spent decoding, the slot turnover (requests finished per batch slot per minute), the KV cache
+a sequence ends with (costmodel.kv_bytes_per_token x its final context) and how many such
+sequences the KV memory holds. Speculative decoding is modelled by its expectation (Leviathan
+et al. 2023): with k draft tokens and per-token acceptance a, a step emits (1 - a^(k+1)) / (1 - a)
+tokens on average, costs one verify pass over k + 1 tokens per sequence plus k draft steps at
+`draft_cost_ratio` of a target decode step, and tokens arrive at that average pace (no bursts).
+The speculation view sweeps k at the chosen acceptance rate.
+
+References: 1) course seed 000, "reasoning workloads"; 2) Leviathan, Kalman, Matias 2023,
+Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq. 1;
+3) Azure LLM inference trace 2023 (reference section 8) for chat lengths.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from . import costmodel as cm
+from .catalog import resolve_gpu, resolve_model
+from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
+from .engine.cluster import fit_error
+from .engine.metrics import downsample
+from .params import ParamError, gpu_param, model_param, param
+from .plotting import bar, layout, line
+from .plotting import figure as make_figure
+
+TITLE = "Reasoning workloads: 2k in, 20k out"
+DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
+METRICS = {
+    "decode_share_reasoning": ("Reasoning: share of a request's time decoding", ""),
+    "decode_share_chat": ("Chat: share of a request's time decoding", ""),
+    "prefill_share_reasoning": ("Reasoning: share of time to first token", ""),
+    "e2e_reasoning_s_mean": ("Reasoning: mean end-to-end", "s"),
+    "e2e_chat_s_mean": ("Chat: mean end-to-end", "s"),
+    "turnover_reasoning_per_slot_min": ("Reasoning: requests per slot per minute", "1/min"),
+    "turnover_chat_per_slot_min": ("Chat: requests per slot per minute", "1/min"),
+    "kv_GiB_per_sequence_reasoning": ("Reasoning: KV at the end of a sequence", "GiB"),
+    "kv_GiB_per_sequence_chat": ("Chat: KV at the end of a sequence", "GiB"),
+    "max_sequences_reasoning": ("Reasoning sequences the KV memory holds", "sequences"),
+    "max_sequences_chat": ("Chat sequences the KV memory holds", "sequences"),
+    "speculation_speedup": ("Speculation: reasoning e2e speed-up", "x"),
+    "tokens_per_step": ("Speculation: tokens per step", "tokens"),
+}
+DRAFTS = (0, 1, 2, 3, 4, 6, 8)
+# Sequences may grow to this length whatever the model's trained context (see the notes).
+MAX_LEN = 65536
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # Requests in each trace (chat and reasoning get the same count and arrival times).
+    num_requests: int = param(40, label="Requests", min=5, max=1000, step=5, log=True)
+    rate_per_s: float = param(0.5, label="Arrival rate", unit="req/s", min=0.01, max=50.0, step=0.01, log=True)
+    max_num_seqs: int = param(64, label="Batch slots", min=1, max=1024, step=1, log=True)
+    # Speculative decoding: draft tokens per step (0 = off).
+    num_speculative_tokens: int = param(4, label="Draft tokens", min=0, max=16, step=1)
+    # Chance each draft token is accepted (independent per token).
+    acceptance_rate: float = param(0.8, label="Acceptance rate", min=0.0, max=0.99, step=0.01)
+    # Cost of one draft step relative to one decode step of the target model.
+    draft_cost_ratio: float = param(0.05, label="Draft cost / target step", min=0.0, max=1.0, step=0.01)
+    view: str = param("time", label="Chart", choices=[("time", "Where the time goes"), ("speculation", "Speculation vs draft length"), ("batch", "Running sequences over time")])
+
+    def check(self) -> None:
+        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        why = fit_error(m, gpu)
+        if why:
+            raise ParamError("model", why)
+
+
+def _trace(kind: str, p: Params, seed: int, m: Any) -> list[workload.Request]:
+    rng = random.Random(seed)
+    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+    lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
+    return workload.build(rng, p.num_requests, lengths, times).requests
+
+
+def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) -> dict[str, Any]:
+    sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, acceptance_rate=p.acceptance_rate, draft_cost_ratio=p.draft_cost_ratio)
+    served = serve(reqs, EngineSpec(m, gpu, sched))
+    recs = served.records
+    s = summarize(recs)
+    rep = served.replicas[0]
+    makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
+    final_ctx = sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs))
+    busy_slots = sum(r.e2e_s - r.queue_s for r in recs) / makespan  # mean slots held (Little's law)
+    return {
+        "e2e_mean": s["e2e_s_mean"], "ttft_mean": s["ttft_s_mean"], "queue_mean": s["queue_s_mean"],
+        "decode_share": sum((r.e2e_s - r.ttft_s) / r.e2e_s for r in recs) / max(1, len(recs)),
+        "prefill_share": sum((r.ttft_s - r.queue_s) / r.e2e_s for r in recs) / max(1, len(recs)),
+        "turnover": 60 * len(recs) / makespan / max(busy_slots, 1e-9),
+        "final_ctx": final_ctx,
+        "series": downsample([(t, running) for t, _, _, _, _, running in rep.series]),
+    }
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    chat_reqs, reason_reqs = _trace("azure", p, seed, m), _trace("reasoning", p, seed, m)
+    chat = _serve(chat_reqs, m, gpu, p, 0)
+    plain = _serve(reason_reqs, m, gpu, p, 0)
+    spec = _serve(reason_reqs, m, gpu, p, p.num_speculative_tokens) if p.num_speculative_tokens else plain
+    sweep = []
+    if p.view == "speculation":
+        sweep = [{"k": k, "e2e": _serve(reason_reqs, m, gpu, p, k)["e2e_mean"] if k else plain["e2e_mean"]} for k in DRAFTS]
+    per_token = cm.kv_bytes_per_token(m)
+    capacity = cm.memory_fit(m, gpu).kv_token_capacity
+    sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
+    notes = []
+    if m.max_context_tokens < MAX_LEN:
+        notes.append(f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; 20,000-token answers need a long-context variant of the same shape (Llama-3.1-8B has 131,072), which costs the same here.")
+    return {
+        "notes": notes,
+        "model": m.name, "gpu": gpu.name, "view": p.view, "chat": chat, "reasoning": plain, "speculative": spec,
+        "sweep": sweep, "k": p.num_speculative_tokens, "acceptance_rate": p.acceptance_rate,
+        "metrics": {
+            "decode_share_reasoning": plain["decode_share"], "decode_share_chat": chat["decode_share"],
+            "prefill_share_reasoning": plain["prefill_share"],
+            "e2e_reasoning_s_mean": plain["e2e_mean"], "e2e_chat_s_mean": chat["e2e_mean"],
+            "turnover_reasoning_per_slot_min": plain["turnover"], "turnover_chat_per_slot_min": chat["turnover"],
+            "kv_GiB_per_sequence_reasoning": plain["final_ctx"] * per_token / cm.GiB,
+            "kv_GiB_per_sequence_chat": chat["final_ctx"] * per_token / cm.GiB,
+            "max_sequences_reasoning": capacity // max(1, round(plain["final_ctx"])),
+            "max_sequences_chat": capacity // max(1, round(chat["final_ctx"])),
+            "speculation_speedup": plain["e2e_mean"] / spec["e2e_mean"],
+            "tokens_per_step": sched.tokens_per_step(),
+        },
+    }
+
+
+def figure(r: dict[str, Any]) -> dict[str, Any]:
+    if r["view"] == "speculation":
+        xs = [x["k"] for x in r["sweep"]]
+        data = [line(xs, [x["e2e"] for x in r["sweep"]], f"Reasoning request, acceptance {r['acceptance_rate']:.0%}", 0, mode="lines+markers")]
+        return make_figure(data, layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"))
+    if r["view"] == "batch":
+        data = [line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, line_shape="hv") for i, (k, name) in enumerate((("chat", "Chat"), ("reasoning", "Reasoning")))]
+        return make_figure(data, layout("Sequences running over time (same arrivals)", "Time (s)", "Sequences"))
+    names = ["Chat", "Reasoning", "Reasoning + speculation"]
+    parts = [r["chat"], r["reasoning"], r["speculative"]]
+    data = [
+        bar(names, [x["queue_mean"] for x in parts], "Queueing", 3),
+        bar(names, [x["ttft_mean"] - x["queue_mean"] for x in parts], "Prefill (to first token)", 1),
+        bar(names, [x["e2e_mean"] - x["ttft_mean"] for x in parts], "Decode", 0),
+    ]
+    return make_figure(data, layout(f"Where a request's time goes, {r['model']} on {r['gpu']}", "Traffic", "Mean seconds per request", barmode="stack"))
+
+
+def summary(r: dict[str, Any]) -> str:
+    m = r["metrics"]
+    return (
+        f"A reasoning request spends {m['decode_share_reasoning']:.1%} of its {m['e2e_reasoning_s_mean']:,.0f} s decoding "
+        f"(prefill is {m['prefill_share_reasoning']:.2%}); a chat request {m['decode_share_chat']:.0%} of {m['e2e_chat_s_mean']:,.1f} s. "
+        f"A slot turns over {m['turnover_reasoning_per_slot_min']:.2f} times a minute instead of {m['turnover_chat_per_slot_min']:.1f}. "
+        f"Each reasoning sequence ends with {m['kv_GiB_per_sequence_reasoning']:.2f} GiB of KV (chat {m['kv_GiB_per_sequence_chat']:.2f} GiB), "
+        f"so the KV memory holds {m['max_sequences_reasoning']:,.0f} of them against {m['max_sequences_chat']:,.0f}. "
+        f"Speculating {r['k']} tokens at {r['acceptance_rate']:.0%} acceptance ({m['tokens_per_step']:.2f} tokens per step) "
+        f"makes reasoning requests {m['speculation_speedup']:.2f}x faster end to end."
+    ) + "".join(" " + n for n in r["notes"])

@@ -1,0 +1,25 @@
+"""reasoning: decode dominates, slots turn over slowly, KV per sequence limits concurrency, speculation helps."""
+
+from simulators import reasoning
+from simulators.engine.scheduler import SchedulerConfig
+from simulators.params import parse
+
+
+def test_reasoning_traffic_is_decode_and_memory_bound():
+    m = reasoning.run(parse(reasoning.Params, {"num_requests": 20}), seed=0)["metrics"]
+    assert m["decode_share_reasoning"] > 0.99 > m["prefill_share_reasoning"]
+    assert m["turnover_reasoning_per_slot_min"] < m["turnover_chat_per_slot_min"] / 20
+    assert m["kv_GiB_per_sequence_reasoning"] > 5 * m["kv_GiB_per_sequence_chat"]
+    assert m["max_sequences_reasoning"] < m["max_sequences_chat"] / 5
+    assert m["speculation_speedup"] > 1.5
+
+
+def test_expected_tokens_per_speculative_step():
+    # k = 4 drafts at acceptance 0.8: (1 - 0.8^5) / (1 - 0.8) = 3.3616 tokens per step.
+    assert SchedulerConfig(num_speculative_tokens=4, acceptance_rate=0.8).tokens_per_step() == 1 + 0.8 + 0.64 + 0.512 + 0.4096
+    assert SchedulerConfig(num_speculative_tokens=0).tokens_per_step() == 1.0
+
+
+def test_speculation_with_no_acceptance_only_costs():
+    m = reasoning.run(parse(reasoning.Params, {"num_requests": 10, "acceptance_rate": 0.0}), seed=0)["metrics"]
+    assert m["speculation_speedup"] < 1.0
