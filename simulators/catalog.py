@@ -28,7 +28,7 @@ def _load(name: str) -> dict[str, Any]:
 # GPUs
 
 GPU_NUMBER_KEYS = (
-    "memory_GB",
+    "memory_GiB",
     "hbm_bandwidth_GBps",
     "dense_bf16_tflops",
     "sparse_bf16_tflops",
@@ -48,7 +48,7 @@ class Gpu:
     id: str
     name: str
     # Memory capacity in 10^9 bytes and peak memory bandwidth in 10^9 bytes/s.
-    memory_GB: float
+    memory_GiB: float
     hbm_bandwidth_GBps: float
     # Peak tensor throughput, 10^12 ops/s; None where the part has no such path or no figure.
     dense_bf16_tflops: float | None = None
@@ -85,7 +85,7 @@ def _number(where: str, key: str, value: Any, *, positive: bool = True) -> float
 
 
 def gpu_from_dict(data: dict[str, Any], gpu_id: str = "custom") -> Gpu:
-    """Build a GPU from catalogue keys; `memory_GB` and `hbm_bandwidth_GBps` are required."""
+    """Build a GPU from catalogue keys; `memory_GiB` and `hbm_bandwidth_GBps` are required."""
     where = f"GPU '{gpu_id}'"
     if not isinstance(data, dict):
         raise CatalogError(f"{where}: expected an object of GPU keys, got {type(data).__name__}")
@@ -95,7 +95,7 @@ def gpu_from_dict(data: dict[str, Any], gpu_id: str = "custom") -> Gpu:
             f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
             + ", ".join(GPU_NUMBER_KEYS + GPU_TEXT_KEYS)
         )
-    for key in ("memory_GB", "hbm_bandwidth_GBps"):
+    for key in ("memory_GiB", "hbm_bandwidth_GBps"):
         if key not in data:
             raise CatalogError(f"{where}: '{key}' is required")
     fields: dict[str, Any] = {}

@@ -494,7 +494,7 @@ def memory_fit(
     mem = assumptions()["memory"]
     util = mem["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
     tokens = mem["max_num_batched_tokens"] if max_num_batched_tokens is None else max_num_batched_tokens
-    capacity = gpu.memory_GB * GB * num_gpus
+    capacity = gpu.memory_GiB * GiB * num_gpus
     usable = capacity * util
     w = weight_bytes(m, weight_dtype, sparse=sparse)
     act = activation_bytes(m, tokens) * num_gpus  # each GPU holds its own workspace (upper bound)

@@ -85,7 +85,7 @@ def model_param(**kw: Any) -> Any:
 
 
 def gpu_param(**kw: Any) -> Any:
-    kw.setdefault("help", "A catalogue GPU, or (API and tools) an object with memory_GB, hbm_bandwidth_GBps and dense_bf16_tflops.")
+    kw.setdefault("help", "A catalogue GPU, or (API and tools) an object with memory_GiB, hbm_bandwidth_GBps and dense_bf16_tflops.")
     return param(catalog.running_example()["gpu"], label="GPU", choices=gpu_choices, custom="gpu", **kw)
 
 

@@ -19,7 +19,7 @@ def test_required_entries_exist_and_are_sourced():
     assert set(REQUIRED_GPUS) <= set(catalog.gpus())
     assert set(REQUIRED_MODELS) <= set(catalog.models())
     for g in catalog.gpus().values():
-        assert g.source and g.memory_GB > 0 and g.hbm_bandwidth_GBps > 0
+        assert g.source and g.memory_GiB > 0 and g.hbm_bandwidth_GBps > 0
     for m in catalog.models().values():
         assert m.source and m.published_params_B
     for p in catalog.precisions().values():
@@ -75,7 +75,7 @@ def test_pasted_config_json_and_custom_gpu():
     }
     m = catalog.resolve_model(cfg)
     assert cm.param_counts(m).total == cm.param_counts(catalog.models()["llama-3-8b"]).total
-    g = catalog.resolve_gpu({"name": "My GPU", "memory_GB": 48, "hbm_bandwidth_GBps": 960, "dense_bf16_tflops": 180})
+    g = catalog.resolve_gpu({"name": "My GPU", "memory_GiB": 48, "hbm_bandwidth_GBps": 960, "dense_bf16_tflops": 180})
     assert cm.ridge_point(g) == pytest.approx(180e12 / 960e9)
 
 
@@ -95,6 +95,6 @@ def test_bad_config_is_named(cfg, words):
 
 def test_bad_custom_gpu_is_named():
     with pytest.raises(catalog.CatalogError, match="hbm_bandwidth_GBps"):
-        catalog.resolve_gpu({"memory_GB": 10})
+        catalog.resolve_gpu({"memory_GiB": 10})
     with pytest.raises(catalog.CatalogError, match="greater than 0"):
-        catalog.resolve_gpu({"memory_GB": 10, "hbm_bandwidth_GBps": -1})
+        catalog.resolve_gpu({"memory_GiB": 10, "hbm_bandwidth_GBps": -1})

@@ -37,7 +37,7 @@ def test_ideal_is_never_slower_than_default(m, gpu, seqs, dtype):
 @settings(max_examples=80, deadline=None)
 @given(models, gpus, st.integers(1, 8), st.floats(1.01, 4), dtypes)
 def test_more_memory_never_fits_fewer_tokens(m, gpu, n, factor, dtype):
-    bigger = dataclasses.replace(gpu, memory_GB=gpu.memory_GB * factor)
+    bigger = dataclasses.replace(gpu, memory_GiB=gpu.memory_GiB * factor)
     assert cm.memory_fit(m, bigger, num_gpus=n, weight_dtype=dtype).kv_token_capacity >= cm.memory_fit(m, gpu, num_gpus=n, weight_dtype=dtype).kv_token_capacity
 
 
