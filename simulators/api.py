@@ -21,6 +21,7 @@ from typing import Any
 
 from . import (
     batching,
+    cluster,
     compression,
     evaluation,
     generation,
@@ -40,6 +41,7 @@ from .params import ParamErrors, parse, schema_fields
 
 SIMULATORS: dict[str, ModuleType] = {
     "batching": batching,
+    "cluster": cluster,
     "compression": compression,
     "evaluation": evaluation,
     "generation": generation,

@@ -93,7 +93,8 @@ class KVCacheManager:
     evictable: OrderedDict[int, None] = field(default_factory=OrderedDict)
     partial: dict[int, list[int]] = field(default_factory=dict)  # parent hash -> part-filled children
     num_evictions: int = 0
-    _memo: dict[tuple[tuple[int, int], ...], tuple[list[tuple[int, Runs]], Runs]] = field(default_factory=dict)
+    # Hash chains per prefix of segments; replicas of one run may share it (hashes are pure).
+    memo: dict[tuple[tuple[int, int], ...], tuple[list[tuple[int, Runs]], Runs]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.num_free_blocks = self.num_blocks
@@ -163,9 +164,9 @@ class KVCacheManager:
     def _chain(self, segments: tuple[tuple[int, int], ...]) -> tuple[list[tuple[int, Runs]], Runs]:
         """Full-block chain of all the segments, and the runs of the part-filled tail block."""
         k = len(segments)
-        while k and segments[:k] not in self._memo:
+        while k and segments[:k] not in self.memo:
             k -= 1
-        full, tail = self._memo[segments[:k]] if k else ([], ())
+        full, tail = self.memo[segments[:k]] if k else ([], ())
         bs = self.block_size
         for i in range(k, len(segments)):
             full = list(full)
@@ -185,7 +186,7 @@ class KVCacheManager:
                     full.append((parent, runs))
                     cur, room = [], bs
             tail = tuple(cur)
-            self._memo[segments[: i + 1]] = (full, tail)
+            self.memo[segments[: i + 1]] = (full, tail)
         return full, tail
 
     def match(self, segments: tuple[tuple[int, int], ...], prompt_tokens: int) -> tuple[list[int], int]:
@@ -249,8 +250,11 @@ class KVCacheManager:
         """
         converted = 0
         parent = chain[start - 1][0] if start else 0
-        for h, runs in chain[start:]:
-            tokens = sum(hi - lo for _, lo, hi in runs)
+        last = len(chain) - 1
+        for i in range(start, len(chain)):
+            h, runs = chain[i]
+            # Only the last block of a chain can be part-filled.
+            tokens = self.block_size if i < last else sum(hi - lo for _, lo, hi in runs)
             if tokens < self.block_size and not (final and self.prefix == "radix"):
                 break
             if h in self.cached:

@@ -1,0 +1,125 @@
+"""A cluster of replicas behind a router, llm-d style; and prefill/decode disaggregation.
+
+Model: `num_replicas` identical replicas (simulators/engine, each with its own paged KV and
+block-hash prefix cache) receive one seeded shared-prefix trace through each router in turn:
+round robin, least queue depth, least KV use, most prefix-cache hits, and llm-d's weighted
+sum of those scorers (engine/cluster.py). Per router: the cluster's cache hit rate, how evenly
+the requests spread (busiest replica's share over the mean) and TTFT percentiles. The
+disaggregation view compares the same replicas colocated (least-queue routing) with
+`num_prefill` of them doing only prefill and the rest only decode; each prefill's KV crosses the
+GPU interconnect (costmodel.link_GBps_one_way) before decoding starts, which adds to TTFT
+and stops long prefills from stalling other requests' decode steps.
+
+References: 1) llm-d inference scheduler and "KV-Cache Wins You Can See" (llm-d.ai);
+2) Zhong et al. 2024, DistServe (arXiv 2401.09670); Patel et al. 2024, Splitwise (ISCA).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import resolve_gpu, resolve_model
+from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
+from .engine.cluster import ROUTERS, fit_error
+from .params import ParamError, gpu_param, model_param, param
+from .plotting import bar, layout
+from .plotting import figure as make_figure
+
+TITLE = "Routing across replicas, and prefill/decode disaggregation"
+DESCRIPTION = "Which replica each request goes to decides cache hits, balance and tail latency; splitting prefill from decode changes TTFT and TPOT."
+ROUTER_NAMES = {"round_robin": "Round robin", "least_queue": "Least queue", "least_kv": "Least KV use", "prefix": "Prefix-aware", "weighted": "Weighted (llm-d)"}
+METRICS = {
+    **{f"hit_rate_{r}": (f"{n}: cache hit rate", "") for r, n in ROUTER_NAMES.items()},
+    **{f"ttft_{r}_s_p99": (f"{n}: p99 TTFT", "s") for r, n in ROUTER_NAMES.items()},
+    **{f"imbalance_{r}": (f"{n}: busiest replica / mean", "x") for r, n in ROUTER_NAMES.items()},
+    "ttft_colocated_s_p99": ("Colocated: p99 TTFT", "s"),
+    "ttft_disaggregated_s_p99": ("Disaggregated: p99 TTFT", "s"),
+    "tpot_colocated_s_p99": ("Colocated: p99 TPOT", "s"),
+    "tpot_disaggregated_s_p99": ("Disaggregated: p99 TPOT", "s"),
+}
+SHARING = [("system", "Shared system prompts"), ("multi_turn", "Multi-turn conversations"), ("agent", "Agent trajectories")]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    num_replicas: int = param(4, label="Replicas", min=2, max=32, step=1)
+    sharing: str = param("system", label="Workload", choices=SHARING)
+    # Distinct system prompts: more than the replicas can all cache spreads the hits thin.
+    num_prefixes: int = param(8, label="Distinct system prompts", min=1, max=64, step=1)
+    shared_tokens: int = param(2000, label="Shared prefix", unit="tokens", min=0, max=6000, step=10)
+    num_requests: int = param(100, label="Requests", min=20, max=1000, step=10, log=True)
+    rate_per_s: float = param(30.0, label="Arrival rate (cluster)", unit="req/s", min=0.1, max=1000.0, step=0.1, log=True)
+    # Disaggregation: replicas that only prefill (the rest only decode).
+    num_prefill: int = param(1, label="Prefill replicas (disaggregated)", min=1, max=31, step=1)
+    view: str = param("routers", label="Chart", choices=[("routers", "Hit rate and tail TTFT per router"), ("balance", "Requests per replica"), ("disagg", "Colocated vs disaggregated")])
+
+    def check(self) -> None:
+        why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
+        if why:
+            raise ParamError("model", why)
+        if self.num_prefill >= self.num_replicas:
+            raise ParamError("num_prefill", f"must leave at least one decode replica: below {self.num_replicas}")
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    rng = random.Random(seed)
+    lengths = workload.Lengths("azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP)
+    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+    reqs = workload.build(rng, p.num_requests, lengths, times, sharing=p.sharing, num_prefixes=p.num_prefixes, shared_tokens=p.shared_tokens).requests
+    spec = EngineSpec(m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), prefix="hash")
+    routers: dict[str, Any] = {}
+    metrics: dict[str, float] = {}
+    for name in ROUTERS:
+        served = serve(reqs, spec, num_replicas=p.num_replicas, router=name)
+        s = summarize(served.records)
+        counts = [0] * p.num_replicas
+        for r in served.records:
+            counts[r.replica] += 1
+        hits = sum(rep.hit_tokens for rep in served.replicas)
+        computed = sum(rep.prefill_tokens for rep in served.replicas)
+        routers[name] = {"counts": counts, "ttft": [s["ttft_s_p50"], s["ttft_s_p90"], s["ttft_s_p99"]]}
+        metrics[f"hit_rate_{name}"] = hits / (hits + computed) if hits + computed else 0.0
+        metrics[f"ttft_{name}_s_p99"] = s["ttft_s_p99"]
+        metrics[f"imbalance_{name}"] = max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0
+    modes = {}
+    for mode, kw in (("colocated", {"router": "least_queue"}), ("disaggregated", {"router": "least_queue", "num_prefill": p.num_prefill})):
+        s = summarize(serve(reqs, spec, num_replicas=p.num_replicas, **kw).records)
+        modes[mode] = {k: [s[f"{k}_s_p50"], s[f"{k}_s_p99"]] for k in ("ttft", "tpot")}
+        metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
+        metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]
+    return {"model": m.name, "gpu": gpu.name, "view": p.view, "num_replicas": p.num_replicas, "num_prefill": p.num_prefill, "sharing": p.sharing, "routers": routers, "modes": modes, "metrics": metrics}
+
+
+def figure(r: dict[str, Any]) -> dict[str, Any]:
+    names = [ROUTER_NAMES[n] for n in ROUTERS]
+    if r["view"] == "balance":
+        data = [bar(names, [r["routers"][n]["counts"][i] for n in ROUTERS], f"Replica {i + 1}", i) for i in range(r["num_replicas"])]
+        return make_figure(data, layout("Requests per replica, per router", "Router", "Requests", barmode="group"))
+    if r["view"] == "disagg":
+        labels = ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
+        data = [bar(labels, [x * 1e3 for x in r["modes"][k]["ttft"] + r["modes"][k]["tpot"]], name, i) for i, (k, name) in enumerate((("colocated", f"{r['num_replicas']} colocated replicas"), ("disaggregated", f"{r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode")))]
+        return make_figure(data, layout("Colocated vs disaggregated prefill and decode", "Metric", "Milliseconds", barmode="group", yaxis={"type": "log"}))
+    m = r["metrics"]
+    data = [
+        bar(names, [m[f"hit_rate_{n}"] for n in ROUTERS], "Cache hit rate", 0),
+        bar(names, [m[f"ttft_{n}_s_p99"] for n in ROUTERS], "p99 TTFT (s)", 1, yaxis="y2"),
+    ]
+    return make_figure(data, layout(f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload", "Router", "Share of prompt tokens from cache",
+                                    barmode="group", yaxis2={"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right"}))
+
+
+def summary(r: dict[str, Any]) -> str:
+    m = r["metrics"]
+    best = max(ROUTERS, key=lambda n: m[f"hit_rate_{n}"])
+    parts = ", ".join(f"{ROUTER_NAMES[n].lower()} {m[f'hit_rate_{n}']:.0%} hits / {m[f'ttft_{n}_s_p99'] * 1e3:,.0f} ms p99 TTFT / {m[f'imbalance_{n}']:.2f}x busiest" for n in ROUTERS)
+    return (
+        f"Across {r['num_replicas']} replicas: {parts}. The {ROUTER_NAMES[best].lower()} router finds the most cached prefixes. "
+        f"Disaggregated ({r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode), p99 TTFT is "
+        f"{m['ttft_disaggregated_s_p99'] * 1e3:,.0f} ms against {m['ttft_colocated_s_p99'] * 1e3:,.0f} ms colocated and p99 TPOT "
+        f"{m['tpot_disaggregated_s_p99'] * 1e3:,.1f} ms against {m['tpot_colocated_s_p99'] * 1e3:,.1f} ms."
+    )
