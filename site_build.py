@@ -81,6 +81,7 @@ def watch_and_serve(port: int) -> None:
                 print("rebuilt" if ok else "build failed: still serving the last good site", flush=True)
     except KeyboardInterrupt:
         server.shutdown()
+        server.server_close()
 
 
 def _mtimes() -> dict[str, float]:

@@ -108,7 +108,7 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict[str, Any], contro
     parts = [
         f'<figure class="sim" id="sim-{e(widget_id)}" data-widget="{e(widget_id)}" '
         f'data-sim="{e(schema["name"])}" data-params="{e(json.dumps(params))}" '
-        f'data-controls="{e(json.dumps(controls))}">',
+        f'data-controls="{e(json.dumps(controls))}" data-answer="{e(compact_json(answer))}">',
         f'<figcaption class="sim-caption"><strong>{e(schema["title"])}</strong>'
         + (f" — {e(caption)}" if caption else "") + "</figcaption>",
         '<div class="sim-controls" aria-busy="true"><p class="sim-placeholder">Controls appear here '
@@ -123,12 +123,12 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict[str, Any], contro
         '<details class="sim-data"><summary>Data table</summary><div class="sim-data-table"></div>'
         "</details>",
         '<div class="sim-actions"></div>',
-        f'<script type="application/json" class="sim-answer">{embed_json(answer)}</script>',
         "</figure>",
     ]
     return "\n".join(parts)
 
 
-def embed_json(value: Any) -> str:
-    """JSON safe inside a <script> element: no `<` can close it early."""
-    return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c")
+def compact_json(value: Any) -> str:
+    # An attribute, not a <script type="application/json">: instant navigation re-creates the
+    # scripts of the new page as plain inline scripts, dropping their type.
+    return json.dumps(value, separators=(",", ":"))

@@ -7,7 +7,7 @@ const STAGES = 3;
 
 // The one global: window.llmCourse. `runtime` is read by widgets, tests and the benchmark.
 const ns = (globalThis.llmCourse ??= {});
-export // startedAt/readyAt: performance.now() of the latest start-up, for the benchmark.
+// startedAt/readyAt: performance.now() of the latest start-up, for the benchmark.
 export const runtime = (ns.runtime = { state: "idle", text: "", step: 0, steps: STAGES, starts: 0, runLimitMs: 10000, startedAt: null, readyAt: null });
 
 const listeners = new Set();

@@ -36,7 +36,7 @@ async function mount(el) {
   const w = {
     el, id: el.dataset.widget, name: el.dataset.sim, chart: el.querySelector(".sim-chart"),
     base: JSON.parse(el.dataset.params), controls: JSON.parse(el.dataset.controls),
-    answer: JSON.parse(el.querySelector(".sim-answer").textContent), fields: new Map(), issued: 0, shown: 0,
+    answer: JSON.parse(el.dataset.answer), fields: new Map(), issued: 0, shown: 0,
   };
   w.key = `${location.pathname}#${w.id}`;
   mounted.add(w);

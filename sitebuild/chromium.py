@@ -1,0 +1,20 @@
+"""Where Debian's Chromium lives; Playwright's own browser download does not work here."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from sitebuild.errors import BuildError
+
+CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
+
+
+def executable() -> str:
+    for candidate in CANDIDATES:
+        if Path(candidate).is_file():
+            return candidate
+    found = shutil.which("chromium")
+    if found:
+        return found
+    raise BuildError("Chromium is missing: apt-get install -y chromium (./dev test does it as root)")

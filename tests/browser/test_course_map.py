@@ -1,0 +1,88 @@
+"""The home page and the reader's progress: counts from front matter, completion, self-checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, Records, Site, assert_clean
+from playwright.sync_api import BrowserContext, Page
+
+
+def front_matter(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8").split("---\n")[1])
+
+
+@pytest.fixture(scope="module")
+def page(context: BrowserContext, site: Site) -> Page:
+    tab = context.new_page()
+    tab.goto(site.url)
+    return tab
+
+
+def test_home_counts_lessons_and_minutes_from_front_matter(page: Page) -> None:
+    lessons = [front_matter(p) for p in sorted((ROOT / "lessons").glob("*.md"))]
+    # The 14 numbered lessons of the course map, plus any frontier pages (ids F1, F2, …).
+    assert len([x for x in lessons if not str(x["id"]).startswith("F")]) == 14
+    assert page.locator(".course-card").count() == len(lessons)
+    assert page.locator("[data-course-total]").inner_text() == str(len(lessons))
+    assert page.locator("[data-course-minutes]").inner_text() == str(sum(x["minutes"] for x in lessons))
+    assert page.locator(".course-stats").inner_text().count(f"0 / {len(lessons)} completed") == 1
+    assert page.locator("[data-course-next-label]").inner_text() == "Begin with"
+    titles = {x["title"] for x in lessons}
+    assert page.locator(".course-card h3").all_inner_texts()[0] in titles
+    assert page.locator(".course-synthesis tbody tr").count() >= 5
+
+
+def test_marking_a_lesson_complete_survives_a_reload(page: Page, site: Site) -> None:
+    page.locator(".course-card h3 a").first.click()
+    button = page.locator(".lesson-complete-button")
+    button.click()
+    assert button.get_attribute("aria-pressed") == "true"
+    page.reload()
+    assert page.locator(".lesson-complete-button").get_attribute("aria-pressed") == "true"
+    page.goto(site.url)
+    assert page.locator("[data-course-completed]").inner_text() == "1"
+    assert page.locator(".course-card").first.locator(".course-card-done").is_visible()
+    assert page.locator("[data-course-next-label]").inner_text() == "Continue with"
+
+
+def test_reset_forgets_the_progress(page: Page) -> None:
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("[data-course-reset]").click()
+    assert page.locator("[data-course-completed]").inner_text() == "0"
+    assert page.locator("[data-course-next-label]").inner_text() == "Begin with"
+
+
+def test_unreadable_saved_progress_is_ignored_with_a_notice(page: Page) -> None:
+    page.evaluate("() => localStorage.setItem('llm-course:progress:v1', '{not json')")
+    page.reload()
+    assert "could not be read" in page.locator(".course-notice").inner_text()
+    assert page.locator("[data-course-completed]").inner_text() == "0"
+    page.evaluate("() => localStorage.clear()")
+
+
+def test_self_check_gives_feedback_and_remembers_the_answer(page: Page, site: Site) -> None:
+    quiz_pages = site.pages_with('class="quiz-q"')
+    assert quiz_pages, "no lesson has a quiz block"
+    page.goto(site.url + quiz_pages[0])
+    choice = page.locator(".quiz-q[data-type=choice]").first
+    wrong = choice.locator("input[data-correct=false]").first
+    wrong.check()
+    feedback = choice.locator(".quiz-feedback")
+    assert feedback.get_attribute("data-result") == "incorrect"
+    assert all(why.is_visible() for why in choice.locator(".quiz-why").all()), "every option explains itself"
+    number = page.locator(".quiz-q[data-type=number]").first
+    answer = number.get_attribute("data-answer")
+    number.locator("input").fill(answer)
+    number.locator(".quiz-check").click()
+    assert number.locator(".quiz-feedback").get_attribute("data-result") == "correct"
+    assert number.locator(".quiz-explanation").is_visible()
+    page.reload()
+    assert page.locator(".quiz-q[data-type=choice]").first.locator(".quiz-feedback").get_attribute("data-result") == "incorrect"
+    assert page.locator(".quiz-q[data-type=number]").first.locator("input").input_value() == answer
+
+
+def test_no_request_left_the_site_and_no_error_happened(page: Page, records: Records) -> None:
+    assert_clean(records)

@@ -1,0 +1,164 @@
+"""A lesson page with simulators, in one tab: pre-rendered chart first, then the live runtime.
+
+The tests run in file order on one page (one Pyodide start for the module); the round-trip and
+time-limit tests add the few starts they are about.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from conftest import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
+from playwright.sync_api import BrowserContext, Locator, Page
+
+from simulators import api
+
+
+@pytest.fixture(scope="module")
+def sim_pages(site: Site) -> list[str]:
+    pages = site.pages_with('data-sim="')
+    assert len(pages) >= 2, "need two lesson pages with simulators"
+    return pages
+
+
+@pytest.fixture(scope="module")
+def page(context: BrowserContext, site: Site, sim_pages: list[str]) -> Page:
+    tab = context.new_page()
+    tab.goto(site.url + sim_pages[0])
+    return tab
+
+
+def numeric_control(figure: Locator) -> tuple[dict, Locator]:
+    """The first int/float parameter among the widget's controls, and its typed input."""
+    schema = api.schemas()[figure.get_attribute("data-sim")]
+    controls = json.loads(figure.get_attribute("data-controls"))
+    param = next(p for p in schema["params"] if p["name"] in controls and p["type"] in ("int", "float"))
+    widget = figure.get_attribute("data-widget")
+    return param, figure.locator(f"#sim-{widget}-{param['name']}")
+
+
+def other_value(param: dict, current: float) -> float:
+    """A valid value clearly different from `current`: double it, or halve it near the top."""
+    value = current * 2 if current * 2 <= param["max"] else current / 2
+    value = max(value, param["min"])
+    return int(round(value)) if param["type"] == "int" else value
+
+
+def chart_state(figure: Locator) -> tuple[str, str]:
+    data = figure.locator(".sim-chart").evaluate("el => JSON.stringify(el.data)")
+    return data, figure.locator(".sim-metrics tbody").inner_text()
+
+
+def change_and_wait(figure: Locator, field: Locator, value: object) -> None:
+    drawn = figure.get_attribute("data-drawn")
+    field.fill(str(value))
+    figure.page.wait_for_function(
+        "([el, before]) => el.dataset.drawn !== before", arg=[figure.element_handle(), drawn], timeout=RUNTIME_LIMIT_MS
+    )
+
+
+def test_prerendered_chart_shows_before_the_runtime_is_ready(page: Page) -> None:
+    page.wait_for_selector("figure.sim .sim-chart .main-svg")
+    assert page.evaluate("() => window.llmCourse.runtime.state") != "ready"
+    assert page.locator("figure.sim .sim-metrics tbody tr").count() > 0
+    assert page.locator("figure.sim .sim-summary").first.inner_text().strip()
+
+
+def test_runtime_becomes_ready_once_and_enables_the_controls(page: Page) -> None:
+    wait_ready(page)
+    figure = page.locator("figure.sim").first
+    _, field = numeric_control(figure)
+    assert field.is_enabled()
+    assert page.evaluate("() => window.llmCourse.runtime.starts") == 1
+    assert figure.locator(".sim-status progress").count() == 0
+
+
+def test_changing_a_control_updates_chart_metrics_and_address(page: Page) -> None:
+    figure = page.locator("figure.sim").first
+    param, field = numeric_control(figure)
+    before = chart_state(figure)
+    value = other_value(param, float(field.input_value()))
+    change_and_wait(figure, field, value)
+    after = chart_state(figure)
+    assert after[0] != before[0] and after[1] != before[1]
+    state = parse_qs(urlsplit(page.url).query)[f"sim-{figure.get_attribute('data-widget')}"][0]
+    assert json.loads(state)[param["name"]] == value
+
+
+def test_an_invalid_typed_value_shows_the_message_next_to_the_field(page: Page) -> None:
+    figure = page.locator("figure.sim").first
+    param, field = numeric_control(figure)
+    valid = field.input_value()
+    field.fill(str(param["max"] * 10 + 1))
+    message = figure.locator(f"#{field.get_attribute('id')}-message")
+    message.wait_for(state="visible")
+    page.wait_for_function("el => el.textContent.includes('must be between')", arg=message.element_handle(),
+                           timeout=RUNTIME_LIMIT_MS)
+    assert field.get_attribute("aria-invalid") == "true"
+    assert message.get_attribute("id") in field.get_attribute("aria-describedby")
+    field.fill(valid)
+    page.wait_for_function("el => el.textContent === ''", arg=message.element_handle(), timeout=RUNTIME_LIMIT_MS)
+    assert field.get_attribute("aria-invalid") is None
+
+
+def test_the_address_reproduces_the_scenario_in_a_fresh_tab(page: Page, context: BrowserContext) -> None:
+    figure = page.locator("figure.sim").first
+    shared, _ = chart_state(figure)
+    fresh = context.new_page()
+    fresh.goto(page.url)
+    wait_ready(fresh)
+    copy = fresh.locator("figure.sim").first
+    fresh.wait_for_function("el => el.dataset.drawn !== '0'", arg=copy.element_handle(), timeout=RUNTIME_LIMIT_MS)
+    assert chart_state(copy)[0] == shared
+    fresh.close()
+
+
+def test_an_unreadable_address_is_ignored_with_a_notice(context: BrowserContext, site: Site, sim_pages: list[str]) -> None:
+    tab = context.new_page()
+    tab.goto(site.url + sim_pages[0])
+    widget = tab.locator("figure.sim").first.get_attribute("data-widget")
+    tab.goto(f"{site.url}{sim_pages[0]}?sim-{widget}=%7Bnot-json")
+    notice = tab.locator("figure.sim .sim-notice").first
+    notice.wait_for()
+    assert "could not be read" in notice.inner_text()
+    assert f"sim-{widget}" not in tab.url
+    tab.close()
+
+
+def test_instant_navigation_keeps_the_worker_and_the_charts(page: Page, sim_pages: list[str]) -> None:
+    page.evaluate("() => { window.sameDocument = true; }")
+    page.locator(f".md-nav a[href$='{sim_pages[1].split('/')[1]}/']").first.click()
+    page.wait_for_url(f"**/{sim_pages[1]}")
+    page.wait_for_selector("figure.sim .sim-chart .main-svg")
+    assert page.evaluate("() => window.sameDocument") is True, "instant navigation fell back to a full load"
+    assert page.evaluate("() => window.llmCourse.runtime.starts") == 1
+    rules = page.evaluate("() => document.getElementById('plotly.js-style-global').sheet.cssRules.length")
+    assert rules > 0, "plotly's global style rules were lost"
+    figure = page.locator("figure.sim").first
+    param, field = numeric_control(figure)
+    field.wait_for(state="visible")
+    page.wait_for_function("el => !el.disabled", arg=field.element_handle(), timeout=RUNTIME_LIMIT_MS)
+    before = chart_state(figure)
+    change_and_wait(figure, field, other_value(param, float(field.input_value())))
+    assert chart_state(figure)[0] != before[0]
+
+
+def test_a_run_past_the_time_limit_is_cancelled_and_the_worker_replaced(page: Page) -> None:
+    figure = page.locator("figure.sim").first
+    param, field = numeric_control(figure)
+    page.evaluate("() => { window.llmCourse.runtime.runLimitMs = 1; }")
+    field.fill(str(other_value(param, float(field.input_value()))))
+    status = figure.locator(".sim-status")
+    page.wait_for_function("el => el.textContent.includes('ran longer than')", arg=status.element_handle(),
+                           timeout=RUNTIME_LIMIT_MS)
+    page.evaluate("() => { window.llmCourse.runtime.runLimitMs = 10000; }")
+    wait_ready(page)
+    assert page.evaluate("() => window.llmCourse.runtime.starts") == 2
+    change_and_wait(figure, field, param["default"])
+
+
+def test_no_request_left_the_site_and_no_error_happened(page: Page, records: Records) -> None:
+    assert any(url.endswith("pyodide.asm.wasm") for url in records.requests), "worker requests were not seen"
+    assert_clean(records)

@@ -1,0 +1,111 @@
+"""The build: strict and link-checked on the real lessons; a broken lesson fails at its file and line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def site_build(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "site_build.py"), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_strict_build_and_link_check_pass(tmp_path: Path) -> None:
+    done = site_build("check", "--site-dir", str(tmp_path / "site"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "every local link and anchor" in done.stdout
+    assert (tmp_path / "site" / "index.html").is_file()
+    assert not (tmp_path / "site.partial").exists()
+
+
+COURSE = """\
+chapters:
+  - id: "01"
+    name: Memory Model
+    stage: Memory
+    journey_question: What occupies the GPU?
+    question: What is consuming the machine?
+    summary: One request in GPU memory.
+"""
+FRONT = """\
+---
+id: 01
+chapter: "01"
+title: KV Cache
+question: Why does the cache grow?
+bottleneck: Repeated decode compute
+primary_metric: ITL + memory
+minutes: 8
+summary: Keys and values are kept.
+---
+"""
+GOOD_BLOCK = """\
+```sim
+sim: kv_cache
+params: {context_tokens: 4096}
+controls: [context_tokens]
+```
+"""
+
+# (case, lesson text, expected line, expected words in the message). Line 11 is the first line
+# after the front matter, so a sim block opened there has its `sim:` line at 12.
+BROKEN = [
+    ("missing front matter key", FRONT.replace("minutes: 8\n", ""), 1, "lacks 'minutes'"),
+    ("front matter not YAML", FRONT.replace("title: KV Cache", "title: [KV"), 5, "invalid YAML"),
+    ("unknown front matter key", FRONT.replace("minutes: 8", "minutes: 8\nauthor: me"), 9, "unknown front matter key 'author'"),
+    ("chapter not in course.yml", FRONT.replace('chapter: "01"', 'chapter: "07"'), 3, "chapter '07'"),
+    ("unknown simulator", FRONT + GOOD_BLOCK.replace("kv_cache", "kv_cash"), 12, "unknown simulator 'kv_cash'"),
+    ("unknown parameter", FRONT + GOOD_BLOCK.replace("context_tokens: 4096", "context: 4096"), 13, "unknown parameter"),
+    ("parameter out of range", FRONT + GOOD_BLOCK.replace("4096", "-3"), 13, "must be between"),
+    ("unknown control", FRONT + GOOD_BLOCK.replace("controls: [context_tokens]", "controls: [colour]"), 14, "unknown controls ['colour']"),
+    ("sim block not YAML", FRONT + GOOD_BLOCK.replace("params: {context_tokens: 4096}", "params: {context_tokens: 4096"), 14, "invalid YAML in sim block"),
+    ("sim block never closed", FRONT + "text\n```sim\nsim: kv_cache\n", 12, "never closed"),
+    ("unknown metric in prose", FRONT + "Each token takes {{ kv_cache.kv_bytes(model=\"llama-3-8b\") :,.0f }} bytes.\n", 11, "no metric 'kv_bytes'"),
+    ("bad parameter in prose", FRONT + "\n\nIt is {{ kv_cache.kv_bytes_per_token(modle=\"x\") }}.\n", 13, "unknown parameter"),
+    ("code in prose", FRONT + "{{ __import__('os').getcwd() }}\n", 11, "unsupported expression"),
+    ("quiz option without why", FRONT + textwrap.dedent("""\
+        ```quiz
+        - q: Which roof binds?
+          type: choice
+          options:
+            - text: Memory
+              correct: true
+              why: Bytes per FLOP.
+            - text: Compute
+        ```
+        """), 12, "needs a 'why:'"),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "line", "words"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_broken_lesson_fails_with_file_and_line(tmp_path: Path, case: str, text: str, line: int, words: str) -> None:
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+    (lessons / "course.yml").write_text(COURSE)
+    (lessons / "01-kv-cache.md").write_text(text)
+    done = site_build("build", "--lessons", str(lessons), "--site-dir", str(tmp_path / "site"))
+    assert done.returncode != 0, f"{case}: the build succeeded"
+    assert f"01-kv-cache.md:{line}: " in done.stderr, done.stderr
+    assert words in done.stderr, done.stderr
+    assert not (tmp_path / "site").exists() and not (tmp_path / "site.partial").exists()
+
+
+def test_a_good_lesson_builds_its_widget_and_numbers(tmp_path: Path) -> None:
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+    (lessons / "course.yml").write_text(COURSE)
+    prose = 'Per token: {{ kv_cache.kv_bytes_per_token(model="llama-3-8b") / 1024 :,.0f }} KiB.\n\n'
+    (lessons / "01-kv-cache.md").write_text(FRONT + prose + GOOD_BLOCK)
+    done = site_build("build", "--lessons", str(lessons), "--site-dir", str(tmp_path / "site"))
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "site" / "lessons" / "01-kv-cache" / "index.html").read_text()
+    assert "Per token: 128 KiB." in page  # 2 × 32 layers × 8 KV heads × 128 × 2 bytes = 131,072 B
+    assert 'data-sim="kv_cache"' in page and 'data-answer="{' in page
+    assert '"context_tokens": 4096' in page.replace("&quot;", '"')
