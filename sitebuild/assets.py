@@ -45,8 +45,9 @@ def npm_ci() -> None:
     npm = shutil.which("npm")
     if npm is None:
         raise BuildError("npm is needed to install the browser assets: apt-get install -y npm")
-    done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ROOT, capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise BuildError(f"npm ci failed:\n{done.stdout}{done.stderr}")
     STAMP.write_text(digest)
@@ -56,13 +57,13 @@ def vendor_files() -> dict[str, Path]:
     """site path -> source file for every vendored asset; fails if `npm ci` has not run."""
     files = {f"assets/vendor/{dest}": NODE_MODULES / src for dest, src in VENDOR.items()}
     files |= {
-        f"assets/vendor/katex/fonts/{font.name}": font
-        for font in sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
+        f"assets/vendor/katex/fonts/{font.name}": font for font in sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
     }
     missing = [str(path) for path in files.values() if not path.is_file()]
     if missing:
-        raise BuildError(f"vendored assets missing ({missing[0]} …): run `python site_build.py build`, "
-                         "which runs npm ci")
+        raise BuildError(
+            f"vendored assets missing ({missing[0]} …): run `python site_build.py build`, which runs npm ci"
+        )
     return files
 
 
@@ -95,6 +96,8 @@ def check_trace_types(figure: dict[str, Any]) -> None:
     used = {trace.get("type", "scatter") for trace in figure.get("data", [])}
     unknown = used - PLOTLY_TRACE_TYPES
     if unknown:
-        raise ValueError(f"figure uses trace types {sorted(unknown)} that the vendored plotly.js "
-                         f"bundle lacks (it has {sorted(PLOTLY_TRACE_TYPES)}); switch package.json "
-                         "to plotly.js-cartesian-dist-min and update sitebuild/assets.py")
+        raise ValueError(
+            f"figure uses trace types {sorted(unknown)} that the vendored plotly.js "
+            f"bundle lacks (it has {sorted(PLOTLY_TRACE_TYPES)}); switch package.json "
+            "to plotly.js-cartesian-dist-min and update sitebuild/assets.py"
+        )

@@ -109,18 +109,15 @@ def load_course(lessons_dir: Path) -> Course:
             raise LessonError(
                 lesson.path,
                 _key_line(lesson.path, "chapter"),
-                f"chapter {lesson.chapter!r} is not in {course_file.name} "
-                f"(chapters: {', '.join(sorted(known))})",
+                f"chapter {lesson.chapter!r} is not in {course_file.name} (chapters: {', '.join(sorted(known))})",
             )
     by_id = {x.id: x for x in lessons}
     synthesis = []
     for row in data.get("synthesis") or []:
         missing = [i for i in row["lessons"] if str(i) not in by_id]
         if missing:
-            raise LessonError(course_file, 1, f"synthesis row {row['bottleneck']!r} names unknown "
-                              f"lessons {missing}")
-        synthesis.append(Synthesis(row["bottleneck"], tuple(by_id[str(i)] for i in row["lessons"]),
-                                   row["note"]))
+            raise LessonError(course_file, 1, f"synthesis row {row['bottleneck']!r} names unknown lessons {missing}")
+        synthesis.append(Synthesis(row["bottleneck"], tuple(by_id[str(i)] for i in row["lessons"]), row["note"]))
     return Course(chapters, tuple(lessons), tuple(synthesis))
 
 
@@ -134,8 +131,7 @@ def parse_lesson(path: Path) -> Lesson:
     lines = {key.value: key.start_mark.line + 2 for key, _ in node.value}
     for key in data:
         if key not in FIELDS:
-            raise LessonError(path, lines[key], f"unknown front matter key {key!r} "
-                              f"(allowed: {', '.join(FIELDS)})")
+            raise LessonError(path, lines[key], f"unknown front matter key {key!r} (allowed: {', '.join(FIELDS)})")
     for key, kind in FIELDS.items():
         if key not in data:
             raise LessonError(path, 1, f"front matter lacks {key!r}")
@@ -151,7 +147,7 @@ def parse_lesson(path: Path) -> Lesson:
     if data["minutes"] <= 0:
         raise LessonError(path, lines["minutes"], "'minutes' must be positive")
     body_line = text.count("\n", 0, match.end()) + 1
-    return Lesson(path=path, body=text[match.end():], body_line=body_line, **data)
+    return Lesson(path=path, body=text[match.end() :], body_line=body_line, **data)
 
 
 def _load_yaml(path: Path, text: str, first_line: int) -> tuple[dict[str, Any], yaml.Node]:
@@ -182,8 +178,9 @@ def _check_unique_ids(lessons: list[Lesson]) -> None:
     seen: dict[str, Path] = {}
     for lesson in lessons:
         if lesson.id in seen:
-            raise LessonError(lesson.path, _key_line(lesson.path, "id"),
-                              f"id {lesson.id!r} is already used by {seen[lesson.id].name}")
+            raise LessonError(
+                lesson.path, _key_line(lesson.path, "id"), f"id {lesson.id!r} is already used by {seen[lesson.id].name}"
+            )
         seen[lesson.id] = lesson.path
 
 

@@ -18,21 +18,22 @@ INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
 
 def policy(inline_scripts: set[str]) -> str:
     hashes = " ".join(
-        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'"
-        for s in sorted(inline_scripts)
+        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in sorted(inline_scripts)
     )
-    return "; ".join([
-        "default-src 'self'",
-        f"script-src 'self' 'wasm-unsafe-eval' {hashes}".rstrip(),
-        "worker-src 'self' blob:",
-        "style-src 'self'",
-        "img-src 'self' data: blob:",
-        "font-src 'self'",
-        "connect-src 'self'",
-        "object-src 'none'",
-        "base-uri 'self'",
-        "form-action 'self'",
-    ])
+    return "; ".join(
+        [
+            "default-src 'self'",
+            f"script-src 'self' 'wasm-unsafe-eval' {hashes}".rstrip(),
+            "worker-src 'self' blob:",
+            "style-src 'self'",
+            "img-src 'self' data: blob:",
+            "font-src 'self'",
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'self'",
+            "form-action 'self'",
+        ]
+    )
 
 
 def apply(site_dir: Path) -> None:

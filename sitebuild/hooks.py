@@ -35,10 +35,14 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     sims = Simulators()
     archive_name, archive = assets.simulators_archive(root / "simulators")
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
-    _build = _Build(course, sims, {
-        f"assets/generated/{archive_name}": archive,
-        f"assets/generated/{schemas_name}": schemas,
-    })
+    _build = _Build(
+        course,
+        sims,
+        {
+            f"assets/generated/{archive_name}": archive,
+            f"assets/generated/{schemas_name}": schemas,
+        },
+    )
     config.extra["runtime"] = {
         "archive": archive_name,
         "schemas": schemas_name,

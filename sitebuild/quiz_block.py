@@ -74,18 +74,20 @@ def _number(question: dict[str, Any], line: int, number: int) -> str:
     if not isinstance(question.get("explanation"), str):
         raise BlockError(line, "a number question needs an 'explanation'")
     qid = f"quiz-{number}"
-    return "\n".join([
-        f'<div class="quiz-q" role="group" aria-labelledby="{qid}-q" data-question="{number}" '
-        f'data-type="number" data-answer="{answer!r}" data-tolerance="{tolerance!r}" markdown="1">',
-        _prompt(qid, number, question["q"]),
-        f'<p class="quiz-entry"><label for="{qid}-input">Your answer</label> '
-        f'<input id="{qid}-input" type="text" inputmode="decimal" autocomplete="off" '
-        f'aria-describedby="{qid}-feedback"> '
-        f'<button type="button" class="md-button quiz-check">Check</button></p>',
-        f'<p class="quiz-feedback" id="{qid}-feedback" role="status" aria-live="polite"></p>',
-        f'<div class="quiz-explanation" hidden markdown="1">\n{question["explanation"]}\n</div>',
-        "</div>",
-    ])
+    return "\n".join(
+        [
+            f'<div class="quiz-q" role="group" aria-labelledby="{qid}-q" data-question="{number}" '
+            f'data-type="number" data-answer="{answer!r}" data-tolerance="{tolerance!r}" markdown="1">',
+            _prompt(qid, number, question["q"]),
+            f'<p class="quiz-entry"><label for="{qid}-input">Your answer</label> '
+            f'<input id="{qid}-input" type="text" inputmode="decimal" autocomplete="off" '
+            f'aria-describedby="{qid}-feedback"> '
+            f'<button type="button" class="md-button quiz-check">Check</button></p>',
+            f'<p class="quiz-feedback" id="{qid}-feedback" role="status" aria-live="polite"></p>',
+            f'<div class="quiz-explanation" hidden markdown="1">\n{question["explanation"]}\n</div>',
+            "</div>",
+        ]
+    )
 
 
 def _choice(question: dict[str, Any], line: int, number: int) -> str:
@@ -114,9 +116,8 @@ def _choice(question: dict[str, Any], line: int, number: int) -> str:
             f'data-correct="{correct}"> '
             f"{option['text']}</label></p>"
         )
-        parts.append(f'<div class="quiz-why" id="{qid}-why-{index}" hidden markdown="1">\n'
-                     f"{option['why']}\n</div>")
-    parts.append(f'<p class="quiz-feedback" role="status" aria-live="polite"></p>\n</div>')
+        parts.append(f'<div class="quiz-why" id="{qid}-why-{index}" hidden markdown="1">\n{option["why"]}\n</div>')
+    parts.append('<p class="quiz-feedback" role="status" aria-live="polite"></p>\n</div>')
     return "\n".join(parts)
 
 
@@ -132,5 +133,3 @@ def _check_keys(mapping: dict[str, Any], allowed: set[str], line: int) -> None:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-

@@ -50,8 +50,9 @@ def render(source: str, sims: Simulators, used_ids: set[str]) -> str:
     controls = spec.get("controls", param_names)
     if not isinstance(controls, list) or not all(c in param_names for c in controls):
         unknown = [c for c in controls if c not in param_names] if isinstance(controls, list) else controls
-        raise BlockError(lines.get("controls", 0), f"unknown controls {unknown} for {name} "
-                         f"(parameters: {', '.join(param_names)})")
+        raise BlockError(
+            lines.get("controls", 0), f"unknown controls {unknown} for {name} (parameters: {', '.join(param_names)})"
+        )
     try:
         answer = sims.run(name, params)
     except SimulatorRunError as exc:
@@ -90,18 +91,23 @@ def _read(source: str) -> tuple[dict[str, Any], dict[str, int]]:
                 lines[f"params.{param.value}"] = param.start_mark.line
     unknown = [key for key in spec if key not in KEYS]
     if unknown:
-        raise BlockError(lines[unknown[0]], f"unknown key {unknown[0]!r} in sim block "
-                         f"(allowed: {', '.join(KEYS)})")
+        raise BlockError(lines[unknown[0]], f"unknown key {unknown[0]!r} in sim block (allowed: {', '.join(KEYS)})")
     return spec, lines
 
 
-def _html(widget_id: str, schema: dict[str, Any], params: dict[str, Any], controls: list[str],
-          caption: str, answer: dict[str, Any]) -> str:
+def _html(
+    widget_id: str,
+    schema: dict[str, Any],
+    params: dict[str, Any],
+    controls: list[str],
+    caption: str,
+    answer: dict[str, Any],
+) -> str:
     e = html.escape
     labels = {m["name"]: m for m in schema["metrics"]}
     rows = "".join(
         f'<tr data-metric="{e(key)}"><th scope="row">{e(labels.get(key, {}).get("label", key))}</th>'
-        f'<td>{e(format_number(value))}</td><td>{e(labels.get(key, {}).get("unit", ""))}</td></tr>'
+        f"<td>{e(format_number(value))}</td><td>{e(labels.get(key, {}).get('unit', ''))}</td></tr>"
         for key, value in answer["metrics"].items()
     )
     summary_id = f"sim-{widget_id}-summary"
@@ -110,7 +116,8 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict[str, Any], contro
         f'data-sim="{e(schema["name"])}" data-params="{e(json.dumps(params))}" '
         f'data-controls="{e(json.dumps(controls))}" data-answer="{e(compact_json(answer))}">',
         f'<figcaption class="sim-caption"><strong>{e(schema["title"])}</strong>'
-        + (f" — {e(caption)}" if caption else "") + "</figcaption>",
+        + (f" — {e(caption)}" if caption else "")
+        + "</figcaption>",
         '<div class="sim-controls" aria-busy="true"><p class="sim-placeholder">Controls appear here '
         "once the Python runtime has loaded; the chart below is pre-computed.</p></div>",
         '<p class="sim-status" role="status" aria-live="polite"></p>',
@@ -120,8 +127,7 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict[str, Any], contro
         '<table class="sim-metrics"><caption>Key figures</caption><thead><tr><th scope="col">'
         f'Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead><tbody>{rows}'
         "</tbody></table>",
-        '<details class="sim-data"><summary>Data table</summary><div class="sim-data-table"></div>'
-        "</details>",
+        '<details class="sim-data"><summary>Data table</summary><div class="sim-data-table"></div></details>',
         '<div class="sim-actions"></div>',
         "</figure>",
     ]

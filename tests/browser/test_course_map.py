@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, Records, Site, assert_clean
+from browser_helpers import ROOT, Records, Site, assert_clean
 from playwright.sync_api import BrowserContext, Page
 
 
@@ -80,8 +80,23 @@ def test_self_check_gives_feedback_and_remembers_the_answer(page: Page, site: Si
     assert number.locator(".quiz-feedback").get_attribute("data-result") == "correct"
     assert number.locator(".quiz-explanation").is_visible()
     page.reload()
-    assert page.locator(".quiz-q[data-type=choice]").first.locator(".quiz-feedback").get_attribute("data-result") == "incorrect"
+    assert (
+        page.locator(".quiz-q[data-type=choice]").first.locator(".quiz-feedback").get_attribute("data-result")
+        == "incorrect"
+    )
     assert page.locator(".quiz-q[data-type=number]").first.locator("input").input_value() == answer
+
+
+def test_pages_fit_a_390_px_phone_and_render_math_offline(page: Page, site: Site) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    for url in [site.url, site.url + site.pages_with('data-sim="')[0]]:
+        page.goto(url)
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390, url
+    math_pages = site.pages_with('class="arithmatex"')
+    page.goto(site.url + math_pages[0])
+    page.locator(".arithmatex .katex").first.wait_for()
+    page.set_viewport_size({"width": 1280, "height": 720})
 
 
 def test_no_request_left_the_site_and_no_error_happened(page: Page, records: Records) -> None:

@@ -10,7 +10,7 @@ import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
+from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
 from playwright.sync_api import BrowserContext, Locator, Page
 
 from simulators import api
@@ -94,8 +94,9 @@ def test_an_invalid_typed_value_shows_the_message_next_to_the_field(page: Page) 
     field.fill(str(param["max"] * 10 + 1))
     message = figure.locator(f"#{field.get_attribute('id')}-message")
     message.wait_for(state="visible")
-    page.wait_for_function("el => el.textContent.includes('must be between')", arg=message.element_handle(),
-                           timeout=RUNTIME_LIMIT_MS)
+    page.wait_for_function(
+        "el => el.textContent.includes('must be between')", arg=message.element_handle(), timeout=RUNTIME_LIMIT_MS
+    )
     assert field.get_attribute("aria-invalid") == "true"
     assert message.get_attribute("id") in field.get_attribute("aria-describedby")
     field.fill(valid)
@@ -115,7 +116,9 @@ def test_the_address_reproduces_the_scenario_in_a_fresh_tab(page: Page, context:
     fresh.close()
 
 
-def test_an_unreadable_address_is_ignored_with_a_notice(context: BrowserContext, site: Site, sim_pages: list[str]) -> None:
+def test_an_unreadable_address_is_ignored_with_a_notice(
+    context: BrowserContext, site: Site, sim_pages: list[str]
+) -> None:
     tab = context.new_page()
     tab.goto(site.url + sim_pages[0])
     widget = tab.locator("figure.sim").first.get_attribute("data-widget")
@@ -151,8 +154,9 @@ def test_a_run_past_the_time_limit_is_cancelled_and_the_worker_replaced(page: Pa
     page.evaluate("() => { window.llmCourse.runtime.runLimitMs = 1; }")
     field.fill(str(other_value(param, float(field.input_value()))))
     status = figure.locator(".sim-status")
-    page.wait_for_function("el => el.textContent.includes('ran longer than')", arg=status.element_handle(),
-                           timeout=RUNTIME_LIMIT_MS)
+    page.wait_for_function(
+        "el => el.textContent.includes('ran longer than')", arg=status.element_handle(), timeout=RUNTIME_LIMIT_MS
+    )
     page.evaluate("() => { window.llmCourse.runtime.runLimitMs = 10000; }")
     wait_ready(page)
     assert page.evaluate("() => window.llmCourse.runtime.starts") == 2

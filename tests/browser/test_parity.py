@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Records, Site, assert_clean, wait_ready
+from browser_helpers import Records, Site, assert_clean, wait_ready
 from playwright.sync_api import BrowserContext, Page
 
 from simulators import api

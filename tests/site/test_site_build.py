@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def site_build(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "site_build.py"), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "site_build.py"), *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_strict_build_and_link_check_pass(tmp_path: Path) -> None:
@@ -59,18 +60,46 @@ controls: [context_tokens]
 BROKEN = [
     ("missing front matter key", FRONT.replace("minutes: 8\n", ""), 1, "lacks 'minutes'"),
     ("front matter not YAML", FRONT.replace("title: KV Cache", "title: [KV"), 5, "invalid YAML"),
-    ("unknown front matter key", FRONT.replace("minutes: 8", "minutes: 8\nauthor: me"), 9, "unknown front matter key 'author'"),
+    (
+        "unknown front matter key",
+        FRONT.replace("minutes: 8", "minutes: 8\nauthor: me"),
+        9,
+        "unknown front matter key 'author'",
+    ),
     ("chapter not in course.yml", FRONT.replace('chapter: "01"', 'chapter: "07"'), 3, "chapter '07'"),
     ("unknown simulator", FRONT + GOOD_BLOCK.replace("kv_cache", "kv_cash"), 12, "unknown simulator 'kv_cash'"),
     ("unknown parameter", FRONT + GOOD_BLOCK.replace("context_tokens: 4096", "context: 4096"), 13, "unknown parameter"),
     ("parameter out of range", FRONT + GOOD_BLOCK.replace("4096", "-3"), 13, "must be between"),
-    ("unknown control", FRONT + GOOD_BLOCK.replace("controls: [context_tokens]", "controls: [colour]"), 14, "unknown controls ['colour']"),
-    ("sim block not YAML", FRONT + GOOD_BLOCK.replace("params: {context_tokens: 4096}", "params: {context_tokens: 4096"), 14, "invalid YAML in sim block"),
+    (
+        "unknown control",
+        FRONT + GOOD_BLOCK.replace("controls: [context_tokens]", "controls: [colour]"),
+        14,
+        "unknown controls ['colour']",
+    ),
+    (
+        "sim block not YAML",
+        FRONT + GOOD_BLOCK.replace("params: {context_tokens: 4096}", "params: {context_tokens: 4096"),
+        14,
+        "invalid YAML in sim block",
+    ),
     ("sim block never closed", FRONT + "text\n```sim\nsim: kv_cache\n", 12, "never closed"),
-    ("unknown metric in prose", FRONT + "Each token takes {{ kv_cache.kv_bytes(model=\"llama-3-8b\") :,.0f }} bytes.\n", 11, "no metric 'kv_bytes'"),
-    ("bad parameter in prose", FRONT + "\n\nIt is {{ kv_cache.kv_bytes_per_token(modle=\"x\") }}.\n", 13, "unknown parameter"),
+    (
+        "unknown metric in prose",
+        FRONT + 'Each token takes {{ kv_cache.kv_bytes(model="llama-3-8b") :,.0f }} bytes.\n',
+        11,
+        "no metric 'kv_bytes'",
+    ),
+    (
+        "bad parameter in prose",
+        FRONT + '\n\nIt is {{ kv_cache.kv_bytes_per_token(modle="x") }}.\n',
+        13,
+        "unknown parameter",
+    ),
     ("code in prose", FRONT + "{{ __import__('os').getcwd() }}\n", 11, "unsupported expression"),
-    ("quiz option without why", FRONT + textwrap.dedent("""\
+    (
+        "quiz option without why",
+        FRONT
+        + textwrap.dedent("""\
         ```quiz
         - q: Which roof binds?
           type: choice
@@ -80,7 +109,10 @@ BROKEN = [
               why: Bytes per FLOP.
             - text: Compute
         ```
-        """), 12, "needs a 'why:'"),
+        """),
+        12,
+        "needs a 'why:'",
+    ),
 ]
 
 

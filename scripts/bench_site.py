@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Page-speed figures for the built site (prints figures; not a test).
+
+For every lesson page with a simulator, over --runs loads each:
+  chart   navigation -> first pre-rendered chart drawn               target <= 500 ms (aim 300)
+  cold    navigation -> Python runtime ready, empty browser cache    target <= 2.5 s (aim 2.0)
+  warm    the same with a persistent profile (the wasm stays cached) aim 1.0 s
+  change  control change -> chart redrawn, p50 and p95               target p95 <= 150 ms (aim 100)
+  bytes   transferred by the page before the runtime starts          target <= 1.5 MB
+and the full build time (target <= 60 s).
+
+    python scripts/bench_site.py [--runs 5] [--changes 20] [--pages 01,08]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import BrowserContext, Page, sync_playwright  # noqa: E402
+
+from simulators import api  # noqa: E402
+from sitebuild import chromium, serve  # noqa: E402
+
+# Records when the first chart's SVG appears, on the page's own clock (ms since navigation).
+CHART_CLOCK = """
+new MutationObserver((_, observer) => {
+  if (document.querySelector("figure.sim .sim-chart .main-svg")) {
+    window.benchChartAt = performance.now();
+    observer.disconnect();
+  }
+}).observe(document, { childList: true, subtree: true });
+"""
+
+# Changes the first numeric control of the first widget and resolves with the ms until redrawn.
+CHANGE = """
+async (value) => {
+  const figure = document.querySelector("figure.sim");
+  const input = figure.querySelector(".sim-field input[inputmode=decimal]");
+  const before = figure.dataset.drawn;
+  const start = performance.now();
+  const drawn = new Promise((resolve) => new MutationObserver((_, o) => {
+    if (figure.dataset.drawn !== before) { o.disconnect(); resolve(performance.now() - start); }
+  }).observe(figure, { attributes: true, attributeFilter: ["data-drawn"] }));
+  input.value = String(value);
+  input.dispatchEvent(new Event("input", { bubbles: true }));
+  return drawn;
+}
+"""
+
+BYTES_BEFORE_RUNTIME = """
+() => {
+  const started = window.llmCourse.runtime.startedAt;
+  return performance.getEntriesByType("navigation").concat(performance.getEntriesByType("resource"))
+    .filter((e) => e.startTime < started).reduce((sum, e) => sum + e.transferSize, 0);
+}
+"""
+
+
+def build(site_dir: Path, url: str) -> float:
+    start = time.monotonic()
+    command = [sys.executable, str(ROOT / "site_build.py"), "build", "--site-dir", str(site_dir), "--site-url", url]
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
+    return time.monotonic() - start
+
+
+def load(page: Page, url: str) -> tuple[float, float, int]:
+    """(chart ms, ready ms, bytes before the runtime) for one navigation."""
+    page.goto(url)
+    page.wait_for_function("() => window.llmCourse?.runtime?.state === 'ready'", timeout=120_000)
+    page.wait_for_function("() => window.benchChartAt !== undefined")
+    chart, ready = page.evaluate("() => [window.benchChartAt, window.llmCourse.runtime.readyAt]")
+    return chart, ready, page.evaluate(BYTES_BEFORE_RUNTIME)
+
+
+def changes(page: Page, count: int) -> list[float]:
+    """Alternate the first numeric control between its value and a valid other one."""
+    figure = page.locator("figure.sim").first
+    field = figure.locator(".sim-field input[inputmode=decimal]").first
+    name = field.get_attribute("id").removeprefix(f"sim-{figure.get_attribute('data-widget')}-")
+    param = next(p for p in api.schema(figure.get_attribute("data-sim"))["params"] if p["name"] == name)
+    first = float(field.input_value())
+    other = max(first * 2 if first * 2 <= param["max"] else first / 2, param["min"])
+    values = [round(other) if param["type"] == "int" else other, first]
+    return [page.evaluate(CHANGE, values[i % 2]) for i in range(count)]
+
+
+def summary(values: list[float], unit: str = "ms") -> str:
+    return f"median {statistics.median(values):7.0f} {unit}  max {max(values):7.0f} {unit}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--changes", type=int, default=20)
+    parser.add_argument("--pages", help="comma-separated lesson ids (default: every page with a simulator)")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="bench-site-"))
+    site_dir = work / "site"
+    server = serve.start(site_dir)
+    url = f"http://127.0.0.1:{server.server_port}/"
+    build_s = build(site_dir, url)
+    pages = sorted(p.parent.name for p in (site_dir / "lessons").glob("*/index.html") if 'data-sim="' in p.read_text())
+    if args.pages:
+        pages = [p for p in pages if p.split("-", 1)[0] in args.pages.split(",")]
+    print(f"full build: {build_s:.1f} s (npm packages already installed)")
+    print(f"{len(pages)} pages with simulators, {args.runs} loads each, {args.changes} control changes each\n")
+
+    figures: dict[str, list[float]] = {"chart": [], "cold": [], "warm": [], "change": [], "bytes": []}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium.executable())
+        warm_profile = playwright.chromium.launch_persistent_context(
+            str(work / "profile"), executable_path=chromium.executable()
+        )
+        warm_profile.add_init_script(CHART_CLOCK)
+        for name in pages:
+            page_url = f"{url}lessons/{name}/"
+            cold = []
+            for _ in range(args.runs):
+                context: BrowserContext = browser.new_context()
+                context.add_init_script(CHART_CLOCK)
+                cold.append(load(context.new_page(), page_url))
+                context.close()
+            warm_page = warm_profile.new_page()
+            load(warm_page, page_url)  # fills the cache
+            warm = [load(warm_page, page_url)[1] for _ in range(args.runs)]
+            moves = changes(warm_page, args.changes)
+            warm_page.close()
+            row = {
+                "chart": [c[0] for c in cold],
+                "cold": [c[1] for c in cold],
+                "warm": warm,
+                "change": moves,
+                "bytes": [c[2] / 1e6 for c in cold],
+            }
+            for key, values in row.items():
+                figures[key] += values
+            print(f"{name}")
+            print(f"  chart  {summary(row['chart'])}")
+            print(f"  cold   {summary(row['cold'])}")
+            print(f"  warm   {summary(row['warm'])}")
+            print(f"  change p50 {percentile(moves, 0.5):5.0f} ms  p95 {percentile(moves, 0.95):5.0f} ms")
+            print(f"  bytes  median {statistics.median(row['bytes']):.2f} MB  max {max(row['bytes']):.2f} MB")
+        warm_profile.close()
+        browser.close()
+    server.shutdown()
+    server.server_close()
+    change = figures["change"]
+    print("\nall pages")
+    print(f"  chart  {summary(figures['chart'])}   (target <= 500 ms)")
+    print(f"  cold   {summary(figures['cold'])}   (target <= 2500 ms)")
+    print(f"  warm   {summary(figures['warm'])}   (aim 1000 ms)")
+    print(
+        f"  change p50 {percentile(change, 0.5):.0f} ms  p95 {percentile(change, 0.95):.0f} ms   (target p95 <= 150 ms)"
+    )
+    print(f"  bytes  max {max(figures['bytes']):.2f} MB   (target <= 1.5 MB)")
+    print(f"  build  {build_s:.1f} s   (target <= 60 s)")
+    print(json.dumps({k: round(statistics.median(v), 1) for k, v in figures.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
