@@ -179,11 +179,13 @@ class Replica:
             return -1
         if self.cfg.batching == "static":
             chunk = s.prompt - hit_tokens
-        kv.ref(hit)
         need = kv.blocks_for(hit_tokens + chunk) - len(hit)
-        if not kv.take(need):
-            kv.unref(hit)
+        # Hit blocks that sit in the evictable list stop being available once referenced;
+        # check before touching anything, so a failed attempt leaves the LRU order alone.
+        if need > kv.num_available() - sum(1 for h in hit if h in kv.evictable):
             return -1
+        kv.ref(hit)
+        kv.take(need)
         self.waiting.popleft()
         s.owned, s.chain_len, s.blocks = hit, len(hit), need
         s.num_computed_tokens = hit_tokens
@@ -205,11 +207,11 @@ class Replica:
         static = cfg.batching == "static"
         self.reserved = 0
         self.skipped = False  # admission skipped this step (after a preemption): replan next step
-        if static and self.running and not self.prefilling:
-            return [], True  # a static batch in flight: decode until it is done
         # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
         while self.nd and self.blocks_needed(1) > kv.num_available():
             self._preempt_last(t)
+        if static and self.running and not self.prefilling:
+            return [], True  # a static batch in flight: decode until it is done
         self.reserved = self.blocks_needed(1)
         kv.take(self.reserved)
         preempted = False
@@ -316,8 +318,9 @@ class Replica:
         verify = self.cost.decode_stride(self.nd, self.sum_ctx, self.sum_held, growth, q=k + 1) if k else plain
         self.plan_pieces = (*verify, *plain)
         self.plan_n = n
-        self.plan_blocks = self.blocks_needed(n)
-        self.kv.take(self.plan_blocks)
+        # The stride's blocks are taken when it ends (for the steps it really ran), so that a
+        # cut stride has evicted exactly the cached blocks that single steps would have.
+        self.plan_blocks = -1
         self.num_strides += 1
         return self._end_at(t + self._stride_s(n))
 
@@ -347,15 +350,15 @@ class Replica:
                 lo = mid + 1
         if lo >= self.plan_n:
             return []
-        blocks = self.blocks_needed(lo)
-        self.kv.give_back(self.plan_blocks - blocks)
-        self.plan_blocks, self.plan_n = blocks, lo
+        self.plan_n = lo
         return self._end_at(self.plan_t0 + self._stride_s(lo))
 
     def step_end(self, t: float) -> list[Event]:
         """The planned step or stride is over: advance state, finish sequences, plan again."""
         self.busy_s += t - self.plan_t0
         n = self.plan_n
+        if self.plan_blocks < 0 and not self.kv.take(self.blocks_needed(n)):  # a stride's blocks
+            raise RuntimeError("decode stride ran beyond the free blocks")  # a bug, never bad input
         self.steps += n
         self.sum_ctx += self.nd * n
         if n:
