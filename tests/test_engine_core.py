@@ -109,8 +109,8 @@ def test_event_log_of_two_requests_is_exact():
     t4 = t3 + sc.batch_time_s([(1, 32)])
     t5 = t4 + sc.batch_time_s([(1, 33)])
     expected = [
-        (0.0, "arrive", 0), (0.0, "admit", 0), (t1, "first_token", 0),
-        (prefill + 1e-6, "arrive", 1), (t2, "admit", 1), (t3, "first_token", 1), (t3, "finish", 0),
+        (0.0, "arrive", 0), (0.0, "admit", 0), (0.0, "chunk", 0), (t1, "first_token", 0),
+        (prefill + 1e-6, "arrive", 1), (t2, "admit", 1), (t2, "chunk", 1), (t3, "first_token", 1), (t3, "finish", 0),
         (t5, "finish", 1),
     ]
     got = [(t, what, rid) for t, _, what, rid, _ in served.log]

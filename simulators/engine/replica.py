@@ -15,6 +15,11 @@ preempts), or when the sliding window of some sequence fills. An arrival that co
 cuts the stride at the end of the step in progress. The cost of a run therefore grows with
 arrivals, prefill chunks, completions and preemptions, not with tokens. `single_step=True`
 plans one step at a time instead; tests check both give the same timings.
+
+With a log, every event appends (t, replica, what, seq id, extra): "arrive"; "admit" (extra:
+prompt tokens found in the prefix cache); "chunk" (extra: prompt tokens scheduled in the step
+that starts at t); "first_token"; "recomputed" (a preempted sequence's prompt and output so
+far are computed again); "preempt" and "finish" (extra: KV blocks released).
 """
 
 from __future__ import annotations
@@ -145,6 +150,7 @@ class Replica:
         else:
             self.prefill_held -= s.num_computed_tokens
             self.prefilling.remove(s)
+        freed = len(s.owned) + s.blocks
         self._release(s)
         s.prompt = s.req.prompt_tokens + s.out  # recompute the prompt and the output so far
         s.num_computed_tokens = 0
@@ -152,7 +158,7 @@ class Replica:
         s.prefilled = False
         self.num_preemptions += 1
         self.waiting.appendleft(s)
-        self._log(t, "preempt", s)
+        self._log(t, "preempt", s, freed)
         return s
 
     def _release(self, s: Seq) -> None:
@@ -279,6 +285,8 @@ class Replica:
             tokens, keys, kv_tok = nd, (self.sum_ctx + nd) if nd else 0, (self.sum_held + nd) if nd else 0
             for s in chunks:
                 c = s.num_computed_tokens
+                if self.log is not None:
+                    self._log(t, "chunk", s, s.scheduled)
                 tokens += s.scheduled
                 keys += attention_keys(s.scheduled, c)
                 kv_tok += self.cost.held(c) + s.scheduled
@@ -391,6 +399,8 @@ class Replica:
         if s.t_first_token < 0:
             s.t_first_token = t
             self._log(t, "first_token", s)
+        else:
+            self._log(t, "recomputed", s)  # a preempted sequence has its KV back
         if s.out >= s.req.output_tokens:
             self._finish(s, t)
         elif self.role == "prefill":
@@ -409,9 +419,10 @@ class Replica:
             converted = self.kv.cache_blocks(chain, s.chain_len, s.owned, final=True)
             s.blocks -= converted
         self.running.remove(s)
+        held = len(s.owned) + s.blocks
         self._release(s)
         self.finished.append(s)
-        self._log(t, "finish", s)
+        self._log(t, "finish", s, held)
 
     def _record(self, t: float) -> None:
         slots = self.batch_slots if self.cfg.batching == "static" and self.running else len(self.running)

@@ -1,0 +1,74 @@
+"""engine: one request followed through the engine; the operating points where each organising bet pays."""
+
+import json
+import math
+
+from simulators import api
+from simulators import costmodel as cm
+from simulators import engine_explorer as ex
+from simulators.catalog import resolve_gpu, resolve_model
+from simulators.engine import EngineSpec
+from simulators.params import parse
+
+M, GPU = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
+
+
+def _point(batch, prompt, output=200, prefix_share=0.0):
+    cost = EngineSpec(M, GPU).step_cost()
+    return ex.operating_point(cost, cm.memory_fit(M, GPU).kv_token_capacity, batch, prompt, output, prefix_share)
+
+
+def test_batch_one_short_context_is_weight_dominated():
+    # One sequence at 356 tokens of context (256 prompt + 200 / 2 answer): the step reads
+    # 16 GB of weights and 357 x 128 KiB = 47 MB of KV, so weights are over 99% of the bytes.
+    p = _point(1, 256)
+    weights = cm.streamed_weight_bytes(M, "bf16", 1)
+    kv = cm.kv_bytes_per_token(M) * (256 + 100 + 1)
+    assert math.isclose(p["weight_share"], weights / (weights + kv), rel_tol=1e-9)
+    assert p["weight_share"] > 0.99
+    assert p["region"] == "llamacpp"
+
+
+def test_long_context_large_batch_is_kv_dominated():
+    # 64 sequences at 4,096 + 500 tokens: 64 x 4,597 x 128 KiB = 38.6 GB of KV against 16 GB of
+    # weights; the batch fits (294,208 of the H100's ~478k KV tokens) and prefill is a minority.
+    p = _point(64, 4096, output=1000)
+    assert p["weight_share"] < 0.35
+    assert p["kv_use"] < 1
+    assert p["region"] == "vllm"
+
+
+def test_too_much_kv_does_not_fit_and_shared_prefixes_turn_prefill_into_sglang_territory():
+    assert _point(1024, 4096)["region"] == "none"  # 4.4M KV tokens against ~478k
+    plain, shared = _point(64, 3000), _point(64, 3000, prefix_share=0.4)
+    assert plain["prefix_saving"] == 0 and plain["region"] == "tensorrt"  # prefill at the compute roof
+    assert shared["prefix_saving"] >= 0.2 and shared["region"] == "sglang"
+
+
+def test_request_alone_is_admitted_prefilled_in_budget_chunks_decoded_and_finished():
+    # No background: the prompt gets the whole budget every step: ceil(3000 / 512) = 6 chunks.
+    r = ex.run(parse(ex.Params, {"num_background": 0, "prompt_tokens": 3000, "output_tokens": 50, "max_num_batched_tokens": 512}), seed=0)
+    kinds = [w for _, w, _ in r["follow"]["events"]]
+    assert kinds == ["arrive", "admit"] + ["chunk"] * 6 + ["first_token", "finish"]
+    assert [x for _, w, x in r["follow"]["events"] if w == "chunk"] == [512] * 5 + [440]
+    m = r["metrics"]
+    assert m["num_prefill_chunks"] == math.ceil(3000 / 512) and m["num_preemptions"] == 0
+    assert m["queue_s"] == 0
+    # Final context 3000 + 50 - 1 tokens in 16-token blocks.
+    assert m["blocks_allocated"] == math.ceil(3049 / 16)
+
+
+def test_small_kv_memory_preempts_and_recomputes():
+    r = ex.run(parse(ex.Params, {"kv_budget_GiB": 1.0, "rate_per_s": 20.0}), seed=0)
+    kinds = [w for _, w, _ in r["follow"]["events"]]
+    assert kinds[0] == "arrive" and kinds[-1] == "finish"
+    # Preempted at least once: its blocks were freed and taken again, so it allocated more
+    # than the ceil((3000 + 199) / 16) = 200 blocks its final context holds.
+    assert r["metrics"]["num_preemptions"] >= 1 and "preempt" in kinds
+    assert r["metrics"]["blocks_allocated"] > math.ceil((3000 + 199) / 16)
+
+
+def test_both_views_draw_only_trace_types_the_browser_bundle_has():
+    for view in ("request", "operating_points"):
+        fig = json.loads(api.run_json("engine", json.dumps({"view": view})))["figure"]
+        assert {t.get("type", "scatter") for t in fig["data"]} <= {"scatter", "bar", "pie"}
