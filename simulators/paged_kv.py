@@ -32,7 +32,7 @@ from .engine.cluster import fit_error
 from .engine.metrics import downsample, time_average
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import figure as make_figure
-from .plotting import layout, line
+from .plotting import bar, layout, line
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = "How much reserved KV memory holds real tokens, and how many requests fit, with max-length slabs or small blocks."
@@ -132,27 +132,39 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
 
 
 def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
+    """Block tables as stacked horizontal bars, one row per sequence, lengths in blocks.
+
+    Drawn with bars and lines (the browser's plotly bundle has no heatmap): white ticks mark
+    block boundaries inside what each sequence has allocated, up to 256 blocks per row.
+    """
     bs, width = r["block_size"], -(-r["max_model_len"] // r["block_size"])
-    z, labels = [], []
-    for i, tokens in enumerate(r["table_tokens"]):
-        full, part = divmod(tokens, bs)
-        row = [1.0] * full + ([part / bs] if part else [])
-        z.append(row + [None] * (width - len(row)))
-        labels.append(f"paged #{i + 1}")
-    for i, tokens in enumerate(r["table_tokens"]):
-        full, part = divmod(tokens, bs)
-        row = [1.0] * full + ([part / bs] if part else [])
-        z.append(row + [0.0] * (width - len(row)))
-        labels.append(f"contiguous #{i + 1}")
-    heat = {
-        "type": "heatmap", "z": z, "y": labels, "x": list(range(width)), "zmin": 0, "zmax": 1,
-        "colorscale": [[0, "#f2f2f2"], [1, "#0072B2"]], "xgap": 1, "ygap": 2,
-        "colorbar": {"title": {"text": "Share of block filled"}},
-        "hovertemplate": "%{y}, block %{x}: %{z:.0%} filled<extra></extra>",
-    }
-    return make_figure([heat], layout(
-        f"Block tables: {bs}-token blocks; grey = reserved but empty, blank = not reserved",
-        "Block index within the sequence", "", yaxis={"autorange": "reversed"},
+    labels, held, empty_last, unused = [], [], [], []
+    for kind in ("paged", "contiguous"):
+        for i, tokens in enumerate(r["table_tokens"]):
+            blocks = -(-tokens // bs)
+            labels.append(f"{kind} #{i + 1}")
+            held.append(tokens / bs)
+            empty_last.append(blocks - tokens / bs)
+            unused.append(width - blocks if kind == "contiguous" else 0)
+    rows = list(range(len(labels)))
+    hover = "%{customdata}: %{x:.2f} blocks<extra>%{fullData.name}</extra>"
+    data = [
+        bar(held, rows, "Holding tokens", 0, orientation="h", customdata=labels, hovertemplate=hover),
+        bar(empty_last, rows, "Empty slots in the last block", 1, orientation="h", customdata=labels, hovertemplate=hover),
+        bar(unused, rows, "Reserved, never written (contiguous)", 5, orientation="h", customdata=labels, hovertemplate=hover,
+            marker={"color": "#d9d9d9", "pattern": {"shape": "."}}),
+    ]
+    if width <= 256:
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for row, (h, e, u) in enumerate(zip(held, empty_last, unused, strict=True)):
+            for k in range(1, round(h + e + u)):
+                xs += [k, k, None]
+                ys += [row - 0.4, row + 0.4, None]
+        data.append(line(xs, ys, "Block boundaries", 6, showlegend=False, hoverinfo="skip", line={"color": "#ffffff", "width": 1}))
+    return make_figure(data, layout(
+        f"Block tables: {bs}-token blocks, {width} blocks per {r['max_model_len']:,}-token reservation", "Blocks", "",
+        barmode="stack", bargap=0.2, yaxis={"autorange": "reversed", "tickvals": rows, "ticktext": labels},
     ))
 
 

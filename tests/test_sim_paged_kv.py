@@ -30,6 +30,14 @@ def test_every_view_and_the_block_table_picture():
     for view in ("memory", "blocks", "block_size"):
         answer = json.loads(api.run_json("paged_kv", json.dumps({"view": view})))
         assert answer["ok"], answer
-    heat = json.loads(api.run_json("paged_kv", json.dumps({"view": "blocks"})))["figure"]["data"][0]
-    paged_rows = [row for row, label in zip(heat["z"], heat["y"], strict=True) if label.startswith("paged")]
-    assert all(row[-1] is None for row in paged_rows)  # paged tables stop at the last block used
+    fig = json.loads(api.run_json("paged_kv", json.dumps({"view": "blocks"})))["figure"]
+    assert {t["type"] for t in fig["data"]} <= {"scatter", "bar"}  # the browser bundle has no heatmap
+    held, empty_last, unused = (t["x"] for t in fig["data"][:3])
+    labels = fig["data"][0]["customdata"]
+    width = 2048 // 16
+    for label, h, e, u in zip(labels, held, empty_last, unused, strict=True):
+        assert 0 <= e < 1  # only the last block is part-empty
+        if label.startswith("paged"):
+            assert u == 0  # paged tables stop at the last block used
+        else:
+            assert h + e + u == width  # a contiguous slab reserves max_model_len / block_size blocks
