@@ -31,8 +31,8 @@ from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from .engine.cluster import fit_error
 from .engine.metrics import downsample, time_average
 from .params import ParamError, gpu_param, model_param, param
-from .plotting import figure as make_figure
 from .plotting import bar, layout, line
+from .plotting import figure as make_figure
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = "How much reserved KV memory holds real tokens, and how many requests fit, with max-length slabs or small blocks."
