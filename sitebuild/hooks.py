@@ -13,9 +13,12 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from sitebuild import assets, csp, lesson_page
+from sitebuild import assets, csp, docs_pages, glossary, lesson_page
 from sitebuild.course import Course, load_course
 from sitebuild.sims import Simulators
+
+# docs/*.md that are not pages of their own (excluded in mkdocs.yml's exclude_docs).
+PARTIALS = ("validation-table.md",)
 
 
 @dataclass
@@ -23,6 +26,7 @@ class _Build:
     course: Course
     sims: Simulators
     generated: dict[str, bytes]
+    glossary: glossary.Glossary | None = None
 
 
 _build: _Build | None = None
@@ -49,6 +53,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         "pyodideLock": assets.pyodide_lock(),
     }
     config.nav = _nav(course, Path(config.docs_dir))
+    terms = Path(config.docs_dir) / "glossary.yml"
+    _build.glossary = glossary.load(terms) if terms.is_file() else None
     return config
 
 
@@ -67,8 +73,9 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     assert _build is not None
     lesson = _build.course.lesson_at(page.file.src_uri)
     if lesson is None:
-        return markdown
-    return lesson_page.render(lesson, _build.course, _build.sims)
+        path = Path(page.file.abs_src_path or page.file.src_uri)
+        return docs_pages.render(markdown, page.file.src_uri, path, _build.sims, _build.glossary, _build.course)
+    return lesson_page.render(lesson, _build.course, _build.sims, _build.glossary)
 
 
 def on_page_context(context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Any) -> dict[str, Any]:
@@ -83,5 +90,6 @@ def on_post_build(config: MkDocsConfig) -> None:
 
 def _nav(course: Course, docs_dir: Path) -> list[Any]:
     chapters = [{f"{c.id} · {c.name}": [x.src_uri for x in c.lessons]} for c in course.chapters if c.lessons]
-    others = sorted(p.name for p in docs_dir.glob("*.md") if p.name != "index.md")
-    return [{"Course map": "index.md"}, *chapters, {"About this site": others}]
+    others = sorted(p.name for p in docs_dir.glob("*.md") if p.name not in ("index.md", *PARTIALS))
+    tools = sorted(f"tools/{p.name}" for p in (docs_dir / "tools").glob("*.md"))
+    return [{"Course map": "index.md"}, *chapters, *([{"Tools": tools}] if tools else []), {"About this site": others}]

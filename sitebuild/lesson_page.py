@@ -2,44 +2,56 @@
 
 Fences other than ```sim and ```quiz pass through untouched, and `{{ … }}` is only expanded outside
 them and inside ```quiz blocks (so a numeric answer can be computed), so code samples can show the
-syntax itself.
+syntax itself. With a glossary, the first use of each term in a lesson's prose links to its entry
+(sitebuild/glossary.py).
 """
 
 from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 from sitebuild import expressions, quiz_block, sim_block
 from sitebuild.course import Course, Lesson
 from sitebuild.errors import LessonError
+from sitebuild.glossary import Glossary, Linker
 from sitebuild.sims import Simulators
 
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w-]*)")
 
 
-def render(lesson: Lesson, course: Course, sims: Simulators) -> str:
-    lines = lesson.body.splitlines(keepends=True)
-    out = [_header(lesson, course)]
+def render(lesson: Lesson, course: Course, sims: Simulators, glossary: Glossary | None = None) -> str:
+    """The lesson page: header, body (each glossary term linked at its first use), completion."""
+    linker = glossary.linker(lesson.src_uri) if glossary is not None else None
+    body = render_body(lesson.body, lesson.path, lesson.body_line, sims, linker)
+    return _header(lesson, course) + body + _completion(lesson)
+
+
+def render_body(text: str, path: Path, first_line: int, sims: Simulators, linker: Linker | None = None) -> str:
+    """Widgets, quizzes and build-time numbers of any page (a lesson's body, a tool page)."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
     used_ids: set[str] = set()
     quiz_counter = [0]
     i = 0
     while i < len(lines):
-        line_no = lesson.body_line + i
+        line_no = first_line + i
         match = FENCE.match(lines[i])
         if not match:
-            out.append(_expand(lines[i], lesson, line_no, sims))
+            prose = linker.line(lines[i]) if linker is not None else lines[i]
+            out.append(_expand(prose, path, line_no, sims))
             i += 1
             continue
         end = _closing(lines, i, match.group("fence"))
         lang = match.group("lang")
         if lang in ("sim", "quiz"):
             if end is None:
-                raise LessonError(lesson.path, line_no, f"```{lang} block is never closed")
+                raise LessonError(path, line_no, f"```{lang} block is never closed")
             # Quiz answers and explanations may hold build-time numbers too: `answer: {{ … }}`.
             body = lines[i + 1 : end]
             if lang == "quiz":
-                body = [_expand(text, lesson, line_no + 1 + k, sims) for k, text in enumerate(body)]
+                body = [_expand(text, path, line_no + 1 + k, sims) for k, text in enumerate(body)]
             source = "".join(body)
             try:
                 block = (
@@ -48,13 +60,27 @@ def render(lesson: Lesson, course: Course, sims: Simulators) -> str:
                     else quiz_block.render(source, quiz_counter)
                 )
             except sim_block.BlockError as exc:
-                raise LessonError(lesson.path, line_no + 1 + exc.offset, str(exc)) from None
+                raise LessonError(path, line_no + 1 + exc.offset, str(exc)) from None
             out.append(f"\n{block}\n\n")
         else:
             out.extend(lines[i : (end if end is not None else len(lines)) + 1])
         i = (end if end is not None else len(lines)) + 1
-    out.append(_completion(lesson))
     return "".join(out)
+
+
+def prose_lines(text: str) -> list[str]:
+    """The lines of a page outside every fenced block, in order (what the glossary linker sees)."""
+    lines = text.splitlines(keepends=True)
+    out, i = [], 0
+    while i < len(lines):
+        match = FENCE.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        end = _closing(lines, i, match.group("fence"))
+        i = (end if end is not None else len(lines)) + 1
+    return out
 
 
 def _closing(lines: list[str], start: int, fence: str) -> int | None:
@@ -62,11 +88,11 @@ def _closing(lines: list[str], start: int, fence: str) -> int | None:
     return next((j for j in range(start + 1, len(lines)) if closing.match(lines[j].rstrip("\n"))), None)
 
 
-def _expand(line: str, lesson: Lesson, line_no: int, sims: Simulators) -> str:
+def _expand(line: str, path: Path, line_no: int, sims: Simulators) -> str:
     try:
         return expressions.expand(line, sims)
     except ValueError as exc:
-        raise LessonError(lesson.path, line_no, str(exc)) from None
+        raise LessonError(path, line_no, str(exc)) from None
 
 
 def _header(lesson: Lesson, course: Course) -> str:

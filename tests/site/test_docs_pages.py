@@ -1,0 +1,108 @@
+"""The pages of docs/ that hold computed or checkable content: validation, tools, navigation."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from simulators import api, catalog, validation
+from sitebuild import docs_pages, hooks
+from sitebuild.course import load_course
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+
+def test_the_committed_validation_table_is_fresh():
+    # docs/validation-table.md is for readers of the repository; the site renders the table at build time.
+    assert (DOCS / "validation-table.md").read_text(encoding="utf-8") == validation.render_markdown(), (
+        "run: python scripts/validation_table.py"
+    )
+
+
+def test_the_validation_page_gets_the_table_and_a_computed_error_band():
+    page = docs_pages.render_validation((DOCS / "validation.md").read_text(encoding="utf-8"))
+    assert docs_pages.TABLE_MARKER not in page and docs_pages.BAND_MARKER not in page
+    table = [ln for ln in page.splitlines() if ln.startswith("| ") and "Published point" not in ln]
+    assert len(table) == len(validation.measurements())
+    # The band quotes the smallest and largest achieved/predicted speed ratio, as computed.
+    quantity = {e["id"]: e["quantity"] for e in validation.measurements()}
+    speeds = [
+        r.ratio if quantity[r.id] in docs_pages.RATES else 1 / r.ratio
+        for r in validation.rows()
+        if quantity[r.id] in docs_pages.RATES + docs_pages.TIMES
+        and not (r.kind.startswith("course claim") or "derived check" in r.kind)
+    ]
+    assert f"**{min(speeds):.0%} to {max(speeds):.0%}**" in page
+    for words in ("kernel", "launch overhead", "scheduling overhead", "overlap", "dequantis", "attention kernels"):
+        assert words in page.lower(), words
+    assert "no gpu was available" in page.lower()
+
+
+def test_the_validation_page_needs_its_markers():
+    with pytest.raises(Exception, match="validation-table"):
+        docs_pages.render_validation("# Validation\n\n<!-- validation-band -->\n")
+
+
+def json_blocks(path: Path) -> list[dict]:
+    text = path.read_text(encoding="utf-8")
+    return [json.loads(m) for m in re.findall(r"^```json\n(.*?)^```$", text, re.M | re.S)]
+
+
+@pytest.mark.parametrize("page", ["kv-cache-calculator.md", "roofline-planner.md"])
+def test_the_tool_pages_json_examples_are_accepted_by_the_simulators(page):
+    blocks = json_blocks(DOCS / "tools" / page)
+    assert blocks
+    for block in blocks:
+        if "hbm_bandwidth_GBps" in block:
+            catalog.gpu_from_dict(block)
+            answer = api.run("gpu_memory", {"gpu": block, "view": "roofline"})
+        else:
+            catalog.model_from_config(block)
+            answer = api.run("kv_cache", {"model": block})
+        assert answer["ok"], answer
+
+
+def test_the_kv_calculator_example_model_matches_its_published_size():
+    # Mistral-Nemo is a 12B model (mistralai/Mistral-Nemo-Base-2407): the pasted shape must say so.
+    from simulators import costmodel as cm
+
+    config = next(b for b in json_blocks(DOCS / "tools" / "kv-cache-calculator.md") if "num_hidden_layers" in b)
+    assert cm.param_counts(catalog.model_from_config(config)).total / 1e9 == pytest.approx(12.2, abs=0.1)
+
+
+def test_tool_pages_compare_h100_and_a100_and_expose_every_control():
+    for page, sim in (("kv-cache-calculator.md", "kv_cache"), ("roofline-planner.md", "gpu_memory")):
+        text = (DOCS / "tools" / page).read_text(encoding="utf-8")
+        blocks = re.findall(r"^```sim\n(.*?)^```$", text, re.M | re.S)
+        mine = [b for b in blocks if f"sim: {sim}\n" in b]
+        assert len(mine) == 2, page
+        assert "gpu: h100-sxm" in mine[0] and "gpu: a100-sxm-80gb" in mine[1]
+        assert all("controls:" not in b for b in blocks), "a tool exposes every control (no controls: list)"
+
+
+def test_navigation_has_tools_and_the_guides():
+    course = load_course(ROOT / "lessons")
+    nav = hooks._nav(course, DOCS)
+    sections = {k: v for entry in nav for k, v in entry.items()}
+    assert sections["Tools"] == [
+        "tools/batching-simulator.md",
+        "tools/kv-cache-calculator.md",
+        "tools/roofline-planner.md",
+    ]
+    about = sections["About this site"]
+    for page in ("glossary.md", "validation.md", "instructors.md", "contributing.md", "extending.md"):
+        assert page in about
+    assert "validation-table.md" not in about
+
+
+def test_links_to_lessons_missing_from_the_build_keep_their_text_only():
+    # A build of a subset of lessons (`--lessons DIR`, an instructor hiding lessons) stays strict-clean.
+    course = load_course(ROOT / "lessons")
+    text = "See [lesson 01](../lessons/01-kv-cache.md#the-bottleneck) and [lesson 99](../lessons/99-gone.md)."
+    out = docs_pages.unlink_missing_lessons(text, "tools/x.md", course)
+    assert out == "See [lesson 01](../lessons/01-kv-cache.md#the-bottleneck) and lesson 99."
+    assert docs_pages.unlink_missing_lessons("[a](lessons/99-gone.md)", "instructors.md", course) == "a"
