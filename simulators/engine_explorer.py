@@ -100,7 +100,7 @@ class Params:
     max_num_batched_tokens: int = param(512, label="Token budget per step", unit="tokens", min=16, max=16384, step=16, log=True)
     block_size: int = param(16, label="Block size", unit="tokens", min=1, max=256, step=1, log=True)
     # KV memory of the replica; small values make preemption likely.
-    kv_budget_GiB: float = param(2.0, label="KV memory", unit="GiB", min=0.25, max=400.0, step=0.25, log=True)
+    kv_budget_GiB: float = param(1.5, label="KV memory", unit="GiB", min=0.25, max=400.0, step=0.25, log=True)
     num_background: int = param(60, label="Background requests", min=0, max=500, step=10)
     rate_per_s: float = param(12.0, label="Background arrival rate", unit="req/s", min=0.1, max=200.0, step=0.1, log=True)
     max_num_seqs: int = param(256, label="Batch slots", unit="sequences", min=1, max=1024, step=1, log=True)

@@ -59,13 +59,16 @@ def test_request_alone_is_admitted_prefilled_in_budget_chunks_decoded_and_finish
 
 
 def test_small_kv_memory_preempts_and_recomputes():
-    r = ex.run(parse(ex.Params, {"kv_budget_GiB": 1.0, "rate_per_s": 20.0}), seed=0)
+    # 1.5 GiB of KV (12,288 tokens) under 12 background requests per second: the followed
+    # request, the newest running one when the blocks run out, is preempted and recomputed.
+    r = ex.run(parse(ex.Params, {"kv_budget_GiB": 1.5, "rate_per_s": 12.0}), seed=0)
     kinds = [w for _, w, _ in r["follow"]["events"]]
     assert kinds[0] == "arrive" and kinds[-1] == "finish"
     # Preempted at least once: its blocks were freed and taken again, so it allocated more
     # than the ceil((3000 + 199) / 16) = 200 blocks its final context holds.
     assert r["metrics"]["num_preemptions"] >= 1 and "preempt" in kinds
     assert r["metrics"]["blocks_allocated"] > math.ceil((3000 + 199) / 16)
+    assert r["metrics"]["num_prefill_chunks"] > math.ceil(3000 / 512)  # its prompt computed twice
 
 
 def test_both_views_draw_only_trace_types_the_browser_bundle_has():

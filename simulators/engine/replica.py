@@ -49,6 +49,7 @@ class Replica:
         self.running: list[Seq] = []  # admission order: the last is preempted first
         self.prefilling: list[Seq] = []  # the running sequences whose prompt is not all computed
         self.reserved = 0  # decode blocks taken for one step while scheduling
+        self.watermark_blocks = int(cfg.watermark * kv.num_blocks)
         self.skipped = False
         self.steps = 0  # decode steps so far (a decoding sequence's context is steps - g0)
         self.nd = 0  # decoding sequences
@@ -169,10 +170,12 @@ class Replica:
     def _admit(self, s: Seq, budget: int, t: float) -> int:
         """Try to start the head of `waiting` with up to `budget` tokens; tokens scheduled or -1."""
         kv = self.kv
+        water = self.watermark_blocks if self.running else 0
         if s.prefilled:  # disaggregated decode side: the KV arrives whole, nothing to compute
             need = kv.blocks_for(s.num_computed_tokens)
-            if budget < 1 or not kv.take(need):
+            if budget < 1 or need + water > kv.num_available():
                 return -1
+            kv.take(need)
             s.blocks = need
             self.waiting.popleft()
             self.running.append(s)
@@ -186,9 +189,12 @@ class Replica:
         if self.cfg.batching == "static":
             chunk = s.prompt - hit_tokens
         need = kv.blocks_for(hit_tokens + chunk) - len(hit)
-        # Hit blocks that sit in the evictable list stop being available once referenced;
-        # check before touching anything, so a failed attempt leaves the LRU order alone.
-        if need > kv.num_available() - sum(1 for h in hit if h in kv.evictable):
+        # Blocks that must be free to admit: the first chunk's, or (reserve_full_isl) the whole
+        # prompt's, plus the watermark. Hit blocks that sit in the evictable list stop being
+        # available once referenced; check before touching anything, so a failed attempt leaves
+        # the LRU order alone.
+        gate = kv.blocks_for(s.prompt) - len(hit) if self.cfg.reserve_full_isl else need
+        if gate + water > kv.num_available() - sum(1 for h in hit if h in kv.evictable):
             return -1
         kv.ref(hit)
         kv.take(need)
@@ -349,15 +355,27 @@ class Replica:
 
     def _cut(self, t: float) -> list[Event]:
         """Shorten the stride in flight to the steps that started before t."""
-        lo, hi = 1, self.plan_n  # find the fewest steps whose end is at or after t
-        while lo < hi:
+        # The fewest steps n in [1, plan_n] whose end plan_t0 + S(n) is at or after t. S grows
+        # almost linearly (contexts grow by one token a step), so interpolating between the
+        # bracket's ends finds n in a few evaluations; every other guess bisects, which bounds
+        # the worst case by twice binary search's. Only the comparison decides, as in bisection.
+        t0, target = self.plan_t0, t - self.plan_t0
+        lo, hi = 0, self.plan_n  # S(lo) misses t (S(0) = 0), hi is the answer if nothing smaller is
+        s_lo, s_hi = 0.0, self._stride_s(hi)
+        interpolate = True
+        while hi - lo > 1:
             mid = (lo + hi) // 2
-            if self.plan_t0 + self._stride_s(mid) >= t:
-                hi = mid
+            if interpolate and s_hi > s_lo:
+                mid = min(hi - 1, max(lo + 1, lo + int((target - s_lo) * (hi - lo) / (s_hi - s_lo))))
+            interpolate = not interpolate
+            s_mid = self._stride_s(mid)
+            if t0 + s_mid >= t:
+                hi, s_hi = mid, s_mid
             else:
-                lo = mid + 1
-        if lo >= self.plan_n:
+                lo, s_lo = mid, s_mid
+        if hi >= self.plan_n:
             return []
+        lo = hi
         self.plan_n = lo
         return self._end_at(self.plan_t0 + self._stride_s(lo))
 

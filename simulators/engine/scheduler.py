@@ -7,8 +7,9 @@ order: each decoding sequence takes one token, each part-prefilled one takes the
 its prompt. KV blocks are allocated for what is scheduled; when they run out, the most recently
 admitted running sequence is preempted (its blocks freed, its progress forgotten, recomputed
 later) and put back at the front of `waiting`. Then, if nothing was preempted, `waiting`
-sequences are admitted first come first served while budget, `max_num_seqs` and blocks allow;
-the first that does not fit stops admission (no overtaking).
+sequences are admitted first come first served while budget, `max_num_seqs` and blocks allow
+(blocks for the whole prompt, plus a watermark of free blocks while anything runs: see
+`reserve_full_isl`); the first that does not fit stops admission (no overtaking).
 
 Variants: without chunked prefill a prompt must be scheduled whole and the step runs prefills
 only (decodes pause, as vLLM v0 did); static batching admits a batch only when the engine is
@@ -44,6 +45,14 @@ class SchedulerConfig:
     chunked_prefill: bool = True
     # Longest prompt + output a sequence may reach; longer requests are dropped and reported.
     max_model_len: int = 8192
+    # Admission control (vLLM v1 KVCacheManager.allocate_slots): a waiting or preempted sequence
+    # is admitted only when blocks for its whole current sequence (prompt, plus the output so far
+    # after a preemption) are free, not only for its first chunk (vLLM's
+    # scheduler_reserve_full_isl, on by default: it prevents over-admission and KV thrashing with
+    # chunked prefill), keeping `watermark` of all blocks free while anything runs (vLLM v0's
+    # BlockSpaceManager default 0.01; v1 applies its watermark to waiting requests the same way).
+    reserve_full_isl: bool = True
+    watermark: float = 0.01
     # Speculative decoding: draft tokens per step (0 = off), per-token acceptance rate, and the
     # cost of one draft step as a fraction of one target decode step.
     num_speculative_tokens: int = 0
