@@ -126,11 +126,16 @@ def serve(
     num_prefill: int = 0,
     single_step: bool = False,
     keep_log: bool = False,
+    hash_memo: dict[Any, Any] | None = None,
 ) -> Served:
-    """Run the requests on num_replicas replicas of `spec` (the first num_prefill only prefill)."""
+    """Run the requests on num_replicas replicas of `spec` (the first num_prefill only prefill).
+
+    `hash_memo` lets several runs of the same requests (and block size) share their block-hash
+    chains, which are pure functions of the prompt segments (kv.KVCacheManager.hashes).
+    """
     log: list[tuple[Any, ...]] | None = [] if keep_log else None
     cost = spec.step_cost()
-    memo: dict[Any, Any] = {}
+    memo: dict[Any, Any] = {} if hash_memo is None else hash_memo
     reps = []
     for i in range(num_replicas):
         role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
