@@ -56,7 +56,9 @@ def main() -> None:
         )
     # 20,000-token answers need a long context: Llama-3.1-8B's shape is Llama-3-8B's. At 0.02
     # req/s the KV memory (about 19 reasoning sequences) keeps up; at 0.5 req/s it is 25 times
-    # oversubscribed and preemption by recompute thrashes (every preemption is an event).
+    # oversubscribed: admission waits for blocks for the whole sequence plus a 1% watermark
+    # (vLLM v1), yet decode growth still preempts the newest sequence about twice per request
+    # (every preemption and its recompute chunks are events).
     long = EngineSpec(m, gpu, SchedulerConfig(max_model_len=65536))
     for r in (0.02, 0.5):
         chat = trace(200, r)
