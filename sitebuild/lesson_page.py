@@ -1,6 +1,6 @@
 """A lesson's Markdown → the Markdown mkdocs renders: header, widgets, quizzes, computed numbers.
 
-Fences other than ```sim and ```quiz pass through untouched, and `{{ … }}` is only expanded outside
+Fences other than ```sim, ```quiz and ```checklist pass through untouched, and `{{ … }}` is only expanded outside
 them and inside ```quiz blocks (so a numeric answer can be computed), so code samples can show the
 syntax itself. With a glossary, the first use of each term in a lesson's prose links to its entry
 (sitebuild/glossary.py).
@@ -12,7 +12,7 @@ import html
 import re
 from pathlib import Path
 
-from sitebuild import expressions, quiz_block, sim_block
+from sitebuild import checklist_block, expressions, quiz_block, sim_block
 from sitebuild.course import Course, Lesson
 from sitebuild.errors import LessonError
 from sitebuild.glossary import Glossary, Linker
@@ -45,7 +45,7 @@ def render_body(text: str, path: Path, first_line: int, sims: Simulators, linker
             continue
         end = _closing(lines, i, match.group("fence"))
         lang = match.group("lang")
-        if lang in ("sim", "quiz"):
+        if lang in ("sim", "quiz", "checklist"):
             if end is None:
                 raise LessonError(path, line_no, f"```{lang} block is never closed")
             # Quiz answers and explanations may hold build-time numbers too: `answer: {{ … }}`.
@@ -54,11 +54,12 @@ def render_body(text: str, path: Path, first_line: int, sims: Simulators, linker
                 body = [_expand(text, path, line_no + 1 + k, sims) for k, text in enumerate(body)]
             source = "".join(body)
             try:
-                block = (
-                    sim_block.render(source, sims, used_ids)
-                    if lang == "sim"
-                    else quiz_block.render(source, quiz_counter)
-                )
+                if lang == "sim":
+                    block = sim_block.render(source, sims, used_ids)
+                elif lang == "quiz":
+                    block = quiz_block.render(source, quiz_counter)
+                else:
+                    block = checklist_block.render(source, used_ids)
             except sim_block.BlockError as exc:
                 raise LessonError(path, line_no + 1 + exc.offset, str(exc)) from None
             out.append(f"\n{block}\n\n")

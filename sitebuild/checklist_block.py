@@ -1,0 +1,98 @@
+"""A ```checklist fence → a list the reader ticks, kept in their progress (`checklist.js`).
+
+    ```checklist
+    id: benchmark-audit                      # unique on the page; the ticks are saved under it
+    title: Tick what the benchmark states    # optional; the legend (default "Checklist")
+    items:
+      - Open-loop arrivals (Poisson), the rate swept past the knee
+      - p50 / p95 / p99 of TTFT and TPOT, separately
+    ```
+
+Items are inline Markdown (`code`, links, $math$). Each box is saved under a short hash of its
+text, so reordering items keeps the reader's ticks and rewording one clears only that one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from typing import Any
+
+import yaml
+
+from sitebuild.sim_block import WIDGET_ID, BlockError
+
+KEYS = ("id", "title", "items")
+
+
+def render(source: str, used_ids: set[str]) -> str:
+    """HTML for one checklist; `used_ids` holds the page's widget ids (mutated)."""
+    spec, lines = _read(source)
+    checklist_id = spec.get("id")
+    if not isinstance(checklist_id, str) or not WIDGET_ID.match(checklist_id):
+        raise BlockError(
+            lines.get("id", 0), f"a checklist needs 'id:' of lower-case letters, digits, - or _, not {checklist_id!r}"
+        )
+    if f"checklist:{checklist_id}" in used_ids:
+        raise BlockError(lines["id"], f"checklist id {checklist_id!r} is already used on this page")
+    title = spec.get("title", "Checklist")
+    if not isinstance(title, str) or not title.strip():
+        raise BlockError(lines.get("title", 0), "'title' must be text")
+    items = spec.get("items")
+    if not isinstance(items, list) or not items:
+        raise BlockError(lines.get("items", 0), "a checklist needs 'items:', a YAML list of at least one line of text")
+    for index, item in enumerate(items):
+        if not isinstance(item, str) or not item.strip():
+            raise BlockError(lines.get(f"items.{index}", lines["items"]), f"item {index + 1} must be a line of text")
+    values = [hashlib.sha256(item.strip().encode()).hexdigest()[:8] for item in items]
+    if len(set(values)) < len(values):
+        raise BlockError(lines["items"], "two items have the same text")
+    used_ids.add(f"checklist:{checklist_id}")
+    return _html(checklist_id, title, items, values)
+
+
+def _read(source: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """The block's mapping and the line offset of each key (and of each `items.<n>`)."""
+    try:
+        node = yaml.compose(source, Loader=yaml.SafeLoader)
+        spec = yaml.safe_load(source)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise BlockError(mark.line if mark else 0, f"invalid YAML in checklist block: {exc.problem}") from None
+    if not isinstance(spec, dict) or not isinstance(node, yaml.MappingNode):
+        raise BlockError(0, "a checklist block is a YAML mapping (id:, items:, optional title:)")
+    lines: dict[str, int] = {}
+    for key, value in node.value:
+        lines[key.value] = key.start_mark.line
+        if key.value == "items" and isinstance(value, yaml.SequenceNode):
+            for index, item in enumerate(value.value):
+                lines[f"items.{index}"] = item.start_mark.line
+    unknown = [key for key in spec if key not in KEYS]
+    if unknown:
+        raise BlockError(
+            lines[unknown[0]], f"unknown key {unknown[0]!r} in checklist block (allowed: {', '.join(KEYS)})"
+        )
+    return spec, lines
+
+
+def _html(checklist_id: str, title: str, items: list[str], values: list[str]) -> str:
+    e = html.escape
+    prefix = f"checklist-{checklist_id}"
+    parts = [
+        f'<fieldset class="checklist" id="{prefix}" data-checklist="{e(checklist_id)}" markdown="1">',
+        f'<legend markdown="span">{title.strip()}</legend>',
+        '<ul class="checklist-items" markdown="1">',
+    ]
+    for index, (item, value) in enumerate(zip(items, values, strict=True), start=1):
+        parts.append(
+            f'<li markdown="span"><input type="checkbox" id="{prefix}-{index}" value="{value}"> '
+            f'<label for="{prefix}-{index}">{item.strip()}</label></li>'
+        )
+    parts += [
+        "</ul>",
+        f'<p class="checklist-status" role="status" aria-live="polite">0 of {len(items)} checked</p>',
+        '<p class="checklist-actions"><button type="button" class="md-button checklist-reset">'
+        "Clear the ticks</button></p>",
+        "</fieldset>",
+    ]
+    return "\n".join(parts)
