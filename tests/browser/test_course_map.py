@@ -87,6 +87,16 @@ def test_self_check_gives_feedback_and_remembers_the_answer(page: Page, site: Si
     assert page.locator(".quiz-q[data-type=number]").first.locator("input").input_value() == answer
 
 
+def test_search_finds_a_lesson_and_the_palette_toggles(page: Page, site: Site) -> None:
+    page.goto(site.url)
+    page.locator("input[data-md-component=search-query]").fill("cache")
+    page.locator(".md-search-result__item").first.wait_for()
+    scheme = page.evaluate("() => document.body.dataset.mdColorScheme")
+    page.keyboard.press("Escape")
+    page.locator("form[data-md-component=palette] label:visible").first.click()
+    assert page.evaluate("() => document.body.dataset.mdColorScheme") != scheme
+
+
 def test_pages_fit_a_390_px_phone_and_render_math_offline(page: Page, site: Site) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
     for url in [site.url, site.url + site.pages_with('data-sim="')[0]]:

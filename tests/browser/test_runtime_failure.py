@@ -1,0 +1,28 @@
+"""When Python cannot start, the page says why and keeps its pre-rendered charts.
+
+The wasm request is held without an answer, as happens when a server sends `.wasm` with a type
+Pyodide waits on forever; the client's 15 s start-up limit must end the wait with a notice.
+"""
+
+from __future__ import annotations
+
+from browser_helpers import Records, Site, assert_clean
+from playwright.sync_api import BrowserContext, Route
+
+
+def test_a_runtime_that_never_starts_ends_in_a_notice_and_the_charts_stay(context: BrowserContext, site: Site) -> None:
+    held: list[Route] = []
+    context.route("**/pyodide.asm.wasm", lambda route: held.append(route))  # never answered
+    page = context.new_page()
+    page.goto(site.url + site.pages_with('data-sim="')[0])
+    page.wait_for_function("() => window.llmCourse?.runtime?.state === 'failed'", timeout=30_000)
+    figure = page.locator("figure.sim").first
+    assert "did not start within 15 s" in figure.locator(".sim-status").inner_text()
+    assert figure.locator(".sim-chart .main-svg").count() > 0
+    assert figure.locator(".sim-field input").first.is_disabled()
+    assert held, "the wasm request never reached the route"
+    page.close()
+
+
+def test_no_request_left_the_site_and_no_error_happened(records: Records) -> None:
+    assert_clean(records)
