@@ -47,6 +47,7 @@ METRICS = {
     "max_sequences_chat": ("Chat sequences the KV memory holds", "sequences"),
     "speculation_speedup": ("Speculation: reasoning e2e speed-up", "x"),
     "tokens_per_step": ("Speculation: tokens per step", "tokens"),
+    "num_preemptions_reasoning": ("Preemptions of reasoning requests (recomputed)", "preemptions"),
 }
 DRAFTS = (0, 1, 2, 3, 4, 6, 8)
 # Sequences may grow to this length whatever the model's trained context (see the notes).
@@ -98,6 +99,7 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) ->
         "prefill_share": sum((r.ttft_s - r.queue_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "turnover": 60 * len(recs) / makespan / max(busy_slots, 1e-9),
         "final_ctx": final_ctx,
+        "preemptions": s["num_preemptions"],
         "series": downsample([(t, running) for t, _, _, _, _, running in rep.series]),
     }
 
@@ -132,6 +134,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             "max_sequences_chat": capacity // max(1, round(chat["final_ctx"])),
             "speculation_speedup": plain["e2e_mean"] / spec["e2e_mean"],
             "tokens_per_step": sched.tokens_per_step(),
+            "num_preemptions_reasoning": plain["preemptions"],
         },
     }
 
