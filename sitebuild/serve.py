@@ -31,8 +31,8 @@ COMPRESSIBLE = {".html", ".js", ".mjs", ".css", ".json", ".svg", ".xml", ".txt",
 class SiteHandler(SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     extensions_map = {**SimpleHTTPRequestHandler.extensions_map, **TYPES}
-    # (path, mtime) -> gzip bytes; shared by the handler threads, written whole per key.
-    _gzip_cache: dict[tuple[str, float], bytes] = {}
+    # path -> (mtime, gzip bytes), shared by the handler threads; a rebuilt file replaces its entry.
+    _gzip_cache: dict[str, tuple[float, bytes]] = {}
 
     def end_headers(self) -> None:
         # Revalidate every time (the dev server rebuilds in place); 304s keep the cache useful.
@@ -54,10 +54,11 @@ class SiteHandler(SimpleHTTPRequestHandler):
             self.send_response(304)
             self.end_headers()
             return None
-        key = (str(path), stat.st_mtime)
-        if key not in self._gzip_cache:
-            self._gzip_cache[key] = gzip.compress(path.read_bytes(), compresslevel=6, mtime=0)
-        body = self._gzip_cache[key]
+        cached = self._gzip_cache.get(str(path))
+        if cached is None or cached[0] != stat.st_mtime:
+            cached = (stat.st_mtime, gzip.compress(path.read_bytes(), compresslevel=6, mtime=0))
+            self._gzip_cache[str(path)] = cached
+        body = cached[1]
         self.send_response(200)
         self.send_header("Content-Type", self.guess_type(str(path)))
         self.send_header("Content-Encoding", "gzip")

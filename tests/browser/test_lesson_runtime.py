@@ -7,10 +7,14 @@ time-limit tests add the few starts they are about.
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
+from browser_helpers import ROOT, RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
 from playwright.sync_api import BrowserContext, Locator, Page
 
 from simulators import api
@@ -85,6 +89,23 @@ def test_changing_a_control_updates_chart_metrics_and_address(page: Page) -> Non
     assert after[0] != before[0] and after[1] != before[1]
     state = parse_qs(urlsplit(page.url).query)[f"sim-{figure.get_attribute('data-widget')}"][0]
     assert json.loads(state)[param["name"]] == value
+
+
+def test_downloads_and_the_python_recipe_reproduce_the_scenario(page: Page) -> None:
+    figure = page.locator("figure.sim").first
+    with page.expect_download() as csv_download:
+        figure.get_by_role("button", name="Download data (CSV)").click()
+    assert Path(csv_download.value.path()).read_text().startswith("series,x,y\n")
+    with page.expect_download() as json_download:
+        figure.get_by_role("button", name="Download data (JSON)").click()
+    saved = json.loads(Path(json_download.value.path()).read_text())
+    figure.locator(".sim-reproduce summary").click()
+    command = figure.locator(".sim-reproduce code").first.inner_text()
+    assert command.startswith(f"python -m simulators run {saved['simulator']} --set ")
+    argv = [sys.executable, *shlex.split(command)[1:], "--json"]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["metrics"] == saved["metrics"]
 
 
 def test_an_invalid_typed_value_shows_the_message_next_to_the_field(page: Page) -> None:

@@ -21,7 +21,9 @@ document$.subscribe(() => {
   if (elements.length === 0) return;
   schemas ??= fetch(new URL(`../generated/${runtimeConfig().schemas}`, import.meta.url)).then((r) => r.json());
   elements.forEach(mount);
-  (window.requestIdleCallback ?? setTimeout)(() => start().catch(() => {}), { timeout: 1000 });
+  // Python starts at the first idle moment (or after 500 ms), so the page and its charts come first.
+  const whenIdle = window.requestIdleCallback ?? ((callback) => setTimeout(callback, 0));
+  whenIdle(() => start().catch(() => {}), { timeout: 500 });
 });
 
 new MutationObserver(() => mounted.forEach((w) => w.answer && draw(w.chart, w.answer.figure)))
@@ -263,26 +265,31 @@ function axisTitle(w, axis) {
 }
 
 function actions(w) {
-  const csv = ["series,x,y", ...w.answer.figure.data.flatMap((t, i) =>
-    (t.x ?? t.labels ?? []).map((x, j) => [t.name || `series ${i + 1}`, x, (t.y ?? t.values)[j]].map(csvCell).join(",")))].join("\n");
-  const json = JSON.stringify({ simulator: w.name, params: w.values, ...w.answer }, null, 2);
   const sets = Object.entries(w.values ?? w.base).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(w.schema?.params.find((p) => p.name === k)?.default));
   const cli = ["python -m simulators run", w.name, ...sets.map(([k, v]) => `--set ${shellQuote(`${k}=${typeof v === "object" ? JSON.stringify(v) : v}`)}`)].join(" ");
   const imports = sets.some(([, v]) => typeof v === "object") ? "import json\n" : "";
   const call = `${imports}from simulators import api\nanswer = api.evaluate(${[JSON.stringify(w.name), ...sets.map(([k, v]) => `${k}=${pythonLiteral(v)}`)].join(", ")})\nprint(answer["metrics"])`;
   w.el.querySelector(".sim-actions").replaceChildren(
-    download(`${w.id}.csv`, "text/csv", csv, "Download data (CSV)"),
-    download(`${w.id}.json`, "application/json", json, "Download data (JSON)"),
+    download(`${w.id}.csv`, "text/csv", () => csv(w.answer.figure), "Download data (CSV)"),
+    download(`${w.id}.json`, "application/json", () => JSON.stringify({ simulator: w.name, params: w.values, ...w.answer }, null, 2), "Download data (JSON)"),
     tag("details", { class: "sim-reproduce" }, tag("summary", {}, "Reproduce in Python"),
       tag("p", {}, "From the repository root, the command line:"), tag("pre", {}, tag("code", {}, cli)),
       tag("p", {}, "or the API:"), tag("pre", {}, tag("code", {}, call))),
   );
 }
 
+// One row per plotted point: series, x, y.
+function csv(figure) {
+  const rows = figure.data.flatMap((t, i) =>
+    (t.x ?? t.labels ?? []).map((x, j) => [t.name || `series ${i + 1}`, x, (t.y ?? t.values)[j]].map(csvCell).join(",")));
+  return ["series,x,y", ...rows].join("\n");
+}
+
+// The file's text is made on click, not on every run.
 function download(name, type, text, label) {
   const button = tag("button", { type: "button", class: "md-button" }, label);
   button.addEventListener("click", () => {
-    const a = tag("a", { href: URL.createObjectURL(new Blob([text], { type })), download: name });
+    const a = tag("a", { href: URL.createObjectURL(new Blob([text()], { type })), download: name });
     a.click();
     setTimeout(() => URL.revokeObjectURL(a.href), 1000);
   });
