@@ -10,6 +10,12 @@ chunked prefill sharing steps with decodes. Every step time comes from the cost 
 Assumptions: static batching pays no padding (finished slots cost no compute), which flatters it.
 Throughput here is every request over the makespan (first arrival to last completion).
 
+Slot occupancy is time-weighted: the engine samples each step's state at the step's *start*, after
+scheduling, and the sample holds until the next one, so a slot counts as busy during every step
+that processes its sequence, prefill included. (Sampling at each step's end would draw a static
+batch's long prefill step as the empty engine before it and count those slots idle.) A static
+batch's slot is idle from its sequence's last token to the end of the batch's longest answer.
+
 References: 1) Yu et al. 2022, Orca: A Distributed Serving System for Transformer-Based
 Generative Models (OSDI), iteration-level scheduling; 2) Kwon et al. 2023 (arXiv 2309.06180);
 3) Azure LLM inference trace 2023 for the default lengths (reference section 8).
@@ -80,6 +86,15 @@ def _lengths(p: Params) -> workload.Lengths:
     return workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
 
 
+def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_seqs: int) -> float:
+    """Busy share of the batch slots: sequences running (prefilling or decoding), time-weighted.
+
+    `series` is a replica's, one sample per step at its start (see the module docstring), from
+    the first step to the engine's last idle moment.
+    """
+    return time_average([(t, running) for t, _, _, _, _, running in series]) / max_num_seqs
+
+
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     rng = random.Random(seed)
@@ -92,8 +107,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         served = serve(reqs, spec)
         s = summarize(served.records)
         rep = served.replicas[0]
-        busy = [(t, running) for t, _, _, _, _, running in rep.series]
-        occ = time_average(busy) / p.max_num_seqs
+        occ = slot_occupancy(rep.series, p.max_num_seqs)
         # Throughput over the whole run: every request, first arrival to last completion.
         recs = served.records
         makespan = max(x.arrival_s + x.e2e_s for x in recs) - min(x.arrival_s for x in recs) if recs else 1.0
@@ -123,7 +137,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         return make_figure(data, layout(f"Latency percentiles, {r['model']} on {r['gpu']}", "Metric", "Seconds", barmode="group", yaxis={"type": "log"}))
     st, co = r["static"]["series"], r["continuous"]["series"]
     data = [
-        line([x[0] for x in st], [x[2] for x in st], "Static: sequences still decoding", 1, line_shape="hv"),
+        line([x[0] for x in st], [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, line_shape="hv"),
         line([x[0] for x in st], [x[1] for x in st], "Static: slots held by the batch", 3, line_shape="hv"),
         line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, line_shape="hv"),
     ]

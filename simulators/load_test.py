@@ -12,7 +12,9 @@ lengths (fixed) instead of the heavy-tailed Azure lognormal. The *percentiles* v
 against p50 / p90 / p99 at one rate. Warm-up and cool-down: the first and last fractions of the
 arrivals are left out of the statistics; the metrics give both kept and discarded figures (a
 simulated server has no CUDA graphs to capture, but it does start empty, which flatters
-early requests and lowers measured throughput).
+early requests and lowers measured throughput). A request longer than the model's context
+(prompt plus output) cannot be served: it is dropped and counted (`num_dropped`), as GuideLLM
+counts errored requests, and a closed-loop user sends its next request at once.
 
 The result carries the run in GuideLLM's metric names (`guidellm`: requests_per_second,
 time_to_first_token_ms, inter_token_latency_ms, time_per_output_token_ms, request_latency...,
@@ -53,6 +55,7 @@ METRICS = {
     "request_throughput_warmup_kept_per_s": ("Throughput with warm-up kept", "req/s"),
     "closed_loop_ttft_s_p99": ("Closed loop: TTFT p99", "s"),
     "closed_loop_throughput_per_s": ("Closed loop: throughput", "req/s"),
+    "num_dropped": ("Requests per run longer than the context (errors)", "requests"),
 }
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)
 USERS = (1, 4, 16, 64, 128)
@@ -136,7 +139,11 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "request_throughput_warmup_kept_per_s": kept.metrics["request_throughput_per_s"],
         "closed_loop_ttft_s_p99": closed.metrics["ttft_s_p99"],
         "closed_loop_throughput_per_s": closed.metrics["request_throughput_per_s"],
+        # Every run draws the same lengths (same seed, lengths drawn first), so the same requests.
+        "num_dropped": a["num_dropped"],
     }
+    out["num_requests"] = p.num_requests
+    out["max_context_tokens"] = m.max_context_tokens
     return out
 
 
@@ -176,6 +183,16 @@ def summary(r: dict[str, Any]) -> str:
         f"{m['ttft_s_mean'] * 1e3:,.0f} ms on average but {m['ttft_s_p99'] * 1e3:,.0f} ms at p99; TPOT {m['tpot_s_mean'] * 1e3:,.1f} ms mean, "
         f"{m['tpot_s_p99'] * 1e3:,.1f} ms p99. {m['slo_attainment']:.0%} of requests meet the SLO: goodput {m['goodput_per_s']:.2f} of "
         f"{m['request_throughput_per_s']:.2f} req/s. Keeping the warm-up, measured throughput is {m['request_throughput_warmup_kept_per_s']:.2f} req/s. "
-        f"{r['users']} closed-loop users reach {m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
-        f"they slow down instead of queueing."
+        f"{r['users']} closed-loop user{'s reach' if r['users'] != 1 else ' reaches'} {m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
+        f"they slow down instead of queueing. {_dropped_sentence(r)}"
+    )
+
+
+def _dropped_sentence(r: dict[str, Any]) -> str:
+    n, ctx = int(r["metrics"]["num_dropped"]), r["max_context_tokens"]
+    if not n:
+        return f"Every request fits the {ctx:,}-token context."
+    return (
+        f"{n} of the {r['num_requests']:,} requests in each run ask for more than the {ctx:,}-token context (prompt plus output): "
+        f"the server rejects them and they count as errors, outside the latency statistics; a closed-loop user goes on to its next request."
     )

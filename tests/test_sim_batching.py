@@ -1,6 +1,11 @@
 """batching: continuous batching beats static batching once the slots are contended."""
 
+import pytest
+
 from simulators import batching
+from simulators.catalog import resolve_gpu, resolve_model
+from simulators.engine import EngineSpec, SchedulerConfig, serve
+from simulators.engine.workload import Request
 from simulators.params import parse
 
 
@@ -11,3 +16,20 @@ def test_continuous_beats_static_under_load_and_ties_when_idle():
     assert busy["slot_occupancy_continuous"] > busy["slot_occupancy_static"]
     idle = batching.run(parse(batching.Params, {"rate_per_s": 0.5, "num_requests": 40}), seed=0)["metrics"]
     assert 0.9 < idle["throughput_gain"] < 1.2
+
+
+def test_a_static_batch_is_busy_during_its_prefill():
+    # Two requests (2,000-token prompt, 10-token answer) 100 s apart through a one-slot static
+    # batcher: each batch is one big prefill step and 9 decode steps, D seconds in all, the slot
+    # busy throughout; between them the engine is idle.
+    m, gpu = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
+    reqs = [Request(i, 100.0 * i, 2000, 10, ((i + 1, 2000),)) for i in range(2)]
+    served = serve(reqs, EngineSpec(m, gpu, SchedulerConfig(batching="static", max_num_seqs=1)))
+    d = served.records[0].e2e_s
+    assert served.records[0].ttft_s > 0.3 * d  # the prefill is a large share of the batch's time
+    series = served.replicas[0].series
+    # The sample at each batch's start already holds its sequence: the prefill step is busy.
+    assert [(t, slots, running) for t, slots, _, _, _, running in series if t in (0.0, 100.0)] == [(0.0, 1, 1), (100.0, 1, 1)]
+    # Busy 2D of the 100 + D seconds from the first arrival to the last completion (sampling
+    # each step's end would have counted the second prefill as idle).
+    assert batching.slot_occupancy(series, 1) == pytest.approx(2 * d / (100 + d))

@@ -1,7 +1,14 @@
-"""load_test: GuideLLM's names in the export; goodput rises with load below the knee."""
+"""load_test: GuideLLM's names in the export; goodput rises with load below the knee; requests too
+long for the context are dropped, counted, and do not stop a closed-loop user."""
+
+import dataclasses
+import random
 
 from simulators import load_test
-from simulators.engine.loadgen import GUIDELLM_NAMES
+from simulators.catalog import resolve_gpu, resolve_model
+from simulators.engine import EngineSpec, SchedulerConfig, serve
+from simulators.engine.loadgen import GUIDELLM_NAMES, requests_for, run_profile
+from simulators.engine.workload import Request
 from simulators.params import parse
 
 
@@ -27,3 +34,62 @@ def test_closed_loop_cannot_exceed_its_users_and_open_loop_queues_past_capacity(
     # One closed-loop user is the synchronous profile: never more than one request in flight.
     assert r["closed"][0]["ttft_p99"] < 0.5
     assert r["open"][-1]["ttft_p99"] > r["open"][0]["ttft_p99"]
+
+
+def _one_user(prompt_lengths, output_tokens=10):
+    """One closed-loop user's requests, each sent when the previous one ends."""
+    return [Request(i, 0.0, p, output_tokens, ((i + 1, p),), after=i - 1 if i else None) for i, p in enumerate(prompt_lengths)]
+
+
+SPEC = EngineSpec(resolve_model("llama-3-8b"), resolve_gpu("h100-sxm"), SchedulerConfig(max_model_len=8192))
+
+
+def test_a_request_longer_than_the_context_is_dropped_and_the_user_goes_on():
+    # Request 1 asks for 9,000 + 10 tokens of an 8,192-token context: it is reported dropped,
+    # and the user sends request 2 at once, as GuideLLM records an error and continues.
+    served = serve(_one_user([100, 9000, 100]), SPEC)
+    assert [r.id for r in served.dropped] == [1]
+    assert sorted(r.id for r in served.records) == [0, 2]
+    first, last = sorted(served.records, key=lambda r: r.id)
+    assert last.arrival_s == first.arrival_s + first.e2e_s  # sent when request 0 ended
+
+
+def test_a_conversation_ends_with_its_dropped_turn():
+    # Turn 1 re-sends turn 0's answer (segment 10) and is too long; turn 2 re-sends turn 1's
+    # answer, which never came: both are dropped, unlike a closed-loop user's next request.
+    turn0 = Request(0, 0.0, 100, 10, ((1, 100),), output_segment=10)
+    turn1 = Request(1, 1.0, 9000, 10, ((1, 100), (10, 10), (2, 8890)), after=0, output_segment=11)
+    turn2 = Request(2, 1.0, 9100, 10, ((1, 100), (10, 10), (2, 8890), (11, 10), (3, 90)), after=1)
+    served = serve([turn0, turn1, turn2], SPEC)
+    assert [r.id for r in served.records] == [0]
+    assert [r.id for r in served.dropped] == [1, 2]
+
+
+def test_one_closed_loop_user_completes_every_request_that_fits():
+    # Azure lengths: a few of 1,000 draws exceed the 8,192-token context. Every other request
+    # completes (it was 291 of 1,000 when a drop ended the user's loop), and the run says so.
+    lengths = load_test._lengths("azure")
+    run = run_profile("concurrent", SPEC, 1000, lengths, 0, users=1)
+    too_long = sum(1 for r in requests_for("concurrent", random.Random(0), 1000, lengths, users=1) if r.prompt_tokens + r.output_tokens > 8192)
+    assert too_long > 0
+    assert run.metrics["num_dropped"] == too_long
+    assert run.metrics["num_requests"] == 1000 - too_long
+    r = load_test.run(parse(load_test.Params, {"num_requests": 1000, "users": 1, "view": "percentiles"}), seed=0)
+    assert r["metrics"]["num_dropped"] == too_long
+    assert f"{too_long} of the 1,000 requests" in load_test.summary(r)
+
+
+def test_a_long_chain_of_dropped_turns_does_not_recurse():
+    # 5,000 turns of one conversation, the first too long: all are dropped, without recursion.
+    reqs = [Request(0, 0.0, 9000, 10, ((1, 9000),), output_segment=0)]
+    reqs += [Request(i, 0.0, 9000, 10, ((1, 9000), (i - 1, 10)), after=i - 1, output_segment=i) for i in range(1, 5000)]
+    assert len(serve(reqs, SPEC).dropped) == 5000
+
+
+def test_the_knee_view_runs_at_the_request_sliders_maximum():
+    # Its 1-user closed loop of 2,000 requests once released followers recursively and raised
+    # RecursionError. (tests/test_slider_extremes.py runs every view at every slider's ends.)
+    top = next(f for f in dataclasses.fields(load_test.Params) if f.name == "num_requests").metadata["max"]
+    r = load_test.run(parse(load_test.Params, {"num_requests": top, "view": "knee"}), seed=0)
+    assert r["metrics"]["num_dropped"] > 0
+    assert len(r["closed"]) == len(load_test.USERS)

@@ -73,7 +73,7 @@ class Replica:
         self.prefill_tokens = 0  # prompt tokens computed (recomputation after preemption included)
         self.hit_tokens = 0  # prompt tokens served from the prefix cache, all admissions
         self.busy_s = 0.0
-        self.series: list[tuple[float, int, int, int, int, int]] = []  # t, batch, waiting, used blocks, held, decoding
+        self.series: list[tuple[float, int, int, int, int, int]] = []  # per step, at its start: t, batch slots, waiting, used blocks, held tokens, running
         self._tie = itertools.count()
 
     # -- lazy decode set ----------------------------------------------------------------------
@@ -297,6 +297,7 @@ class Replica:
                 keys += attention_keys(s.scheduled, c)
                 kv_tok += self.cost.held(c) + s.scheduled
             dur = self.cost.time_s(tokens, nd + len(chunks), keys, kv_tok)
+            self._record(t, tokens)  # the step's blocks, new tokens' included, are taken now
             self.plan_n = 1 if nd else 0
             self.plan_blocks = self.reserved
             self.num_steps += 1
@@ -336,6 +337,7 @@ class Replica:
         # cut stride has evicted exactly the cached blocks that single steps would have.
         self.plan_blocks = -1
         self.num_strides += 1
+        self._record(t)
         return self._end_at(t + self._stride_s(n))
 
     def _stride_s(self, n: int) -> float:
@@ -402,7 +404,6 @@ class Replica:
             if s.decoding:
                 self._leave(s)
                 self._finish(s, t)
-        self._record(t)
         return self.plan(t)
 
     def _prefill_done(self, s: Seq, t: float) -> None:
@@ -442,9 +443,15 @@ class Replica:
         self.finished.append(s)
         self._log(t, "finish", s, held)
 
-    def _record(self, t: float) -> None:
+    def _record(self, t: float, written: int = 0) -> None:
+        """The state of the step starting at t, held until the next sample (a step function).
+
+        Taken after scheduling, so the sequences the step processes count in it: a static batch's
+        long prefill shows its slots busy, not the empty engine before it. `written`: tokens whose
+        KV the step writes into blocks already taken (a stride takes its blocks when it ends).
+        """
         slots = self.batch_slots if self.cfg.batching == "static" and self.running else len(self.running)
-        self.series.append((t, slots, len(self.waiting), self.kv.num_used(), self.sum_ctx + self.prefill_held, len(self.running)))
+        self.series.append((t, slots, len(self.waiting), self.kv.num_used(), self.sum_ctx + self.prefill_held + written, len(self.running)))
 
     def _log(self, t: float, what: str, s: Seq, extra: int = 0) -> None:
         if self.log is not None:
@@ -458,6 +465,11 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
     """Run requests through replicas: (finished sequences, dropped requests, events processed).
 
     Follow-up requests (after=id) are released `arrival_s` after the request they follow ends.
+    A request that can never be served (longer than max_model_len or the whole KV pool) is
+    dropped when it arrives. What follows it depends on whether the follow-up re-sends its answer:
+    a conversation's next turn does (its history holds that answer), so it and the rest of the
+    conversation are dropped too; a closed-loop user's next request does not, so it is released
+    as if the dropped one had ended with an error then (GuideLLM records an error and goes on).
     With `decode_route`, replicas with role "prefill" hand finished prefills to a decode replica
     after `transfer_s(seq)` seconds (disaggregation).
     """
@@ -490,8 +502,7 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
             push(rep.step_end(t))
         elif kind == ARRIVE:
             if obj.prompt_tokens + obj.output_tokens > max_len or kv0.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv0.num_blocks:
-                dropped.append(obj)
-                _release_followers(obj.id, t, followers, push, dropped)
+                _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
             push(route(s, replicas, t).add(s, t))
@@ -501,7 +512,7 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
             if rep.finished:
                 for s in rep.finished:
                     done.append(s)
-                    _release_followers(s.id, t, followers, push, None)
+                    push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
                 rep.finished.clear()
             if rep.handoff:
                 for s in rep.handoff:
@@ -512,10 +523,18 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
     return done, dropped, events
 
 
-def _release_followers(rid: int, t: float, followers: dict[int, list[Request]], push: Callable[[list[Event]], None], dropped: list[Request] | None) -> None:
-    for f in followers.pop(rid, ()):
-        if dropped is not None:  # the conversation ends with its dropped turn
-            dropped.append(f)
-            _release_followers(f.id, t, followers, push, dropped)
-        else:
-            push([(t + f.arrival_s, 0, ARRIVE, f)])
+def _drop(req: Request, t: float, followers: dict[int, list[Request]], push: Callable[[list[Event]], None], dropped: list[Request]) -> None:
+    """Drop a request that cannot be served, and every follow-up that re-sends a dropped answer.
+
+    Iterative (an explicit stack), so a chain of thousands of follow-ups cannot overflow
+    Python's recursion limit.
+    """
+    stack = [req]
+    while stack:
+        r = stack.pop()
+        dropped.append(r)
+        for f in followers.pop(r.id, ()):
+            if r.output_segment >= 0 and any(seg == r.output_segment for seg, _ in f.segments):
+                stack.append(f)  # its prompt holds the answer that never came
+            else:
+                push([(t + f.arrival_s, 0, ARRIVE, f)])
