@@ -51,7 +51,9 @@ class Params:
     # Distinct system prompts: more than the replicas can all cache spreads the hits thin.
     num_prefixes: int = param(8, label="Distinct system prompts", min=1, max=64, step=1)
     shared_tokens: int = param(2000, label="Shared prefix", unit="tokens", min=0, max=6000, step=10)
-    num_requests: int = param(60, label="Requests", min=20, max=1000, step=10, log=True)
+    # Requests in the trace. At most 500: every view serves it seven times (five routers,
+    # colocated, disaggregated), and 1,000 requests took about 2 s in CPython (more in the browser).
+    num_requests: int = param(60, label="Requests", min=20, max=500, step=10, log=True)
     rate_per_s: float = param(30.0, label="Arrival rate (cluster)", unit="req/s", min=0.1, max=1000.0, step=0.1, log=True)
     # Disaggregation: replicas that only prefill (the rest only decode).
     num_prefill: int = param(1, label="Prefill replicas (disaggregated)", min=1, max=31, step=1)
