@@ -93,3 +93,37 @@ def test_the_knee_view_runs_at_the_request_sliders_maximum():
     r = load_test.run(parse(load_test.Params, {"num_requests": top, "view": "knee"}), seed=0)
     assert r["metrics"]["num_dropped"] > 0
     assert len(r["closed"]) == len(load_test.USERS)
+
+
+def test_refused_requests_count_against_slo_attainment():
+    # Two served requests that meet a generous SLO, and one refused inside the window:
+    # attainment is 2 of 3 attempts, as GuideLLM counts errored requests.
+    from simulators.engine.metrics import RequestRecord, Slo, summarize
+
+    def rec(arrival: float) -> RequestRecord:
+        return RequestRecord(id=0, arrival_s=arrival, ttft_s=0.1, tpot_s=0.01, e2e_s=1.0, queue_s=0.0,
+                             prompt_tokens=10, output_tokens=10, cached_tokens=0, num_preemptions=0, replica=0)
+
+    slo = Slo(ttft_s=1.0, tpot_s=1.0)
+    served = [rec(0.0), rec(2.0)]
+    assert summarize(served, slo=slo)["slo_attainment"] == 1.0
+    assert summarize(served, slo=slo, dropped_arrivals=[1.0])["slo_attainment"] == 2 / 3
+    # A refusal outside the measurement window does not count.
+    assert summarize(served, slo=slo, dropped_arrivals=[5.0])["slo_attainment"] == 1.0
+
+
+def test_maximum_throughput_is_the_steady_state_not_the_drain():
+    # The cap leaves out the first and last 20% of arrivals; untrimmed it would include the
+    # start-up burst and the drain, and come out lower.
+    from simulators import load_test
+    from simulators.catalog import resolve_gpu, resolve_model
+    from simulators.engine import EngineSpec, SchedulerConfig
+    from simulators.engine.loadgen import run_profile
+
+    p = load_test.Params()
+    m = resolve_model(p.model)
+    spec = EngineSpec(m, resolve_gpu(p.gpu), SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    lengths = load_test._lengths(p.lengths)
+    untrimmed = run_profile("concurrent", spec, p.num_requests, lengths, 0, users=2 * p.max_num_seqs)
+    cap = load_test.run(p, seed=0)["metrics"]["max_throughput_per_s"]
+    assert cap > untrimmed.metrics["request_throughput_per_s"]

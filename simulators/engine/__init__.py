@@ -12,7 +12,8 @@ Public API (everything a simulator module needs):
     served = serve(reqs.requests, spec, num_replicas=1, router="round_robin", num_prefill=0)
     served.records    # one metrics.RequestRecord per finished request (TTFT, TPOT, e2e, queue...)
     served.dropped    # requests longer than max_model_len or the KV pool, and the conversation
-                      # turns after them (a closed-loop user's next request is still sent)
+                      # turns after them (a closed-loop user's next request is still sent); each
+                      # carries the absolute time it was refused in arrival_s
     served.replicas   # per replica: .series (t, batch, waiting, used blocks, held tokens, running),
                       # .kv (KVCacheManager), .num_preemptions, .busy_s
     summarize(served.records, slo=Slo(ttft_s=0.5, tpot_s=0.05), warmup=0.1, cooldown=0.1)

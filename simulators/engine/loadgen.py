@@ -59,7 +59,8 @@ def run_profile(profile: str, spec: EngineSpec, n: int, lengths: Lengths, seed: 
     rng = random.Random(seed)
     reqs = requests_for(profile, rng, n, lengths, rate=rate, users=users)
     served = serve(reqs, spec)
-    met = summarize(served.records, slo=slo, warmup=warmup, cooldown=cooldown)
+    dropped = [r.arrival_s for r in served.dropped]
+    met = summarize(served.records, slo=slo, warmup=warmup, cooldown=cooldown, dropped_arrivals=dropped)
     met["num_dropped"] = len(served.dropped)
     met["events"] = served.events
     achieved = met["request_throughput_per_s"]

@@ -120,8 +120,19 @@ def window(recs: list[RequestRecord], warmup: float, cooldown: float) -> tuple[l
     return kept, lo, hi
 
 
-def summarize(recs: list[RequestRecord], *, slo: Slo | None = None, warmup: float = 0.0, cooldown: float = 0.0) -> dict[str, float]:
-    """Flat metrics: ttft_s_p99, tpot_s_mean, ..., throughput, goodput, cache hit rate."""
+def summarize(
+    recs: list[RequestRecord],
+    *,
+    slo: Slo | None = None,
+    warmup: float = 0.0,
+    cooldown: float = 0.0,
+    dropped_arrivals: list[float] | None = None,
+) -> dict[str, float]:
+    """Flat metrics: ttft_s_p99, tpot_s_mean, ..., throughput, goodput, cache hit rate.
+
+    `dropped_arrivals` are the arrival times of requests the server refused (longer than the
+    context): those inside the window count against SLO attainment, as GuideLLM counts errors.
+    """
     kept, start, end = window(recs, warmup, cooldown)
     dur = max(end - start, 1e-12)
     out: dict[str, float] = {}
@@ -146,8 +157,10 @@ def summarize(recs: list[RequestRecord], *, slo: Slo | None = None, warmup: floa
     out["num_preemptions"] = sum(r.num_preemptions for r in kept)
     slo = slo or Slo()
     good = [r for r in kept if slo.met(r)]
+    errors = sum(1 for t in dropped_arrivals or [] if start <= t <= end)
+    attempted = len(kept) + errors
+    out["slo_attainment"] = len(good) / attempted if attempted else 0.0
     out["goodput_per_s"] = out["request_throughput_per_s"] * len(good) / len(kept) if kept else 0.0
-    out["slo_attainment"] = len(good) / len(kept) if kept else 0.0
     return out
 
 

@@ -24,6 +24,7 @@ far are computed again); "preempt" and "finish" (extra: KV blocks released).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections import deque
@@ -532,7 +533,8 @@ def _drop(req: Request, t: float, followers: dict[int, list[Request]], push: Cal
     stack = [req]
     while stack:
         r = stack.pop()
-        dropped.append(r)
+        # Kept with the absolute time it was refused (a follow-up's arrival_s is a delay).
+        dropped.append(dataclasses.replace(r, arrival_s=t, after=None))
         for f in followers.pop(r.id, ()):
             if r.output_segment >= 0 and any(seg == r.output_segment for seg, _ in f.segments):
                 stack.append(f)  # its prompt holds the answer that never came
