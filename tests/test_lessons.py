@@ -52,7 +52,7 @@ def test_the_fourteen_lessons_of_the_course_map():
 def test_sections_in_order(lesson):
     found = re.findall(r"^## (.+?)\s*$", lesson.body, re.M)
     positions = [found.index(s) if s in found else -1 for s in SECTIONS]
-    assert -1 not in positions, f"{lesson.src_uri} lacks {[s for s, p in zip(SECTIONS, positions) if p < 0]}"
+    assert -1 not in positions, f"{lesson.src_uri} lacks {[s for s, p in zip(SECTIONS, positions, strict=True) if p < 0]}"
     assert positions == sorted(positions), f"{lesson.src_uri}: sections out of order: {found}"
 
 
