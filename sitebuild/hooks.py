@@ -36,8 +36,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     global _build
     root = Path(config.config_file_path).parent
     course = load_course(root / config.extra["lessons_dir"])
-    sims = Simulators()
     archive_name, archive = assets.simulators_archive(root / "simulators")
+    sims = Simulators(root / "build" / f"sim-runs-{archive_name.removesuffix('.zip')}.json")
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
     _build = _Build(
         course,
@@ -85,7 +85,15 @@ def on_page_context(context: dict[str, Any], page: Page, config: MkDocsConfig, n
 
 
 def on_post_build(config: MkDocsConfig) -> None:
+    assert _build is not None
+    _build.sims.save()
     csp.apply(Path(config.site_dir))
+
+
+def on_build_error(error: Exception) -> None:
+    # Runs are deterministic, so those done before the error are worth keeping for the next try.
+    if _build is not None:
+        _build.sims.save()
 
 
 def _nav(course: Course, docs_dir: Path) -> list[Any]:

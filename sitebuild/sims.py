@@ -1,12 +1,17 @@
 """The build's view of `simulators.api`: schemas, and cached runs through the browser's own entry.
 
 Every run goes through `run_json`, the same function the browser worker calls, so the pre-rendered
-chart and the live one come from one code path.
+chart and the live one come from one code path. Runs are pure and deterministic (same parameters,
+same bytes), so answers are also kept on disk between builds, in a file named after the hash of the
+simulators archive: a change anywhere in simulators/ starts a fresh file. `serve` rebuilds after a
+lesson edit then only run what the edit added.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 
@@ -19,11 +24,13 @@ class SimulatorRunError(Exception):
 
 
 class Simulators:
-    def __init__(self) -> None:
+    def __init__(self, cache_file: Path) -> None:
         from simulators import api
 
         self._api = api
         self.schemas: dict[str, dict[str, Any]] = api.schemas()
+        self._cache_file = cache_file
+        self._saved: dict[str, str] = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
         self._runs: dict[str, dict[str, Any]] = {}
 
     def run(self, name: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -31,8 +38,20 @@ class Simulators:
         params_json = json.dumps(params, sort_keys=True)
         key = f"{name}\n{params_json}"
         if key not in self._runs:
-            self._runs[key] = json.loads(self._api.run_json(name, params_json, 0))
+            if key not in self._saved:
+                self._saved[key] = self._api.run_json(name, params_json, 0)
+            self._runs[key] = json.loads(self._saved[key])
         answer = self._runs[key]
         if not answer["ok"]:
             raise SimulatorRunError(answer["errors"])
         return answer
+
+    def save(self) -> None:
+        """Keep this build's answers for the next one; answers of older simulators are dropped."""
+        self._cache_file.parent.mkdir(parents=True, exist_ok=True)
+        for old in self._cache_file.parent.glob("sim-runs-*.json"):
+            if old != self._cache_file:
+                old.unlink()
+        partial = self._cache_file.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(json.dumps(self._saved))
+        partial.replace(self._cache_file)  # atomic: a concurrent build reads old or new, never half
