@@ -3,7 +3,8 @@
 Request view. One replica (simulators/engine, vLLM v1's scheduler) serves seeded background
 traffic (Azure 2023 conversation lengths, Poisson arrivals) and one followed request that arrives
 halfway through it. The engine's event log gives the request's life: it waits, is admitted when
-a batch slot and KV blocks for its first chunk are free, has its prompt computed in chunks that
+a batch slot and KV blocks for its whole current sequence are free (vLLM's
+scheduler_reserve_full_isl), has its prompt computed in chunks that
 share each step's token budget (`max_num_batched_tokens`) with the decodes already running, takes
 a new KV block every `block_size` tokens, may be preempted (its blocks freed, its progress
 recomputed later) when the blocks run out, and finishes. Alone on the replica its prompt takes
@@ -284,6 +285,10 @@ def summary(r: dict[str, Any]) -> str:
     return (
         f"The {r['prompt_tokens']:,}-token request waits {m['queue_s'] * 1e3:,.0f} ms, is prefilled in {m['num_prefill_chunks']:.0f} chunks "
         f"of at most {r['budget']:,} tokens, gets its first token after {m['ttft_s'] * 1e3:,.0f} ms and its last after {m['e2e_s']:,.2f} s. "
-        f"It was preempted {m['num_preemptions']:.0f} times and allocated {m['blocks_allocated']:.0f} KV blocks in all; background "
-        f"requests were preempted {f['background_preemptions']} times."
+        f"It was preempted {_times(m['num_preemptions'])} and allocated {m['blocks_allocated']:.0f} KV blocks in all; background "
+        f"requests were preempted {_times(f['background_preemptions'])}."
     )
+
+
+def _times(n: float) -> str:
+    return "once" if n == 1 else f"{n:,.0f} times"
