@@ -44,8 +44,8 @@ new MutationObserver((_, observer) => {
 # Changes the first numeric control of the first widget and resolves with the ms until redrawn.
 CHANGE = """
 async (value) => {
-  const figure = document.querySelector("figure.sim");
-  const input = figure.querySelector(".sim-field input[inputmode=decimal]");
+  const input = document.querySelector("figure.sim .sim-field input[inputmode=decimal]");
+  const figure = input.closest("figure.sim");
   const before = figure.dataset.drawn;
   const start = performance.now();
   const drawn = new Promise((resolve) => new MutationObserver((_, o) => {
@@ -82,10 +82,13 @@ def load(page: Page, url: str) -> tuple[float, float, int]:
     return chart, ready, page.evaluate(BYTES_BEFORE_RUNTIME)
 
 
+NUMERIC = ".sim-field input[inputmode=decimal]"
+
+
 def changes(page: Page, count: int) -> list[float]:
-    """Alternate the first numeric control between its value and a valid other one."""
-    figure = page.locator("figure.sim").first
-    field = figure.locator(".sim-field input[inputmode=decimal]").first
+    """Alternate the first numeric control on the page between its value and a valid other one."""
+    figure = page.locator(f"figure.sim:has({NUMERIC})").first
+    field = figure.locator(NUMERIC).first
     name = field.get_attribute("id").removeprefix(f"sim-{figure.get_attribute('data-widget')}-")
     param = next(p for p in api.schema(figure.get_attribute("data-sim"))["params"] if p["name"] == name)
     first = float(field.input_value())

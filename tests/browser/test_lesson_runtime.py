@@ -34,6 +34,11 @@ def page(context: BrowserContext, site: Site, sim_pages: list[str]) -> Page:
     return tab
 
 
+def numeric_figure(page: Page) -> Locator:
+    """The first widget on the page with a number among its controls."""
+    return page.locator("figure.sim:has(.sim-field input[inputmode=decimal])").first
+
+
 def numeric_control(figure: Locator) -> tuple[dict, Locator]:
     """The first int/float parameter among the widget's controls, and its typed input."""
     schema = api.schemas()[figure.get_attribute("data-sim")]
@@ -72,7 +77,7 @@ def test_prerendered_chart_shows_before_the_runtime_is_ready(page: Page) -> None
 
 def test_runtime_becomes_ready_once_and_enables_the_controls(page: Page) -> None:
     wait_ready(page)
-    figure = page.locator("figure.sim").first
+    figure = numeric_figure(page)
     _, field = numeric_control(figure)
     assert field.is_enabled()
     assert page.evaluate("() => window.llmCourse.runtime.starts") == 1
@@ -80,7 +85,7 @@ def test_runtime_becomes_ready_once_and_enables_the_controls(page: Page) -> None
 
 
 def test_changing_a_control_updates_chart_metrics_and_address(page: Page) -> None:
-    figure = page.locator("figure.sim").first
+    figure = numeric_figure(page)
     param, field = numeric_control(figure)
     before = chart_state(figure)
     value = other_value(param, float(field.input_value()))
@@ -92,7 +97,7 @@ def test_changing_a_control_updates_chart_metrics_and_address(page: Page) -> Non
 
 
 def test_downloads_and_the_python_recipe_reproduce_the_scenario(page: Page) -> None:
-    figure = page.locator("figure.sim").first
+    figure = numeric_figure(page)
     with page.expect_download() as csv_download:
         figure.get_by_role("button", name="Download data (CSV)").click()
     assert Path(csv_download.value.path()).read_text().startswith("series,x,y\n")
@@ -109,7 +114,7 @@ def test_downloads_and_the_python_recipe_reproduce_the_scenario(page: Page) -> N
 
 
 def test_an_invalid_typed_value_shows_the_message_next_to_the_field(page: Page) -> None:
-    figure = page.locator("figure.sim").first
+    figure = numeric_figure(page)
     param, field = numeric_control(figure)
     valid = field.input_value()
     field.fill(str(param["max"] * 10 + 1))
@@ -126,12 +131,12 @@ def test_an_invalid_typed_value_shows_the_message_next_to_the_field(page: Page) 
 
 
 def test_the_address_reproduces_the_scenario_in_a_fresh_tab(page: Page, context: BrowserContext) -> None:
-    figure = page.locator("figure.sim").first
+    figure = numeric_figure(page)
     shared, _ = chart_state(figure)
     fresh = context.new_page()
     fresh.goto(page.url)
     wait_ready(fresh)
-    copy = fresh.locator("figure.sim").first
+    copy = numeric_figure(fresh)
     fresh.wait_for_function("el => el.dataset.drawn !== '0'", arg=copy.element_handle(), timeout=RUNTIME_LIMIT_MS)
     assert chart_state(copy)[0] == shared
     fresh.close()
@@ -155,12 +160,14 @@ def test_instant_navigation_keeps_the_worker_and_the_charts(page: Page, sim_page
     page.evaluate("() => { window.sameDocument = true; }")
     page.locator(f".md-nav a[href$='{sim_pages[1].split('/')[1]}/']").first.click()
     page.wait_for_url(f"**/{sim_pages[1]}")
+    lesson_id = sim_pages[1].split("/")[1].split("-")[0]  # the URL changes before the content does
+    page.wait_for_function("id => document.querySelector('.lesson-head')?.dataset.lesson === id", arg=lesson_id)
     page.wait_for_selector("figure.sim .sim-chart .main-svg")
     assert page.evaluate("() => window.sameDocument") is True, "instant navigation fell back to a full load"
     assert page.evaluate("() => window.llmCourse.runtime.starts") == 1
     rules = page.evaluate("() => document.getElementById('plotly.js-style-global').sheet.cssRules.length")
     assert rules > 0, "plotly's global style rules were lost"
-    figure = page.locator("figure.sim").first
+    figure = numeric_figure(page)
     param, field = numeric_control(figure)
     field.wait_for(state="visible")
     page.wait_for_function("el => !el.disabled", arg=field.element_handle(), timeout=RUNTIME_LIMIT_MS)
@@ -170,7 +177,7 @@ def test_instant_navigation_keeps_the_worker_and_the_charts(page: Page, sim_page
 
 
 def test_a_run_past_the_time_limit_is_cancelled_and_the_worker_replaced(page: Page) -> None:
-    figure = page.locator("figure.sim").first
+    figure = numeric_figure(page)
     param, field = numeric_control(figure)
     page.evaluate("() => { window.llmCourse.runtime.runLimitMs = 1; }")
     field.fill(str(other_value(param, float(field.input_value()))))
