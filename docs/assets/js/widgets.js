@@ -9,14 +9,10 @@ const CUSTOM = "__custom__";
 const mounted = new Set();
 let schemas = null;
 
-onStatus((status) => {
-  for (const w of mounted) {
-    if (!w.el.isConnected) mounted.delete(w);
-    else showStatus(w, status);
-  }
-});
+onStatus((status) => mounted.forEach((w) => showStatus(w, status)));
 
 document$.subscribe(() => {
+  for (const w of mounted) if (!w.el.isConnected) mounted.delete(w); // left behind by navigation
   const elements = document.querySelectorAll("figure.sim:not([data-mounted])");
   if (elements.length === 0) return;
   schemas ??= fetch(new URL(`../generated/${runtimeConfig().schemas}`, import.meta.url)).then((r) => r.json());
@@ -100,7 +96,7 @@ function field(w, p) {
   let setValue;
   if (p.type === "int" || p.type === "float") {
     const box = tag("input", { id, type: "text", inputmode: "decimal", autocomplete: "off", "aria-describedby": describedBy });
-    const slider = tag("input", { type: "range", "aria-labelledby": label.id, tabindex: "-1", ...sliderRange(p) });
+    const slider = tag("input", { type: "range", "aria-labelledby": label.id, ...sliderRange(p) }); // a Tab stop: arrow keys step it
     slider.addEventListener("input", () => { box.value = fromSlider(p, slider.value); change(w, p, box.value, false); });
     box.addEventListener("input", () => { setSlider(p, slider, box.value); change(w, p, box.value, false); });
     setValue = (v) => { box.value = v; setSlider(p, slider, v); };
