@@ -8,6 +8,7 @@ import pytest
 import yaml
 from browser_helpers import ROOT, Records, Site, assert_clean
 from playwright.sync_api import BrowserContext, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 
 def front_matter(path: Path) -> dict:
@@ -87,14 +88,24 @@ def test_self_check_gives_feedback_and_remembers_the_answer(page: Page, site: Si
     assert page.locator(".quiz-q[data-type=number]").first.locator("input").input_value() == answer
 
 
-def test_search_finds_a_lesson_and_the_palette_toggles(page: Page, site: Site) -> None:
+def test_search_finds_a_lesson_and_the_palette_toggles(context: BrowserContext, site: Site) -> None:
+    page = context.new_page()
     page.goto(site.url)
-    page.locator("input[data-md-component=search-query]").fill("cache")
-    page.locator(".md-search-result__item").first.wait_for()
+    query = page.locator("input[data-md-component=search-query]")
+    for _ in range(6):  # a query typed before the search worker has its index gets no answer: retype
+        query.fill("")
+        query.fill("cache")
+        try:
+            page.locator(".md-search-result__item").first.wait_for(timeout=5_000)
+            break
+        except PlaywrightTimeoutError:
+            continue
+    assert page.locator(".md-search-result__item").count() > 0
     scheme = page.evaluate("() => document.body.dataset.mdColorScheme")
     page.keyboard.press("Escape")
     page.locator("form[data-md-component=palette] label:visible").first.click()
     assert page.evaluate("() => document.body.dataset.mdColorScheme") != scheme
+    page.close()
 
 
 def test_pages_fit_a_390_px_phone_and_render_math_offline(page: Page, site: Site) -> None:
