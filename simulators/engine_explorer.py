@@ -221,7 +221,7 @@ def _request_figure(r: dict[str, Any]) -> dict[str, Any]:
         if segs:
             data.append({
                 "type": "bar", "orientation": "h", "name": name, "y": [lane] * len(segs), "base": [a for a, _ in segs],
-                "x": [b - a for a, b in segs], "yaxis": "y", "marker": {"color": PALETTE[(3, 1, 0, 6)[i]], "line": {"color": "#ffffff", "width": 0.5}},
+                "x": [b - a for a, b in segs], "yaxis": "y", "marker": {"color": PALETTE[(3, 1, 0, 6)[i]], "pattern": {"shape": ("", "/", "x", ".")[i]}, "line": {"color": "#ffffff", "width": 0.5}},
                 "text": [f"{name}: {a:.3f} s to {b:.3f} s" for a, b in segs], "textposition": "none", "hovertemplate": "%{text}<extra></extra>",
             })
     marks = [(t, w.replace("_", " ")) for t, w, _ in f["events"] if w != "chunk"]
@@ -257,13 +257,17 @@ def _points_figure(r: dict[str, Any]) -> dict[str, Any]:
     pt = r["point"]
     data.append({"type": "scatter", "mode": "markers", "name": f"Marked: batch {pt['batch']}, {pt['context']:,} tokens", "x": [pt["batch"]], "y": [pt["context"]],
                  "marker": {"color": "#000000", "size": 28, "line": {"width": 2.5}, "symbol": "circle-open"}, "hoverinfo": "skip"})
-    return make_figure(data, layout(
-        f"Which organising bet pays where<br><sub>{r['model']} on {r['gpu']}, {r['output_tokens']:,}-token answers, {r['prefix_share']:.0%} of each prompt shared</sub>",
+    lay = layout(
+        "Which organising bet pays where",
         "Batch size (sequences decoding together)", "Prompt length (tokens)",
         xaxis={"type": "log", "tickvals": list(BATCHES), "ticktext": [f"{b:,}" for b in BATCHES]},
         yaxis={"type": "log", "tickvals": list(CONTEXTS), "ticktext": [f"{c // 1024}k" if c >= 1024 else str(c) for c in CONTEXTS]},
         margin={"t": 70},
-    ))
+    )
+    # A subtitle, not <sub> markup: plotly writes that as a style attribute, which the CSP refuses.
+    subtitle = f"{r['model']} on {r['gpu']}, {r['output_tokens']:,}-token answers, {r['prefix_share']:.0%} of each prompt shared"
+    lay["title"] = {**lay["title"], "subtitle": {"text": subtitle}}
+    return make_figure(data, lay)
 
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+# One dash per palette colour, so that the i-th series differs from every other by more than colour
+# (the seventh, black, is the reference lines'; plotly takes a list of dash lengths too).
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "8px,3px,2px,3px,2px,3px", "2px,8px")
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
 
 

@@ -121,7 +121,8 @@ def _html(
         '<div class="sim-controls" aria-busy="true"><p class="sim-placeholder">Controls appear here '
         "once the Python runtime has loaded; the chart below is pre-computed.</p></div>",
         '<p class="sim-status" role="status" aria-live="polite"></p>',
-        f'<div class="sim-chart" role="img" aria-label="Chart: {e(schema["title"])}" '
+        # A group, not role="img": plotly puts focusable controls inside (axe: nested-interactive).
+        f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
         f'aria-describedby="{summary_id}"></div>',
         f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
         '<table class="sim-metrics"><caption>Key figures</caption><thead><tr><th scope="col">'

@@ -1,0 +1,165 @@
+"""Accessibility on every page: axe-core in both palettes, keyboard, text alternatives, motion.
+
+axe-core comes from npm (package.json; the site never loads it) and is evaluated in the page.
+Each palette's crawl stays in one tab and moves by instant navigation, so Python starts once per
+crawl; every page is audited with its widgets live (controls enabled, charts drawn).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
+from crawl import all_pages, axe_violations, go, settle
+from playwright.sync_api import BrowserContext, Page
+
+from simulators import api
+
+SCHEMES = {"light": "default", "dark": "slate"}
+
+
+@pytest.mark.parametrize("palette", SCHEMES)
+def test_axe_finds_no_serious_or_critical_violation_on_any_page(
+    context: BrowserContext, site: Site, palette: str
+) -> None:
+    page = context.new_page()
+    page.emulate_media(color_scheme=palette)
+    page.goto(site.url)  # forget a palette saved by an earlier page, so the media query decides
+    page.evaluate(
+        "() => Object.keys(localStorage).filter((k) => k.endsWith('__palette')).forEach((k) => localStorage.removeItem(k))"
+    )
+    page.reload()
+    found = []
+    pages = all_pages(site)
+    assert len(pages) >= 25, pages
+    for url in pages:
+        go(page, site, url)
+        settle(page)
+        assert page.evaluate("() => document.body.dataset.mdColorScheme") == SCHEMES[palette]
+        found += [f"{url or 'home'}: {v}" for v in axe_violations(page)]
+    assert page.evaluate("() => window.llmCourse.runtime.starts") == 1, "the crawl left instant navigation"
+    page.close()
+    assert found == [], "\n".join(found)
+
+
+def test_every_simulator_chart_has_words_and_a_data_table(context: BrowserContext, site: Site) -> None:
+    """For one widget of each simulator: the chart names itself, points at its summary in words,
+    and a "Data table" toggle shows the plotted numbers as tables."""
+    page = context.new_page()
+    checked: set[str] = set()
+    for url in all_pages(site):
+        if checked == set(api.SIMULATORS):
+            break
+        if 'data-sim="' not in (site.dir / url / "index.html").read_text(encoding="utf-8"):
+            continue
+        go(page, site, url)
+        for figure in page.locator("figure.sim").all():
+            name = figure.get_attribute("data-sim")
+            if name in checked:
+                continue
+            chart = figure.locator(".sim-chart")
+            chart.locator(".main-svg").first.wait_for()
+            assert chart.get_attribute("aria-label").startswith("Chart: ")
+            summary = page.locator(f"#{chart.get_attribute('aria-describedby')}")
+            assert len(summary.inner_text().split()) >= 5, f"{name}: the chart's summary says too little"
+            assert figure.locator(".sim-metrics tbody tr").count() > 0
+            figure.locator(".sim-data summary").click()
+            tables = figure.locator(".sim-data-table table")
+            tables.first.wait_for()
+            traces = json.loads(figure.get_attribute("data-answer"))["figure"]["data"]
+            assert tables.count() == len(traces), name
+            assert figure.locator(".sim-data-table tbody tr").count() > 0, name
+            assert tables.first.locator("caption").inner_text().strip()
+            figure.locator(".sim-data summary").click()
+            checked.add(name)
+    page.close()
+    assert checked == set(api.SIMULATORS), f"no page shows {sorted(set(api.SIMULATORS) - checked)}"
+
+
+@pytest.fixture(scope="module")
+def lesson(context: BrowserContext, site: Site) -> Page:
+    """A lesson page whose first widget has a slider, live."""
+    page = context.new_page()
+    page.goto(site.url + site.pages_with('data-sim="')[0])
+    wait_ready(page)
+    settle(page)
+    return page
+
+
+# A stable name for a control: its id, the label a slider points at, a toolbar button's title, its text.
+KEY = """(el) => el.id || (el.type === "range" ? `range:${el.getAttribute("aria-labelledby")}` : "") ||
+  el.getAttribute("data-title") || el.textContent.trim().slice(0, 40) || el.tagName"""
+
+
+def focusables(page: Page, figure_index: int) -> list[str]:
+    """The widget's enabled, shown controls in document order (none has a positive tabindex)."""
+    return page.evaluate(
+        f"""(i) => [...document.querySelectorAll("figure.sim")[i].querySelectorAll("input, select, textarea, button, summary")]
+             .filter((el) => !el.disabled && el.getClientRects().length > 0 && el.tabIndex >= 0)
+             .map({KEY})""",
+        figure_index,
+    )
+
+
+FOCUSED = """() => {
+  const key = """ + KEY + """;
+  const el = document.activeElement;
+  const figure = el.closest("figure.sim");
+  const style = getComputedStyle(el);
+  return {
+    key: key(el),
+    figure: figure ? [...document.querySelectorAll("figure.sim")].indexOf(figure) : -1,
+    visible: el.matches(":focus-visible") && style.outlineStyle !== "none" && parseFloat(style.outlineWidth) >= 2,
+  };
+}"""
+
+
+def test_every_widget_control_is_reached_by_tab_with_a_visible_focus(lesson: Page) -> None:
+    expected = focusables(lesson, 0)
+    assert any(key.startswith("range:") for key in expected), expected
+    lesson.locator("figure.sim").first.locator(".sim-caption").click()  # the Tab sequence starts here
+    reached: list[str] = []
+    for _ in range(len(expected) + 5):
+        lesson.keyboard.press("Tab")
+        now = lesson.evaluate(FOCUSED)
+        if now["figure"] != 0:
+            break
+        assert now["visible"], f"{now['key']} has no visible focus outline"
+        reached.append(now["key"])
+    assert reached == expected
+
+
+def test_a_slider_moved_with_the_arrow_keys_reruns_the_simulation(lesson: Page) -> None:
+    figure = lesson.locator("figure.sim:has(input[type=range])").first
+    slider = figure.locator("input[type=range]").first
+    box = slider.locator("xpath=following-sibling::input[1]")
+    drawn, before = figure.get_attribute("data-drawn"), box.input_value()
+    slider.focus()
+    slider.press("ArrowRight")
+    lesson.wait_for_function(
+        "([el, before]) => el.dataset.drawn !== before", arg=[figure.element_handle(), drawn], timeout=RUNTIME_LIMIT_MS
+    )
+    assert box.input_value() != before
+    assert lesson.evaluate("(el) => el.matches(':focus-visible')", slider.element_handle())
+
+
+def test_reduced_motion_turns_off_transitions_and_animations(context: BrowserContext, site: Site) -> None:
+    page = context.new_page()
+    page.emulate_media(reduced_motion="reduce")
+    page.goto(site.url + site.pages_with('data-sim="')[0])
+    page.locator("figure.sim .sim-chart .main-svg").first.wait_for()
+    moving = page.evaluate(
+        """() => [...document.querySelectorAll("*")].filter((el) => {
+             const s = getComputedStyle(el);
+             const long = (v) => v.split(",").some((d) => parseFloat(d) > 0);
+             return long(s.transitionDuration) || (s.animationName !== "none" && long(s.animationDuration));
+           }).map((el) => el.className || el.tagName)"""
+    )
+    assert moving == []
+    assert page.evaluate("() => document.querySelector('figure.sim .sim-chart').layout.transition.duration") == 0
+    page.close()
+
+
+def test_no_request_left_the_site_and_no_error_happened(records: Records) -> None:
+    assert_clean(records)
