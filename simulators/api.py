@@ -59,9 +59,9 @@ SIMULATORS: dict[str, ModuleType] = {
     "speculative": speculative,
 }
 
-# Floats are rounded to 12 significant digits so that CPython and Pyodide (different libm)
-# print byte-identical JSON.
-_DIGITS = 12
+# Floats are rounded to 10 significant digits so that CPython and Pyodide print byte-identical
+# JSON: their libm (exp, log) can differ in the last bit, which 12 digits could still show.
+_DIGITS = 10
 
 
 def _clean(value: Any) -> Any:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cluster import EngineSpec, serve
-from .metrics import Slo, summarize
+from .metrics import RequestRecord, Slo, summarize
 from .workload import Lengths, Request, arrival_times
 
 PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
@@ -62,10 +62,28 @@ def run_profile(profile: str, spec: EngineSpec, n: int, lengths: Lengths, seed: 
     dropped = [r.arrival_s for r in served.dropped]
     met = summarize(served.records, slo=slo, warmup=warmup, cooldown=cooldown, dropped_arrivals=dropped)
     met["num_dropped"] = len(served.dropped)
+    met["steady_throughput_per_s"] = steady_throughput(served.records)
     met["events"] = served.events
     achieved = met["request_throughput_per_s"]
     offered = rate if profile in ("constant", "poisson") else achieved
     return LoadRun(profile, offered, met, achieved * met["e2e_s_mean"])
+
+
+def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
+    """Completions per second between the `trim` and 1 - `trim` quantiles of completion times.
+
+    Counting completions over the middle of the completion timeline leaves out the start-up
+    (nothing has finished yet) and the drain (fewer requests than slots), whatever the arrival
+    pattern; when every request finishes at the same instant it falls back to the whole run.
+    """
+    ends = sorted(r.arrival_s + r.e2e_s for r in recs)
+    if len(ends) < 2:
+        return 0.0
+    lo, hi = ends[int(trim * (len(ends) - 1))], ends[int((1 - trim) * (len(ends) - 1))]
+    if hi - lo > 1e-9 * max(1.0, hi):
+        return sum(1 for t in ends if lo < t <= hi) / (hi - lo)
+    start = min(r.arrival_s for r in recs)
+    return len(ends) / max(ends[-1] - start, 1e-12)
 
 
 def sweep(spec: EngineSpec, n: int, lengths: Lengths, seed: int, *, num_rates: int = 6, open_profile: str = "poisson", warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> list[LoadRun]:
