@@ -140,7 +140,7 @@ def run_json(name: str, params_json: str, seed: int = 0) -> str:
 
 def evaluate(name: str, seed: int = 0, **params: Any) -> dict[str, Any]:
     """For build-time numbers: the cleaned answer, or ValueError naming every bad field."""
-    answer = json.loads(dumps(run(name, params, seed)))
+    answer: dict[str, Any] = json.loads(dumps(run(name, params, seed)))
     if not answer["ok"]:
         raise ValueError("; ".join(f"{e['field'] or name}: {e['message']}" for e in answer["errors"]))
     return answer

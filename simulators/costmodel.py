@@ -187,7 +187,7 @@ def streamed_weight_bytes(
         expert = 3 * m.hidden_size * m.moe_intermediate_size
         routed = moe_layers * m.num_experts * expert
         hit = 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** max(num_tokens, 1)
-        linear = linear - routed + routed * hit
+        linear = linear - routed + round(routed * hit)  # expected count of parameters read
     rest = lm_head_params(m) + p.other  # a tied head still reads the embedding table
     block = block_bytes_per_value(weight_dtype, sparse) if per_value is None else per_value
     return linear * block + rest * BF16_BYTES
@@ -473,7 +473,7 @@ def activation_bytes(m: Model, max_num_batched_tokens: int, max_num_seqs: int = 
     a = assumptions()["activations"]
     inter = m.moe_intermediate_size * m.num_experts_per_tok if m.is_moe else m.intermediate_size
     per_token = (4 * m.hidden_size + 2 * max(inter, m.intermediate_size)) * a["activation_bytes_per_value"]
-    return max_num_batched_tokens * per_token + max_num_seqs * m.vocab_size * a["logit_bytes_per_value"]
+    return float(max_num_batched_tokens * per_token + max_num_seqs * m.vocab_size * a["logit_bytes_per_value"])
 
 
 def memory_fit(

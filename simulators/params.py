@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from . import catalog
@@ -89,7 +89,7 @@ def gpu_param(**kw: Any) -> Any:
     return param(catalog.running_example()["gpu"], label="GPU", choices=gpu_choices, custom="gpu", **kw)
 
 
-def _choices(meta: dict[str, Any]) -> list[tuple[str, str]] | None:
+def _choices(meta: Mapping[str, Any]) -> list[tuple[str, str]] | None:
     c = meta["choices"]
     if c is None:
         return None
@@ -128,7 +128,7 @@ def _coerce(f: dataclasses.Field[Any], value: Any) -> Any:
     return _number(meta, kind, value)
 
 
-def _number(meta: dict[str, Any], kind: str, value: Any) -> int | float:
+def _number(meta: Mapping[str, Any], kind: str, value: Any) -> int | float:
     what = "a whole number" if kind == "int" else "a number"
     if isinstance(value, str):
         text = value.strip().replace("_", "")
@@ -160,7 +160,7 @@ def _fmt(x: float | None) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
-def _unit(meta: dict[str, Any]) -> str:
+def _unit(meta: Mapping[str, Any]) -> str:
     return f" {meta['unit']}" if meta["unit"] else ""
 
 

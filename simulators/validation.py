@@ -56,7 +56,7 @@ def _batch(e: dict[str, Any]) -> int:
         models()[e["model"]], gpus()[e["gpu"]], num_gpus=e.get("tp", 1),
         weight_dtype=e.get("weight_dtype", "bf16"), kv_dtype=e.get("kv_dtype", "bf16"),
     )
-    return max(1, fit.kv_token_capacity // e["context_tokens"])
+    return max(1, fit.kv_token_capacity // int(e["context_tokens"]))
 
 
 def _decode(e: dict[str, Any], eff: cm.Efficiency) -> tuple[int, cm.StepTime]:
@@ -71,7 +71,7 @@ def _decode_rate(e: dict[str, Any], eff: cm.Efficiency) -> float:
 
 
 def _decode_rate_per_gpu(e: dict[str, Any], eff: cm.Efficiency) -> float:
-    return _decode_rate(e, eff) / e.get("tp", 1)
+    return _decode_rate(e, eff) / float(e.get("tp", 1))
 
 
 def _prefill_ms(e: dict[str, Any], eff: cm.Efficiency) -> float:

@@ -28,6 +28,7 @@ docs/guides/metrics.md (reference section 6); 3) Zhong et al. 2024, DistServe (g
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,7 +173,7 @@ def downsample(points: list[tuple[Any, ...]], limit: int = MAX_POINTS) -> list[t
     return [points[round(i * step)] for i in range(limit)]
 
 
-def time_average(points: list[tuple[float, float]]) -> float:
+def time_average(points: Sequence[tuple[float, float]]) -> float:
     """Time-weighted mean of a step function sampled as (t, value) at each change."""
     total = area = 0.0
     for (t0, v0), (t1, _) in zip(points, points[1:], strict=False):
