@@ -18,9 +18,8 @@ import hashlib
 import html
 from typing import Any
 
-import yaml
-
-from sitebuild.sim_block import WIDGET_ID, BlockError
+from sitebuild.block_yaml import BlockError, read_mapping
+from sitebuild.sim_block import WIDGET_ID
 
 KEYS = ("id", "title", "items")
 
@@ -53,26 +52,7 @@ def render(source: str, used_ids: set[str]) -> str:
 
 def _read(source: str) -> tuple[dict[str, Any], dict[str, int]]:
     """The block's mapping and the line offset of each key (and of each `items.<n>`)."""
-    try:
-        node = yaml.compose(source, Loader=yaml.SafeLoader)
-        spec = yaml.safe_load(source)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise BlockError(mark.line if mark else 0, f"invalid YAML in checklist block: {exc.problem}") from None
-    if not isinstance(spec, dict) or not isinstance(node, yaml.MappingNode):
-        raise BlockError(0, "a checklist block is a YAML mapping (id:, items:, optional title:)")
-    lines: dict[str, int] = {}
-    for key, value in node.value:
-        lines[key.value] = key.start_mark.line
-        if key.value == "items" and isinstance(value, yaml.SequenceNode):
-            for index, item in enumerate(value.value):
-                lines[f"items.{index}"] = item.start_mark.line
-    unknown = [key for key in spec if key not in KEYS]
-    if unknown:
-        raise BlockError(
-            lines[unknown[0]], f"unknown key {unknown[0]!r} in checklist block (allowed: {', '.join(KEYS)})"
-        )
-    return spec, lines
+    return read_mapping(source, "checklist", KEYS, "items", "id:, items:, optional title:")
 
 
 def _html(checklist_id: str, title: str, items: list[str], values: list[str]) -> str:

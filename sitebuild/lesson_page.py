@@ -12,7 +12,7 @@ import html
 import re
 from pathlib import Path
 
-from sitebuild import checklist_block, expressions, quiz_block, sim_block
+from sitebuild import block_yaml, checklist_block, expressions, quiz_block, sim_block
 from sitebuild.course import Course, Lesson
 from sitebuild.errors import LessonError
 from sitebuild.glossary import Glossary, Linker
@@ -60,7 +60,7 @@ def render_body(text: str, path: Path, first_line: int, sims: Simulators, linker
                     block = quiz_block.render(source, quiz_counter)
                 else:
                     block = checklist_block.render(source, used_ids)
-            except sim_block.BlockError as exc:
+            except block_yaml.BlockError as exc:
                 raise LessonError(path, line_no + 1 + exc.offset, str(exc)) from None
             out.append(f"\n{block}\n\n")
         else:

@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from sitebuild.sim_block import BlockError
+from sitebuild.block_yaml import BlockError, compose
 
 NUMBER_KEYS = {"q", "type", "answer", "tolerance", "explanation"}
 CHOICE_KEYS = {"q", "type", "options"}
@@ -44,12 +44,7 @@ def render(source: str, counter: list[int]) -> str:
 
 
 def _read(source: str) -> tuple[list[dict[str, Any]], list[int]]:
-    try:
-        node = yaml.compose(source, Loader=yaml.SafeLoader)
-        questions = yaml.safe_load(source)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise BlockError(mark.line if mark else 0, f"invalid YAML in quiz block: {exc.problem}") from None
+    questions, node = compose(source, "quiz")
     if not isinstance(questions, list) or not questions or not isinstance(node, yaml.SequenceNode):
         raise BlockError(0, "a quiz block is a YAML list of questions (- q: …)")
     return questions, [item.start_mark.line for item in node.value]

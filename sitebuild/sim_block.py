@@ -18,22 +18,13 @@ import json
 import re
 from typing import Any
 
-import yaml
-
 from sitebuild.assets import check_trace_types
+from sitebuild.block_yaml import BlockError, read_mapping
 from sitebuild.numbers import format_number
 from sitebuild.sims import SimulatorRunError, Simulators
 
 KEYS = ("sim", "params", "controls", "caption", "id")
 WIDGET_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-
-
-class BlockError(ValueError):
-    """A problem in a block: `offset` counts lines from the fence's first content line."""
-
-    def __init__(self, offset: int, message: str) -> None:
-        self.offset = offset
-        super().__init__(message)
 
 
 def render(source: str, sims: Simulators, used_ids: set[str]) -> str:
@@ -75,24 +66,7 @@ def render(source: str, sims: Simulators, used_ids: set[str]) -> str:
 
 def _read(source: str) -> tuple[dict[str, Any], dict[str, int]]:
     """The block's mapping and the line offset of each key (and of each `params.<name>`)."""
-    try:
-        node = yaml.compose(source, Loader=yaml.SafeLoader)
-        spec = yaml.safe_load(source)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise BlockError(mark.line if mark else 0, f"invalid YAML in sim block: {exc.problem}") from None
-    if not isinstance(spec, dict) or not isinstance(node, yaml.MappingNode):
-        raise BlockError(0, "a sim block is a YAML mapping (sim:, params:, controls:, caption:)")
-    lines: dict[str, int] = {}
-    for key, value in node.value:
-        lines[key.value] = key.start_mark.line
-        if key.value == "params" and isinstance(value, yaml.MappingNode):
-            for param, _ in value.value:
-                lines[f"params.{param.value}"] = param.start_mark.line
-    unknown = [key for key in spec if key not in KEYS]
-    if unknown:
-        raise BlockError(lines[unknown[0]], f"unknown key {unknown[0]!r} in sim block (allowed: {', '.join(KEYS)})")
-    return spec, lines
+    return read_mapping(source, "sim", KEYS, "params", "sim:, params:, controls:, caption:")
 
 
 def _html(

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from lesson_fixtures import COURSE, FRONT
 
 from sitebuild import checklist_block
 from sitebuild.sim_block import BlockError
@@ -76,27 +77,6 @@ def test_an_id_used_twice_on_a_page_is_refused() -> None:
     assert error.value.offset == 0
 
 
-COURSE = """\
-chapters:
-  - id: "01"
-    name: Memory Model
-    stage: Memory
-    journey_question: What occupies the GPU?
-    question: What is consuming the machine?
-    summary: One request in GPU memory.
-"""
-FRONT = """\
----
-id: 01
-chapter: "01"
-title: KV Cache
-question: Why does the cache grow?
-bottleneck: Repeated decode compute
-primary_metric: ITL + memory
-minutes: 8
-summary: Keys and values are kept.
----
-"""
 
 
 def build(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:

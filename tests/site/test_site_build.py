@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from lesson_fixtures import COURSE, FRONT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,27 +27,6 @@ def test_strict_build_and_link_check_pass(tmp_path: Path) -> None:
     assert not (tmp_path / "site.partial").exists()
 
 
-COURSE = """\
-chapters:
-  - id: "01"
-    name: Memory Model
-    stage: Memory
-    journey_question: What occupies the GPU?
-    question: What is consuming the machine?
-    summary: One request in GPU memory.
-"""
-FRONT = """\
----
-id: 01
-chapter: "01"
-title: KV Cache
-question: Why does the cache grow?
-bottleneck: Repeated decode compute
-primary_metric: ITL + memory
-minutes: 8
-summary: Keys and values are kept.
----
-"""
 GOOD_BLOCK = """\
 ```sim
 sim: kv_cache
