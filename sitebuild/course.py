@@ -80,8 +80,22 @@ class Course:
     synthesis: tuple[Synthesis, ...]
 
     @property
+    def core(self) -> tuple[Lesson, ...]:
+        """The numbered lessons of the course map (00.1 … 12), without the frontier pages (F…)."""
+        return tuple(x for x in self.lessons if not x.id.startswith("F"))
+
+    @property
+    def frontier(self) -> tuple[Lesson, ...]:
+        return tuple(x for x in self.lessons if x.id.startswith("F"))
+
+    @property
     def total_minutes(self) -> int:
-        return sum(lesson.minutes for lesson in self.lessons)
+        """Reading time of the numbered lessons, experiments included."""
+        return sum(lesson.minutes for lesson in self.core)
+
+    @property
+    def frontier_minutes(self) -> int:
+        return sum(lesson.minutes for lesson in self.frontier)
 
     def lesson_at(self, src_uri: str) -> Lesson | None:
         return next((x for x in self.lessons if x.src_uri == src_uri), None)

@@ -84,7 +84,9 @@ function completion(box) {
 function courseMap() {
   const cards = [...document.querySelectorAll(".course-card[data-lesson]")];
   const ids = cards.map((card) => card.dataset.lesson);
-  document.querySelector("[data-course-completed]").textContent = String(ids.filter((id) => state.completed[id]).length);
+  // "n / 14 completed" counts the numbered lessons; frontier pages are marked but not counted.
+  const core = cards.filter((card) => card.hasAttribute("data-core")).map((card) => card.dataset.lesson);
+  document.querySelector("[data-course-completed]").textContent = String(core.filter((id) => state.completed[id]).length);
   for (const card of cards) card.querySelector(".course-card-done").hidden = !state.completed[card.dataset.lesson];
   const resume = state.last && ids.includes(state.last) && !state.completed[state.last];
   const next = resume ? state.last : ids.find((id) => !state.completed[id]);
