@@ -188,7 +188,8 @@ async function rerun(w, fromUser) {
     return showFieldErrors(w, answer.errors);
   }
   showFieldErrors(w, []);
-  w.values = values;
+  // w.values is left alone: it already holds the newest input, and an older run answering late
+  // must not put its values back (the next change would then rerun with half-stale values).
   if (fromUser) writeAddress(w, values);
   await showAnswer(w, answer);
 }
