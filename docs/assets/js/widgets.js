@@ -154,6 +154,7 @@ function setSlider(p, slider, value) {
 }
 
 function change(w, p, raw, immediate, json = false) {
+  w.notice = null;
   let value = raw;
   if (json) {
     try { value = JSON.parse(raw); } catch (error) { return showFieldErrors(w, [{ field: p.name, message: `not valid JSON: ${error.message}` }]); }
@@ -197,6 +198,8 @@ async function rerun(w, fromUser) {
 function showFieldErrors(w, errors) {
   const status = w.el.querySelector(".sim-status");
   setText(status, errors.filter((e) => !w.fields.has(e.field)).map((e) => e.message).join(" "));
+  // A notice about the address stays until the reader changes a control (see change()).
+  if (w.notice) status.append(tag("span", { class: "sim-notice" }, ` ${w.notice}`));
   w.fields.forEach((f, name) => {
     const error = errors.find((e) => e.field === name);
     setText(f.message, error ? error.message : "");

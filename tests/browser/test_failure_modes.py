@@ -1,0 +1,153 @@
+"""Failure stays visible and local: start-up failures, foreign page addresses, corrupt progress.
+
+Complements test_runtime_failure.py (a wasm request never answered) and test_lesson_runtime.py
+(unreadable JSON in the address; a run past the time limit is cancelled, the worker replaced and
+the next run works): here the wasm answers 404 or with the wrong type, the address holds state
+of the wrong shape, for unknown parameters or out of range, and saved progress has the wrong shape.
+Pages that need no Python hold the wasm request unanswered, so no start-up competes for the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+import pytest
+from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, wait_ready
+from playwright.sync_api import BrowserContext, Page, Route
+
+from simulators import api
+
+STARTUP_LIMIT_S = 15
+PROGRESS_KEY = "llm-course:progress:v1"
+
+
+def hold_wasm(page: Page) -> list[Route]:
+    held: list[Route] = []
+    page.route("**/pyodide.asm.wasm", lambda route: held.append(route))
+    return held
+
+
+def test_a_missing_or_mistyped_wasm_ends_in_a_notice_within_the_limit_and_the_charts_stay(
+    context: BrowserContext, site: Site
+) -> None:
+    """Both at once, in two tabs: 404, and the right bytes served as text/plain (Pyodide then
+    waits forever without an error, so the client's start-up limit must end it)."""
+    url = site.url + site.pages_with('data-sim="')[0]
+    missing, mistyped = context.new_page(), context.new_page()
+    missing.route("**/pyodide.asm.wasm", lambda r: r.fulfill(status=404, body="not found", content_type="text/plain"))
+
+    def wrong_type(route: Route) -> None:
+        response = route.fetch()
+        route.fulfill(response=response, headers={**response.headers, "content-type": "text/plain"})
+
+    mistyped.route("**/pyodide.asm.wasm", wrong_type)
+    for page in (missing, mistyped):
+        page.goto(url)
+    for page in (missing, mistyped):
+        started = page.evaluate("() => window.llmCourse.runtime.startedAt")
+        page.wait_for_function(
+            "() => window.llmCourse.runtime.state === 'failed'", timeout=(STARTUP_LIMIT_S + 15) * 1000
+        )
+        failed_after = page.evaluate("() => performance.now()") - started
+        assert failed_after <= (STARTUP_LIMIT_S + 3) * 1000, failed_after
+        figure = page.locator("figure.sim").first
+        status = figure.locator(".sim-status").inner_text()
+        assert "Python runtime" in status and "pre-computed results" in status, status
+        assert page.locator("figure.sim .sim-chart:has(.main-svg)").count() == page.locator("figure.sim").count()
+        assert figure.locator(".sim-field input").first.is_disabled()
+        page.close()
+
+
+def first_widget(site: Site) -> tuple[str, str, dict]:
+    """(page, widget id, a numeric parameter among its controls) of the first lesson widget."""
+    url = site.pages_with('data-sim="')[0]
+    text = (site.dir / url / "index.html").read_text(encoding="utf-8")
+    start = text.index('<figure class="sim"')
+    tag = text[start : text.index(">", start)]
+    widget = tag.split('data-widget="')[1].split('"')[0]
+    name = tag.split('data-sim="')[1].split('"')[0]
+    controls = json.loads(tag.split('data-controls="')[1].split('"')[0].replace("&quot;", '"'))
+    param = next(p for p in api.schema(name)["params"] if p["name"] in controls and p["type"] in ("int", "float"))
+    return url, widget, param
+
+
+@pytest.mark.parametrize(
+    "state",
+    ["[1, 2]", "null", '"text"', '{"colour": 1}', "%E0%A4%A", '{"__proto__": {"x": 1}}'],
+    ids=["array", "null", "string", "unknown-parameter", "broken-percent-encoding", "proto"],
+)
+def test_foreign_state_in_the_address_is_ignored_with_a_notice(context: BrowserContext, site: Site, state: str) -> None:
+    url, widget, _ = first_widget(site)
+    page = context.new_page()
+    hold_wasm(page)
+    raw = state if state.startswith("%") else quote(state)
+    page.goto(f"{site.url}{url}?sim-{widget}={raw}&sim-no-such-widget=1&utm_source=x")
+    figure = page.locator(f"figure#sim-{widget}")
+    figure.locator(".sim-notice").wait_for()
+    assert "could not be read" in figure.locator(".sim-notice").inner_text()
+    assert f"sim-{widget}=" not in page.url, "the unreadable state stayed in the address"
+    assert page.locator("figure.sim .sim-chart:has(.main-svg)").count() == page.locator("figure.sim").count()
+    page.close()
+
+
+def test_state_out_of_range_falls_back_to_the_page_scenario_with_a_notice(context: BrowserContext, site: Site) -> None:
+    url, widget, param = first_widget(site)
+    page = context.new_page()
+    state = quote(json.dumps({param["name"]: param["max"] * 10 + 1}))
+    page.goto(f"{site.url}{url}?sim-{widget}={state}")
+    wait_ready(page)
+    figure = page.locator(f"figure#sim-{widget}")
+    page.wait_for_function(
+        "el => el.querySelector('.sim-notice') && el.dataset.drawn !== undefined && el.dataset.drawn !== '0'",
+        arg=figure.element_handle(),
+        timeout=RUNTIME_LIMIT_MS,
+    )
+    assert "could not be read" in figure.locator(".sim-notice").inner_text()
+    field = figure.locator(f"#sim-{widget}-{param['name']}")
+    assert float(field.input_value()) <= param["max"]
+    assert field.get_attribute("aria-invalid") is None
+    assert f"sim-{widget}=" not in page.url
+    page.close()
+
+
+@pytest.mark.parametrize(
+    "saved",
+    ["[]", '"progress"', "42", '{"completed": 5, "answers": {}, "last": null}', '{"completed": {}, "answers": [], "last": 7}'],
+    ids=["array", "string", "number", "completed-not-a-map", "answers-not-a-map"],
+)
+def test_saved_progress_of_the_wrong_shape_is_ignored_with_a_notice(
+    context: BrowserContext, site: Site, saved: str
+) -> None:
+    page = context.new_page()
+    page.goto(site.url)
+    page.evaluate("([key, value]) => localStorage.setItem(key, value)", [PROGRESS_KEY, saved])
+    page.reload()
+    assert "could not be read" in page.locator(".course-notice").inner_text()
+    assert page.locator("[data-course-completed]").inner_text() == "0"
+    page.evaluate("() => localStorage.clear()")
+    page.close()
+
+
+def test_a_lesson_with_unreadable_progress_still_marks_itself_complete(context: BrowserContext, site: Site) -> None:
+    page = context.new_page()
+    hold_wasm(page)
+    url = site.url + site.pages_with('data-sim="')[0]
+    page.goto(url)
+    page.evaluate("(key) => localStorage.setItem(key, '{\"completed\": [1]')", PROGRESS_KEY)
+    page.reload()
+    assert "could not be read" in page.locator(".course-notice").inner_text()
+    button = page.locator(".lesson-complete-button")
+    button.click()
+    assert button.get_attribute("aria-pressed") == "true"
+    saved = json.loads(page.evaluate("(key) => localStorage.getItem(key)", PROGRESS_KEY))
+    assert list(saved["completed"]) != []
+    page.evaluate("() => localStorage.clear()")
+    page.close()
+
+
+def test_no_request_left_the_site_and_no_error_happened(records: Records) -> None:
+    """The 404 above is the one error the browser may log (it reports the failed resource itself)."""
+    assert records.requests and records.foreign == []
+    unexpected = [e for e in records.errors if "status of 404" not in e]
+    assert unexpected == []
