@@ -24,7 +24,7 @@ def policy(inline_scripts: set[str]) -> str:
         [
             "default-src 'self'",
             f"script-src 'self' 'wasm-unsafe-eval' {hashes}".rstrip(),
-            "worker-src 'self' blob:",
+            "worker-src 'self'",  # the Pyodide worker is a module file of the site
             "style-src 'self'",
             "img-src 'self' data: blob:",
             "font-src 'self'",
