@@ -93,6 +93,15 @@ BROKEN = [
         12,
         "needs a 'why:'",
     ),
+    (
+        "quiz of an unknown type",
+        FRONT + "```quiz\n- q: Which roof binds?\n  type: essay\n```\n",
+        12,
+        "question type must be 'number' or 'choice'",
+    ),
+    ("quiz block never closed", FRONT + "text\n```quiz\n- q: Which?\n  type: choice\n", 12, "never closed"),
+    ("sim block without its simulator", FRONT + "```sim\nparams: {context_tokens: 4096}\n```\n", 12, "unknown simulator"),
+    ("front matter never closed", FRONT.removesuffix("---\n") + "\nbody\n", 1, "missing YAML front matter"),
 ]
 
 
