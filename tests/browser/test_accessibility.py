@@ -102,8 +102,11 @@ def focusables(page: Page, figure_index: int) -> list[str]:
     )
 
 
-FOCUSED = """() => {
-  const key = """ + KEY + """;
+FOCUSED = (
+    """() => {
+  const key = """
+    + KEY
+    + """;
   const el = document.activeElement;
   const figure = el.closest("figure.sim");
   const style = getComputedStyle(el);
@@ -113,6 +116,7 @@ FOCUSED = """() => {
     visible: el.matches(":focus-visible") && style.outlineStyle !== "none" && parseFloat(style.outlineWidth) >= 2,
   };
 }"""
+)
 
 
 def test_every_widget_control_is_reached_by_tab_with_a_visible_focus(lesson: Page) -> None:

@@ -113,7 +113,13 @@ def test_state_out_of_range_falls_back_to_the_page_scenario_with_a_notice(contex
 
 @pytest.mark.parametrize(
     "saved",
-    ["[]", '"progress"', "42", '{"completed": 5, "answers": {}, "last": null}', '{"completed": {}, "answers": [], "last": 7}'],
+    [
+        "[]",
+        '"progress"',
+        "42",
+        '{"completed": 5, "answers": {}, "last": null}',
+        '{"completed": {}, "answers": [], "last": 7}',
+    ],
     ids=["array", "string", "number", "completed-not-a-map", "answers-not-a-map"],
 )
 def test_saved_progress_of_the_wrong_shape_is_ignored_with_a_notice(

@@ -33,6 +33,14 @@ new PerformanceObserver((list) => { for (const e of list.getEntries()) window.lo
 LONG_TASK_LIMIT_MS = 200
 GARBAGE = ["", "abc", "1e308", "-5", "NaN"]
 CUSTOM = "__custom__"
+# What the widget showed, change by change: printed when an expectation fails.
+HISTORY = """(f) => {
+  window.figLog = [];
+  const text = (sel) => [...f.querySelectorAll(sel)].map((m) => m.textContent.slice(0, 40)).join("|");
+  new MutationObserver(() => window.figLog.push(
+    `${Math.round(performance.now())} messages ${text(".sim-field-message")} summary ${text(".sim-summary")} status ${text(".sim-status")}`,
+  )).observe(f, { subtree: true, childList: true, characterData: true });
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -132,14 +140,14 @@ def test_random_extreme_and_garbage_input(tab: Page, site: Site, plan: dict, nam
     schema = api.schema(name)
     figure = tab.locator(f"figure#sim-{widget}")
     base = json.loads(figure.get_attribute("data-params"))
-    controls = [next(p for p in schema["params"] if p["name"] == c) for c in json.loads(figure.get_attribute("data-controls"))]
+    controls = [
+        next(p for p in schema["params"] if p["name"] == c) for c in json.loads(figure.get_attribute("data-controls"))
+    ]
     numeric = [p for p in controls if p["type"] in ("int", "float")]
     fields = [p["name"] for p in controls]
     box = lambda p: figure.locator(f"#sim-{widget}-{p['name']}")  # noqa: E731
     tab.evaluate("() => { window.longTasks.length = 0; }")
-    figure.evaluate("""(f) => { window.figLog = []; new MutationObserver(() => window.figLog.push([Math.round(performance.now()),
-      [...f.querySelectorAll('.sim-field-message')].map((m) => m.textContent.slice(0, 20)).join('|'), f.querySelector('.sim-summary').textContent.slice(0, 60),
-      f.querySelector('.sim-status').textContent.slice(0, 60)].join(' ; '))).observe(f, { subtree: true, childList: true, characterData: true }); }""")
+    figure.evaluate(HISTORY)
 
     for end in ("min", "max"):  # every number at one end of its range
         for p in numeric:

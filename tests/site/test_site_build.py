@@ -100,7 +100,12 @@ BROKEN = [
         "question type must be 'number' or 'choice'",
     ),
     ("quiz block never closed", FRONT + "text\n```quiz\n- q: Which?\n  type: choice\n", 12, "never closed"),
-    ("sim block without its simulator", FRONT + "```sim\nparams: {context_tokens: 4096}\n```\n", 12, "unknown simulator"),
+    (
+        "sim block without its simulator",
+        FRONT + "```sim\nparams: {context_tokens: 4096}\n```\n",
+        12,
+        "unknown simulator",
+    ),
     ("front matter never closed", FRONT.removesuffix("---\n") + "\nbody\n", 1, "missing YAML front matter"),
 ]
 
