@@ -334,20 +334,47 @@ def step_time(
     unstructured-sparse layout (unstructured_bytes_per_value): GPUs have no tensor-core path for
     unstructured sparsity, so the matmuls still run at the dense rate.
     """
+    # attention_flops(m, q, c) inlined: the same float operations in the same order, without a
+    # call per sequence (steps of thousands of sequences are costed in inner loops).
+    per_key = attention_flops_per_key(m)
+    attention = sum([per_key * (q * c + q * (q + 1) / 2) for q, c in seqs])
+    return _step_time(
+        m, gpu, tokens=sum(q for q, _ in seqs), num_seqs=len(seqs), attention_flops=attention,
+        kv_tokens=sum(kv_tokens_held(m, c) + q for q, c in seqs), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+        activation_dtype=activation_dtype, eff=eff, tp=tp, sparse=sparse, weight_bytes_per_value=weight_bytes_per_value,
+    )
+
+
+def _step_time(
+    m: Model,
+    gpu: Gpu,
+    *,
+    tokens: int,
+    num_seqs: int,
+    attention_flops: float,
+    kv_tokens: int,
+    weight_dtype: str,
+    kv_dtype: str,
+    activation_dtype: str | None,
+    eff: Efficiency | None,
+    tp: int,
+    sparse: bool,
+    weight_bytes_per_value: float | None,
+) -> StepTime:
+    """step_time from the batch's totals: new tokens, sequences, attention FLOPs and KV tokens read."""
     if sparse and weight_bytes_per_value is not None:
         raise ValueError("give either sparse (2:4) or weight_bytes_per_value, not both")
     eff = eff or default_efficiency()
-    tokens = sum(q for q, _ in seqs)
     path = matmul_path(gpu, weight_dtype, activation_dtype)
     p = param_counts(m)
     per_token_block = 2.0 * p.block_linear_active
     head = 2.0 * lm_head_params(m)
     # Only the last token of a prefill chunk needs logits; every decode token does.
-    logits_tokens = len(seqs)
+    logits_tokens = num_seqs
     block_flops = per_token_block * tokens
-    other_flops = head * logits_tokens + sum(attention_flops(m, q, c) for q, c in seqs)
+    other_flops = head * logits_tokens + attention_flops
     w_bytes = streamed_weight_bytes(m, weight_dtype, tokens, sparse=sparse, per_value=weight_bytes_per_value)
-    kv_bytes = kv_bytes_per_token(m, kv_dtype) * sum(kv_tokens_held(m, c) + q for q, c in seqs)
+    kv_bytes = kv_bytes_per_token(m, kv_dtype) * kv_tokens
     total_bytes = (w_bytes + kv_bytes) / tp
     block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
     bf16_peak = gpu.peak_tflops("bf16")
@@ -382,7 +409,34 @@ def prefill_time(m: Model, gpu: Gpu, prompt_tokens: int, **kw: object) -> StepTi
 
 def decode_step_time(m: Model, gpu: Gpu, context_lens: list[int], **kw: object) -> StepTime:
     """One decode step: each sequence adds one token on top of its cached context."""
+    if _all_equal(context_lens):
+        return uniform_decode_step_time(m, gpu, context_lens[0], len(context_lens), **kw)
     return step_time(m, gpu, [(1, c) for c in context_lens], **kw)  # type: ignore[arg-type]
+
+
+def _all_equal(values: list[int]) -> bool:
+    return bool(values) and values.count(values[0]) == len(values)
+
+
+def uniform_decode_step_time(m: Model, gpu: Gpu, context_tokens: int, batch_size: int, **kw: object) -> StepTime:
+    """decode_step_time of `batch_size` sequences all at `context_tokens`, in O(1) Python steps.
+
+    Bit for bit the same StepTime: the per-sequence attention FLOPs are still added one by one in
+    the same order (by the built-in sum, in C), and the integer totals are exact.
+    """
+    per_seq = attention_flops_per_key(m) * (1 * context_tokens + 1 * (1 + 1) / 2)
+    return _step_time(
+        m, gpu, tokens=batch_size, num_seqs=batch_size, attention_flops=sum([per_seq] * batch_size),
+        kv_tokens=(kv_tokens_held(m, context_tokens) + 1) * batch_size, **_step_kw(kw),  # type: ignore[arg-type]
+    )
+
+
+def _step_kw(kw: dict[str, object]) -> dict[str, object]:
+    """step_time's keyword defaults, for callers of _step_time."""
+    return {
+        "weight_dtype": "bf16", "kv_dtype": "bf16", "activation_dtype": None, "eff": None, "tp": 1, "sparse": False,
+        "weight_bytes_per_value": None, **kw,
+    }
 
 
 @dataclass(frozen=True)
@@ -433,7 +487,7 @@ def decode_compute_bound_batch(m: Model, gpu: Gpu, context_tokens: int, *, limit
     """Smallest decode batch (all at `context_tokens`) whose step is compute-bound, or None."""
 
     def compute_bound(b: int) -> bool:
-        t = decode_step_time(m, gpu, [context_tokens] * b, **kw)
+        t = uniform_decode_step_time(m, gpu, context_tokens, b, **kw)
         return t.compute_known and t.compute_s >= t.memory_s
 
     if not compute_bound(limit):
