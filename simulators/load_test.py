@@ -34,7 +34,7 @@ from typing import Any
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, Slo, workload
 from .engine.cluster import fit_error
-from .engine.loadgen import LoadRun, guidellm_record, run_profile, to_csv
+from .engine.loadgen import LoadRun, ServedMemo, guidellm_record, to_csv
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
@@ -111,22 +111,23 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     # profile sends everything at once; in a short run that measures the drain as well). It is
     # read as completions per second over the middle of the completion timeline
     # (loadgen.steady_throughput), so it is the steady state, not the start-up and the drain.
-    top = run_profile("concurrent", spec, p.num_requests, lengths, seed, users=2 * p.max_num_seqs, slo=slo)
-    at_rate = run_profile("poisson", spec, p.num_requests, lengths, seed, rate=p.rate_per_s, **kw)
-    kept = run_profile("poisson", spec, p.num_requests, lengths, seed, rate=p.rate_per_s, slo=slo)
-    closed = run_profile("concurrent", spec, p.num_requests, lengths, seed, users=p.users, **kw)
+    served = ServedMemo(spec, p.num_requests, seed)
+    top = served.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
+    at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
+    kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
+    closed = served.run("concurrent", lengths, users=p.users, **kw)
     out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "view": p.view, "rate_per_s": p.rate_per_s, "users": p.users, "lengths": p.lengths}
     runs = [top, at_rate, closed]
     cap = top.metrics["steady_throughput_per_s"]
     if p.view in ("knee", "goodput", "lengths"):
-        sweep = [run_profile("poisson", spec, p.num_requests, lengths, seed, rate=f * cap, **kw) for f in FRACTIONS]
+        sweep = [served.run("poisson", lengths, rate=f * cap, **kw) for f in FRACTIONS]
         out["open"] = [_point(r) for r in sweep]
         runs = [top, *sweep]
         if p.view == "knee":
-            out["closed"] = [_point(run_profile("concurrent", spec, p.num_requests, lengths, seed, users=u, **kw)) for u in USERS]
+            out["closed"] = [_point(served.run("concurrent", lengths, users=u, **kw)) for u in USERS]
         if p.view == "lengths":
             other = _lengths("fixed" if p.lengths == "azure" else "azure")
-            out["other"] = [_point(run_profile("poisson", spec, p.num_requests, other, seed, rate=f * cap, **kw)) for f in FRACTIONS]
+            out["other"] = [_point(served.run("poisson", other, rate=f * cap, **kw)) for f in FRACTIONS]
     a = at_rate.metrics
     out["percentiles"] = {k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")}
     out["guidellm"] = [guidellm_record(r) for r in runs]

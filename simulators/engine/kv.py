@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 Runs = tuple[tuple[int, int, int], ...]  # (segment id, start, end) token ranges in one block
 
 
-@dataclass
+@dataclass(slots=True)
 class CachedBlock:
     block_hash: int
     runs: Runs  # the block's content, as ranges of segments
@@ -120,22 +120,24 @@ class KVCacheManager:
             return False
         from_free = min(n, self.num_free_blocks)
         self.num_free_blocks -= from_free
-        for _ in range(n - from_free):
-            h, _ = self.evictable.popitem(last=False)
-            self._forget(h)
+        if n > from_free:  # evict, least recently used first (locals: a pressured run evicts a lot)
+            evictable, cached, bs = self.evictable, self.cached, self.block_size
+            for _ in range(n - from_free):
+                h, _ = evictable.popitem(last=False)
+                if cached.pop(h).tokens < bs:
+                    self._forget_partial(h)
+            self.num_evictions += n - from_free
         return True
 
     def give_back(self, n: int) -> None:
         self.num_free_blocks += n
 
-    def _forget(self, h: int) -> None:
-        blk = self.cached.pop(h)
-        self.num_evictions += 1
-        if blk.tokens < self.block_size:
-            for kids in self.partial.values():
-                if h in kids:
-                    kids.remove(h)
-                    break
+    def _forget_partial(self, h: int) -> None:
+        """Drop an evicted part-filled block from its parent's list."""
+        for kids in self.partial.values():
+            if h in kids:
+                kids.remove(h)
+                break
 
     # -- prefix cache -------------------------------------------------------------------------
 
@@ -196,9 +198,10 @@ class KVCacheManager:
         chain = self.hashes(segments, prompt_tokens)
         hit: list[int] = []
         parent = 0
+        cached, bs = self.cached, self.block_size
         for h, _ in chain:
-            blk = self.cached.get(h)
-            if blk is None or blk.tokens < self.block_size:
+            blk = cached.get(h)
+            if blk is None or blk.tokens < bs:
                 break
             hit.append(h)
             parent = h
@@ -226,19 +229,21 @@ class KVCacheManager:
             self.evictable.move_to_end(h)
 
     def ref(self, hashes: list[int]) -> None:
+        cached, evictable = self.cached, self.evictable
         for h in hashes:
-            blk = self.cached[h]
+            blk = cached[h]
             if blk.ref_cnt == 0:
-                del self.evictable[h]
+                del evictable[h]
             blk.ref_cnt += 1
 
     def unref(self, hashes: list[int]) -> None:
         # Tail blocks first, so that LRU eviction takes the ends of prefixes before their roots.
+        cached, evictable = self.cached, self.evictable
         for h in reversed(hashes):
-            blk = self.cached[h]
+            blk = cached[h]
             blk.ref_cnt -= 1
             if blk.ref_cnt == 0:
-                self.evictable[h] = None
+                evictable[h] = None
 
     def cache_blocks(self, chain: list[tuple[int, Runs]], start: int, owned: list[int], *, final: bool = False) -> int:
         """Turn a sequence's private blocks chain[start:] into cached ones it references.
@@ -251,16 +256,17 @@ class KVCacheManager:
         converted = 0
         parent = chain[start - 1][0] if start else 0
         last = len(chain) - 1
+        cached, bs = self.cached, self.block_size
         for i in range(start, len(chain)):
             h, runs = chain[i]
             # Only the last block of a chain can be part-filled.
-            tokens = self.block_size if i < last else sum(hi - lo for _, lo, hi in runs)
-            if tokens < self.block_size and not (final and self.prefix == "radix"):
+            tokens = bs if i < last else sum(hi - lo for _, lo, hi in runs)
+            if tokens < bs and not (final and self.prefix == "radix"):
                 break
-            if h in self.cached:
+            if h in cached:
                 break
-            self.cached[h] = CachedBlock(h, runs, tokens, ref_cnt=1)
-            if tokens < self.block_size:
+            cached[h] = CachedBlock(h, runs, tokens, 1)
+            if tokens < bs:
                 self.partial.setdefault(parent, []).append(h)
             owned.append(h)
             converted += 1

@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from .cluster import EngineSpec, serve
+from .cluster import EngineSpec, Served, serve
 from .metrics import RequestRecord, Slo, summarize
 from .workload import Lengths, Request, arrival_times
 
@@ -32,7 +32,12 @@ PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "s
 
 def requests_for(profile: str, rng: random.Random, n: int, lengths: Lengths, *, rate: float = 1.0, users: int = 1) -> list[Request]:
     """n requests arranged by a profile (closed-loop chains use Request.after)."""
-    drawn = [lengths.draw(rng) for _ in range(n)]
+    return arrange(profile, [lengths.draw(rng) for _ in range(n)], rng, rate=rate, users=users)
+
+
+def arrange(profile: str, drawn: list[tuple[int, int]], rng: random.Random, *, rate: float = 1.0, users: int = 1) -> list[Request]:
+    """requests_for, given the (prompt, output) lengths already drawn from `rng`."""
+    n = len(drawn)
     if profile in ("synchronous", "concurrent"):
         users = 1 if profile == "synchronous" else max(1, users)
         out = []
@@ -56,9 +61,40 @@ class LoadRun:
 
 
 def run_profile(profile: str, spec: EngineSpec, n: int, lengths: Lengths, seed: int, *, rate: float = 1.0, users: int = 1, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> LoadRun:
-    rng = random.Random(seed)
-    reqs = requests_for(profile, rng, n, lengths, rate=rate, users=users)
-    served = serve(reqs, spec)
+    served = serve(requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec)
+    return measure(served, profile, rate, warmup=warmup, cooldown=cooldown, slo=slo)
+
+
+class ServedMemo:
+    """run_profile for one server, run length and seed, simulating each distinct load only once.
+
+    Warm-up, cool-down and the SLO only change the statistics, not the run, so two figures
+    of the same load (with and without warm-up; a sweep point that is also the chosen one)
+    share one simulation. Answers are exactly run_profile's.
+    """
+
+    def __init__(self, spec: EngineSpec, n: int, seed: int):
+        self.spec, self.n, self.seed = spec, n, seed
+        self._served: dict[tuple[str, Lengths, float, int], Served] = {}
+        # Every run draws its lengths first from a fresh Random(seed): draw them once per
+        # distribution, and keep the generator's state after them for the arrival times.
+        self._drawn: dict[Lengths, tuple[list[tuple[int, int]], Any]] = {}
+
+    def run(self, profile: str, lengths: Lengths, *, rate: float = 1.0, users: int = 1, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> LoadRun:
+        key = (profile, lengths, rate, users)
+        if key not in self._served:
+            if lengths not in self._drawn:
+                rng = random.Random(self.seed)
+                self._drawn[lengths] = ([lengths.draw(rng) for _ in range(self.n)], rng.getstate())
+            drawn, state = self._drawn[lengths]
+            rng = random.Random()
+            rng.setstate(state)
+            self._served[key] = serve(arrange(profile, drawn, rng, rate=rate, users=users), self.spec)
+        return measure(self._served[key], profile, rate, warmup=warmup, cooldown=cooldown, slo=slo)
+
+
+def measure(served: Served, profile: str, rate: float, *, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> LoadRun:
+    """The LoadRun of a served profile: statistics over its records (warm-up and cool-down left out)."""
     dropped = [r.arrival_s for r in served.dropped]
     met = summarize(served.records, slo=slo, warmup=warmup, cooldown=cooldown, dropped_arrivals=dropped)
     met["num_dropped"] = len(served.dropped)

@@ -118,6 +118,8 @@ class Replica:
         if not self.paged or n <= 0 or not self.nd:
             return 0
         bs, res = self.bs, self.res
+        if n == 1 and bs > 1:  # the common question (will the next step fit?), answered directly
+            return res.get(self.steps % bs, 0)
         rounds, rem = divmod(n, bs)
         total = self.nd * rounds
         if rem:
@@ -195,7 +197,8 @@ class Replica:
         # available once referenced; check before touching anything, so a failed attempt leaves
         # the LRU order alone.
         gate = kv.blocks_for(s.prompt) - len(hit) if self.cfg.reserve_full_isl else need
-        if gate + water > kv.num_available() - sum(1 for h in hit if h in kv.evictable):
+        evictable = kv.evictable
+        if gate + water > kv.num_available() - len([h for h in hit if h in evictable]):
             return -1
         kv.ref(hit)
         kv.take(need)
@@ -221,11 +224,13 @@ class Replica:
         self.reserved = 0
         self.skipped = False  # admission skipped this step (after a preemption): replan next step
         # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
-        while self.nd and self.blocks_needed(1) > kv.num_available():
+        need = self.blocks_needed(1)
+        while self.nd and need > kv.num_available():
             self._preempt_last(t)
+            need = self.blocks_needed(1)
         if static and self.running and not self.prefilling:
             return [], True  # a static batch in flight: decode until it is done
-        self.reserved = self.blocks_needed(1)
+        self.reserved = need
         kv.take(self.reserved)
         preempted = False
         if static:

@@ -106,20 +106,25 @@ def stride_time_s(c0: float, c1: float, m0: float, m1: float, comm: float, n: in
     """
     if n <= 0:
         return 0.0
-
-    def series(p0: float, p1: float, a: int, b: int) -> float:
-        return (b - a) * p0 + p1 * (a + b - 1) * (b - a) / 2 if b > a else 0.0
-
     # Step k is compute-bound when c0 + c1 k > m0 + m1 k; the difference is monotone in k.
     first_compute = c0 > m0
     guess = n
     if c1 != m1:
         k_star = (m0 - c0) / (c1 - m1)
         guess = int(k_star) + 1 if 0 <= k_star < n else n
-    split = _settle(c0, c1, m0, m1, guess, n, first_compute)
+    # The usual stride binds on one side throughout: settle that case without a call.
+    if guess == n and (c0 + c1 * (n - 1) > m0 + m1 * (n - 1)) == first_compute:
+        split = n
+    else:
+        split = _settle(c0, c1, m0, m1, guess, n, first_compute)
     if first_compute:
-        return series(c0, c1, 0, split) + series(m0, m1, split, n) + comm * n
-    return series(m0, m1, 0, split) + series(c0, c1, split, n) + comm * n
+        return _series(c0, c1, 0, split) + _series(m0, m1, split, n) + comm * n
+    return _series(m0, m1, 0, split) + _series(c0, c1, split, n) + comm * n
+
+
+def _series(p0: float, p1: float, a: int, b: int) -> float:
+    """sum_{k=a}^{b-1} (p0 + p1 k)."""
+    return (b - a) * p0 + p1 * (a + b - 1) * (b - a) / 2 if b > a else 0.0
 
 
 def _settle(c0: float, c1: float, m0: float, m1: float, split: int, n: int, first_compute: bool) -> int:
