@@ -48,6 +48,7 @@ METRICS = {
     "num_damaged_positions": ("Damaged positions drawn", "positions"),
 }
 VOCAB = 64
+LOG_RANKS = [math.log(r + 1) for r in range(VOCAB)]  # the Zipf fall-off, log(rank), once
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,12 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     kls: list[float] = []
     damaged: list[bool] = []
     agree = 0
+    gauss, noise = rng.gauss, p.noise_scale  # locals: the loop draws 2 x VOCAB normals per position
     for _ in range(p.num_positions):
         # Zipf-like fall-off with rank, sharper at some positions than others.
         sharp = rng.uniform(0.6, 2.0)
-        base = [-sharp * math.log(r + 1) + rng.gauss(0, 0.3) for r in range(VOCAB)]
-        opt = [x + rng.gauss(0, p.noise_scale) for x in base]
+        base = [-sharp * log_rank + gauss(0, 0.3) for log_rank in LOG_RANKS]
+        opt = [x + gauss(0, noise) for x in base]
         hit = rng.random() < p.damaged_fraction
         if hit:
             order = sorted(range(VOCAB), key=lambda i: -base[i])
@@ -96,7 +98,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         nll_opt -= math.log(po[token])
         kls.append(math.fsum(a * math.log(a / b) for a, b in zip(pb, po, strict=True) if a > 0))
         damaged.append(hit)
-        agree += max(range(VOCAB), key=lambda i: pb[i]) == max(range(VOCAB), key=lambda i: po[i])
+        agree += max(range(VOCAB), key=pb.__getitem__) == max(range(VOCAB), key=po.__getitem__)
     n = p.num_positions
     ranked = sorted(range(n), key=lambda i: -kls[i])
     worst = ranked[: max(1, n // 20)]
