@@ -18,6 +18,7 @@ import json
 import re
 from typing import Any
 
+from sitebuild import static_chart
 from sitebuild.assets import check_trace_types
 from sitebuild.block_yaml import BlockError, read_mapping
 from sitebuild.numbers import format_number
@@ -96,8 +97,9 @@ def _html(
         "once the Python runtime has loaded; the chart below is pre-computed.</p></div>",
         '<p class="sim-status" role="status" aria-live="polite"></p>',
         # A group, not role="img": plotly puts focusable controls inside (axe: nested-interactive).
+        # It opens with the chart drawn here, as static SVG: on screen at first paint, no script.
         f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
-        f'aria-describedby="{summary_id}"></div>',
+        f'aria-describedby="{summary_id}">{static_chart.render(answer["figure"], f"sim-{widget_id}-chart-title")}</div>',
         f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
         '<table class="sim-metrics"><caption>Key figures</caption><thead><tr><th scope="col">'
         f'Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead><tbody>{rows}'

@@ -907,7 +907,7 @@ class _Chart:
                 f'stroke-linecap="{cap}"/>'
             )
         ident, attrs = self._marker_def(trace, color)
-        uses = "".join(f'<use href="#{ident}" x="{_n(p[0])}" y="{_n(p[1])}"/>' for p in points if p is not None)
+        uses = "".join(f'<use xlink:href="#{ident}" x="{_n(p[0])}" y="{_n(p[1])}"/>' for p in points if p is not None)
         return f'<g class="sc-markers" {attrs}>{uses}</g>'
 
     def _point_text(self, trace: dict[str, Any], points: list[tuple[float, float] | None]) -> str:
@@ -1139,7 +1139,7 @@ class _Chart:
         if "markers" in mode:
             size = _num(_dict(trace.get("marker")).get("size")) or 6
             ident, attrs = self._marker_def(trace, color, min(1.0, 12 / size))
-            out += f'<use href="#{ident}" x="20" y="0" {attrs}/>'
+            out += f'<use xlink:href="#{ident}" x="20" y="0" {attrs}/>'
         if not out:
             out = f'<path d="M5,0H35" stroke="{_attr(color)}" stroke-width="2"/>'
         return out
@@ -1213,7 +1213,7 @@ def render(figure: dict[str, Any], title_id: str | None = None) -> str:
     labelled = f' aria-labelledby="{_attr(title_id)}"' if title_id else ""
     title_attr = f' id="{_attr(title_id)}"' if title_id else ""
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="sim-static-chart" viewBox="0 0 {_n(chart.width)} '
+        f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" class="sim-static-chart" viewBox="0 0 {_n(chart.width)} '
         f'{_n(chart.height)}" width="100%" preserveAspectRatio="xMidYMid meet" role="img" focusable="false"'
         f"{labelled}><title{title_attr}>{escape(title)}</title>{defs}{body}</svg>"
     )

@@ -56,7 +56,7 @@ def settle(page: Page) -> None:
     page.wait_for_function(
         """() => window.llmCourse?.runtime?.state === "ready" &&
              [...document.querySelectorAll("figure.sim")].every((f) =>
-               f.querySelector(".sim-chart .main-svg") && !f.querySelector(".sim-controls[aria-busy]") &&
+               f.querySelector(".sim-chart svg") && !f.querySelector(".sim-controls[aria-busy]") &&
                [...f.querySelectorAll(".sim-field input, .sim-field select")].every((i) => !i.disabled))""",
         timeout=RUNTIME_LIMIT_MS,
     )

@@ -43,7 +43,7 @@ def crawl(context: BrowserContext, site: Site) -> dict[str, Seen]:
     for url in all_pages(site):
         page.goto(site.url + url)
         page.wait_for_function(
-            """() => [...document.querySelectorAll("figure.sim .sim-chart")].every((c) => c.querySelector(".main-svg")) &&
+            """() => [...document.querySelectorAll("figure.sim .sim-chart")].every((c) => c.querySelector(".sim-static-chart")) &&
                  [...document.querySelectorAll(".arithmatex")].every((m) => m.querySelector(".katex"))""",
             timeout=RUNTIME_LIMIT_MS,
         )
@@ -52,7 +52,7 @@ def crawl(context: BrowserContext, site: Site) -> dict[str, Seen]:
             **page.evaluate(
                 """() => ({
                      figures: document.querySelectorAll("figure.sim").length,
-                     drawn: document.querySelectorAll("figure.sim .sim-chart:has(.main-svg)").length,
+                     drawn: document.querySelectorAll("figure.sim .sim-chart:has(.sim-static-chart)").length,
                      math: document.querySelectorAll(".arithmatex").length,
                      math_rendered: document.querySelectorAll(".arithmatex .katex").length,
                      scroll_width: document.documentElement.scrollWidth,

@@ -18,7 +18,7 @@ def test_a_runtime_that_never_starts_ends_in_a_notice_and_the_charts_stay(contex
     page.wait_for_function("() => window.llmCourse?.runtime?.state === 'failed'", timeout=30_000)
     figure = page.locator("figure.sim").first
     assert "did not start within 15 s" in figure.locator(".sim-status").inner_text()
-    assert figure.locator(".sim-chart .main-svg").count() > 0
+    assert figure.locator(".sim-chart .sim-static-chart").count() > 0
     assert figure.locator(".sim-field input").first.is_disabled()
     assert held, "the wasm request never reached the route"
     page.close()

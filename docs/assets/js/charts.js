@@ -1,10 +1,18 @@
-// Plotly drawing for the widgets: the bundle loads on the first page with a chart, and figures
-// follow the light/dark palette. Plotly's global rules live in a stylesheet every page links
+// Plotly drawing for the live charts: the bundle loads once the runtime is ready (the charts a page
+// opens with are static SVG drawn at build time, see sitebuild/static_chart.py), and figures follow
+// the light/dark palette. Plotly's global rules live in a stylesheet every page links
 // (overrides/main.html), so they survive instant navigation and need no inline <style>.
 import { loadScript } from "./load-script.js";
 
+const PLOTLY = "../vendor/plotly/plotly.min.js";
+
+export function preload() {
+  return loadScript(PLOTLY).catch(() => {}); // draw() reports a failure when it needs the bundle
+}
+
 export async function draw(element, figure) {
-  await loadScript("../vendor/plotly/plotly.min.js");
+  await loadScript(PLOTLY);
+  element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
   await Plotly.react(element, figure.data, themed(figure.layout), { responsive: true, displaylogo: false });
 }
 function themed(layout) {

@@ -2,27 +2,35 @@
 // charts and figures updated in place, state in the address, downloads and a Python recipe.
 // Nothing here knows a simulator by name: the schema and the answers carry everything.
 import { onStatus, run, runtime, start } from "./client.js";
-import { draw } from "./charts.js";
+import { draw, preload } from "./charts.js";
 
-const DEBOUNCE_MS = 60;
+// Typed values wait this long for the next keystroke, for a simulator whose runs are slow; a fast
+// one reruns at once (a waiting request is replaced by a newer one anyway, see client.js).
+const DEBOUNCE_MS = 80;
+const FAST_RUN_MS = 40;
 const CUSTOM = "__custom__";
 const mounted = new Set();
 let schemas = null;
 
-onStatus((status) => mounted.forEach((w) => showStatus(w, status)));
+onStatus((status) => {
+  mounted.forEach((w) => showStatus(w, status));
+  // plotly.js draws the live charts: fetch and parse it while the reader is still reading.
+  if (status.state === "ready" && mounted.size) (window.requestIdleCallback ?? setTimeout)(() => preload());
+});
 
 document$.subscribe(() => {
   for (const w of mounted) if (!w.el.isConnected) mounted.delete(w); // left behind by navigation
   const elements = document.querySelectorAll("figure.sim:not([data-mounted])");
   if (elements.length === 0) return;
+  // Python starts at once, in its worker: the pre-computed charts are already in the page, drawn
+  // without script, so nothing on the main thread waits for it.
+  start().catch(() => {});
   schemas ??= fetch(new URL(`../generated/${runtimeConfig().schemas}`, import.meta.url)).then((r) => r.json());
   elements.forEach(mount);
-  // Python starts at the first idle moment (or after 500 ms), so the page and its charts come first.
-  const whenIdle = window.requestIdleCallback ?? ((callback) => setTimeout(callback, 0));
-  whenIdle(() => start().catch(() => {}), { timeout: 500 });
 });
 
-new MutationObserver(() => mounted.forEach((w) => w.answer && draw(w.chart, w.answer.figure)))
+// The static pre-computed charts follow the palette through CSS; live ones are redrawn.
+new MutationObserver(() => mounted.forEach((w) => w.live && draw(w.chart, w.answer.figure)))
   .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
 
 function runtimeConfig() {
@@ -38,7 +46,7 @@ async function mount(el) {
   };
   w.key = `${location.pathname}#${w.id}`;
   mounted.add(w);
-  showAnswer(w, w.answer);
+  showAnswer(w, w.answer, false); // its chart is already in the page, drawn at build time
   w.schema = (await schemas)[w.name];
   w.defaults = { ...Object.fromEntries(w.schema.params.map((p) => [p.name, p.default])), ...w.base };
   w.values = { ...w.defaults, ...readAddress(w) };
@@ -163,7 +171,8 @@ function change(w, p, raw, immediate, json = false) {
   }
   w.values = { ...w.values, [p.name]: value };
   clearTimeout(w.timer);
-  w.timer = setTimeout(() => rerun(w, true), immediate ? 0 : DEBOUNCE_MS);
+  const fast = (w.runMs ?? Infinity) < FAST_RUN_MS;
+  w.timer = setTimeout(() => rerun(w, true), immediate || fast ? 0 : DEBOUNCE_MS);
 }
 
 async function rerun(w, fromUser) {
@@ -171,7 +180,9 @@ async function rerun(w, fromUser) {
   const values = w.values;
   let json;
   try {
+    const started = performance.now();
     json = await run(w.key, w.name, values);
+    w.runMs = performance.now() - started;
   } catch (error) {
     return setText(w.el.querySelector(".sim-status"), error.message);
   }
@@ -231,7 +242,7 @@ function setDisabled(f, disabled) {
 
 // ---- results: chart, key figures, text alternative, data table, downloads, Python recipe ----
 
-async function showAnswer(w, answer) {
+async function showAnswer(w, answer, redraw = true) {
   w.answer = answer;
   const labels = Object.fromEntries((w.schema?.metrics ?? []).map((m) => [m.name, m]));
   const rows = Object.entries(answer.metrics).map(([key, value]) => {
@@ -244,7 +255,10 @@ async function showAnswer(w, answer) {
   details.ontoggle = () => details.open && dataTable(w);
   if (details.open) dataTable(w);
   actions(w);
-  await draw(w.chart, answer.figure);
+  if (redraw) {
+    await draw(w.chart, answer.figure);
+    w.live = true;
+  }
   w.el.dataset.drawn = String(w.shown);
 }
 
