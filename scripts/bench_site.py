@@ -33,12 +33,13 @@ from playwright.sync_api import BrowserContext, Page, sync_playwright  # noqa: E
 from simulators import api  # noqa: E402
 from sitebuild import chromium, serve  # noqa: E402
 
-# Records when the first chart's SVG appears, on the page's own clock (ms since navigation).
+# Records when the first chart is on screen, on the page's own clock (ms since navigation): the
+# animation frame after its SVG (the build's static one, or plotly's) entered the document.
 CHART_CLOCK = """
 new MutationObserver((_, observer) => {
-  if (document.querySelector("figure.sim .sim-chart .main-svg")) {
-    window.benchChartAt = performance.now();
+  if (document.querySelector("figure.sim .sim-chart svg")) {
     observer.disconnect();
+    requestAnimationFrame(() => { window.benchChartAt = performance.now(); });
   }
 }).observe(document, { childList: true, subtree: true });
 """
@@ -80,8 +81,20 @@ def load(page: Page, url: str) -> tuple[float, float, int]:
     page.goto(url)
     page.wait_for_function("() => window.llmCourse?.runtime?.state === 'ready'", timeout=120_000)
     page.wait_for_function("() => window.benchChartAt !== undefined")
-    chart, ready = page.evaluate("() => [window.benchChartAt, window.llmCourse.runtime.readyAt]")
+    chart, ready, snapshot = page.evaluate(
+        "() => [window.benchChartAt, window.llmCourse.runtime.readyAt, window.llmCourse.runtime.fromSnapshot]"
+    )
+    if not snapshot:
+        print(f"  note: {url} started Python without the build's snapshot (see the console)")
     return chart, ready, page.evaluate(BYTES_BEFORE_RUNTIME)
+
+
+def stages(page: Page) -> str:
+    """When each start-up stage began and the runtime was ready, ms since navigation."""
+    at = page.evaluate(
+        "() => { const r = window.llmCourse.runtime; return [r.startedAt, ...r.stageAt.slice(1), r.readyAt]; }"
+    )
+    return " → ".join(f"{v:.0f}" for v in at)
 
 
 NUMERIC = ".sim-field input[inputmode=decimal]"
@@ -159,6 +172,10 @@ def main() -> int:
             warm_page = warm_profile.new_page()
             load(warm_page, page_url)  # fills the cache
             warm = [load(warm_page, page_url)[1] for _ in range(args.runs)]
+            print(f"  start-up stages (last warm load, ms): worker {stages(warm_page)} ready")
+            # The live charts need plotly.js, which loads once the runtime is ready and the page idle;
+            # changes are timed after that, as a reader's first change would usually come later.
+            warm_page.wait_for_function("() => window.Plotly !== undefined")
             moves = []
             for widget, sim in widgets_with_numbers(warm_page):
                 if sim not in per_sim:

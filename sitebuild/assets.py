@@ -20,6 +20,7 @@ from sitebuild.errors import BuildError
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / "node_modules"
 STAMP = NODE_MODULES / ".course-package-lock.sha256"
+SNAPSHOT_SCRIPT = ROOT / "sitebuild" / "snapshot.mjs"
 
 # site path under assets/vendor/ -> file in node_modules/. Pyodide: core files only, no packages.
 VENDOR = {
@@ -85,6 +86,33 @@ def simulators_archive(package_dir: Path) -> tuple[str, bytes]:
                 archive.writestr(info, path.read_bytes())
     data = buffer.getvalue()
     return f"simulators-{hashlib.sha256(data).hexdigest()[:12]}.zip", data
+
+
+def python_snapshot(archive: bytes, cache_dir: Path) -> tuple[str, bytes]:
+    """The worker's start-up snapshot (Python initialised, the simulators imported) and its hashed
+    name. Made by Node.js from the pinned Pyodide (sitebuild/snapshot.mjs, about 3 s) and kept in
+    cache_dir under the hash of its inputs: the archive and package-lock.json (Pyodide's version)."""
+    inputs = hashlib.sha256(archive + (ROOT / "package-lock.json").read_bytes() + SNAPSHOT_SCRIPT.read_bytes())
+    cached = cache_dir / f"python-snapshot-{inputs.hexdigest()[:16]}.gz"
+    if not cached.is_file():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        for old in cache_dir.glob("python-snapshot-*"):
+            old.unlink()
+        node = shutil.which("node")
+        if node is None:
+            raise BuildError("Node.js is needed to make the Python start-up snapshot: apt-get install -y nodejs")
+        archive_file = cached.with_suffix(".zip")
+        archive_file.write_bytes(archive)
+        partial = cached.with_suffix(".partial")
+        command = [node, str(SNAPSHOT_SCRIPT), str(NODE_MODULES / "pyodide"), str(archive_file), str(partial)]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        archive_file.unlink()
+        if done.returncode != 0:
+            # Node prints the whole minified line of a failing module first: keep the message's end.
+            raise BuildError(f"making the Python start-up snapshot failed:\n{done.stderr[-2000:]}")
+        partial.replace(cached)
+    data = cached.read_bytes()
+    return f"python-{hashlib.sha256(data).hexdigest()[:12]}.snapshot", data
 
 
 def schemas_asset(schemas: dict[str, Any]) -> tuple[str, bytes]:

@@ -39,17 +39,20 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     archive_name, archive = assets.simulators_archive(root / "simulators")
     sims = Simulators(root / "build" / f"sim-runs-{archive_name.removesuffix('.zip')}.json")
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
+    snapshot_name, snapshot = assets.python_snapshot(archive, root / "build")
     _build = _Build(
         course,
         sims,
         {
             f"assets/generated/{archive_name}": archive,
             f"assets/generated/{schemas_name}": schemas,
+            f"assets/generated/{snapshot_name}": snapshot,
         },
     )
     config.extra["runtime"] = {
         "archive": archive_name,
         "schemas": schemas_name,
+        "snapshot": snapshot_name,
         "pyodideLock": assets.pyodide_lock(),
     }
     config.nav = _nav(course, Path(config.docs_dir))

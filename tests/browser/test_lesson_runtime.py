@@ -56,7 +56,10 @@ def other_value(param: dict, current: float) -> float:
 
 
 def chart_state(figure: Locator) -> tuple[str, str]:
-    data = figure.locator(".sim-chart").evaluate("el => JSON.stringify(el.data)")
+    """The points drawn (plotly's once live, else the build's answer behind the static chart) and the metrics."""
+    data = figure.locator(".sim-chart").evaluate(
+        "el => JSON.stringify((el.data ?? JSON.parse(el.closest('figure').dataset.answer).figure.data).map((t) => [t.x, t.y]))"
+    )
     return data, figure.locator(".sim-metrics tbody").inner_text()
 
 
@@ -69,7 +72,7 @@ def change_and_wait(figure: Locator, field: Locator, value: object) -> None:
 
 
 def test_prerendered_chart_shows_before_the_runtime_is_ready(page: Page) -> None:
-    page.wait_for_selector("figure.sim .sim-chart .main-svg")
+    page.wait_for_selector("figure.sim .sim-chart .sim-static-chart")
     assert page.evaluate("() => window.llmCourse.runtime.state") != "ready"
     assert page.locator("figure.sim .sim-metrics tbody tr").count() > 0
     assert page.locator("figure.sim .sim-summary").first.inner_text().strip()
@@ -81,6 +84,8 @@ def test_runtime_becomes_ready_once_and_enables_the_controls(page: Page) -> None
     _, field = numeric_control(figure)
     assert field.is_enabled()
     assert page.evaluate("() => window.llmCourse.runtime.starts") == 1
+    # Python came from the build's snapshot (test_failure_modes covers the fallback without it).
+    assert page.evaluate("() => window.llmCourse.runtime.fromSnapshot") is True
     assert figure.locator(".sim-status progress").count() == 0
 
 
@@ -162,7 +167,7 @@ def test_instant_navigation_keeps_the_worker_and_the_charts(page: Page, sim_page
     page.wait_for_url(f"**/{sim_pages[1]}")
     lesson_id = sim_pages[1].split("/")[1].split("-")[0]  # the URL changes before the content does
     page.wait_for_function("id => document.querySelector('.lesson-head')?.dataset.lesson === id", arg=lesson_id)
-    page.wait_for_selector("figure.sim .sim-chart .main-svg")
+    page.wait_for_selector("figure.sim .sim-chart .sim-static-chart")
     assert page.evaluate("() => window.sameDocument") is True, "instant navigation fell back to a full load"
     assert page.evaluate("() => window.llmCourse.runtime.starts") == 1
     rules = page.evaluate("() => document.getElementById('plotly.js-style-global').sheet.cssRules.length")

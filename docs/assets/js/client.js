@@ -7,8 +7,12 @@ const STAGES = 3;
 
 // The one global: window.llmCourse. `runtime` is read by widgets, tests and the benchmark.
 const ns = (globalThis.llmCourse ??= {});
-// startedAt/readyAt: performance.now() of the latest start-up, for the benchmark.
-export const runtime = (ns.runtime = { state: "idle", text: "", step: 0, steps: STAGES, starts: 0, runLimitMs: 10000, startedAt: null, readyAt: null });
+// startedAt/readyAt/stageAt: performance.now() of the latest start-up and of its stages, and
+// whether it restored the build's snapshot: read by the benchmark.
+export const runtime = (ns.runtime = {
+  state: "idle", text: "", step: 0, steps: STAGES, starts: 0, runLimitMs: 10000,
+  startedAt: null, readyAt: null, stageAt: [], fromSnapshot: null,
+});
 
 const listeners = new Set();
 let worker = null;
@@ -29,7 +33,7 @@ function setStatus(state, text = "", step = runtime.step) {
 
 export function start() {
   if (ready) return ready;
-  const { archive, pyodideLock } = JSON.parse(document.getElementById("course-runtime").textContent);
+  const { archive, snapshot, pyodideLock } = JSON.parse(document.getElementById("course-runtime").textContent);
   const assets = new URL("../", import.meta.url);
   ready = new Promise((resolve, reject) => {
     const fail = (message) => {
@@ -45,14 +49,19 @@ export function start() {
     worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
     runtime.starts += 1;
     runtime.startedAt = performance.now();
+    runtime.stageAt = [];
     worker.onerror = (event) => fail(`The Python runtime could not load (${event.message || "worker error"}); the charts show pre-computed results.`);
     worker.onmessage = ({ data }) => {
-      if (data.type === "stage") setStatus("starting", data.text, data.step);
+      if (data.type === "stage") {
+        runtime.stageAt[data.step] = data.at - performance.timeOrigin;
+        setStatus("starting", data.text, data.step);
+      }
       else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
       else if (data.type === "result") finish(data);
       else if (data.type === "ready") {
         clearTimeout(timer);
         runtime.readyAt = performance.now();
+        runtime.fromSnapshot = data.fromSnapshot;
         setStatus("ready", "", STAGES);
         resolve();
         pump();
@@ -63,6 +72,7 @@ export function start() {
       type: "start",
       indexURL: new URL("vendor/pyodide/", assets).href,
       archiveURL: new URL(`generated/${archive}`, assets).href,
+      snapshotURL: snapshot ? new URL(`generated/${snapshot}`, assets).href : null,
       lockFileContents: JSON.stringify(pyodideLock),
     });
   });
