@@ -137,9 +137,9 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         return make_figure(data, layout(f"Latency percentiles, {r['model']} on {r['gpu']}", "Metric", "Seconds", barmode="group", yaxis={"type": "log"}))
     st, co = r["static"]["series"], r["continuous"]["series"]
     data = [
-        line([x[0] for x in st], [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, line_shape="hv"),
-        line([x[0] for x in st], [x[1] for x in st], "Static: slots held by the batch", 3, line_shape="hv"),
-        line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, line_shape="hv"),
+        line([x[0] for x in st], [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"),
+        line([x[0] for x in st], [x[1] for x in st], "Static: slots held by the batch", 3, shape="hv"),
+        line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, shape="hv"),
     ]
     return make_figure(data, layout(f"Batch slots over time ({r['max_num_seqs']} slots, {r['rate_per_s']:g} req/s)", "Time (s)", "Sequences"))
 

@@ -109,11 +109,12 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         return make_figure(data, layout("Colocated vs disaggregated prefill and decode", "Metric", "Milliseconds", barmode="group", yaxis={"type": "log"}))
     m = r["metrics"]
     data = [
-        bar(names, [m[f"hit_rate_{n}"] for n in ROUTERS], "Cache hit rate", 0),
-        bar(names, [m[f"ttft_{n}_s_p99"] for n in ROUTERS], "p99 TTFT (s)", 1, yaxis="y2"),
+        # Offset groups put the two bars side by side although they hang on different y axes.
+        bar(names, [m[f"hit_rate_{n}"] for n in ROUTERS], "Cache hit rate", 0, offsetgroup="hits"),
+        bar(names, [m[f"ttft_{n}_s_p99"] for n in ROUTERS], "p99 TTFT (s)", 1, yaxis="y2", offsetgroup="ttft"),
     ]
     return make_figure(data, layout(f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload", "Router", "Share of prompt tokens from cache",
-                                    barmode="group", yaxis2={"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right"}))
+                                    barmode="group", yaxis2={"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True}))
 
 
 def summary(r: dict[str, Any]) -> str:

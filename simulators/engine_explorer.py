@@ -230,13 +230,13 @@ def _request_figure(r: dict[str, Any]) -> dict[str, Any]:
                  "text": [w if w in shown and all(w != v for _, v in marks[:i]) else "" for i, (_, w) in enumerate(marks)], "hovertext": [f"{w} at {t:.3f} s" for t, w in marks], "hoverinfo": "text",
                  "textposition": "top center", "marker": {"color": "#000000", "symbol": "line-ns-open", "size": 18}})
     s = f["series"]
-    data.append(line([x[0] for x in s], [x[1] for x in s], "KV blocks in use (share)", 2, line_shape="hv", yaxis="y2"))
-    data.append(line([x[0] for x in s], [x[2] for x in s], "Sequences running", 4, line_shape="hv", yaxis="y3"))
+    data.append(line([x[0] for x in s], [x[1] for x in s], "KV blocks in use (share)", 2, shape="hv", yaxis="y2"))
+    data.append(line([x[0] for x in s], [x[2] for x in s], "Sequences running", 4, shape="hv", yaxis="y3"))
     return make_figure(data, layout(
         f"One {r['prompt_tokens']:,}-token request among background traffic ({r['budget']:,}-token step budget)", "Time (s)", "",
         xaxis={"range": f["window"], "anchor": "y2"}, yaxis={"domain": [0.7, 1.0], "title": {"text": ""}},
         yaxis2={"domain": [0.0, 0.58], "range": [0, 1.05], "title": {"text": "KV blocks in use"}, "tickformat": ".0%", "anchor": "x"},
-        yaxis3={"overlaying": "y2", "side": "right", "title": {"text": "Sequences running"}, "rangemode": "tozero", "tickformat": ",d"},
+        yaxis3={"overlaying": "y2", "side": "right", "title": {"text": "Sequences running"}, "rangemode": "tozero", "tickformat": ",d", "automargin": True},
         barmode="overlay",
     ))
 

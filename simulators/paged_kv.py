@@ -179,8 +179,8 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     data = []
     for i, (name, key) in enumerate((("Contiguous", "contiguous"), ("Paged", "paged"))):
         s = r[key]["series"]
-        data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, line_shape="hv"))
-        data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, line_shape="hv"))
+        data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, shape="hv"))
+        data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, shape="hv"))
     return make_figure(data, layout(f"KV reserved vs used ({r['max_model_len']:,}-token reservations, {r['block_size']}-token blocks)", "Time (s)", "Tokens"))
 
 

@@ -17,11 +17,12 @@ DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "8px,3px
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
 
 
-def line(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
-    trace = {
-        "type": "scatter", "mode": "lines", "x": x, "y": y, "name": name,
-        "line": {"color": PALETTE[i % len(PALETTE)], "dash": DASHES[i % len(DASHES)], "width": 2.5},
-    }
+def line(x: list[Any], y: list[Any], name: str, i: int = 0, shape: str = "linear", **extra: Any) -> dict[str, Any]:
+    """`shape="hv"` draws steps (a value holds until the next x), as for counts over time."""
+    style = {"color": PALETTE[i % len(PALETTE)], "dash": DASHES[i % len(DASHES)], "width": 2.5}
+    if shape != "linear":
+        style["shape"] = shape  # plotly.js reads line.shape; a top-level line_shape is ignored
+    trace = {"type": "scatter", "mode": "lines", "x": x, "y": y, "name": name, "line": style}
     trace.update(extra)
     return trace
 

@@ -145,7 +145,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         data = [line(xs, [x["e2e"] for x in r["sweep"]], f"Reasoning request, acceptance {r['acceptance_rate']:.0%}", 0, mode="lines+markers")]
         return make_figure(data, layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"))
     if r["view"] == "batch":
-        data = [line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, line_shape="hv") for i, (k, name) in enumerate((("chat", "Chat"), ("reasoning", "Reasoning")))]
+        data = [line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, shape="hv") for i, (k, name) in enumerate((("chat", "Chat"), ("reasoning", "Reasoning")))]
         return make_figure(data, layout("Sequences running over time (same arrivals)", "Time (s)", "Sequences"))
     names = ["Chat", "Reasoning", "Reasoning + speculation"]
     parts = [r["chat"], r["reasoning"], r["speculative"]]

@@ -689,6 +689,9 @@ class _Chart:
         for t in self.traces:
             if t["kind"] == "bar":
                 key = (t["xa"].name, t["ya"].name)
+                if self.barmode == "group" and t["trace"].get("offsetgroup") is not None:
+                    # plotly puts bars with offset groups side by side across overlaying axes
+                    key = ("offsetgroup", (t["ya"] if t["horizontal"] else t["xa"]).name)
                 groups.setdefault(key, []).append(t)
         # bars: position (slot) and size (base..end), stacked or grouped per subplot
         for members in groups.values():
