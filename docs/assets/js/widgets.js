@@ -8,6 +8,7 @@ import { draw, preload } from "./charts.js";
 // one reruns at once (a waiting request is replaced by a newer one anyway, see client.js).
 const DEBOUNCE_MS = 80;
 const FAST_RUN_MS = 40;
+const BUSY_MS = 150;
 const CUSTOM = "__custom__";
 const mounted = new Set();
 let schemas = null;
@@ -179,12 +180,17 @@ async function rerun(w, fromUser) {
   const issued = ++w.issued;
   const values = w.values;
   let json;
+  // A run still going after BUSY_MS marks the chart busy (dimmed, aria-busy) until it answers.
+  const busy = setTimeout(() => w.chart.setAttribute("aria-busy", "true"), BUSY_MS);
   try {
     const started = performance.now();
     json = await run(w.key, w.name, values);
     w.runMs = performance.now() - started;
   } catch (error) {
     return setText(w.el.querySelector(".sim-status"), error.message);
+  } finally {
+    clearTimeout(busy);
+    if (issued === w.issued) w.chart.removeAttribute("aria-busy");
   }
   if (json === null || issued < w.shown) return; // replaced by a newer request, or stale
   const answer = JSON.parse(json);
