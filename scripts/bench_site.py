@@ -102,15 +102,29 @@ NUMERIC = ".sim-field input[inputmode=decimal]"
 
 
 def changes(page: Page, widget: str, count: int) -> list[float]:
-    """Alternate the widget's first numeric control between its value and a valid other one."""
+    """Change the widget's first numeric control `count` times, to a value not used before each
+    time (no run repeats a scenario, so no cache can answer), alternating around its value."""
     figure = page.locator(f"figure#sim-{widget}")
     field = figure.locator(NUMERIC).first
     name = field.get_attribute("id").removeprefix(f"sim-{figure.get_attribute('data-widget')}-")
     param = next(p for p in api.schema(figure.get_attribute("data-sim"))["params"] if p["name"] == name)
     first = float(field.input_value())
-    other = max(first * 2 if first * 2 <= param["max"] else first / 2, param["min"])
-    values = [round(other) if param["type"] == "int" else other, first]
-    return [page.evaluate(CHANGE, [widget, values[i % 2]]) for i in range(count)]
+    values = distinct_values(first, param, count)
+    return [page.evaluate(CHANGE, [widget, v]) for v in values]
+
+
+def distinct_values(first: float, param: dict, count: int) -> list[float]:
+    """`count` different valid values near `first`: steps of 1 (ints) or 1% (floats), up, then down."""
+    if param["type"] == "int":
+        candidates = [first + k for k in range(1, count + 1)] + [first - k for k in range(1, count + 1)]
+        candidates = [int(v) for v in candidates if param["min"] <= v <= param["max"]]
+    else:
+        step = abs(first) * 0.01 or (param["max"] - param["min"]) / 1000
+        candidates = [first + k * step for k in range(1, count + 1)] + [first - k * step for k in range(1, count + 1)]
+        candidates = [v for v in candidates if param["min"] <= v <= param["max"]]
+    if len(candidates) < count:
+        raise SystemExit(f"{param['name']}: fewer than {count} distinct values near {first}")
+    return candidates[:count]
 
 
 def at_defaults(page: Page, url: str, widget: str, sim: str) -> None:
@@ -120,7 +134,9 @@ def at_defaults(page: Page, url: str, widget: str, sim: str) -> None:
     defaults = {p["name"]: p["default"] for p in api.schema(sim)["params"]}
     state = {k: defaults[k] for k in params}
     page.goto(f"{url}?sim-{widget}={quote(json.dumps(state))}" if state else url)
-    page.wait_for_function("() => window.llmCourse?.runtime?.state === 'ready' && window.Plotly !== undefined")
+    page.wait_for_function(
+        "() => window.llmCourse?.runtime?.state === 'ready' && window.llmCourse.chartsWarm && window.llmCourse.runtime.background === 0"
+    )
     if state:  # the shared scenario runs once the runtime is ready
         page.wait_for_function(f"() => document.getElementById('sim-{widget}').dataset.drawn === '1'", timeout=60_000)
 
@@ -187,9 +203,10 @@ def main() -> int:
             load(warm_page, page_url)  # fills the cache
             warm = [load(warm_page, page_url)[1] for _ in range(args.runs)]
             print(f"  start-up stages (last warm load, ms): worker {stages(warm_page)} ready")
-            # The live charts need plotly.js, which loads once the runtime is ready and the page idle;
-            # changes are timed after that, as a reader's first change would usually come later.
-            warm_page.wait_for_function("() => window.Plotly !== undefined")
+            # The live charts need plotly.js, which loads (and warms up off screen) once the runtime
+            # is ready and the page idle, and the widgets warm the runtime up in the background;
+            # changes are timed after both, as a reader's first change would usually come later.
+            warm_page.wait_for_function("() => window.llmCourse.chartsWarm && window.llmCourse.runtime.background === 0")
             moves = []
             for widget, sim in widgets_with_numbers(warm_page):
                 if sim not in per_sim:

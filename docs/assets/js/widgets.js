@@ -7,8 +7,14 @@ import { draw, preload } from "./charts.js";
 // Typed values wait this long for the next keystroke, for a simulator whose runs are slow; a fast
 // one reruns at once (a waiting request is replaced by a newer one anyway, see client.js).
 const DEBOUNCE_MS = 80;
-const FAST_RUN_MS = 40;
+const FAST_RUN_MS = 150;
 const BUSY_MS = 150;
+// Once the runtime is ready, each widget runs its scenario up to this many times in the background
+// (a reader's change goes first), so that the WebAssembly engine has compiled Python's hot paths
+// with its optimising tier before the first change: the first runs after a start are 2-4x slower.
+// A run long enough to warm up by itself ends it.
+const WARM_UP_RUNS = 2;
+const WARM_ENOUGH_MS = 200;
 const CUSTOM = "__custom__";
 const mounted = new Set();
 let schemas = null;
@@ -239,6 +245,22 @@ function showStatus(w, status) {
   if (ready && w.pending) {
     w.pending = false;
     rerun(w, false);
+  }
+  if (ready && !w.warmed) {
+    w.warmed = true;
+    warmUp(w);
+  }
+}
+
+async function warmUp(w) {
+  for (let i = 0; i < WARM_UP_RUNS; i++) {
+    const started = performance.now();
+    try {
+      await run(`${w.key}#warm-up`, w.name, w.values, { background: true });
+    } catch {
+      return; // the runtime failed or was replaced: the reader's own runs report it
+    }
+    if (performance.now() - started > WARM_ENOUGH_MS) return;
   }
 }
 

@@ -17,7 +17,7 @@ async function start({ indexURL, archiveURL, snapshotURL, lockFileContents }) {
   try {
     stage(1, "Downloading the Python runtime and the simulators");
     const archive = download(archiveURL);
-    const snapshot = snapshotURL ? download(snapshotURL).then(gunzip).then(expand) : null;
+    const snapshot = snapshotURL ? snapshotMemory(snapshotURL) : null;
     snapshot?.catch(() => {}); // a failed download is handled where it is awaited
     // lockFileContents with no packages: no lock file is fetched and no wheel is ever loaded.
     const options = { indexURL, lockFileContents, packageBaseUrl: indexURL };
@@ -40,6 +40,32 @@ async function start({ indexURL, archiveURL, snapshotURL, lockFileContents }) {
   } catch (error) {
     self.postMessage({ type: "failed", message: String(error?.message ?? error) });
   }
+}
+
+// The snapshot's inflated bytes are kept in the Cache Storage, so a returning reader skips the
+// inflating (a few hundred ms on a slow machine). Only the newest snapshot is kept. Cache Storage
+// exists only in secure contexts (https, localhost): elsewhere every start inflates.
+const SNAPSHOT_CACHE = "llm-course-python-snapshot";
+
+async function snapshotMemory(url) {
+  const cache = await globalThis.caches?.open(SNAPSHOT_CACHE).catch(() => null);
+  const hit = await cache?.match(url).catch(() => null);
+  if (hit) {
+    try {
+      return expand(new Uint8Array(await hit.arrayBuffer()));
+    } catch {
+      await cache.delete(url); // damaged: fetch it again
+    }
+  }
+  const stripped = await gunzip(await download(url));
+  const memory = expand(stripped);
+  if (cache) {
+    (async () => {
+      for (const old of await cache.keys()) if (old.url !== url) await cache.delete(old);
+      await cache.put(url, new Response(stripped));
+    })().catch(() => {}); // a full or refused cache costs only the next start's inflating
+  }
+  return memory;
 }
 
 async function download(url) {
