@@ -125,3 +125,29 @@ def test_cli_json_and_views():
         answer = json.loads(api.run_json("quantization", json.dumps({"view": view})))
         assert answer["ok"], answer
     assert "outliers" in answer["summary"]
+
+
+def _fresh(sim_params, seed):
+    """run_json with the demo caches emptied first: what a run computes from nothing."""
+    qz.demo_errors.cache_clear()
+    qz._matrix.cache_clear()
+    return api.run_json("quantization", json.dumps(sim_params), seed)
+
+
+def test_an_unrelated_control_reuses_the_demo_and_changes_nothing():
+    a, b = {"view": "demo", "num_outliers": 5}, {"view": "demo", "num_outliers": 5, "batch_size": 64, "weight_dtype": "fp8"}
+    fresh_a, fresh_b = _fresh(a, 3), _fresh(b, 3)
+    _fresh(a, 3)
+    hits = qz.demo_errors.cache_info().hits
+    assert api.run_json("quantization", json.dumps(b), 3) == fresh_b
+    assert qz.demo_errors.cache_info().hits == hits + 1  # the batch and format left the demo alone
+    assert api.run_json("quantization", json.dumps(a), 3) == fresh_a
+    # The cached demo is the uncached computation, and the same object every time.
+    w = qz.demo_matrix(3, 5, 20.0)
+    energy = qz.energy(w)
+    expected = tuple((f"{bits}_{s}", *qz.errors(w, qz.quantize_matrix(w, q, s, 128), energy)) for bits, q in qz.QMAX.items() for s in qz.SCHEMES)
+    assert qz.demo_errors(3, 5, 20.0, 128) == expected
+    assert qz.demo_errors(3, 5, 20.0, 128) is qz.demo_errors(3, 5, 20.0, 128)
+    # A new group size reuses the matrix, not the errors.
+    assert qz._matrix(3, 5, 20.0) is qz._matrix(3, 5, 20.0)
+    assert qz.demo_errors(3, 5, 20.0, 32) != expected
