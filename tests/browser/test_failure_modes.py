@@ -64,6 +64,8 @@ def test_a_corrupt_snapshot_falls_back_to_starting_python_from_scratch(context: 
     host, say) costs only that time. The runtime still starts, and runs answer."""
     url, widget, param = first_widget(site)
     page = context.new_page()
+    page.goto(site.url)  # a page without Python: forget the good copy earlier tests left in the cache
+    page.evaluate("() => caches.delete('llm-course-python-snapshot')")
     page.route(
         "**/generated/python-*.snapshot",
         lambda r: r.fulfill(status=200, body=b"\x1f\x8b\x08\x00" + b"\x00" * 60, content_type="application/octet-stream"),
@@ -80,6 +82,56 @@ def test_a_corrupt_snapshot_falls_back_to_starting_python_from_scratch(context: 
         "([el, before]) => el.dataset.drawn !== before", arg=[figure.element_handle(), drawn], timeout=RUNTIME_LIMIT_MS
     )
     assert field.get_attribute("aria-invalid") is None
+    page.close()
+
+
+def test_the_inflated_snapshot_is_kept_and_a_damaged_copy_is_replaced(context: BrowserContext, site: Site) -> None:
+    """A returning reader restores the snapshot from Cache Storage (no inflating); a damaged cached
+    copy is dropped and fetched again, and the runtime still starts from the snapshot."""
+    url = site.url + first_widget(site)[0]
+    page = context.new_page()
+    page.goto(url)
+    wait_ready(page)
+    cached = "() => caches.open('llm-course-python-snapshot').then((c) => c.keys()).then((k) => k.map((r) => r.url))"
+    page.wait_for_function(f"async () => (await ({cached})()).length === 1", polling=200, timeout=RUNTIME_LIMIT_MS)
+    [key] = page.evaluate(cached)
+    config = json.loads(page.locator("#course-runtime").text_content())
+    assert key.endswith(f"/assets/generated/{config['snapshot']}")
+    page.evaluate(
+        "(key) => caches.open('llm-course-python-snapshot').then((c) => c.put(key, new Response('damaged')))", key
+    )
+    page.reload()
+    wait_ready(page)
+    assert page.evaluate("() => window.llmCourse.runtime.fromSnapshot") is True
+    page.wait_for_function(
+        f"async () => {{ const c = await caches.open('llm-course-python-snapshot'); const r = await c.match({json.dumps(key)}); return r && (await r.arrayBuffer()).byteLength > 1e6; }}",
+        polling=200,
+        timeout=RUNTIME_LIMIT_MS,
+    )
+    page.close()
+
+
+def test_a_reader_run_goes_before_waiting_background_runs(context: BrowserContext, site: Site) -> None:
+    """The widgets warm the runtime up with background runs after start-up; a reader's run queued
+    behind them is answered first (after at most the one already running)."""
+    url, _, _ = first_widget(site)
+    page = context.new_page()
+    page.goto(site.url + url)
+    wait_ready(page)
+    page.wait_for_function("() => window.llmCourse.runtime.background === 0", timeout=RUNTIME_LIMIT_MS)
+    order = page.evaluate(
+        """async (client) => {
+             const { run } = await import(client);  // the page's own module instance
+             const order = [];
+             const jobs = [0, 1, 2].map((i) => run(`bg${i}`, "kv_cache", {}, { background: true }).then(() => order.push(`bg${i}`)));
+             jobs.push(run("reader", "kv_cache", { context_tokens: 4096 }).then(() => order.push("reader")));
+             await Promise.all(jobs);
+             return order;
+           }""",
+        site.url + "assets/js/client.js",
+    )
+    assert sorted(order) == ["bg0", "bg1", "bg2", "reader"]
+    assert order.index("reader") <= 1, order
     page.close()
 
 
