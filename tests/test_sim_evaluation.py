@@ -37,3 +37,44 @@ def test_more_damage_more_divergence():
     low = ev.run(ev.Params(damaged_fraction=0.01), seed=2)["metrics"]["kl_mean_nats"]
     high = ev.run(ev.Params(damaged_fraction=0.2), seed=2)["metrics"]["kl_mean_nats"]
     assert high > low
+
+
+def _reference(p, seed):
+    """The metrics drawn position by position from one generator, with no cache (the original loop)."""
+    import random
+
+    rng = random.Random(seed)
+    nll_b = nll_o = 0.0
+    kls, flips, hits = [], 0, 0
+    for _ in range(p.num_positions):
+        sharp = rng.uniform(0.6, 2.0)
+        base = [-sharp * math.log(r + 1) + rng.gauss(0, 0.3) for r in range(ev.VOCAB)]
+        opt = [x + rng.gauss(0, p.noise_scale) for x in base]
+        if rng.random() < p.damaged_fraction:
+            hits += 1
+            order = sorted(range(ev.VOCAB), key=lambda i: -base[i])
+            opt[order[1]] = opt[order[0]] + p.damage_margin
+        pb, po = ev._softmax(base), ev._softmax(opt)
+        token = rng.choices(range(ev.VOCAB), weights=pb)[0]
+        nll_b -= math.log(pb[token])
+        nll_o -= math.log(po[token])
+        kls.append(math.fsum(a * math.log(a / b) for a, b in zip(pb, po, strict=True) if a > 0))
+        flips += max(range(ev.VOCAB), key=pb.__getitem__) != max(range(ev.VOCAB), key=po.__getitem__)
+    n = p.num_positions
+    return {"ppl_baseline": math.exp(nll_b / n), "ppl_optimised": math.exp(nll_o / n), "kl_mean_nats": math.fsum(kls) / n,
+            "top1_agreement": 1 - flips / n, "num_damaged_positions": hits}
+
+
+def test_an_unrelated_control_reuses_the_baseline_and_changes_nothing():
+    a, b = ev.Params(num_positions=300, damaged_fraction=0.1), ev.Params(num_positions=300, damaged_fraction=0.1, noise_scale=0.4, damage_margin=3.0)
+    ev.baseline.cache_clear()
+    first_a = ev.run(a, seed=4)
+    hits = ev.baseline.cache_info().hits
+    run_b = ev.run(b, seed=4)
+    assert ev.baseline.cache_info().hits == hits + 1  # noise and margin left the baseline alone
+    again_a = ev.run(a, seed=4)
+    assert again_a == first_a
+    for p, r in ((a, again_a), (b, run_b)):
+        for key, value in _reference(p, 4).items():
+            assert r["metrics"][key] == value, key
+    assert ev.baseline(4, 300) is ev.baseline(4, 300)
