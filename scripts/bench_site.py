@@ -2,14 +2,15 @@
 """Page-speed figures for the built site (prints figures; not a test).
 
 For every page with a chart (lessons and tools), over --runs loads each:
-  chart   navigation -> first pre-rendered chart drawn               target <= 300 ms
-  cold    navigation -> Python runtime ready, empty browser cache    target <= 2.0 s
-  warm    the same with a persistent profile (the wasm stays cached) target <= 1.0 s
+  chart   navigation -> first pre-rendered (static SVG) chart on screen  target <= 300 ms
+  cold    navigation -> Python runtime ready, empty browser cache        target <= 2.0 s
+  warm    the same with a persistent profile (HTTP cache, Cache Storage) target <= 1.0 s
   bytes   transferred by the page before the runtime starts          target <= 1.5 MB
 for every simulator, on the first widget of it with a number among its controls, with that widget
 set to the simulator's defaults through the page address (the target), and at the page's own scenario:
   change  control change -> chart redrawn, p50 and p95               target p95 <= 100 ms at defaults
-and the full build time (target <= 60 s).
+timed after the page's warm-ups (runtime and plotly.js), each change to a value not used before;
+and the full build time (target <= 60 s). The machine is shared: compare figures within one run.
 
     python scripts/bench_site.py [--runs 5] [--changes 20] [--pages 01,08,tools]
 """
