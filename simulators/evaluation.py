@@ -94,8 +94,9 @@ class Baseline(NamedTuple):
 
 
 # The baseline and the draws depend only on (seed, num_positions): the draws per position are the
-# same whatever the noise and damage, so a change of those controls reuses them.
-@functools.lru_cache(maxsize=8)
+# same whatever the noise and damage, so a change of those controls reuses them. Two entries: one
+# holds up to 7.7 MB (5,000 positions) in the reader's browser for the whole visit.
+@functools.lru_cache(maxsize=2)
 def baseline(seed: int, num_positions: int) -> Baseline:
     rng = random.Random(seed)
     base_all, z_all, pb_all = array("d"), array("d"), array("d")
