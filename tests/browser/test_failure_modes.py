@@ -10,6 +10,9 @@ Pages that need no Python hold the wasm request unanswered, so no start-up compe
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -93,8 +96,7 @@ def test_the_inflated_snapshot_is_kept_and_a_damaged_copy_is_replaced(context: B
     page.goto(url)
     wait_ready(page)
     cached = "() => caches.open('llm-course-python-snapshot').then((c) => c.keys()).then((k) => k.map((r) => r.url))"
-    page.wait_for_function(f"async () => (await ({cached})()).length === 1", polling=200, timeout=RUNTIME_LIMIT_MS)
-    [key] = page.evaluate(cached)
+    [key] = poll(page, cached, lambda keys: len(keys) == 1)  # the worker stores it after starting
     config = json.loads(page.locator("#course-runtime").text_content())
     assert key.endswith(f"/assets/generated/{config['snapshot']}")
     page.evaluate(
@@ -103,12 +105,19 @@ def test_the_inflated_snapshot_is_kept_and_a_damaged_copy_is_replaced(context: B
     page.reload()
     wait_ready(page)
     assert page.evaluate("() => window.llmCourse.runtime.fromSnapshot") is True
-    page.wait_for_function(
-        f"async () => {{ const c = await caches.open('llm-course-python-snapshot'); const r = await c.match({json.dumps(key)}); return r && (await r.arrayBuffer()).byteLength > 1e6; }}",
-        polling=200,
-        timeout=RUNTIME_LIMIT_MS,
-    )
+    stored = f"async () => {{ const r = await (await caches.open('llm-course-python-snapshot')).match({json.dumps(key)}); return r ? (await r.arrayBuffer()).byteLength : 0; }}"
+    poll(page, stored, lambda size: size > 1e6)  # the good copy replaced the damaged one
     page.close()
+
+
+def poll(page: Page, script: str, done: Callable[[Any], bool]) -> Any:
+    """Evaluate an async `script` until `done` accepts its value (wait_for_function would take
+    the promise itself for a truthy answer)."""
+    deadline = time.monotonic() + RUNTIME_LIMIT_MS / 1000
+    while not done(value := page.evaluate(script)):
+        assert time.monotonic() < deadline, f"still {value!r}"
+        page.wait_for_timeout(200)
+    return value
 
 
 def test_a_reader_run_goes_before_waiting_background_runs(context: BrowserContext, site: Site) -> None:
