@@ -136,7 +136,7 @@ def at_defaults(page: Page, url: str, widget: str, sim: str) -> None:
     state = {k: defaults[k] for k in params}
     page.goto(f"{url}?sim-{widget}={quote(json.dumps(state))}" if state else url)
     page.wait_for_function(
-        "() => window.llmCourse?.runtime?.state === 'ready' && window.llmCourse.chartsWarm && window.llmCourse.runtime.background === 0"
+        "() => window.llmCourse?.runtime?.state === 'ready' && window.llmCourse.chartsLive && window.llmCourse.runtime.background === 0"
     )
     if state:  # the shared scenario runs once the runtime is ready
         page.wait_for_function(f"() => document.getElementById('sim-{widget}').dataset.drawn === '1'", timeout=60_000)
@@ -204,10 +204,10 @@ def main() -> int:
             load(warm_page, page_url)  # fills the cache
             warm = [load(warm_page, page_url)[1] for _ in range(args.runs)]
             print(f"  start-up stages (last warm load, ms): worker {stages(warm_page)} ready")
-            # The live charts need plotly.js, which loads (and warms up off screen) once the runtime
-            # is ready and the page idle, and the widgets warm the runtime up in the background;
-            # changes are timed after both, as a reader's first change would usually come later.
-            warm_page.wait_for_function("() => window.llmCourse.chartsWarm && window.llmCourse.runtime.background === 0")
+            # Once the runtime is ready, plotly.js loads and replaces the static charts at idle, and
+            # the widgets warm the runtime up in the background; changes are timed after both, as a
+            # reader's first change would usually come later.
+            warm_page.wait_for_function("() => window.llmCourse.chartsLive && window.llmCourse.runtime.background === 0")
             moves = []
             for widget, sim in widgets_with_numbers(warm_page):
                 if sim not in per_sim:

@@ -50,13 +50,13 @@ def go(page: Page, site: Site, url: str) -> None:
 
 
 def settle(page: Page) -> None:
-    """Wait until every widget on the page has its live controls and a drawn chart."""
+    """Wait until every widget on the page has its live controls and its live (plotly) chart."""
     if page.locator("figure.sim").count() == 0:
         return
     page.wait_for_function(
         """() => window.llmCourse?.runtime?.state === "ready" &&
              [...document.querySelectorAll("figure.sim")].every((f) =>
-               f.querySelector(".sim-chart svg") && !f.querySelector(".sim-controls[aria-busy]") &&
+               f.querySelector(".sim-chart .main-svg") && !f.querySelector(".sim-controls[aria-busy]") &&
                [...f.querySelectorAll(".sim-field input, .sim-field select")].every((i) => !i.disabled))""",
         timeout=RUNTIME_LIMIT_MS,
     )

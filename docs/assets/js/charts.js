@@ -1,40 +1,14 @@
-// Plotly drawing for the live charts: the bundle loads once the runtime is ready (the charts a page
-// opens with are static SVG drawn at build time, see sitebuild/static_chart.py), and figures follow
-// the light/dark palette. Plotly's global rules live in a stylesheet every page links
-// (overrides/main.html), so they survive instant navigation and need no inline <style>.
+// Plotly drawing for the live charts. The bundle loads once the runtime is ready: the charts a page
+// opens with are static SVG drawn at build time (sitebuild/static_chart.py), which plotly then
+// replaces. Figures follow the light/dark palette. Plotly's global rules live in a stylesheet every
+// page links (overrides/main.html), so they survive instant navigation and need no inline <style>.
 import { loadScript } from "./load-script.js";
 
 const PLOTLY = "../vendor/plotly/plotly.min.js";
 
-// Loads plotly.js and draws a few throw-away charts off screen, one per idle moment: the first
-// draws after a load run plotly's code unoptimised and take several times longer, which the
-// reader would otherwise meet on the first changes of a control.
-export async function preload() {
-  try {
-    await loadScript(PLOTLY);
-  } catch {
-    return; // draw() reports the failure when a chart needs the bundle
-  }
-  const idle = () => new Promise((resolve) => (window.requestIdleCallback ?? setTimeout)(resolve));
-  const box = document.createElement("div");
-  box.className = "sim-warm-up";
-  box.setAttribute("aria-hidden", "true");
-  document.body.append(box);
-  for (let i = 0; i < WARM_UP_DRAWS; i++) {
-    await idle();
-    const data = [
-      { type: "scatter", mode: "lines", x: [1, 2, 3], y: [i, 2, 1], name: "a" },
-      { type: "bar", x: [1, 2, 3], y: [1, i, 2], name: "b" },
-    ];
-    const layout = { title: { text: "warm-up" }, xaxis: { automargin: true }, yaxis: { automargin: true, type: i % 2 ? "log" : "linear" } };
-    await Plotly.react(box, data, layout, { displayModeBar: false });
-  }
-  Plotly.purge(box);
-  box.remove();
-  (globalThis.llmCourse ??= {}).chartsWarm = true; // read by the benchmark
+export function preload() {
+  return loadScript(PLOTLY);
 }
-
-const WARM_UP_DRAWS = 3;
 
 export async function draw(element, figure) {
   await loadScript(PLOTLY);
