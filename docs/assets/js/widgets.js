@@ -9,10 +9,10 @@ import { draw, preload } from "./charts.js";
 const DEBOUNCE_MS = 80;
 const FAST_RUN_MS = 150;
 const BUSY_MS = 150;
-// Once the runtime is ready, each widget runs its scenario up to this many times in the background
-// (a reader's change goes first), so that the WebAssembly engine has compiled Python's hot paths
-// with its optimising tier before the first change: the first runs after a start are 2-4x slower.
-// A run long enough to warm up by itself ends it.
+// Once the runtime is ready, the first widget of each simulator runs its scenario up to this many
+// times in the background (a reader's change goes first), so that the WebAssembly engine has
+// compiled that simulator's hot paths with its optimising tier before the first change: the first
+// runs after a start are 2-4x slower. A run long enough to warm up by itself ends it.
 const WARM_UP_RUNS = 2;
 const WARM_ENOUGH_MS = 200;
 const CUSTOM = "__custom__";
@@ -20,6 +20,7 @@ const mounted = new Set();
 const ns = (globalThis.llmCourse ??= {});
 const idle = () => new Promise((resolve) => (window.requestIdleCallback ?? setTimeout)(resolve));
 let goingLive = null; // the running replacement of static charts by live ones, if any
+const warmed = new Set(); // simulators warmed up in this tab's worker
 let schemas = null;
 
 onStatus((status) => {
@@ -267,8 +268,8 @@ function showStatus(w, status) {
     w.pending = false;
     rerun(w, false);
   }
-  if (ready && !w.warmed) {
-    w.warmed = true;
+  if (ready && !warmed.has(w.name)) {
+    warmed.add(w.name);
     warmUp(w);
   }
 }
