@@ -91,7 +91,8 @@ def simulators_archive(package_dir: Path) -> tuple[str, bytes]:
 def python_snapshot(archive: bytes, cache_dir: Path) -> tuple[str, bytes]:
     """The worker's start-up snapshot (Python initialised, the simulators imported) and its hashed
     name. Made by Node.js from the pinned Pyodide (sitebuild/snapshot.mjs, about 3 s) and kept in
-    cache_dir under the hash of its inputs: the archive and package-lock.json (Pyodide's version)."""
+    cache_dir under the hash of its inputs: the archive, package-lock.json (Pyodide's version) and
+    the script itself."""
     inputs = hashlib.sha256(archive + (ROOT / "package-lock.json").read_bytes() + SNAPSHOT_SCRIPT.read_bytes())
     cached = cache_dir / f"python-snapshot-{inputs.hexdigest()[:16]}.gz"
     if not cached.is_file():

@@ -24,7 +24,7 @@ async function start({ indexURL, archiveURL, snapshotURL, lockFileContents }) {
     let pyodide;
     try {
       // The build's snapshot: Python already initialised and the simulators imported (saves ~2 s).
-      // Given as a promise, its download overlaps the compilation of the WebAssembly.
+      // loadPyodide fetches the WebAssembly meanwhile, but compiles it once the snapshot is in memory.
       pyodide = snapshot && (await loadPyodide({ ...options, _loadSnapshot: snapshot }));
     } catch (error) {
       console.warn(`Python start-up snapshot not used (${error?.message ?? error}); starting Python from scratch.`);
