@@ -77,9 +77,10 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     memo: dict[Any, Any] = {}  # block-hash chains, shared by the seven runs of the same requests
     routers: dict[str, Any] = {}
     metrics: dict[str, float] = {}
+    summaries: dict[str, dict[str, float]] = {}
     for name in ROUTERS:
         served = serve(reqs, spec, num_replicas=p.num_replicas, router=name, hash_memo=memo)
-        s = summarize(served.records)
+        s = summaries[name] = summarize(served.records)
         counts = [0] * p.num_replicas
         for r in served.records:
             counts[r.replica] += 1
@@ -90,8 +91,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         metrics[f"ttft_{name}_s_p99"] = s["ttft_s_p99"]
         metrics[f"imbalance_{name}"] = max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0
     modes = {}
-    for mode, kw in (("colocated", {"router": "least_queue"}), ("disaggregated", {"router": "least_queue", "num_prefill": p.num_prefill})):
-        s = summarize(serve(reqs, spec, num_replicas=p.num_replicas, hash_memo=memo, **kw).records)
+    for mode in ("colocated", "disaggregated"):
+        # Colocated is the least-queue router's run above: the same requests, replicas and router.
+        s = summaries["least_queue"] if mode == "colocated" else summarize(serve(reqs, spec, num_replicas=p.num_replicas, router="least_queue", num_prefill=p.num_prefill, hash_memo=memo).records)
         modes[mode] = {k: [s[f"{k}_s_p50"], s[f"{k}_s_p99"]] for k in ("ttft", "tpot")}
         metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
         metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]

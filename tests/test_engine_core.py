@@ -88,7 +88,7 @@ def test_invariants_blocks_tokens_and_completion(name):
     # KV use never above capacity; afterwards every block is free or cached-and-unreferenced.
     assert all(0 <= used <= kv.num_blocks for _, _, _, used, _, _ in rep.series)
     assert kv.num_free_blocks + len(kv.evictable) == kv.num_blocks
-    assert all(b.ref_cnt == 0 for b in kv.cached.values())
+    assert all(ref_cnt == 0 for ref_cnt in kv.cached.values())
     assert rep.nd == 0 and rep.sum_ctx == 0 and rep.prefill_held == 0 and not rep.running
     # Timestamps are ordered for every request.
     for r in served.records:

@@ -25,7 +25,7 @@ def test_shared_system_prompt_hits_and_full_hit_recomputes_last_token():
     kv = KVCacheManager(100, 16, prefix="hash")
     segs = ((1, 64),)
     owned = []
-    kv.cache_blocks(kv.hashes(segs, 64), 0, owned)  # 4 full blocks now cached, ref_cnt 1
+    kv.cache_blocks(segs, 64, 0, owned)  # 4 full blocks now cached, ref_cnt 1
     kv.unref(owned)
     hit, tokens = kv.match(segs + ((2, 10),), 74)
     assert (len(hit), tokens) == (4, 64)
@@ -38,7 +38,7 @@ def test_radix_reuses_a_part_filled_block_that_hashing_cannot():
     for mode, expected in (("hash", 32), ("radix", 40)):
         kv = KVCacheManager(100, 16, prefix=mode)
         owned = []
-        kv.cache_blocks(kv.hashes(((1, 40),), 40), 0, owned, final=True)  # 2 full blocks + 8 tokens
+        kv.cache_blocks(((1, 40),), 40, 0, owned, final=True)  # 2 full blocks + 8 tokens
         _, tokens = kv.match(((1, 40), (2, 30)), 70)
         assert tokens == expected
 

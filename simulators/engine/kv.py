@@ -8,7 +8,8 @@
                  seq B  [B0 B1 . . . . . . . . . . . . . . . . .]   admission, mostly empty
 
 Blocks are counted, not named, unless the prefix cache needs a name for them: a cached block is
-an entry keyed by its `block_hash` with a `ref_cnt` (running sequences using it). Cached blocks
+an entry of `cached`, its `block_hash` mapped to its `ref_cnt` (running sequences using it); a
+part-filled one (radix) also keeps its content and token count in `part_filled`. Cached blocks
 with ref_cnt 0 stay in `evictable`, least recently used first, and are reused (evicted) only
 when no empty block is left. The free list therefore has two parts: `num_free_blocks` empty
 blocks and the `evictable` cached ones. Invariant (tests): free + evictable + referenced cached
@@ -34,14 +35,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 Runs = tuple[tuple[int, int, int], ...]  # (segment id, start, end) token ranges in one block
-
-
-@dataclass(slots=True)
-class CachedBlock:
-    block_hash: int
-    runs: Runs  # the block's content, as ranges of segments
-    tokens: int  # block_size, or fewer for a part-filled (radix) block
-    ref_cnt: int = 0
 
 
 def block_runs(segments: tuple[tuple[int, int], ...], block_size: int, upto: int) -> list[Runs]:
@@ -89,12 +82,13 @@ class KVCacheManager:
     # "off", "hash" or "radix".
     prefix: str = "off"
     num_free_blocks: int = 0
-    cached: dict[int, CachedBlock] = field(default_factory=dict)
+    cached: dict[int, int] = field(default_factory=dict)  # block hash -> ref_cnt
     evictable: OrderedDict[int, None] = field(default_factory=OrderedDict)
     partial: dict[int, list[int]] = field(default_factory=dict)  # parent hash -> part-filled children
+    part_filled: dict[int, tuple[Runs, int]] = field(default_factory=dict)  # part-filled block -> (runs, tokens)
     num_evictions: int = 0
     # Hash chains per prefix of segments; replicas of one run may share it (hashes are pure).
-    memo: dict[tuple[tuple[int, int], ...], tuple[list[tuple[int, Runs]], Runs]] = field(default_factory=dict)
+    memo: dict[tuple[tuple[int, int], ...], tuple[list[tuple[int, Runs]], Runs, list[int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.num_free_blocks = self.num_blocks
@@ -121,10 +115,12 @@ class KVCacheManager:
         from_free = min(n, self.num_free_blocks)
         self.num_free_blocks -= from_free
         if n > from_free:  # evict, least recently used first (locals: a pressured run evicts a lot)
-            evictable, cached, bs = self.evictable, self.cached, self.block_size
+            evictable, cached, part_filled = self.evictable, self.cached, self.part_filled
             for _ in range(n - from_free):
                 h, _ = evictable.popitem(last=False)
-                if cached.pop(h).tokens < bs:
+                del cached[h]
+                if h in part_filled:
+                    del part_filled[h]
                     self._forget_partial(h)
             self.num_evictions += n - from_free
         return True
@@ -147,7 +143,7 @@ class KVCacheManager:
         Chains are remembered per prefix of segments, so a conversation's next turn hashes only
         its new segments (hashing stays proportional to new tokens, not to history).
         """
-        full, tail = self._chain(segments)
+        full, tail, _ = self._chain(segments)
         n_full, rem = divmod(upto, self.block_size)
         out = full[:n_full]
         if rem:
@@ -163,20 +159,22 @@ class KVCacheManager:
             out.append((hash((parent, tuple(cut))), tuple(cut)))
         return out
 
-    def _chain(self, segments: tuple[tuple[int, int], ...]) -> tuple[list[tuple[int, Runs]], Runs]:
-        """Full-block chain of all the segments, and the runs of the part-filled tail block."""
+    def _chain(self, segments: tuple[tuple[int, int], ...]) -> tuple[list[tuple[int, Runs]], Runs, list[int]]:
+        """Full-block chain of all the segments, the runs of the part-filled tail block, and the
+        full blocks' hashes alone (a list of ints: the cache's hot loops read only those)."""
+        memo = self.memo
         k = len(segments)
-        while k and segments[:k] not in self.memo:
+        while k and segments[:k] not in memo:
             k -= 1
-        full, tail = self.memo[segments[:k]] if k else ([], ())
+        full, tail, hs = memo[segments[:k]] if k else ([], (), [])
         bs = self.block_size
         for i in range(k, len(segments)):
-            full = list(full)
+            full, hs = list(full), list(hs)
             cur = list(tail)
             room = bs - sum(hi - lo for _, lo, hi in cur)
             seg_id, n = segments[i]
             start = 0
-            parent = full[-1][0] if full else 0
+            parent = hs[-1] if hs else 0
             while start < n:
                 take = min(n - start, room)
                 cur.append((seg_id, start, start + take))
@@ -186,42 +184,46 @@ class KVCacheManager:
                     runs = tuple(cur)
                     parent = hash((parent, runs))
                     full.append((parent, runs))
+                    hs.append(parent)
                     cur, room = [], bs
             tail = tuple(cur)
-            self.memo[segments[: i + 1]] = (full, tail)
-        return full, tail
+            memo[segments[: i + 1]] = (full, tail, hs)
+        return full, tail, hs
 
     def match(self, segments: tuple[tuple[int, int], ...], prompt_tokens: int) -> tuple[list[int], int]:
         """Cached prefix of a prompt: (hashes of matched full blocks, tokens hit). Touches LRU."""
         if self.prefix == "off" or prompt_tokens <= 1:
             return [], 0
-        chain = self.hashes(segments, prompt_tokens)
-        hit: list[int] = []
-        parent = 0
-        cached, bs = self.cached, self.block_size
-        for h, _ in chain:
-            blk = cached.get(h)
-            if blk is None or blk.tokens < bs:
+        bs = self.block_size
+        n_full, rem = divmod(prompt_tokens, bs)
+        hs = self._chain(segments)[2]
+        # Plain loops over dicts of ints: this runs for every admission attempt and, with a
+        # prefix-aware router, for every replica per arrival. (Pyodide runs such bytecode faster
+        # than C helpers called through method wrappers, map or takewhile: measured 2-3x.)
+        cached = self.cached
+        n = 0
+        for h in hs[:n_full]:
+            if h not in cached:
                 break
-            hit.append(h)
-            parent = h
-        tokens = len(hit) * self.block_size
-        if self.prefix == "radix" and len(hit) < len(chain):
-            want = chain[len(hit)][1]
+            n += 1
+        hit = hs[:n]
+        tokens = n * bs
+        if self.prefix == "radix" and n < n_full + (rem > 0):
+            want = self.hashes(segments, prompt_tokens)[n][1]
             best = 0
-            for ph in self.partial.get(parent, ()):
-                blk = self.cached[ph]
-                if _is_prefix(blk.runs, want) and blk.tokens > best:
-                    best = blk.tokens
+            for ph in self.partial.get(hit[-1] if hit else 0, ()):
+                runs, held = self.part_filled[ph]
+                if _is_prefix(runs, want) and held > best:
+                    best = held
                     self._touch(ph)
             tokens += best
         # The last prompt token is always computed: its logits give the first output token.
         while tokens >= prompt_tokens:
-            if tokens - len(hit) * self.block_size > 0:
-                tokens = len(hit) * self.block_size
+            if tokens - len(hit) * bs > 0:
+                tokens = len(hit) * bs
             else:
                 hit.pop()
-                tokens -= self.block_size
+                tokens -= bs
         return hit, tokens
 
     def _touch(self, h: int) -> None:
@@ -231,44 +233,48 @@ class KVCacheManager:
     def ref(self, hashes: list[int]) -> None:
         cached, evictable = self.cached, self.evictable
         for h in hashes:
-            blk = cached[h]
-            if blk.ref_cnt == 0:
+            n = cached[h]
+            if n == 0:
                 del evictable[h]
-            blk.ref_cnt += 1
+            cached[h] = n + 1
 
     def unref(self, hashes: list[int]) -> None:
         # Tail blocks first, so that LRU eviction takes the ends of prefixes before their roots.
         cached, evictable = self.cached, self.evictable
         for h in reversed(hashes):
-            blk = cached[h]
-            blk.ref_cnt -= 1
-            if blk.ref_cnt == 0:
+            n = cached[h] - 1
+            cached[h] = n
+            if n == 0:
                 evictable[h] = None
 
-    def cache_blocks(self, chain: list[tuple[int, Runs]], start: int, owned: list[int], *, final: bool = False) -> int:
-        """Turn a sequence's private blocks chain[start:] into cached ones it references.
+    def cache_blocks(self, segments: tuple[tuple[int, int], ...], upto: int, start: int, owned: list[int], *, final: bool = False) -> int:
+        """Turn a sequence's private blocks (of its first `upto` tokens) from block `start` on
+        into cached ones it references.
 
         Full blocks only, except that "radix" also keeps the part-filled last block of a
         finished sequence (`final`: its content will not change any more). A block whose
-        hash is already cached (another sequence computed it meanwhile) stays private. Returns
-        how many private blocks were converted; their hashes are appended to `owned`.
+        hash is already cached (another sequence computed it meanwhile) stays private, and so
+        do the blocks after it. Returns how many private blocks were converted; their hashes
+        are appended to `owned`.
         """
-        converted = 0
-        parent = chain[start - 1][0] if start else 0
-        last = len(chain) - 1
-        cached, bs = self.cached, self.block_size
-        for i in range(start, len(chain)):
-            h, runs = chain[i]
-            # Only the last block of a chain can be part-filled.
-            tokens = bs if i < last else sum(hi - lo for _, lo, hi in runs)
-            if tokens < bs and not (final and self.prefix == "radix"):
-                break
+        n_full, rem = divmod(upto, self.block_size)
+        hs = self._chain(segments)[2]
+        cached = self.cached
+        stop = start
+        for h in hs[start:n_full]:
             if h in cached:
                 break
-            cached[h] = CachedBlock(h, runs, tokens, 1)
-            if tokens < bs:
-                self.partial.setdefault(parent, []).append(h)
-            owned.append(h)
-            converted += 1
-            parent = h
+            stop += 1
+        new = hs[start:stop]
+        cached.update(dict.fromkeys(new, 1))
+        owned.extend(new)
+        converted = len(new)
+        if stop == n_full and rem and final and self.prefix == "radix" and start <= n_full:
+            h, runs = self.hashes(segments, upto)[n_full]
+            if h not in cached:
+                cached[h] = 1
+                self.part_filled[h] = (runs, rem)
+                self.partial.setdefault(hs[n_full - 1] if n_full else 0, []).append(h)
+                owned.append(h)
+                converted += 1
         return converted

@@ -140,7 +140,8 @@ class Replica:
         s.replica = self.index
         could_start = not self.waiting and self.cfg.batching == "continuous" and len(self.running) < self.cfg.max_num_seqs
         self.waiting.append(s)
-        self._log(t, "arrive", s)
+        if self.log is not None:
+            self._log(t, "arrive", s)
         if not self.busy:
             return self.plan(t)
         if could_start and self.plan_n > 1 and not self.plan_chunks:
@@ -162,7 +163,8 @@ class Replica:
         s.prefilled = False
         self.num_preemptions += 1
         self.waiting.appendleft(s)
-        self._log(t, "preempt", s, freed)
+        if self.log is not None:
+            self._log(t, "preempt", s, freed)
         return s
 
     def _release(self, s: Seq) -> None:
@@ -183,7 +185,8 @@ class Replica:
             self.waiting.popleft()
             self.running.append(s)
             self._join(s)
-            self._log(t, "admit", s)
+            if self.log is not None:
+                self._log(t, "admit", s)
             return 1
         hit, hit_tokens = kv.match(s.content(), s.prompt) if kv.prefix != "off" else ([], 0)
         chunk = min(s.prompt - hit_tokens, budget)
@@ -214,7 +217,8 @@ class Replica:
             s.t_scheduled = t
         self.running.append(s)
         self.prefilling.append(s)
-        self._log(t, "admit", s, hit_tokens)
+        if self.log is not None:
+            self._log(t, "admit", s, hit_tokens)
         return chunk
 
     def schedule(self, t: float) -> tuple[list[Seq], bool]:
@@ -224,8 +228,9 @@ class Replica:
         self.reserved = 0
         self.skipped = False  # admission skipped this step (after a preemption): replan next step
         # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
-        need = self.blocks_needed(1)
-        while self.nd and need > kv.num_available():
+        # (blocks_needed(1), inlined for the usual paged case: this runs once per step.)
+        need = self.res.get(self.steps % self.bs, 0) if self.paged and self.nd and self.bs > 1 else self.blocks_needed(1)
+        while self.nd and need > kv.num_free_blocks + len(kv.evictable):
             self._preempt_last(t)
             need = self.blocks_needed(1)
         if static and self.running and not self.prefilling:
@@ -416,16 +421,17 @@ class Replica:
         self.prefill_held -= s.num_computed_tokens
         self.prefilling.remove(s)
         if self.kv.prefix != "off":
-            chain = self.kv.hashes(s.content(), s.prompt)
-            converted = self.kv.cache_blocks(chain, s.chain_len, s.owned)
+            converted = self.kv.cache_blocks(s.content(), s.prompt, s.chain_len, s.owned)
             s.blocks -= converted
             s.chain_len += converted
         s.out += 1
         if s.t_first_token < 0:
             s.t_first_token = t
-            self._log(t, "first_token", s)
+            if self.log is not None:
+                self._log(t, "first_token", s)
         else:
-            self._log(t, "recomputed", s)  # a preempted sequence has its KV back
+            if self.log is not None:
+                self._log(t, "recomputed", s)  # a preempted sequence has its KV back
         if s.out >= s.req.output_tokens:
             self._finish(s, t)
         elif self.role == "prefill":
@@ -440,14 +446,14 @@ class Replica:
         s.t_finish = t
         if self.kv.prefix != "off":
             ctx = s.req.prompt_tokens + s.out - 1
-            chain = self.kv.hashes(s.content(), ctx)
-            converted = self.kv.cache_blocks(chain, s.chain_len, s.owned, final=True)
+            converted = self.kv.cache_blocks(s.content(), ctx, s.chain_len, s.owned, final=True)
             s.blocks -= converted
         self.running.remove(s)
         held = len(s.owned) + s.blocks
         self._release(s)
         self.finished.append(s)
-        self._log(t, "finish", s, held)
+        if self.log is not None:
+            self._log(t, "finish", s, held)
 
     def _record(self, t: float, written: int = 0) -> None:
         """The state of the step starting at t, held until the next sample (a step function).
@@ -456,8 +462,10 @@ class Replica:
         long prefill shows its slots busy, not the empty engine before it. `written`: tokens whose
         KV the step writes into blocks already taken (a stride takes its blocks when it ends).
         """
-        slots = self.batch_slots if self.cfg.batching == "static" and self.running else len(self.running)
-        self.series.append((t, slots, len(self.waiting), self.kv.num_used(), self.sum_ctx + self.prefill_held + written, len(self.running)))
+        kv, running = self.kv, len(self.running)
+        slots = self.batch_slots if running and self.cfg.batching == "static" else running
+        used = kv.num_blocks - kv.num_free_blocks - len(kv.evictable)  # kv.num_used(), inlined: once per step
+        self.series.append((t, slots, len(self.waiting), used, self.sum_ctx + self.prefill_held + written, running))
 
     def _log(self, t: float, what: str, s: Seq, extra: int = 0) -> None:
         if self.log is not None:
@@ -501,31 +509,32 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
     while heap:
         t, _, _, kind, obj = heapq.heappop(heap)
         events += 1
-        if kind == STEP_END:
-            rep, version = obj
-            if version != rep.version:
-                continue
-            push(rep.step_end(t))
-        elif kind == ARRIVE:
+        if kind == ARRIVE:
             if obj.prompt_tokens + obj.output_tokens > max_len or kv0.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv0.num_blocks:
                 _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
             push(route(s, replicas, t).add(s, t))
-        else:
+            continue
+        if kind == KV_ARRIVE:
             push(obj[0].add(obj[1], t))
-        for rep in replicas:
-            if rep.finished:
-                for s in rep.finished:
-                    done.append(s)
-                    push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
-                rep.finished.clear()
-            if rep.handoff:
-                for s in rep.handoff:
-                    s.prefilled = True
-                    dest = (decode_route or route)(s, replicas, t)
-                    push([(t + (transfer_s(s) if transfer_s else 0.0), 0, KV_ARRIVE, (dest, s))])
-                rep.handoff.clear()
+            continue
+        # STEP_END: the only event that finishes sequences or hands them off (at its replica).
+        rep, version = obj
+        if version != rep.version:
+            continue
+        push(rep.step_end(t))
+        if rep.finished:
+            for s in rep.finished:
+                done.append(s)
+                push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
+            rep.finished.clear()
+        if rep.handoff:
+            for s in rep.handoff:
+                s.prefilled = True
+                dest = (decode_route or route)(s, replicas, t)
+                push([(t + (transfer_s(s) if transfer_s else 0.0), 0, KV_ARRIVE, (dest, s))])
+            rep.handoff.clear()
     return done, dropped, events
 
 
