@@ -110,10 +110,14 @@ class KVCacheManager:
 
     def take(self, n: int) -> bool:
         """Allocate n private blocks, evicting least recently used cached blocks if needed."""
-        if n > self.num_available():
+        free = self.num_free_blocks
+        if n <= free:  # the usual case, answered first: this runs several times per step
+            self.num_free_blocks = free - n
+            return True
+        if n > free + len(self.evictable):
             return False
-        from_free = min(n, self.num_free_blocks)
-        self.num_free_blocks -= from_free
+        from_free = free
+        self.num_free_blocks = 0
         if n > from_free:  # evict, least recently used first (locals: a pressured run evicts a lot)
             evictable, cached, part_filled = self.evictable, self.cached, self.part_filled
             for _ in range(n - from_free):

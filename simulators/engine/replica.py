@@ -87,7 +87,7 @@ class Replica:
         heapq.heappush(self.finish_heap, (s.finish_g, next(self._tie), s))
         self.nd += 1
         self.sum_ctx += ctx
-        self.sum_held += self.cost.held(ctx)
+        self.sum_held += self.cost.held(ctx) if self.cost.window else ctx
         r = s.g0 % self.bs
         self.res[r] = self.res.get(r, 0) + 1
         s.blocks = 0  # implicit while decoding: blocks_for(context) - len(owned)
@@ -101,7 +101,7 @@ class Replica:
         s.blocks = self.kv.blocks_for(ctx) - len(s.owned)
         self.nd -= 1
         self.sum_ctx -= ctx
-        self.sum_held -= self.cost.held(ctx)
+        self.sum_held -= self.cost.held(ctx) if self.cost.window else ctx
         r = s.g0 % self.bs
         if self.res[r] == 1:
             del self.res[r]
@@ -201,9 +201,10 @@ class Replica:
         # the LRU order alone.
         gate = kv.blocks_for(s.prompt) - len(hit) if self.cfg.reserve_full_isl else need
         evictable = kv.evictable
-        if gate + water > kv.num_available() - len([h for h in hit if h in evictable]):
+        if gate + water > kv.num_free_blocks + len(evictable) - (len([h for h in hit if h in evictable]) if hit else 0):
             return -1
-        kv.ref(hit)
+        if hit:
+            kv.ref(hit)
         kv.take(need)
         self.waiting.popleft()
         s.owned, s.chain_len, s.blocks = hit, len(hit), need
@@ -236,7 +237,8 @@ class Replica:
         if static and self.running and not self.prefilling:
             return [], True  # a static batch in flight: decode until it is done
         self.reserved = need
-        kv.take(self.reserved)
+        if need:
+            kv.take(need)
         preempted = False
         if static:
             budget = 1 << 40
@@ -315,10 +317,12 @@ class Replica:
             self.prefill_tokens += tokens - nd
             return self._end_at(t + dur)
         # Decode-only stride up to the next completion, the block supply, or a window edge.
-        self.kv.give_back(self.reserved)
-        while self.finish_heap and not self.finish_heap[0][2].decoding:
-            heapq.heappop(self.finish_heap)
-        n = self.finish_heap[0][0] - self.steps
+        kv = self.kv
+        kv.num_free_blocks += self.reserved  # kv.give_back, inlined (as below): once per stride
+        heap = self.finish_heap
+        while heap and not heap[0][2].decoding:
+            heapq.heappop(heap)
+        n = heap[0][0] - self.steps
         growth = self.nd
         window = self.cost.window
         if window:
@@ -329,7 +333,7 @@ class Replica:
                     n = min(n, window - (self.steps - s.g0))
         if self.single_step or self.skipped:
             n = 1
-        avail = self.kv.num_available()
+        avail = kv.num_free_blocks + len(kv.evictable)
         if self.blocks_needed(n) > avail:
             lo, hi = 1, n  # blocks_needed(lo) <= avail (schedule preempted until one step fits)
             while hi - lo > 1:
@@ -349,7 +353,7 @@ class Replica:
         self.plan_blocks = -1
         self.num_strides += 1
         self._record(t)
-        return self._end_at(t + self._stride_s(n))
+        return self._end_at(t + (stride_time_s(*plain, n) if not k else self._stride_s(n)))
 
     def _stride_s(self, n: int) -> float:
         """Time of the first n steps of the planned stride (speculation: per token, see scheduler)."""
@@ -523,7 +527,8 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
         rep, version = obj
         if version != rep.version:
             continue
-        push(rep.step_end(t))
+        for t_end, prio, kind, obj in rep.step_end(t):  # push(), inlined: once per step
+            heapq.heappush(heap, (t_end, prio, next(counter), kind, obj))
         if rep.finished:
             for s in rep.finished:
                 done.append(s)

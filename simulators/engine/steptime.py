@@ -117,14 +117,13 @@ def stride_time_s(c0: float, c1: float, m0: float, m1: float, comm: float, n: in
         split = n
     else:
         split = _settle(c0, c1, m0, m1, guess, n, first_compute)
-    if first_compute:
-        return _series(c0, c1, 0, split) + _series(m0, m1, split, n) + comm * n
-    return _series(m0, m1, 0, split) + _series(c0, c1, split, n) + comm * n
-
-
-def _series(p0: float, p1: float, a: int, b: int) -> float:
-    """sum_{k=a}^{b-1} (p0 + p1 k)."""
-    return (b - a) * p0 + p1 * (a + b - 1) * (b - a) / 2 if b > a else 0.0
+    if not first_compute:
+        c0, c1, m0, m1 = m0, m1, c0, c1
+    # Two arithmetic series, sum_{k=a}^{b-1} (p0 + p1 k) = (b - a) p0 + p1 (a + b - 1)(b - a) / 2:
+    # step 0's binding side for the first `split` steps, the other side for the rest.
+    head = split * c0 + c1 * (split - 1) * split / 2 if split > 0 else 0.0
+    tail = (n - split) * m0 + m1 * (split + n - 1) * (n - split) / 2 if n > split else 0.0
+    return head + tail + comm * n
 
 
 def _settle(c0: float, c1: float, m0: float, m1: float, split: int, n: int, first_compute: bool) -> int:
