@@ -150,3 +150,28 @@ def test_fixed_lengths_with_few_requests_still_have_a_maximum():
     for view in ("knee", "goodput", "lengths"):
         m = load_test.run(load_test.Params(lengths="fixed", view=view), seed=0)["metrics"]
         assert m["max_throughput_per_s"] > 0
+
+
+def test_a_change_that_leaves_the_runs_alone_reuses_them_and_answers_as_a_fresh_run(monkeypatch):
+    from simulators.engine import loadgen
+
+    calls = []
+    real = loadgen.serve
+    monkeypatch.setattr(loadgen, "serve", lambda reqs, spec: calls.append(len(reqs)) or real(reqs, spec))
+    base = {"num_requests": 60, "view": "knee"}
+    load_test._latest.clear()
+    load_test.run(parse(load_test.Params, base), seed=3)
+    first = len(calls)
+    # A new SLO and warm-up change only the statistics; a new rate, one run (the chosen rate's).
+    for change, new_runs in (({"slo_ttft_s": 0.2, "warmup_fraction": 0.2}, 0), ({"rate_per_s": 7.0}, 1)):
+        before = len(calls)
+        params = parse(load_test.Params, {**base, **change})
+        reused = load_test.run(params, seed=3)
+        assert len(calls) - before == new_runs
+        load_test._latest.clear()
+        assert reused == load_test.run(params, seed=3)  # every run simulated afresh
+    assert first == 15  # the maximum (128 users), the chosen rate, 32 users, 8 sweep rates, 1-64 users
+    # Another request count (or model, GPU, batch slots, seed) simulates everything again.
+    before = len(calls)
+    load_test.run(parse(load_test.Params, {**base, "num_requests": 70}), seed=3)
+    assert len(calls) - before == first

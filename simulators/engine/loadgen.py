@@ -19,6 +19,7 @@ metric names in its benchmark report).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -75,21 +76,25 @@ class ServedMemo:
 
     def __init__(self, spec: EngineSpec, n: int, seed: int):
         self.spec, self.n, self.seed = spec, n, seed
-        self._served: dict[tuple[str, Lengths, float, int], Served] = {}
+        # Keyed by what decides a run, so equal samplers made by different calls share runs.
+        self._served: dict[tuple[str, tuple[Any, ...], float, int], Served] = {}
         # Every run draws its lengths first from a fresh Random(seed): draw them once per
         # distribution, and keep the generator's state after them for the arrival times.
-        self._drawn: dict[Lengths, tuple[list[tuple[int, int]], Any]] = {}
+        self._drawn: dict[tuple[Any, ...], tuple[list[tuple[int, int]], Any]] = {}
 
     def run(self, profile: str, lengths: Lengths, *, rate: float = 1.0, users: int = 1, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> LoadRun:
-        key = (profile, lengths, rate, users)
+        key = (profile, lengths.key(), rate, users)
         if key not in self._served:
-            if lengths not in self._drawn:
+            if key[1] not in self._drawn:
                 rng = random.Random(self.seed)
-                self._drawn[lengths] = ([lengths.draw(rng) for _ in range(self.n)], rng.getstate())
-            drawn, state = self._drawn[lengths]
+                self._drawn[key[1]] = ([lengths.draw(rng) for _ in range(self.n)], rng.getstate())
+            drawn, state = self._drawn[key[1]]
             rng = random.Random()
             rng.setstate(state)
-            self._served[key] = serve(arrange(profile, drawn, rng, rate=rate, users=users), self.spec)
+            served = serve(arrange(profile, drawn, rng, rate=rate, users=users), self.spec)
+            # Kept without its replicas (their per-step series and KV state): measure() reads
+            # only the records, the dropped requests and the event count.
+            self._served[key] = dataclasses.replace(served, replicas=[], log=[])
         return measure(self._served[key], profile, rate, warmup=warmup, cooldown=cooldown, slo=slo)
 
 

@@ -96,6 +96,10 @@ class Lengths:
         self.prompt_cap, self.output_cap = prompt_cap, output_cap
         self.num_truncated = 0
 
+    def key(self) -> tuple[str, float, float, float, int, int]:
+        """What decides the draws (two samplers with equal keys draw the same lengths)."""
+        return (self.kind, self.prompt, self.output, self.spread, self.prompt_cap, self.output_cap)
+
     def _cap(self, x: float, cap: int) -> int:
         v = max(1, round(x))
         if v > cap:
