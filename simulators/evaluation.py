@@ -16,6 +16,30 @@ KL(baseline || optimised) per position, its mean and its tail; top-1 (greedy) ag
 Perplexity averages over every position, so damage at a few positions barely moves it; the
 per-position KL and the greedy agreement expose it.
 
+The draws. Positions come in chunks of CHUNK; chunk c of seed s has its own generator,
+random.Random(f"{s}:{c}"), which draws, in this order:
+1. CHUNK * VOCAB radii r = sqrt(-2 log(1 - u)), then CHUNK * VOCAB angles a = 2 pi u (u uniform);
+   Box-Muller turns pair j into two independent standard normals, r cos a and r sin a;
+2. CHUNK sharpnesses 0.6 + 1.4 u, then CHUNK damage uniforms, then CHUNK token uniforms.
+Position k of the chunk uses the k-th block of VOCAB normals of each kind: its baseline logits
+are -sharpness * log(rank) + 0.3 * (r cos a), its unit noise z is r sin a (the optimised model
+adds noise_scale * z), it is damaged when its damage uniform is below `damaged_fraction`, and
+its observed token inverts the baseline's cumulative distribution at its token uniform times
+the total. So a position's draws do not depend on `num_positions`: a run of n positions is the
+first n positions of any longer one.
+
+The KL without a log per logit. With x the baseline logits, y = x + d the optimised ones, p and
+q their softmaxes and L(v) = log sum exp(v): log p_i = x_i - L(x) and log q_i = y_i - L(y), so,
+as the p_i sum to 1, KL(p || q) = sum p_i (log p_i - log q_i) = L(y) - L(x) - sum p_i d_i, and
+L(y) - L(x) = log sum p_i exp(d_i) = log1p(sum p_i expm1(d_i)). Where the position is not
+damaged, d = noise_scale * z, so sum p_i d_i = noise_scale * sum p_i z_i, drawn once per
+position; a damaged position adds the change at its runner-up. A run thus needs one expm1 per
+logit and no log. The KL is of order noise^2, its two terms of order noise: expm1 and log1p
+keep those terms accurate to their own size. Subtracting two log-sum-exps of a few nats instead
+would leave their rounding (about 1e-16 of a few nats) in a KL of 1e-5 nats or less, enough for
+CPython and Pyodide, whose libm can differ in the last bit, to print different 10-digit results.
+The baseline logits stay within about +-13 nats, so L(x) needs no shift against overflow.
+
 Float sums use math.fsum: Python 3.12 changed the built-in sum() of floats to compensated
 summation, so CPython 3.11 and Pyodide (3.14) would otherwise differ in the last digits.
 
@@ -30,7 +54,11 @@ import functools
 import math
 import random
 from array import array
+from bisect import bisect
 from dataclasses import dataclass
+from itertools import accumulate
+from math import cos, exp, expm1, fsum, log, log1p, sin, sqrt
+from operator import mul
 from typing import Any, NamedTuple
 
 from .params import param
@@ -51,12 +79,15 @@ METRICS = {
 }
 VOCAB = 64
 LOG_RANKS = [math.log(r + 1) for r in range(VOCAB)]  # the Zipf fall-off, log(rank), once
+CHUNK = 50  # positions drawn from one generator (the slider's step, so one step needs one chunk)
+MAX_POSITIONS = 5000
+TWO_PI = 2.0 * math.pi
 
 
 @dataclass(frozen=True)
 class Params:
     # Positions of evaluation text scored.
-    num_positions: int = param(600, label="Positions", unit="tokens", min=50, max=5000, step=50)
+    num_positions: int = param(600, label="Positions", unit="tokens", min=50, max=MAX_POSITIONS, step=50)
     # Standard deviation of the noise added to every logit by the optimisation.
     noise_scale: float = param(0.05, label="Logit noise", unit="nats", min=0.0, max=2.0, step=0.01)
     # Share of positions where the runner-up token overtakes the favourite.
@@ -65,102 +96,141 @@ class Params:
     damage_margin: float = param(1.0, label="Damage margin", unit="nats", min=0.0, max=5.0, step=0.1)
 
 
-def _softmax(logits: list[float]) -> list[float]:
-    top = max(logits)
-    w = [math.exp(x - top) for x in logits]
-    s = math.fsum(w)
-    return [x / s for x in w]
-
-
 def _percentile(sorted_values: list[float], q: float) -> float:
     i = min(len(sorted_values) - 1, max(0, math.ceil(q * len(sorted_values)) - 1))
     return sorted_values[i]
 
 
-class Baseline(NamedTuple):
-    """The baseline model's side of `num_positions` positions, and every random draw of a run.
+class Chunk(NamedTuple):
+    """CHUNK positions' draws and the baseline's side of them (the module docstring's scheme).
 
-    Flat arrays of doubles, position-major (VOCAB values per position): compact, since a run
-    keeps up to 5,000 x 3 x 64 of them. They are cached: never change them (a slice is a copy).
+    `base`, `pb` and `z` are flat arrays of doubles, position-major (VOCAB values per position):
+    compact, since the memo holds up to MAX_POSITIONS x 3 x VOCAB of them. Never change them.
     """
 
     base: array[float]  # baseline logits
-    z: array[float]  # standard normals; the optimised model's noise is z * noise_scale
     pb: array[float]  # baseline next-token probabilities
-    u: tuple[float, ...]  # one uniform per position: damaged if below damaged_fraction
-    top: tuple[int, ...]  # the baseline's greedy pick
+    z: array[float]  # standard normals; the optimised model's noise is noise_scale * z
+    u: tuple[float, ...]  # damaged if below damaged_fraction
+    first: tuple[int, ...]  # the baseline's favourite, its greedy pick
+    second: tuple[int, ...]  # the baseline's runner-up
     token: tuple[int, ...]  # the observed next token, drawn from the baseline
-    nll: float  # the baseline's total negative log-likelihood
+    lse: tuple[float, ...]  # log sum exp of the baseline logits
+    nll: tuple[float, ...]  # the baseline's negative log-likelihood of the observed token
+    pz: tuple[float, ...]  # sum p_i z_i under the baseline's distribution p
 
 
-# The baseline and the draws depend only on (seed, num_positions): the draws per position are the
-# same whatever the noise and damage, so a change of those controls reuses them. Two entries: one
-# holds up to 7.7 MB (5,000 positions) in the reader's browser for the whole visit.
-@functools.lru_cache(maxsize=2)
-def baseline(seed: int, num_positions: int) -> Baseline:
-    rng = random.Random(seed)
-    base_all, z_all, pb_all = array("d"), array("d"), array("d")
-    u: list[float] = []
-    top: list[int] = []
-    tokens: list[int] = []
-    nll = 0.0
-    gauss = rng.gauss  # a local: the loop draws 2 x VOCAB normals per position
-    for _ in range(num_positions):
-        # Zipf-like fall-off with rank, sharper at some positions than others.
-        sharp = rng.uniform(0.6, 2.0)
-        base = [-sharp * log_rank + gauss(0, 0.3) for log_rank in LOG_RANKS]
-        # gauss(0.0, 1.0) is z itself, and 0 + z * noise is what gauss(0, noise) would return.
-        z_all.extend([gauss(0.0, 1.0) for _ in LOG_RANKS])
-        u.append(rng.random())
-        pb = _softmax(base)
-        top.append(max(range(VOCAB), key=pb.__getitem__))
-        token = rng.choices(range(VOCAB), weights=pb)[0]
-        nll -= math.log(pb[token])
-        tokens.append(token)
-        base_all.extend(base)
-        pb_all.extend(pb)
-    return Baseline(base_all, z_all, pb_all, tuple(u), tuple(top), tuple(tokens), nll)
+# Memoising draws, not answers: a chunk depends only on (seed, chunk index), never on a control,
+# so a change of num_positions draws at most one new chunk and a change of any other control none;
+# run() still scores every position each time. The bound holds one seed's MAX_POSITIONS (a run
+# reads its chunks in order, so a smaller bound would evict each one just before it is needed):
+# about 9 MB in the reader's browser for the whole visit.
+@functools.lru_cache(maxsize=MAX_POSITIONS // CHUNK)
+def chunk(seed: int, index: int) -> Chunk:
+    rng = random.Random(f"{seed}:{index}")
+    rnd = rng.random
+    size = CHUNK * VOCAB
+    radii = [sqrt(-2.0 * log(1.0 - rnd())) for _ in range(size)]
+    angles = [TWO_PI * rnd() for _ in range(size)]
+    gauss = list(map(mul, radii, map(cos, angles)))  # Box-Muller: two normals per pair
+    z = array("d", map(mul, radii, map(sin, angles)))
+    sharps = [0.6 + 1.4 * rnd() for _ in range(CHUNK)]
+    u = tuple([rnd() for _ in range(CHUNK)])
+    v = [rnd() for _ in range(CHUNK)]
+    base, pb = array("d"), array("d")
+    first: list[int] = []
+    second: list[int] = []
+    token: list[int] = []
+    lse: list[float] = []
+    nll: list[float] = []
+    pz: list[float] = []
+    for k, sharp in enumerate(sharps):
+        at = k * VOCAB
+        x = [-sharp * lr + 0.3 * g for lr, g in zip(LOG_RANKS, gauss[at : at + VOCAB], strict=True)]
+        e = list(map(exp, x))
+        total = fsum(e)
+        # Stable: of two equal logits the lower rank comes first, as max() and list.index() pick.
+        one, two = sorted(range(VOCAB), key=x.__getitem__, reverse=True)[:2]
+        cum = list(accumulate(e))
+        tok = min(bisect(cum, v[k] * cum[-1]), VOCAB - 1)
+        p = [w / total for w in e]
+        base.extend(x)
+        pb.extend(p)
+        first.append(one)
+        second.append(two)
+        token.append(tok)
+        lse.append(log(total))
+        nll.append(lse[-1] - x[tok])
+        pz.append(fsum(map(mul, p, z[at : at + VOCAB])))
+    return Chunk(base, pb, z, u, tuple(first), tuple(second), tuple(token), tuple(lse), tuple(nll), tuple(pz))
+
+
+class Positions(NamedTuple):
+    """Per-position results of a run, in text order."""
+
+    kl: list[float]  # KL(baseline || optimised), nats
+    damaged: list[bool]
+    nll_base: list[float]  # negative log-likelihoods of the observed tokens
+    nll_opt: list[float]
+    agree: list[bool]  # the two models' greedy picks agree
+
+
+def positions(p: Params, seed: int = 0) -> Positions:
+    """Score every position: the draws come from the memo, the rest is computed each run."""
+    noise, frac, margin = p.noise_scale, p.damaged_fraction, p.damage_margin
+    out = Positions([], [], [], [], [])
+    kls, damaged, nll_opt, agree = out.kl, out.damaged, out.nll_opt, out.agree
+    for start in range(0, p.num_positions, CHUNK):
+        c = chunk(seed, start // CHUNK)
+        m = min(CHUNK, p.num_positions - start)
+        size = m * VOCAB
+        base, pb, zs = (c.base, c.pb, c.z) if m == CHUNK else (c.base[:size], c.pb[:size], c.z[:size])
+        # A whole chunk at once: the optimised logits y, and p_i expm1(d_i) with d = noise * z.
+        opt = [x + noise * z for x, z in zip(base, zs, strict=True)]
+        grow = [pi * expm1(noise * z) for pi, z in zip(pb, zs, strict=True)]
+        hits = [u < frac for u in c.u[:m]]
+        for k in range(m):
+            if hits[k]:
+                two = k * VOCAB + c.second[k]
+                opt[two] = opt[k * VOCAB + c.first[k]] + margin
+                grow[two] = pb[two] * expm1(opt[two] - base[two])
+        for k in range(m):
+            at = k * VOCAB
+            y = opt[at : at + VOCAB]
+            lift = log1p(fsum(grow[at : at + VOCAB]))  # L(y) - L(x)
+            shift = noise * c.pz[k]  # sum p_i d_i without damage
+            if hits[k]:
+                two = at + c.second[k]
+                shift += pb[two] * (opt[two] - base[two] - noise * zs[two])
+            kls.append(lift - shift)
+            nll_opt.append(c.lse[k] + lift - y[c.token[k]])
+            agree.append(y.index(max(y)) == c.first[k])
+        damaged.extend(hits)
+        out.nll_base.extend(c.nll[:m])
+    return out
 
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
-    b = baseline(seed, p.num_positions)
-    nll_base, nll_opt = b.nll, 0.0
-    kls: list[float] = []
-    damaged: list[bool] = []
-    agree = 0
-    noise, us, tops, tokens = p.noise_scale, b.u, b.top, b.token
-    for k in range(p.num_positions):
-        span = slice(k * VOCAB, (k + 1) * VOCAB)
-        base = b.base[span]
-        opt = [x + (0 + z * noise) for x, z in zip(base, b.z[span], strict=True)]
-        hit = us[k] < p.damaged_fraction
-        if hit:
-            order = sorted(range(VOCAB), key=lambda i: -base[i])
-            first, second = order[0], order[1]
-            opt[second] = opt[first] + p.damage_margin
-        pb, po = b.pb[span], _softmax(opt)
-        nll_opt -= math.log(po[tokens[k]])
-        kls.append(math.fsum(a * math.log(a / c) for a, c in zip(pb, po, strict=True) if a > 0))
-        damaged.append(hit)
-        agree += tops[k] == max(range(VOCAB), key=po.__getitem__)
-    n = p.num_positions
-    ranked = sorted(range(n), key=lambda i: -kls[i])
-    worst = ranked[: max(1, n // 20)]
-    total_kl = math.fsum(kls) or 1.0
-    ppl_b, ppl_o = math.exp(nll_base / n), math.exp(nll_opt / n)
+    r = positions(p, seed)
+    kls, n = r.kl, p.num_positions
+    ranked = sorted(range(n), key=kls.__getitem__, reverse=True)  # stable: ties keep text order
+    kl_ranked = [kls[i] for i in ranked]
+    total_kl = fsum(kls)
+    ppl_b, ppl_o = math.exp(fsum(r.nll_base) / n), math.exp(fsum(r.nll_opt) / n)
+    num_damaged = sum(r.damaged)
     return {
-        "kl_ranked": [kls[i] for i in ranked],
-        "damaged_ranked": [damaged[i] for i in ranked],
-        "num_damaged": sum(damaged),
+        "kl_ranked": kl_ranked,
+        "damaged_ranked": [r.damaged[i] for i in ranked],
+        "num_damaged": num_damaged,
         "metrics": {
             "ppl_baseline": ppl_b,
             "ppl_optimised": ppl_o,
             "ppl_change": ppl_o / ppl_b - 1,
-            "kl_mean_nats": math.fsum(kls) / n,
-            "kl_p99_nats": _percentile(sorted(kls), 0.99),
-            "kl_share_top_5pct": math.fsum(kls[i] for i in worst) / total_kl,
-            "top1_agreement": agree / n,
-            "num_damaged_positions": sum(damaged),
+            "kl_mean_nats": total_kl / n,
+            "kl_p99_nats": _percentile(kl_ranked[::-1], 0.99),
+            "kl_share_top_5pct": fsum(kl_ranked[: max(1, n // 20)]) / (total_kl or 1.0),
+            "top1_agreement": sum(r.agree) / n,
+            "num_damaged_positions": num_damaged,
         },
     }
 
@@ -179,11 +249,24 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     clean = [i for i in shown if not r["damaged_ranked"][i]]
     floor = 1e-6  # a log axis cannot show zero divergence
     data = [
-        markers([ranks[i] for i in clean], [max(r["kl_ranked"][i], floor) for i in clean], "Noise only", 0, mode="markers"),
-        markers([ranks[i] for i in hit], [max(r["kl_ranked"][i], floor) for i in hit], "Damaged position (runner-up pushed ahead)", 1, mode="markers"),
+        markers(
+            [ranks[i] for i in clean], [max(r["kl_ranked"][i], floor) for i in clean], "Noise only", 0, mode="markers"
+        ),
+        markers(
+            [ranks[i] for i in hit],
+            [max(r["kl_ranked"][i], floor) for i in hit],
+            "Damaged position (runner-up pushed ahead)",
+            1,
+            mode="markers",
+        ),
     ]
     x_title = "Position rank" + (f" (one position in {stride} drawn)" if stride > 1 else "")
-    return make_figure(data, layout("KL divergence per position, worst first", x_title, "KL(baseline || optimised), nats", yaxis={"type": "log"}))
+    return make_figure(
+        data,
+        layout(
+            "KL divergence per position, worst first", x_title, "KL(baseline || optimised), nats", yaxis={"type": "log"}
+        ),
+    )
 
 
 def summary(r: dict[str, Any]) -> str:

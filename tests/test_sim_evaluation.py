@@ -1,6 +1,9 @@
 """The evaluation demo: perplexity barely moves while KL and greedy flips expose the damage."""
 
+import bisect
+import itertools
 import math
+import random
 
 import numpy as np
 
@@ -24,13 +27,19 @@ def test_default_damage_hides_from_perplexity_but_not_from_kl():
 
 
 def test_kl_matches_a_numpy_oracle():
-    # Recompute one position's KL with numpy from two softmaxes.
-    a = np.array([2.0, 1.0, 0.1])
-    b = np.array([1.0, 2.0, 0.1])
-    pa, pb = np.exp(a) / np.exp(a).sum(), np.exp(b) / np.exp(b).sum()
-    expected = float(np.sum(pa * np.log(pa / pb)))
-    got = sum(x * math.log(x / y) for x, y in zip(ev._softmax(list(a)), ev._softmax(list(b)), strict=True))
-    assert math.isclose(got, expected, rel_tol=1e-12)
+    # Every position's KL, from the run's log1p/expm1 form, against numpy's sum p log(p / q)
+    # over two max-shifted softmaxes of the same logits.
+    p = ev.Params(num_positions=120, noise_scale=0.3, damaged_fraction=0.2, damage_margin=2.0)
+    got = ev.positions(p, seed=8)
+    for j, kl in enumerate(got.kl):
+        c, k = ev.chunk(8, j // ev.CHUNK), j % ev.CHUNK
+        x = np.array(c.base[k * ev.VOCAB : (k + 1) * ev.VOCAB])
+        y = x + p.noise_scale * np.array(c.z[k * ev.VOCAB : (k + 1) * ev.VOCAB])
+        if got.damaged[j]:
+            y[c.second[k]] = y[c.first[k]] + p.damage_margin
+        pa, pb = np.exp(x - x.max()) / np.exp(x - x.max()).sum(), np.exp(y - y.max()) / np.exp(y - y.max()).sum()
+        assert math.isclose(kl, float(np.sum(pa * np.log(pa / pb))), rel_tol=1e-9), j
+    assert 0 < sum(got.damaged) < 120
 
 
 def test_more_damage_more_divergence():
@@ -39,42 +48,127 @@ def test_more_damage_more_divergence():
     assert high > low
 
 
+def _chunk_draws(seed, index):
+    """One chunk's raw draws in the order the module docstring documents, drawn afresh (no memo)."""
+    rng = random.Random(f"{seed}:{index}")
+    size = ev.CHUNK * ev.VOCAB
+    radii = [math.sqrt(-2.0 * math.log(1.0 - rng.random())) for _ in range(size)]
+    angles = [2.0 * math.pi * rng.random() for _ in range(size)]
+    sharps = [0.6 + 1.4 * rng.random() for _ in range(ev.CHUNK)]
+    damage_u = [rng.random() for _ in range(ev.CHUNK)]
+    token_u = [rng.random() for _ in range(ev.CHUNK)]
+    return radii, angles, sharps, damage_u, token_u
+
+
 def _reference(p, seed):
-    """The metrics drawn position by position from one generator, with no cache (the original loop)."""
-    import random
+    """The metrics recomputed position by position from the documented draws, with no memo and plain lists."""
+    n, noise = p.num_positions, p.noise_scale
+    nll_b, nll_o, kls, hits, agree = [], [], [], [], 0
+    for j in range(n):
+        index, k = divmod(j, ev.CHUNK)
+        if k == 0:
+            radii, angles, sharps, damage_u, token_u = _chunk_draws(seed, index)
+        block = range(k * ev.VOCAB, (k + 1) * ev.VOCAB)
+        gauss = [radii[i] * math.cos(angles[i]) for i in block]
+        z = [radii[i] * math.sin(angles[i]) for i in block]
+        base = [-sharps[k] * math.log(r + 1) + 0.3 * g for r, g in enumerate(gauss)]
+        e = [math.exp(x) for x in base]
+        total = math.fsum(e)
+        pb = [w / total for w in e]
+        order = sorted(range(ev.VOCAB), key=lambda i: -base[i])
+        first, second = order[0], order[1]
+        cum = list(itertools.accumulate(e))
+        token = min(bisect.bisect(cum, token_u[k] * cum[-1]), ev.VOCAB - 1)
+        opt = [x + noise * w for x, w in zip(base, z, strict=True)]
+        hit = damage_u[k] < p.damaged_fraction
+        if hit:
+            opt[second] = opt[first] + p.damage_margin
+        lse_b = math.log(total)
+        # KL(p || q) = L(y) - L(x) - sum p_i d_i with d = y - x, and L(y) - L(x) = log1p(sum p_i expm1(d_i)).
+        grow = [pi * math.expm1(noise * w) for pi, w in zip(pb, z, strict=True)]
+        shift = noise * math.fsum(pi * w for pi, w in zip(pb, z, strict=True))
+        if hit:
+            grow[second] = pb[second] * math.expm1(opt[second] - base[second])
+            shift += pb[second] * (opt[second] - base[second] - noise * z[second])
+        lift = math.log1p(math.fsum(grow))
+        kl = lift - shift
+        # The closed form is the textbook sum p log(p / q) (softmaxes shifted by their maximum).
+        top = max(opt)
+        wo = [math.exp(y - top) for y in opt]
+        total_o = math.fsum(wo)
+        po = [w / total_o for w in wo]
+        direct = math.fsum(a * math.log(a / b) for a, b in zip(pb, po, strict=True))
+        assert math.isclose(kl, direct, rel_tol=1e-9, abs_tol=1e-15), (j, kl, direct)
+        kls.append(kl)
+        hits.append(hit)
+        nll_b.append(lse_b - base[token])
+        nll_o.append(lse_b + lift - opt[token])
+        agree += max(range(ev.VOCAB), key=opt.__getitem__) == first
+    ranked = sorted(kls, reverse=True)
+    ppl_b, ppl_o = math.exp(math.fsum(nll_b) / n), math.exp(math.fsum(nll_o) / n)
+    return {
+        "ppl_baseline": ppl_b,
+        "ppl_optimised": ppl_o,
+        "ppl_change": ppl_o / ppl_b - 1,
+        "kl_mean_nats": math.fsum(kls) / n,
+        "kl_p99_nats": ranked[n - math.ceil(0.99 * n)],
+        "kl_share_top_5pct": math.fsum(ranked[: max(1, n // 20)]) / (math.fsum(kls) or 1.0),
+        "top1_agreement": agree / n,
+        "num_damaged_positions": sum(hits),
+    }
 
-    rng = random.Random(seed)
-    nll_b = nll_o = 0.0
-    kls, flips, hits = [], 0, 0
-    for _ in range(p.num_positions):
-        sharp = rng.uniform(0.6, 2.0)
-        base = [-sharp * math.log(r + 1) + rng.gauss(0, 0.3) for r in range(ev.VOCAB)]
-        opt = [x + rng.gauss(0, p.noise_scale) for x in base]
-        if rng.random() < p.damaged_fraction:
-            hits += 1
-            order = sorted(range(ev.VOCAB), key=lambda i: -base[i])
-            opt[order[1]] = opt[order[0]] + p.damage_margin
-        pb, po = ev._softmax(base), ev._softmax(opt)
-        token = rng.choices(range(ev.VOCAB), weights=pb)[0]
-        nll_b -= math.log(pb[token])
-        nll_o -= math.log(po[token])
-        kls.append(math.fsum(a * math.log(a / b) for a, b in zip(pb, po, strict=True) if a > 0))
-        flips += max(range(ev.VOCAB), key=pb.__getitem__) != max(range(ev.VOCAB), key=po.__getitem__)
-    n = p.num_positions
-    return {"ppl_baseline": math.exp(nll_b / n), "ppl_optimised": math.exp(nll_o / n), "kl_mean_nats": math.fsum(kls) / n,
-            "top1_agreement": 1 - flips / n, "num_damaged_positions": hits}
+
+def test_the_run_matches_an_independent_recomputation():
+    for p, seed in (
+        (ev.Params(), 0),
+        (ev.Params(num_positions=120, noise_scale=1.3, damaged_fraction=0.4, damage_margin=4.0), 7),
+        (ev.Params(num_positions=75, noise_scale=0.0, damaged_fraction=0.5, damage_margin=0.0), 3),
+    ):
+        r = ev.run(p, seed=seed)
+        assert r["metrics"] == _reference(p, seed)
 
 
-def test_an_unrelated_control_reuses_the_baseline_and_changes_nothing():
-    a, b = ev.Params(num_positions=300, damaged_fraction=0.1), ev.Params(num_positions=300, damaged_fraction=0.1, noise_scale=0.4, damage_margin=3.0)
-    ev.baseline.cache_clear()
+def test_an_unrelated_control_reuses_the_draws_and_changes_nothing():
+    a, b = (
+        ev.Params(num_positions=300, damaged_fraction=0.1),
+        ev.Params(num_positions=300, damaged_fraction=0.1, noise_scale=0.4, damage_margin=3.0),
+    )
+    ev.chunk.cache_clear()
     first_a = ev.run(a, seed=4)
-    hits = ev.baseline.cache_info().hits
+    assert ev.chunk.cache_info().misses == 300 // ev.CHUNK
     run_b = ev.run(b, seed=4)
-    assert ev.baseline.cache_info().hits == hits + 1  # noise and margin left the baseline alone
+    assert ev.chunk.cache_info().misses == 300 // ev.CHUNK  # noise and margin drew nothing new
     again_a = ev.run(a, seed=4)
     assert again_a == first_a
     for p, r in ((a, again_a), (b, run_b)):
         for key, value in _reference(p, 4).items():
             assert r["metrics"][key] == value, key
-    assert ev.baseline(4, 300) is ev.baseline(4, 300)
+    assert ev.chunk(4, 0) is ev.chunk(4, 0)
+
+
+def test_one_more_position_draws_at_most_one_chunk():
+    ev.chunk.cache_clear()
+    ev.run(ev.Params(num_positions=600), seed=5)
+    misses = ev.chunk.cache_info().misses
+    ev.run(ev.Params(num_positions=601), seed=5)
+    assert ev.chunk.cache_info().misses == misses + 1
+    ev.run(ev.Params(num_positions=649), seed=5)
+    ev.run(ev.Params(num_positions=550), seed=5)
+    assert ev.chunk.cache_info().misses == misses + 1
+
+
+def test_a_shorter_run_is_the_start_of_a_longer_one():
+    # A position's draws do not depend on num_positions: the first n positions of a longer run
+    # are scored exactly as in a run of n (different chunk boundaries included).
+    for n in (50, 601, 777):
+        short = ev.positions(ev.Params(num_positions=n), seed=6)
+        long = ev.positions(ev.Params(num_positions=1000), seed=6)
+        for got, full in zip(short, long, strict=True):
+            assert got == full[:n]
+    r_short, r_long = ev.run(ev.Params(num_positions=600), seed=6), ev.run(ev.Params(num_positions=1000), seed=6)
+    assert r_long["metrics"]["ppl_baseline"] != r_short["metrics"]["ppl_baseline"]  # a longer text, not a copy
+
+
+def test_the_memo_holds_one_full_run():
+    assert ev.chunk.cache_parameters()["maxsize"] * ev.CHUNK >= ev.MAX_POSITIONS
+    assert ev.Params.__dataclass_fields__["num_positions"].metadata["max"] == ev.MAX_POSITIONS
