@@ -74,12 +74,11 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
     reqs = workload.build(rng, p.num_requests, lengths, times, sharing=p.sharing, num_prefixes=p.num_prefixes, shared_tokens=p.shared_tokens).requests
     spec = EngineSpec(m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), prefix="hash")
-    memo: dict[Any, Any] = {}  # block-hash chains, shared by the seven runs of the same requests
     routers: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     summaries: dict[str, dict[str, float]] = {}
     for name in ROUTERS:
-        served = serve(reqs, spec, num_replicas=p.num_replicas, router=name, hash_memo=memo)
+        served = serve(reqs, spec, num_replicas=p.num_replicas, router=name)
         s = summaries[name] = summarize(served.records)
         counts = [0] * p.num_replicas
         for r in served.records:
@@ -93,7 +92,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     modes = {}
     for mode in ("colocated", "disaggregated"):
         # Colocated is the least-queue router's run above: the same requests, replicas and router.
-        s = summaries["least_queue"] if mode == "colocated" else summarize(serve(reqs, spec, num_replicas=p.num_replicas, router="least_queue", num_prefill=p.num_prefill, hash_memo=memo).records)
+        s = summaries["least_queue"] if mode == "colocated" else summarize(serve(reqs, spec, num_replicas=p.num_replicas, router="least_queue", num_prefill=p.num_prefill).records)
         modes[mode] = {k: [s[f"{k}_s_p50"], s[f"{k}_s_p99"]] for k in ("ttft", "tpot")}
         metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
         metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]

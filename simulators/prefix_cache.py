@@ -81,9 +81,9 @@ class Params:
             raise ParamError("kv_budget_GiB", f"the KV memory must hold at least one {m.max_context_tokens:,}-token sequence of {m.name}")
 
 
-def _serve(reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: int, bs: int, memo: dict[Any, Any]) -> dict[str, float]:
+def _serve(reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: int, bs: int) -> dict[str, float]:
     spec = EngineSpec(m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), block_size=bs, prefix=mode, num_blocks=blocks)
-    served = serve(reqs, spec, hash_memo=memo)
+    served = serve(reqs, spec)
     s = summarize(served.records)
     rep = served.replicas[0]
     # Over every admission, recomputation after a preemption included.
@@ -103,14 +103,13 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
     reqs = workload.build(rng, p.num_requests, lengths, times, sharing=p.sharing, shared_tokens=p.shared_tokens, num_prefixes=p.num_prefixes, turns=p.turns).requests
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
-    memo: dict[Any, Any] = {}  # every run hashes the same prompts into the same blocks: share the chains
-    results = {mode: _serve(reqs, m, gpu, mode, capacity // p.block_size, p.block_size, memo) for mode, _ in MODES}
+    results = {mode: _serve(reqs, m, gpu, mode, capacity // p.block_size, p.block_size) for mode, _ in MODES}
     pressure = []
     if p.view == "pressure":
         for f in PRESSURE:
             blocks = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
             # The full-memory point is the run above: the same requests on the same blocks.
-            hit = {mode: (results[mode] if blocks == capacity // p.block_size else _serve(reqs, m, gpu, mode, blocks, p.block_size, memo))["hit_rate"] for mode in ("hash", "radix")}
+            hit = {mode: (results[mode] if blocks == capacity // p.block_size else _serve(reqs, m, gpu, mode, blocks, p.block_size))["hit_rate"] for mode in ("hash", "radix")}
             pressure.append({"GiB": blocks * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB, **hit})
     metrics: dict[str, float] = {}
     for mode in ("off", "hash", "radix"):

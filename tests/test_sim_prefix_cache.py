@@ -64,3 +64,18 @@ def test_workload_is_seeded():
     a = prefix_cache.run(parse(prefix_cache.Params, {"num_requests": 30}), seed=random.Random(1).randint(0, 99))
     b = prefix_cache.run(parse(prefix_cache.Params, {"num_requests": 30}), seed=random.Random(1).randint(0, 99))
     assert a == b
+
+
+def test_hash_chains_are_shared_by_block_size_bounded_and_change_no_answer(monkeypatch):
+    from simulators.engine import kv as kv_module
+
+    a, b, other = KVCacheManager(100, 16, prefix="hash"), KVCacheManager(50, 16, prefix="radix"), KVCacheManager(100, 8, prefix="hash")
+    assert a.memo is b.memo is kv_module.chain_memo(16) and other.memo is not a.memo
+    segs = ((901, 100), (902, 30))
+    chain = a.hashes(segs, 130)
+    assert b.memo[segs][0] is a.memo[segs][0]  # computed once, read by both caches
+    # Past its bound the memo starts again; the chains (pure functions) come out the same.
+    monkeypatch.setattr(kv_module.ChainMemo, "MAX_BLOCKS", 10)
+    fresh = KVCacheManager(100, 16, prefix="hash", memo=kv_module.ChainMemo())
+    assert fresh.hashes(segs, 130) == chain
+    assert fresh.memo.blocks <= 10 and len(fresh.memo) == 1  # 6 blocks for (901,), then cleared for 8

@@ -109,11 +109,9 @@ class Served:
     log: list[tuple[Any, ...]]
 
 
-def make_replica(spec: EngineSpec, index: int = 0, *, role: str = "both", single_step: bool = False, log: list[tuple[Any, ...]] | None = None, cost: StepCost | None = None, memo: dict[Any, Any] | None = None, num_blocks: int | None = None) -> Replica:
+def make_replica(spec: EngineSpec, index: int = 0, *, role: str = "both", single_step: bool = False, log: list[tuple[Any, ...]] | None = None, cost: StepCost | None = None, num_blocks: int | None = None) -> Replica:
     reserve = spec.sched.max_model_len if spec.layout == "contiguous" else 0
     kv = KVCacheManager(spec.blocks() if num_blocks is None else num_blocks, spec.block_size, spec.layout, reserve, spec.prefix if spec.layout == "paged" else "off")
-    if memo is not None:
-        kv.memo = memo
     return Replica(index, spec.sched, kv, cost or spec.step_cost(), role=role, single_step=single_step, log=log)
 
 
@@ -126,21 +124,18 @@ def serve(
     num_prefill: int = 0,
     single_step: bool = False,
     keep_log: bool = False,
-    hash_memo: dict[Any, Any] | None = None,
 ) -> Served:
     """Run the requests on num_replicas replicas of `spec` (the first num_prefill only prefill).
 
-    `hash_memo` lets several runs of the same requests (and block size) share their block-hash
-    chains, which are pure functions of the prompt segments (kv.KVCacheManager.hashes).
+    Block-hash chains come from the memo shared by every cache of the block size (kv.chain_memo).
     """
     log: list[tuple[Any, ...]] | None = [] if keep_log else None
     cost = spec.step_cost()
-    memo: dict[Any, Any] = {} if hash_memo is None else hash_memo
     blocks = spec.blocks()  # the same for every replica (a memory fit: computed once)
     reps = []
     for i in range(num_replicas):
         role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
-        reps.append(make_replica(spec, i, role=role, single_step=single_step, log=log, cost=cost, memo=memo, num_blocks=blocks))
+        reps.append(make_replica(spec, i, role=role, single_step=single_step, log=log, cost=cost, num_blocks=blocks))
     route = make_router(router)
     transfer = None
     if num_prefill:

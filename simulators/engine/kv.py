@@ -72,6 +72,40 @@ def _is_prefix(short: Runs, long: Runs) -> bool:
     return True
 
 
+Chain = tuple[list[tuple[int, Runs]], Runs, list[int]]  # full blocks, tail runs, full blocks' hashes
+
+
+class ChainMemo(dict[tuple[tuple[int, int], ...], Chain]):
+    """Block-hash chains per prefix of segments, for one block size.
+
+    A chain is a pure function of the segments and the block size, so one memo per block size
+    serves every cache, run and call: a reader's next change usually serves the same prompts
+    again (another rate, router or replica count) and finds their chains here. It is emptied
+    when the chains it holds pass MAX_BLOCKS blocks (a few MB in the reader's browser).
+    """
+
+    MAX_BLOCKS = 500_000
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = 0
+
+    def keep(self, key: tuple[tuple[int, int], ...], chain: Chain) -> None:
+        if self.blocks + len(chain[0]) > self.MAX_BLOCKS:
+            self.clear()
+            self.blocks = 0
+        self[key] = chain
+        self.blocks += len(chain[0])
+
+
+_CHAINS: dict[int, ChainMemo] = {}
+
+
+def chain_memo(block_size: int) -> ChainMemo:
+    """The shared chain memo for `block_size`."""
+    return _CHAINS.setdefault(block_size, ChainMemo())
+
+
 @dataclass
 class KVCacheManager:
     num_blocks: int
@@ -87,11 +121,13 @@ class KVCacheManager:
     partial: dict[int, list[int]] = field(default_factory=dict)  # parent hash -> part-filled children
     part_filled: dict[int, tuple[Runs, int]] = field(default_factory=dict)  # part-filled block -> (runs, tokens)
     num_evictions: int = 0
-    # Hash chains per prefix of segments; replicas of one run may share it (hashes are pure).
-    memo: dict[tuple[tuple[int, int], ...], tuple[list[tuple[int, Runs]], Runs, list[int]]] = field(default_factory=dict)
+    # Hash chains per prefix of segments: by default the memo every cache of this block size shares.
+    memo: ChainMemo | None = None
 
     def __post_init__(self) -> None:
         self.num_free_blocks = self.num_blocks
+        if self.memo is None:
+            self.memo = chain_memo(self.block_size)
 
     # -- counting -----------------------------------------------------------------------------
 
@@ -163,10 +199,14 @@ class KVCacheManager:
             out.append((hash((parent, tuple(cut))), tuple(cut)))
         return out
 
-    def _chain(self, segments: tuple[tuple[int, int], ...]) -> tuple[list[tuple[int, Runs]], Runs, list[int]]:
+    def _chain(self, segments: tuple[tuple[int, int], ...]) -> Chain:
         """Full-block chain of all the segments, the runs of the part-filled tail block, and the
         full blocks' hashes alone (a list of ints: the cache's hot loops read only those)."""
         memo = self.memo
+        assert memo is not None  # set in __post_init__
+        known = memo.get(segments)
+        if known is not None:  # the usual case: admission attempts and routers ask again and again
+            return known
         k = len(segments)
         while k and segments[:k] not in memo:
             k -= 1
@@ -191,7 +231,7 @@ class KVCacheManager:
                     hs.append(parent)
                     cur, room = [], bs
             tail = tuple(cur)
-            memo[segments[: i + 1]] = (full, tail, hs)
+            memo.keep(segments[: i + 1], (full, tail, hs))
         return full, tail, hs
 
     def match(self, segments: tuple[tuple[int, int], ...], prompt_tokens: int) -> tuple[list[int], int]:
