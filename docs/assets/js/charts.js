@@ -15,16 +15,30 @@ export async function draw(element, figure) {
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
   await Plotly.react(element, figure.data, themed(figure.layout), { responsive: true, displaylogo: false });
 }
+
+// The palette's colours, read once per colour scheme: reading computed styles forces the browser
+// to recalculate the styles of the whole page, which cost ~8 ms per redraw on a long lesson.
+let palette = null;
+const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
+
+function colours() {
+  const scheme = document.body.getAttribute("data-md-color-scheme");
+  if (palette?.scheme !== scheme) {
+    const css = getComputedStyle(document.body);
+    const read = (name) => css.getPropertyValue(name).trim();
+    palette = { scheme, fg: read("--md-default-fg-color"), grid: read("--md-default-fg-color--lightest"), light: read("--md-default-fg-color--light") };
+  }
+  return palette;
+}
+
 function themed(layout) {
-  const css = getComputedStyle(document.body);
-  const fg = css.getPropertyValue("--md-default-fg-color").trim();
-  const grid = css.getPropertyValue("--md-default-fg-color--lightest").trim();
+  const { fg, grid, light } = colours();
   const axis = (a) => ({ ...a, gridcolor: grid, zerolinecolor: grid, linecolor: grid });
   const out = { ...layout, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { ...layout.font, color: fg } };
   // The toolbar's icons in the palette's colours (plotly's default grey vanishes on the dark one).
-  out.modebar = { bgcolor: "rgba(0,0,0,0)", color: css.getPropertyValue("--md-default-fg-color--light").trim(), activecolor: fg, ...layout.modebar };
+  out.modebar = { bgcolor: "rgba(0,0,0,0)", color: light, activecolor: fg, ...layout.modebar };
   // No animated transitions when the reader asks for reduced motion.
-  if (matchMedia("(prefers-reduced-motion: reduce)").matches) out.transition = { duration: 0 };
+  if (reducedMotion.matches) out.transition = { duration: 0 };
   for (const key of Object.keys(layout)) if (/^[xy]axis\d*$/.test(key)) out[key] = axis(layout[key]);
   return out;
 }

@@ -1,13 +1,13 @@
-// Simulator widgets: controls built from the exported schema, debounced runs in the worker,
+// Simulator widgets: controls built from the exported schema, coalesced runs in the worker,
 // charts and figures updated in place, state in the address, downloads and a Python recipe.
 // Nothing here knows a simulator by name: the schema and the answers carry everything.
 import { onStatus, run, runtime, start } from "./client.js";
 import { draw, preload } from "./charts.js";
 
-// Typed values wait this long for the next keystroke, for a simulator whose runs are slow; a fast
-// one reruns at once (a waiting request is replaced by a newer one anyway, see client.js).
-const DEBOUNCE_MS = 80;
-const FAST_RUN_MS = 150;
+// A change runs at once; a burst of changes (a slider dragged, a number typed) is coalesced by the
+// client's queue: while a run is in flight, only the newest waiting request of a widget is kept
+// (client.js). A fixed debounce would instead delay every single change; with runs this short
+// the queue already keeps the worker from falling behind.
 const BUSY_MS = 150;
 // Once the runtime is ready, the first widget of each simulator runs its scenario up to this many
 // times in the background (a reader's change goes first), so that the WebAssembly engine has
@@ -134,8 +134,8 @@ function field(w, p) {
   if (p.type === "int" || p.type === "float") {
     const box = tag("input", { id, type: "text", inputmode: "decimal", autocomplete: "off", "aria-describedby": describedBy });
     const slider = tag("input", { type: "range", "aria-labelledby": label.id, ...sliderRange(p) }); // a Tab stop: arrow keys step it
-    slider.addEventListener("input", () => { box.value = fromSlider(p, slider.value); change(w, p, box.value, false); });
-    box.addEventListener("input", () => { setSlider(p, slider, box.value); change(w, p, box.value, false); });
+    slider.addEventListener("input", () => { box.value = fromSlider(p, slider.value); change(w, p, box.value); });
+    box.addEventListener("input", () => { setSlider(p, slider, box.value); change(w, p, box.value); });
     setValue = (v) => { box.value = v; setSlider(p, slider, v); };
     inputs.push(slider, box);
   } else if (p.type === "choice") {
@@ -145,9 +145,9 @@ function field(w, p) {
     const area = tag("textarea", { rows: "4", hidden: "", "aria-label": `${p.label}: JSON object`, "aria-describedby": describedBy });
     select.addEventListener("change", () => {
       area.hidden = select.value !== CUSTOM;
-      if (area.hidden) change(w, p, select.value, true);
+      if (area.hidden) change(w, p, select.value);
     });
-    area.addEventListener("input", () => change(w, p, area.value, false, true));
+    area.addEventListener("input", () => change(w, p, area.value, true));
     setValue = (v) => {
       const custom = typeof v === "object";
       select.value = custom ? CUSTOM : v;
@@ -157,12 +157,12 @@ function field(w, p) {
     inputs.push(select, area);
   } else if (p.type === "bool") {
     const box = tag("input", { id, type: "checkbox", "aria-describedby": describedBy });
-    box.addEventListener("change", () => change(w, p, box.checked, true));
+    box.addEventListener("change", () => change(w, p, box.checked));
     setValue = (v) => { box.checked = v; };
     inputs.push(box);
   } else {
     const box = tag("input", { id, type: "text", "aria-describedby": describedBy });
-    box.addEventListener("input", () => change(w, p, box.value, false));
+    box.addEventListener("input", () => change(w, p, box.value));
     setValue = (v) => { box.value = v; };
     inputs.push(box);
   }
@@ -190,7 +190,7 @@ function setSlider(p, slider, value) {
   if (Number.isFinite(n) && n > 0) slider.value = logScale(p) ? Math.log10(n) : n;
 }
 
-function change(w, p, raw, immediate, json = false) {
+function change(w, p, raw, json = false) {
   w.notice = null;
   let value = raw;
   if (json) {
@@ -199,9 +199,8 @@ function change(w, p, raw, immediate, json = false) {
     value = Number(raw); // anything else goes to Python as text, which answers with the message
   }
   w.values = { ...w.values, [p.name]: value };
-  clearTimeout(w.timer);
-  const fast = (w.runMs ?? Infinity) < FAST_RUN_MS;
-  w.timer = setTimeout(() => rerun(w, true), immediate || fast ? 0 : DEBOUNCE_MS);
+  clearTimeout(w.timer); // events of one task (the slider and its box) make one run
+  w.timer = setTimeout(() => rerun(w, true), 0);
 }
 
 async function rerun(w, fromUser) {
@@ -211,9 +210,7 @@ async function rerun(w, fromUser) {
   // A run still going after BUSY_MS marks the chart busy (dimmed, aria-busy) until it answers.
   const busy = setTimeout(() => w.chart.setAttribute("aria-busy", "true"), BUSY_MS);
   try {
-    const started = performance.now();
     json = await run(w.key, w.name, values);
-    w.runMs = performance.now() - started;
   } catch (error) {
     return setText(w.el.querySelector(".sim-status"), error.message);
   } finally {
@@ -294,12 +291,7 @@ function setDisabled(f, disabled) {
 
 async function showAnswer(w, answer, redraw = true) {
   w.answer = answer;
-  const labels = Object.fromEntries((w.schema?.metrics ?? []).map((m) => [m.name, m]));
-  const rows = Object.entries(answer.metrics).map(([key, value]) => {
-    const known = labels[key] ?? { label: w.el.querySelector(`[data-metric="${key}"] th`)?.textContent ?? key, unit: "" };
-    return tag("tr", { "data-metric": key }, tag("th", { scope: "row" }, known.label), tag("td", {}, formatNumber(value)), tag("td", {}, known.unit ?? ""));
-  });
-  w.el.querySelector(".sim-metrics tbody").replaceChildren(...rows);
+  showMetrics(w, answer.metrics);
   setText(w.el.querySelector(".sim-summary"), answer.summary);
   const details = w.el.querySelector(".sim-data");
   details.ontoggle = () => details.open && dataTable(w);
@@ -310,6 +302,23 @@ async function showAnswer(w, answer, redraw = true) {
     w.live = true;
   }
   w.el.dataset.drawn = String(w.shown);
+}
+
+// The key figures. The same metrics as last time (the usual case) are updated in place: fewer
+// changes to the page, so less for the browser to lay out again before the chart redraws.
+function showMetrics(w, metrics) {
+  const body = w.el.querySelector(".sim-metrics tbody");
+  const keys = Object.keys(metrics);
+  const rows = [...body.rows];
+  if (rows.length === keys.length && rows.every((row, i) => row.dataset.metric === keys[i])) {
+    rows.forEach((row, i) => setText(row.cells[1], formatNumber(metrics[keys[i]])));
+    return;
+  }
+  const labels = Object.fromEntries((w.schema?.metrics ?? []).map((m) => [m.name, m]));
+  body.replaceChildren(...keys.map((key) => {
+    const known = labels[key] ?? { label: w.el.querySelector(`[data-metric="${key}"] th`)?.textContent ?? key, unit: "" };
+    return tag("tr", { "data-metric": key }, tag("th", { scope: "row" }, known.label), tag("td", {}, formatNumber(metrics[key])), tag("td", {}, known.unit ?? ""));
+  }));
 }
 
 function dataTable(w) {
@@ -333,13 +342,22 @@ function actions(w) {
   const cli = ["python -m simulators run", w.name, ...sets.map(([k, v]) => `--set ${shellQuote(`${k}=${typeof v === "object" ? JSON.stringify(v) : v}`)}`)].join(" ");
   const imports = sets.some(([, v]) => typeof v === "object") ? "import json\n" : "";
   const call = `${imports}from simulators import api\nanswer = api.evaluate(${[JSON.stringify(w.name), ...sets.map(([k, v]) => `${k}=${pythonLiteral(v)}`)].join(", ")})\nprint(answer["metrics"])`;
+  // Built once; later runs only rewrite the two recipes (and a reader's open "Reproduce" stays open).
+  w.recipes ??= buildActions(w);
+  setText(w.recipes[0], cli);
+  setText(w.recipes[1], call);
+}
+
+function buildActions(w) {
+  const cli = tag("code"), call = tag("code");
   w.el.querySelector(".sim-actions").replaceChildren(
     download(`${w.id}.csv`, "text/csv", () => csv(w.answer.figure), "Download data (CSV)"),
     download(`${w.id}.json`, "application/json", () => JSON.stringify({ simulator: w.name, params: w.values, ...w.answer }, null, 2), "Download data (JSON)"),
     tag("details", { class: "sim-reproduce" }, tag("summary", {}, "Reproduce in Python"),
-      tag("p", {}, "From the repository root, the command line:"), tag("pre", {}, tag("code", {}, cli)),
-      tag("p", {}, "or the API:"), tag("pre", {}, tag("code", {}, call))),
+      tag("p", {}, "From the repository root, the command line:"), tag("pre", {}, cli),
+      tag("p", {}, "or the API:"), tag("pre", {}, call)),
   );
+  return [cli, call];
 }
 
 // One row per plotted point: series, x, y.
