@@ -79,3 +79,34 @@ def test_hash_chains_are_shared_by_block_size_bounded_and_change_no_answer(monke
     fresh = KVCacheManager(100, 16, prefix="hash", memo=kv_module.ChainMemo())
     assert fresh.hashes(segs, 130) == chain
     assert fresh.memo.blocks <= 10 and len(fresh.memo) == 1  # 6 blocks for (901,), then cleared for 8
+
+
+def _linear_match(kv, segments, prompt_tokens):
+    """match()'s hash-mode answer from a plain scan: the leading cached full blocks."""
+    hit = []
+    for h, runs in kv.hashes(segments, prompt_tokens):
+        if h not in kv.cached or sum(b - a for _, a, b in runs) < kv.block_size:
+            break
+        hit.append(h)
+    tokens = len(hit) * kv.block_size
+    while tokens >= prompt_tokens:
+        hit.pop()
+        tokens -= kv.block_size
+    return hit, tokens
+
+
+def test_match_and_caching_shortcuts_before_the_first_eviction_agree_with_a_plain_scan():
+    # Before any eviction match() bisects and cache_blocks() skips its scan; after, both scan.
+    from simulators.catalog import resolve_gpu, resolve_model
+    from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
+
+    m = resolve_model("llama-3-8b")
+    rng = random.Random(5)
+    times = workload.arrival_times(rng, 80, "poisson", 40.0)
+    reqs = workload.build(rng, 80, workload.azure_lengths(), times, sharing="multi_turn", num_prefixes=4, shared_tokens=500).requests
+    for blocks, evicts in ((100_000, False), (1_200, True)):
+        spec = EngineSpec(m, resolve_gpu("h100-sxm"), SchedulerConfig(max_model_len=8192), prefix="hash", num_blocks=blocks)
+        kv = serve(reqs, spec).replicas[0].kv
+        assert (kv.num_evictions > 0) == evicts
+        for r in reqs:
+            assert kv.match(r.segments, r.prompt_tokens) == _linear_match(kv, r.segments, r.prompt_tokens)

@@ -68,34 +68,62 @@ class EngineSpec:
 
 
 def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)) -> Router:
-    """A fresh router (its state, e.g. round-robin's turn, lives inside this call)."""
+    """A fresh router (its state, e.g. round-robin's turn, lives inside this call).
+
+    Each router reads its scorers in one pass over the candidates, in index order, keeping the
+    first best: the same choice as min/max over the key tuples in the module docstring's terms
+    (least_queue: (depth, index); least_kv: (KV use, depth, index); prefix: (hit share, -depth,
+    -index); weighted: (score, -index)). It runs for every arrival, on every replica.
+    """
     turn = itertools.count()
-
-    def depth(r: Replica) -> int:
-        return len(r.waiting) + len(r.running)
-
-    def kv_use(r: Replica) -> float:
-        return r.kv.num_used() / r.kv.num_blocks
-
-    def hit_share(r: Replica, s: Seq) -> float:
-        if r.kv.prefix == "off":
-            return 0.0
-        _, tokens = r.kv.match(s.content(), s.prompt)
-        return tokens / s.prompt
+    wp, wq, wk = weights
+    seen: list[Replica] | None = None  # the replicas last routed to, split once by role:
+    front: list[Replica] = []  # those that take new requests (prefill or both)
+    back: list[Replica] = []  # those that take prefilled sequences (decode or both)
 
     def route(s: Seq, reps: list[Replica], t: float) -> Replica:
-        cands = [r for r in reps if r.role != "decode"] if not s.prefilled else [r for r in reps if r.role != "prefill"]
+        nonlocal seen, front, back
+        if seen is not reps:  # roles are fixed for a serve
+            seen, front, back = reps, [r for r in reps if r.role != "decode"], [r for r in reps if r.role != "prefill"]
+        cands = back if s.prefilled else front
         if name == "round_robin":
             return cands[next(turn) % len(cands)]
+        best = cands[0]
         if name == "least_queue" or s.prefilled:
-            return min(cands, key=lambda r: (depth(r), r.index))
+            best_d = len(best.waiting) + len(best.running)
+            for r in cands:
+                d = len(r.waiting) + len(r.running)
+                if d < best_d:
+                    best, best_d = r, d
+            return best
         if name == "least_kv":
-            return min(cands, key=lambda r: (kv_use(r), depth(r), r.index))
+            best_u, best_d = 2.0, 0
+            for r in cands:
+                kv = r.kv
+                u = (kv.num_blocks - (kv.num_free_blocks + len(kv.evictable))) / kv.num_blocks
+                d = len(r.waiting) + len(r.running)
+                if u < best_u or (u == best_u and d < best_d):
+                    best, best_u, best_d = r, u, d
+            return best
+        content, prompt = s.content(), s.prompt
         if name == "prefix":
-            return max(cands, key=lambda r: (hit_share(r, s), -depth(r), -r.index))
-        top = max(1, max(depth(r) for r in cands))
-        wp, wq, wk = weights
-        return max(cands, key=lambda r: (wp * hit_share(r, s) + wq * (1 - depth(r) / top) + wk * (1 - kv_use(r)), -r.index))
+            best_h, best_d = -1.0, 0
+            for r in cands:
+                h = r.kv.match(content, prompt)[1] / prompt if r.kv.prefix != "off" else 0.0
+                d = len(r.waiting) + len(r.running)
+                if h > best_h or (h == best_h and d < best_d):
+                    best, best_h, best_d = r, h, d
+            return best
+        top = max(1, max(len(r.waiting) + len(r.running) for r in cands))
+        best_score = None
+        for r in cands:
+            kv = r.kv
+            h = kv.match(content, prompt)[1] / prompt if kv.prefix != "off" else 0.0
+            u = (kv.num_blocks - (kv.num_free_blocks + len(kv.evictable))) / kv.num_blocks
+            score = wp * h + wq * (1 - (len(r.waiting) + len(r.running)) / top) + wk * (1 - u)
+            if best_score is None or score > best_score:
+                best, best_score = r, score
+        return best
 
     return route
 

@@ -245,11 +245,24 @@ class KVCacheManager:
         # prefix-aware router, for every replica per arrival. (Pyodide runs such bytecode faster
         # than C helpers called through method wrappers, map or takewhile: measured 2-3x.)
         cached = self.cached
-        n = 0
-        for h in hs[:n_full]:
-            if h not in cached:
-                break
-            n += 1
+        if self.num_evictions:
+            n = 0
+            for h in hs[:n_full]:
+                if h not in cached:
+                    break
+                n += 1
+        else:
+            # Until the first eviction every cached block's parent is cached too (blocks enter
+            # the cache only after their prefix, see cache_blocks): along a chain the cached
+            # blocks are a prefix, and a binary search finds its end.
+            lo, hi = 0, min(n_full, len(hs))
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if hs[mid] in cached:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            n = lo
         hit = hs[:n]
         tokens = n * bs
         if self.prefix == "radix" and n < n_full + (rem > 0):
@@ -305,10 +318,13 @@ class KVCacheManager:
         hs = self._chain(segments)[2]
         cached = self.cached
         stop = start
-        for h in hs[start:n_full]:
-            if h in cached:
-                break
-            stop += 1
+        if self.num_evictions:
+            for h in hs[start:n_full]:
+                if h in cached:
+                    break
+                stop += 1
+        elif start < n_full and hs[start] not in cached:
+            stop = n_full  # no eviction yet: a cached block after an uncached one is impossible (match)
         new = hs[start:stop]
         cached.update(dict.fromkeys(new, 1))
         owned.extend(new)
