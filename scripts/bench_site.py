@@ -8,7 +8,7 @@ For every page with a chart (lessons and tools), over --runs loads each:
   bytes   transferred by the page before the runtime starts          target <= 1.5 MB
 for every simulator, on the first widget of it with a number among its controls, with that widget
 set to the simulator's defaults through the page address (the target), and at the page's own scenario:
-  change  control change -> chart redrawn, p50 and p95               target p95 <= 100 ms at defaults
+  change  control change -> chart redrawn, p50 and p95               target p95 <= 100 / 150 ms at defaults
 timed after the page's warm-ups (runtime and plotly.js), each change to a value not used before;
 and the full build time (target <= 60 s). The machine is shared: compare figures within one run.
 
@@ -256,9 +256,10 @@ def main() -> int:
     print(
         f"  change worst simulator: {worst} p95 {percentile(per_sim[worst], 0.95):.0f} ms; {len(per_sim)} simulators measured"
     )
-    met = sorted(k for k, v in at_default.items() if percentile(v, 0.95) <= 100)
-    print(f"  change at defaults: p95 <= 100 ms for {len(met)} of {len(at_default)} simulators; over:", end="")
-    print("".join(f" {k} {percentile(v, 0.95):.0f}" for k, v in sorted(at_default.items()) if k not in met) or " none")
+    for target in (100, 150):  # the quality gates' target, and the course site's
+        met = sorted(k for k, v in at_default.items() if percentile(v, 0.95) <= target)
+        print(f"  change at defaults: p95 <= {target} ms for {len(met)} of {len(at_default)} simulators; over:", end="")
+        print("".join(f" {k} {percentile(v, 0.95):.0f}" for k, v in sorted(at_default.items()) if k not in met) or " none")
     print(f"  bytes  max {max(figures['bytes']):.2f} MB   (target <= 1.5 MB)")
     print(f"  build  {build_s:.1f} s   (target <= 60 s)")
     print(json.dumps({k: round(statistics.median(v), 1) for k, v in figures.items()}))
