@@ -140,8 +140,7 @@ class Replica:
         s.replica = self.index
         could_start = not self.waiting and self.cfg.batching == "continuous" and len(self.running) < self.cfg.max_num_seqs
         self.waiting.append(s)
-        if self.log is not None:
-            self._log(t, "arrive", s)
+        self._log(t, "arrive", s)
         if not self.busy:
             return self.plan(t)
         if could_start and self.plan_n > 1 and not self.plan_chunks:
@@ -163,8 +162,7 @@ class Replica:
         s.prefilled = False
         self.num_preemptions += 1
         self.waiting.appendleft(s)
-        if self.log is not None:
-            self._log(t, "preempt", s, freed)
+        self._log(t, "preempt", s, freed)
         return s
 
     def _release(self, s: Seq) -> None:
@@ -185,8 +183,7 @@ class Replica:
             self.waiting.popleft()
             self.running.append(s)
             self._join(s)
-            if self.log is not None:
-                self._log(t, "admit", s)
+            self._log(t, "admit", s)
             return 1
         hit, hit_tokens = kv.match(s.content(), s.prompt) if kv.prefix != "off" else ([], 0)
         chunk = min(s.prompt - hit_tokens, budget)
@@ -218,8 +215,7 @@ class Replica:
             s.t_scheduled = t
         self.running.append(s)
         self.prefilling.append(s)
-        if self.log is not None:
-            self._log(t, "admit", s, hit_tokens)
+        self._log(t, "admit", s, hit_tokens)
         return chunk
 
     def schedule(self, t: float) -> tuple[list[Seq], bool]:
@@ -431,11 +427,9 @@ class Replica:
         s.out += 1
         if s.t_first_token < 0:
             s.t_first_token = t
-            if self.log is not None:
-                self._log(t, "first_token", s)
+            self._log(t, "first_token", s)
         else:
-            if self.log is not None:
-                self._log(t, "recomputed", s)  # a preempted sequence has its KV back
+            self._log(t, "recomputed", s)  # a preempted sequence has its KV back
         if s.out >= s.req.output_tokens:
             self._finish(s, t)
         elif self.role == "prefill":
@@ -456,8 +450,7 @@ class Replica:
         held = len(s.owned) + s.blocks
         self._release(s)
         self.finished.append(s)
-        if self.log is not None:
-            self._log(t, "finish", s, held)
+        self._log(t, "finish", s, held)
 
     def _record(self, t: float, written: int = 0) -> None:
         """The state of the step starting at t, held until the next sample (a step function).
