@@ -493,21 +493,10 @@ def pattern_body(shape: str, color: str) -> str:
     stroke = f' stroke="{_attr(color)}" stroke-width="1.5" fill="none"'
     diag = f"M0,{s}L{s},0M{-s / 4},{s / 4}L{s / 4},{-s / 4}M{s * 3 / 4},{s * 5 / 4}L{s * 5 / 4},{s * 3 / 4}"
     anti = f"M0,0L{s},{s}M{-s / 4},{s * 3 / 4}L{s / 4},{s * 5 / 4}M{s * 3 / 4},{-s / 4}L{s * 5 / 4},{s / 4}"
-    if shape == "/":
-        return f'<path d="{diag}"{stroke}/>'
-    if shape == "\\":
-        return f'<path d="{anti}"{stroke}/>'
-    if shape == "x":
-        return f'<path d="{diag}{anti}"{stroke}/>'
-    if shape == "-":
-        return f'<path d="M0,{s / 2}H{s}"{stroke}/>'
-    if shape == "|":
-        return f'<path d="M{s / 2},0V{s}"{stroke}/>'
-    if shape == "+":
-        return f'<path d="M0,{s / 2}H{s}M{s / 2},0V{s}"{stroke}/>'
     if shape == ".":
         return f'<circle cx="{s / 2}" cy="{s / 2}" r="2.2" fill="{_attr(color)}"/>'
-    return ""
+    paths = {"/": diag, "\\": anti, "x": diag + anti, "-": f"M0,{s / 2}H{s}", "|": f"M{s / 2},0V{s}", "+": f"M0,{s / 2}H{s}M{s / 2},0V{s}"}
+    return f'<path d="{paths[shape]}"{stroke}/>' if shape in paths else ""
 
 
 def _luminance(color: str) -> float:
