@@ -96,7 +96,7 @@ def _routed(p: Params, seed: int) -> _Routed:
     metrics: dict[str, float] = {}
     summaries: dict[str, dict[str, float]] = {}
     for name in ROUTERS:
-        served = serve(reqs, spec, num_replicas=p.num_replicas, router=name)
+        served = serve(reqs, spec, num_replicas=p.num_replicas, router=name, keep_series=False)
         s = summaries[name] = summarize(served.records)
         counts = [0] * p.num_replicas
         for r in served.records:
@@ -122,7 +122,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         if mode == "colocated":
             s = routed.colocated
         else:
-            s = summarize(serve(routed.reqs, routed.spec, num_replicas=p.num_replicas, router="least_queue", num_prefill=p.num_prefill).records)
+            s = summarize(serve(routed.reqs, routed.spec, num_replicas=p.num_replicas, router="least_queue", num_prefill=p.num_prefill, keep_series=False).records)
         modes[mode] = {k: [s[f"{k}_s_p50"], s[f"{k}_s_p99"]] for k in ("ttft", "tpot")}
         metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
         metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]

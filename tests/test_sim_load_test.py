@@ -157,7 +157,7 @@ def test_a_change_that_leaves_the_runs_alone_reuses_them_and_answers_as_a_fresh_
 
     calls = []
     real = loadgen.serve
-    monkeypatch.setattr(loadgen, "serve", lambda reqs, spec: calls.append(len(reqs)) or real(reqs, spec))
+    monkeypatch.setattr(loadgen, "serve", lambda reqs, spec, **kw: calls.append(len(reqs)) or real(reqs, spec, **kw))
     base = {"num_requests": 60, "view": "knee"}
     load_test._latest.clear()
     load_test.run(parse(load_test.Params, base), seed=3)

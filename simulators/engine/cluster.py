@@ -137,10 +137,10 @@ class Served:
     log: list[tuple[Any, ...]]
 
 
-def make_replica(spec: EngineSpec, index: int = 0, *, role: str = "both", single_step: bool = False, log: list[tuple[Any, ...]] | None = None, cost: StepCost | None = None, num_blocks: int | None = None) -> Replica:
+def make_replica(spec: EngineSpec, index: int = 0, *, role: str = "both", single_step: bool = False, log: list[tuple[Any, ...]] | None = None, cost: StepCost | None = None, num_blocks: int | None = None, keep_series: bool = True) -> Replica:
     reserve = spec.sched.max_model_len if spec.layout == "contiguous" else 0
     kv = KVCacheManager(spec.blocks() if num_blocks is None else num_blocks, spec.block_size, spec.layout, reserve, spec.prefix if spec.layout == "paged" else "off")
-    return Replica(index, spec.sched, kv, cost or spec.step_cost(), role=role, single_step=single_step, log=log)
+    return Replica(index, spec.sched, kv, cost or spec.step_cost(), role=role, single_step=single_step, log=log, keep_series=keep_series)
 
 
 def serve(
@@ -152,8 +152,12 @@ def serve(
     num_prefill: int = 0,
     single_step: bool = False,
     keep_log: bool = False,
+    keep_series: bool = True,
 ) -> Served:
     """Run the requests on num_replicas replicas of `spec` (the first num_prefill only prefill).
+
+    keep_series=False leaves each replica's per-step `series` empty: for callers that read only
+    the records and counters (it is one tuple per step, and nothing else depends on it).
 
     Block-hash chains come from the memo shared by every cache of the block size (kv.chain_memo).
     """
@@ -163,7 +167,7 @@ def serve(
     reps = []
     for i in range(num_replicas):
         role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
-        reps.append(make_replica(spec, i, role=role, single_step=single_step, log=log, cost=cost, num_blocks=blocks))
+        reps.append(make_replica(spec, i, role=role, single_step=single_step, log=log, cost=cost, num_blocks=blocks, keep_series=keep_series))
     route = make_router(router)
     transfer = None
     if num_prefill:

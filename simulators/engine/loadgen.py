@@ -62,7 +62,7 @@ class LoadRun:
 
 
 def run_profile(profile: str, spec: EngineSpec, n: int, lengths: Lengths, seed: int, *, rate: float = 1.0, users: int = 1, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> LoadRun:
-    served = serve(requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec)
+    served = serve(requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec, keep_series=False)
     return measure(served, profile, rate, warmup=warmup, cooldown=cooldown, slo=slo)
 
 
@@ -91,9 +91,9 @@ class ServedMemo:
             drawn, state = self._drawn[key[1]]
             rng = random.Random()
             rng.setstate(state)
-            served = serve(arrange(profile, drawn, rng, rate=rate, users=users), self.spec)
-            # Kept without its replicas (their per-step series and KV state): measure() reads
-            # only the records, the dropped requests and the event count.
+            # measure() reads only the records, the dropped requests and the event count: no
+            # per-step series is recorded, and the replicas (their KV state) are not kept.
+            served = serve(arrange(profile, drawn, rng, rate=rate, users=users), self.spec, keep_series=False)
             self._served[key] = dataclasses.replace(served, replicas=[], log=[])
         return measure(self._served[key], profile, rate, warmup=warmup, cooldown=cooldown, slo=slo)
 

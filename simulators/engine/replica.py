@@ -41,9 +41,10 @@ Event = tuple[float, int, int, Any]  # (time, priority, kind, payload): seq_no a
 
 
 class Replica:
-    def __init__(self, index: int, cfg: SchedulerConfig, kv: KVCacheManager, cost: StepCost, *, role: str = "both", single_step: bool = False, log: list[tuple[Any, ...]] | None = None):
+    def __init__(self, index: int, cfg: SchedulerConfig, kv: KVCacheManager, cost: StepCost, *, role: str = "both", single_step: bool = False, log: list[tuple[Any, ...]] | None = None, keep_series: bool = True):
         self.index, self.cfg, self.kv, self.cost, self.role = index, cfg, kv, cost, role
         self.single_step, self.log = single_step, log
+        self.keep_series = keep_series  # False: `series` stays empty (for callers that read only records)
         self.bs = kv.block_size
         self.paged = kv.layout == "paged"
         self.waiting: deque[Seq] = deque()
@@ -235,6 +236,8 @@ class Replica:
         self.reserved = need
         if need:
             kv.take(need)
+        if not self.waiting and not self.prefilling:  # decodes only (most steps): nothing to admit
+            return [], self.nd > 0 and not static
         preempted = False
         if static:
             budget = 1 << 40
@@ -289,7 +292,8 @@ class Replica:
         if not chunks and not self.nd:
             self.kv.give_back(self.reserved)
             self.busy = False
-            self._record(t)
+            if self.keep_series:
+                self._record(t)
             return []
         self.busy = True
         if chunks:
@@ -306,7 +310,8 @@ class Replica:
                 keys += attention_keys(s.scheduled, c)
                 kv_tok += self.cost.held(c) + s.scheduled
             dur = self.cost.time_s(tokens, nd + len(chunks), keys, kv_tok)
-            self._record(t, tokens)  # the step's blocks, new tokens' included, are taken now
+            if self.keep_series:
+                self._record(t, tokens)  # the step's blocks, new tokens' included, are taken now
             self.plan_n = 1 if nd else 0
             self.plan_blocks = self.reserved
             self.num_steps += 1
@@ -330,7 +335,8 @@ class Replica:
         if self.single_step or self.skipped:
             n = 1
         avail = kv.num_free_blocks + len(kv.evictable)
-        if self.blocks_needed(n) > avail:
+        # blocks_needed(n) is at most nd (n // bs + 1): with that many free, the stride fits.
+        if self.nd * (n // self.bs + 1) > avail and self.blocks_needed(n) > avail:
             lo, hi = 1, n  # blocks_needed(lo) <= avail (schedule preempted until one step fits)
             while hi - lo > 1:
                 mid = (lo + hi) // 2
@@ -348,7 +354,8 @@ class Replica:
         # cut stride has evicted exactly the cached blocks that single steps would have.
         self.plan_blocks = -1
         self.num_strides += 1
-        self._record(t)
+        if self.keep_series:
+            self._record(t)
         return self._end_at(t + (stride_time_s(*plain, n) if not k else self._stride_s(n)))
 
     def _stride_s(self, n: int) -> float:
@@ -503,6 +510,9 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
         for t, prio, kind, obj in evs:
             heapq.heappush(heap, (t, prio, next(counter), kind, obj))
 
+    if len(replicas) == 1 and decode_route is None and replicas[0].role != "prefill":
+        events = _one_replica(heap, replicas, route, followers, push, done, dropped)
+        return done, dropped, events
     while heap:
         t, _, _, kind, obj = heapq.heappop(heap)
         events += 1
@@ -534,6 +544,47 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
                 push([(t + (transfer_s(s) if transfer_s else 0.0), 0, KV_ARRIVE, (dest, s))])
             rep.handoff.clear()
     return done, dropped, events
+
+
+def _one_replica(heap: list[tuple[float, int, int, int, Any]], replicas: list[Replica], route: Router, followers: dict[int, list[Request]], push: Callable[[list[Event]], None], done: list[Seq], dropped: list[Request]) -> int:
+    """simulate's loop for one replica (no hand-offs): the same events in the same order.
+
+    A replica has one step end pending at a time, so it is kept beside the heap of arrivals
+    instead of in it: the next event is the earlier of the two, arrivals first at equal times
+    (their priority). A step end that a cut replaces would have been popped from the heap and
+    skipped; it is counted the same, so the number of events processed is simulate's.
+    """
+    rep = replicas[0]
+    inf = float("inf")
+    t_step = inf  # when the pending step ends (inf: the replica is idle)
+    max_len, kv = rep.cfg.max_model_len, rep.kv
+    events = 0
+    while True:
+        if heap and heap[0][0] <= t_step:
+            t, _, _, _, obj = heapq.heappop(heap)  # an arrival: the only kind in the heap here
+            events += 1
+            if obj.prompt_tokens + obj.output_tokens > max_len or kv.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv.num_blocks:
+                _drop(obj, t, followers, push, dropped)
+                continue
+            s = Seq(obj, t)
+            evs = route(s, replicas, t).add(s, t)
+            if evs:
+                if t_step < inf:
+                    events += 1  # the step end it replaces (a stale event in simulate's heap)
+                t_step = evs[0][0]
+            continue
+        if t_step == inf:
+            return events
+        t = t_step
+        events += 1
+        evs = rep.step_end(t)
+        t_step = evs[0][0] if evs else inf
+        if rep.finished:
+            for s in rep.finished:
+                done.append(s)
+                if s.id in followers:
+                    push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id)])
+            rep.finished.clear()
 
 
 def _drop(req: Request, t: float, followers: dict[int, list[Request]], push: Callable[[list[Event]], None], dropped: list[Request]) -> None:
