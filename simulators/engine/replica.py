@@ -24,7 +24,6 @@ far are computed again); "preempt" and "finish" (extra: KV blocks released).
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import itertools
 from collections import deque
@@ -597,7 +596,7 @@ def _drop(req: Request, t: float, followers: dict[int, list[Request]], push: Cal
     while stack:
         r = stack.pop()
         # Kept with the absolute time it was refused (a follow-up's arrival_s is a delay).
-        dropped.append(dataclasses.replace(r, arrival_s=t, after=None))
+        dropped.append(r._replace(arrival_s=t, after=None))
         for f in followers.pop(r.id, ()):
             if r.output_segment >= 0 and any(seg == r.output_segment for seg, _ in f.segments):
                 stack.append(f)  # its prompt holds the answer that never came
