@@ -71,8 +71,9 @@ class Params:
     num_requests: int = param(150, label="Requests per run", min=20, max=2000, step=10, log=True)
     # The open-loop Poisson rate the single-rate figures are taken at.
     rate_per_s: float = param(10.0, label="Request rate", unit="req/s", min=0.1, max=500.0, step=0.1, log=True)
-    # Closed loop: concurrent users, each waiting for its answer before sending again.
-    users: int = param(32, label="Concurrent users (closed loop)", min=1, max=1024, step=1, log=True)
+    # Closed loop: concurrent users, each waiting for its answer before sending again. The
+    # default, as many users as batch slots, is also a point of the closed-loop curve (USERS).
+    users: int = param(64, label="Concurrent users (closed loop)", min=1, max=1024, step=1, log=True)
     lengths: str = param("azure", label="Lengths", choices=LENGTHS)
     # Server batch slots (vLLM --max-num-seqs): past them, requests queue.
     max_num_seqs: int = param(64, label="Server batch slots", min=1, max=1024, step=1, log=True)

@@ -46,6 +46,7 @@ class Replica:
         self.keep_series = keep_series  # False: `series` stays empty (for callers that read only records)
         self.bs = kv.block_size
         self.paged = kv.layout == "paged"
+        self.continuous = cfg.batching == "continuous"
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []  # admission order: the last is preempted first
         self.prefilling: list[Seq] = []  # the running sequences whose prompt is not all computed
@@ -286,6 +287,16 @@ class Replica:
 
     def plan(self, t: float) -> list[Event]:
         """Plan the next step (prefill chunks present) or stride (decode only) starting at t."""
+        if self.nd and self.continuous and not self.waiting and not self.prefilling:
+            # Decodes only and nothing to admit (most plans): schedule() would take the next
+            # step's blocks and the stride give them back. With them free already (no
+            # preemption, no eviction) that is no change at all, so it is skipped.
+            need = self.res.get(self.steps % self.bs, 0) if self.paged and self.bs > 1 else self.blocks_needed(1)
+            if need <= self.kv.num_free_blocks:
+                self.reserved, self.skipped = need, False
+                self.plan_chunks, self.plan_t0 = [], t
+                self.busy = True
+                return self._stride(t)
         chunks, decodes = self.schedule(t)
         self.plan_chunks, self.plan_t0 = chunks, t
         if not chunks and not self.nd:
@@ -316,9 +327,13 @@ class Replica:
             self.num_steps += 1
             self.prefill_tokens += tokens - nd
             return self._end_at(t + dur)
-        # Decode-only stride up to the next completion, the block supply, or a window edge.
+        self.kv.num_free_blocks += self.reserved  # kv.give_back, inlined: once per stride
+        return self._stride(t)
+
+    def _stride(self, t: float) -> list[Event]:
+        """Plan a decode-only stride from t, up to the next completion, the block supply, or a
+        window edge (the next step's decode blocks are free: schedule reserved and gave them back)."""
         kv = self.kv
-        kv.num_free_blocks += self.reserved  # kv.give_back, inlined (as below): once per stride
         heap = self.finish_heap
         while heap and not heap[0][2].decoding:
             heapq.heappop(heap)
