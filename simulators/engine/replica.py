@@ -99,7 +99,7 @@ class Replica:
         s.decoding = False
         s.num_computed_tokens = ctx
         s.out = ctx - s.req.prompt_tokens + 1
-        s.blocks = self.kv.blocks_for(ctx) - len(s.owned)
+        s.blocks = (-(-ctx // self.bs) if self.paged else self.kv.blocks_for(ctx)) - len(s.owned)
         self.nd -= 1
         self.sum_ctx -= ctx
         self.sum_held -= self.cost.held(ctx) if self.cost.window else ctx
@@ -192,7 +192,7 @@ class Replica:
             return -1
         if self.cfg.batching == "static":
             chunk = s.prompt - hit_tokens
-        need = kv.blocks_for(hit_tokens + chunk) - len(hit)
+        need = (-(-(hit_tokens + chunk) // self.bs) if self.paged else kv.blocks_for(hit_tokens + chunk)) - len(hit)
         # Blocks that must be free to admit: the first chunk's, or (reserve_full_isl) the whole
         # prompt's, plus the watermark. Hit blocks that sit in the evictable list stop being
         # available once referenced; check before touching anything, so a failed attempt leaves
@@ -469,7 +469,11 @@ class Replica:
             s.blocks -= converted
         self.running.remove(s)
         held = len(s.owned) + s.blocks
-        self._release(s)
+        if s.owned:  # self._release(s), inlined: once per request
+            self.kv.unref(s.owned)
+            s.owned = []
+        self.kv.num_free_blocks += s.blocks
+        s.blocks = s.chain_len = 0
         self.finished.append(s)
         self._log(t, "finish", s, held)
 
