@@ -32,7 +32,7 @@ from typing import Any
 
 from .kv import KVCacheManager
 from .scheduler import SchedulerConfig, Seq
-from .steptime import StepCost, attention_keys, stride_time_s
+from .steptime import StepCost, stride_time_s
 from .workload import Request
 
 ARRIVE, KV_ARRIVE, STEP_END = 0, 1, 2
@@ -312,14 +312,15 @@ class Replica:
                 self.kv.give_back(self.reserved)
                 self.reserved = 0
             tokens, keys, kv_tok = nd, (self.sum_ctx + nd) if nd else 0, (self.sum_held + nd) if nd else 0
+            cost = self.cost
             for s in chunks:
-                c = s.num_computed_tokens
+                c, q = s.num_computed_tokens, s.scheduled
                 if self.log is not None:
-                    self._log(t, "chunk", s, s.scheduled)
-                tokens += s.scheduled
-                keys += attention_keys(s.scheduled, c)
-                kv_tok += self.cost.held(c) + s.scheduled
-            dur = self.cost.time_s(tokens, nd + len(chunks), keys, kv_tok)
+                    self._log(t, "chunk", s, q)
+                tokens += q
+                keys += q * c + q * (q + 1) // 2  # attention_keys(q, c), inlined
+                kv_tok += (cost.held(c) if cost.window else c) + q
+            dur = cost.time_s(tokens, nd + len(chunks), keys, kv_tok)
             if self.keep_series:
                 self._record(t, tokens)  # the step's blocks, new tokens' included, are taken now
             self.plan_n = 1 if nd else 0
@@ -395,7 +396,9 @@ class Replica:
         # the worst case by twice binary search's. Only the comparison decides, as in bisection.
         t0, target = self.plan_t0, t - self.plan_t0
         lo, hi = 0, self.plan_n  # S(lo) misses t (S(0) = 0), hi is the answer if nothing smaller is
-        s_lo, s_hi = 0.0, self._stride_s(hi)
+        # S(plan_n) is the planned end less t0 (up to rounding, which only moves a guess: the
+        # comparisons decide); every later s_hi is S(hi) exactly, as the new end uses.
+        s_lo, s_hi = 0.0, self.plan_end - t0
         interpolate = True
         while hi - lo > 1:
             mid = (lo + hi) // 2
@@ -409,9 +412,8 @@ class Replica:
                 lo, s_lo = mid, s_mid
         if hi >= self.plan_n:
             return []
-        lo = hi
-        self.plan_n = lo
-        return self._end_at(self.plan_t0 + self._stride_s(lo))
+        self.plan_n = hi
+        return self._end_at(t0 + s_hi)
 
     def step_end(self, t: float) -> list[Event]:
         """The planned step or stride is over: advance state, finish sequences, plan again."""

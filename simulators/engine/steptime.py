@@ -72,8 +72,10 @@ class StepCost:
         )
 
     def time_s(self, tokens: int, num_seqs: int, keys: float, kv: float) -> float:
-        c, m, u = self.parts(tokens, num_seqs, keys, kv)
-        return (c if c > m else m) + u
+        # parts(), inlined (the engine asks this once per step): the same operations, same order.
+        c = self.x * tokens + self.y * num_seqs + self.z * keys
+        m = (self.weights_s(tokens) if self.moe else self._weights[1]) + self.v * kv
+        return (c if c > m else m) + self.u * tokens
 
     def held(self, context: int) -> int:
         return cm.kv_tokens_held(self.model, context)
@@ -94,7 +96,7 @@ class StepCost:
         """
         tokens = batch * q
         c0 = self.x * tokens + self.y * batch + self.z * (q * sum_context + batch * q * (q + 1) // 2)
-        m0 = self.weights_s(tokens) + self.v * (sum_held + tokens)
+        m0 = (self.weights_s(tokens) if self.moe else self._weights[1]) + self.v * (sum_held + tokens)
         return c0, self.z * q * batch, m0, self.v * held_growth, self.u * tokens
 
 
