@@ -216,3 +216,13 @@ def test_one_replica_loop_puts_an_arrival_before_a_step_end_at_the_same_time():
     assert served.log == _general_loop(reqs, spec)[3]
     at_tie = [what for t, _, what, _, _ in served.log if t == round(end_of_prefill, 9)]
     assert at_tie[:2] == ["arrive", "first_token"]  # the arrival first: the step that ends sees it
+
+
+def test_a_spec_makes_its_step_cost_once_and_a_changed_spec_its_own():
+    import dataclasses
+
+    spec = EngineSpec(M, GPU)
+    assert spec.step_cost() is spec.step_cost()
+    two = dataclasses.replace(spec, tp=2)
+    assert two.step_cost() is not spec.step_cost() and two.step_cost().kw["tp"] == 2
+    assert two == EngineSpec(M, GPU, tp=2)  # the kept cost is not a field: equality is unchanged

@@ -58,7 +58,13 @@ class EngineSpec:
     cost_options: dict[str, Any] = field(default_factory=dict)
 
     def step_cost(self) -> StepCost:
-        return StepCost(self.model, self.gpu, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, eff=cm.efficiency(self.ideal), tp=self.tp)
+        # Made once per spec and kept on it (a spec is frozen; the cost is a pure function of it):
+        # a load test serves the same spec a dozen times per call.
+        cost = self.__dict__.get("_step_cost")
+        if cost is None:
+            cost = StepCost(self.model, self.gpu, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, eff=cm.efficiency(self.ideal), tp=self.tp)
+            object.__setattr__(self, "_step_cost", cost)
+        return cost
 
     def blocks(self) -> int:
         if self.num_blocks is not None:
