@@ -233,8 +233,10 @@ async function rerun(w, fromUser) {
   showFieldErrors(w, []);
   // w.values is left alone: it already holds the newest input, and an older run answering late
   // must not put its values back (the next change would then rerun with half-stale values).
-  if (fromUser) writeAddress(w, values);
   await showAnswer(w, answer);
+  // After the redraw (the reader waits for the chart, not the address), unless a newer answer
+  // was shown meanwhile and wrote its own.
+  if (fromUser && issued === w.shown) writeAddress(w, values);
 }
 
 function showFieldErrors(w, errors) {
@@ -395,8 +397,10 @@ export function formatNumber(v) {
   return String(Number(v.toPrecision(4)));
 }
 
+// Only a different text is written: an unchanged one would still replace the text node and
+// make the browser lay the page out again before the chart redraws.
 function setText(el, text) {
-  el.textContent = text;
+  if (el.textContent !== text) el.textContent = text;
 }
 
 function tag(name, attrs = {}, ...children) {
