@@ -57,7 +57,7 @@ class Replica:
         self.nd = 0  # decoding sequences
         self.sum_ctx = 0  # their contexts, summed
         self.sum_held = 0  # their KV tokens held (differs from sum_ctx only under a sliding window)
-        self.res: dict[int, int] = {}  # g0 mod block_size -> decoding sequences
+        self.res = [0] * self.bs  # decoding sequences by g0 mod block_size
         self.finish_heap: list[tuple[int, int, Seq]] = []
         self.prefill_held = 0  # computed tokens of sequences still prefilling
         self.version = 0  # bumps when a planned step is cut short, invalidating its STEP_END
@@ -89,8 +89,7 @@ class Replica:
         self.nd += 1
         self.sum_ctx += ctx
         self.sum_held += self.cost.held(ctx) if self.cost.window else ctx
-        r = s.g0 % self.bs
-        self.res[r] = self.res.get(r, 0) + 1
+        self.res[s.g0 % self.bs] += 1
         s.blocks = 0  # implicit while decoding: blocks_for(context) - len(owned)
 
     def _leave(self, s: Seq) -> None:
@@ -103,11 +102,7 @@ class Replica:
         self.nd -= 1
         self.sum_ctx -= ctx
         self.sum_held -= self.cost.held(ctx) if self.cost.window else ctx
-        r = s.g0 % self.bs
-        if self.res[r] == 1:
-            del self.res[r]
-        else:
-            self.res[r] -= 1
+        self.res[s.g0 % self.bs] -= 1
 
     def blocks_needed(self, n: int) -> int:
         """New blocks the decode set needs over its next n steps (one per block boundary crossed).
@@ -119,19 +114,14 @@ class Replica:
         if not self.paged or n <= 0 or not self.nd:
             return 0
         bs, res = self.bs, self.res
-        if n == 1 and bs > 1:  # the common question (will the next step fit?), answered directly
-            return res.get(self.steps % bs, 0)
+        if n == 1:  # the common question (will the next step fit?), answered directly
+            return res[self.steps % bs]
         rounds, rem = divmod(n, bs)
         total = self.nd * rounds
-        if rem:
-            start = self.steps + rounds * bs
-            if rem <= len(res):
-                for j in range(start, start + rem):
-                    total += res.get(j % bs, 0)
-            else:
-                for r, c in res.items():
-                    if (r - start) % bs < rem:
-                        total += c
+        if rem:  # residues start .. start + rem - 1, wrapping around the histogram's end
+            start = self.steps % bs
+            end = start + rem
+            total += sum(res[start:end]) if end <= bs else sum(res[start:]) + sum(res[:end - bs])
         return total
 
     # -- scheduling ---------------------------------------------------------------------------
@@ -227,7 +217,7 @@ class Replica:
         self.skipped = False  # admission skipped this step (after a preemption): replan next step
         # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
         # (blocks_needed(1), inlined for the usual paged case: this runs once per step.)
-        need = self.res.get(self.steps % self.bs, 0) if self.paged and self.nd and self.bs > 1 else self.blocks_needed(1)
+        need = self.res[self.steps % self.bs] if self.paged else 0
         while self.nd and need > kv.num_free_blocks + len(kv.evictable):
             self._preempt_last(t)
             need = self.blocks_needed(1)
@@ -291,7 +281,7 @@ class Replica:
             # Decodes only and nothing to admit (most plans): schedule() would take the next
             # step's blocks and the stride give them back. With them free already (no
             # preemption, no eviction) that is no change at all, so it is skipped.
-            need = self.res.get(self.steps % self.bs, 0) if self.paged and self.bs > 1 else self.blocks_needed(1)
+            need = self.res[self.steps % self.bs] if self.paged else 0
             if need <= self.kv.num_free_blocks:
                 self.reserved, self.skipped = need, False
                 self.plan_chunks, self.plan_t0 = [], t
