@@ -47,6 +47,8 @@ class Replica:
         self.bs = kv.block_size
         self.paged = kv.layout == "paged"
         self.continuous = cfg.batching == "continuous"
+        self.window = cost.window  # sliding-window attention: tokens a sequence keeps, or 0
+        self.prefix_on = kv.prefix != "off"
         self.waiting: deque[Seq] = deque()
         self.running: list[Seq] = []  # admission order: the last is preempted first
         self.prefilling: list[Seq] = []  # the running sequences whose prompt is not all computed
@@ -88,7 +90,7 @@ class Replica:
         heapq.heappush(self.finish_heap, (s.finish_g, next(self._tie), s))
         self.nd += 1
         self.sum_ctx += ctx
-        self.sum_held += self.cost.held(ctx) if self.cost.window else ctx
+        self.sum_held += self.cost.held(ctx) if self.window else ctx
         self.res[s.g0 % self.bs] += 1
         s.blocks = 0  # implicit while decoding: blocks_for(context) - len(owned)
 
@@ -101,7 +103,7 @@ class Replica:
         s.blocks = (-(-ctx // self.bs) if self.paged else self.kv.blocks_for(ctx)) - len(s.owned)
         self.nd -= 1
         self.sum_ctx -= ctx
-        self.sum_held -= self.cost.held(ctx) if self.cost.window else ctx
+        self.sum_held -= self.cost.held(ctx) if self.window else ctx
         self.res[s.g0 % self.bs] -= 1
 
     def blocks_needed(self, n: int) -> int:
@@ -129,7 +131,7 @@ class Replica:
     def add(self, s: Seq, t: float) -> list[Event]:
         """A request reaches this replica: queue it, and cut a stride if it could start now."""
         s.replica = self.index
-        could_start = not self.waiting and self.cfg.batching == "continuous" and len(self.running) < self.cfg.max_num_seqs
+        could_start = not self.waiting and self.continuous and len(self.running) < self.cfg.max_num_seqs
         self.waiting.append(s)
         self._log(t, "arrive", s)
         if not self.busy:
@@ -176,7 +178,7 @@ class Replica:
             self._join(s)
             self._log(t, "admit", s)
             return 1
-        hit, hit_tokens = kv.match(s.content(), s.prompt) if kv.prefix != "off" else ([], 0)
+        hit, hit_tokens = kv.match(s.content(), s.prompt) if self.prefix_on else ([], 0)
         chunk = min(s.prompt - hit_tokens, budget)
         if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
             return -1
@@ -330,7 +332,7 @@ class Replica:
             heapq.heappop(heap)
         n = heap[0][0] - self.steps
         growth = self.nd
-        window = self.cost.window
+        window = self.window
         if window:
             growth = 0
             for s in self.running:
@@ -352,8 +354,8 @@ class Replica:
             n = lo
         k = self.cfg.num_speculative_tokens
         plain = self.cost.decode_stride(self.nd, self.sum_ctx, self.sum_held, growth)
-        verify = self.cost.decode_stride(self.nd, self.sum_ctx, self.sum_held, growth, q=k + 1) if k else plain
-        self.plan_pieces = (*verify, *plain)
+        # Speculation: the verify pass's pieces, then the drafts' (_stride_s); else the plain ones.
+        self.plan_pieces = (*self.cost.decode_stride(self.nd, self.sum_ctx, self.sum_held, growth, q=k + 1), *plain) if k else plain
         self.plan_n = n
         # The stride's blocks are taken when it ends (for the steps it really ran), so that a
         # cut stride has evicted exactly the cached blocks that single steps would have.
@@ -414,7 +416,7 @@ class Replica:
         self.steps += n
         self.sum_ctx += self.nd * n
         if n:
-            growth = self.nd if not self.cost.window else sum(1 for s in self.running if s.decoding and self.steps - n - s.g0 < self.cost.window)
+            growth = self.nd if not self.window else sum(1 for s in self.running if s.decoding and self.steps - n - s.g0 < self.window)
             self.sum_held += growth * n
         for s in self.plan_chunks:
             s.num_computed_tokens += s.scheduled
@@ -433,7 +435,7 @@ class Replica:
     def _prefill_done(self, s: Seq, t: float) -> None:
         self.prefill_held -= s.num_computed_tokens
         self.prefilling.remove(s)
-        if self.kv.prefix != "off":
+        if self.prefix_on:
             converted = self.kv.cache_blocks(s.content(), s.prompt, s.chain_len, s.owned)
             s.blocks -= converted
             s.chain_len += converted
@@ -455,7 +457,7 @@ class Replica:
     def _finish(self, s: Seq, t: float) -> None:
         s.out = s.req.output_tokens
         s.t_finish = t
-        if self.kv.prefix != "off":
+        if self.prefix_on:
             ctx = s.req.prompt_tokens + s.out - 1
             converted = self.kv.cache_blocks(s.content(), ctx, s.chain_len, s.owned, final=True)
             s.blocks -= converted
