@@ -136,16 +136,17 @@ def summarize(
     kept, start, end = window(recs, warmup, cooldown)
     dur = max(end - start, 1e-12)
     out: dict[str, float] = {}
+    tpot = describe([r.tpot_s for r in kept if r.tpot_s is not None])
     series = {
-        "ttft_s": [r.ttft_s for r in kept],
-        "tpot_s": [r.tpot_s for r in kept if r.tpot_s is not None],
-        "itl_s": [r.tpot_s for r in kept if r.tpot_s is not None],
-        "e2e_s": [r.e2e_s for r in kept],
-        "queue_s": [r.queue_s for r in kept],
-        "time_per_output_token_s": [r.time_per_output_token_s for r in kept],
+        "ttft_s": describe([r.ttft_s for r in kept]),
+        "tpot_s": tpot,
+        "itl_s": tpot,  # per request, GuideLLM's ITL is vLLM's TPOT (module docstring)
+        "e2e_s": describe([r.e2e_s for r in kept]),
+        "queue_s": describe([r.queue_s for r in kept]),
+        "time_per_output_token_s": describe([r.e2e_s / r.output_tokens for r in kept]),  # the property, inlined
     }
-    for name, values in series.items():
-        for stat, v in describe(values).items():
+    for name, stats in series.items():
+        for stat, v in stats.items():
             out[f"{name}_{stat}"] = v
     prompt = sum(r.prompt_tokens for r in kept)
     # Throughput: what completes inside the window (any arrival time), per second of window.
