@@ -133,7 +133,8 @@ class Replica:
         s.replica = self.index
         could_start = not self.waiting and self.continuous and len(self.running) < self.cfg.max_num_seqs
         self.waiting.append(s)
-        self._log(t, "arrive", s)
+        if self.log is not None:  # (guarded where it runs once per request: a call saved)
+            self._log(t, "arrive", s)
         if not self.busy:
             return self.plan(t)
         if could_start and self.plan_n > 1 and not self.plan_chunks:
@@ -208,7 +209,8 @@ class Replica:
             s.t_scheduled = t
         self.running.append(s)
         self.prefilling.append(s)
-        self._log(t, "admit", s, hit_tokens)
+        if self.log is not None:
+            self._log(t, "admit", s, hit_tokens)
         return chunk
 
     def schedule(self, t: float) -> tuple[list[Seq], bool]:
@@ -411,8 +413,12 @@ class Replica:
         """The planned step or stride is over: advance state, finish sequences, plan again."""
         self.busy_s += t - self.plan_t0
         n = self.plan_n
-        if self.plan_blocks < 0 and not self.kv.take(self.blocks_needed(n)):  # a stride's blocks
-            raise RuntimeError("decode stride ran beyond the free blocks")  # a bug, never bad input
+        if self.plan_blocks < 0:  # a stride's blocks, taken now (kv.take's usual case inlined)
+            kv, need = self.kv, self.blocks_needed(n)
+            if need <= kv.num_free_blocks:
+                kv.num_free_blocks -= need
+            elif not kv.take(need):
+                raise RuntimeError("decode stride ran beyond the free blocks")  # a bug, never bad input
         self.steps += n
         self.sum_ctx += self.nd * n
         if n:
@@ -442,7 +448,8 @@ class Replica:
         s.out += 1
         if s.t_first_token < 0:
             s.t_first_token = t
-            self._log(t, "first_token", s)
+            if self.log is not None:
+                self._log(t, "first_token", s)
         else:
             self._log(t, "recomputed", s)  # a preempted sequence has its KV back
         if s.out >= s.req.output_tokens:
@@ -469,7 +476,8 @@ class Replica:
         self.kv.num_free_blocks += s.blocks
         s.blocks = s.chain_len = 0
         self.finished.append(s)
-        self._log(t, "finish", s, held)
+        if self.log is not None:
+            self._log(t, "finish", s, held)
 
     def _record(self, t: float, written: int = 0) -> None:
         """The state of the step starting at t, held until the next sample (a step function).
@@ -523,7 +531,7 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
             heapq.heappush(heap, (t, prio, next(counter), kind, obj))
 
     if len(replicas) == 1 and decode_route is None and replicas[0].role != "prefill":
-        events = _one_replica(heap, replicas, route, followers, push, done, dropped)
+        events = _one_replica(heap, replicas[0], followers, push, done, dropped)
         return done, dropped, events
     while heap:
         t, _, _, kind, obj = heapq.heappop(heap)
@@ -558,15 +566,16 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
     return done, dropped, events
 
 
-def _one_replica(heap: list[tuple[float, int, int, int, Any]], replicas: list[Replica], route: Router, followers: dict[int, list[Request]], push: Callable[[list[Event]], None], done: list[Seq], dropped: list[Request]) -> int:
+def _one_replica(heap: list[tuple[float, int, int, int, Any]], rep: Replica, followers: dict[int, list[Request]], push: Callable[[list[Event]], None], done: list[Seq], dropped: list[Request]) -> int:
     """simulate's loop for one replica (no hand-offs): the same events in the same order.
 
     A replica has one step end pending at a time, so it is kept beside the heap of arrivals
     instead of in it: the next event is the earlier of the two, arrivals first at equal times
     (their priority). A step end that a cut replaces would have been popped from the heap and
-    skipped; it is counted the same, so the number of events processed is simulate's.
+    skipped; it is counted the same, so the number of events processed is simulate's. Every
+    router sends each arrival to the one replica (none has an effect beyond its choice), so
+    none is asked.
     """
-    rep = replicas[0]
     inf = float("inf")
     t_step = inf  # when the pending step ends (inf: the replica is idle)
     max_len, kv = rep.cfg.max_model_len, rep.kv
@@ -579,7 +588,7 @@ def _one_replica(heap: list[tuple[float, int, int, int, Any]], replicas: list[Re
                 _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
-            evs = route(s, replicas, t).add(s, t)
+            evs = rep.add(s, t)  # every router sends it to the one replica (asking changes nothing)
             if evs:
                 if t_step < inf:
                     events += 1  # the step end it replaces (a stale event in simulate's heap)
