@@ -19,6 +19,7 @@ metric names in its benchmark report).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import random
 from dataclasses import dataclass
@@ -117,13 +118,13 @@ def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
     (nothing has finished yet) and the drain (fewer requests than slots), whatever the arrival
     pattern; when every request finishes at the same instant it falls back to the whole run.
     """
-    ends = sorted(r.arrival_s + r.e2e_s for r in recs)
+    ends = sorted([r.arrival_s + r.e2e_s for r in recs])
     if len(ends) < 2:
         return 0.0
     lo, hi = ends[int(trim * (len(ends) - 1))], ends[int((1 - trim) * (len(ends) - 1))]
     if hi - lo > 1e-9 * max(1.0, hi):
-        return sum(1 for t in ends if lo < t <= hi) / (hi - lo)
-    start = min(r.arrival_s for r in recs)
+        return (bisect.bisect_right(ends, hi) - bisect.bisect_right(ends, lo)) / (hi - lo)  # lo < t <= hi
+    start = min([r.arrival_s for r in recs])
     return len(ends) / max(ends[-1] - start, 1e-12)
 
 

@@ -28,6 +28,7 @@ docs/guides/metrics.md (reference section 6); 3) Zhong et al. 2024, DistServe (g
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -80,17 +81,23 @@ class RequestRecord(NamedTuple):  # a named tuple: one per finished request, and
 
 
 def records(done: list[Seq]) -> list[RequestRecord]:
-    out = []
-    for s in sorted(done, key=lambda s: s.id):
-        n = s.req.output_tokens
-        e2e = s.t_finish - s.t_arrival
-        ttft = s.t_first_token - s.t_arrival
-        out.append(RequestRecord(
-            s.id, s.t_arrival, s.t_scheduled - s.t_arrival, ttft, e2e,
+    out: list[RequestRecord] = []
+    append = out.append
+    for s in sorted(done, key=_by_id):
+        req = s.req
+        n = req.output_tokens
+        t0 = s.t_arrival
+        e2e = s.t_finish - t0
+        ttft = s.t_first_token - t0
+        append(RequestRecord(
+            s.id, t0, s.t_scheduled - t0, ttft, e2e,
             (e2e - ttft) / (n - 1) if n > 1 else None,
-            s.req.prompt_tokens, n, s.cached_tokens, s.num_preemptions, s.replica,
+            req.prompt_tokens, n, s.cached_tokens, s.num_preemptions, s.replica,
         ))
     return out
+
+
+_by_id = operator.attrgetter("id")
 
 
 @dataclass(frozen=True)
@@ -110,13 +117,13 @@ def window(recs: list[RequestRecord], warmup: float, cooldown: float) -> tuple[l
     """
     if not recs:
         return [], 0.0, 0.0
-    first = min(r.arrival_s for r in recs)
-    last = max(r.arrival_s for r in recs)
+    arrivals = [r.arrival_s for r in recs]  # (lists, not generators: faster in Pyodide)
+    first, last = min(arrivals), max(arrivals)
     span = last - first
     lo, hi = first + warmup * span, last - cooldown * span
     kept = [r for r in recs if lo <= r.arrival_s <= hi] or recs
     if hi - lo <= 1e-9 * max(1.0, hi):
-        hi = max(r.arrival_s + r.e2e_s for r in recs)
+        hi = max([r.arrival_s + r.e2e_s for r in recs])
     return kept, lo, hi
 
 
@@ -148,17 +155,18 @@ def summarize(
     for name, stats in series.items():
         for stat, v in stats.items():
             out[f"{name}_{stat}"] = v
-    prompt = sum(r.prompt_tokens for r in kept)
+    prompt = sum([r.prompt_tokens for r in kept])
     # Throughput: what completes inside the window (any arrival time), per second of window.
     ended = [r for r in recs if start <= r.arrival_s + r.e2e_s <= end]
     out["num_requests"] = len(kept)
     out["request_throughput_per_s"] = len(ended) / dur
-    out["output_tokens_per_s"] = sum(r.output_tokens for r in ended) / dur
-    out["cache_hit_rate"] = sum(r.cached_tokens for r in kept) / prompt if prompt else 0.0
-    out["num_preemptions"] = sum(r.num_preemptions for r in kept)
+    out["output_tokens_per_s"] = sum([r.output_tokens for r in ended]) / dur
+    out["cache_hit_rate"] = sum([r.cached_tokens for r in kept]) / prompt if prompt else 0.0
+    out["num_preemptions"] = sum([r.num_preemptions for r in kept])
     slo = slo or Slo()
-    good = [r for r in kept if slo.met(r)]
-    errors = sum(1 for t in dropped_arrivals or [] if start <= t <= end)
+    ttft_max, tpot_max = slo.ttft_s, slo.tpot_s
+    good = [r for r in kept if r.ttft_s <= ttft_max and (r.tpot_s is None or r.tpot_s <= tpot_max)]  # Slo.met, inlined
+    errors = len([t for t in dropped_arrivals or [] if start <= t <= end])
     attempted = len(kept) + errors
     out["slo_attainment"] = len(good) / attempted if attempted else 0.0
     out["goodput_per_s"] = out["request_throughput_per_s"] * len(good) / len(kept) if kept else 0.0
