@@ -13,7 +13,28 @@ export function preload() {
 export async function draw(element, figure) {
   await loadScript(PLOTLY);
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
-  await Plotly.react(element, figure.data, themed(figure.layout), { responsive: true, displaylogo: false });
+  await Plotly.react(element, figure.data, fitTitle(themed(figure.layout), element.clientWidth), { responsive: true, displaylogo: false });
+}
+
+// Plotly draws a title on one line, cut off at the chart's edges when the chart is narrower (a
+// phone): a long title is broken between words into lines that fit, and the top margin grows by
+// a line for each. A font's average letter is taken as 0.55 em wide.
+const TITLE_EM = 0.55;
+
+function fitTitle(layout, width) {
+  const title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
+  if (!title?.text || !width) return layout;
+  const size = title.font?.size ?? 1.4 * (layout.font?.size ?? 12); // plotly's default title size
+  const fits = Math.max(10, Math.floor((width - 16) / (TITLE_EM * size)));
+  if (title.text.length <= fits) return layout;
+  const lines = [""];
+  for (const word of title.text.split(" ")) {
+    const line = lines[lines.length - 1];
+    if (line && line.length + 1 + word.length > fits) lines.push(word);
+    else lines[lines.length - 1] = line ? `${line} ${word}` : word;
+  }
+  const margin = layout.margin ?? {};
+  return { ...layout, title: { ...title, text: lines.join("<br>") }, margin: { ...margin, t: (margin.t ?? 100) + Math.ceil((lines.length - 1) * 1.3 * size) } };
 }
 
 // The palette's colours, read once per colour scheme: reading computed styles forces the browser
