@@ -47,6 +47,7 @@ class Replica:
         self.bs = kv.block_size
         self.paged = kv.layout == "paged"
         self.continuous = cfg.batching == "continuous"
+        self.static = cfg.batching == "static"
         self.window = cost.window  # sliding-window attention: tokens a sequence keeps, or 0
         self.prefix_on = kv.prefix != "off"
         self.waiting: deque[Seq] = deque()
@@ -183,7 +184,7 @@ class Replica:
         chunk = min(s.prompt - hit_tokens, budget)
         if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
             return -1
-        if self.cfg.batching == "static":
+        if self.static:  # the whole prompt
             chunk = s.prompt - hit_tokens
         need = (-(-(hit_tokens + chunk) // self.bs) if self.paged else kv.blocks_for(hit_tokens + chunk)) - len(hit)
         # Blocks that must be free to admit: the first chunk's, or (reserve_full_isl) the whole
@@ -579,12 +580,14 @@ def _one_replica(heap: list[tuple[float, int, int, int, Any]], rep: Replica, fol
     inf = float("inf")
     t_step = inf  # when the pending step ends (inf: the replica is idle)
     max_len, kv = rep.cfg.max_model_len, rep.kv
+    if rep.paged:  # blocks_for(n) <= num_blocks exactly when n <= num_blocks * block_size
+        max_len = min(max_len, kv.num_blocks * kv.block_size)
     events = 0
     while True:
         if heap and heap[0][0] <= t_step:
             t, _, _, _, obj = heapq.heappop(heap)  # an arrival: the only kind in the heap here
             events += 1
-            if obj.prompt_tokens + obj.output_tokens > max_len or kv.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv.num_blocks:
+            if obj.prompt_tokens + obj.output_tokens > max_len or (not rep.paged and kv.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv.num_blocks):
                 _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
