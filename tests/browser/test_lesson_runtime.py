@@ -135,15 +135,39 @@ def test_an_invalid_typed_value_shows_the_message_next_to_the_field(page: Page) 
     assert field.get_attribute("aria-invalid") is None
 
 
+# Records every run the page posts to its worker: [simulator, seed].
+RECORD_RUNS = """
+window.runsPosted = [];
+const PageWorker = window.Worker;
+window.Worker = class extends PageWorker {
+  postMessage(message, ...rest) {
+    if (message?.type === "run") window.runsPosted.push([message.name, message.seed]);
+    return super.postMessage(message, ...rest);
+  }
+};
+"""
+
+
 def test_the_address_reproduces_the_scenario_in_a_fresh_tab(page: Page, context: BrowserContext) -> None:
     figure = numeric_figure(page)
     shared, _ = chart_state(figure)
     fresh = context.new_page()
+    fresh.add_init_script(RECORD_RUNS)
     fresh.goto(page.url)
     wait_ready(fresh)
     copy = numeric_figure(fresh)
     fresh.wait_for_function("el => el.dataset.drawn !== '0'", arg=copy.element_handle(), timeout=RUNTIME_LIMIT_MS)
     assert chart_state(copy)[0] == shared
+    # The warm-up runs draw other samples (seeds 1, 2, ...: the same scenario again would be
+    # answered from the simulator's memory and warm nothing up); the reader's runs draw seed 0.
+    fresh.wait_for_function("() => window.llmCourse.runtime.background === 0", timeout=RUNTIME_LIMIT_MS)
+    runs = fresh.evaluate("() => window.runsPosted")
+    assert [copy.get_attribute("data-sim"), 0] in runs
+    warm = {}
+    for name, seed in runs:
+        if seed:
+            warm.setdefault(name, []).append(seed)
+    assert warm and all(seeds == list(range(1, len(seeds) + 1)) for seeds in warm.values()), runs
     fresh.close()
 
 

@@ -82,15 +82,16 @@ export function start() {
 
 // Resolves with run_json's answer exactly as Python wrote it (a JSON string), or with null when a newer request for `key` replaced
 // this one before it ran. Rejects when the run failed or ran past the time limit.
-// A `background` run (the widgets' warm-up) waits until no reader's request is waiting.
-export function run(key, name, params, { background = false } = {}) {
+// A `background` run (the widgets' warm-up) waits until no reader's request is waiting. `seed`
+// picks the random sample (0, the one every page and test shows, unless a warm-up asks otherwise).
+export function run(key, name, params, { background = false, seed = 0 } = {}) {
   const waiting = queue.find((job) => job.key === key);
   if (waiting) {
     queue = queue.filter((job) => job !== waiting);
     waiting.resolve(null);
   }
   return new Promise((resolve, reject) => {
-    queue.push({ key, name, params, background, resolve, reject });
+    queue.push({ key, name, params, background, seed, resolve, reject });
     pump();
   });
 }
@@ -102,7 +103,7 @@ function pump() {
   queue = queue.filter((job) => job !== inFlight);
   inFlight.id = nextId++;
   inFlight.timer = setTimeout(cancel, runtime.runLimitMs);
-  worker.postMessage({ type: "run", id: inFlight.id, name: inFlight.name, params: JSON.stringify(inFlight.params), seed: 0 });
+  worker.postMessage({ type: "run", id: inFlight.id, name: inFlight.name, params: JSON.stringify(inFlight.params), seed: inFlight.seed });
 }
 
 function finish({ id, json, error }) {

@@ -12,8 +12,10 @@ const BUSY_MS = 150;
 // Once the runtime is ready, the first widget of each simulator runs its scenario up to this many
 // times in the background (a reader's change goes first), so that the WebAssembly engine has
 // compiled that simulator's hot paths with its optimising tier before the first change: the first
-// runs after a start are 2-4x slower. A run long enough to warm up by itself ends it.
-const WARM_UP_RUNS = 2;
+// runs after a start are 2-4x slower. A run long enough to warm up by itself ends it. Each run
+// draws another random sample (seed 1, 2, ...): simulators keep their latest answer, so the same
+// scenario again would be answered from memory and warm nothing up.
+const WARM_UP_RUNS = 3;
 const WARM_ENOUGH_MS = 200;
 const CUSTOM = "__custom__";
 const mounted = new Set();
@@ -277,7 +279,7 @@ async function warmUp(w) {
   for (let i = 0; i < WARM_UP_RUNS; i++) {
     const started = performance.now();
     try {
-      await run(`${w.key}#warm-up`, w.name, w.values, { background: true });
+      await run(`${w.key}#warm-up`, w.name, w.values, { background: true, seed: i + 1 });
     } catch {
       return; // the runtime failed or was replaced: the reader's own runs report it
     }
