@@ -32,7 +32,7 @@ from typing import Any
 
 from .kv import KVCacheManager
 from .scheduler import SchedulerConfig, Seq
-from .steptime import StepCost, stride_time_s
+from .steptime import StepCost, attention_keys, stride_time_s
 from .workload import Request
 
 ARRIVE, KV_ARRIVE, STEP_END = 0, 1, 2
@@ -101,7 +101,7 @@ class Replica:
         s.decoding = False
         s.num_computed_tokens = ctx
         s.out = ctx - s.req.prompt_tokens + 1
-        s.blocks = (-(-ctx // self.bs) if self.paged else self.kv.blocks_for(ctx)) - len(s.owned)
+        s.blocks = self.kv.blocks_for(ctx) - len(s.owned)
         self.nd -= 1
         self.sum_ctx -= ctx
         self.sum_held -= self.cost.held(ctx) if self.window else ctx
@@ -186,7 +186,7 @@ class Replica:
             return -1
         if self.static:  # the whole prompt
             chunk = s.prompt - hit_tokens
-        need = (-(-(hit_tokens + chunk) // self.bs) if self.paged else kv.blocks_for(hit_tokens + chunk)) - len(hit)
+        need = kv.blocks_for(hit_tokens + chunk) - len(hit)
         # Blocks that must be free to admit: the first chunk's, or (reserve_full_isl) the whole
         # prompt's, plus the watermark. Hit blocks that sit in the evictable list stop being
         # available once referenced; check before touching anything, so a failed attempt leaves
@@ -282,16 +282,6 @@ class Replica:
 
     def plan(self, t: float) -> list[Event]:
         """Plan the next step (prefill chunks present) or stride (decode only) starting at t."""
-        if self.nd and self.continuous and not self.waiting and not self.prefilling:
-            # Decodes only and nothing to admit (most plans): schedule() would take the next
-            # step's blocks and the stride give them back. With them free already (no
-            # preemption, no eviction) that is no change at all, so it is skipped.
-            need = self.res[self.steps % self.bs] if self.paged else 0
-            if need <= self.kv.num_free_blocks:
-                self.reserved, self.skipped = need, False
-                self.plan_chunks, self.plan_t0 = [], t
-                self.busy = True
-                return self._stride(t)
         chunks, decodes = self.schedule(t)
         self.plan_chunks, self.plan_t0 = chunks, t
         if not chunks and not self.nd:
@@ -313,7 +303,7 @@ class Replica:
                 if self.log is not None:
                     self._log(t, "chunk", s, q)
                 tokens += q
-                keys += q * c + q * (q + 1) // 2  # attention_keys(q, c), inlined
+                keys += attention_keys(q, c)
                 kv_tok += (cost.held(c) if cost.window else c) + q
             dur = cost.time_s(tokens, nd + len(chunks), keys, kv_tok)
             if self.keep_series:
@@ -323,13 +313,9 @@ class Replica:
             self.num_steps += 1
             self.prefill_tokens += tokens - nd
             return self._end_at(t + dur)
-        self.kv.num_free_blocks += self.reserved  # kv.give_back, inlined: once per stride
-        return self._stride(t)
-
-    def _stride(self, t: float) -> list[Event]:
-        """Plan a decode-only stride from t, up to the next completion, the block supply, or a
-        window edge (the next step's decode blocks are free: schedule reserved and gave them back)."""
+        # Decode-only stride up to the next completion, the block supply, or a window edge.
         kv = self.kv
+        kv.num_free_blocks += self.reserved  # kv.give_back, inlined (as below): once per stride
         heap = self.finish_heap
         while heap and not heap[0][2].decoding:
             heapq.heappop(heap)
@@ -471,11 +457,7 @@ class Replica:
             s.blocks -= converted
         self.running.remove(s)
         held = len(s.owned) + s.blocks
-        if s.owned:  # self._release(s), inlined: once per request
-            self.kv.unref(s.owned)
-            s.owned = []
-        self.kv.num_free_blocks += s.blocks
-        s.blocks = s.chain_len = 0
+        self._release(s)
         self.finished.append(s)
         if self.log is not None:
             self._log(t, "finish", s, held)

@@ -67,15 +67,13 @@ class StepCost:
         """(compute_s, memory_s, communication_s) of a batch given its four sums."""
         return (
             self.x * tokens + self.y * num_seqs + self.z * keys,
-            self.weights_s(tokens) + self.v * kv,
+            (self.weights_s(tokens) if self.moe else self._weights[1]) + self.v * kv,  # once per step: no call for a dense model
             self.u * tokens,
         )
 
     def time_s(self, tokens: int, num_seqs: int, keys: float, kv: float) -> float:
-        # parts(), inlined (the engine asks this once per step): the same operations, same order.
-        c = self.x * tokens + self.y * num_seqs + self.z * keys
-        m = (self.weights_s(tokens) if self.moe else self._weights[1]) + self.v * kv
-        return (c if c > m else m) + self.u * tokens
+        c, m, u = self.parts(tokens, num_seqs, keys, kv)
+        return (c if c > m else m) + u
 
     def held(self, context: int) -> int:
         return cm.kv_tokens_held(self.model, context)
