@@ -164,8 +164,7 @@ def summarize(
     out["cache_hit_rate"] = sum([r.cached_tokens for r in kept]) / prompt if prompt else 0.0
     out["num_preemptions"] = sum([r.num_preemptions for r in kept])
     slo = slo or Slo()
-    ttft_max, tpot_max = slo.ttft_s, slo.tpot_s
-    good = [r for r in kept if r.ttft_s <= ttft_max and (r.tpot_s is None or r.tpot_s <= tpot_max)]  # Slo.met, inlined
+    good = [r for r in kept if slo.met(r)]
     errors = len([t for t in dropped_arrivals or [] if start <= t <= end])
     attempted = len(kept) + errors
     out["slo_attainment"] = len(good) / attempted if attempted else 0.0

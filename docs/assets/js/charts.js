@@ -56,7 +56,7 @@ function themed(layout) {
   const { fg, grid, light } = colours();
   // ticklabeloverflow "allow": plotly's default ("hide past div") measures every tick label on
   // every redraw, showing and hiding them between measurements, so the browser lays the page out
-  // again for each label: about half of a redraw. The margins leave room for the labels anyway.
+  // again for each label: a third or more of a redraw. The margins leave room for the labels anyway.
   const axis = (a) => ({ ticklabeloverflow: "allow", ...a, gridcolor: grid, zerolinecolor: grid, linecolor: grid });
   const out = { ...layout, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { ...layout.font, color: fg } };
   // The toolbar's icons in the palette's colours (plotly's default grey vanishes on the dark one).
