@@ -87,6 +87,9 @@ def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
     front: list[Replica] = []  # those that take new requests (prefill or both)
     back: list[Replica] = []  # those that take prefilled sequences (decode or both)
 
+    def depth(r: Replica) -> int:
+        return len(r.waiting) + len(r.running)
+
     def route(s: Seq, reps: list[Replica], t: float) -> Replica:
         nonlocal seen, front, back
         if seen is not reps:  # roles are fixed for a serve
@@ -96,18 +99,16 @@ def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
             return cands[next(turn) % len(cands)]
         best = cands[0]
         if name == "least_queue" or s.prefilled:
-            best_d = len(best.waiting) + len(best.running)
+            best_d = depth(best)
             for r in cands:
-                d = len(r.waiting) + len(r.running)
+                d = depth(r)
                 if d < best_d:
                     best, best_d = r, d
             return best
         if name == "least_kv":
             best_u, best_d = 2.0, 0
             for r in cands:
-                kv = r.kv
-                u = (kv.num_blocks - (kv.num_free_blocks + len(kv.evictable))) / kv.num_blocks
-                d = len(r.waiting) + len(r.running)
+                u, d = r.kv.num_used() / r.kv.num_blocks, depth(r)
                 if u < best_u or (u == best_u and d < best_d):
                     best, best_u, best_d = r, u, d
             return best
@@ -116,17 +117,16 @@ def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
             best_h, best_d = -1.0, 0
             for r in cands:
                 h = r.kv.match(content, prompt)[1] / prompt if r.kv.prefix != "off" else 0.0
-                d = len(r.waiting) + len(r.running)
+                d = depth(r)
                 if h > best_h or (h == best_h and d < best_d):
                     best, best_h, best_d = r, h, d
             return best
-        top = max(1, max(len(r.waiting) + len(r.running) for r in cands))
+        top = max(1, max(depth(r) for r in cands))
         best_score = None
         for r in cands:
             kv = r.kv
             h = kv.match(content, prompt)[1] / prompt if kv.prefix != "off" else 0.0
-            u = (kv.num_blocks - (kv.num_free_blocks + len(kv.evictable))) / kv.num_blocks
-            score = wp * h + wq * (1 - (len(r.waiting) + len(r.running)) / top) + wk * (1 - u)
+            score = wp * h + wq * (1 - depth(r) / top) + wk * (1 - kv.num_used() / kv.num_blocks)
             if best_score is None or score > best_score:
                 best, best_score = r, score
         return best
