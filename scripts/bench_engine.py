@@ -42,7 +42,9 @@ def trace(n: int, rate: float, kind: str = "azure", seed: int = 0) -> list[workl
 def main() -> None:
     m, gpu = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
     spec = EngineSpec(m, gpu)
-    cap = run_profile("concurrent", spec, 2000, workload.azure_lengths(), 0, users=2 * spec.sched.max_num_seqs).metrics["request_throughput_per_s"]
+    cap = run_profile("concurrent", spec, 2000, workload.azure_lengths(), 0, users=2 * spec.sched.max_num_seqs).metrics[
+        "request_throughput_per_s"
+    ]
     rate = 0.8 * cap
     print(f"capacity (512 closed-loop users, 256 slots): {cap:.2f} req/s; open-loop rate 80%: {rate:.2f} req/s")
     for n, repeats, target in ((1000, 7, 0.150), (10000, 3, 1.5)):
@@ -66,10 +68,14 @@ def main() -> None:
         wc, ec, dc = timed(chat, long, 5)
         wr, er, dr = timed(reason, long, 5)
         pre = serve(reason, long).replicas[0].num_preemptions
-        print(f"at {r} req/s: 200 chat requests {wc * 1e3:.1f} ms ({ec:,} events); 200 reasoning requests {wr * 1e3:.1f} ms ({er:,} events, {pre:,} preemptions); ratio {wr / wc:.2f} (target within 2x)")
+        print(
+            f"at {r} req/s: 200 chat requests {wc * 1e3:.1f} ms ({ec:,} events); 200 reasoning requests {wr * 1e3:.1f} ms ({er:,} events, {pre:,} preemptions); ratio {wr / wc:.2f} (target within 2x)"
+        )
     out_chat = sum(r.output_tokens for r in chat)
     out_reason = sum(r.output_tokens for r in reason)
-    print(f"output tokens simulated: chat {out_chat:,}, reasoning {out_reason:,} ({out_reason / out_chat:.0f}x the tokens)")
+    print(
+        f"output tokens simulated: chat {out_chat:,}, reasoning {out_reason:,} ({out_reason / out_chat:.0f}x the tokens)"
+    )
 
 
 if __name__ == "__main__":

@@ -213,7 +213,9 @@ def main() -> int:
             # Once the runtime is ready, plotly.js loads and replaces the static charts at idle, and
             # the widgets warm the runtime up in the background; changes are timed after both, as a
             # reader's first change would usually come later.
-            warm_page.wait_for_function("() => window.llmCourse.chartsLive && window.llmCourse.runtime.background === 0")
+            warm_page.wait_for_function(
+                "() => window.llmCourse.chartsLive && window.llmCourse.runtime.background === 0"
+            )
             moves = []
             for widget, sim in widgets_with_numbers(warm_page):
                 if sim not in per_sim:
@@ -265,7 +267,9 @@ def main() -> int:
     for target in (100, 150):  # the quality gates' target, and the course site's
         met = sorted(k for k, v in at_default.items() if percentile(v, 0.95) <= target)
         print(f"  change at defaults: p95 <= {target} ms for {len(met)} of {len(at_default)} simulators; over:", end="")
-        print("".join(f" {k} {percentile(v, 0.95):.0f}" for k, v in sorted(at_default.items()) if k not in met) or " none")
+        print(
+            "".join(f" {k} {percentile(v, 0.95):.0f}" for k, v in sorted(at_default.items()) if k not in met) or " none"
+        )
     print(f"  bytes  max {max(figures['bytes']):.2f} MB   (target <= 1.5 MB)")
     print(f"  build  {build_s:.1f} s   (target <= 60 s)")
     print(json.dumps({k: round(statistics.median(v), 1) for k, v in figures.items()}))

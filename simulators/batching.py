@@ -36,7 +36,9 @@ from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 
 TITLE = "Static vs continuous batching"
-DESCRIPTION = "The same requests through a scheduler that waits for the whole batch and one that refills slots every step."
+DESCRIPTION = (
+    "The same requests through a scheduler that waits for the whole batch and one that refills slots every step."
+)
 METRICS = {
     "throughput_static_per_s": ("Static: requests per second", "req/s"),
     "throughput_continuous_per_s": ("Continuous: requests per second", "req/s"),
@@ -69,7 +71,9 @@ class Params:
     lengths: str = param("azure", label="Lengths", choices=LENGTHS)
     prompt_tokens: int = param(1000, label="Prompt (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
     output_tokens: int = param(200, label="Output (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
-    view: str = param("occupancy", label="Chart", choices=[("occupancy", "Busy slots over time"), ("latency", "Latency percentiles")])
+    view: str = param(
+        "occupancy", label="Chart", choices=[("occupancy", "Busy slots over time"), ("latency", "Latency percentiles")]
+    )
 
     def check(self) -> None:
         m = resolve_model(self.model)
@@ -77,7 +81,10 @@ class Params:
         if why:
             raise ParamError("model", why)
         if self.lengths != "azure" and 1.5 * (self.prompt_tokens + self.output_tokens) > m.max_context_tokens:
-            raise ParamError("output_tokens", f"prompt plus output (up to 1.5x for uniform) must fit {m.name}'s {m.max_context_tokens:,}-token context")
+            raise ParamError(
+                "output_tokens",
+                f"prompt plus output (up to 1.5x for uniform) must fit {m.name}'s {m.max_context_tokens:,}-token context",
+            )
 
 
 def _lengths(p: Params) -> workload.Lengths:
@@ -100,10 +107,18 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     rng = random.Random(seed)
     times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
     reqs = workload.build(rng, p.num_requests, _lengths(p), times).requests
-    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "view": p.view, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
+    out: dict[str, Any] = {
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "max_num_seqs": p.max_num_seqs,
+        "rate_per_s": p.rate_per_s,
+    }
     metrics: dict[str, float] = {}
     for policy in ("static", "continuous"):
-        spec = EngineSpec(m, gpu, SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+        spec = EngineSpec(
+            m, gpu, SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+        )
         served = serve(reqs, spec)
         s = summarize(served.records)
         rep = served.replicas[0]
@@ -118,13 +133,16 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             "makespan_s": makespan,
             "num_dropped": len(served.dropped),
         }
-        metrics.update({
-            f"throughput_{policy}_per_s": len(served.records) / makespan,
-            f"tokens_{policy}_per_s": sum(x.output_tokens for x in served.records) / makespan,
-            f"ttft_{policy}_s_p50": s["ttft_s_p50"], f"ttft_{policy}_s_p99": s["ttft_s_p99"],
-            f"e2e_{policy}_s_p99": s["e2e_s_p99"],
-            f"slot_occupancy_{policy}": occ,
-        })
+        metrics.update(
+            {
+                f"throughput_{policy}_per_s": len(served.records) / makespan,
+                f"tokens_{policy}_per_s": sum(x.output_tokens for x in served.records) / makespan,
+                f"ttft_{policy}_s_p50": s["ttft_s_p50"],
+                f"ttft_{policy}_s_p99": s["ttft_s_p99"],
+                f"e2e_{policy}_s_p99": s["e2e_s_p99"],
+                f"slot_occupancy_{policy}": occ,
+            }
+        )
     metrics["throughput_gain"] = metrics["throughput_continuous_per_s"] / metrics["throughput_static_per_s"]
     out["metrics"] = metrics
     return out
@@ -133,15 +151,34 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
 def figure(r: dict[str, Any]) -> dict[str, Any]:
     if r["view"] == "latency":
         labels = ["TTFT p50", "TTFT p90", "TTFT p99", "E2E p50", "E2E p90", "E2E p99"]
-        data = [bar(labels, r[k]["ttft"] + r[k]["e2e"], f"{k.capitalize()} batching", i) for i, k in enumerate(("static", "continuous"))]
-        return make_figure(data, layout(f"Latency percentiles, {r['model']} on {r['gpu']}", "Metric", "Seconds", barmode="group", yaxis={"type": "log"}))
+        data = [
+            bar(labels, r[k]["ttft"] + r[k]["e2e"], f"{k.capitalize()} batching", i)
+            for i, k in enumerate(("static", "continuous"))
+        ]
+        return make_figure(
+            data,
+            layout(
+                f"Latency percentiles, {r['model']} on {r['gpu']}",
+                "Metric",
+                "Seconds",
+                barmode="group",
+                yaxis={"type": "log"},
+            ),
+        )
     st, co = r["static"]["series"], r["continuous"]["series"]
     data = [
-        line([x[0] for x in st], [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"),
+        line(
+            [x[0] for x in st], [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"
+        ),
         line([x[0] for x in st], [x[1] for x in st], "Static: slots held by the batch", 3, shape="hv"),
         line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, shape="hv"),
     ]
-    return make_figure(data, layout(f"Batch slots over time ({r['max_num_seqs']} slots, {r['rate_per_s']:g} req/s)", "Time (s)", "Sequences"))
+    return make_figure(
+        data,
+        layout(
+            f"Batch slots over time ({r['max_num_seqs']} slots, {r['rate_per_s']:g} req/s)", "Time (s)", "Sequences"
+        ),
+    )
 
 
 def summary(r: dict[str, Any]) -> str:

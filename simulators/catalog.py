@@ -92,8 +92,7 @@ def gpu_from_dict(data: dict[str, Any], gpu_id: str = "custom") -> Gpu:
     unknown = sorted(set(data) - set(GPU_NUMBER_KEYS) - set(GPU_TEXT_KEYS) - {"id"})
     if unknown:
         raise CatalogError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
-            + ", ".join(GPU_NUMBER_KEYS + GPU_TEXT_KEYS)
+            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: " + ", ".join(GPU_NUMBER_KEYS + GPU_TEXT_KEYS)
         )
     for key in ("memory_GiB", "hbm_bandwidth_GBps"):
         if key not in data:
@@ -194,19 +193,66 @@ _OPTIONAL_INT = (
 )
 # Keys of a real config.json that do not change cost (tokenizer ids, rope settings, dtype...).
 _IGNORED = {
-    "architectures", "model_type", "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype",
-    "transformers_version", "rope_theta", "rope_scaling", "rms_norm_eps", "layer_norm_epsilon",
-    "initializer_range", "attention_dropout", "use_cache", "pretraining_tp", "mlp_bias",
-    "max_window_layers", "use_sliding_window", "bos_token", "eos_token", "activation_function",
-    "resid_pdrop", "embd_pdrop", "attn_pdrop", "summary_type", "summary_use_proj",
-    "summary_activation", "summary_proj_to_labels", "summary_first_dropout", "n_ctx",
-    "task_specific_params", "auto_map", "quantization_config", "routed_scaling_factor",
-    "scoring_func", "topk_method", "n_group", "topk_group", "norm_topk_prob", "aux_loss_alpha",
-    "seq_aux", "num_nextn_predict_layers", "moe_layer_freq", "ep_size", "output_router_logits",
-    "router_aux_loss_coef", "router_jitter_noise", "rope_interleave", "hidden_dropout",
-    "attention_probs_dropout_prob", "scale_attn_weights", "reorder_and_upcast_attn",
-    "scale_attn_by_inverse_layer_idx", "id2label", "label2id", "_name_or_path", "dtype",
-    "layer_types", "tie_embeddings", "bias",
+    "architectures",
+    "model_type",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "torch_dtype",
+    "transformers_version",
+    "rope_theta",
+    "rope_scaling",
+    "rms_norm_eps",
+    "layer_norm_epsilon",
+    "initializer_range",
+    "attention_dropout",
+    "use_cache",
+    "pretraining_tp",
+    "mlp_bias",
+    "max_window_layers",
+    "use_sliding_window",
+    "bos_token",
+    "eos_token",
+    "activation_function",
+    "resid_pdrop",
+    "embd_pdrop",
+    "attn_pdrop",
+    "summary_type",
+    "summary_use_proj",
+    "summary_activation",
+    "summary_proj_to_labels",
+    "summary_first_dropout",
+    "n_ctx",
+    "task_specific_params",
+    "auto_map",
+    "quantization_config",
+    "routed_scaling_factor",
+    "scoring_func",
+    "topk_method",
+    "n_group",
+    "topk_group",
+    "norm_topk_prob",
+    "aux_loss_alpha",
+    "seq_aux",
+    "num_nextn_predict_layers",
+    "moe_layer_freq",
+    "ep_size",
+    "output_router_logits",
+    "router_aux_loss_coef",
+    "router_jitter_noise",
+    "rope_interleave",
+    "hidden_dropout",
+    "attention_probs_dropout_prob",
+    "scale_attn_weights",
+    "reorder_and_upcast_attn",
+    "scale_attn_by_inverse_layer_idx",
+    "id2label",
+    "label2id",
+    "_name_or_path",
+    "dtype",
+    "layer_types",
+    "tie_embeddings",
+    "bias",
 }
 _PLAIN_MLP_TYPES = {"gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon"}
 _CATALOGUE_ONLY = {"name", "source", "published_params_B", "id"}
@@ -246,7 +292,9 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
     heads = _int(where, "num_attention_heads", get("num_attention_heads"))
     kv_heads = _int(where, "num_key_value_heads", get("num_key_value_heads") or heads)
     if heads % kv_heads:
-        raise CatalogError(f"{where}: num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv_heads})")
+        raise CatalogError(
+            f"{where}: num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv_heads})"
+        )
     head_dim = _int(where, "head_dim", get("head_dim") or hidden // heads)
     act = str(config.get("hidden_act", config.get("activation_function", "silu")))
     # GPT-2-style blocks (two MLP matrices with biases, LayerNorm) vs gated SwiGLU blocks.

@@ -30,7 +30,13 @@ from .plotting import figure as make_figure
 
 TITLE = "Routing across replicas, and prefill/decode disaggregation"
 DESCRIPTION = "Which replica each request goes to decides cache hits, balance and tail latency; splitting prefill from decode changes TTFT and TPOT."
-ROUTER_NAMES = {"round_robin": "Round robin", "least_queue": "Least queue", "least_kv": "Least KV use", "prefix": "Prefix-aware", "weighted": "Weighted (llm-d)"}
+ROUTER_NAMES = {
+    "round_robin": "Round robin",
+    "least_queue": "Least queue",
+    "least_kv": "Least KV use",
+    "prefix": "Prefix-aware",
+    "weighted": "Weighted (llm-d)",
+}
 METRICS = {
     **{f"hit_rate_{r}": (f"{n}: cache hit rate", "") for r, n in ROUTER_NAMES.items()},
     **{f"ttft_{r}_s_p99": (f"{n}: p99 TTFT", "s") for r, n in ROUTER_NAMES.items()},
@@ -40,7 +46,11 @@ METRICS = {
     "tpot_colocated_s_p99": ("Colocated: p99 TPOT", "s"),
     "tpot_disaggregated_s_p99": ("Disaggregated: p99 TPOT", "s"),
 }
-SHARING = [("system", "Shared system prompts"), ("multi_turn", "Multi-turn conversations"), ("agent", "Agent trajectories")]
+SHARING = [
+    ("system", "Shared system prompts"),
+    ("multi_turn", "Multi-turn conversations"),
+    ("agent", "Agent trajectories"),
+]
 
 
 @dataclass(frozen=True)
@@ -55,10 +65,20 @@ class Params:
     # Requests in the trace. At most 500: every view serves it seven times (five routers,
     # colocated, disaggregated), and 1,000 requests took about 2 s in CPython (more in the browser).
     num_requests: int = param(60, label="Requests", min=20, max=500, step=10, log=True)
-    rate_per_s: float = param(30.0, label="Arrival rate (cluster)", unit="req/s", min=0.1, max=1000.0, step=0.1, log=True)
+    rate_per_s: float = param(
+        30.0, label="Arrival rate (cluster)", unit="req/s", min=0.1, max=1000.0, step=0.1, log=True
+    )
     # Disaggregation: replicas that only prefill (the rest only decode).
     num_prefill: int = param(1, label="Prefill replicas (disaggregated)", min=1, max=31, step=1)
-    view: str = param("routers", label="Chart", choices=[("routers", "Hit rate and tail TTFT per router"), ("balance", "Requests per replica"), ("disagg", "Colocated vs disaggregated")])
+    view: str = param(
+        "routers",
+        label="Chart",
+        choices=[
+            ("routers", "Hit rate and tail TTFT per router"),
+            ("balance", "Requests per replica"),
+            ("disagg", "Colocated vs disaggregated"),
+        ],
+    )
 
     def check(self) -> None:
         why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
@@ -83,14 +103,37 @@ _latest: dict[str, _Routed] = {}
 
 
 def _routed(p: Params, seed: int) -> _Routed:
-    key = json.dumps([p.model, p.gpu, p.num_replicas, p.sharing, p.num_prefixes, p.shared_tokens, p.num_requests, p.rate_per_s, seed], sort_keys=True)
+    key = json.dumps(
+        [
+            p.model,
+            p.gpu,
+            p.num_replicas,
+            p.sharing,
+            p.num_prefixes,
+            p.shared_tokens,
+            p.num_requests,
+            p.rate_per_s,
+            seed,
+        ],
+        sort_keys=True,
+    )
     if key in _latest:
         return _latest[key]
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     rng = random.Random(seed)
-    lengths = workload.Lengths("azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP)
+    lengths = workload.Lengths(
+        "azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP
+    )
     times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    reqs = workload.build(rng, p.num_requests, lengths, times, sharing=p.sharing, num_prefixes=p.num_prefixes, shared_tokens=p.shared_tokens).requests
+    reqs = workload.build(
+        rng,
+        p.num_requests,
+        lengths,
+        times,
+        sharing=p.sharing,
+        num_prefixes=p.num_prefixes,
+        shared_tokens=p.shared_tokens,
+    ).requests
     spec = EngineSpec(m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), prefix="hash")
     routers: dict[str, Any] = {}
     metrics: dict[str, float] = {}
@@ -122,36 +165,86 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         if mode == "colocated":
             s = routed.colocated
         else:
-            s = summarize(serve(routed.reqs, routed.spec, num_replicas=p.num_replicas, router="least_queue", num_prefill=p.num_prefill, keep_series=False).records)
+            s = summarize(
+                serve(
+                    routed.reqs,
+                    routed.spec,
+                    num_replicas=p.num_replicas,
+                    router="least_queue",
+                    num_prefill=p.num_prefill,
+                    keep_series=False,
+                ).records
+            )
         modes[mode] = {k: [s[f"{k}_s_p50"], s[f"{k}_s_p99"]] for k in ("ttft", "tpot")}
         metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
         metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]
-    return {"model": m.name, "gpu": gpu.name, "view": p.view, "num_replicas": p.num_replicas, "num_prefill": p.num_prefill, "sharing": p.sharing, "routers": {k: {f: list(v) for f, v in r.items()} for k, r in routed.routers.items()}, "modes": modes, "metrics": metrics}
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "num_replicas": p.num_replicas,
+        "num_prefill": p.num_prefill,
+        "sharing": p.sharing,
+        "routers": {k: {f: list(v) for f, v in r.items()} for k, r in routed.routers.items()},
+        "modes": modes,
+        "metrics": metrics,
+    }
 
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:
     names = [ROUTER_NAMES[n] for n in ROUTERS]
     if r["view"] == "balance":
-        data = [bar(names, [r["routers"][n]["counts"][i] for n in ROUTERS], f"Replica {i + 1}", i) for i in range(r["num_replicas"])]
+        data = [
+            bar(names, [r["routers"][n]["counts"][i] for n in ROUTERS], f"Replica {i + 1}", i)
+            for i in range(r["num_replicas"])
+        ]
         return make_figure(data, layout("Requests per replica, per router", "Router", "Requests", barmode="group"))
     if r["view"] == "disagg":
         labels = ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
-        data = [bar(labels, [x * 1e3 for x in r["modes"][k]["ttft"] + r["modes"][k]["tpot"]], name, i) for i, (k, name) in enumerate((("colocated", f"{r['num_replicas']} colocated replicas"), ("disaggregated", f"{r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode")))]
-        return make_figure(data, layout("Colocated vs disaggregated prefill and decode", "Metric", "Milliseconds", barmode="group", yaxis={"type": "log"}))
+        data = [
+            bar(labels, [x * 1e3 for x in r["modes"][k]["ttft"] + r["modes"][k]["tpot"]], name, i)
+            for i, (k, name) in enumerate(
+                (
+                    ("colocated", f"{r['num_replicas']} colocated replicas"),
+                    ("disaggregated", f"{r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode"),
+                )
+            )
+        ]
+        return make_figure(
+            data,
+            layout(
+                "Colocated vs disaggregated prefill and decode",
+                "Metric",
+                "Milliseconds",
+                barmode="group",
+                yaxis={"type": "log"},
+            ),
+        )
     m = r["metrics"]
     data = [
         # Offset groups put the two bars side by side although they hang on different y axes.
         bar(names, [m[f"hit_rate_{n}"] for n in ROUTERS], "Cache hit rate", 0, offsetgroup="hits"),
         bar(names, [m[f"ttft_{n}_s_p99"] for n in ROUTERS], "p99 TTFT (s)", 1, yaxis="y2", offsetgroup="ttft"),
     ]
-    return make_figure(data, layout(f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload", "Router", "Share of prompt tokens from cache",
-                                    barmode="group", yaxis2={"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True}))
+    return make_figure(
+        data,
+        layout(
+            f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload",
+            "Router",
+            "Share of prompt tokens from cache",
+            barmode="group",
+            yaxis2={"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True},
+        ),
+    )
 
 
 def summary(r: dict[str, Any]) -> str:
     m = r["metrics"]
     best = max(ROUTERS, key=lambda n: m[f"hit_rate_{n}"])
-    parts = ", ".join(f"{ROUTER_NAMES[n].lower()} {m[f'hit_rate_{n}']:.0%} hits / {m[f'ttft_{n}_s_p99'] * 1e3:,.0f} ms p99 TTFT / {m[f'imbalance_{n}']:.2f}x busiest" for n in ROUTERS)
+    parts = ", ".join(
+        f"{ROUTER_NAMES[n].lower()} {m[f'hit_rate_{n}']:.0%} hits / {m[f'ttft_{n}_s_p99'] * 1e3:,.0f} ms p99 TTFT / {m[f'imbalance_{n}']:.2f}x busiest"
+        for n in ROUTERS
+    )
     return (
         f"Across {r['num_replicas']} replicas: {parts}. The {ROUTER_NAMES[best].lower()} router finds the most cached prefixes. "
         f"Disaggregated ({r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode), p99 TTFT is "

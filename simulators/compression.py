@@ -80,17 +80,29 @@ class Params:
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     view: str = param(
-        "speed", label="Chart",
-        choices=[("speed", "Speed-up per scheme"), ("batch", "Decode speed-up vs batch"), ("memory", "Size and KV capacity")],
+        "speed",
+        label="Chart",
+        choices=[
+            ("speed", "Speed-up per scheme"),
+            ("batch", "Decode speed-up vs batch"),
+            ("memory", "Size and KV capacity"),
+        ],
     )
 
 
 BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}
 
 
-def _passes(m: Any, gpu: Any, s: dict[str, Any], kv: str, batch: int, prompt: int, **kw: Any) -> tuple[cm.StepTime, cm.StepTime]:
+def _passes(
+    m: Any, gpu: Any, s: dict[str, Any], kv: str, batch: int, prompt: int, **kw: Any
+) -> tuple[cm.StepTime, cm.StepTime]:
     """(prefill, one decode step) of `batch` sequences in scheme `s`."""
-    fmt = {"weight_dtype": s["weight_dtype"], "activation_dtype": s["activation_dtype"], "sparse": s["sparse"], "kv_dtype": kv}
+    fmt = {
+        "weight_dtype": s["weight_dtype"],
+        "activation_dtype": s["activation_dtype"],
+        "sparse": s["sparse"],
+        "kv_dtype": kv,
+    }
     prefill = cm.step_time(m, gpu, [(prompt, 0)] * batch, **fmt, **kw)
     decode = cm.step_time(m, gpu, [(1, prompt)] * batch, **fmt, **kw)
     return prefill, decode
@@ -105,16 +117,21 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     rows, passes = {}, {}
     for sid, s in table.items():
         pre, dec = passes[sid] = _passes(m, gpu, s, kv, p.batch_size, p.prompt_tokens, **kw)
-        fit = cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=s["weight_dtype"], kv_dtype=kv, sparse=s["sparse"])
+        fit = cm.memory_fit(
+            m, gpu, num_gpus=p.num_gpus, weight_dtype=s["weight_dtype"], kv_dtype=kv, sparse=s["sparse"]
+        )
         by_batch = []
         for b in BATCH_GRID:
             _, d = _passes(m, gpu, s, kv, b, p.prompt_tokens, **kw)
             _, d0 = _passes(m, gpu, BASELINE, "bf16", b, p.prompt_tokens, **kw)
             by_batch.append(d0.time_s / d.time_s)
         rows[sid] = {
-            "name": s["name"], "artifact_GB": cm.weight_bytes(m, s["weight_dtype"], sparse=s["sparse"]) / cm.GB,
-            "prefill_speedup": base_pre.time_s / pre.time_s, "decode_speedup": base_dec.time_s / dec.time_s,
-            "kv_token_capacity": fit.kv_token_capacity, "decode_speedup_by_batch": by_batch,
+            "name": s["name"],
+            "artifact_GB": cm.weight_bytes(m, s["weight_dtype"], sparse=s["sparse"]) / cm.GB,
+            "prefill_speedup": base_pre.time_s / pre.time_s,
+            "decode_speedup": base_dec.time_s / dec.time_s,
+            "kv_token_capacity": fit.kv_token_capacity,
+            "decode_speedup_by_batch": by_batch,
             "matmul_path": pre.matmul_path,
         }
     s, row = table[p.scheme], rows[p.scheme]
@@ -131,11 +148,15 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     if s["sparse"]:
         notes.append(s["hardware"])
     if s["sparse"] and gpu.peak_tflops(pre.matmul_path, sparse=True) is None:
-        notes.append(f"{gpu.name} has no 2:4 sparse rate for {pre.matmul_path.upper()} in the catalogue: the dense rate is used.")
+        notes.append(
+            f"{gpu.name} has no 2:4 sparse rate for {pre.matmul_path.upper()} in the catalogue: the dense rate is used."
+        )
     if not pre.compute_known:
         notes.append(f"{gpu.name} publishes no matrix throughput: prefill figures are memory-only floors.")
     if not base_fit.fits:
-        notes.append(f"The BF16 model does not fit on {p.num_gpus} x {gpu.name}; its times are what it would take if it did.")
+        notes.append(
+            f"The BF16 model does not fit on {p.num_gpus} x {gpu.name}; its times are what it would take if it did."
+        )
     if not cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=s["weight_dtype"], sparse=s["sparse"]).fits:
         notes.append(f"Even compressed, the weights do not fit on {p.num_gpus} x {gpu.name}.")
     kv_info = schemes()["kv_cache"]["fp8"]
@@ -143,13 +164,30 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         notes.append(kv_info["latency"])
     block_bits = 8 * cm.block_bytes_per_value(s["weight_dtype"], s["sparse"])
     return {
-        "model": m.name, "gpu": gpu.name, "scheme": p.scheme, "scheme_name": s["name"], "kv_fp8": p.kv_fp8,
-        "batch_size": p.batch_size, "prompt_tokens": p.prompt_tokens, "num_gpus": p.num_gpus, "view": p.view,
-        "method": s["method"], "calibration": s["calibration"], "needs_calibration_data": s["needs_calibration_data"],
-        "hardware": s["hardware"], "use_case": s["use_case"], "quality": s["quality"], "quality_source": s["quality_source"],
-        "source": s["source"], "kv_cache": kv_info if p.kv_fp8 else None,
-        "prefill_bound": pre.bound, "decode_bound": dec.bound, "matmul_path": pre.matmul_path,
-        "schemes": rows, "batch_grid": list(BATCH_GRID), "baseline_capacity": base_fit.kv_token_capacity,
+        "model": m.name,
+        "gpu": gpu.name,
+        "scheme": p.scheme,
+        "scheme_name": s["name"],
+        "kv_fp8": p.kv_fp8,
+        "batch_size": p.batch_size,
+        "prompt_tokens": p.prompt_tokens,
+        "num_gpus": p.num_gpus,
+        "view": p.view,
+        "method": s["method"],
+        "calibration": s["calibration"],
+        "needs_calibration_data": s["needs_calibration_data"],
+        "hardware": s["hardware"],
+        "use_case": s["use_case"],
+        "quality": s["quality"],
+        "quality_source": s["quality_source"],
+        "source": s["source"],
+        "kv_cache": kv_info if p.kv_fp8 else None,
+        "prefill_bound": pre.bound,
+        "decode_bound": dec.bound,
+        "matmul_path": pre.matmul_path,
+        "schemes": rows,
+        "batch_grid": list(BATCH_GRID),
+        "baseline_capacity": base_fit.kv_token_capacity,
         "notes": notes,
         "metrics": {
             "artifact_GB": row["artifact_GB"],
@@ -176,18 +214,42 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         x = r["batch_grid"]
         data = [line(x, v["decode_speedup_by_batch"], v["name"] + kv, i) for i, v in enumerate(rows.values())]
         data.append(line([x[0], x[-1]], [1, 1], "BF16 (1x)", 6))
-        lay = layout(f"Decode speed-up over BF16: {r['model']} on {r['gpu']}", "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"})
+        lay = layout(
+            f"Decode speed-up over BF16: {r['model']} on {r['gpu']}",
+            "Batch size (sequences)",
+            "Speed-up (x)",
+            xaxis={"type": "log"},
+        )
         return make_figure(data, lay)
     if r["view"] == "memory":
         data = [
-            bar(["BF16"] + names, [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows.values()], "Weights (GB)", 0),
-            bar(["BF16"] + names, [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows.values()],
-                f"KV tokens that fit{kv} (millions)", 1),
+            bar(
+                ["BF16"] + names,
+                [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows.values()],
+                "Weights (GB)",
+                0,
+            ),
+            bar(
+                ["BF16"] + names,
+                [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows.values()],
+                f"KV tokens that fit{kv} (millions)",
+                1,
+            ),
         ]
-        lay = layout(f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}", "Scheme", "GB / million tokens", barmode="group")
+        lay = layout(
+            f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}",
+            "Scheme",
+            "GB / million tokens",
+            barmode="group",
+        )
         return make_figure(data, lay)
     data = [
-        bar(names, [v["prefill_speedup"] for v in rows.values()], f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})", 0),
+        bar(
+            names,
+            [v["prefill_speedup"] for v in rows.values()],
+            f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})",
+            0,
+        ),
         bar(names, [v["decode_speedup"] for v in rows.values()], f"Decode step (batch {r['batch_size']})", 1),
         line([names[0], names[-1]], [1, 1], "BF16 (1x)", 6),
     ]

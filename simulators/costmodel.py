@@ -339,9 +339,19 @@ def step_time(
     per_key = attention_flops_per_key(m)
     attention = sum([per_key * (q * c + q * (q + 1) / 2) for q, c in seqs])
     return _step_time(
-        m, gpu, tokens=sum(q for q, _ in seqs), num_seqs=len(seqs), attention_flops=attention,
-        kv_tokens=sum(kv_tokens_held(m, c) + q for q, c in seqs), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-        activation_dtype=activation_dtype, eff=eff, tp=tp, sparse=sparse, weight_bytes_per_value=weight_bytes_per_value,
+        m,
+        gpu,
+        tokens=sum(q for q, _ in seqs),
+        num_seqs=len(seqs),
+        attention_flops=attention,
+        kv_tokens=sum(kv_tokens_held(m, c) + q for q, c in seqs),
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        activation_dtype=activation_dtype,
+        eff=eff,
+        tp=tp,
+        sparse=sparse,
+        weight_bytes_per_value=weight_bytes_per_value,
     )
 
 
@@ -426,16 +436,27 @@ def uniform_decode_step_time(m: Model, gpu: Gpu, context_tokens: int, batch_size
     """
     per_seq = attention_flops_per_key(m) * (1 * context_tokens + 1 * (1 + 1) / 2)
     return _step_time(
-        m, gpu, tokens=batch_size, num_seqs=batch_size, attention_flops=sum([per_seq] * batch_size),
-        kv_tokens=(kv_tokens_held(m, context_tokens) + 1) * batch_size, **_step_kw(kw),  # type: ignore[arg-type]
+        m,
+        gpu,
+        tokens=batch_size,
+        num_seqs=batch_size,
+        attention_flops=sum([per_seq] * batch_size),
+        kv_tokens=(kv_tokens_held(m, context_tokens) + 1) * batch_size,
+        **_step_kw(kw),  # type: ignore[arg-type]
     )
 
 
 def _step_kw(kw: dict[str, object]) -> dict[str, object]:
     """step_time's keyword defaults, for callers of _step_time."""
     return {
-        "weight_dtype": "bf16", "kv_dtype": "bf16", "activation_dtype": None, "eff": None, "tp": 1, "sparse": False,
-        "weight_bytes_per_value": None, **kw,
+        "weight_dtype": "bf16",
+        "kv_dtype": "bf16",
+        "activation_dtype": None,
+        "eff": None,
+        "tp": 1,
+        "sparse": False,
+        "weight_bytes_per_value": None,
+        **kw,
     }
 
 
@@ -483,7 +504,9 @@ def ridge_point(gpu: Gpu, tensor_core: str = "bf16", *, sparse: bool = False) ->
     return None if peak is None else peak * 1e12 / (gpu.hbm_bandwidth_GBps * GB)
 
 
-def decode_compute_bound_batch(m: Model, gpu: Gpu, context_tokens: int, *, limit: int = 1 << 16, **kw: object) -> int | None:
+def decode_compute_bound_batch(
+    m: Model, gpu: Gpu, context_tokens: int, *, limit: int = 1 << 16, **kw: object
+) -> int | None:
     """Smallest decode batch (all at `context_tokens`) whose step is compute-bound, or None."""
 
     def compute_bound(b: int) -> bool:

@@ -98,12 +98,16 @@ class Params:
     prompt_tokens: int = param(3000, label="Prompt", unit="tokens", min=1, max=131072, step=1, log=True)
     output_tokens: int = param(EX["output_tokens"], label="Output", unit="tokens", min=1, max=32768, step=1, log=True)
     # Step token budget shared by decodes and prefill chunks (vLLM --max-num-batched-tokens).
-    max_num_batched_tokens: int = param(512, label="Token budget per step", unit="tokens", min=16, max=16384, step=16, log=True)
+    max_num_batched_tokens: int = param(
+        512, label="Token budget per step", unit="tokens", min=16, max=16384, step=16, log=True
+    )
     block_size: int = param(16, label="Block size", unit="tokens", min=1, max=256, step=1, log=True)
     # KV memory of the replica; small values make preemption likely.
     kv_budget_GiB: float = param(1.5, label="KV memory", unit="GiB", min=0.25, max=400.0, step=0.25, log=True)
     num_background: int = param(60, label="Background requests", min=0, max=500, step=10)
-    rate_per_s: float = param(12.0, label="Background arrival rate", unit="req/s", min=0.1, max=200.0, step=0.1, log=True)
+    rate_per_s: float = param(
+        12.0, label="Background arrival rate", unit="req/s", min=0.1, max=200.0, step=0.1, log=True
+    )
     max_num_seqs: int = param(256, label="Batch slots", unit="sequences", min=1, max=1024, step=1, log=True)
     # Operating points: the batch marked on the grid, and the share of every prompt that is shared.
     batch_size: int = param(64, label="Batch (marked point)", unit="sequences", min=1, max=1024, step=1, log=True)
@@ -117,10 +121,15 @@ class Params:
             raise ParamError("model", why)
         need = (self.prompt_tokens + self.output_tokens) * cm.kv_bytes_per_token(m, self.kv_dtype)
         if self.kv_budget_GiB * cm.GiB < need:
-            raise ParamError("kv_budget_GiB", f"must hold the followed request's {self.prompt_tokens + self.output_tokens:,} tokens: at least {need / cm.GiB:.2f} GiB")
+            raise ParamError(
+                "kv_budget_GiB",
+                f"must hold the followed request's {self.prompt_tokens + self.output_tokens:,} tokens: at least {need / cm.GiB:.2f} GiB",
+            )
 
 
-def operating_point(cost: StepCost, capacity: int, batch: int, prompt: int, output: int, prefix_share: float) -> dict[str, Any]:
+def operating_point(
+    cost: StepCost, capacity: int, batch: int, prompt: int, output: int, prefix_share: float
+) -> dict[str, Any]:
     """The cost-model shares of one (batch, prompt) point and the bet they point to (see above)."""
     ctx = prompt + output // 2
     held = cost.held(ctx)
@@ -159,11 +168,24 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     n = p.num_background
     times = workload.arrival_times(rng, n, "poisson", p.rate_per_s)
     reqs = workload.build(rng, n, workload.azure_lengths(), times).requests
-    me = workload.Request(n, times[n // 2] if n else 0.0, p.prompt_tokens, p.output_tokens, ((1 << 40, p.prompt_tokens),))
+    me = workload.Request(
+        n, times[n // 2] if n else 0.0, p.prompt_tokens, p.output_tokens, ((1 << 40, p.prompt_tokens),)
+    )
     max_len = max(m.max_context_tokens, p.prompt_tokens + p.output_tokens)
-    sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_num_batched_tokens=p.max_num_batched_tokens, max_model_len=max_len)
+    sched = SchedulerConfig(
+        max_num_seqs=p.max_num_seqs, max_num_batched_tokens=p.max_num_batched_tokens, max_model_len=max_len
+    )
     blocks = int(p.kv_budget_GiB * cm.GiB // (cm.kv_bytes_per_token(m, p.kv_dtype) * p.block_size))
-    spec = EngineSpec(m, gpu, sched, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype, tp=p.num_gpus, block_size=p.block_size, num_blocks=blocks)
+    spec = EngineSpec(
+        m,
+        gpu,
+        sched,
+        weight_dtype=p.weight_dtype,
+        kv_dtype=p.kv_dtype,
+        tp=p.num_gpus,
+        block_size=p.block_size,
+        num_blocks=blocks,
+    )
     served = serve([*reqs, me], spec, keep_log=True)
     rec = next(r for r in served.records if r.id == me.id)
     events = [(t, what, extra) for t, _, what, rid, extra in served.log if rid == me.id]
@@ -173,15 +195,27 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     for t, what, _ in events[1:]:
         if t > since:
             phases.append((state, since, t))
-        state = {"admit": "waiting", "chunk": "chunk", "first_token": "decode", "recomputed": "decode", "preempt": "preempted"}.get(what, "done")
+        state = {
+            "admit": "waiting",
+            "chunk": "chunk",
+            "first_token": "decode",
+            "recomputed": "decode",
+            "preempt": "preempted",
+        }.get(what, "done")
         since = t
     t0, t1 = rec.arrival_s, rec.arrival_s + rec.e2e_s
     pad = 0.05 * (t1 - t0)
     rep = served.replicas[0]
     series = [(t, used / blocks, running) for t, _, _, used, _, running in rep.series if t0 - pad <= t <= t1 + pad]
     return {
-        "events": events, "phases": phases, "series": series, "num_blocks": blocks, "window": [t0 - pad, t1 + pad],
-        "ttft_s": rec.ttft_s, "e2e_s": rec.e2e_s, "queue_s": rec.queue_s,
+        "events": events,
+        "phases": phases,
+        "series": series,
+        "num_blocks": blocks,
+        "window": [t0 - pad, t1 + pad],
+        "ttft_s": rec.ttft_s,
+        "e2e_s": rec.e2e_s,
+        "queue_s": rec.queue_s,
         "num_prefill_chunks": sum(1 for _, w, _ in events if w == "chunk"),
         "num_preemptions": rec.num_preemptions,
         "blocks_allocated": sum(x for _, w, x in events if w in ("preempt", "finish")),
@@ -192,21 +226,44 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     cost = EngineSpec(m, gpu, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype, tp=p.num_gpus).step_cost()
-    capacity = cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype).kv_token_capacity
-    grid = [{"batch": b, "context": c, **operating_point(cost, capacity, b, c, p.output_tokens, p.prefix_share)} for c in CONTEXTS for b in BATCHES]
+    capacity = cm.memory_fit(
+        m, gpu, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype
+    ).kv_token_capacity
+    grid = [
+        {"batch": b, "context": c, **operating_point(cost, capacity, b, c, p.output_tokens, p.prefix_share)}
+        for c in CONTEXTS
+        for b in BATCHES
+    ]
     point = operating_point(cost, capacity, p.batch_size, p.prompt_tokens, p.output_tokens, p.prefix_share)
     follow = _follow(p, m, gpu, seed)
     notes = []
     if max(CONTEXTS) > m.max_context_tokens:
-        notes.append(f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape.")
+        notes.append(
+            f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
+        )
     return {
-        "model": m.name, "gpu": gpu.name, "view": p.view, "grid": grid, "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
-        "capacity_tokens": capacity, "output_tokens": p.output_tokens, "prefix_share": p.prefix_share, "budget": p.max_num_batched_tokens,
-        "prompt_tokens": p.prompt_tokens, "follow": follow, "notes": notes,
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "grid": grid,
+        "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
+        "capacity_tokens": capacity,
+        "output_tokens": p.output_tokens,
+        "prefix_share": p.prefix_share,
+        "budget": p.max_num_batched_tokens,
+        "prompt_tokens": p.prompt_tokens,
+        "follow": follow,
+        "notes": notes,
         "metrics": {
-            **{k: float(follow[k]) for k in ("ttft_s", "e2e_s", "queue_s", "num_prefill_chunks", "num_preemptions", "blocks_allocated")},
-            "weight_bytes_share": point["weight_share"], "prefill_share": point["prefill_share"],
-            "prefix_saving_share": point["prefix_saving"], "compute_share": point["compute_share"], "kv_capacity_use": point["kv_use"],
+            **{
+                k: float(follow[k])
+                for k in ("ttft_s", "e2e_s", "queue_s", "num_prefill_chunks", "num_preemptions", "blocks_allocated")
+            },
+            "weight_bytes_share": point["weight_share"],
+            "prefill_share": point["prefill_share"],
+            "prefix_saving_share": point["prefix_saving"],
+            "compute_share": point["compute_share"],
+            "kv_capacity_use": point["kv_use"],
         },
     }
 
@@ -219,26 +276,71 @@ def _request_figure(r: dict[str, Any]) -> dict[str, Any]:
     for i, (key, name) in enumerate(names.items()):
         segs = [(a, b) for k, a, b in f["phases"] if k == key]
         if segs:
-            data.append({
-                "type": "bar", "orientation": "h", "name": name, "y": [lane] * len(segs), "base": [a for a, _ in segs],
-                "x": [b - a for a, b in segs], "yaxis": "y", "marker": {"color": PALETTE[(3, 1, 0, 6)[i]], "pattern": {"shape": ("", "/", "x", ".")[i]}, "line": {"color": "#ffffff", "width": 0.5}},
-                "text": [f"{name}: {a:.3f} s to {b:.3f} s" for a, b in segs], "textposition": "none", "hovertemplate": "%{text}<extra></extra>",
-            })
+            data.append(
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "name": name,
+                    "y": [lane] * len(segs),
+                    "base": [a for a, _ in segs],
+                    "x": [b - a for a, b in segs],
+                    "yaxis": "y",
+                    "marker": {
+                        "color": PALETTE[(3, 1, 0, 6)[i]],
+                        "pattern": {"shape": ("", "/", "x", ".")[i]},
+                        "line": {"color": "#ffffff", "width": 0.5},
+                    },
+                    "text": [f"{name}: {a:.3f} s to {b:.3f} s" for a, b in segs],
+                    "textposition": "none",
+                    "hovertemplate": "%{text}<extra></extra>",
+                }
+            )
     marks = [(t, w.replace("_", " ")) for t, w, _ in f["events"] if w != "chunk"]
     shown = ("first token", "preempt", "recomputed", "finish")
-    data.append({"type": "scatter", "mode": "markers+text", "x": [t for t, _ in marks], "y": [lane] * len(marks), "name": "Events", "showlegend": False,
-                 "text": [w if w in shown and all(w != v for _, v in marks[:i]) else "" for i, (_, w) in enumerate(marks)], "hovertext": [f"{w} at {t:.3f} s" for t, w in marks], "hoverinfo": "text",
-                 "textposition": "top center", "marker": {"color": "#000000", "symbol": "line-ns-open", "size": 18}})
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers+text",
+            "x": [t for t, _ in marks],
+            "y": [lane] * len(marks),
+            "name": "Events",
+            "showlegend": False,
+            "text": [w if w in shown and all(w != v for _, v in marks[:i]) else "" for i, (_, w) in enumerate(marks)],
+            "hovertext": [f"{w} at {t:.3f} s" for t, w in marks],
+            "hoverinfo": "text",
+            "textposition": "top center",
+            "marker": {"color": "#000000", "symbol": "line-ns-open", "size": 18},
+        }
+    )
     s = f["series"]
     data.append(line([x[0] for x in s], [x[1] for x in s], "KV blocks in use (share)", 2, shape="hv", yaxis="y2"))
     data.append(line([x[0] for x in s], [x[2] for x in s], "Sequences running", 4, shape="hv", yaxis="y3"))
-    return make_figure(data, layout(
-        f"One {r['prompt_tokens']:,}-token request among background traffic ({r['budget']:,}-token step budget)", "Time (s)", "",
-        xaxis={"range": f["window"], "anchor": "y2"}, yaxis={"domain": [0.7, 1.0], "title": {"text": ""}},
-        yaxis2={"domain": [0.0, 0.58], "range": [0, 1.05], "title": {"text": "KV blocks in use"}, "tickformat": ".0%", "anchor": "x"},
-        yaxis3={"overlaying": "y2", "side": "right", "title": {"text": "Sequences running"}, "rangemode": "tozero", "tickformat": ",d", "automargin": True},
-        barmode="overlay",
-    ))
+    return make_figure(
+        data,
+        layout(
+            f"One {r['prompt_tokens']:,}-token request among background traffic ({r['budget']:,}-token step budget)",
+            "Time (s)",
+            "",
+            xaxis={"range": f["window"], "anchor": "y2"},
+            yaxis={"domain": [0.7, 1.0], "title": {"text": ""}},
+            yaxis2={
+                "domain": [0.0, 0.58],
+                "range": [0, 1.05],
+                "title": {"text": "KV blocks in use"},
+                "tickformat": ".0%",
+                "anchor": "x",
+            },
+            yaxis3={
+                "overlaying": "y2",
+                "side": "right",
+                "title": {"text": "Sequences running"},
+                "rangemode": "tozero",
+                "tickformat": ",d",
+                "automargin": True,
+            },
+            barmode="overlay",
+        ),
+    )
 
 
 def _points_figure(r: dict[str, Any]) -> dict[str, Any]:
@@ -248,20 +350,47 @@ def _points_figure(r: dict[str, Any]) -> dict[str, Any]:
         if not pts:
             continue
         color = "#bbbbbb" if key == "none" else PALETTE[(i - 1) % len(PALETTE)]
-        data.append({
-            "type": "scatter", "mode": "markers", "name": name, "x": [g["batch"] for g in pts], "y": [g["context"] for g in pts],
-            "marker": {"color": color, "symbol": "x-thin-open" if key == "none" else MARKERS[i % len(MARKERS)], "size": 15},
-            "text": [f"weights {g['weight_share']:.0%} of decode bytes, prefill {g['prefill_share']:.0%} of GPU time, compute-bound {g['compute_share']:.0%}, prefix saves {g['prefix_saving']:.0%}, KV {g['kv_use']:.0%} of memory" for g in pts],
-            "hovertemplate": "batch %{x}, prompt %{y:,} tokens<br>%{text}<extra></extra>",
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": name,
+                "x": [g["batch"] for g in pts],
+                "y": [g["context"] for g in pts],
+                "marker": {
+                    "color": color,
+                    "symbol": "x-thin-open" if key == "none" else MARKERS[i % len(MARKERS)],
+                    "size": 15,
+                },
+                "text": [
+                    f"weights {g['weight_share']:.0%} of decode bytes, prefill {g['prefill_share']:.0%} of GPU time, compute-bound {g['compute_share']:.0%}, prefix saves {g['prefix_saving']:.0%}, KV {g['kv_use']:.0%} of memory"
+                    for g in pts
+                ],
+                "hovertemplate": "batch %{x}, prompt %{y:,} tokens<br>%{text}<extra></extra>",
+            }
+        )
     pt = r["point"]
-    data.append({"type": "scatter", "mode": "markers", "name": f"Marked: batch {pt['batch']}, {pt['context']:,} tokens", "x": [pt["batch"]], "y": [pt["context"]],
-                 "marker": {"color": "#000000", "size": 28, "line": {"width": 2.5}, "symbol": "circle-open"}, "hoverinfo": "skip"})
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": f"Marked: batch {pt['batch']}, {pt['context']:,} tokens",
+            "x": [pt["batch"]],
+            "y": [pt["context"]],
+            "marker": {"color": "#000000", "size": 28, "line": {"width": 2.5}, "symbol": "circle-open"},
+            "hoverinfo": "skip",
+        }
+    )
     lay = layout(
         "Which organising bet pays where",
-        "Batch size (sequences decoding together)", "Prompt length (tokens)",
+        "Batch size (sequences decoding together)",
+        "Prompt length (tokens)",
         xaxis={"type": "log", "tickvals": list(BATCHES), "ticktext": [f"{b:,}" for b in BATCHES]},
-        yaxis={"type": "log", "tickvals": list(CONTEXTS), "ticktext": [f"{c // 1024}k" if c >= 1024 else str(c) for c in CONTEXTS]},
+        yaxis={
+            "type": "log",
+            "tickvals": list(CONTEXTS),
+            "ticktext": [f"{c // 1024}k" if c >= 1024 else str(c) for c in CONTEXTS],
+        },
         margin={"t": 70},
     )
     # A subtitle, not <sub> markup: plotly writes that as a style attribute, which the CSP refuses.

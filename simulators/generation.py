@@ -48,9 +48,18 @@ METRICS = {
 # A fixed next-token distribution for the sampling demo: continuations of
 # "The running example asks the model to explain why decoding is" with illustrative logits.
 CANDIDATES = (
-    (" memory", 4.1), (" slow", 3.6), (" bandwidth", 3.3), (" sequential", 2.9), (" expensive", 2.6),
-    (" bound", 2.2), (" limited", 1.9), (" hard", 1.4), (" costly", 1.1), (" serial", 0.9),
-    (" tricky", 0.2), (" purple", -1.5),
+    (" memory", 4.1),
+    (" slow", 3.6),
+    (" bandwidth", 3.3),
+    (" sequential", 2.9),
+    (" expensive", 2.6),
+    (" bound", 2.2),
+    (" limited", 1.9),
+    (" hard", 1.4),
+    (" costly", 1.1),
+    (" serial", 0.9),
+    (" tricky", 0.2),
+    (" purple", -1.5),
 )
 NUM_DRAWS = 1000
 MAX_TIMELINE_POINTS = 200
@@ -61,13 +70,19 @@ class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
     # Prompt length: processed in one prefill pass.
-    prompt_tokens: int = param(running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True)
+    prompt_tokens: int = param(
+        running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True
+    )
     # Output length: one decode pass each after the first.
-    output_tokens: int = param(running_example()["output_tokens"], label="Output", unit="tokens", min=1, max=50_000, step=1, log=True)
+    output_tokens: int = param(
+        running_example()["output_tokens"], label="Output", unit="tokens", min=1, max=50_000, step=1, log=True
+    )
     # Identical requests sharing every forward pass.
     batch_size: int = param(1, label="Batch size", unit="requests", min=1, max=1024, step=1, log=True)
     weight_dtype: str = param(running_example()["weight_dtype"], label="Weight format", choices=dtype_choices())
-    kv_dtype: str = param(running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
+    kv_dtype: str = param(
+        running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4")
+    )
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     # Sampling demo: temperature divides the logits; 0 means greedy.
@@ -76,7 +91,9 @@ class Params:
     top_k: int = param(0, label="Top-k", min=0, max=len(CANDIDATES), step=1)
     # Keep the smallest set of tokens whose probability adds up to p (1 = off).
     top_p: float = param(1.0, label="Top-p", min=0.01, max=1.0, step=0.01)
-    view: str = param("timeline", label="Chart", choices=[("timeline", "Tokens over time"), ("sampling", "Next-token sampling")])
+    view: str = param(
+        "timeline", label="Chart", choices=[("timeline", "Tokens over time"), ("sampling", "Next-token sampling")]
+    )
 
     def check(self) -> None:
         m = resolve_model(self.model)
@@ -132,13 +149,23 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     entropy = -sum(q * math.log2(q) for q in probs if q > 0)
     notes = []
     if not prefill.compute_known:
-        notes.append(f"{gpu.name} publishes no matrix throughput: times are memory-bound floors, and prefill is surely slower.")
+        notes.append(
+            f"{gpu.name} publishes no matrix throughput: times are memory-bound floors, and prefill is surely slower."
+        )
     return {
-        "model": m.name, "gpu": gpu.name, "view": p.view, "batch_size": p.batch_size,
-        "prompt_tokens": p.prompt_tokens, "output_tokens": p.output_tokens,
-        "prefill_bound": prefill.bound, "decode_bound": first.bound,
-        "token_times_s": [times[i] for i in idx], "token_index": [i + 1 for i in idx],
-        "candidates": [tok for tok, _ in CANDIDATES], "probabilities": probs, "draw_counts": counts,
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "batch_size": p.batch_size,
+        "prompt_tokens": p.prompt_tokens,
+        "output_tokens": p.output_tokens,
+        "prefill_bound": prefill.bound,
+        "decode_bound": first.bound,
+        "token_times_s": [times[i] for i in idx],
+        "token_index": [i + 1 for i in idx],
+        "candidates": [tok for tok, _ in CANDIDATES],
+        "probabilities": probs,
+        "draw_counts": counts,
         "notes": notes,
         "metrics": {
             "ttft_s": ttft,
@@ -171,13 +198,20 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         line([0, ttft], [0, 0], "Prefill (nothing streamed yet)", 1),
         line(r["token_times_s"], r["token_index"], "Tokens streamed", 0),
     ]
-    return make_figure(data, layout(f"One request on {r['gpu']}: {r['model']}", "Time since the request arrived (s)", "Output tokens received"))
+    return make_figure(
+        data,
+        layout(
+            f"One request on {r['gpu']}: {r['model']}", "Time since the request arrived (s)", "Output tokens received"
+        ),
+    )
 
 
 def summary(r: dict[str, Any]) -> str:
     m = r["metrics"]
     if r["view"] == "sampling":
-        kept = ", ".join(f"{tok.strip()} {q:.0%}" for tok, q in zip(r["candidates"], r["probabilities"], strict=True) if q > 0.005)
+        kept = ", ".join(
+            f"{tok.strip()} {q:.0%}" for tok, q in zip(r["candidates"], r["probabilities"], strict=True) if q > 0.005
+        )
         return f"Sampling keeps {m['sample_candidates']} candidate tokens (entropy {m['sample_entropy_bits']:.2f} bits): {kept}."
     text = (
         f"{r['model']} on {r['gpu']}, batch {r['batch_size']}: prefill of {r['prompt_tokens']:,} tokens is "

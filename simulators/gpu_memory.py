@@ -91,11 +91,17 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     bars = []
     for n in range(1, MAX_GPUS + 1):
         f = cm.memory_fit(m, gpu, num_gpus=n, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
-        bars.append({
-            "capacity": f.capacity_bytes, "weights": f.weight_bytes, "activations": f.activation_bytes,
-            "kv_budget": f.kv_bytes, "reserve": f.capacity_bytes - f.usable_bytes,
-            "fits": f.fits and demand <= f.kv_bytes, "kv_token_capacity": f.kv_token_capacity,
-        })
+        bars.append(
+            {
+                "capacity": f.capacity_bytes,
+                "weights": f.weight_bytes,
+                "activations": f.activation_bytes,
+                "kv_budget": f.kv_bytes,
+                "reserve": f.capacity_bytes - f.usable_bytes,
+                "fits": f.fits and demand <= f.kv_bytes,
+                "kv_token_capacity": f.kv_token_capacity,
+            }
+        )
     chosen = bars[p.num_gpus - 1]
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, "eff": cm.IDEAL}
     path = cm.matmul_path(gpu, p.weight_dtype)
@@ -126,12 +132,24 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     if path != cm.precision(p.weight_dtype).tensor_core:
         notes.append(f"{gpu.name} has no {p.weight_dtype} tensor-core path: the matmuls run on its bf16 tensor cores.")
     return {
-        "model": m.name, "gpu": gpu.name, "view": p.view, "weight_dtype": p.weight_dtype, "matmul_path": path,
-        "batch_size": p.batch_size, "context_tokens": p.context_tokens, "num_gpus": p.num_gpus,
-        "bandwidth_GBps": gpu.hbm_bandwidth_GBps, "peak_tflops": peak or 0.0,
-        "bars": bars, "prefill_point": _point(prefill), "decode_point": _point(decode),
-        "prefill_bound": prefill.bound, "decode_bound": decode.bound,
-        "decode_trail": trail, "decode_trail_batches": list(DECODE_TRAIL), "notes": notes,
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "weight_dtype": p.weight_dtype,
+        "matmul_path": path,
+        "batch_size": p.batch_size,
+        "context_tokens": p.context_tokens,
+        "num_gpus": p.num_gpus,
+        "bandwidth_GBps": gpu.hbm_bandwidth_GBps,
+        "peak_tflops": peak or 0.0,
+        "bars": bars,
+        "prefill_point": _point(prefill),
+        "decode_point": _point(decode),
+        "prefill_bound": prefill.bound,
+        "decode_bound": decode.bound,
+        "decode_trail": trail,
+        "decode_trail_batches": list(DECODE_TRAIL),
+        "notes": notes,
         "metrics": {
             "weights_GB": chosen["weights"] / cm.GB,
             "activations_GB": chosen["activations"] / cm.GB,
@@ -177,20 +195,34 @@ def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
     points = [r["prefill_point"], r["decode_point"], *r["decode_trail"]]
     lo = min(0.5, min(i for i, _ in points) / 2)
     hi = max(1e4, max(i for i, _ in points) * 2, ridge * 4)
-    data = [line([lo, ridge or hi], [bw * lo, bw * (ridge or hi)], f"Bandwidth slope: {r['bandwidth_GBps']:,.0f} GB/s", 0)]
+    data = [
+        line([lo, ridge or hi], [bw * lo, bw * (ridge or hi)], f"Bandwidth slope: {r['bandwidth_GBps']:,.0f} GB/s", 0)
+    ]
     if ridge:
         data.append(line([ridge, hi], [peak, peak], f"Compute roof: {peak:,.0f} TFLOP/s ({r['matmul_path']})", 1))
     data += [
-        line([i for i, _ in r["decode_trail"]], [t for _, t in r["decode_trail"]], "Decode, batch 1 to 4,096", 2,
-             mode="lines+markers", text=[f"batch {b:,}" for b in r["decode_trail_batches"]]),
+        line(
+            [i for i, _ in r["decode_trail"]],
+            [t for _, t in r["decode_trail"]],
+            "Decode, batch 1 to 4,096",
+            2,
+            mode="lines+markers",
+            text=[f"batch {b:,}" for b in r["decode_trail_batches"]],
+        ),
         markers([r["decode_point"][0]], [r["decode_point"][1]], f"Decode, batch {r['batch_size']:,}", 3),
         markers([r["prefill_point"][0]], [r["prefill_point"][1]], f"Prefill, {r['context_tokens']:,} tokens", 4),
     ]
     title = f"Roofline of {r['gpu']}" + (f": ridge at {ridge:,.1f} FLOP/B" if ridge else ": no published FLOPs")
-    return make_figure(data, layout(
-        title, "Arithmetic intensity (FLOP per byte moved)", "Attainable TFLOP/s",
-        xaxis={"type": "log"}, yaxis={"type": "log"},
-    ))
+    return make_figure(
+        data,
+        layout(
+            title,
+            "Arithmetic intensity (FLOP per byte moved)",
+            "Attainable TFLOP/s",
+            xaxis={"type": "log"},
+            yaxis={"type": "log"},
+        ),
+    )
 
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:
@@ -211,7 +243,9 @@ def summary(r: dict[str, Any]) -> str:
     text += f"A batch of {r['batch_size']:,} needs {m['kv_demand_GB']:.1f} GB of KV cache: it " + (
         "fits" if m["fits"] else "does not fit"
     )
-    text += f"; the fewest GPUs that fit it: {m['min_gpus_to_fit']}." if m["min_gpus_to_fit"] else "; not even on 8 GPUs."
+    text += (
+        f"; the fewest GPUs that fit it: {m['min_gpus_to_fit']}." if m["min_gpus_to_fit"] else "; not even on 8 GPUs."
+    )
     if r["view"] == "roofline":
         text += f" Prefill runs at {m['prefill_intensity']:,.0f} FLOP/B, decode at batch {r['batch_size']:,} at "
         text += f"{m['decode_intensity']:,.1f} FLOP/B."

@@ -55,7 +55,9 @@ class Params:
     # GPUs the model is split over (tensor parallel): their memory adds up.
     num_gpus: int = param(1, label="GPUs", min=1, max=8, step=1)
     # Which chart: the memory bill, or the work with and without a cache.
-    view: str = param("memory", label="Chart", choices=[("memory", "Memory per sequence"), ("work", "Work with vs without a cache")])
+    view: str = param(
+        "memory", label="Chart", choices=[("memory", "Memory per sequence"), ("work", "Work with vs without a cache")]
+    )
 
 
 def _variants(m: Model) -> dict[str, Model]:
@@ -69,8 +71,11 @@ def _variants(m: Model) -> dict[str, Model]:
         f"GQA ({gqa_heads} KV heads)": dataclasses.replace(std, num_kv_heads=gqa_heads),
         "MQA (1 KV head)": dataclasses.replace(std, num_kv_heads=1),
         "MLA (512 + 64 latent)": dataclasses.replace(
-            m, kv_lora_rank=m.kv_lora_rank or MLA_LATENT, qk_rope_head_dim=m.qk_rope_head_dim or MLA_ROPE,
-            qk_nope_head_dim=m.qk_nope_head_dim or m.head_dim, v_head_dim=m.v_head_dim or m.head_dim,
+            m,
+            kv_lora_rank=m.kv_lora_rank or MLA_LATENT,
+            qk_rope_head_dim=m.qk_rope_head_dim or MLA_ROPE,
+            qk_nope_head_dim=m.qk_nope_head_dim or m.head_dim,
+            v_head_dim=m.v_head_dim or m.head_dim,
         ),
     }
 
@@ -100,15 +105,27 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     if p.context_tokens > m.max_context_tokens:
         notes.append(f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer is extrapolation.")
     if m.sliding_window:
-        notes.append(f"{m.name} uses a {m.sliding_window:,}-token sliding window, so a sequence holds at most that many tokens of cache.")
+        notes.append(
+            f"{m.name} uses a {m.sliding_window:,}-token sliding window, so a sequence holds at most that many tokens of cache."
+        )
     return {
-        "model": m.name, "gpu": gpu.name, "attention": m.attention, "kv_dtype": p.kv_dtype,
-        "context_tokens": p.context_tokens, "num_gpus": p.num_gpus, "view": p.view,
-        "grid_tokens": grid, "variants": variants,
+        "model": m.name,
+        "gpu": gpu.name,
+        "attention": m.attention,
+        "kv_dtype": p.kv_dtype,
+        "context_tokens": p.context_tokens,
+        "num_gpus": p.num_gpus,
+        "view": p.view,
+        "grid_tokens": grid,
+        "variants": variants,
         "kv_budget_GiB": max(fit.kv_bytes, 0) / cm.GiB,
         "work_grid_tokens": grid,
-        "work_with_cache": [cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=True) for c in grid],
-        "work_without_cache": [cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=False) for c in grid],
+        "work_with_cache": [
+            cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=True) for c in grid
+        ],
+        "work_without_cache": [
+            cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=False) for c in grid
+        ],
         "notes": notes,
         "metrics": {
             "kv_bytes_per_token": per_token,
@@ -131,11 +148,22 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
             line(x, [f / 1e12 for f in r["work_with_cache"]], "With a KV cache (linear)", 0),
             line(x, [f / 1e12 for f in r["work_without_cache"]], "Recomputing every step (quadratic)", 1),
         ]
-        return make_figure(data, layout(f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis={"type": "log"}))
+        return make_figure(
+            data, layout(f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis={"type": "log"})
+        )
     data = [line(r["grid_tokens"], v["GiB"], name, i) for i, (name, v) in enumerate(r["variants"].items())]
     budget = r["kv_budget_GiB"]
-    data.append(line([r["grid_tokens"][0], r["grid_tokens"][-1]], [budget, budget], f"KV budget on {r['num_gpus']} x {r['gpu']}", 6))
-    return make_figure(data, layout(f"KV cache per sequence, {r['model']} ({r['kv_dtype']})", "Context (tokens)", "GiB per sequence"))
+    data.append(
+        line(
+            [r["grid_tokens"][0], r["grid_tokens"][-1]],
+            [budget, budget],
+            f"KV budget on {r['num_gpus']} x {r['gpu']}",
+            6,
+        )
+    )
+    return make_figure(
+        data, layout(f"KV cache per sequence, {r['model']} ({r['kv_dtype']})", "Context (tokens)", "GiB per sequence")
+    )
 
 
 def summary(r: dict[str, Any]) -> str:

@@ -82,7 +82,16 @@ class Params:
     slo_tpot_s: float = param(0.05, label="SLO: TPOT", unit="s", min=0.001, max=1.0, step=0.001, log=True)
     # Share of the first (and of the last) arrivals left out of the statistics.
     warmup_fraction: float = param(0.1, label="Warm-up and cool-down", min=0.0, max=0.4, step=0.05)
-    view: str = param("knee", label="Chart", choices=[("knee", "Open vs closed loop"), ("goodput", "Goodput vs offered load"), ("lengths", "Fixed vs heavy-tailed lengths"), ("percentiles", "Mean vs percentiles")])
+    view: str = param(
+        "knee",
+        label="Chart",
+        choices=[
+            ("knee", "Open vs closed loop"),
+            ("goodput", "Goodput vs offered load"),
+            ("lengths", "Fixed vs heavy-tailed lengths"),
+            ("percentiles", "Mean vs percentiles"),
+        ],
+    )
 
     def check(self) -> None:
         why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
@@ -115,7 +124,15 @@ def _served_memo(p: Params, spec: EngineSpec, seed: int) -> ServedMemo:
 
 def _point(r: LoadRun) -> dict[str, float]:
     m = r.metrics
-    return {"offered": r.rate, "throughput": m["request_throughput_per_s"], "ttft_p50": m["ttft_s_p50"], "ttft_p99": m["ttft_s_p99"], "goodput": m["goodput_per_s"], "tpot_p99": m["tpot_s_p99"], "e2e_p99": m["e2e_s_p99"]}
+    return {
+        "offered": r.rate,
+        "throughput": m["request_throughput_per_s"],
+        "ttft_p50": m["ttft_s_p50"],
+        "ttft_p99": m["ttft_s_p99"],
+        "goodput": m["goodput_per_s"],
+        "tpot_p99": m["tpot_s_p99"],
+        "e2e_p99": m["e2e_s_p99"],
+    }
 
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
@@ -133,7 +150,14 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
     closed = served.run("concurrent", lengths, users=p.users, **kw)
-    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "view": p.view, "rate_per_s": p.rate_per_s, "users": p.users, "lengths": p.lengths}
+    out: dict[str, Any] = {
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "rate_per_s": p.rate_per_s,
+        "users": p.users,
+        "lengths": p.lengths,
+    }
     runs = [top, at_rate, closed]
     cap = top.metrics["steady_throughput_per_s"]
     if p.view in ("knee", "goodput", "lengths"):
@@ -146,14 +170,20 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             other = _lengths("fixed" if p.lengths == "azure" else "azure")
             out["other"] = [_point(served.run("poisson", other, rate=f * cap, **kw)) for f in FRACTIONS]
     a = at_rate.metrics
-    out["percentiles"] = {k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")}
+    out["percentiles"] = {
+        k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")
+    }
     out["guidellm"] = [guidellm_record(r) for r in runs]
     out["csv"] = to_csv(runs)
     out["metrics"] = {
         "max_throughput_per_s": cap,
-        "ttft_s_mean": a["ttft_s_mean"], "ttft_s_p50": a["ttft_s_p50"], "ttft_s_p99": a["ttft_s_p99"],
-        "tpot_s_mean": a["tpot_s_mean"], "tpot_s_p99": a["tpot_s_p99"],
-        "goodput_per_s": a["goodput_per_s"], "slo_attainment": a["slo_attainment"],
+        "ttft_s_mean": a["ttft_s_mean"],
+        "ttft_s_p50": a["ttft_s_p50"],
+        "ttft_s_p99": a["ttft_s_p99"],
+        "tpot_s_mean": a["tpot_s_mean"],
+        "tpot_s_p99": a["tpot_s_p99"],
+        "goodput_per_s": a["goodput_per_s"],
+        "slo_attainment": a["slo_attainment"],
         "request_throughput_per_s": a["request_throughput_per_s"],
         "ttft_s_p99_warmup_kept": kept.metrics["ttft_s_p99"],
         "request_throughput_warmup_kept_per_s": kept.metrics["request_throughput_per_s"],
@@ -171,29 +201,79 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     v = r["view"]
     if v == "percentiles":
         labels = ["mean", "p50", "p90", "p99"]
-        data = [bar(labels, [x * 1e3 for x in r["percentiles"][k]], name, i) for i, (k, name) in enumerate((("ttft_s", "TTFT"), ("tpot_s", "TPOT")))]
-        return make_figure(data, layout(f"Mean vs percentiles at {r['rate_per_s']:g} req/s", "Statistic", "Milliseconds", barmode="group", yaxis={"type": "log"}))
+        data = [
+            bar(labels, [x * 1e3 for x in r["percentiles"][k]], name, i)
+            for i, (k, name) in enumerate((("ttft_s", "TTFT"), ("tpot_s", "TPOT")))
+        ]
+        return make_figure(
+            data,
+            layout(
+                f"Mean vs percentiles at {r['rate_per_s']:g} req/s",
+                "Statistic",
+                "Milliseconds",
+                barmode="group",
+                yaxis={"type": "log"},
+            ),
+        )
     o = r["open"]
     if v == "goodput":
         data = [
             line([x["offered"] for x in o], [x["throughput"] for x in o], "Throughput", 0, mode="lines+markers"),
-            line([x["offered"] for x in o], [x["goodput"] for x in o], "Goodput (requests meeting the SLO)", 1, mode="lines+markers"),
+            line(
+                [x["offered"] for x in o],
+                [x["goodput"] for x in o],
+                "Goodput (requests meeting the SLO)",
+                1,
+                mode="lines+markers",
+            ),
         ]
-        return make_figure(data, layout("Goodput vs offered load (open loop, Poisson)", "Offered rate (req/s)", "Requests per second"))
+        return make_figure(
+            data, layout("Goodput vs offered load (open loop, Poisson)", "Offered rate (req/s)", "Requests per second")
+        )
     if v == "lengths":
         names = {"azure": "Heavy-tailed lengths (Azure lognormal)", "fixed": "Fixed lengths (same means)"}
         other = "fixed" if r["lengths"] == "azure" else "azure"
         data = [
             line([x["offered"] for x in o], [x["ttft_p99"] for x in o], names[r["lengths"]], 0, mode="lines+markers"),
-            line([x["offered"] for x in r["other"]], [x["ttft_p99"] for x in r["other"]], names[other], 1, mode="lines+markers"),
+            line(
+                [x["offered"] for x in r["other"]],
+                [x["ttft_p99"] for x in r["other"]],
+                names[other],
+                1,
+                mode="lines+markers",
+            ),
         ]
-        return make_figure(data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis={"type": "log"}))
+        return make_figure(
+            data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis={"type": "log"})
+        )
     c = r["closed"]
     data = [
-        line([x["throughput"] for x in o], [x["ttft_p99"] for x in o], "Open loop (Poisson rate sweep)", 0, mode="lines+markers", text=[f"{x['offered']:.1f} req/s offered" for x in o]),
-        line([x["throughput"] for x in c], [x["ttft_p99"] for x in c], "Closed loop (1-128 users)", 1, mode="lines+markers", text=[f"{u} users" for u in USERS]),
+        line(
+            [x["throughput"] for x in o],
+            [x["ttft_p99"] for x in o],
+            "Open loop (Poisson rate sweep)",
+            0,
+            mode="lines+markers",
+            text=[f"{x['offered']:.1f} req/s offered" for x in o],
+        ),
+        line(
+            [x["throughput"] for x in c],
+            [x["ttft_p99"] for x in c],
+            "Closed loop (1-128 users)",
+            1,
+            mode="lines+markers",
+            text=[f"{u} users" for u in USERS],
+        ),
     ]
-    return make_figure(data, layout("Open loop shows the knee; closed loop hides it", "Achieved throughput (req/s)", "TTFT p99 (s)", yaxis={"type": "log"}))
+    return make_figure(
+        data,
+        layout(
+            "Open loop shows the knee; closed loop hides it",
+            "Achieved throughput (req/s)",
+            "TTFT p99 (s)",
+            yaxis={"type": "log"},
+        ),
+    )
 
 
 def summary(r: dict[str, Any]) -> str:

@@ -35,7 +35,9 @@ from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 
 TITLE = "Paged KV cache vs contiguous reservation"
-DESCRIPTION = "How much reserved KV memory holds real tokens, and how many requests fit, with max-length slabs or small blocks."
+DESCRIPTION = (
+    "How much reserved KV memory holds real tokens, and how many requests fit, with max-length slabs or small blocks."
+)
 METRICS = {
     "kv_utilization_contiguous": ("Contiguous: reserved KV holding tokens", ""),
     "kv_utilization_paged": ("Paged: reserved KV holding tokens", ""),
@@ -63,7 +65,15 @@ class Params:
     num_requests: int = param(150, label="Requests", min=10, max=2000, step=10, log=True)
     rate_per_s: float = param(20.0, label="Arrival rate", unit="req/s", min=0.1, max=500.0, step=0.1, log=True)
     lengths: str = param("sharegpt", label="Lengths", choices=LENGTHS)
-    view: str = param("memory", label="Chart", choices=[("memory", "Reserved vs used KV over time"), ("blocks", "Block tables"), ("block_size", "Block-size trade-off")])
+    view: str = param(
+        "memory",
+        label="Chart",
+        choices=[
+            ("memory", "Reserved vs used KV over time"),
+            ("blocks", "Block tables"),
+            ("block_size", "Block-size trade-off"),
+        ],
+    )
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -115,9 +125,15 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     kept = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
     table = [r.prompt_tokens + r.output_tokens // 2 for r in kept]
     return {
-        "model": m.name, "gpu": gpu.name, "view": p.view, "block_size": p.block_size,
-        "max_model_len": p.max_model_len, "contiguous": contiguous, "paged": paged,
-        "block_sweep": sweep, "table_tokens": table,
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "block_size": p.block_size,
+        "max_model_len": p.max_model_len,
+        "contiguous": contiguous,
+        "paged": paged,
+        "block_sweep": sweep,
+        "table_tokens": table,
         "metrics": {
             "kv_utilization_contiguous": contiguous["utilization"],
             "kv_utilization_paged": paged["utilization"],
@@ -150,9 +166,25 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
     hover = "%{customdata}: %{x:.2f} blocks<extra>%{fullData.name}</extra>"
     data = [
         bar(held, rows, "Holding tokens", 0, orientation="h", customdata=labels, hovertemplate=hover),
-        bar(empty_last, rows, "Empty slots in the last block", 1, orientation="h", customdata=labels, hovertemplate=hover),
-        bar(unused, rows, "Reserved, never written (contiguous)", 5, orientation="h", customdata=labels, hovertemplate=hover,
-            marker={"color": "#d9d9d9", "pattern": {"shape": "."}}),
+        bar(
+            empty_last,
+            rows,
+            "Empty slots in the last block",
+            1,
+            orientation="h",
+            customdata=labels,
+            hovertemplate=hover,
+        ),
+        bar(
+            unused,
+            rows,
+            "Reserved, never written (contiguous)",
+            5,
+            orientation="h",
+            customdata=labels,
+            hovertemplate=hover,
+            marker={"color": "#d9d9d9", "pattern": {"shape": "."}},
+        ),
     ]
     if width <= 256:
         xs: list[float | None] = []
@@ -161,11 +193,22 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
             for k in range(1, round(h + e + u)):
                 xs += [k, k, None]
                 ys += [row - 0.4, row + 0.4, None]
-        data.append(line(xs, ys, "Block boundaries", 6, showlegend=False, hoverinfo="skip", line={"color": "#ffffff", "width": 1}))
-    return make_figure(data, layout(
-        f"Block tables: {bs}-token blocks, {width} blocks per {r['max_model_len']:,}-token reservation", "Blocks", "",
-        barmode="stack", bargap=0.2, yaxis={"autorange": "reversed", "tickvals": rows, "ticktext": labels},
-    ))
+        data.append(
+            line(
+                xs, ys, "Block boundaries", 6, showlegend=False, hoverinfo="skip", line={"color": "#ffffff", "width": 1}
+            )
+        )
+    return make_figure(
+        data,
+        layout(
+            f"Block tables: {bs}-token blocks, {width} blocks per {r['max_model_len']:,}-token reservation",
+            "Blocks",
+            "",
+            barmode="stack",
+            bargap=0.2,
+            yaxis={"autorange": "reversed", "tickvals": rows, "ticktext": labels},
+        ),
+    )
 
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:
@@ -173,15 +216,39 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         return _table_figure(r)
     if r["view"] == "block_size":
         xs = [s["block_size"] for s in r["block_sweep"]]
-        data = [line(xs, [s["utilization"] for s in r["block_sweep"]], "Paged: share of reserved KV holding tokens", 0, mode="lines+markers")]
+        data = [
+            line(
+                xs,
+                [s["utilization"] for s in r["block_sweep"]],
+                "Paged: share of reserved KV holding tokens",
+                0,
+                mode="lines+markers",
+            )
+        ]
         data.append(line(xs, [r["metrics"]["kv_utilization_contiguous"]] * len(xs), "Contiguous reservation", 1))
-        return make_figure(data, layout("Block size trade-off", "Block size (tokens)", "KV utilisation", xaxis={"type": "log"}, yaxis={"range": [0, 1.02]}))
+        return make_figure(
+            data,
+            layout(
+                "Block size trade-off",
+                "Block size (tokens)",
+                "KV utilisation",
+                xaxis={"type": "log"},
+                yaxis={"range": [0, 1.02]},
+            ),
+        )
     data = []
     for i, (name, key) in enumerate((("Contiguous", "contiguous"), ("Paged", "paged"))):
         s = r[key]["series"]
         data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, shape="hv"))
         data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, shape="hv"))
-    return make_figure(data, layout(f"KV reserved vs used ({r['max_model_len']:,}-token reservations, {r['block_size']}-token blocks)", "Time (s)", "Tokens"))
+    return make_figure(
+        data,
+        layout(
+            f"KV reserved vs used ({r['max_model_len']:,}-token reservations, {r['block_size']}-token blocks)",
+            "Time (s)",
+            "Tokens",
+        ),
+    )
 
 
 def summary(r: dict[str, Any]) -> str:

@@ -57,8 +57,15 @@ def param(
 ) -> Any:
     """A dataclass field with UI metadata. `custom` ("model" or "gpu") also accepts an object."""
     meta = {
-        "label": label, "unit": unit, "min": min, "max": max, "step": step,
-        "choices": choices, "help": help, "custom": custom, "log": log,
+        "label": label,
+        "unit": unit,
+        "min": min,
+        "max": max,
+        "step": step,
+        "choices": choices,
+        "help": help,
+        "custom": custom,
+        "log": log,
     }
     return dataclasses.field(default=default, metadata=meta)
 
@@ -85,7 +92,10 @@ def model_param(**kw: Any) -> Any:
 
 
 def gpu_param(**kw: Any) -> Any:
-    kw.setdefault("help", "A catalogue GPU, or (API and tools) an object with memory_GiB, hbm_bandwidth_GBps and dense_bf16_tflops.")
+    kw.setdefault(
+        "help",
+        "A catalogue GPU, or (API and tools) an object with memory_GiB, hbm_bandwidth_GBps and dense_bf16_tflops.",
+    )
     return param(catalog.running_example()["gpu"], label="GPU", choices=gpu_choices, custom="gpu", **kw)
 
 

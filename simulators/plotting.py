@@ -29,7 +29,11 @@ def line(x: list[Any], y: list[Any], name: str, i: int = 0, shape: str = "linear
 
 def markers(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
     trace = {
-        "type": "scatter", "mode": "markers+text", "x": x, "y": y, "name": name,
+        "type": "scatter",
+        "mode": "markers+text",
+        "x": x,
+        "y": y,
+        "name": name,
         "marker": {"color": PALETTE[i % len(PALETTE)], "symbol": MARKERS[i % len(MARKERS)], "size": 11},
         "textposition": "top center",
     }
@@ -40,7 +44,10 @@ def markers(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> 
 def bar(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
     patterns = ("", "/", "x", ".", "\\", "+")
     trace = {
-        "type": "bar", "x": x, "y": y, "name": name,
+        "type": "bar",
+        "x": x,
+        "y": y,
+        "name": name,
         "marker": {"color": PALETTE[i % len(PALETTE)], "pattern": {"shape": patterns[i % len(patterns)]}},
     }
     trace.update(extra)

@@ -46,7 +46,12 @@ METRICS = {
     "evictions_radix": ("Radix tree: blocks evicted", "blocks"),
 }
 MODES = (("off", "No cache"), ("hash", "Block hashing (vLLM)"), ("radix", "Radix tree (SGLang)"))
-SHARING = [("system", "Shared system prompts"), ("few_shot", "One few-shot block"), ("multi_turn", "Multi-turn conversations"), ("agent", "Agent trajectories")]
+SHARING = [
+    ("system", "Shared system prompts"),
+    ("few_shot", "One few-shot block"),
+    ("multi_turn", "Multi-turn conversations"),
+    ("agent", "Agent trajectories"),
+]
 PRESSURE = (0.1, 0.2, 0.4, 1.0)
 
 
@@ -59,7 +64,9 @@ class Params:
     # Requests, follow-up turns included. At most 500: the pressure view serves the trace 9
     # times, and 1,000 requests took about 3 s in CPython (more in the browser).
     num_requests: int = param(120, label="Requests", min=10, max=500, step=10, log=True)
-    rate_per_s: float = param(4.0, label="New conversations per second", unit="req/s", min=0.1, max=100.0, step=0.1, log=True)
+    rate_per_s: float = param(
+        4.0, label="New conversations per second", unit="req/s", min=0.1, max=100.0, step=0.1, log=True
+    )
     # Tokens of each shared system prompt or few-shot block.
     shared_tokens: int = param(1000, label="Shared prefix", unit="tokens", min=0, max=8000, step=10)
     num_prefixes: int = param(4, label="Distinct system prompts", min=1, max=64, step=1)
@@ -70,7 +77,15 @@ class Params:
     # Tokens per KV block. At least 4: the cache's bookkeeping is per block, and 1- or 2-token
     # blocks made the pressure view take 8 or 2 s in CPython (vLLM's default is 16).
     block_size: int = param(16, label="Block size", unit="tokens", min=4, max=256, step=1, log=True)
-    view: str = param("ttft", label="Chart", choices=[("ttft", "TTFT per cache mode"), ("hits", "Hit rate and prefill saved"), ("pressure", "Hit rate vs KV memory")])
+    view: str = param(
+        "ttft",
+        label="Chart",
+        choices=[
+            ("ttft", "TTFT per cache mode"),
+            ("hits", "Hit rate and prefill saved"),
+            ("pressure", "Hit rate vs KV memory"),
+        ],
+    )
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -78,20 +93,29 @@ class Params:
         if why:
             raise ParamError("model", why)
         if self.kv_budget_GiB * cm.GiB < m.max_context_tokens * cm.kv_bytes_per_token(m):
-            raise ParamError("kv_budget_GiB", f"the KV memory must hold at least one {m.max_context_tokens:,}-token sequence of {m.name}")
+            raise ParamError(
+                "kv_budget_GiB",
+                f"the KV memory must hold at least one {m.max_context_tokens:,}-token sequence of {m.name}",
+            )
 
 
 def _serve(reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: int, bs: int) -> dict[str, float]:
-    spec = EngineSpec(m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), block_size=bs, prefix=mode, num_blocks=blocks)
+    spec = EngineSpec(
+        m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), block_size=bs, prefix=mode, num_blocks=blocks
+    )
     served = serve(reqs, spec)
     s = summarize(served.records)
     rep = served.replicas[0]
     # Over every admission, recomputation after a preemption included.
     saved, computed = rep.hit_tokens, rep.prefill_tokens
     return {
-        "hit_rate": saved / (saved + computed) if saved + computed else 0.0, "saved": saved,
-        "ttft_p50": s["ttft_s_p50"], "ttft_p90": s["ttft_s_p90"], "ttft_p99": s["ttft_s_p99"],
-        "evictions": served.replicas[0].kv.num_evictions, "prefill_tokens": served.replicas[0].prefill_tokens,
+        "hit_rate": saved / (saved + computed) if saved + computed else 0.0,
+        "saved": saved,
+        "ttft_p50": s["ttft_s_p50"],
+        "ttft_p90": s["ttft_s_p90"],
+        "ttft_p99": s["ttft_s_p99"],
+        "evictions": served.replicas[0].kv.num_evictions,
+        "prefill_tokens": served.replicas[0].prefill_tokens,
         "dropped": len(served.dropped),
     }
 
@@ -99,9 +123,20 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: in
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     rng = random.Random(seed)
-    lengths = workload.Lengths("azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP)
+    lengths = workload.Lengths(
+        "azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP
+    )
     times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    reqs = workload.build(rng, p.num_requests, lengths, times, sharing=p.sharing, shared_tokens=p.shared_tokens, num_prefixes=p.num_prefixes, turns=p.turns).requests
+    reqs = workload.build(
+        rng,
+        p.num_requests,
+        lengths,
+        times,
+        sharing=p.sharing,
+        shared_tokens=p.shared_tokens,
+        num_prefixes=p.num_prefixes,
+        turns=p.turns,
+    ).requests
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
     results = {mode: _serve(reqs, m, gpu, mode, capacity // p.block_size, p.block_size) for mode, _ in MODES}
     pressure = []
@@ -109,7 +144,14 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         for f in PRESSURE:
             blocks = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
             # The full-memory point is the run above: the same requests on the same blocks.
-            hit = {mode: (results[mode] if blocks == capacity // p.block_size else _serve(reqs, m, gpu, mode, blocks, p.block_size))["hit_rate"] for mode in ("hash", "radix")}
+            hit = {
+                mode: (
+                    results[mode]
+                    if blocks == capacity // p.block_size
+                    else _serve(reqs, m, gpu, mode, blocks, p.block_size)
+                )["hit_rate"]
+                for mode in ("hash", "radix")
+            }
             pressure.append({"GiB": blocks * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB, **hit})
     metrics: dict[str, float] = {}
     for mode in ("off", "hash", "radix"):
@@ -120,8 +162,14 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         metrics[f"prefill_saved_{mode}"] = results[mode]["saved"]
         metrics[f"evictions_{mode}"] = results[mode]["evictions"]
     return {
-        "model": m.name, "gpu": gpu.name, "view": p.view, "sharing": p.sharing, "kv_budget_GiB": p.kv_budget_GiB,
-        "modes": results, "pressure": pressure, "metrics": metrics,
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "sharing": p.sharing,
+        "kv_budget_GiB": p.kv_budget_GiB,
+        "modes": results,
+        "pressure": pressure,
+        "metrics": metrics,
     }
 
 
@@ -129,17 +177,47 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     names = dict(MODES)
     if r["view"] == "pressure":
         xs = [x["GiB"] for x in r["pressure"]]
-        data = [line(xs, [x[mode] for x in r["pressure"]], names[mode], i, mode="lines+markers") for i, mode in enumerate(("hash", "radix"))]
-        return make_figure(data, layout("Cache hit rate as KV memory shrinks (LRU eviction)", "KV memory (GiB)", "Prompt tokens from cache", xaxis={"type": "log"}, yaxis={"range": [0, 1]}))
+        data = [
+            line(xs, [x[mode] for x in r["pressure"]], names[mode], i, mode="lines+markers")
+            for i, mode in enumerate(("hash", "radix"))
+        ]
+        return make_figure(
+            data,
+            layout(
+                "Cache hit rate as KV memory shrinks (LRU eviction)",
+                "KV memory (GiB)",
+                "Prompt tokens from cache",
+                xaxis={"type": "log"},
+                yaxis={"range": [0, 1]},
+            ),
+        )
     if r["view"] == "hits":
         modes = ["hash", "radix"]
         data = [
-            bar([names[x] for x in modes], [r["modes"][x]["hit_rate"] for x in modes], "Hit rate (share of prompt tokens)", 0),
+            bar(
+                [names[x] for x in modes],
+                [r["modes"][x]["hit_rate"] for x in modes],
+                "Hit rate (share of prompt tokens)",
+                0,
+            ),
         ]
-        return make_figure(data, layout(f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload", "Cache", "Share of prompt tokens", yaxis={"range": [0, 1]}))
+        return make_figure(
+            data,
+            layout(
+                f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload",
+                "Cache",
+                "Share of prompt tokens",
+                yaxis={"range": [0, 1]},
+            ),
+        )
     labels = ["p50", "p90", "p99"]
-    data = [bar(labels, [r["modes"][mode][f"ttft_{q}"] for q in labels], names[mode], i) for i, (mode, _) in enumerate(MODES)]
-    return make_figure(data, layout(f"Time to first token, {r['model']} on {r['gpu']}", "Percentile", "TTFT (s)", barmode="group"))
+    data = [
+        bar(labels, [r["modes"][mode][f"ttft_{q}"] for q in labels], names[mode], i)
+        for i, (mode, _) in enumerate(MODES)
+    ]
+    return make_figure(
+        data, layout(f"Time to first token, {r['model']} on {r['gpu']}", "Percentile", "TTFT (s)", barmode="group")
+    )
 
 
 def summary(r: dict[str, Any]) -> str:

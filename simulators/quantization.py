@@ -68,7 +68,9 @@ METRICS = {
     "speedup_stops_paying_batch": ("Smallest batch below the worthwhile speed-up; 0: pays up to 4,096", "sequences"),
     **{
         f"demo_{b}_{s}_{e}": (f"Demo: {b.upper()} {s.replace('_', ' ')} {label}", unit)
-        for b in QMAX for s in SCHEMES for e, label, unit in (("rel_rms", "relative RMS error", ""), ("max_abs_error", "largest error", "sigma"))
+        for b in QMAX
+        for s in SCHEMES
+        for e, label, unit in (("rel_rms", "relative RMS error", ""), ("max_abs_error", "largest error", "sigma"))
     },
 }
 
@@ -79,9 +81,13 @@ class Params:
     gpu: Any = gpu_param()
     # The format to compare with bf16.
     weight_dtype: str = param("int4", label="Weight format", choices=dtype_choices())
-    kv_dtype: str = param(running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
+    kv_dtype: str = param(
+        running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4")
+    )
     # Context of each decoding sequence, and the prompt length of the prefill comparison.
-    context_tokens: int = param(running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True)
+    context_tokens: int = param(
+        running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True
+    )
     batch_size: int = param(1, label="Batch size", unit="sequences", min=1, max=4096, step=1, log=True)
     # Speed-up below which the quantised model is judged not worth it (1.1 = 10% faster).
     worthwhile_speedup: float = param(1.1, label="Worthwhile speed-up", unit="x", min=1.0, max=4.0, step=0.05)
@@ -90,9 +96,15 @@ class Params:
     num_outliers: int = param(8, label="Outliers in the demo matrix", min=0, max=256, step=1)
     outlier_size: float = param(20.0, label="Outlier size", unit="sigma", min=1.0, max=200.0, step=1.0, log=True)
     group_size: str = param("128", label="Demo group size", choices=[("32", "32"), ("64", "64"), ("128", "128")])
-    view: str = param("speedup", label="Chart", choices=[
-        ("speedup", "Decode speed-up vs batch"), ("formats", "Bytes per format"), ("demo", "Quantisation error demo"),
-    ])
+    view: str = param(
+        "speedup",
+        label="Chart",
+        choices=[
+            ("speedup", "Decode speed-up vs batch"),
+            ("formats", "Bytes per format"),
+            ("demo", "Quantisation error demo"),
+        ],
+    )
 
 
 def demo_matrix(seed: int, num_outliers: int, outlier_size: float) -> list[list[float]]:
@@ -149,7 +161,9 @@ def _matrix(seed: int, num_outliers: int, outlier_size: float) -> tuple[tuple[tu
 def demo_errors(seed: int, num_outliers: int, outlier_size: float, group: int) -> tuple[tuple[str, float, float], ...]:
     """("{int8|int4}_{scheme}", relative RMS error, largest error) for each format and scheme."""
     w, w_energy = _matrix(seed, num_outliers, outlier_size)
-    return tuple((f"{b}_{s}", *errors(w, quantize_matrix(w, q, s, group), w_energy)) for b, q in QMAX.items() for s in SCHEMES)
+    return tuple(
+        (f"{b}_{s}", *errors(w, quantize_matrix(w, q, s, group), w_energy)) for b, q in QMAX.items() for s in SCHEMES
+    )
 
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
@@ -183,7 +197,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     overhead = {"per_tensor": scale_bits / (ROWS * COLS), "per_channel": scale_bits / COLS, "group": scale_bits / group}
     notes = []
     if not prefill["bf16"].compute_known:
-        notes.append(f"{gpu.name} publishes no matrix throughput: every step is costed as memory-bound, so only the KV cache's growing share ends the speed-up here.")
+        notes.append(
+            f"{gpu.name} publishes no matrix throughput: every step is costed as memory-bound, so only the KV cache's growing share ends the speed-up here."
+        )
     if path != cm.precision(p.weight_dtype).tensor_core:
         notes.append(
             f"{gpu.name} has no {p.weight_dtype} tensor cores: the weights are dequantised and multiplied in bf16, "
@@ -205,14 +221,25 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         metrics[f"demo_{key}_rel_rms"] = rel
         metrics[f"demo_{key}_max_abs_error"] = worst
     return {
-        "model": m.name, "gpu": gpu.name, "view": p.view, "weight_dtype": p.weight_dtype, "batch_size": p.batch_size,
-        "context_tokens": p.context_tokens, "worthwhile_speedup": p.worthwhile_speedup, "matmul_path": path,
-        "formats": formats, "format_names": [cm.precision(f).name for f in formats],
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "weight_dtype": p.weight_dtype,
+        "batch_size": p.batch_size,
+        "context_tokens": p.context_tokens,
+        "worthwhile_speedup": p.worthwhile_speedup,
+        "matmul_path": path,
+        "formats": formats,
+        "format_names": [cm.precision(f).name for f in formats],
         "bits_per_weight": [cm.bytes_per_value(f) * 8 for f in formats],
         "weights_GB": [cm.weight_bytes(m, f) / cm.GB for f in formats],
-        "batches": list(BATCHES), "speedup_curves": curves,
-        "group_size": group, "scale_overhead_bits": overhead, "num_outliers": p.num_outliers,
-        "notes": notes, "metrics": metrics,
+        "batches": list(BATCHES),
+        "speedup_curves": curves,
+        "group_size": group,
+        "scale_overhead_bits": overhead,
+        "num_outliers": p.num_outliers,
+        "notes": notes,
+        "metrics": metrics,
     }
 
 
@@ -225,14 +252,24 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         m = r["metrics"]
         x = ["Per tensor", "Per channel (row)", f"Groups of {r['group_size']}"]
         data = [
-            bar(x, [m[f"demo_{b}_{s}_rel_rms"] for s in SCHEMES], f"{b.upper()} round-to-nearest", i,
-                text=[f"+{r['scale_overhead_bits'][s]:.3g} bit/weight of scales" for s in SCHEMES])
+            bar(
+                x,
+                [m[f"demo_{b}_{s}_rel_rms"] for s in SCHEMES],
+                f"{b.upper()} round-to-nearest",
+                i,
+                text=[f"+{r['scale_overhead_bits'][s]:.3g} bit/weight of scales" for s in SCHEMES],
+            )
             for i, b in enumerate(QMAX)
         ]
         title = f"Error quantising a {ROWS} x {COLS} matrix with {r['num_outliers']} outliers"
-        return make_figure(data, layout(title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis={"type": "log"}))
+        return make_figure(
+            data, layout(title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis={"type": "log"})
+        )
     x = r["batches"]
-    data = [line(x, r["speedup_curves"][f], name, i) for i, (f, name) in enumerate(zip(r["formats"], r["format_names"], strict=True))]
+    data = [
+        line(x, r["speedup_curves"][f], name, i)
+        for i, (f, name) in enumerate(zip(r["formats"], r["format_names"], strict=True))
+    ]
     data.append(line([x[0], x[-1]], [r["worthwhile_speedup"]] * 2, "Worthwhile speed-up", 6))
     title = f"Decode speed-up over bf16, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
     return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"}))
@@ -260,4 +297,4 @@ def summary(r: dict[str, Any]) -> str:
             f"{m['demo_int4_group_max_abs_error']:.2f} sigma in INT4 with groups: finer scales protect the other weights, "
             "not the ones sharing a scale with the outlier."
         )
-    return (text.strip() + "".join(" " + n for n in r["notes"]))
+    return text.strip() + "".join(" " + n for n in r["notes"])

@@ -68,7 +68,15 @@ class Params:
     acceptance_rate: float = param(0.8, label="Acceptance rate", min=0.0, max=0.99, step=0.01)
     # Cost of one draft step relative to one decode step of the target model.
     draft_cost_ratio: float = param(0.05, label="Draft cost / target step", min=0.0, max=1.0, step=0.01)
-    view: str = param("time", label="Chart", choices=[("time", "Where the time goes"), ("speculation", "Speculation vs draft length"), ("batch", "Running sequences over time")])
+    view: str = param(
+        "time",
+        label="Chart",
+        choices=[
+            ("time", "Where the time goes"),
+            ("speculation", "Speculation vs draft length"),
+            ("batch", "Running sequences over time"),
+        ],
+    )
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -85,7 +93,13 @@ def _trace(kind: str, p: Params, seed: int, m: Any) -> list[workload.Request]:
 
 
 def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) -> dict[str, Any]:
-    sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, acceptance_rate=p.acceptance_rate, draft_cost_ratio=p.draft_cost_ratio)
+    sched = SchedulerConfig(
+        max_num_seqs=p.max_num_seqs,
+        max_model_len=MAX_LEN,
+        num_speculative_tokens=k,
+        acceptance_rate=p.acceptance_rate,
+        draft_cost_ratio=p.draft_cost_ratio,
+    )
     served = serve(reqs, EngineSpec(m, gpu, sched))
     recs = served.records
     s = summarize(recs)
@@ -94,7 +108,9 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) ->
     final_ctx = sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs))
     busy_slots = sum(r.e2e_s - r.queue_s for r in recs) / makespan  # mean slots held (Little's law)
     return {
-        "e2e_mean": s["e2e_s_mean"], "ttft_mean": s["ttft_s_mean"], "queue_mean": s["queue_s_mean"],
+        "e2e_mean": s["e2e_s_mean"],
+        "ttft_mean": s["ttft_s_mean"],
+        "queue_mean": s["queue_s_mean"],
         "decode_share": sum((r.e2e_s - r.ttft_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "prefill_share": sum((r.ttft_s - r.queue_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "turnover": 60 * len(recs) / makespan / max(busy_slots, 1e-9),
@@ -112,22 +128,36 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     spec = _serve(reason_reqs, m, gpu, p, p.num_speculative_tokens) if p.num_speculative_tokens else plain
     sweep = []
     if p.view == "speculation":
-        sweep = [{"k": k, "e2e": _serve(reason_reqs, m, gpu, p, k)["e2e_mean"] if k else plain["e2e_mean"]} for k in DRAFTS]
+        sweep = [
+            {"k": k, "e2e": _serve(reason_reqs, m, gpu, p, k)["e2e_mean"] if k else plain["e2e_mean"]} for k in DRAFTS
+        ]
     per_token = cm.kv_bytes_per_token(m)
     capacity = cm.memory_fit(m, gpu).kv_token_capacity
     sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
     notes = []
     if m.max_context_tokens < MAX_LEN:
-        notes.append(f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; 20,000-token answers need a long-context variant of the same shape (Llama-3.1-8B has 131,072), which costs the same here.")
+        notes.append(
+            f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; 20,000-token answers need a long-context variant of the same shape (Llama-3.1-8B has 131,072), which costs the same here."
+        )
     return {
         "notes": notes,
-        "model": m.name, "gpu": gpu.name, "view": p.view, "chat": chat, "reasoning": plain, "speculative": spec,
-        "sweep": sweep, "k": p.num_speculative_tokens, "acceptance_rate": p.acceptance_rate,
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "chat": chat,
+        "reasoning": plain,
+        "speculative": spec,
+        "sweep": sweep,
+        "k": p.num_speculative_tokens,
+        "acceptance_rate": p.acceptance_rate,
         "metrics": {
-            "decode_share_reasoning": plain["decode_share"], "decode_share_chat": chat["decode_share"],
+            "decode_share_reasoning": plain["decode_share"],
+            "decode_share_chat": chat["decode_share"],
             "prefill_share_reasoning": plain["prefill_share"],
-            "e2e_reasoning_s_mean": plain["e2e_mean"], "e2e_chat_s_mean": chat["e2e_mean"],
-            "turnover_reasoning_per_slot_min": plain["turnover"], "turnover_chat_per_slot_min": chat["turnover"],
+            "e2e_reasoning_s_mean": plain["e2e_mean"],
+            "e2e_chat_s_mean": chat["e2e_mean"],
+            "turnover_reasoning_per_slot_min": plain["turnover"],
+            "turnover_chat_per_slot_min": chat["turnover"],
             "kv_GiB_per_sequence_reasoning": plain["final_ctx"] * per_token / cm.GiB,
             "kv_GiB_per_sequence_chat": chat["final_ctx"] * per_token / cm.GiB,
             "max_sequences_reasoning": capacity // max(1, round(plain["final_ctx"])),
@@ -142,10 +172,24 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
 def figure(r: dict[str, Any]) -> dict[str, Any]:
     if r["view"] == "speculation":
         xs = [x["k"] for x in r["sweep"]]
-        data = [line(xs, [x["e2e"] for x in r["sweep"]], f"Reasoning request, acceptance {r['acceptance_rate']:.0%}", 0, mode="lines+markers")]
-        return make_figure(data, layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"))
+        data = [
+            line(
+                xs,
+                [x["e2e"] for x in r["sweep"]],
+                f"Reasoning request, acceptance {r['acceptance_rate']:.0%}",
+                0,
+                mode="lines+markers",
+            )
+        ]
+        return make_figure(
+            data,
+            layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"),
+        )
     if r["view"] == "batch":
-        data = [line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, shape="hv") for i, (k, name) in enumerate((("chat", "Chat"), ("reasoning", "Reasoning")))]
+        data = [
+            line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, shape="hv")
+            for i, (k, name) in enumerate((("chat", "Chat"), ("reasoning", "Reasoning")))
+        ]
         return make_figure(data, layout("Sequences running over time (same arrivals)", "Time (s)", "Sequences"))
     names = ["Chat", "Reasoning", "Reasoning + speculation"]
     parts = [r["chat"], r["reasoning"], r["speculative"]]
@@ -154,7 +198,15 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         bar(names, [x["ttft_mean"] - x["queue_mean"] for x in parts], "Prefill (to first token)", 1),
         bar(names, [x["e2e_mean"] - x["ttft_mean"] for x in parts], "Decode", 0),
     ]
-    return make_figure(data, layout(f"Where a request's time goes, {r['model']} on {r['gpu']}", "Traffic", "Mean seconds per request", barmode="stack"))
+    return make_figure(
+        data,
+        layout(
+            f"Where a request's time goes, {r['model']} on {r['gpu']}",
+            "Traffic",
+            "Mean seconds per request",
+            barmode="stack",
+        ),
+    )
 
 
 def summary(r: dict[str, Any]) -> str:

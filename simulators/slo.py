@@ -75,20 +75,34 @@ class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
     # Prompt and answer of each request (the running example by default).
-    prompt_tokens: int = param(running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, log=True)
-    output_tokens: int = param(running_example()["output_tokens"], label="Output", unit="tokens", min=2, max=50_000, log=True)
+    prompt_tokens: int = param(
+        running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, log=True
+    )
+    output_tokens: int = param(
+        running_example()["output_tokens"], label="Output", unit="tokens", min=2, max=50_000, log=True
+    )
     # Requests decoding together: more is cheaper per token and slower per request.
     batch_size: int = param(32, label="Batch size", unit="requests", min=1, max=1024, step=1, log=True)
     # Your assumption: what one GPU-hour costs you (a rental quote, or hardware + power amortised).
     gpu_price_per_hour_usd: float = param(
-        2.5, label="GPU price (your assumption)", unit="USD/h", min=0.01, max=100.0, step=0.1,
+        2.5,
+        label="GPU price (your assumption)",
+        unit="USD/h",
+        min=0.01,
+        max=100.0,
+        step=0.1,
         help="An assumption to replace with your own quote, not a market fact.",
     )
     # Your assumption: share of paid hours the GPU is busy serving at this batch size.
     utilization: float = param(0.5, label="Utilisation (your assumption)", min=0.01, max=1.0, step=0.01)
     # Your assumption: a hosted API's price for the same model.
     hosted_price_per_million_usd: float = param(
-        0.6, label="Hosted price (your assumption)", unit="USD per 1M output tokens", min=0.01, max=1000.0, step=0.05,
+        0.6,
+        label="Hosted price (your assumption)",
+        unit="USD per 1M output tokens",
+        min=0.01,
+        max=1000.0,
+        step=0.05,
         help="An assumption to replace with a real price list; input tokens are not billed here.",
     )
     # The SLO: this percentile of TTFT and of TPOT must be within the targets below.
@@ -96,15 +110,23 @@ class Params:
     ttft_slo_s: float = param(0.5, label="TTFT target", unit="s", min=0.001, max=60.0, step=0.01, log=True)
     tpot_slo_s: float = param(0.03, label="TPOT target", unit="s", min=0.0001, max=10.0, step=0.001, log=True)
     # Lognormal spread (sigma of ln) of ordinary requests around the cost-model latencies.
-    jitter_sigma: float = param(0.3, label="Spread of ordinary requests", unit="sigma of ln", min=0.0, max=2.0, step=0.05)
+    jitter_sigma: float = param(
+        0.3, label="Spread of ordinary requests", unit="sigma of ln", min=0.0, max=2.0, step=0.05
+    )
     # Chance that a request waits behind (TTFT) or is paused by (TPOT) a long prompt's prefill.
     tail_probability: float = param(0.05, label="Chance of a long-prefill hiccup", min=0.0, max=1.0, step=0.01)
     long_prompt_tokens: int = param(32_000, label="Long prompt", unit="tokens", min=1, max=131_072, log=True)
     # Requests in the seeded latency sample.
     num_requests: int = param(2000, label="Requests sampled", min=100, max=20_000, step=100)
-    view: str = param("cost", label="Chart", choices=[
-        ("cost", "Cost per million tokens vs batch"), ("ttft", "TTFT distribution"), ("tpot", "TPOT distribution"),
-    ])
+    view: str = param(
+        "cost",
+        label="Chart",
+        choices=[
+            ("cost", "Cost per million tokens vs batch"),
+            ("ttft", "TTFT distribution"),
+            ("tpot", "TPOT distribution"),
+        ],
+    )
 
     def check(self) -> None:
         m = resolve_model(self.model)
@@ -167,7 +189,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             f"{gpu.name}: batch {p.batch_size:,} would need memory that is not there, so its figures are a bound."
         )
     if not cm.prefill_time(m, gpu, 1).compute_known:
-        notes.append(f"{gpu.name} publishes no matrix throughput: prefill times are memory-bound floors, so TTFT is too low.")
+        notes.append(
+            f"{gpu.name} publishes no matrix throughput: prefill times are memory-bound floors, so TTFT is too low."
+        )
     metrics: dict[str, float] = {
         "cost_per_million_tokens_local_usd": s["cost"],
         "cost_per_million_tokens_hosted_usd": p.hosted_price_per_million_usd,
@@ -182,20 +206,33 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     metrics["ttft_mean_s"] = sum(ttft) / len(ttft)
     metrics.update({f"tpot_p{k}_s": percentile(tpot, k) for k in PERCENTILES})
     metrics["tpot_mean_s"] = sum(tpot) / len(tpot)
-    metrics.update({
-        "slo_met": int(slo_met),
-        "goodput_fraction": good / p.num_requests,
-        "goodput_rps": good / p.num_requests * request_rate,
-        "request_rate_rps": request_rate,
-    })
+    metrics.update(
+        {
+            "slo_met": int(slo_met),
+            "goodput_fraction": good / p.num_requests,
+            "goodput_rps": good / p.num_requests * request_rate,
+            "request_rate_rps": request_rate,
+        }
+    )
     return {
-        "model": m.name, "gpu": gpu.name, "view": p.view, "batch_size": p.batch_size, "percentile": q,
-        "ttft_slo_s": p.ttft_slo_s, "tpot_slo_s": p.tpot_slo_s, "utilization": p.utilization,
-        "model_ttft_s": s["ttft_s"], "model_tpot_s": s["tpot_s"], "long_prefill_s": long_prefill_s,
-        "sweep_batch": batches, "sweep_cost_usd": [x["cost"] for x in sweep],
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "batch_size": p.batch_size,
+        "percentile": q,
+        "ttft_slo_s": p.ttft_slo_s,
+        "tpot_slo_s": p.tpot_slo_s,
+        "utilization": p.utilization,
+        "model_ttft_s": s["ttft_s"],
+        "model_tpot_s": s["tpot_s"],
+        "long_prefill_s": long_prefill_s,
+        "sweep_batch": batches,
+        "sweep_cost_usd": [x["cost"] for x in sweep],
         "sweep_tpot_s": [x["tpot_s"] for x in sweep],
-        "ttft_cdf": _cdf(ttft), "tpot_cdf": _cdf(tpot),
-        "notes": notes, "metrics": metrics,
+        "ttft_cdf": _cdf(ttft),
+        "tpot_cdf": _cdf(tpot),
+        "notes": notes,
+        "metrics": metrics,
     }
 
 
@@ -209,23 +246,37 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
             line([x[0], x[-1]], [hosted, hosted], "Hosted price (your assumption)", 1),
             markers([r["batch_size"]], [m["cost_per_million_tokens_local_usd"]], f"Batch {r['batch_size']}", 2),
         ]
-        return make_figure(data, layout(
-            f"Cost per million output tokens, {r['model']}", "Batch size (requests)", "USD per 1M output tokens",
-            xaxis={"type": "log"}, yaxis={"type": "log"},
-        ))
+        return make_figure(
+            data,
+            layout(
+                f"Cost per million output tokens, {r['model']}",
+                "Batch size (requests)",
+                "USD per 1M output tokens",
+                xaxis={"type": "log"},
+                yaxis={"type": "log"},
+            ),
+        )
     key = r["view"]
     xs, ys = r[f"{key}_cdf"]
     target, q = r[f"{key}_slo_s"], r["percentile"]
     name = key.upper()
     marks = [
-        (m[f"{key}_mean_s"], "Mean", 3), (m[f"{key}_p{q}_s"], f"p{q}", 4), (m[f"{key}_p99_s"], "p99", 5), (target, "Target", 1),
+        (m[f"{key}_mean_s"], "Mean", 3),
+        (m[f"{key}_p{q}_s"], f"p{q}", 4),
+        (m[f"{key}_p99_s"], "p99", 5),
+        (target, "Target", 1),
     ]
     data = [line(xs, ys, f"{name} of {len(xs)} sampled points (CDF)", 0)]
     data += [line([v, v], [0, 1], f"{label}: {v * 1e3:,.1f} ms", i) for v, label, i in marks]
-    return make_figure(data, layout(
-        f"{name} of sampled requests, batch {r['batch_size']}", f"{name} (s)", "Share of requests at or below",
-        xaxis={"type": "log"},
-    ))
+    return make_figure(
+        data,
+        layout(
+            f"{name} of sampled requests, batch {r['batch_size']}",
+            f"{name} (s)",
+            "Share of requests at or below",
+            xaxis={"type": "log"},
+        ),
+    )
 
 
 def summary(r: dict[str, Any]) -> str:

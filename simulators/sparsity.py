@@ -75,8 +75,11 @@ METRICS = {
     **{
         f"demo_{s}_{k}": (f"Demo, {name}: {label}", "")
         for s, name in (("24", "2:4"), ("unstructured", "unstructured"))
-        for k, label in (("magnitude_removed", "share of |w| removed"), ("energy_removed", "share of w^2 removed"),
-                         ("output_rel_error", "relative output error"))
+        for k, label in (
+            ("magnitude_removed", "share of |w| removed"),
+            ("energy_removed", "share of w^2 removed"),
+            ("output_rel_error", "relative output error"),
+        )
     },
 }
 
@@ -89,16 +92,30 @@ class Params:
     # Share of weights set to zero by unstructured pruning (2:4 is always one half).
     sparsity: float = param(0.5, label="Unstructured sparsity", min=0.0, max=0.95, step=0.05)
     # How the unstructured matrix is stored (an assumption about the kernel; see the docstring).
-    unstructured_layout: str = param("bitmask", label="Unstructured storage", choices=[
-        ("dense", "Dense (zeros stored)"), ("bitmask", "Bitmask + kept values"), ("csr", "CSR, 16-bit indices"),
-    ])
+    unstructured_layout: str = param(
+        "bitmask",
+        label="Unstructured storage",
+        choices=[
+            ("dense", "Dense (zeros stored)"),
+            ("bitmask", "Bitmask + kept values"),
+            ("csr", "CSR, 16-bit indices"),
+        ],
+    )
     # Prompt of the prefill comparison, and context of each decoding sequence.
-    context_tokens: int = param(running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True)
+    context_tokens: int = param(
+        running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True
+    )
     batch_size: int = param(1, label="Decode batch", unit="sequences", min=1, max=1024, step=1, log=True)
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
-    view: str = param("savings", label="Chart", choices=[
-        ("savings", "Savings vs dense"), ("batch", "Decode speed-up vs batch"), ("demo", "Magnitude-pruning demo"),
-    ])
+    view: str = param(
+        "savings",
+        label="Chart",
+        choices=[
+            ("savings", "Savings vs dense"),
+            ("batch", "Decode speed-up vs batch"),
+            ("demo", "Magnitude-pruning demo"),
+        ],
+    )
 
 
 def prune_unstructured(w: Sequence[Sequence[float]], sparsity: float) -> list[list[float]]:
@@ -198,15 +215,21 @@ def demo_unstructured(seed: int, sparsity: float) -> Scores:
 
 def demo(seed: int, sparsity: float) -> dict[str, dict[str, float]]:
     """{scheme: {DEMO_KEYS: value}}, new dicts each call (the cached scores are tuples)."""
-    return {"24": dict(zip(DEMO_KEYS, demo_24(seed), strict=True)),
-            "unstructured": dict(zip(DEMO_KEYS, demo_unstructured(seed, sparsity), strict=True))}
+    return {
+        "24": dict(zip(DEMO_KEYS, demo_24(seed), strict=True)),
+        "unstructured": dict(zip(DEMO_KEYS, demo_unstructured(seed, sparsity), strict=True)),
+    }
 
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal)}
-    variants: dict[str, dict[str, Any]] = {"dense": {}, "24": {"sparse": True}, "unstructured": {"weight_bytes_per_value": per_value}}
+    variants: dict[str, dict[str, Any]] = {
+        "dense": {},
+        "24": {"sparse": True},
+        "unstructured": {"weight_bytes_per_value": per_value},
+    }
 
     def decode_step(v: str, b: int) -> cm.StepTime:
         return cm.uniform_decode_step_time(m, gpu, p.context_tokens, b, **kw, **variants[v])
@@ -218,8 +241,11 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     pc = cm.param_counts(m)
     dense_b = cm.weight_bytes(m, p.weight_dtype)
     other = dense_b - pc.block_linear * cm.bytes_per_value(p.weight_dtype)
-    weights = {"dense": dense_b, "24": cm.weight_bytes(m, p.weight_dtype, sparse=True),
-               "unstructured": other + pc.block_linear * per_value}
+    weights = {
+        "dense": dense_b,
+        "24": cm.weight_bytes(m, p.weight_dtype, sparse=True),
+        "unstructured": other + pc.block_linear * per_value,
+    }
     path = cm.matmul_path(gpu, p.weight_dtype)
     has_sparse = gpu.peak_tflops(path, sparse=True) is not None
     d = demo(seed, p.sparsity)
@@ -247,10 +273,20 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         metrics[f"decode_speedup_{v}"] = decode["dense"].time_s / decode[v].time_s
         metrics.update({f"demo_{v}_{k}": x for k, x in d[v].items()})
     return {
-        "model": m.name, "gpu": gpu.name, "view": p.view, "weight_dtype": p.weight_dtype, "sparsity": p.sparsity,
-        "layout": p.unstructured_layout, "context_tokens": p.context_tokens, "batch_size": p.batch_size,
-        "prefill_bound": prefill["dense"].bound, "decode_bound": decode["dense"].bound,
-        "batches": list(BATCHES), "speedup_curves": curves, "notes": notes, "metrics": metrics,
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "weight_dtype": p.weight_dtype,
+        "sparsity": p.sparsity,
+        "layout": p.unstructured_layout,
+        "context_tokens": p.context_tokens,
+        "batch_size": p.batch_size,
+        "prefill_bound": prefill["dense"].bound,
+        "decode_bound": decode["dense"].bound,
+        "batches": list(BATCHES),
+        "speedup_curves": curves,
+        "notes": notes,
+        "metrics": metrics,
     }
 
 
@@ -271,11 +307,24 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         data = [bar(x, [m[f"demo_{v}_{k}"] for k in keys], names[v], i) for i, v in enumerate(SCHEMES)]
         title = f"Magnitude pruning of a {ROWS} x {COLS} matrix"
         return make_figure(data, layout(title, "", "Fraction", barmode="group"))
-    x = ["Weight memory", "Block FLOPs (on paper)", f"Prefill time, {r['context_tokens']:,} tokens",
-         f"Decode step, batch {r['batch_size']:,}"]
+    x = [
+        "Weight memory",
+        "Block FLOPs (on paper)",
+        f"Prefill time, {r['context_tokens']:,} tokens",
+        f"Decode step, batch {r['batch_size']:,}",
+    ]
     data = [
-        bar(x, [1 - m[f"memory_saved_{v}_fraction"], 1 - m[f"flops_saved_{v}_fraction"],
-                1 / m[f"prefill_speedup_{v}"], 1 / m[f"decode_speedup_{v}"]], names[v], i)
+        bar(
+            x,
+            [
+                1 - m[f"memory_saved_{v}_fraction"],
+                1 - m[f"flops_saved_{v}_fraction"],
+                1 / m[f"prefill_speedup_{v}"],
+                1 / m[f"decode_speedup_{v}"],
+            ],
+            names[v],
+            i,
+        )
         for i, v in enumerate(SCHEMES)
     ]
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
@@ -297,7 +346,9 @@ def summary(r: dict[str, Any]) -> str:
     )
     if r["view"] == "batch":
         c = r["speedup_curves"]
-        text += f"At batch {r['batches'][-1]:,} the decode gains are {c['24'][-1]:.2f}x and {c['unstructured'][-1]:.2f}x. "
+        text += (
+            f"At batch {r['batches'][-1]:,} the decode gains are {c['24'][-1]:.2f}x and {c['unstructured'][-1]:.2f}x. "
+        )
     if r["view"] == "demo":
         text += (
             f"Pruning the demo matrix by magnitude removes {m['demo_24_energy_removed']:.1%} of its energy with 2:4 and "

@@ -40,7 +40,9 @@ from .plotting import figure as make_figure
 from .plotting import layout, line, markers
 
 TITLE = "Speculative decoding: draft, verify, accept"
-DESCRIPTION = "Tokens gained per target pass, the wall-clock speed-up, the best draft length, and how batching eats the gain."
+DESCRIPTION = (
+    "Tokens gained per target pass, the wall-clock speed-up, the best draft length, and how batching eats the gain."
+)
 METRICS = {
     "expected_tokens_per_step": ("Expected tokens per target pass (closed form)", "tokens"),
     "monte_carlo_tokens_per_step": ("Tokens per target pass (Monte Carlo)", "tokens"),
@@ -79,7 +81,9 @@ class Params:
     )
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
-    view: str = param("batch", label="Chart", choices=[("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")])
+    view: str = param(
+        "batch", label="Chart", choices=[("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")]
+    )
 
 
 def expected_tokens(alpha: float, gamma: int) -> float:
@@ -143,7 +147,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     round_s = g * c * t_step + t_verify
     notes = []
     if not step.compute_known:
-        notes.append(f"{gpu.name} publishes no matrix throughput, so verify passes look free of compute: the speed-up is an upper bound.")
+        notes.append(
+            f"{gpu.name} publishes no matrix throughput, so verify passes look free of compute: the speed-up is an upper bound."
+        )
     if verify_bound_batch is None and step.compute_known:
         notes.append(
             f"The verify pass stays memory-bound up to batch {BATCH_GRID[-1]:,}: at {p.context_tokens:,} tokens of context "
@@ -152,11 +158,23 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     if s_by_gamma[best - 1] < 1:
         notes.append("No draft length pays here: the drafts and the verify pass cost more than the tokens they save.")
     return {
-        "model": m.name, "gpu": gpu.name, "view": p.view, "acceptance_rate": a, "draft_tokens": g,
-        "draft_cost_ratio": c, "batch_size": p.batch_size, "context_tokens": p.context_tokens,
-        "step_bound": step.bound, "verify_bound_batch": verify_bound_batch, "fit_batch": fit_batch,
-        "gammas": gammas, "expected_by_gamma": e_by_gamma, "speedup_by_gamma": s_by_gamma,
-        "batch_grid": list(BATCH_GRID), "speedup_by_batch": batch_chosen, "best_speedup_by_batch": batch_best,
+        "model": m.name,
+        "gpu": gpu.name,
+        "view": p.view,
+        "acceptance_rate": a,
+        "draft_tokens": g,
+        "draft_cost_ratio": c,
+        "batch_size": p.batch_size,
+        "context_tokens": p.context_tokens,
+        "step_bound": step.bound,
+        "verify_bound_batch": verify_bound_batch,
+        "fit_batch": fit_batch,
+        "gammas": gammas,
+        "expected_by_gamma": e_by_gamma,
+        "speedup_by_gamma": s_by_gamma,
+        "batch_grid": list(BATCH_GRID),
+        "speedup_by_batch": batch_chosen,
+        "best_speedup_by_batch": batch_best,
         "short_context_speedup_by_batch": batch_short,
         "notes": notes,
         "metrics": {
@@ -185,13 +203,20 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
             line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
             markers([chosen], [r["speedup_by_gamma"][chosen - 1]], "Chosen draft length", 2),
         ]
-        title = f"alpha = {r['acceptance_rate']:g}, c = {r['draft_cost_ratio']:g}, batch {r['batch_size']} on {r['gpu']}"
+        title = (
+            f"alpha = {r['acceptance_rate']:g}, c = {r['draft_cost_ratio']:g}, batch {r['batch_size']} on {r['gpu']}"
+        )
         return make_figure(data, layout(title, "Draft length gamma (tokens)", "Tokens per pass / speed-up (x)"))
     x = r["batch_grid"]
     data = [
         line(x, r["speedup_by_batch"], f"Speed-up, gamma = {r['draft_tokens']}", 0),
         line(x, r["best_speedup_by_batch"], "Speed-up at the best gamma for each batch", 1),
-        line(x, r["short_context_speedup_by_batch"], f"Speed-up, gamma = {r['draft_tokens']}, {SHORT_CONTEXT}-token context", 4),
+        line(
+            x,
+            r["short_context_speedup_by_batch"],
+            f"Speed-up, gamma = {r['draft_tokens']}, {SHORT_CONTEXT}-token context",
+            4,
+        ),
         line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
     ]
     top = max(r["best_speedup_by_batch"] + r["short_context_speedup_by_batch"] + [1.0])
@@ -200,7 +225,12 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         data.append(line([b, b], [0, top], f"Verify pass (gamma = {r['draft_tokens']}) turns compute-bound", 2))
     if 0 < r["fit_batch"] < x[-1]:
         data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], "Most sequences whose KV cache fits", 3))
-    lay = layout(f"Speculation vs batching: {r['model']} on {r['gpu']}", "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"})
+    lay = layout(
+        f"Speculation vs batching: {r['model']} on {r['gpu']}",
+        "Batch size (sequences)",
+        "Speed-up (x)",
+        xaxis={"type": "log"},
+    )
     return make_figure(data, lay)
 
 

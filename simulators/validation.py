@@ -43,8 +43,11 @@ def skipped() -> list[dict[str, Any]]:
 
 def _formats(e: dict[str, Any], eff: cm.Efficiency) -> dict[str, Any]:
     return {
-        "weight_dtype": e.get("weight_dtype", "bf16"), "activation_dtype": e.get("activation_dtype"),
-        "kv_dtype": e.get("kv_dtype", "bf16"), "eff": eff, "tp": e.get("tp", 1),
+        "weight_dtype": e.get("weight_dtype", "bf16"),
+        "activation_dtype": e.get("activation_dtype"),
+        "kv_dtype": e.get("kv_dtype", "bf16"),
+        "eff": eff,
+        "tp": e.get("tp", 1),
     }
 
 
@@ -53,8 +56,11 @@ def _batch(e: dict[str, Any]) -> int:
     if e.get("batch_size", 1) != "fit":
         return int(e.get("batch_size", 1))
     fit = cm.memory_fit(
-        models()[e["model"]], gpus()[e["gpu"]], num_gpus=e.get("tp", 1),
-        weight_dtype=e.get("weight_dtype", "bf16"), kv_dtype=e.get("kv_dtype", "bf16"),
+        models()[e["model"]],
+        gpus()[e["gpu"]],
+        num_gpus=e.get("tp", 1),
+        weight_dtype=e.get("weight_dtype", "bf16"),
+        kv_dtype=e.get("kv_dtype", "bf16"),
     )
     return max(1, fit.kv_token_capacity // int(e["context_tokens"]))
 
@@ -88,9 +94,9 @@ PREDICTIONS: dict[str, Callable[[dict[str, Any], cm.Efficiency], float]] = {
     "weight_GiB": lambda e, eff: cm.weight_bytes(models()[e["model"]], e.get("weight_dtype", "bf16")) / cm.GiB,
     "params_B": lambda e, eff: cm.param_counts(models()[e["model"]]).total / 1e9,
     "kv_bytes_per_token": lambda e, eff: cm.kv_bytes_per_token(models()[e["model"]], e.get("kv_dtype", "bf16")),
-    "kv_GiB_per_sequence": lambda e, eff: cm.kv_bytes_per_sequence(
-        models()[e["model"]], e["context_tokens"], e.get("kv_dtype", "bf16")
-    ) / cm.GiB,
+    "kv_GiB_per_sequence": lambda e, eff: (
+        cm.kv_bytes_per_sequence(models()[e["model"]], e["context_tokens"], e.get("kv_dtype", "bf16")) / cm.GiB
+    ),
     "ridge_flop_per_byte": lambda e, eff: cm.ridge_point(gpus()[e["gpu"]]) or 0.0,
 }
 
@@ -117,10 +123,19 @@ def rows() -> list[Row]:
     out = []
     for e in measurements():
         predict = PREDICTIONS[e["quantity"]]
-        out.append(Row(
-            id=e["id"], what=e["what"], kind=e["kind"], unit=e["unit"], conditions=e["conditions"], source=e["source"],
-            ideal=predict(e, cm.IDEAL), default=predict(e, cm.default_efficiency()), published=float(e["value"]),
-        ))
+        out.append(
+            Row(
+                id=e["id"],
+                what=e["what"],
+                kind=e["kind"],
+                unit=e["unit"],
+                conditions=e["conditions"],
+                source=e["source"],
+                ideal=predict(e, cm.IDEAL),
+                default=predict(e, cm.default_efficiency()),
+                published=float(e["value"]),
+            )
+        )
     return out
 
 

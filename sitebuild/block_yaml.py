@@ -29,7 +29,9 @@ def compose(source: str, kind: str) -> tuple[Any, yaml.Node | None]:
         raise BlockError(mark.line if mark else 0, f"invalid YAML in {kind} block: {exc.problem}") from None
 
 
-def read_mapping(source: str, kind: str, keys: tuple[str, ...], nested: str, usage: str) -> tuple[dict[str, Any], dict[str, int]]:
+def read_mapping(
+    source: str, kind: str, keys: tuple[str, ...], nested: str, usage: str
+) -> tuple[dict[str, Any], dict[str, int]]:
     """A block that is a mapping of `keys`; lines holds each key's offset, and `nested.<k>` for the
     entries of the value under `nested` (its mapping keys, or its list items by index)."""
     spec, node = compose(source, kind)

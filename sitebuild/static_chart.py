@@ -495,7 +495,14 @@ def pattern_body(shape: str, color: str) -> str:
     anti = f"M0,0L{s},{s}M{-s / 4},{s * 3 / 4}L{s / 4},{s * 5 / 4}M{s * 3 / 4},{-s / 4}L{s * 5 / 4},{s / 4}"
     if shape == ".":
         return f'<circle cx="{s / 2}" cy="{s / 2}" r="2.2" fill="{_attr(color)}"/>'
-    paths = {"/": diag, "\\": anti, "x": diag + anti, "-": f"M0,{s / 2}H{s}", "|": f"M{s / 2},0V{s}", "+": f"M0,{s / 2}H{s}M{s / 2},0V{s}"}
+    paths = {
+        "/": diag,
+        "\\": anti,
+        "x": diag + anti,
+        "-": f"M0,{s / 2}H{s}",
+        "|": f"M{s / 2},0V{s}",
+        "+": f"M0,{s / 2}H{s}M{s / 2},0V{s}",
+    }
     return f'<path d="{paths[shape]}"{stroke}/>' if shape in paths else ""
 
 

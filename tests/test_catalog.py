@@ -6,12 +6,30 @@ from simulators import catalog
 from simulators import costmodel as cm
 
 REQUIRED_GPUS = [
-    "h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l4", "b200",
-    "mi300x", "rtx-4090", "m2-ultra",
+    "h100-sxm",
+    "h100-pcie",
+    "h200",
+    "a100-sxm-80gb",
+    "a100-sxm-40gb",
+    "l40s",
+    "l4",
+    "b200",
+    "mi300x",
+    "rtx-4090",
+    "m2-ultra",
 ]
 REQUIRED_MODELS = [
-    "llama-3-8b", "llama-3.1-70b", "llama-3.1-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b",
-    "qwen2.5-72b", "llama-2-7b", "llama-2-70b", "deepseek-v3", "gpt2-small",
+    "llama-3-8b",
+    "llama-3.1-70b",
+    "llama-3.1-405b",
+    "mistral-7b",
+    "mixtral-8x7b",
+    "qwen2.5-7b",
+    "qwen2.5-72b",
+    "llama-2-7b",
+    "llama-2-70b",
+    "deepseek-v3",
+    "gpt2-small",
 ]
 
 
@@ -68,10 +86,17 @@ def test_int4_group_scales_cost_an_eighth_of_a_bit():
 
 def test_pasted_config_json_and_custom_gpu():
     cfg = {
-        "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
-        "vocab_size": 128256, "max_position_embeddings": 8192, "rope_theta": 500000.0,
-        "torch_dtype": "bfloat16", "tie_word_embeddings": False,
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+        "rope_theta": 500000.0,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
     }
     m = catalog.resolve_model(cfg)
     assert cm.param_counts(m).total == cm.param_counts(catalog.models()["llama-3-8b"]).total
@@ -83,9 +108,21 @@ def test_pasted_config_json_and_custom_gpu():
     "cfg, words",
     [
         ({"hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10}, "num_hidden_layers"),
-        ({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 3, "num_key_value_heads": 2, "vocab_size": 10}, "multiple"),
+        (
+            {
+                "num_hidden_layers": 2,
+                "hidden_size": 64,
+                "num_attention_heads": 3,
+                "num_key_value_heads": 2,
+                "vocab_size": 10,
+            },
+            "multiple",
+        ),
         ({"num_hidden_layers": -1, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10}, "at least 1"),
-        ({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "hiden": 3}, "unknown key"),
+        (
+            {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "hiden": 3},
+            "unknown key",
+        ),
     ],
 )
 def test_bad_config_is_named(cfg, words):

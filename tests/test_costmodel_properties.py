@@ -18,7 +18,10 @@ batches = st.lists(st.tuples(st.integers(1, 4096), st.integers(0, 32768)), min_s
 @given(models, gpus, batches, dtypes, st.floats(1.01, 4))
 def test_more_bandwidth_is_never_slower(m, gpu, seqs, dtype, factor):
     faster = dataclasses.replace(gpu, hbm_bandwidth_GBps=gpu.hbm_bandwidth_GBps * factor)
-    assert cm.step_time(m, faster, seqs, weight_dtype=dtype).time_s <= cm.step_time(m, gpu, seqs, weight_dtype=dtype).time_s
+    assert (
+        cm.step_time(m, faster, seqs, weight_dtype=dtype).time_s
+        <= cm.step_time(m, gpu, seqs, weight_dtype=dtype).time_s
+    )
 
 
 @settings(max_examples=80, deadline=None)
@@ -31,14 +34,20 @@ def test_more_flops_is_never_slower(m, gpu, seqs, factor):
 @settings(max_examples=80, deadline=None)
 @given(models, gpus, batches, dtypes)
 def test_ideal_is_never_slower_than_default(m, gpu, seqs, dtype):
-    assert cm.step_time(m, gpu, seqs, weight_dtype=dtype, eff=cm.IDEAL).time_s <= cm.step_time(m, gpu, seqs, weight_dtype=dtype).time_s
+    assert (
+        cm.step_time(m, gpu, seqs, weight_dtype=dtype, eff=cm.IDEAL).time_s
+        <= cm.step_time(m, gpu, seqs, weight_dtype=dtype).time_s
+    )
 
 
 @settings(max_examples=80, deadline=None)
 @given(models, gpus, st.integers(1, 8), st.floats(1.01, 4), dtypes)
 def test_more_memory_never_fits_fewer_tokens(m, gpu, n, factor, dtype):
     bigger = dataclasses.replace(gpu, memory_GiB=gpu.memory_GiB * factor)
-    assert cm.memory_fit(m, bigger, num_gpus=n, weight_dtype=dtype).kv_token_capacity >= cm.memory_fit(m, gpu, num_gpus=n, weight_dtype=dtype).kv_token_capacity
+    assert (
+        cm.memory_fit(m, bigger, num_gpus=n, weight_dtype=dtype).kv_token_capacity
+        >= cm.memory_fit(m, gpu, num_gpus=n, weight_dtype=dtype).kv_token_capacity
+    )
 
 
 @settings(max_examples=80, deadline=None)

@@ -62,7 +62,13 @@ def test_stride_gives_the_same_timings_as_single_steps(name):
     model = resolve_model(kw.pop("model", "llama-3-8b"))
     rng = random.Random(2)
     lengths = workload.azure_lengths() if name != "sliding window" else workload.Lengths("fixed", 3000, 2000)
-    reqs = workload.build(rng, 120, lengths, workload.arrival_times(rng, 120, "poisson", 25), sharing="multi_turn" if "prefix" in name else "none").requests
+    reqs = workload.build(
+        rng,
+        120,
+        lengths,
+        workload.arrival_times(rng, 120, "poisson", 25),
+        sharing="multi_turn" if "prefix" in name else "none",
+    ).requests
     spec = EngineSpec(model, GPU, **kw)
     a, b = serve(reqs, spec), serve(reqs, spec, single_step=True)
     assert [r.id for r in a.records] == [r.id for r in b.records]
@@ -78,7 +84,9 @@ def test_invariants_blocks_tokens_and_completion(name):
     kw = dict(CONFIGS[name])
     model = resolve_model(kw.pop("model", "llama-3-8b"))
     rng = random.Random(5)
-    reqs = workload.build(rng, 150, workload.azure_lengths(), workload.arrival_times(rng, 150, "poisson", 30), sharing="system").requests
+    reqs = workload.build(
+        rng, 150, workload.azure_lengths(), workload.arrival_times(rng, 150, "poisson", 30), sharing="system"
+    ).requests
     spec = EngineSpec(model, GPU, **kw)
     served = serve(reqs, spec)
     rep = served.replicas[0]
@@ -111,8 +119,15 @@ def test_event_log_of_two_requests_is_exact():
     t4 = t3 + sc.batch_time_s([(1, 32)])
     t5 = t4 + sc.batch_time_s([(1, 33)])
     expected = [
-        (0.0, "arrive", 0), (0.0, "admit", 0), (0.0, "chunk", 0), (t1, "first_token", 0),
-        (prefill + 1e-6, "arrive", 1), (t2, "admit", 1), (t2, "chunk", 1), (t3, "first_token", 1), (t3, "finish", 0),
+        (0.0, "arrive", 0),
+        (0.0, "admit", 0),
+        (0.0, "chunk", 0),
+        (t1, "first_token", 0),
+        (prefill + 1e-6, "arrive", 1),
+        (t2, "admit", 1),
+        (t2, "chunk", 1),
+        (t3, "first_token", 1),
+        (t3, "finish", 0),
         (t5, "finish", 1),
     ]
     got = [(t, what, rid) for t, _, what, rid, _ in served.log]
@@ -150,7 +165,9 @@ def test_goodput_does_not_fall_as_load_rises_below_the_knee():
     goodputs = []
     for rate in (2, 4, 8, 12):
         rng = random.Random(4)
-        reqs = workload.build(rng, 400, workload.azure_lengths(), workload.arrival_times(rng, 400, "poisson", rate)).requests
+        reqs = workload.build(
+            rng, 400, workload.azure_lengths(), workload.arrival_times(rng, 400, "poisson", rate)
+        ).requests
         goodputs.append(summarize(serve(reqs, EngineSpec(M, GPU)).records, warmup=0.1, cooldown=0.1)["goodput_per_s"])
     assert goodputs == sorted(goodputs)
 
@@ -166,11 +183,19 @@ def _general_loop(reqs, spec):
 
 
 ONE_REPLICA_LOADS = {
-    "open loop": lambda rng: workload.build(rng, 150, workload.azure_lengths(), workload.arrival_times(rng, 150, "poisson", 30), sharing="multi_turn").requests,
+    "open loop": lambda rng: (
+        workload.build(
+            rng, 150, workload.azure_lengths(), workload.arrival_times(rng, 150, "poisson", 30), sharing="multi_turn"
+        ).requests
+    ),
     # Closed loop: follow-ups released when the request before them ends, some too long to serve.
-    "closed loop, drops": lambda rng: loadgen.arrange("concurrent", [(rng.choice([300, 1200, 9000]), rng.choice([40, 300])) for _ in range(120)], rng, users=24),
+    "closed loop, drops": lambda rng: loadgen.arrange(
+        "concurrent", [(rng.choice([300, 1200, 9000]), rng.choice([40, 300])) for _ in range(120)], rng, users=24
+    ),
     # Every request at once: many arrivals at equal times, the queue long.
-    "burst": lambda rng: loadgen.arrange("throughput", [(rng.randint(10, 3000), rng.randint(1, 400)) for _ in range(120)], rng),
+    "burst": lambda rng: loadgen.arrange(
+        "throughput", [(rng.randint(10, 3000), rng.randint(1, 400)) for _ in range(120)], rng
+    ),
 }
 
 
@@ -195,9 +220,14 @@ def test_one_replica_loop_is_the_general_loop(name, load):
 
 def test_a_run_without_its_series_is_the_same_run():
     rng = random.Random(4)
-    reqs = workload.build(rng, 200, workload.azure_lengths(), workload.arrival_times(rng, 200, "poisson", 40), sharing="system").requests
+    reqs = workload.build(
+        rng, 200, workload.azure_lengths(), workload.arrival_times(rng, 200, "poisson", 40), sharing="system"
+    ).requests
     spec = EngineSpec(M, GPU, num_blocks=900, prefix="hash")  # tight: preemptions and evictions too
-    kept, lean = serve(reqs, spec, num_replicas=2, router="prefix"), serve(reqs, spec, num_replicas=2, router="prefix", keep_series=False)
+    kept, lean = (
+        serve(reqs, spec, num_replicas=2, router="prefix"),
+        serve(reqs, spec, num_replicas=2, router="prefix", keep_series=False),
+    )
     assert kept.records == lean.records and kept.events == lean.events
     counters = ("num_preemptions", "num_steps", "num_strides", "prefill_tokens", "hit_tokens", "busy_s")
     for a, b in zip(kept.replicas, lean.replicas, strict=True):

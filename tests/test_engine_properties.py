@@ -27,11 +27,30 @@ M, GPU = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
     spec_k=st.integers(0, 4),
     seed=st.integers(0, 1000),
 )
-def test_every_request_finishes_or_is_dropped_and_blocks_balance(n, rate, block_size, num_blocks, max_num_seqs, budget, chunked, batching, prefix, layout, sharing, spec_k, seed):
+def test_every_request_finishes_or_is_dropped_and_blocks_balance(
+    n, rate, block_size, num_blocks, max_num_seqs, budget, chunked, batching, prefix, layout, sharing, spec_k, seed
+):
     rng = random.Random(seed)
-    reqs = workload.build(rng, n, workload.Lengths("uniform", 300, 60), workload.arrival_times(rng, n, "poisson", rate), sharing=sharing, shared_tokens=200, turns=3).requests
-    sched = SchedulerConfig(batching=batching, max_num_seqs=max_num_seqs, max_num_batched_tokens=max(budget, max_num_seqs), chunked_prefill=chunked, max_model_len=4096, num_speculative_tokens=spec_k)
-    spec = EngineSpec(M, GPU, sched, block_size=block_size, num_blocks=max(1, num_blocks // block_size), layout=layout, prefix=prefix)
+    reqs = workload.build(
+        rng,
+        n,
+        workload.Lengths("uniform", 300, 60),
+        workload.arrival_times(rng, n, "poisson", rate),
+        sharing=sharing,
+        shared_tokens=200,
+        turns=3,
+    ).requests
+    sched = SchedulerConfig(
+        batching=batching,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max(budget, max_num_seqs),
+        chunked_prefill=chunked,
+        max_model_len=4096,
+        num_speculative_tokens=spec_k,
+    )
+    spec = EngineSpec(
+        M, GPU, sched, block_size=block_size, num_blocks=max(1, num_blocks // block_size), layout=layout, prefix=prefix
+    )
     served = serve(reqs, spec)
     assert len(served.records) + len(served.dropped) == n
     kv = served.replicas[0].kv

@@ -16,8 +16,13 @@ from sitebuild.sims import Simulators
 LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
 COURSE = load_course(LESSONS_DIR)
 SECTIONS = [
-    "The bottleneck", "The mechanism", "Try it", "The metric that moves",
-    "In real software", "Check yourself", "References",
+    "The bottleneck",
+    "The mechanism",
+    "Try it",
+    "The metric that moves",
+    "In real software",
+    "Check yourself",
+    "References",
 ]
 FENCE = re.compile(r"^(`{3,})(\w*)[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
 CORE_IDS = ["00.1", "00.2", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12"]
@@ -52,7 +57,9 @@ def test_the_fourteen_lessons_of_the_course_map():
 def test_sections_in_order(lesson):
     found = re.findall(r"^## (.+?)\s*$", lesson.body, re.M)
     positions = [found.index(s) if s in found else -1 for s in SECTIONS]
-    assert -1 not in positions, f"{lesson.src_uri} lacks {[s for s, p in zip(SECTIONS, positions, strict=True) if p < 0]}"
+    assert -1 not in positions, (
+        f"{lesson.src_uri} lacks {[s for s, p in zip(SECTIONS, positions, strict=True) if p < 0]}"
+    )
     assert positions == sorted(positions), f"{lesson.src_uri}: sections out of order: {found}"
 
 
@@ -97,4 +104,6 @@ def test_references_link_to_sources(lesson):
 def test_guided_experiments_follow_the_simulator(lesson):
     try_it = lesson.body.split("## Try it", 1)[1].split("\n## ", 1)[0]
     assert "```sim" in try_it
-    assert len(re.findall(r'\?\?\?\+? note "Answer', try_it)) >= 2, f"{lesson.src_uri}: fewer than 2 experiments with answers"
+    assert len(re.findall(r'\?\?\?\+? note "Answer', try_it)) >= 2, (
+        f"{lesson.src_uri}: fewer than 2 experiments with answers"
+    )

@@ -1,4 +1,4 @@
-"""ruff's lint rules (pyproject.toml) hold for every Python file of the project."""
+"""ruff's lint rules and its formatter (pyproject.toml) hold for every Python file of the project."""
 
 import shutil
 import subprocess
@@ -10,6 +10,23 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_ruff_check_is_clean():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    out = subprocess.run([ruff, "check", "simulators", "sitebuild", "site_build.py", "scripts", "tests"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [ruff, "check", "simulators", "sitebuild", "site_build.py", "scripts", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_ruff_format_is_clean():
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    out = subprocess.run(
+        [ruff, "format", "--check", "simulators", "sitebuild", "site_build.py", "scripts", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, "run `ruff format` on:\n" + out.stdout + out.stderr

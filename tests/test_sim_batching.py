@@ -29,7 +29,10 @@ def test_a_static_batch_is_busy_during_its_prefill():
     assert served.records[0].ttft_s > 0.3 * d  # the prefill is a large share of the batch's time
     series = served.replicas[0].series
     # The sample at each batch's start already holds its sequence: the prefill step is busy.
-    assert [(t, slots, running) for t, slots, _, _, _, running in series if t in (0.0, 100.0)] == [(0.0, 1, 1), (100.0, 1, 1)]
+    assert [(t, slots, running) for t, slots, _, _, _, running in series if t in (0.0, 100.0)] == [
+        (0.0, 1, 1),
+        (100.0, 1, 1),
+    ]
     # Busy 2D of the 100 + D seconds from the first arrival to the last completion (sampling
     # each step's end would have counted the second prefill as idle).
     assert batching.slot_occupancy(series, 1) == pytest.approx(2 * d / (100 + d))

@@ -47,7 +47,12 @@ def test_too_much_kv_does_not_fit_and_shared_prefixes_turn_prefill_into_sglang_t
 
 def test_request_alone_is_admitted_prefilled_in_budget_chunks_decoded_and_finished():
     # No background: the prompt gets the whole budget every step: ceil(3000 / 512) = 6 chunks.
-    r = ex.run(parse(ex.Params, {"num_background": 0, "prompt_tokens": 3000, "output_tokens": 50, "max_num_batched_tokens": 512}), seed=0)
+    r = ex.run(
+        parse(
+            ex.Params, {"num_background": 0, "prompt_tokens": 3000, "output_tokens": 50, "max_num_batched_tokens": 512}
+        ),
+        seed=0,
+    )
     kinds = [w for _, w, _ in r["follow"]["events"]]
     assert kinds == ["arrive", "admit"] + ["chunk"] * 6 + ["first_token", "finish"]
     assert [x for _, w, x in r["follow"]["events"] if w == "chunk"] == [512] * 5 + [440]

@@ -15,7 +15,12 @@ from simulators.params import parse
 def test_export_uses_guidellm_metric_names():
     r = load_test.run(parse(load_test.Params, {"view": "goodput"}), seed=0)
     header = r["csv"].splitlines()[0].split(",")
-    for name in ("requests_per_second", "time_to_first_token_ms_median", "inter_token_latency_ms_p99", "time_per_output_token_ms_mean"):
+    for name in (
+        "requests_per_second",
+        "time_to_first_token_ms_median",
+        "inter_token_latency_ms_p99",
+        "time_per_output_token_ms_mean",
+    ):
         assert name in header
     rec = r["guidellm"][1]
     assert set(GUIDELLM_NAMES) <= set(rec)
@@ -38,7 +43,10 @@ def test_closed_loop_cannot_exceed_its_users_and_open_loop_queues_past_capacity(
 
 def _one_user(prompt_lengths, output_tokens=10):
     """One closed-loop user's requests, each sent when the previous one ends."""
-    return [Request(i, 0.0, p, output_tokens, ((i + 1, p),), after=i - 1 if i else None) for i, p in enumerate(prompt_lengths)]
+    return [
+        Request(i, 0.0, p, output_tokens, ((i + 1, p),), after=i - 1 if i else None)
+        for i, p in enumerate(prompt_lengths)
+    ]
 
 
 SPEC = EngineSpec(resolve_model("llama-3-8b"), resolve_gpu("h100-sxm"), SchedulerConfig(max_model_len=8192))
@@ -70,7 +78,11 @@ def test_one_closed_loop_user_completes_every_request_that_fits():
     # completes (it was 291 of 1,000 when a drop ended the user's loop), and the run says so.
     lengths = load_test._lengths("azure")
     run = run_profile("concurrent", SPEC, 1000, lengths, 0, users=1)
-    too_long = sum(1 for r in requests_for("concurrent", random.Random(0), 1000, lengths, users=1) if r.prompt_tokens + r.output_tokens > 8192)
+    too_long = sum(
+        1
+        for r in requests_for("concurrent", random.Random(0), 1000, lengths, users=1)
+        if r.prompt_tokens + r.output_tokens > 8192
+    )
     assert too_long > 0
     assert run.metrics["num_dropped"] == too_long
     assert run.metrics["num_requests"] == 1000 - too_long
@@ -101,8 +113,19 @@ def test_refused_requests_count_against_slo_attainment():
     from simulators.engine.metrics import RequestRecord, Slo, summarize
 
     def rec(arrival: float) -> RequestRecord:
-        return RequestRecord(id=0, arrival_s=arrival, ttft_s=0.1, tpot_s=0.01, e2e_s=1.0, queue_s=0.0,
-                             prompt_tokens=10, output_tokens=10, cached_tokens=0, num_preemptions=0, replica=0)
+        return RequestRecord(
+            id=0,
+            arrival_s=arrival,
+            ttft_s=0.1,
+            tpot_s=0.01,
+            e2e_s=1.0,
+            queue_s=0.0,
+            prompt_tokens=10,
+            output_tokens=10,
+            cached_tokens=0,
+            num_preemptions=0,
+            replica=0,
+        )
 
     slo = Slo(ttft_s=1.0, tpot_s=1.0)
     served = [rec(0.0), rec(2.0)]
@@ -122,7 +145,9 @@ def test_maximum_throughput_is_the_steady_state_not_the_drain():
 
     p = load_test.Params()
     m = resolve_model(p.model)
-    spec = EngineSpec(m, resolve_gpu(p.gpu), SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    spec = EngineSpec(
+        m, resolve_gpu(p.gpu), SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+    )
     top = run_profile("concurrent", spec, p.num_requests, load_test._lengths(p.lengths), 0, users=2 * p.max_num_seqs)
     cap = load_test.run(p, seed=0)["metrics"]["max_throughput_per_s"]
     assert cap == top.metrics["steady_throughput_per_s"] > top.metrics["request_throughput_per_s"]
@@ -135,8 +160,19 @@ def test_steady_throughput_by_hand():
     from simulators.engine.metrics import RequestRecord
 
     def rec(end: float) -> RequestRecord:
-        return RequestRecord(id=0, arrival_s=0.0, ttft_s=0.1, tpot_s=0.01, e2e_s=end, queue_s=0.0,
-                             prompt_tokens=1, output_tokens=1, cached_tokens=0, num_preemptions=0, replica=0)
+        return RequestRecord(
+            id=0,
+            arrival_s=0.0,
+            ttft_s=0.1,
+            tpot_s=0.01,
+            e2e_s=end,
+            queue_s=0.0,
+            prompt_tokens=1,
+            output_tokens=1,
+            cached_tokens=0,
+            num_preemptions=0,
+            replica=0,
+        )
 
     assert steady_throughput([rec(float(t)) for t in range(1, 12)]) == 1.0
     assert steady_throughput([rec(4.0)] * 8) == 2.0

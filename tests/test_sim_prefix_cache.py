@@ -69,7 +69,11 @@ def test_workload_is_seeded():
 def test_hash_chains_are_shared_by_block_size_bounded_and_change_no_answer(monkeypatch):
     from simulators.engine import kv as kv_module
 
-    a, b, other = KVCacheManager(100, 16, prefix="hash"), KVCacheManager(50, 16, prefix="radix"), KVCacheManager(100, 8, prefix="hash")
+    a, b, other = (
+        KVCacheManager(100, 16, prefix="hash"),
+        KVCacheManager(50, 16, prefix="radix"),
+        KVCacheManager(100, 8, prefix="hash"),
+    )
     assert a.memo is b.memo is kv_module.chain_memo(16) and other.memo is not a.memo
     segs = ((901, 100), (902, 30))
     chain = a.hashes(segs, 130)
@@ -103,9 +107,13 @@ def test_match_and_caching_shortcuts_before_the_first_eviction_agree_with_a_plai
     m = resolve_model("llama-3-8b")
     rng = random.Random(5)
     times = workload.arrival_times(rng, 80, "poisson", 40.0)
-    reqs = workload.build(rng, 80, workload.azure_lengths(), times, sharing="multi_turn", num_prefixes=4, shared_tokens=500).requests
+    reqs = workload.build(
+        rng, 80, workload.azure_lengths(), times, sharing="multi_turn", num_prefixes=4, shared_tokens=500
+    ).requests
     for blocks, evicts in ((100_000, False), (1_200, True)):
-        spec = EngineSpec(m, resolve_gpu("h100-sxm"), SchedulerConfig(max_model_len=8192), prefix="hash", num_blocks=blocks)
+        spec = EngineSpec(
+            m, resolve_gpu("h100-sxm"), SchedulerConfig(max_model_len=8192), prefix="hash", num_blocks=blocks
+        )
         kv = serve(reqs, spec).replicas[0].kv
         assert (kv.num_evictions > 0) == evicts
         for r in reqs:

@@ -96,7 +96,9 @@ def _oracle(w, qmax, scheme, group):
     return np.sqrt((diff**2).sum() / (w**2).sum()), np.abs(diff).max()
 
 
-@pytest.mark.parametrize(("seed", "outliers", "size", "group"), [(0, 8, 20.0, 128), (3, 0, 1.0, 32), (5, 64, 100.0, 64)])
+@pytest.mark.parametrize(
+    ("seed", "outliers", "size", "group"), [(0, 8, 20.0, 128), (3, 0, 1.0, 32), (5, 64, 100.0, 64)]
+)
 def test_demo_errors_match_a_numpy_oracle(seed, outliers, size, group):
     r = _run(seed=seed, num_outliers=outliers, outlier_size=size, group_size=str(group))
     w = np.array(qz.demo_matrix(seed, outliers, size))
@@ -111,7 +113,11 @@ def test_demo_errors_match_a_numpy_oracle(seed, outliers, size, group):
 def test_outliers_hurt_coarse_scales_most():
     m = _run()["metrics"]
     for bits in ("int8", "int4"):
-        assert m[f"demo_{bits}_per_tensor_rel_rms"] > m[f"demo_{bits}_per_channel_rel_rms"] > m[f"demo_{bits}_group_rel_rms"]
+        assert (
+            m[f"demo_{bits}_per_tensor_rel_rms"]
+            > m[f"demo_{bits}_per_channel_rel_rms"]
+            > m[f"demo_{bits}_group_rel_rms"]
+        )
     for scheme in qz.SCHEMES:
         assert m[f"demo_int4_{scheme}_rel_rms"] > m[f"demo_int8_{scheme}_rel_rms"]
     clean = _run(num_outliers=0)["metrics"]
@@ -135,7 +141,10 @@ def _fresh(sim_params, seed):
 
 
 def test_an_unrelated_control_reuses_the_demo_and_changes_nothing():
-    a, b = {"view": "demo", "num_outliers": 5}, {"view": "demo", "num_outliers": 5, "batch_size": 64, "weight_dtype": "fp8"}
+    a, b = (
+        {"view": "demo", "num_outliers": 5},
+        {"view": "demo", "num_outliers": 5, "batch_size": 64, "weight_dtype": "fp8"},
+    )
     fresh_a, fresh_b = _fresh(a, 3), _fresh(b, 3)
     _fresh(a, 3)
     hits = qz.demo_errors.cache_info().hits
@@ -145,7 +154,11 @@ def test_an_unrelated_control_reuses_the_demo_and_changes_nothing():
     # The cached demo is the uncached computation, and the same object every time.
     w = qz.demo_matrix(3, 5, 20.0)
     energy = qz.energy(w)
-    expected = tuple((f"{bits}_{s}", *qz.errors(w, qz.quantize_matrix(w, q, s, 128), energy)) for bits, q in qz.QMAX.items() for s in qz.SCHEMES)
+    expected = tuple(
+        (f"{bits}_{s}", *qz.errors(w, qz.quantize_matrix(w, q, s, 128), energy))
+        for bits, q in qz.QMAX.items()
+        for s in qz.SCHEMES
+    )
     assert qz.demo_errors(3, 5, 20.0, 128) == expected
     assert qz.demo_errors(3, 5, 20.0, 128) is qz.demo_errors(3, 5, 20.0, 128)
     # A new group size reuses the matrix, not the errors.

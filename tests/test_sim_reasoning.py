@@ -16,7 +16,10 @@ def test_reasoning_traffic_is_decode_and_memory_bound():
 
 def test_expected_tokens_per_speculative_step():
     # k = 4 drafts at acceptance 0.8: (1 - 0.8^5) / (1 - 0.8) = 3.3616 tokens per step.
-    assert SchedulerConfig(num_speculative_tokens=4, acceptance_rate=0.8).tokens_per_step() == 1 + 0.8 + 0.64 + 0.512 + 0.4096
+    assert (
+        SchedulerConfig(num_speculative_tokens=4, acceptance_rate=0.8).tokens_per_step()
+        == 1 + 0.8 + 0.64 + 0.512 + 0.4096
+    )
     assert SchedulerConfig(num_speculative_tokens=0).tokens_per_step() == 1.0
 
 

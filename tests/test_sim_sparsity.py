@@ -139,7 +139,10 @@ def _fresh(sim_params, seed):
 
 
 def test_an_unrelated_control_reuses_the_demo_and_changes_nothing():
-    a, b = {"view": "demo", "sparsity": 0.7}, {"view": "demo", "sparsity": 0.7, "batch_size": 64, "unstructured_layout": "csr"}
+    a, b = (
+        {"view": "demo", "sparsity": 0.7},
+        {"view": "demo", "sparsity": 0.7, "batch_size": 64, "unstructured_layout": "csr"},
+    )
     fresh_a, fresh_b = _fresh(a, 2), _fresh(b, 2)
     _fresh(a, 2)
     hits = sp.demo_unstructured.cache_info().hits

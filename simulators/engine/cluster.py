@@ -62,14 +62,28 @@ class EngineSpec:
         # a load test serves the same spec a dozen times per call.
         cost = self.__dict__.get("_step_cost")
         if cost is None:
-            cost = StepCost(self.model, self.gpu, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, eff=cm.efficiency(self.ideal), tp=self.tp)
+            cost = StepCost(
+                self.model,
+                self.gpu,
+                weight_dtype=self.weight_dtype,
+                kv_dtype=self.kv_dtype,
+                eff=cm.efficiency(self.ideal),
+                tp=self.tp,
+            )
             object.__setattr__(self, "_step_cost", cost)
         return cost
 
     def blocks(self) -> int:
         if self.num_blocks is not None:
             return self.num_blocks
-        fit = cm.memory_fit(self.model, self.gpu, num_gpus=self.tp, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, max_num_batched_tokens=self.sched.max_num_batched_tokens)
+        fit = cm.memory_fit(
+            self.model,
+            self.gpu,
+            num_gpus=self.tp,
+            weight_dtype=self.weight_dtype,
+            kv_dtype=self.kv_dtype,
+            max_num_batched_tokens=self.sched.max_num_batched_tokens,
+        )
         return fit.kv_token_capacity // self.block_size
 
 
@@ -143,10 +157,35 @@ class Served:
     log: list[tuple[Any, ...]]
 
 
-def make_replica(spec: EngineSpec, index: int = 0, *, role: str = "both", single_step: bool = False, log: list[tuple[Any, ...]] | None = None, cost: StepCost | None = None, num_blocks: int | None = None, keep_series: bool = True) -> Replica:
+def make_replica(
+    spec: EngineSpec,
+    index: int = 0,
+    *,
+    role: str = "both",
+    single_step: bool = False,
+    log: list[tuple[Any, ...]] | None = None,
+    cost: StepCost | None = None,
+    num_blocks: int | None = None,
+    keep_series: bool = True,
+) -> Replica:
     reserve = spec.sched.max_model_len if spec.layout == "contiguous" else 0
-    kv = KVCacheManager(spec.blocks() if num_blocks is None else num_blocks, spec.block_size, spec.layout, reserve, spec.prefix if spec.layout == "paged" else "off")
-    return Replica(index, spec.sched, kv, cost or spec.step_cost(), role=role, single_step=single_step, log=log, keep_series=keep_series)
+    kv = KVCacheManager(
+        spec.blocks() if num_blocks is None else num_blocks,
+        spec.block_size,
+        spec.layout,
+        reserve,
+        spec.prefix if spec.layout == "paged" else "off",
+    )
+    return Replica(
+        index,
+        spec.sched,
+        kv,
+        cost or spec.step_cost(),
+        role=role,
+        single_step=single_step,
+        log=log,
+        keep_series=keep_series,
+    )
 
 
 def serve(
@@ -173,7 +212,18 @@ def serve(
     reps = []
     for i in range(num_replicas):
         role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
-        reps.append(make_replica(spec, i, role=role, single_step=single_step, log=log, cost=cost, num_blocks=blocks, keep_series=keep_series))
+        reps.append(
+            make_replica(
+                spec,
+                i,
+                role=role,
+                single_step=single_step,
+                log=log,
+                cost=cost,
+                num_blocks=blocks,
+                keep_series=keep_series,
+            )
+        )
     route = make_router(router)
     transfer = None
     if num_prefill:
@@ -183,7 +233,9 @@ def serve(
         def transfer(s: Seq) -> float:
             return per_token * s.num_computed_tokens / (link * cm.GB) if link else 0.0
 
-    done, dropped, events = simulate(requests, reps, route, decode_route=make_router("least_queue") if num_prefill else None, transfer_s=transfer)
+    done, dropped, events = simulate(
+        requests, reps, route, decode_route=make_router("least_queue") if num_prefill else None, transfer_s=transfer
+    )
     return Served(records(done), dropped, events, reps, log or [])
 
 

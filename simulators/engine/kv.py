@@ -304,7 +304,9 @@ class KVCacheManager:
             if n == 0:
                 evictable[h] = None
 
-    def cache_blocks(self, segments: tuple[tuple[int, int], ...], upto: int, start: int, owned: list[int], *, final: bool = False) -> int:
+    def cache_blocks(
+        self, segments: tuple[tuple[int, int], ...], upto: int, start: int, owned: list[int], *, final: bool = False
+    ) -> int:
         """Turn a sequence's private blocks (of its first `upto` tokens) from block `start` on
         into cached ones it references.
 

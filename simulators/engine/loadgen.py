@@ -32,12 +32,16 @@ from .workload import Lengths, Request, arrival_times
 PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
 
 
-def requests_for(profile: str, rng: random.Random, n: int, lengths: Lengths, *, rate: float = 1.0, users: int = 1) -> list[Request]:
+def requests_for(
+    profile: str, rng: random.Random, n: int, lengths: Lengths, *, rate: float = 1.0, users: int = 1
+) -> list[Request]:
     """n requests arranged by a profile (closed-loop chains use Request.after)."""
     return arrange(profile, [lengths.draw(rng) for _ in range(n)], rng, rate=rate, users=users)
 
 
-def arrange(profile: str, drawn: list[tuple[int, int]], rng: random.Random, *, rate: float = 1.0, users: int = 1) -> list[Request]:
+def arrange(
+    profile: str, drawn: list[tuple[int, int]], rng: random.Random, *, rate: float = 1.0, users: int = 1
+) -> list[Request]:
     """requests_for, given the (prompt, output) lengths already drawn from `rng`."""
     n = len(drawn)
     if profile in ("synchronous", "concurrent"):
@@ -62,8 +66,22 @@ class LoadRun:
     concurrency: float  # mean requests in flight (Little's law: throughput x mean e2e)
 
 
-def run_profile(profile: str, spec: EngineSpec, n: int, lengths: Lengths, seed: int, *, rate: float = 1.0, users: int = 1, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> LoadRun:
-    served = serve(requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec, keep_series=False)
+def run_profile(
+    profile: str,
+    spec: EngineSpec,
+    n: int,
+    lengths: Lengths,
+    seed: int,
+    *,
+    rate: float = 1.0,
+    users: int = 1,
+    warmup: float = 0.0,
+    cooldown: float = 0.0,
+    slo: Slo | None = None,
+) -> LoadRun:
+    served = serve(
+        requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec, keep_series=False
+    )
     return measure(served, profile, rate, warmup=warmup, cooldown=cooldown, slo=slo)
 
 
@@ -83,7 +101,17 @@ class ServedMemo:
         # distribution, and keep the generator's state after them for the arrival times.
         self._drawn: dict[tuple[Any, ...], tuple[list[tuple[int, int]], Any]] = {}
 
-    def run(self, profile: str, lengths: Lengths, *, rate: float = 1.0, users: int = 1, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> LoadRun:
+    def run(
+        self,
+        profile: str,
+        lengths: Lengths,
+        *,
+        rate: float = 1.0,
+        users: int = 1,
+        warmup: float = 0.0,
+        cooldown: float = 0.0,
+        slo: Slo | None = None,
+    ) -> LoadRun:
         key = (profile, lengths.key(), rate, users)
         if key not in self._served:
             if key[1] not in self._drawn:
@@ -99,7 +127,9 @@ class ServedMemo:
         return measure(self._served[key], profile, rate, warmup=warmup, cooldown=cooldown, slo=slo)
 
 
-def measure(served: Served, profile: str, rate: float, *, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> LoadRun:
+def measure(
+    served: Served, profile: str, rate: float, *, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None
+) -> LoadRun:
     """The LoadRun of a served profile: statistics over its records (warm-up and cool-down left out)."""
     dropped = [r.arrival_s for r in served.dropped]
     met = summarize(served.records, slo=slo, warmup=warmup, cooldown=cooldown, dropped_arrivals=dropped)
@@ -128,7 +158,18 @@ def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
     return len(ends) / max(ends[-1] - start, 1e-12)
 
 
-def sweep(spec: EngineSpec, n: int, lengths: Lengths, seed: int, *, num_rates: int = 6, open_profile: str = "poisson", warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None) -> list[LoadRun]:
+def sweep(
+    spec: EngineSpec,
+    n: int,
+    lengths: Lengths,
+    seed: int,
+    *,
+    num_rates: int = 6,
+    open_profile: str = "poisson",
+    warmup: float = 0.0,
+    cooldown: float = 0.0,
+    slo: Slo | None = None,
+) -> list[LoadRun]:
     """GuideLLM's sweep: synchronous, throughput, then open-loop rates evenly between them."""
     kw: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "slo": slo}
     sync = run_profile("synchronous", spec, max(2, n // 4), lengths, seed, **kw)
@@ -184,4 +225,3 @@ def to_csv(runs: list[LoadRun]) -> str:
                 flat[k] = v
         lines.append(",".join(f"{flat[c]:.6g}" if isinstance(flat[c], float) else str(flat[c]) for c in cols))
     return "\n".join(lines) + "\n"
-

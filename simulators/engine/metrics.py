@@ -56,8 +56,10 @@ def describe(values: list[float]) -> dict[str, float]:
     xs = sorted(values)
     return {
         "mean": sum(xs) / len(xs),
-        "p50": percentile(xs, 50), "p90": percentile(xs, 90),
-        "p95": percentile(xs, 95), "p99": percentile(xs, 99),
+        "p50": percentile(xs, 50),
+        "p90": percentile(xs, 90),
+        "p95": percentile(xs, 95),
+        "p99": percentile(xs, 99),
     }
 
 
@@ -89,11 +91,21 @@ def records(done: list[Seq]) -> list[RequestRecord]:
         t0 = s.t_arrival
         e2e = s.t_finish - t0
         ttft = s.t_first_token - t0
-        append(RequestRecord(
-            s.id, t0, s.t_scheduled - t0, ttft, e2e,
-            (e2e - ttft) / (n - 1) if n > 1 else None,
-            req.prompt_tokens, n, s.cached_tokens, s.num_preemptions, s.replica,
-        ))
+        append(
+            RequestRecord(
+                s.id,
+                t0,
+                s.t_scheduled - t0,
+                ttft,
+                e2e,
+                (e2e - ttft) / (n - 1) if n > 1 else None,
+                req.prompt_tokens,
+                n,
+                s.cached_tokens,
+                s.num_preemptions,
+                s.replica,
+            )
+        )
     return out
 
 

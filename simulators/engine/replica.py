@@ -40,7 +40,18 @@ Event = tuple[float, int, int, Any]  # (time, priority, kind, payload): seq_no a
 
 
 class Replica:
-    def __init__(self, index: int, cfg: SchedulerConfig, kv: KVCacheManager, cost: StepCost, *, role: str = "both", single_step: bool = False, log: list[tuple[Any, ...]] | None = None, keep_series: bool = True):
+    def __init__(
+        self,
+        index: int,
+        cfg: SchedulerConfig,
+        kv: KVCacheManager,
+        cost: StepCost,
+        *,
+        role: str = "both",
+        single_step: bool = False,
+        log: list[tuple[Any, ...]] | None = None,
+        keep_series: bool = True,
+    ):
         self.index, self.cfg, self.kv, self.cost, self.role = index, cfg, kv, cost, role
         self.single_step, self.log = single_step, log
         self.keep_series = keep_series  # False: `series` stays empty (for callers that read only records)
@@ -78,7 +89,9 @@ class Replica:
         self.prefill_tokens = 0  # prompt tokens computed (recomputation after preemption included)
         self.hit_tokens = 0  # prompt tokens served from the prefix cache, all admissions
         self.busy_s = 0.0
-        self.series: list[tuple[float, int, int, int, int, int]] = []  # per step, at its start: t, batch slots, waiting, used blocks, held tokens, running
+        self.series: list[
+            tuple[float, int, int, int, int, int]
+        ] = []  # per step, at its start: t, batch slots, waiting, used blocks, held tokens, running
         self._tie = itertools.count()
 
     # -- lazy decode set ----------------------------------------------------------------------
@@ -124,7 +137,7 @@ class Replica:
         if rem:  # residues start .. start + rem - 1, wrapping around the histogram's end
             start = self.steps % bs
             end = start + rem
-            total += sum(res[start:end]) if end <= bs else sum(res[start:]) + sum(res[:end - bs])
+            total += sum(res[start:end]) if end <= bs else sum(res[start:]) + sum(res[: end - bs])
         return total
 
     # -- scheduling ---------------------------------------------------------------------------
@@ -344,7 +357,9 @@ class Replica:
         k = self.cfg.num_speculative_tokens
         plain = self.cost.decode_stride(self.nd, self.sum_ctx, self.sum_held, growth)
         # Speculation: the verify pass's pieces, then the drafts' (_stride_s); else the plain ones.
-        self.plan_pieces = (*self.cost.decode_stride(self.nd, self.sum_ctx, self.sum_held, growth, q=k + 1), *plain) if k else plain
+        self.plan_pieces = (
+            (*self.cost.decode_stride(self.nd, self.sum_ctx, self.sum_held, growth, q=k + 1), *plain) if k else plain
+        )
         self.plan_n = n
         # The stride's blocks are taken when it ends (for the steps it really ran), so that a
         # cut stride has evicted exactly the cached blocks that single steps would have.
@@ -409,7 +424,11 @@ class Replica:
         self.steps += n
         self.sum_ctx += self.nd * n
         if n:
-            growth = self.nd if not self.window else sum(1 for s in self.running if s.decoding and self.steps - n - s.g0 < self.window)
+            growth = (
+                self.nd
+                if not self.window
+                else sum(1 for s in self.running if s.decoding and self.steps - n - s.g0 < self.window)
+            )
             self.sum_held += growth * n
         for s in self.plan_chunks:
             s.num_computed_tokens += s.scheduled
@@ -482,7 +501,14 @@ class Replica:
 Router = Callable[[Seq, list[Replica], float], Replica]
 
 
-def simulate(requests: list[Request], replicas: list[Replica], route: Router, *, decode_route: Router | None = None, transfer_s: Callable[[Seq], float] | None = None) -> tuple[list[Seq], list[Request], int]:
+def simulate(
+    requests: list[Request],
+    replicas: list[Replica],
+    route: Router,
+    *,
+    decode_route: Router | None = None,
+    transfer_s: Callable[[Seq], float] | None = None,
+) -> tuple[list[Seq], list[Request], int]:
     """Run requests through replicas: (finished sequences, dropped requests, events processed).
 
     Follow-up requests (after=id) are released `arrival_s` after the request they follow ends.
@@ -520,7 +546,10 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
         t, _, _, kind, obj = heapq.heappop(heap)
         events += 1
         if kind == ARRIVE:
-            if obj.prompt_tokens + obj.output_tokens > max_len or kv0.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv0.num_blocks:
+            if (
+                obj.prompt_tokens + obj.output_tokens > max_len
+                or kv0.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv0.num_blocks
+            ):
                 _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
@@ -549,7 +578,14 @@ def simulate(requests: list[Request], replicas: list[Replica], route: Router, *,
     return done, dropped, events
 
 
-def _one_replica(heap: list[tuple[float, int, int, int, Any]], rep: Replica, followers: dict[int, list[Request]], push: Callable[[list[Event]], None], done: list[Seq], dropped: list[Request]) -> int:
+def _one_replica(
+    heap: list[tuple[float, int, int, int, Any]],
+    rep: Replica,
+    followers: dict[int, list[Request]],
+    push: Callable[[list[Event]], None],
+    done: list[Seq],
+    dropped: list[Request],
+) -> int:
     """simulate's loop for one replica (no hand-offs): the same events in the same order.
 
     A replica has one step end pending at a time, so it is kept beside the heap of arrivals
@@ -569,7 +605,9 @@ def _one_replica(heap: list[tuple[float, int, int, int, Any]], rep: Replica, fol
         if heap and heap[0][0] <= t_step:
             t, _, _, _, obj = heapq.heappop(heap)  # an arrival: the only kind in the heap here
             events += 1
-            if obj.prompt_tokens + obj.output_tokens > max_len or (not rep.paged and kv.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv.num_blocks):
+            if obj.prompt_tokens + obj.output_tokens > max_len or (
+                not rep.paged and kv.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv.num_blocks
+            ):
                 _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
@@ -593,7 +631,13 @@ def _one_replica(heap: list[tuple[float, int, int, int, Any]], rep: Replica, fol
             rep.finished.clear()
 
 
-def _drop(req: Request, t: float, followers: dict[int, list[Request]], push: Callable[[list[Event]], None], dropped: list[Request]) -> None:
+def _drop(
+    req: Request,
+    t: float,
+    followers: dict[int, list[Request]],
+    push: Callable[[list[Event]], None],
+    dropped: list[Request],
+) -> None:
     """Drop a request that cannot be served, and every follow-up that re-sends a dropped answer.
 
     Iterative (an explicit stack), so a chain of thousands of follow-ups cannot overflow

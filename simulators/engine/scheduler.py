@@ -71,9 +71,26 @@ class Seq:
     """One request inside a replica (vLLM's Request): progress, blocks and timestamps."""
 
     __slots__ = (
-        "req", "id", "prompt", "num_computed_tokens", "out", "g0", "finish_g", "blocks", "owned",
-        "chain_len", "t_arrival", "t_scheduled", "t_first_token", "t_finish", "num_preemptions",
-        "cached_tokens", "prefilled", "scheduled", "decoding", "replica",
+        "req",
+        "id",
+        "prompt",
+        "num_computed_tokens",
+        "out",
+        "g0",
+        "finish_g",
+        "blocks",
+        "owned",
+        "chain_len",
+        "t_arrival",
+        "t_scheduled",
+        "t_first_token",
+        "t_finish",
+        "num_preemptions",
+        "cached_tokens",
+        "prefilled",
+        "scheduled",
+        "decoding",
+        "replica",
     )
 
     def __init__(self, req: Request, t_arrival: float):

@@ -67,7 +67,8 @@ class StepCost:
         """(compute_s, memory_s, communication_s) of a batch given its four sums."""
         return (
             self.x * tokens + self.y * num_seqs + self.z * keys,
-            (self.weights_s(tokens) if self.moe else self._weights[1]) + self.v * kv,  # once per step: no call for a dense model
+            (self.weights_s(tokens) if self.moe else self._weights[1])
+            + self.v * kv,  # once per step: no call for a dense model
             self.u * tokens,
         )
 
@@ -84,7 +85,9 @@ class StepCost:
         kv = sum(self.held(c) + q for q, c in seqs)
         return self.time_s(sum(q for q, _ in seqs), len(seqs), keys, kv)
 
-    def decode_stride(self, batch: int, sum_context: int, sum_held: int, held_growth: int, q: int = 1) -> tuple[float, float, float, float, float]:
+    def decode_stride(
+        self, batch: int, sum_context: int, sum_held: int, held_growth: int, q: int = 1
+    ) -> tuple[float, float, float, float, float]:
         """Step k of a decode stride as affine pieces: (compute0, compute1, memory0, memory1, comm).
 
         Each of `batch` sequences brings q new tokens (1 for plain decode, k + 1 for a speculative

@@ -91,7 +91,16 @@ def arrival_times(rng: random.Random, n: int, process: str, rate: float, cv: flo
 class Lengths:
     """Prompt and output length sampler: fixed, uniform, lognormal, azure, sharegpt or reasoning."""
 
-    def __init__(self, kind: str, prompt: float, output: float, *, spread: float = 0.5, prompt_cap: int = 1 << 20, output_cap: int = 1 << 20):
+    def __init__(
+        self,
+        kind: str,
+        prompt: float,
+        output: float,
+        *,
+        spread: float = 0.5,
+        prompt_cap: int = 1 << 20,
+        output_cap: int = 1 << 20,
+    ):
         self.kind, self.prompt, self.output, self.spread = kind, prompt, output, spread
         self.prompt_cap, self.output_cap = prompt_cap, output_cap
         self.num_truncated = 0
@@ -187,8 +196,13 @@ def build(
             history = history + ((next(seg), p),)
             out_seg = next(seg)
             req = Request(
-                next(ids), t if prev is None else think_s, sum(s for _, s in history), o, history,
-                after=None if prev is None else prev.id, output_segment=out_seg,
+                next(ids),
+                t if prev is None else think_s,
+                sum(s for _, s in history),
+                o,
+                history,
+                after=None if prev is None else prev.id,
+                output_segment=out_seg,
             )
             reqs.append(req)
             history = history + ((out_seg, o),)
@@ -200,7 +214,10 @@ def read_trace() -> list[tuple[float, int, int]]:
     """The bundled trace sample: (arrival offset s, prompt tokens, output tokens) rows."""
     text = resources.files("simulators.data").joinpath(TRACE_FILE).read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line and not line.startswith("#")]
-    return [(float(r["arrival_s"]), int(r["prompt_tokens"]), int(r["output_tokens"])) for r in csv.DictReader(io.StringIO("\n".join(rows)))]
+    return [
+        (float(r["arrival_s"]), int(r["prompt_tokens"]), int(r["output_tokens"]))
+        for r in csv.DictReader(io.StringIO("\n".join(rows)))
+    ]
 
 
 def replay(n: int, rate_scale: float = 1.0) -> Workload:

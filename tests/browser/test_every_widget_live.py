@@ -30,13 +30,17 @@ def test_every_widget_on_every_page_goes_live(tab: Page, site: Site, records: Re
         count = widgets.count()
         assert count >= 1, url
         wait_ready(tab)
-        tab.wait_for_function("n => document.querySelectorAll('figure.sim.sim-live').length === n", arg=count, timeout=30_000)
+        tab.wait_for_function(
+            "n => document.querySelectorAll('figure.sim.sim-live').length === n", arg=count, timeout=30_000
+        )
         for i in range(count):
             # A block may show no controls (`controls: []`, a figure to read); the others must
             # have every control enabled once the runtime is ready.
             controls = widgets.nth(i).locator(".sim-field input, .sim-field select")
             disabled = widgets.nth(i).locator(".sim-field input:disabled, .sim-field select:disabled")
-            assert disabled.count() == 0, f"{url}: widget {i} has {disabled.count()} of {controls.count()} controls disabled"
+            assert disabled.count() == 0, (
+                f"{url}: widget {i} has {disabled.count()} of {controls.count()} controls disabled"
+            )
             total_controls += controls.count()
     assert total_controls >= 100, total_controls  # the selector really finds the controls
     assert_clean(records)

@@ -57,7 +57,9 @@ def test_a_missing_or_mistyped_wasm_ends_in_a_notice_within_the_limit_and_the_ch
         figure = page.locator("figure.sim").first
         status = figure.locator(".sim-status").inner_text()
         assert "Python runtime" in status and "pre-computed results" in status, status
-        assert page.locator("figure.sim .sim-chart:has(.sim-static-chart)").count() == page.locator("figure.sim").count()
+        assert (
+            page.locator("figure.sim .sim-chart:has(.sim-static-chart)").count() == page.locator("figure.sim").count()
+        )
         assert figure.locator(".sim-field input").first.is_disabled()
         page.close()
 
@@ -71,7 +73,9 @@ def test_a_corrupt_snapshot_falls_back_to_starting_python_from_scratch(context: 
     page.evaluate("() => caches.delete('llm-course-python-snapshot')")
     page.route(
         "**/generated/python-*.snapshot",
-        lambda r: r.fulfill(status=200, body=b"\x1f\x8b\x08\x00" + b"\x00" * 60, content_type="application/octet-stream"),
+        lambda r: r.fulfill(
+            status=200, body=b"\x1f\x8b\x08\x00" + b"\x00" * 60, content_type="application/octet-stream"
+        ),
     )
     page.goto(site.url + url)
     wait_ready(page)

@@ -104,7 +104,10 @@ def test_a_slider_at_390_px_is_visible_and_operable(context: BrowserContext, sit
     assert chart and chart["x"] + chart["width"] <= PHONE["width"] + 1, chart
     # The live chart's title is broken into lines that fit the phone, none cut at the edges.
     title = figure.locator(".sim-chart .gtitle").bounding_box()
-    assert title and chart["x"] <= title["x"] and title["x"] + title["width"] <= chart["x"] + chart["width"], (title, chart)
+    assert title and chart["x"] <= title["x"] and title["x"] + title["width"] <= chart["x"] + chart["width"], (
+        title,
+        chart,
+    )
     page.close()
 
 

@@ -77,8 +77,6 @@ def test_an_id_used_twice_on_a_page_is_refused() -> None:
     assert error.value.offset == 0
 
 
-
-
 def build(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
     lessons = tmp_path / "lessons"
     lessons.mkdir()
