@@ -6,7 +6,7 @@ Every check here fails with `lessons/<file>:<line>: <message>`, so a contributor
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,9 @@ FIELDS: dict[str, type] = {
     "minutes": int,
     "summary": str,
 }
+# Optional: named sets of simulator parameters that prose and widgets share (docs/contributing.md).
+OPTIONAL_FIELDS: dict[str, type] = {"scenarios": dict}
+SCENARIO_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 CHAPTER_FIELDS = ("id", "name", "stage", "journey_question", "question", "summary")
 
 
@@ -44,6 +47,9 @@ class Lesson:
     body: str
     # 1-based line of the first body line in the file, for error messages.
     body_line: int
+    # name -> {parameter: literal, or "{{ expression }}" computed at build time}; and each line.
+    scenarios: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False, compare=False)
+    scenario_lines: dict[str, int] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def src_uri(self) -> str:
@@ -144,8 +150,13 @@ def parse_lesson(path: Path) -> Lesson:
     raw = {key.value: value for key, value in node.value}
     lines = {key.value: key.start_mark.line + 2 for key, _ in node.value}
     for key in data:
-        if key not in FIELDS:
-            raise LessonError(path, lines[key], f"unknown front matter key {key!r} (allowed: {', '.join(FIELDS)})")
+        if key not in FIELDS and key not in OPTIONAL_FIELDS:
+            allowed = ", ".join([*FIELDS, *OPTIONAL_FIELDS])
+            raise LessonError(path, lines[key], f"unknown front matter key {key!r} (allowed: {allowed})")
+    scenarios, scenario_lines = {}, {}
+    if "scenarios" in data:
+        scenarios = data.pop("scenarios")
+        scenario_lines = _scenario_lines(path, raw["scenarios"], scenarios, lines["scenarios"])
     for key, kind in FIELDS.items():
         if key not in data:
             raise LessonError(path, 1, f"front matter lacks {key!r}")
@@ -161,7 +172,33 @@ def parse_lesson(path: Path) -> Lesson:
     if data["minutes"] <= 0:
         raise LessonError(path, lines["minutes"], "'minutes' must be positive")
     body_line = text.count("\n", 0, match.end()) + 1
-    return Lesson(path=path, body=text[match.end() :], body_line=body_line, **data)
+    return Lesson(
+        path=path,
+        body=text[match.end() :],
+        body_line=body_line,
+        scenarios=scenarios,
+        scenario_lines=scenario_lines,
+        **data,
+    )
+
+
+def _scenario_lines(path: Path, node: yaml.Node | None, scenarios: Any, line: int) -> dict[str, int]:
+    """Check `scenarios:` (name: {param: scalar}) and return the line of each scenario."""
+    if not isinstance(scenarios, dict) or not isinstance(node, yaml.MappingNode):
+        raise LessonError(path, line, "'scenarios' must map a name to {parameter: value, …}")
+    found = {}
+    for key, _node in node.value:
+        name, at = key.value, key.start_mark.line + 2
+        if not SCENARIO_NAME.match(str(name)):
+            raise LessonError(path, at, f"scenario name {name!r} must be lower-case letters, digits or _")
+        params = scenarios[name]
+        if not isinstance(params, dict) or not params:
+            raise LessonError(path, at, f"scenario {name!r} must be a non-empty mapping of parameter: value")
+        for param, v in params.items():
+            if not isinstance(v, (int, float, str, bool)):
+                raise LessonError(path, at, f"scenario {name!r}: {param} must be a number, a string or true/false")
+        found[str(name)] = at
+    return found
 
 
 def _load_yaml(path: Path, text: str, first_line: int) -> tuple[dict[str, Any], yaml.Node]:

@@ -2,12 +2,16 @@
 
 Grammar (a strict subset of Python, read with `ast`, never `eval`):
 
-    expression := call [ ("*" | "/" | "+" | "-") number ]... [ " :" format_spec ]
-    call       := SIMULATOR "." METRIC "(" [ param "=" literal { "," param "=" literal } ] ")"
+    expression := term [ ("*" | "/" | "+" | "-" | "**") term ]... [ " :" format_spec ]
+    term       := number | call | SCENARIO "." PARAM
+    call       := SIMULATOR "." METRIC "(" [ arg { "," arg } ] ")"
+    arg        := param "=" literal | "**" SCENARIO
 
 The call runs the simulator through `run_json` with those parameters (defaults for the rest) and
 takes one metric; arithmetic with plain numbers converts units (`/ 2**30` for GiB); the format spec
-is Python's (`,.0f`, `.1%`, `.3g`).
+is Python's (`,.0f`, `.1%`, `.3g`). A scenario is a named set of parameters from the lesson's front
+matter (`scenarios:`): `**peak` passes all of them, `peak.batch_size` prints one, so a sentence's
+stated condition and its figure come from the same place.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from sitebuild.sims import SimulatorRunError, Simulators
@@ -28,53 +33,115 @@ OPERATORS = {
     ast.Div: operator.truediv,
     ast.Pow: operator.pow,
 }
+Scenarios = dict[str, dict[str, Any]]
 
 
-def expand(text: str, sims: Simulators) -> str:
+@dataclass
+class Figure:
+    """One evaluated `{{ … }}`: its text, raw value, format spec and the simulator runs behind it."""
+
+    source: str
+    text: str
+    value: Any
+    spec: str
+    # (simulator, metric, the parameters passed, scenario ones included) for every call.
+    calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+
+
+def expand(text: str, sims: Simulators, scenarios: Scenarios | None = None) -> str:
     """Replace every `{{ … }}` in one line of prose by its formatted value; ValueError explains."""
-    return EXPRESSION.sub(lambda m: evaluate(m.group(1), sims), text)
+    return expand_figures(text, sims, scenarios)[0]
 
 
-def evaluate(source: str, sims: Simulators) -> str:
+def expand_figures(text: str, sims: Simulators, scenarios: Scenarios | None = None) -> tuple[str, list[Figure]]:
+    """The line with its numbers filled in, and each number's `Figure` (for sitebuild/figure_checks.py)."""
+    figures: list[Figure] = []
+
+    def one(match: re.Match[str]) -> str:
+        figures.append(figure(match.group(1), sims, scenarios))
+        return figures[-1].text
+
+    return EXPRESSION.sub(one, text), figures
+
+
+def evaluate(source: str, sims: Simulators, scenarios: Scenarios | None = None) -> str:
+    return figure(source, sims, scenarios).text
+
+
+def figure(source: str, sims: Simulators, scenarios: Scenarios | None = None) -> Figure:
     source = source.strip()
     spec = ""
     match = FORMAT_SPEC.search(source)
     if match:
         spec, source = match.group(1).strip(), source[: match.start()]
+    calls: list[tuple[str, str, dict[str, Any]]] = []
+    value = raw_value(source, sims, scenarios, calls)
     try:
-        tree = ast.parse(source, mode="eval")
-    except SyntaxError as exc:
-        raise ValueError(f"cannot read expression {{{{ {source} }}}}: {exc.msg}") from None
-    value = _value(tree.body, sims)
-    try:
-        return format(value, spec)
+        text = format(value, spec)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"format spec {spec!r} does not apply to {value!r}: {exc}") from None
+    return Figure(source, text, value, spec, calls)
 
 
-def _value(node: ast.expr, sims: Simulators) -> Any:
+def raw_value(
+    source: str,
+    sims: Simulators,
+    scenarios: Scenarios | None = None,
+    calls: list[tuple[str, str, dict[str, Any]]] | None = None,
+) -> Any:
+    """The unformatted value of an expression (no format spec): used for scenario parameters."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"cannot read expression {{{{ {source.strip()} }}}}: {exc.msg}") from None
+    return _value(tree.body, sims, scenarios or {}, calls if calls is not None else [])
+
+
+def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: list) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
-        return OPERATORS[type(node.op)](_value(node.left, sims), _value(node.right, sims))
+        left, right = _value(node.left, sims, scenarios, calls), _value(node.right, sims, scenarios, calls)
+        return OPERATORS[type(node.op)](left, right)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in scenarios:
+        scenario = scenarios[node.value.id]
+        if node.attr not in scenario:
+            raise ValueError(
+                f"scenario {node.value.id!r} has no parameter {node.attr!r} (it has: {', '.join(scenario)})"
+            )
+        return scenario[node.attr]
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and isinstance(node.func.value, ast.Name)
         and not node.args
     ):
-        return _metric(node.func.value.id, node.func.attr, node.keywords, sims)
+        return _metric(node.func.value.id, node.func.attr, node.keywords, sims, scenarios, calls)
     raise ValueError(
         f"unsupported expression {ast.unparse(node)!r}: write simulator.metric(param=value, …), "
         "optionally with arithmetic on plain numbers"
     )
 
 
-def _metric(name: str, metric: str, keywords: list[ast.keyword], sims: Simulators) -> Any:
+def _metric(
+    name: str, metric: str, keywords: list[ast.keyword], sims: Simulators, scenarios: Scenarios, calls: list
+) -> Any:
     if name not in sims.schemas:
         raise ValueError(f"unknown simulator {name!r} (known: {', '.join(sorted(sims.schemas))})")
     params: dict[str, Any] = {}
     for keyword in keywords:
+        if keyword.arg is None:  # **scenario
+            scenario = keyword.value.id if isinstance(keyword.value, ast.Name) else None
+            if scenario not in scenarios:
+                known = ", ".join(scenarios) or "none in this page's front matter"
+                raise ValueError(f"{name}: unknown scenario {ast.unparse(keyword.value)!r} (scenarios: {known})")
+            clash = sorted(set(params) & set(scenarios[scenario]))
+            if clash:
+                raise ValueError(f"{name}: {', '.join(clash)} given twice (also in scenario {scenario!r})")
+            params.update(scenarios[scenario])
+            continue
+        if keyword.arg in params:
+            raise ValueError(f"{name}: {keyword.arg!r} given twice (also in a scenario)")
         try:
             params[str(keyword.arg)] = ast.literal_eval(keyword.value)
         except ValueError:
@@ -85,4 +152,5 @@ def _metric(name: str, metric: str, keywords: list[ast.keyword], sims: Simulator
         raise ValueError(f"{name}: {exc}") from None
     if metric not in metrics:
         raise ValueError(f"{name} has no metric {metric!r} (metrics: {', '.join(metrics)})")
+    calls.append((name, metric, params))
     return metrics[metric]

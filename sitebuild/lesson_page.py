@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 from pathlib import Path
 
-from sitebuild import block_yaml, checklist_block, expressions, quiz_block, sim_block
+from sitebuild import block_yaml, checklist_block, expressions, figure_checks, quiz_block, sim_block
 from sitebuild.course import Course, Lesson
-from sitebuild.errors import LessonError
+from sitebuild.errors import LessonError, display_path
 from sitebuild.glossary import Glossary, Linker
 from sitebuild.sims import Simulators
 
@@ -24,12 +25,38 @@ FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w
 def render(lesson: Lesson, course: Course, sims: Simulators, glossary: Glossary | None = None) -> str:
     """The lesson page: header, body (each glossary term linked at its first use), completion."""
     linker = glossary.linker(lesson.src_uri) if glossary is not None else None
-    body = render_body(lesson.body, lesson.path, lesson.body_line, sims, linker)
+    scenarios = resolve_scenarios(lesson, sims)
+    body = render_body(lesson.body, lesson.path, lesson.body_line, sims, linker, scenarios)
     return _header(lesson, course) + body + _completion(lesson)
 
 
-def render_body(text: str, path: Path, first_line: int, sims: Simulators, linker: Linker | None = None) -> str:
+def resolve_scenarios(lesson: Lesson, sims: Simulators) -> expressions.Scenarios:
+    """The lesson's scenarios with every `"{{ expression }}"` value computed (earlier ones usable)."""
+    resolved: expressions.Scenarios = {}
+    for name, params in lesson.scenarios.items():
+        if name in sims.schemas:
+            raise LessonError(lesson.path, lesson.scenario_lines[name], f"scenario {name!r} is a simulator's name")
+        values = {}
+        for param, value in params.items():
+            match = expressions.EXPRESSION.fullmatch(value.strip()) if isinstance(value, str) else None
+            try:
+                values[param] = expressions.raw_value(match.group(1), sims, resolved) if match else value
+            except ValueError as exc:
+                raise LessonError(lesson.path, lesson.scenario_lines[name], f"scenario {name!r}: {exc}") from None
+        resolved[name] = values
+    return resolved
+
+
+def render_body(
+    text: str,
+    path: Path,
+    first_line: int,
+    sims: Simulators,
+    linker: Linker | None = None,
+    scenarios: expressions.Scenarios | None = None,
+) -> str:
     """Widgets, quizzes and build-time numbers of any page (a lesson's body, a tool page)."""
+    scenarios = scenarios or {}
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     used_ids: set[str] = set()
@@ -40,7 +67,7 @@ def render_body(text: str, path: Path, first_line: int, sims: Simulators, linker
         match = FENCE.match(lines[i])
         if not match:
             prose = linker.line(lines[i]) if linker is not None else lines[i]
-            out.append(_expand(prose, path, line_no, sims))
+            out.append(_expand(prose, path, line_no, sims, scenarios, _paragraph(lines, i)))
             i += 1
             continue
         end = _closing(lines, i, match.group("fence"))
@@ -51,11 +78,11 @@ def render_body(text: str, path: Path, first_line: int, sims: Simulators, linker
             # Quiz answers and explanations may hold build-time numbers too: `answer: {{ … }}`.
             body = lines[i + 1 : end]
             if lang == "quiz":
-                body = [_expand(text, path, line_no + 1 + k, sims) for k, text in enumerate(body)]
+                body = [_expand(text, path, line_no + 1 + k, sims, scenarios, text) for k, text in enumerate(body)]
             source = "".join(body)
             try:
                 if lang == "sim":
-                    block = sim_block.render(source, sims, used_ids)
+                    block = sim_block.render(source, sims, used_ids, scenarios)
                 elif lang == "quiz":
                     block = quiz_block.render(source, quiz_counter)
                 else:
@@ -89,11 +116,35 @@ def _closing(lines: list[str], start: int, fence: str) -> int | None:
     return next((j for j in range(start + 1, len(lines)) if closing.match(lines[j].rstrip("\n"))), None)
 
 
-def _expand(line: str, path: Path, line_no: int, sims: Simulators) -> str:
+def _paragraph(lines: list[str], i: int) -> str:
+    """The run of non-blank lines around line i: the context a figure's sentence is read in."""
+    start, end = i, i
+    while start > 0 and lines[start - 1].strip():
+        start -= 1
+    while end + 1 < len(lines) and lines[end + 1].strip():
+        end += 1
+    return "".join(lines[start : end + 1])
+
+
+def _expand(
+    line: str, path: Path, line_no: int, sims: Simulators, scenarios: expressions.Scenarios, paragraph: str
+) -> str:
     try:
-        return expressions.expand(line, sims)
+        expanded, figures = expressions.expand_figures(line, sims, scenarios)
     except ValueError as exc:
         raise LessonError(path, line_no, str(exc)) from None
+    if figures:
+        try:
+            context = expressions.expand(paragraph, sims, scenarios)
+        except ValueError:  # a broken expression elsewhere in the paragraph fails at its own line
+            context = paragraph
+        problems = figure_checks.check(context, line, expanded, figures, sims)
+        pending = figure_checks.PENDING.get(Path(display_path(path)).as_posix())
+        for problem in problems if pending else problems[:1]:
+            if not pending:
+                raise LessonError(path, line_no, problem)
+            print(f"warning: {display_path(path)}:{line_no}: {problem} [{pending}]", file=sys.stderr)
+    return expanded
 
 
 def _header(lesson: Lesson, course: Course) -> str:

@@ -24,11 +24,13 @@ from sitebuild.block_yaml import BlockError, read_mapping
 from sitebuild.numbers import format_number
 from sitebuild.sims import SimulatorRunError, Simulators
 
-KEYS = ("sim", "params", "controls", "caption", "id")
+KEYS = ("sim", "scenario", "params", "controls", "caption", "id")
 WIDGET_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
-def render(source: str, sims: Simulators, used_ids: set[str]) -> str:
+def render(
+    source: str, sims: Simulators, used_ids: set[str], scenarios: dict[str, dict[str, Any]] | None = None
+) -> str:
     spec, lines = _read(source)
     name = spec.get("sim")
     if not isinstance(name, str) or name not in sims.schemas:
@@ -39,6 +41,15 @@ def render(source: str, sims: Simulators, used_ids: set[str]) -> str:
     params = spec.get("params") or {}
     if not isinstance(params, dict):
         raise BlockError(lines.get("params", 0), "'params' must be a mapping of name: value")
+    if "scenario" in spec:  # a named scenario of the lesson's front matter, shared with its prose
+        scenario = (scenarios or {}).get(spec["scenario"])
+        if scenario is None:
+            known = ", ".join(scenarios or {}) or "none in this page's front matter"
+            raise BlockError(lines.get("scenario", 0), f"unknown scenario {spec['scenario']!r} (scenarios: {known})")
+        clash = sorted(set(scenario) & set(params))
+        if clash:
+            raise BlockError(lines.get("params", 0), f"{', '.join(clash)} given twice (also in the scenario)")
+        params = {**scenario, **params}
     controls = spec.get("controls", param_names)
     if not isinstance(controls, list) or not all(c in param_names for c in controls):
         unknown = [c for c in controls if c not in param_names] if isinstance(controls, list) else controls

@@ -106,6 +106,13 @@ BROKEN = [
         12,
         "unknown simulator",
     ),
+    (
+        "knife-edge capacity in prose",
+        FRONT + '\nFour GPUs hold {{ kv_cache.max_concurrent_sequences(model="llama-3.1-70b", '
+        "context_tokens=131072, num_gpus=4) }} sequences.\n",
+        12,
+        "knife edge",
+    ),
     ("front matter never closed", FRONT.removesuffix("---\n") + "\nbody\n", 1, "missing YAML front matter"),
 ]
 

@@ -1,0 +1,159 @@
+"""The build refuses figures that cannot be read as their sentence states them (sitebuild/figure_checks.py).
+
+Each class of error the December 2026 review found is written here as a broken example, next to
+the two ways out the check accepts: change the figure's conditions, or say so in the sentence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lesson_fixtures import FRONT
+
+from sitebuild import lesson_page
+from sitebuild.course import parse_lesson
+from sitebuild.errors import LessonError
+from sitebuild.sims import Simulators
+
+SIMS = Simulators()
+SEVENTY_B = 'model="llama-3.1-70b", context_tokens=131072, num_gpus=4'
+
+
+def render(tmp_path: Path, body: str, front: str = FRONT) -> str:
+    path = tmp_path / "01-kv-cache.md"
+    path.write_text(front + body)
+    lesson = parse_lesson(path)
+    scenarios = lesson_page.resolve_scenarios(lesson, SIMS)
+    return lesson_page.render_body(lesson.body, path, lesson.body_line, SIMS, None, scenarios)
+
+
+def refused(tmp_path: Path, body: str, front: str = FRONT) -> LessonError:
+    with pytest.raises(LessonError) as caught:
+        render(tmp_path, body, front)
+    return caught.value
+
+
+# --- 1. a rate or percentile read off a run that is too short -------------------------------------
+
+
+def test_a_rate_from_a_short_run_is_refused_at_its_line(tmp_path: Path) -> None:
+    body = "Intro.\n\nIt serves {{ batching.throughput_continuous_per_s(num_requests=200) :.2f }} req/s.\n"
+    error = refused(tmp_path, body)
+    assert error.line == 13  # front matter is 10 lines; the sentence is the third body line
+    assert "run of 200 requests" in error.message and "1,000" in error.message
+
+
+def test_a_long_run_or_a_stated_run_length_passes(tmp_path: Path) -> None:
+    long_run = "It serves {{ batching.throughput_continuous_per_s(num_requests=2000) :.2f }} req/s.\n"
+    stated = "In a 200-request run it serves {{ batching.throughput_continuous_per_s(num_requests=200) :.2f }} req/s.\n"
+    assert "req/s" in render(tmp_path, long_run)
+    assert "200-request run" in render(tmp_path, stated)
+
+
+def test_a_cluster_p99_from_80_requests_is_refused(tmp_path: Path) -> None:
+    body = "p99 TTFT is {{ cluster.ttft_prefix_s_p99(num_requests=80) * 1000 :.0f }} ms.\n"
+    assert "at least 400" in refused(tmp_path, body).message
+
+
+# --- 2. a figure at an operating point that does not fit ------------------------------------------
+
+
+def test_a_figure_at_a_batch_that_does_not_fit_is_refused(tmp_path: Path) -> None:
+    error = refused(tmp_path, "At batch 256 goodput is {{ slo.goodput_rps(batch_size=256) :.2f }} req/s.\n")
+    assert "batch 256" in error.message and "does not fit" in error.message
+    fit = SIMS.run("slo", {"batch_size": 256})["metrics"]["max_batch_fits"]
+    assert f"({fit:,} fit)" in error.message  # the capacity the simulator itself reports
+
+
+def test_a_batch_that_fits_or_a_stated_bound_passes(tmp_path: Path) -> None:
+    fits = "At batch 200 goodput is {{ slo.goodput_rps(batch_size=200) :.2f }} req/s.\n"
+    bound = "A hypothetical batch of 256, more than fits, makes {{ slo.local_tokens_per_s(batch_size=256) :,.0f }}.\n"
+    assert "req/s" in render(tmp_path, fits)
+    assert "hypothetical" in render(tmp_path, bound)
+
+
+def test_a_batch_valued_figure_beyond_memory_is_refused(tmp_path: Path) -> None:
+    # quantization's crossover batch lies beyond what one H100 holds at 2,000 tokens of context
+    body = "The speed-up stops paying at batch {{ quantization.speedup_stops_paying_batch() :,.0f }}.\n"
+    assert "does not fit" in refused(tmp_path, body).message
+
+
+def test_a_tensor_parallel_70b_fits_where_one_gpu_does_not(tmp_path: Path) -> None:
+    one_gpu = 'It decodes at {{ quantization.decode_step_s(model="llama-3.1-70b", weight_dtype="bf16") :.3f }} s.\n'
+    assert "does not fit" in refused(tmp_path, one_gpu).message
+
+
+# --- 3. a knife-edge capacity rounded to a whole count --------------------------------------------
+
+
+def test_a_knife_edge_count_is_refused(tmp_path: Path) -> None:
+    body = f"Four GPUs hold {{{{ kv_cache.max_concurrent_sequences({SEVENTY_B}) }}}} sequences.\n"
+    error = refused(tmp_path, body)
+    ratio = SIMS.run("kv_cache", {"model": "llama-3.1-70b", "context_tokens": 131072, "num_gpus": 4})["metrics"]
+    held = ratio["kv_token_capacity"] / 131072
+    assert f"{held:.2f} sequences" in error.message and "knife edge" in error.message
+
+
+def test_a_stated_margin_or_the_unrounded_ratio_passes(tmp_path: Path) -> None:
+    margin = f"Four GPUs hold at most {{{{ kv_cache.max_concurrent_sequences({SEVENTY_B}) }}}} sequences.\n"
+    ratio = f"Four GPUs hold {{{{ kv_cache.kv_token_capacity({SEVENTY_B}) / 131072 :.2f }}}} sequences' worth.\n"
+    assert "at most" in render(tmp_path, margin)
+    assert "worth" in render(tmp_path, ratio)
+
+
+def test_a_count_with_room_to_spare_is_not_a_knife_edge(tmp_path: Path) -> None:
+    body = '{{ kv_cache.max_concurrent_sequences(model="llama-3-8b", context_tokens=8192) }} sequences fit.\n'
+    assert "sequences fit" in render(tmp_path, body)
+
+
+# --- 4. a number at the start of a line becomes a list marker -------------------------------------
+
+
+def test_a_number_then_period_at_line_start_is_refused(tmp_path: Path) -> None:
+    body = "The cache holds\n{{ kv_cache.kv_bytes_per_token() :,.0f }}. Then more.\n"
+    assert "list marker" in refused(tmp_path, body).message
+
+
+# --- scenarios: one place for a sentence's conditions ---------------------------------------------
+
+SCENARIO_FRONT = FRONT.replace(
+    "summary: Keys and values are kept.\n",
+    "summary: Keys and values are kept.\n"
+    "scenarios:\n"
+    '  peak: {batch_size: "{{ gpu_memory.max_batch_at_context(context_tokens=2200) }}"}\n',
+)
+
+
+def test_a_scenario_feeds_the_condition_and_the_figure(tmp_path: Path) -> None:
+    body = "At batch {{ peak.batch_size }} it makes {{ generation.tokens_per_s(**peak) * peak.batch_size :,.0f }}.\n"
+    page = render(tmp_path, body, SCENARIO_FRONT)
+    batch = SIMS.run("gpu_memory", {"context_tokens": 2200})["metrics"]["max_batch_at_context"]
+    per_request = SIMS.run("generation", {"batch_size": batch})["metrics"]["tokens_per_s"]
+    assert f"At batch {batch} it makes {per_request * batch:,.0f}." in page
+
+
+def test_a_widget_takes_the_same_scenario(tmp_path: Path) -> None:
+    body = "```sim\nsim: generation\nscenario: peak\ncontrols: [batch_size]\n```\n"
+    page = render(tmp_path, body, SCENARIO_FRONT)
+    batch = SIMS.run("gpu_memory", {"context_tokens": 2200})["metrics"]["max_batch_at_context"]
+    assert f'"batch_size": {batch}' in page.replace("&quot;", '"')
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("{{ generation.tokens_per_s(**peek) }}\n", "unknown scenario 'peek'"),
+        ("{{ generation.tokens_per_s(**peak, batch_size=2) }}\n", "given twice"),
+        ("{{ peak.context_tokens }}\n", "has no parameter 'context_tokens'"),
+        ("```sim\nsim: generation\nscenario: peek\n```\n", "unknown scenario 'peek'"),
+    ],
+)
+def test_scenario_mistakes_fail_with_a_message(tmp_path: Path, body: str, words: str) -> None:
+    assert words in refused(tmp_path, body, SCENARIO_FRONT).message
+
+
+def test_a_scenario_with_a_bad_expression_fails_at_its_front_matter_line(tmp_path: Path) -> None:
+    front = SCENARIO_FRONT.replace("max_batch_at_context", "max_batch")
+    error = refused(tmp_path, "Body.\n", front)
+    assert error.line == 11 and "no metric 'max_batch'" in error.message
