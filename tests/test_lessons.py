@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from simulators import api
-from sitebuild import expressions
+from sitebuild import expressions, lesson_page
 from sitebuild.course import load_course
 from sitebuild.sims import Simulators
 
@@ -34,7 +34,8 @@ SIMS = Simulators()
 def blocks(lesson, kind):
     """The YAML of every ```kind block, with build-time numbers expanded as the build does."""
     found = [m.group(3) for m in FENCE.finditer(lesson.body) if m.group(2) == kind]
-    return [yaml.safe_load(expressions.expand(text, SIMS) if kind == "quiz" else text) for text in found]
+    scenarios = lesson_page.resolve_scenarios(lesson, SIMS)
+    return [yaml.safe_load(expressions.expand(text, SIMS, scenarios) if kind == "quiz" else text) for text in found]
 
 
 def prose_words(body):
