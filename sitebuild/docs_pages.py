@@ -37,7 +37,8 @@ def render(markdown: str, src_uri: str, path: Path, sims: Simulators, glossary: 
     if src_uri.startswith("tools/"):
         return lesson_page.render_body(markdown, path, 1, sims)
     if src_uri == glossary_mod.PAGE and glossary is not None:
-        return glossary_mod.render_page(markdown, glossary, course)
+        # Definitions may hold build-time numbers too ({{ … }}), computed like a lesson's.
+        return lesson_page.render_body(glossary_mod.render_page(markdown, glossary, course), path, 1, sims)
     if src_uri == VALIDATION_PAGE:
         return render_validation(markdown)
     return markdown
