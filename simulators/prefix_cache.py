@@ -42,6 +42,7 @@ METRICS = {
     "ttft_radix_s_p50": ("Radix tree: median TTFT", "s"),
     "ttft_off_s_p99": ("No cache: p99 TTFT", "s"),
     "ttft_hash_s_p99": ("Block hashing: p99 TTFT", "s"),
+    "ttft_radix_s_p99": ("Radix tree: p99 TTFT", "s"),
     "evictions_hash": ("Block hashing: blocks evicted", "blocks"),
     "evictions_radix": ("Radix tree: blocks evicted", "blocks"),
 }
