@@ -40,6 +40,8 @@ MIN_RUN: dict[str, tuple[int, float]] = {
     "cluster": (400, 0.0),
 }
 RUN_METRIC = re.compile(r"per_s|_p\d\d|goodput|throughput|attainment|within|hit_rate|imbalance")
+# Computed analytically, not read off the run.
+NOT_RUN = {("load_test", "max_throughput_per_s")}
 RUN_STATED = r"\b{n}(?:-| )(?:request|conversation)"
 
 BOUND_WORDS = (
@@ -130,7 +132,7 @@ def _with_defaults(sims: Simulators, name: str, params: dict[str, Any]) -> dict[
 
 
 def _short_run(text: str, name: str, metric: str, p: dict[str, Any]) -> list[str]:
-    if name not in MIN_RUN or not RUN_METRIC.search(metric):
+    if name not in MIN_RUN or not RUN_METRIC.search(metric) or (name, metric) in NOT_RUN:
         return []
     least, seconds = MIN_RUN[name]
     n = int(p["num_requests"])
