@@ -1,0 +1,184 @@
+"""Claims of direction in the lessons, checked against the simulators that the prose quotes.
+
+A sentence such as "the single prefill pod queues" or "speculation runs slower than plain decoding"
+is true only while the engine says so. Each test names the lesson and the claim, and runs the
+simulator at the conditions the sentence states (the lesson's own front-matter scenarios where it
+has them), so a change to the cost model or the engine that makes the prose false fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simulators import api
+from sitebuild import lesson_page
+from sitebuild.course import load_course
+from sitebuild.sims import Simulators
+
+COURSE = load_course(Path(__file__).resolve().parent.parent / "lessons")
+SIMS = Simulators()
+
+
+@cache
+def _run(name: str, params_json: str) -> dict[str, Any]:
+    answer = json.loads(api.run_json(name, params_json, 0))
+    assert answer["ok"], answer
+    return answer["metrics"]
+
+
+def m(name: str, metric: str, **params: Any) -> Any:
+    return _run(name, json.dumps(params, sort_keys=True))[metric]
+
+
+def scenario(lesson_id: str, name: str) -> dict[str, Any]:
+    lesson = next(x for x in COURSE.lessons if x.id == lesson_id)
+    return lesson_page.resolve_scenarios(lesson, SIMS)[name]
+
+
+# --- 00.1, 01, 02: which roof binds --------------------------------------------------------------
+
+
+def test_00_1_prefill_is_compute_bound_and_decode_memory_bound() -> None:
+    assert m("generation", "prefill_compute_s") > m("generation", "prefill_memory_s")
+    assert m("generation", "decode_step_memory_s") > m("generation", "decode_step_compute_s")
+
+
+def test_00_1_fp8_w8a8_speeds_up_prefill_and_decode() -> None:
+    assert m("generation", "ttft_s", weight_dtype="fp8") < m("generation", "ttft_s")
+    assert m("generation", "itl_s", weight_dtype="fp8") < m("generation", "itl_s")
+
+
+def test_01_two_gpus_hold_no_128k_sequence_of_the_70b_model() -> None:
+    long70 = scenario("01", "long70")
+    assert m("kv_cache", "kv_token_capacity", **{**long70, "num_gpus": 2}) < long70["context_tokens"]
+    # "doubling from 4 to 8 GPUs more than doubles the sequences"
+    four = m("kv_cache", "kv_token_capacity", **long70)
+    assert m("kv_cache", "kv_token_capacity", **{**long70, "num_gpus": 8}) > 2 * four
+
+
+def test_02_decode_step_never_compute_bound_at_400_or_2000_tokens() -> None:
+    for context in (400, 2000):
+        assert m("gpu_memory", "decode_ever_compute_bound", context_tokens=context) == 0
+
+
+def test_02_batch_4096_does_not_fit_at_2000_tokens() -> None:
+    assert m("gpu_memory", "fits", batch_size=4096, context_tokens=2000) == 0
+
+
+def test_02_batching_raises_throughput_up_to_the_largest_batch_that_fits() -> None:
+    peak = scenario("02", "peak")
+    assert m("gpu_memory", "fits", context_tokens=2200, **peak) == 1
+    assert m("gpu_memory", "fits", context_tokens=2200, batch_size=peak["batch_size"] + 1) == 0
+    per_stream = m("generation", "tokens_per_s", **peak) * peak["batch_size"]
+    assert per_stream > m("generation", "tokens_per_s", batch_size=32) * 32 > m("generation", "tokens_per_s")
+
+
+# --- 00.2: goodput ------------------------------------------------------------------------------
+
+
+def test_00_2_goodput_is_zero_at_the_largest_batch_that_fits_and_positive_at_32() -> None:
+    full = scenario("00.2", "full")
+    assert m("slo", "goodput_rps", **full) == 0
+    assert m("slo", "goodput_rps", batch_size=32) > m("slo", "goodput_rps", batch_size=128)
+    assert m("slo", "local_tokens_per_s", **full) > m("slo", "local_tokens_per_s", batch_size=128)
+
+
+# --- 03, 04: compression gains fade with the batch ------------------------------------------------
+
+
+def test_03_int4_gain_fades_with_batch_and_w4a16_prefill_gains_nothing() -> None:
+    full = scenario("03", "int4_full")
+    assert m("quantization", "decode_speedup") > m("quantization", "decode_speedup", **full) > 1
+    assert m("generation", "ttft_s", weight_dtype="int4") >= m("generation", "ttft_s")
+
+
+def test_04_two_four_decode_gain_fades_with_batch() -> None:
+    assert m("sparsity", "decode_speedup_24") > m("sparsity", "decode_speedup_24", batch_size=256)
+
+
+# --- 05: continuous against static batching ------------------------------------------------------
+
+
+def test_05_continuous_beats_static_on_azure_lengths_and_both_keep_up_at_light_load() -> None:
+    azure, light = scenario("05", "azure"), scenario("05", "light")
+    assert m("batching", "throughput_continuous_per_s", **azure) > m("batching", "throughput_static_per_s", **azure)
+    static, cont = (m("batching", k, **light) for k in ("throughput_static_per_s", "throughput_continuous_per_s"))
+    assert abs(static - cont) / cont < 0.02  # "throughput matches"
+    assert m("batching", "ttft_continuous_s_p50", **light) < m("batching", "ttft_static_s_p50", **light)
+
+
+def test_05_static_batching_queue_grows_with_run_length_past_capacity() -> None:
+    short = m("batching", "ttft_static_s_p50", num_requests=1000)
+    assert m("batching", "ttft_static_s_p50", num_requests=2000) > short
+
+
+# --- 06: paged against contiguous allocation ------------------------------------------------------
+
+
+def test_06_paging_runs_more_requests_and_stops_mattering_when_memory_is_ample() -> None:
+    long = scenario("06", "long")
+    assert m("paged_kv", "max_concurrent_paged", **long) > m("paged_kv", "max_concurrent_contiguous", **long)
+    assert m("paged_kv", "throughput_paged_per_s", **long) > m("paged_kv", "throughput_contiguous_per_s", **long)
+    ample = {**long, "kv_budget_GiB": 16}
+    paged, contiguous = (m("paged_kv", k, **ample) for k in ("throughput_paged_per_s", "throughput_contiguous_per_s"))
+    assert abs(paged - contiguous) / paged < 0.01
+
+
+# --- 08, F5: speculation against batching ---------------------------------------------------------
+
+
+def test_08_speculation_loses_at_large_batch_and_short_context_but_pays_at_2000_tokens() -> None:
+    assert m("speculative", "speedup", context_tokens=256, batch_size=512) < 1
+    assert m("speculative", "speedup", batch_size=128) > 1
+
+
+def test_f5_best_draft_length_falls_with_batch() -> None:
+    first = m("speculative", "best_draft_tokens", context_tokens=256)
+    assert m("speculative", "best_draft_tokens", context_tokens=256, batch_size=512) < first
+
+
+# --- 10: batch slots and goodput -------------------------------------------------------------------
+
+
+def test_10_sixteen_slots_cannot_carry_the_offered_load_and_sixty_four_can() -> None:
+    slo10 = scenario("10", "slo10")
+    assert m("load_test", "max_throughput_per_s", max_num_seqs=16, **slo10) < slo10["rate_per_s"]
+    assert m("load_test", "goodput_per_s", max_num_seqs=64, **slo10) > m(
+        "load_test", "goodput_per_s", max_num_seqs=16, **slo10
+    )
+
+
+# --- 12: routing and disaggregation ---------------------------------------------------------------
+
+
+def test_12_prefix_aware_routing_beats_round_robin_on_hits_and_tail() -> None:
+    chat8 = scenario("12", "chat8")
+    assert m("cluster", "hit_rate_prefix", **chat8) > m("cluster", "hit_rate_round_robin", **chat8)
+    assert m("cluster", "ttft_weighted_s_p99", **chat8) < m("cluster", "ttft_round_robin_s_p99", **chat8)
+    # "Least queue and least KV use ... no better than round robin"
+    for router in ("least_queue", "least_kv"):
+        assert m("cluster", f"ttft_{router}_s_p99", **chat8) >= m("cluster", "ttft_round_robin_s_p99", **chat8)
+
+
+def test_12_round_robin_hits_fall_as_replicas_grow_while_prefix_routing_holds() -> None:
+    two, sixteen = ({**scenario("12", "chat8"), "num_replicas": n} for n in (2, 16))
+    assert m("cluster", "hit_rate_round_robin", **two) > m("cluster", "hit_rate_round_robin", **sixteen)
+    assert m("cluster", "hit_rate_prefix", **sixteen) > m("cluster", "hit_rate_round_robin", **sixteen)
+
+
+def test_12_one_prefill_pod_queues() -> None:
+    p = {"num_replicas": 4, "num_requests": 400, "rate_per_s": 60, "num_prefill": 1}
+    assert m("cluster", "ttft_disaggregated_s_p99", **p) > m("cluster", "ttft_colocated_s_p99", **p)
+    assert m("cluster", "tpot_disaggregated_s_p99", **p) < m("cluster", "tpot_colocated_s_p99", **p)
+
+
+# --- F4: speculation on reasoning requests --------------------------------------------------------
+
+
+def test_f4_speculation_gain_falls_with_acceptance() -> None:
+    assert m("reasoning", "speculation_speedup") > m("reasoning", "speculation_speedup", acceptance_rate=0.6) > 1
