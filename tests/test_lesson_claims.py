@@ -13,8 +13,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from simulators import api
 from sitebuild import lesson_page
 from sitebuild.course import load_course
