@@ -157,3 +157,19 @@ def test_a_scenario_with_a_bad_expression_fails_at_its_front_matter_line(tmp_pat
     front = SCENARIO_FRONT.replace("max_batch_at_context", "max_batch")
     error = refused(tmp_path, "Body.\n", front)
     assert error.line == 11 and "no metric 'max_batch'" in error.message
+
+
+def test_a_page_pending_on_another_issue_warns_instead_of_failing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pathlib import PurePath
+
+    from sitebuild import figure_checks
+    from sitebuild.errors import display_path
+
+    page = PurePath(display_path(tmp_path / "01-kv-cache.md")).as_posix()
+    monkeypatch.setattr(figure_checks, "PENDING", {page: "issue 99 reworks this page"})
+    body = "It serves {{ batching.throughput_continuous_per_s(num_requests=200) :.2f }} req/s.\n"
+    assert "req/s" in render(tmp_path, body)
+    err = capsys.readouterr().err
+    assert f"warning: {page}:" in err and "run of 200 requests" in err and "issue 99" in err
