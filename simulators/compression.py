@@ -25,6 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from . import capacity
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
 from .params import gpu_param, model_param, param
@@ -159,6 +160,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         )
     if not cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=s["weight_dtype"], sparse=s["sparse"]).fits:
         notes.append(f"Even compressed, the weights do not fit on {p.num_gpus} x {gpu.name}.")
+    # Speed-ups are against BF16, which must hold the batch too.
+    note = capacity.batch_note("Batch", p.batch_size, m, gpu, p.prompt_tokens, num_gpus=p.num_gpus)
+    notes += [note] if note and base_fit.fits else []
     kv_info = schemes()["kv_cache"]["fp8"]
     if p.kv_fp8:
         notes.append(kv_info["latency"])

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import capacity
 from . import costmodel as cm
 from .catalog import precisions, resolve_gpu, resolve_model, running_example
 from .params import dtype_choices, gpu_param, model_param, param
@@ -217,6 +218,11 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "compute_bound_batch": bound or 0,
         "speedup_stops_paying_batch": stops,
     }
+    for what, batch in (("Batch", p.batch_size), ("The crossover batch", stops)):
+        note = capacity.batch_note(
+            what, batch, m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype
+        )
+        notes += [note] if batch and note else []
     for key, rel, worst in demo:
         metrics[f"demo_{key}_rel_rms"] = rel
         metrics[f"demo_{key}_max_abs_error"] = worst

@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from . import capacity
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
 from .params import dtype_choices, gpu_param, model_param, param
@@ -256,6 +257,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         notes.append(f"{gpu.name} publishes no matrix throughput: every step is costed as memory-bound.")
     if per_value >= cm.bytes_per_value(p.weight_dtype):
         notes.append(f"The {p.unstructured_layout} layout at {p.sparsity:.0%} stores no fewer bytes than dense.")
+    # Gains are against the dense baseline, which must hold the batch too.
+    note = capacity.batch_note("Batch", p.batch_size, m, gpu, p.context_tokens, weight_dtype=p.weight_dtype)
+    notes += [note] if note else []
     metrics: dict[str, float] = {
         "weights_dense_GB": dense_b / cm.GB,
         "weights_24_GB": weights["24"] / cm.GB,
