@@ -10,8 +10,9 @@ Grammar (a strict subset of Python, read with `ast`, never `eval`):
 The call runs the simulator through `run_json` with those parameters (defaults for the rest) and
 takes one metric; arithmetic with plain numbers converts units (`/ 2**30` for GiB); the format spec
 is Python's (`,.0f`, `.1%`, `.3g`). A scenario is a named set of parameters from the lesson's front
-matter (`scenarios:`): `**peak` passes all of them, `peak.batch_size` prints one, so a sentence's
-stated condition and its figure come from the same place.
+matter (`scenarios:`): `**peak` passes all of them (parameters after it override one),
+`peak.batch_size` prints one, so a sentence's stated condition and its figure come from the same
+place.
 """
 
 from __future__ import annotations
@@ -129,19 +130,18 @@ def _metric(
     if name not in sims.schemas:
         raise ValueError(f"unknown simulator {name!r} (known: {', '.join(sorted(sims.schemas))})")
     params: dict[str, Any] = {}
+    # A scenario comes first (`**busy`); parameters written after it override its values, so a
+    # variant reads as "the same scenario, with 4 GiB" (`**busy, kv_budget_GiB=4`).
+    if any(k.arg is None for k in keywords[1:]) or sum(k.arg is None for k in keywords) > 1:
+        raise ValueError(f"{name}: one **scenario at most, and before the other parameters")
     for keyword in keywords:
         if keyword.arg is None:  # **scenario
             scenario = keyword.value.id if isinstance(keyword.value, ast.Name) else None
             if scenario not in scenarios:
                 known = ", ".join(scenarios) or "none in this page's front matter"
                 raise ValueError(f"{name}: unknown scenario {ast.unparse(keyword.value)!r} (scenarios: {known})")
-            clash = sorted(set(params) & set(scenarios[scenario]))
-            if clash:
-                raise ValueError(f"{name}: {', '.join(clash)} given twice (also in scenario {scenario!r})")
             params.update(scenarios[scenario])
             continue
-        if keyword.arg in params:
-            raise ValueError(f"{name}: {keyword.arg!r} given twice (also in a scenario)")
         try:
             params[str(keyword.arg)] = ast.literal_eval(keyword.value)
         except ValueError:

@@ -46,10 +46,7 @@ def render(
         if scenario is None:
             known = ", ".join(scenarios or {}) or "none in this page's front matter"
             raise BlockError(lines.get("scenario", 0), f"unknown scenario {spec['scenario']!r} (scenarios: {known})")
-        clash = sorted(set(scenario) & set(params))
-        if clash:
-            raise BlockError(lines.get("params", 0), f"{', '.join(clash)} given twice (also in the scenario)")
-        params = {**scenario, **params}
+        params = {**scenario, **params}  # `params` override the scenario's values
     controls = spec.get("controls", param_names)
     if not isinstance(controls, list) or not all(c in param_names for c in controls):
         unknown = [c for c in controls if c not in param_names] if isinstance(controls, list) else controls

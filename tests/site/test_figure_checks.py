@@ -133,6 +133,11 @@ def test_a_scenario_feeds_the_condition_and_the_figure(tmp_path: Path) -> None:
     assert f"At batch {batch} it makes {per_request * batch:,.0f}." in page
 
 
+def test_parameters_after_a_scenario_override_it(tmp_path: Path) -> None:
+    page = render(tmp_path, "{{ generation.tokens_per_s(**peak, batch_size=2) :.4f }}\n", SCENARIO_FRONT)
+    assert f"{SIMS.run('generation', {'batch_size': 2})['metrics']['tokens_per_s']:.4f}" in page
+
+
 def test_a_widget_takes_the_same_scenario(tmp_path: Path) -> None:
     body = "```sim\nsim: generation\nscenario: peak\ncontrols: [batch_size]\n```\n"
     page = render(tmp_path, body, SCENARIO_FRONT)
@@ -144,7 +149,7 @@ def test_a_widget_takes_the_same_scenario(tmp_path: Path) -> None:
     ("body", "words"),
     [
         ("{{ generation.tokens_per_s(**peek) }}\n", "unknown scenario 'peek'"),
-        ("{{ generation.tokens_per_s(**peak, batch_size=2) }}\n", "given twice"),
+        ("{{ generation.tokens_per_s(batch_size=2, **peak) }}\n", "before the other parameters"),
         ("{{ peak.context_tokens }}\n", "has no parameter 'context_tokens'"),
         ("```sim\nsim: generation\nscenario: peek\n```\n", "unknown scenario 'peek'"),
     ],
