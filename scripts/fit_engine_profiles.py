@@ -60,7 +60,9 @@ def main() -> int:
             fitted[pid] = replace(fitted[pid], **{factor: solve(fitted[pid], factor, row_id, lo, hi)})
     for pid, factor, row_id, _, _ in FITS:
         pred, published = predict(fitted[pid], row_id)
-        print(f"{pid:9s} {factor:12s} = {getattr(fitted[pid], factor):.3f}   ({row_id}: {pred:,.1f} vs {published:,.1f})")
+        print(
+            f"{pid:9s} {factor:12s} = {getattr(fitted[pid], factor):.3f}   ({row_id}: {pred:,.1f} vs {published:,.1f})"
+        )
     return 0
 
 

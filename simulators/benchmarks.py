@@ -54,7 +54,9 @@ def in_flight(p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, seq_tokens: i
     return max(1, min(limit, kv_sequences(m, gpu, f, seq_tokens)))
 
 
-def prefill_time_per_prompt(p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, input_tokens: int, budget: int) -> float:
+def prefill_time_per_prompt(
+    p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, input_tokens: int, budget: int
+) -> float:
     """Seconds of forward passes one prompt costs when prompts are packed `budget` tokens per pass."""
     if input_tokens <= budget:
         per_pass = max(1, budget // input_tokens)

@@ -176,7 +176,14 @@ def step_time(
 ) -> ProfileStep:
     """One forward pass over `seqs` ((new, cached) tokens per sequence) as engine `p` runs it."""
     base = cm.step_time(
-        m, gpu, seqs, weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype, eff=cm.IDEAL, tp=tp
+        m,
+        gpu,
+        seqs,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        activation_dtype=activation_dtype,
+        eff=cm.IDEAL,
+        tp=tp,
     )
     tokens = sum(q for q, _ in seqs)
     gemm_s = base.compute_s - base.attention_s
