@@ -262,8 +262,15 @@ def default_efficiency() -> Efficiency:
     return Efficiency(float(e["bandwidth"]), float(e["compute"]))
 
 
-def efficiency(ideal: bool) -> Efficiency:
-    return IDEAL if ideal else default_efficiency()
+def efficiency(ideal: bool, engine: str = "course") -> Efficiency:
+    """Ideal, the course's defaults, or an engine profile's plateau factors (simulators/efficiency.py)."""
+    if ideal:
+        return IDEAL
+    if engine == "course":
+        return default_efficiency()
+    from . import efficiency as profiles  # imports this module: resolved at call time
+
+    return profiles.linear_efficiency(profiles.profile(engine))
 
 
 @dataclass(frozen=True)

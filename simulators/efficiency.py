@@ -128,7 +128,12 @@ def ceiling(p: EngineProfile) -> EngineProfile:
     return replace(
         p,
         id=f"{p.id}-ideal",
-        **{k: 1.0 for k in FACTORS},
+        bandwidth=1.0,
+        gemm_bf16=1.0,
+        gemm_fp8=1.0,
+        gemm_int8=1.0,
+        w4a16=1.0,
+        attention=1.0,
         gemm_m_half=0.0,
         step_overhead_us=0.0,
     )
