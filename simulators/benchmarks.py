@@ -79,17 +79,34 @@ def offline_throughput(
     *,
     batch: int | None = None,
     budget_profile: ef.EngineProfile | None = None,
+    tpot_limit_s: float | None = None,
 ) -> float:
     """Output tokens per second of one replica (tp GPUs) in an offline run; see the module doc.
 
     `budget_profile` fixes the batch cap and pass size (so the ideal ceiling runs the same schedule).
+    `tpot_limit_s` (a server scenario's latency bound, e.g. MLPerf Server's TPOT limit) keeps only as
+    many sequences in flight as keep the mean time per output token within it.
     """
     sched = budget_profile or p
-    b = batch or in_flight(sched, m, gpu, f, input_tokens + output_tokens)
-    prefill = b * prefill_time_per_prompt(p, m, gpu, f, input_tokens, sched.max_num_batched_tokens)
+    b_max = batch or in_flight(sched, m, gpu, f, input_tokens + output_tokens)
+    per_prompt = prefill_time_per_prompt(p, m, gpu, f, input_tokens, sched.max_num_batched_tokens)
     context = input_tokens + output_tokens // 2
-    decode = ef.step_time(p, m, gpu, [(1, context)] * b, **f.kw()).time_s  # type: ignore[arg-type]
-    return b * output_tokens / (prefill + output_tokens * decode)
+
+    def cohort_s(b: int) -> float:
+        decode = ef.step_time(p, m, gpu, [(1, context)] * b, **f.kw()).time_s  # type: ignore[arg-type]
+        return b * per_prompt + output_tokens * decode
+
+    b = b_max
+    if tpot_limit_s is not None and cohort_s(b) / output_tokens > tpot_limit_s:
+        lo, hi = 0, b  # cohort_s(hi) / output > limit; lo is within it (or 0)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if cohort_s(mid) / output_tokens <= tpot_limit_s:
+                lo = mid
+            else:
+                hi = mid
+        b = max(1, lo)
+    return b * output_tokens / cohort_s(b)
 
 
 def prompt_rate(p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, prompt_tokens: int, ubatch: int) -> float:

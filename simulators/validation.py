@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -62,12 +62,18 @@ def _mg(e: dict[str, Any]) -> tuple[Model, Gpu]:
     return models()[e["model"]], gpus()[e["gpu"]]
 
 
+def schedule(e: dict[str, Any]) -> ef.EngineProfile:
+    """The engine profile with the benchmark's own scheduler settings, where it states them."""
+    p = ef.profile(profile_of(e))
+    keys = {k: int(e[k]) for k in ("max_num_seqs", "max_num_batched_tokens") if k in e}
+    return replace(p, **keys) if keys else p  # type: ignore[arg-type]
+
+
 def _batch(e: dict[str, Any], p: ef.EngineProfile, seq_tokens: int) -> int:
     """A measurement's batch: a number, or "fit": as many sequences as the KV cache (and engine) holds."""
     if e.get("batch_size", 1) != "fit":
         return int(e.get("batch_size", 1))
-    sched = ef.profile(profile_of(e))  # the ideal ceiling runs the engine's schedule too
-    return bm.in_flight(sched, *_mg(e), _formats(e), seq_tokens)
+    return bm.in_flight(schedule(e), *_mg(e), _formats(e), seq_tokens)  # the ceiling runs this schedule too
 
 
 def _decode_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
@@ -87,8 +93,17 @@ def _prefill_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
 def _offline(e: dict[str, Any], p: ef.EngineProfile) -> float:
     isl, osl = int(e["input_tokens"]), int(e["output_tokens"])
     b = _batch(e, p, isl + osl)
-    sched = ef.profile(profile_of(e))
-    per_replica = bm.offline_throughput(p, *_mg(e), _formats(e), isl, osl, batch=b, budget_profile=sched)
+    limit = e.get("tpot_limit_ms")
+    per_replica = bm.offline_throughput(
+        p,
+        *_mg(e),
+        _formats(e),
+        isl,
+        osl,
+        batch=b,
+        budget_profile=schedule(e),
+        tpot_limit_s=None if limit is None else float(limit) / 1e3,
+    )
     tp = int(e.get("tp", 1))
     replicas = int(e.get("num_gpus", tp)) // tp
     total = per_replica * replicas
