@@ -11,6 +11,7 @@
   memory-bound).
 - `prompt_rate`: llama-bench ppN with micro-batch u: N prompt tokens in passes of u tokens over a
   growing context.
+- `batch_latency`: end-to-end seconds of a fixed batch started together (vLLM's latency test).
 - `decode_rate`: batch-1 (or batch-B) decode tokens per second at a fixed context.
 
 Every time comes from efficiency.step_time, i.e. from costmodel.step_time with the profile's factors.
@@ -117,6 +118,17 @@ def prompt_rate(p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, prompt_toke
         total += ef.step_time(p, m, gpu, [(q, done)], **f.kw()).time_s  # type: ignore[arg-type]
         done += q
     return prompt_tokens / total
+
+
+def batch_latency(
+    p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, input_tokens: int, output_tokens: int, batch: int
+) -> float:
+    """Seconds for `batch` identical requests started together (vLLM's benchmark_latency): one
+    prefill of every prompt (packed per max_num_batched_tokens), then output - 1 decode steps."""
+    prefill = batch * prefill_time_per_prompt(p, m, gpu, f, input_tokens, p.max_num_batched_tokens)
+    context = input_tokens + output_tokens // 2
+    decode = ef.step_time(p, m, gpu, [(1, context)] * batch, **f.kw()).time_s  # type: ignore[arg-type]
+    return prefill + (output_tokens - 1) * decode
 
 
 def decode_rate(p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, context_tokens: int, batch: int = 1) -> float:

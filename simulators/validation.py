@@ -110,6 +110,11 @@ def _offline(e: dict[str, Any], p: ef.EngineProfile) -> float:
     return total / int(e.get("num_gpus", tp)) if e.get("per_gpu") else total
 
 
+def _batch_latency(e: dict[str, Any], p: ef.EngineProfile) -> float:
+    f = _formats(e)
+    return bm.batch_latency(p, *_mg(e), f, int(e["input_tokens"]), int(e["output_tokens"]), int(e["batch_size"]))
+
+
 def _prompt_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
     return bm.prompt_rate(p, *_mg(e), _formats(e), int(e["prompt_tokens"]), int(e["ubatch"]))
 
@@ -121,6 +126,7 @@ PREDICTIONS: dict[str, Callable[[dict[str, Any], ef.EngineProfile], float]] = {
     "prefill_ms": _prefill_ms,
     "offline_output_tokens_per_s": _offline,
     "prompt_tokens_per_s": _prompt_rate,
+    "batch_latency_s": _batch_latency,
     "weight_GiB": lambda e, p: cm.weight_bytes(models()[e["model"]], e.get("weight_dtype", "bf16")) / cm.GiB,
     "params_B": lambda e, p: cm.param_counts(models()[e["model"]]).total / 1e9,
     "kv_bytes_per_token": lambda e, p: cm.kv_bytes_per_token(models()[e["model"]], e.get("kv_dtype", "bf16")),
@@ -130,7 +136,7 @@ PREDICTIONS: dict[str, Callable[[dict[str, Any], ef.EngineProfile], float]] = {
     "ridge_flop_per_byte": lambda e, p: cm.ridge_point(gpus()[e["gpu"]]) or 0.0,
 }
 RATES = ("decode_tokens_per_s", "offline_output_tokens_per_s", "prompt_tokens_per_s")
-TIMES = ("decode_step_ms", "prefill_ms")
+TIMES = ("decode_step_ms", "prefill_ms", "batch_latency_s")
 ROLES = ("calibration", "held_out", "check")
 
 
@@ -152,12 +158,18 @@ class Row:
 
     @property
     def ratio(self) -> float:
-        """Published over predicted: 1 means the profile describes this system."""
+        """Published speed over predicted speed (for a time: predicted / published); 1: the profile fits."""
+        if self.quantity in TIMES:
+            return self.predicted / self.published
         return self.published / self.predicted
 
     @property
     def error(self) -> float:
-        """Signed relative error of the prediction against the published value."""
+        """Signed relative error as a speed: predicted speed / published speed - 1 (> 0: optimistic).
+
+        For a time the speed is its inverse, so the error is published / predicted - 1."""
+        if self.quantity in TIMES:
+            return self.published / self.predicted - 1
         return self.predicted / self.published - 1
 
     @property
@@ -256,7 +268,7 @@ def band_text(b: Band) -> str:
     return (
         f"{b.points} held-out speed points ({len(b.engines)} engines: {', '.join(b.engines)}; "
         f"{len(b.gpus)} GPU models: {', '.join(b.gpus)}): median |error| **{b.median_abs_error:.0%}**, "
-        f"**{b.within_35:.0%}** of points within ±35%, median published / predicted **{b.median_ratio:.2f}**."
+        f"**{b.within_35:.0%}** of points within ±35%, median published / predicted speed **{b.median_ratio:.2f}**."
     )
 
 
@@ -282,8 +294,8 @@ def render_markdown() -> str:
         "",
         "*Ideal* sets every efficiency to 1.0 and drops the per-step overhead, on the kernel path the engine uses: "
         "a ceiling for a rate, a floor for a time. *Predicted* applies the named engine profile "
-        "(`simulators/data/engine_profiles.toml`). *Error* is predicted / published - 1: positive means the "
-        "prediction is optimistic. Sizes, parameter counts, KV bytes and ridge points do not depend on efficiency.",
+        "(`simulators/data/engine_profiles.toml`). *Error* is predicted speed / published speed - 1 (for a time, "
+        "published / predicted - 1): positive means the prediction is optimistic. Sizes, parameter counts, KV bytes and ridge points do not depend on efficiency.",
         "",
         "Not checked yet:",
         "",
