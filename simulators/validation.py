@@ -204,6 +204,7 @@ def rows() -> list[Row]:
 
 @dataclass(frozen=True)
 class Band:
+    role: str
     points: int
     engines: tuple[str, ...]
     gpus: tuple[str, ...]
@@ -227,6 +228,7 @@ def band(role: str = "held_out") -> Band:
     speed = [r for r in rows() if r.role == role and r.is_speed]
     errors = [abs(r.error) for r in speed]
     return Band(
+        role=role,
         points=len(speed),
         engines=tuple(sorted({r.engine for r in speed})),
         gpus=tuple(sorted({r.gpu for r in speed})),
@@ -266,7 +268,7 @@ def _table(selected: list[Row]) -> list[str]:
 
 def band_text(b: Band) -> str:
     return (
-        f"{b.points} held-out speed points ({len(b.engines)} engines: {', '.join(b.engines)}; "
+        f"{b.points} {b.role.replace('_', '-')} speed points ({len(b.engines)} engines: {', '.join(b.engines)}; "
         f"{len(b.gpus)} GPU models: {', '.join(b.gpus)}): median |error| **{b.median_abs_error:.0%}**, "
         f"**{b.within_35:.0%}** of points within ±35%, median published / predicted speed **{b.median_ratio:.2f}**."
     )
