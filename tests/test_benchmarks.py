@@ -49,3 +49,24 @@ def test_batch_latency_is_prefill_plus_output_minus_one_decode_steps():
     prefill = 8 * bm.prefill_time_per_prompt(p, M, H100, f, 32, p.max_num_batched_tokens)
     assert two == pytest.approx(prefill + 3 * step)
     assert one < two
+
+
+@pytest.mark.parametrize("isl, osl", [(1000, 200), (128, 1024), (2048, 128)])
+def test_the_closed_form_offline_run_agrees_with_the_event_engine_at_ideal_efficiency(isl, osl):
+    # At ideal efficiency a step is linear in the batch, so the event engine (simulators/engine)
+    # runs the same step times; it mixes prefill chunks into decode steps, which the closed form
+    # sums apart (slightly pessimistic when prefill is a large share).
+    from dataclasses import replace
+
+    from simulators.engine import EngineSpec, SchedulerConfig, serve
+    from simulators.engine.workload import Request
+
+    n = 1500
+    sched = SchedulerConfig(max_num_seqs=256, max_num_batched_tokens=8192, max_model_len=4096)
+    spec = EngineSpec(M, H100, sched, weight_dtype="fp8", kv_dtype="fp8", ideal=True)
+    served = serve([Request(i, 0.0, isl, osl) for i in range(n)], spec, keep_series=False)
+    engine = n * osl / max(r.arrival_s + r.e2e_s for r in served.records)
+    ceiling = replace(ef.ceiling(ef.profile("vllm")), max_num_seqs=256, max_num_batched_tokens=8192)
+    closed = bm.offline_throughput(ceiling, M, H100, FP8, isl, osl)
+    assert closed == pytest.approx(engine, rel=0.15)
+    assert closed <= engine * 1.02
