@@ -32,6 +32,7 @@ GPU_NUMBER_KEYS = (
     "hbm_bandwidth_GBps",
     "dense_bf16_tflops",
     "sparse_bf16_tflops",
+    "dense_fp16_acc_tflops",
     "dense_fp8_tflops",
     "sparse_fp8_tflops",
     "dense_int8_tops",
@@ -53,6 +54,9 @@ class Gpu:
     # Peak tensor throughput, 10^12 ops/s; None where the part has no such path or no figure.
     dense_bf16_tflops: float | None = None
     sparse_bf16_tflops: float | None = None
+    # FP16 inputs with FP16 accumulation: twice the FP32-accumulate rate on GeForce parts (only
+    # where the data sheet lists it separately); engines that accumulate in FP16 use it.
+    dense_fp16_acc_tflops: float | None = None
     dense_fp8_tflops: float | None = None
     sparse_fp8_tflops: float | None = None
     dense_int8_tops: float | None = None

@@ -28,7 +28,7 @@ from typing import Any
 from . import capacity
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
-from .params import gpu_param, model_param, param
+from .params import engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 
@@ -80,6 +80,7 @@ class Params:
     num_gpus: int = param(1, label="GPUs", min=1, max=8, step=1)
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
     view: str = param(
         "speed",
         label="Chart",
@@ -111,7 +112,7 @@ def _passes(
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    kw = {"eff": cm.efficiency(p.ideal), "tp": p.num_gpus}
+    kw = {"eff": cm.efficiency(p.ideal, p.engine), "tp": p.num_gpus}
     table = schemes()["schemes"]
     kv = "fp8" if p.kv_fp8 else "bf16"
     base_pre, base_dec = _passes(m, gpu, BASELINE, "bf16", p.batch_size, p.prompt_tokens, **kw)

@@ -262,8 +262,15 @@ def default_efficiency() -> Efficiency:
     return Efficiency(float(e["bandwidth"]), float(e["compute"]))
 
 
-def efficiency(ideal: bool) -> Efficiency:
-    return IDEAL if ideal else default_efficiency()
+def efficiency(ideal: bool, engine: str = "course") -> Efficiency:
+    """Ideal, the course's defaults, or an engine profile's plateau factors (simulators/efficiency.py)."""
+    if ideal:
+        return IDEAL
+    if engine == "course":
+        return default_efficiency()
+    from . import efficiency as profiles  # imports this module: resolved at call time
+
+    return profiles.linear_efficiency(profiles.profile(engine))
 
 
 @dataclass(frozen=True)
@@ -275,6 +282,8 @@ class StepTime:
     bytes: float  # per GPU
     compute_known: bool  # False when the GPU publishes no figure for the matmul path
     matmul_path: str  # tensor-core path the matmuls ran on: "bf16", "fp8" or "int8"
+    # Of compute_s, the attention FLOPs' share (engine profiles give attention its own efficiency).
+    attention_s: float = 0.0
 
     @property
     def time_s(self) -> float:
@@ -389,10 +398,11 @@ def _step_time(
     block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
     bf16_peak = gpu.peak_tflops("bf16")
     known = block_peak is not None and bf16_peak is not None
-    compute_s = 0.0
+    compute_s = attention_s = 0.0
     if block_peak is not None and bf16_peak is not None:
         compute_s = block_flops / (block_peak * 1e12) + other_flops / (bf16_peak * 1e12)
         compute_s /= tp * eff.compute
+        attention_s = attention_flops / (bf16_peak * 1e12) / (tp * eff.compute)
     memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * GB * eff.bandwidth)
     comm_s = 0.0
     if tp > 1:
@@ -409,6 +419,7 @@ def _step_time(
         bytes=total_bytes,
         compute_known=known,
         matmul_path=path,
+        attention_s=attention_s,
     )
 
 

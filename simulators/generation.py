@@ -22,7 +22,7 @@ from typing import Any
 
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
-from .params import ParamError, dtype_choices, gpu_param, model_param, param
+from .params import ParamError, dtype_choices, engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 
@@ -85,6 +85,7 @@ class Params:
     )
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
     # Sampling demo: temperature divides the logits; 0 means greedy.
     temperature: float = param(1.0, label="Temperature", min=0.0, max=2.0, step=0.05)
     # Keep only the k most likely tokens (0 = off).
@@ -127,7 +128,11 @@ def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, "eff": cm.efficiency(p.ideal)}
+    kw: dict[str, Any] = {
+        "weight_dtype": p.weight_dtype,
+        "kv_dtype": p.kv_dtype,
+        "eff": cm.efficiency(p.ideal, p.engine),
+    }
     prefill = cm.step_time(m, gpu, [(p.prompt_tokens, 0)] * p.batch_size, **kw)
     first = cm.decode_step_time(m, gpu, [p.prompt_tokens] * p.batch_size, **kw)
     # Every decode step has the same batch, each context one token longer: an affine step time.

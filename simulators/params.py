@@ -226,3 +226,17 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
             entry["choices"] = [{"value": v, "label": label} for v, label in choices]
         out.append(entry)
     return out
+
+
+def engine_choices() -> list[tuple[str, str]]:
+    from . import efficiency
+
+    return [("course", "Course defaults (one bandwidth and one compute factor)")] + [
+        (pid, prof.name) for pid, prof in efficiency.profiles().items()
+    ]
+
+
+def engine_param(**kw: Any) -> Any:
+    """The engine whose achieved efficiencies a simulator uses (ignored when `ideal` is set)."""
+    kw.setdefault("help", "Engine profile: its bandwidth and BF16 GEMM plateau factors (data/engine_profiles.toml).")
+    return param("course", label="Engine", choices=engine_choices, **kw)

@@ -43,7 +43,7 @@ from typing import Any
 from . import capacity
 from . import costmodel as cm
 from .catalog import precisions, resolve_gpu, resolve_model, running_example
-from .params import dtype_choices, gpu_param, model_param, param
+from .params import dtype_choices, engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 
@@ -93,6 +93,7 @@ class Params:
     # Speed-up below which the quantised model is judged not worth it (1.1 = 10% faster).
     worthwhile_speedup: float = param(1.1, label="Worthwhile speed-up", unit="x", min=1.0, max=4.0, step=0.05)
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
     # Demo: how many weights are outliers, and how large (in standard deviations of the others).
     num_outliers: int = param(8, label="Outliers in the demo matrix", min=0, max=256, step=1)
     outlier_size: float = param(20.0, label="Outlier size", unit="sigma", min=1.0, max=200.0, step=1.0, log=True)
@@ -169,7 +170,7 @@ def demo_errors(seed: int, num_outliers: int, outlier_size: float, group: int) -
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    kw: dict[str, Any] = {"kv_dtype": p.kv_dtype, "eff": cm.efficiency(p.ideal)}
+    kw: dict[str, Any] = {"kv_dtype": p.kv_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
     formats = list(precisions())
 
     def decode_s(fmt: str, b: int) -> float:

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 from . import capacity
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
-from .params import dtype_choices, gpu_param, model_param, param
+from .params import dtype_choices, engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 
@@ -108,6 +108,7 @@ class Params:
     )
     batch_size: int = param(1, label="Decode batch", unit="sequences", min=1, max=1024, step=1, log=True)
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
     view: str = param(
         "savings",
         label="Chart",
@@ -225,7 +226,7 @@ def demo(seed: int, sparsity: float) -> dict[str, dict[str, float]]:
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
-    kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal)}
+    kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
     variants: dict[str, dict[str, Any]] = {
         "dense": {},
         "24": {"sparse": True},

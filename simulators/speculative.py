@@ -35,7 +35,7 @@ from typing import Any
 
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
-from .params import gpu_param, model_param, param
+from .params import engine_param, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line, markers
 
@@ -81,6 +81,7 @@ class Params:
     )
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
     view: str = param(
         "batch", label="Chart", choices=[("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")]
     )
@@ -118,7 +119,7 @@ def speedup(alpha: float, gamma: int, c: float, t_step: float, t_verify: float) 
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    eff = cm.efficiency(p.ideal)
+    eff = cm.efficiency(p.ideal, p.engine)
     a, g, c = p.acceptance_rate, p.draft_tokens, p.draft_cost_ratio
     step, verify = _times(m, gpu, p.batch_size, p.context_tokens, eff)
     t_step, t_verify = step.time_s, verify[g - 1].time_s

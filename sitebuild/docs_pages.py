@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import statistics
 from pathlib import Path
 
 from sitebuild import glossary as glossary_mod
@@ -27,9 +26,6 @@ LESSON_LINK = re.compile(r"\[(?P<text>[^\]]+)\]\((?P<path>(?:\.\./)*lessons/[\w.
 VALIDATION_PAGE = "validation.md"
 TABLE_MARKER = "<!-- validation-table -->"
 BAND_MARKER = "<!-- validation-band -->"
-# Quantities that are speeds (higher is better) and times (lower is better); the rest are sizes.
-RATES = ("decode_tokens_per_s", "decode_tokens_per_s_per_gpu")
-TIMES = ("decode_step_ms", "prefill_ms")
 
 
 def render(markdown: str, src_uri: str, path: Path, sims: Simulators, glossary: Glossary | None, course: Course) -> str:
@@ -66,43 +62,24 @@ def render_validation(markdown: str) -> str:
 
 
 def error_band() -> str:
-    """The spread of the validation table, in words: computed from its rows, never typed."""
+    """The band of the validation table, in words, computed on the held-out rows only (never typed)."""
     from simulators import validation
 
-    quantity = {e["id"]: e["quantity"] for e in validation.measurements()}
-    speed, size, claims = [], [], []
-    for row in validation.rows():
-        if row.kind.startswith("course claim") or "derived check" in row.kind:
-            claims.append(row)
-        elif quantity[row.id] in RATES or quantity[row.id] in TIMES:
-            speed.append(row)
-        else:
-            size.append(row)
-
-    def achieved(row: validation.Row) -> float:
-        """Real speed over predicted speed: 1 means the defaults describe the system; < 1 slower."""
-        return row.ratio if quantity[row.id] in RATES else 1 / row.ratio
-
-    lines = []
-    if speed:
-        ratios = sorted(achieved(r) for r in speed)
-        slowest = min(speed, key=achieved)
+    held, calib = validation.band("held_out"), validation.band("calibration")
+    every = validation.rows()
+    checks = [r for r in every if r.role == "check" and not r.is_speed]
+    worst = max((r for r in every if r.role == "held_out" and r.is_speed), key=lambda r: abs(r.error), default=None)
+    lines = [
+        "- **Speed, held out.** "
+        + validation.band_text(held)
+        + (f" The largest miss is *{worst.what}* ({worst.error:+.0%})." if worst else ""),
+        f"- **Speed, calibration.** The {calib.points} rows the factors were fitted on land within "
+        f"{calib.median_abs_error:.0%} (median |error|); they are shown apart and do not count in the band.",
+    ]
+    if checks:
+        off = max(checks, key=lambda r: abs(r.error))
         lines.append(
-            f"- **Speed.** Across the {len(speed)} published speed measurements, the real systems ran at "
-            f"**{ratios[0]:.0%} to {ratios[-1]:.0%}** of the speed the default efficiencies predict "
-            f"(median {statistics.median(ratios):.0%}). The widest gap is *{slowest.what}*."
-        )
-    if size:
-        worst = max(size, key=lambda r: abs(r.ratio - 1))
-        lines.append(
-            f"- **Sizes and shapes.** The {len(size)} published sizes and counts agree to within "
-            f"**{abs(worst.ratio - 1):.0%}** (the largest difference: *{worst.what}*)."
-        )
-    if claims:
-        exact = sum(1 for r in claims if abs(r.ratio - 1) < 0.005)
-        lines.append(
-            f"- **The course's own figures.** {exact} of {len(claims)} are derived from a model's shape or a "
-            f"GPU's data sheet and match exactly; the other {len(claims) - exact} are round figures from the "
-            "course's sources, not measurements, shown with their ratio rather than silently corrected."
+            f"- **Sizes and shapes.** The {len(checks)} sizes, counts and course figures agree to within "
+            f"**{abs(off.error):.0%}** (the largest difference: *{off.what}*)."
         )
     return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""Fit the engine-profile factors that say "fitted" on the calibration rows only (prints; edits nothing).
+
+    python scripts/fit_engine_profiles.py
+
+For each (profile, factor, calibration row) below, the factor is solved by bisection so that the
+row's prediction equals its published value, holding the other factors at their values in
+simulators/data/engine_profiles.toml; the pass repeats until the factors settle (they interact
+weakly: one row is decode-bound, the other compute-bound). Held-out rows are never read here:
+the script refuses a row whose role is not "calibration". Copy the printed values into the TOML.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from simulators import efficiency as ef  # noqa: E402
+from simulators import validation  # noqa: E402
+
+# (profile, factor, calibration row id, low, high)
+FITS = [
+    ("vllm", "bandwidth", "torchao-llama3-8b-bf16-a100", 0.3, 1.0),
+    ("vllm", "gemm_fp8", "mlperf41-llama2-70b-offline-8x-mi300x-vllm", 0.05, 1.0),
+    ("trtllm", "bandwidth", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", 0.3, 1.0),
+    ("trtllm", "gemm_fp8", "trtllm-llama31-8b-fp8-h100-sxm-2048-128", 0.05, 1.0),
+    ("llamacpp", "gemm_int8", "llamacpp-llama3-8b-q4_0-rtx4090-pp512-ub512", 0.05, 1.0),
+    ("llamacpp", "gemm_m_half", "llamacpp-llama3-8b-q4_0-rtx4090-pp512-ub16", 1.0, 400.0),
+]
+
+
+def predict(p: ef.EngineProfile, row_id: str) -> tuple[float, float]:
+    e = next(x for x in validation.measurements() if x["id"] == row_id)
+    if e.get("role") != "calibration":
+        raise SystemExit(f"{row_id} is not a calibration row: refusing to fit on it")
+    return validation.PREDICTIONS[e["quantity"]](e, p), float(e["value"])
+
+
+def solve(p: ef.EngineProfile, factor: str, row_id: str, lo: float, hi: float) -> float:
+    """Bisection on the factor; the prediction is monotone in each factor (down for gemm_m_half)."""
+    increasing = factor != "gemm_m_half"
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        pred, published = predict(replace(p, **{factor: mid}), row_id)
+        if (pred < published) == increasing:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def main() -> int:
+    fitted = {pid: ef.profile(pid) for pid in {f[0] for f in FITS}}
+    for _ in range(6):
+        for pid, factor, row_id, lo, hi in FITS:
+            fitted[pid] = replace(fitted[pid], **{factor: solve(fitted[pid], factor, row_id, lo, hi)})
+    for pid, factor, row_id, _, _ in FITS:
+        pred, published = predict(fitted[pid], row_id)
+        print(
+            f"{pid:9s} {factor:12s} = {getattr(fitted[pid], factor):.3f}   ({row_id}: {pred:,.1f} vs {published:,.1f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""Engine profiles: the achieved fraction of peak for what actually runs, per engine.
+
+costmodel.step_time is a roofline with one bandwidth and one compute efficiency. A profile from
+data/engine_profiles.toml refines it for one engine (vLLM, SGLang, TensorRT-LLM, llama.cpp):
+
+    compute = GEMM time / gemm_efficiency(path, M) + attention time / attention
+    memory  = bytes / (peak bandwidth * bandwidth)
+    step    = max(compute, memory) + communication + step_overhead
+
+where M is the step's token count: gemm_efficiency = plateau(path) * M / (M + gemm_m_half), the
+plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only 4-bit GEMMs pay the
+`w4a16` factor. The times come from costmodel.step_time at ideal efficiency (every factor 1.0),
+so no formula of the cost model is restated here. `IDEAL` is the ceiling: every factor 1.0 and no
+overhead. `linear_efficiency(profile)` gives the plateau factors as a costmodel.Efficiency for the
+simulators whose engine needs a step time linear in the batch (simulators/engine).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from . import costmodel as cm
+from .catalog import Gpu, Model
+
+FACTORS = ("bandwidth", "gemm_bf16", "gemm_fp8", "gemm_int8", "w4a16", "attention")
+WEIGHT_ONLY_4BIT = ("int4",)
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    id: str
+    name: str
+    bandwidth: float
+    gemm_bf16: float
+    gemm_fp8: float
+    gemm_int8: float
+    gemm_m_half: float
+    w4a16: float
+    attention: float
+    step_overhead_us: float
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    cuda_graphs: bool = True
+    fp16_accumulate: bool = False
+    quantized_path: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def gemm_efficiency(self, path: str, tokens: int) -> float:
+        """Achieved share of the `path` tensor peak by a GEMM over `tokens` rows."""
+        plateau = {"bf16": self.gemm_bf16, "fp8": self.gemm_fp8, "int8": self.gemm_int8}[path]
+        return plateau * tokens / (tokens + self.gemm_m_half) if self.gemm_m_half else plateau
+
+
+IDEAL = EngineProfile(
+    id="ideal",
+    name="Ideal hardware (100% of peak)",
+    bandwidth=1.0,
+    gemm_bf16=1.0,
+    gemm_fp8=1.0,
+    gemm_int8=1.0,
+    gemm_m_half=0.0,
+    w4a16=1.0,
+    attention=1.0,
+    step_overhead_us=0.0,
+    max_num_seqs=1 << 30,
+    max_num_batched_tokens=1 << 30,
+)
+
+
+class ProfileError(ValueError):
+    pass
+
+
+@cache
+def _data() -> dict[str, Any]:
+    text = resources.files("simulators").joinpath("data").joinpath("engine_profiles.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
+    where = f"engine profile '{pid}'"
+    for key in (*FACTORS, "gemm_m_half", "step_overhead_us", "max_num_seqs", "max_num_batched_tokens"):
+        if key not in d:
+            raise ProfileError(f"{where}: '{key}' is required")
+        if f"{key}_source" not in d:
+            raise ProfileError(f"{where}: '{key}' needs a '{key}_source'")
+    for key in FACTORS:
+        if not 0 < d[key] <= 1:
+            raise ProfileError(f"{where}: '{key}' must be in (0, 1], got {d[key]!r}")
+    return EngineProfile(
+        id=pid,
+        name=str(d["name"]),
+        **{k: float(d[k]) for k in (*FACTORS, "gemm_m_half", "step_overhead_us")},
+        max_num_seqs=int(d["max_num_seqs"]),
+        max_num_batched_tokens=int(d["max_num_batched_tokens"]),
+        cuda_graphs=bool(d.get("cuda_graphs", True)),
+        fp16_accumulate=bool(d.get("fp16_accumulate", False)),
+        quantized_path=dict(d.get("quantized_path", {})),
+        sources={k[: -len("_source")]: v for k, v in d.items() if k.endswith("_source")},
+    )
+
+
+@cache
+def profiles() -> dict[str, EngineProfile]:
+    """Every engine profile of data/engine_profiles.toml, in file order."""
+    return {pid: _profile(pid, d) for pid, d in _data().items()}
+
+
+DEFAULT = "vllm"
+
+
+def profile(name: str) -> EngineProfile:
+    """A profile by id; "ideal" is the physical ceiling."""
+    if name == "ideal":
+        return IDEAL
+    known = profiles()
+    if name not in known:
+        raise ProfileError(f"unknown engine '{name}'; known: ideal, {', '.join(known)}")
+    return known[name]
+
+
+def ceiling(p: EngineProfile) -> EngineProfile:
+    """The physical ceiling of engine `p`: its kernel paths and schedule, every factor 1.0, no overhead."""
+    return replace(
+        p,
+        id=f"{p.id}-ideal",
+        bandwidth=1.0,
+        gemm_bf16=1.0,
+        gemm_fp8=1.0,
+        gemm_int8=1.0,
+        w4a16=1.0,
+        attention=1.0,
+        gemm_m_half=0.0,
+        step_overhead_us=0.0,
+    )
+
+
+def linear_efficiency(p: EngineProfile) -> cm.Efficiency:
+    """The profile's plateau factors as the cost model's two efficiencies (BF16 GEMM plateau)."""
+    return cm.Efficiency(p.bandwidth, p.gemm_bf16)
+
+
+@dataclass(frozen=True)
+class ProfileStep:
+    compute_s: float
+    memory_s: float
+    communication_s: float
+    overhead_s: float
+
+    @property
+    def time_s(self) -> float:
+        return max(self.compute_s, self.memory_s) + self.communication_s + self.overhead_s
+
+
+def _path(p: EngineProfile, gpu: Gpu, weight_dtype: str, base_path: str) -> str:
+    """The tensor-core path the profile's kernels use for these weights (falls back to the cost model's)."""
+    path = p.quantized_path.get(weight_dtype, base_path)
+    return path if gpu.peak_tflops(path) is not None else base_path
+
+
+def _peak(p: EngineProfile, gpu: Gpu, path: str) -> float:
+    if path == "bf16" and p.fp16_accumulate and gpu.dense_fp16_acc_tflops:
+        return gpu.dense_fp16_acc_tflops
+    return gpu.peak_tflops(path) or 0.0
+
+
+def step_time(
+    p: EngineProfile,
+    m: Model,
+    gpu: Gpu,
+    seqs: list[tuple[int, int]],
+    *,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    activation_dtype: str | None = None,
+    tp: int = 1,
+) -> ProfileStep:
+    """One forward pass over `seqs` ((new, cached) tokens per sequence) as engine `p` runs it."""
+    base = cm.step_time(
+        m,
+        gpu,
+        seqs,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        activation_dtype=activation_dtype,
+        eff=cm.IDEAL,
+        tp=tp,
+    )
+    tokens = sum(q for q, _ in seqs)
+    gemm_s = base.compute_s - base.attention_s
+    path = _path(p, gpu, weight_dtype, base.matmul_path)
+    if base.compute_known:
+        gemm_s *= (gpu.peak_tflops(base.matmul_path) or 1.0) / (_peak(p, gpu, path) or 1.0)
+    eff = p.gemm_efficiency(path, tokens)
+    if weight_dtype in WEIGHT_ONLY_4BIT:
+        eff *= p.w4a16
+    return ProfileStep(
+        compute_s=gemm_s / eff + base.attention_s / p.attention,
+        memory_s=base.memory_s / p.bandwidth,
+        communication_s=base.communication_s,
+        overhead_s=p.step_overhead_us * 1e-6,
+    )

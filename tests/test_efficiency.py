@@ -1,0 +1,82 @@
+"""Engine profiles: sourced factors, the ideal ceiling, M-dependent GEMM efficiency, kernel paths."""
+
+from dataclasses import replace
+
+import pytest
+
+from simulators import catalog
+from simulators import costmodel as cm
+from simulators import efficiency as ef
+
+M, H100, RTX = catalog.models()["llama-3-8b"], catalog.gpus()["h100-sxm"], catalog.gpus()["rtx-4090"]
+
+
+def test_every_profile_loads_with_a_source_for_every_factor():
+    profiles = ef.profiles()
+    assert {"vllm", "sglang", "trtllm", "llamacpp"} <= set(profiles)
+    for p in profiles.values():
+        for key in (*ef.FACTORS, "gemm_m_half", "step_overhead_us"):
+            assert p.sources[key].strip(), (p.id, key)
+    with pytest.raises(ef.ProfileError, match="unknown engine"):
+        ef.profile("nope")
+
+
+def test_gemm_efficiency_grows_with_tokens_towards_its_plateau():
+    p = ef.profile("trtllm")
+    effs = [p.gemm_efficiency("fp8", m) for m in (1, 16, 128, 1024, 65536)]
+    assert effs == sorted(effs) and effs[0] < 0.05 * p.gemm_fp8
+    assert effs[-1] == pytest.approx(p.gemm_fp8, rel=1e-3)
+    assert p.gemm_efficiency("fp8", int(p.gemm_m_half)) == pytest.approx(p.gemm_fp8 / 2, rel=0.02)
+
+
+@pytest.mark.parametrize("pid", ["vllm", "sglang", "trtllm", "llamacpp"])
+def test_the_ceiling_is_never_slower_than_the_profile(pid):
+    p = ef.profile(pid)
+    for seqs in ([(1, 100)], [(1, 2000)] * 64, [(512, 0)], [(4096, 0)] * 2):
+        real = ef.step_time(p, M, H100, seqs, weight_dtype="fp8", kv_dtype="fp8")
+        top = ef.step_time(ef.ceiling(p), M, H100, seqs, weight_dtype="fp8", kv_dtype="fp8")
+        assert top.time_s < real.time_s
+        assert top.overhead_s == 0 and real.overhead_s == pytest.approx(p.step_overhead_us * 1e-6)
+
+
+def test_the_ideal_profile_reproduces_the_cost_models_ideal_step():
+    seqs = [(300, 0), (1, 1000)]
+    step = ef.step_time(ef.IDEAL, M, H100, seqs, weight_dtype="fp8")
+    base = cm.step_time(M, H100, seqs, weight_dtype="fp8", eff=cm.IDEAL)
+    assert step.time_s == pytest.approx(base.time_s)
+    assert 0 < base.attention_s < base.compute_s
+
+
+def test_llamacpp_runs_q4_0_gemms_on_the_int8_path_and_vllm_pays_for_w4a16():
+    llama = ef.ceiling(ef.profile("llamacpp"))
+    plain = ef.ceiling(replace(ef.profile("llamacpp"), quantized_path={}))
+    seqs = [(512, 0)]
+    # INT8 tensor cores (660.6 TOPS) against the BF16 rate (165.15): the GEMM part is 4x faster.
+    fast = ef.step_time(llama, M, RTX, seqs, weight_dtype="q4_0").compute_s
+    slow = ef.step_time(plain, M, RTX, seqs, weight_dtype="q4_0").compute_s
+    attention = cm.step_time(M, RTX, seqs, weight_dtype="q4_0", eff=cm.IDEAL).attention_s
+    assert (slow - attention) / (fast - attention) == pytest.approx(660.6 / 165.15, rel=1e-6)
+    v = ef.profile("vllm")
+    w4 = ef.step_time(v, M, H100, [(4096, 0)], weight_dtype="int4").compute_s
+    bf = ef.step_time(v, M, H100, [(4096, 0)], weight_dtype="bf16").compute_s
+    assert w4 > bf  # same BF16 tensor cores, plus dequantisation
+
+
+def test_fp16_accumulate_uses_the_geforce_fp16_rate_and_the_catalogue_has_it():
+    assert RTX.dense_fp16_acc_tflops == pytest.approx(2 * RTX.dense_bf16_tflops, rel=1e-3)
+    l40s = catalog.gpus()["l40s"]
+    assert l40s.peak_tflops("int8") == l40s.peak_tflops("fp8") == 733
+    p = ef.ceiling(ef.profile("vllm"))
+    acc16 = replace(p, fp16_accumulate=True)
+    seqs = [(2048, 0)]
+    base = cm.step_time(M, RTX, seqs, eff=cm.IDEAL)
+    gemm32 = ef.step_time(p, M, RTX, seqs).compute_s - base.attention_s
+    gemm16 = ef.step_time(acc16, M, RTX, seqs).compute_s - base.attention_s
+    assert gemm32 / gemm16 == pytest.approx(2, rel=1e-3)
+
+
+def test_simulators_take_an_engine_choice():
+    assert cm.efficiency(False, "course") == cm.default_efficiency()
+    assert cm.efficiency(True, "vllm") == cm.IDEAL
+    p = ef.profile("trtllm")
+    assert cm.efficiency(False, "trtllm") == cm.Efficiency(p.bandwidth, p.gemm_bf16)
