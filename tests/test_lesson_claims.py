@@ -164,6 +164,19 @@ def test_10_sixteen_slots_cannot_carry_the_offered_load_and_sixty_four_can() -> 
     )
 
 
+def test_10_the_busy_replica_waits_for_memory_and_preempts_at_1_gib() -> None:
+    # Answers 2 and 4: more KV memory shortens the wait; at 1 GiB the followed request is preempted
+    # and prefilled again (more chunks than alone); 256-token blocks make it wait longer than 16.
+    busy = scenario("10", "busy")
+    assert m("engine", "queue_s", **{**busy, "kv_budget_GiB": 4}) < m("engine", "queue_s", **busy)
+    assert m("engine", "queue_s", **{**busy, "kv_budget_GiB": 1}) > m("engine", "queue_s", **busy)
+    assert m("engine", "num_preemptions", **{**busy, "kv_budget_GiB": 1}) >= 1
+    assert m("engine", "num_prefill_chunks", **{**busy, "kv_budget_GiB": 1}) > m(
+        "engine", "num_prefill_chunks", **{**busy, "num_background": 0}
+    )
+    assert m("engine", "queue_s", **{**busy, "block_size": 256}) > m("engine", "queue_s", **busy)
+
+
 # --- 12: routing and disaggregation ---------------------------------------------------------------
 
 
