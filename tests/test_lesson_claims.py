@@ -177,6 +177,24 @@ def test_10_the_busy_replica_waits_for_memory_and_preempts_at_1_gib() -> None:
     assert m("engine", "queue_s", **{**busy, "block_size": 256}) > m("engine", "queue_s", **busy)
 
 
+# --- F1: which bet's lever labels the running example at batch 64 ---------------------------------
+
+
+def test_f1_running_example_at_batch_64_is_vllm_at_0_4_and_sglang_at_0_8_or_on_an_h200() -> None:
+    # Rules of the operating-points view: prefix saving >= 20% -> SGLang; compute share >= 50% ->
+    # TensorRT-LLM; weights >= 80% of a step's bytes -> llama.cpp; KV bytes >= weight bytes -> vLLM.
+    point = dict(batch_size=64, prompt_tokens=2000, output_tokens=200, num_background=0)
+    at = {**point, "prefix_share": 0.4}
+    assert m("engine", "prefix_saving_share", **at) < 0.2  # "just under the 20% threshold"
+    assert m("engine", "compute_share", **at) < 0.5  # "just under 50% too"
+    assert m("engine", "weight_bytes_share", **at) <= 0.5  # "so the point stays with vLLM"
+    assert m("engine", "prefix_saving_share", **{**point, "prefix_share": 0.8}) >= 0.2
+    assert m("engine", "prefix_saving_share", **at, gpu="h200") >= 0.2  # answer 2
+    long_answers = {**at, "output_tokens": 2000}  # answer 4: both regions vanish
+    assert m("engine", "prefix_saving_share", **long_answers) < 0.2
+    assert m("engine", "compute_share", **long_answers) < 0.5
+
+
 # --- 12: routing and disaggregation ---------------------------------------------------------------
 
 
