@@ -86,6 +86,19 @@ def test_00_2_goodput_is_zero_at_the_largest_batch_that_fits_and_positive_at_32(
     assert m("slo", "local_tokens_per_s", **full) > m("slo", "local_tokens_per_s", batch_size=128)
 
 
+def test_00_2_the_p90_tpot_target_is_crossed_between_batch_40_and_44() -> None:
+    # "batch 32 meets p90 TPOT <= 30 ms ... the limit lies between 40 and 44, and 48 already misses";
+    # "goodput peaks just below the crossing and falls after it".
+    target = 0.030
+    assert m("slo", "slo_met", batch_size=32) == 1
+    assert m("slo", "tpot_p90_s", batch_size=40) <= target < m("slo", "tpot_p90_s", batch_size=44)
+    assert m("slo", "slo_met", batch_size=48) == 0
+    assert m("slo", "goodput_rps", batch_size=40) > m("slo", "goodput_rps", batch_size=48)
+    assert m("slo", "goodput_rps", batch_size=48) > m("slo", "goodput_rps", batch_size=64)
+    # "one request in twenty waits behind a ... s prefill": p99 TTFT far above the mean.
+    assert m("slo", "ttft_p99_s") > 5 * m("slo", "ttft_mean_s")
+
+
 # --- 03, 04: compression gains fade with the batch ------------------------------------------------
 
 
@@ -151,6 +164,37 @@ def test_10_sixteen_slots_cannot_carry_the_offered_load_and_sixty_four_can() -> 
     )
 
 
+def test_10_the_busy_replica_waits_for_memory_and_preempts_at_1_gib() -> None:
+    # Answers 2 and 4: more KV memory shortens the wait; at 1 GiB the followed request is preempted
+    # and prefilled again (more chunks than alone); 256-token blocks make it wait longer than 16.
+    busy = scenario("10", "busy")
+    assert m("engine", "queue_s", **{**busy, "kv_budget_GiB": 4}) < m("engine", "queue_s", **busy)
+    assert m("engine", "queue_s", **{**busy, "kv_budget_GiB": 1}) > m("engine", "queue_s", **busy)
+    assert m("engine", "num_preemptions", **{**busy, "kv_budget_GiB": 1}) >= 1
+    assert m("engine", "num_prefill_chunks", **{**busy, "kv_budget_GiB": 1}) > m(
+        "engine", "num_prefill_chunks", **{**busy, "num_background": 0}
+    )
+    assert m("engine", "queue_s", **{**busy, "block_size": 256}) > m("engine", "queue_s", **busy)
+
+
+# --- F1: which bet's lever labels the running example at batch 64 ---------------------------------
+
+
+def test_f1_running_example_at_batch_64_is_vllm_at_0_4_and_sglang_at_0_8_or_on_an_h200() -> None:
+    # Rules of the operating-points view: prefix saving >= 20% -> SGLang; compute share >= 50% ->
+    # TensorRT-LLM; weights >= 80% of a step's bytes -> llama.cpp; KV bytes >= weight bytes -> vLLM.
+    point = dict(batch_size=64, prompt_tokens=2000, output_tokens=200, num_background=0)
+    at = {**point, "prefix_share": 0.4}
+    assert m("engine", "prefix_saving_share", **at) < 0.2  # "just under the 20% threshold"
+    assert m("engine", "compute_share", **at) < 0.5  # "just under 50% too"
+    assert m("engine", "weight_bytes_share", **at) <= 0.5  # "so the point stays with vLLM"
+    assert m("engine", "prefix_saving_share", **{**point, "prefix_share": 0.8}) >= 0.2
+    assert m("engine", "prefix_saving_share", **at, gpu="h200") >= 0.2  # answer 2
+    long_answers = {**at, "output_tokens": 2000}  # answer 4: both regions vanish
+    assert m("engine", "prefix_saving_share", **long_answers) < 0.2
+    assert m("engine", "compute_share", **long_answers) < 0.5
+
+
 # --- 12: routing and disaggregation ---------------------------------------------------------------
 
 
@@ -180,3 +224,17 @@ def test_12_one_prefill_pod_queues() -> None:
 
 def test_f4_speculation_gain_falls_with_acceptance() -> None:
     assert m("reasoning", "speculation_speedup") > m("reasoning", "speculation_speedup", acceptance_rate=0.6) > 1
+
+
+def test_f4_reasoning_caches_outgrow_memory_and_slot_caps_do_not_help() -> None:
+    # Answer 1: "some are preempted and wait"; answer 2: the mean request is slower with 24 and 8
+    # slots than with 64; answer 3: the H200 holds more sequences and finishes sooner.
+    assert m("reasoning", "num_preemptions_reasoning") >= 1
+    assert m("reasoning", "max_sequences_reasoning") < 40  # fewer than the 40 arrivals in flight
+    assert (
+        m("reasoning", "e2e_reasoning_s_mean", max_num_seqs=8)
+        > m("reasoning", "e2e_reasoning_s_mean", max_num_seqs=24)
+        >= m("reasoning", "e2e_reasoning_s_mean")
+    )
+    assert m("reasoning", "max_sequences_reasoning", gpu="h200") > m("reasoning", "max_sequences_reasoning")
+    assert m("reasoning", "e2e_reasoning_s_mean", gpu="h200") < m("reasoning", "e2e_reasoning_s_mean")

@@ -108,3 +108,13 @@ def test_guided_experiments_follow_the_simulator(lesson):
     assert len(re.findall(r'\?\?\?\+? note "Answer', try_it)) >= 2, (
         f"{lesson.src_uri}: fewer than 2 experiments with answers"
     )
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_no_regex_backreference_left_in_prose(lesson):
+    """A `\\1` in prose is a replacement string that was pasted literally (a bulk edit went wrong),
+    not a number: F5 once showed "\\1 sequences' worth" where a computed capacity belonged."""
+    text = re.sub(r"\$\$.*?\$\$", " ", lesson.body, flags=re.S)
+    text = re.sub(r"\$[^$\n]+\$", " ", text)
+    left = re.findall(r".{0,30}\\[1-9](?![0-9]).{0,30}", text)
+    assert not left, f"{lesson.src_uri}: {left}"
