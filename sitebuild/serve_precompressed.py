@@ -1,0 +1,54 @@
+"""Two more local servers for site/, as hosts serve it, for the benchmark and the browser tests.
+
+`start_precompressed`: as nginx with `gzip_static on` (docs/instructors.md): a request for FILE is
+answered with FILE.gz and `Content-Encoding: gzip` when the build wrote that copy and the browser
+accepts gzip; everything else as sitebuild/serve.py. `start_plain`: as `python -m http.server`,
+which compresses nothing. Both listen on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from sitebuild import serve
+
+
+class PrecompressedHandler(serve.SiteHandler):
+    def send_head(self):  # type: ignore[no-untyped-def]
+        path = Path(self.translate_path(self.path))
+        copy = path.with_name(path.name + ".gz")
+        if not (path.is_file() and copy.is_file() and "gzip" in self.headers.get("Accept-Encoding", "")):
+            return super().send_head()
+        body = copy.open("rb")
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Vary", "Accept-Encoding")
+        self.send_header("Content-Length", str(copy.stat().st_size))
+        self.send_header("Last-Modified", self.date_time_string(int(path.stat().st_mtime)))
+        self.end_headers()
+        return body
+
+
+class PlainHandler(SimpleHTTPRequestHandler):
+    """http.server's own handler, as `python -m http.server` runs it."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def _start(handler: type[SimpleHTTPRequestHandler], site_dir: Path) -> ThreadingHTTPServer:
+    server = serve.SiteServer(("127.0.0.1", 0), partial(handler, directory=str(site_dir)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def start_precompressed(site_dir: Path) -> ThreadingHTTPServer:
+    return _start(PrecompressedHandler, site_dir)
+
+
+def start_plain(site_dir: Path) -> ThreadingHTTPServer:
+    return _start(PlainHandler, site_dir)
