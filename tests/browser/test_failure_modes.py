@@ -34,8 +34,8 @@ def hold_wasm(page: Page) -> list[Route]:
 def test_a_missing_or_mistyped_wasm_ends_in_a_notice_within_the_limit_and_the_charts_stay(
     context: BrowserContext, site: Site
 ) -> None:
-    """Both at once, in two tabs: 404, and the right bytes served as text/plain (Pyodide then
-    waits forever without an error, so the client's start-up limit must end it)."""
+    """Both at once, in two tabs: 404, and the right bytes served as text/plain (Pyodide would
+    wait forever without an error: the worker checks the type, and the client's limits back it)."""
     url = site.url + site.pages_with('data-sim="')[0]
     missing, mistyped = context.new_page(), context.new_page()
     missing.route("**/pyodide.asm.wasm", lambda r: r.fulfill(status=404, body="not found", content_type="text/plain"))
