@@ -82,6 +82,10 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     assert _build is not None
     lesson = _build.course.lesson_at(page.file.src_uri)
+    if page.file.src_uri == "instructors.md":  # the download sizes of this build
+        runtime = config.extra["runtime"]
+        table = precompress.sizes_table(runtime["downloads"], runtime["snapshot"])
+        markdown = markdown.replace(precompress.SIZES_MARKER, table)
     if lesson is None:
         path = Path(page.file.abs_src_path or page.file.src_uri)
         return docs_pages.render(markdown, page.file.src_uri, path, _build.sims, _build.glossary, _build.course)

@@ -1,9 +1,9 @@
 """Precompressed copies of the site's large files, and the sizes the client shows and the guide quotes.
 
-A host set up to serve precompressed files (nginx `gzip_static on`, see docs/instructors.md) sends
-`pyodide.asm.wasm.gz` with `Content-Encoding: gzip` when the browser asks for `pyodide.asm.wasm`:
-9.6 MB become 3.6 MB, compressed once at build time at gzip's highest level instead of at each
-request. Only gzip: Python's standard library has no Brotli, and nginx needs an extra module to
+The worker downloads `pyodide.asm.wasm.gz` itself and inflates it (9.6 MB become 3.5 MB on every
+host, `python -m http.server` included). For the other files, a host set up to serve precompressed
+files (nginx `gzip_static on`, see docs/instructors.md) sends FILE.gz with `Content-Encoding: gzip`
+when the browser asks for FILE, compressed once at build time at gzip's highest level. Only gzip: Python's standard library has no Brotli, and nginx needs an extra module to
 serve `.br` files.
 
 The start-up downloads (`downloads`) are listed with their size as sent by a host that does not
@@ -46,11 +46,39 @@ def write_copies(site_dir: Path) -> int:
 
 def downloads(vendored: dict[str, Path], generated: dict[str, bytes]) -> dict[str, list[int]]:
     """{file name: [bytes as stored, bytes gzip-compressed]} for the worker's start-up downloads:
-    the vendored Pyodide files it fetches and the generated files (sent as they are)."""
+    the vendored Pyodide files it fetches and the generated files (sent as they are). The worker
+    fetches the WebAssembly's .gz copy itself (a plain file every host sends as it is)."""
     sizes = {}
     for name, path in vendored.items():
         data = path.read_bytes()
         sizes[name] = [len(data), len(gzip_bytes(data))]
+        if name.endswith(".wasm"):
+            sizes[f"{name}.gz"] = [sizes.pop(name)[1]] * 2
     for name, data in generated.items():
         sizes[name] = [len(data), len(data)]
     return sizes
+
+
+SIZES_MARKER = "<!-- download-sizes -->"
+CLASS_SIZE = 30
+
+
+def sizes_table(sizes: dict[str, list[int]], snapshot: str) -> str:
+    """The instructors' guide's table: what one reader and a class download to start Python, from
+    a host that compresses (with the build's .gz copies) and from one that does not."""
+    rows = []
+    for label, with_snapshot in (("from scratch (slow connections)", False), ("restoring the snapshot (fast)", True)):
+        files = [v for k, v in sizes.items() if with_snapshot or k != snapshot]
+        raw, gz = sum(v[0] for v in files), sum(v[1] for v in files)
+        rows.append(
+            f"| {label} | {gz / 1e6:.1f} MB | {gz * CLASS_SIZE / 1e6:.0f} MB "
+            f"| {raw / 1e6:.1f} MB | {raw * CLASS_SIZE / 1e6:.0f} MB |"
+        )
+    return "\n".join(
+        [
+            f"| Python starts | compressing host: one reader | {CLASS_SIZE} readers "
+            f"| `python -m http.server`: one reader | {CLASS_SIZE} readers |",
+            "|---|---|---|---|---|",
+            *rows,
+        ]
+    )

@@ -13,7 +13,7 @@ from playwright.sync_api import BrowserContext, Route
 
 def test_a_runtime_that_never_starts_ends_in_a_notice_and_the_charts_stay(context: BrowserContext, site: Site) -> None:
     held: list[Route] = []
-    context.route("**/pyodide.asm.wasm", lambda route: held.append(route))  # never answered
+    context.route("**/pyodide.asm.wasm*", lambda route: held.append(route))  # never answered
     page = context.new_page()
     page.goto(site.url + site.pages_with('data-sim="')[0])
     page.wait_for_function("() => window.llmCourse?.runtime?.state === 'failed'", timeout=30_000)
@@ -22,7 +22,7 @@ def test_a_runtime_that_never_starts_ends_in_a_notice_and_the_charts_stay(contex
     assert figure.locator(".sim-chart .sim-static-chart").count() > 0
     assert figure.locator(".sim-field input").first.is_disabled()
     assert held, "the wasm request never reached the route"
-    context.unroute("**/pyodide.asm.wasm")
+    context.unroute("**/pyodide.asm.wasm*")
     for route in held:
         route.abort()
     retry = figure.locator(".sim-status button")

@@ -61,20 +61,31 @@ async function watchedFetch(input, init) {
   return new Response(response.body.pipeThrough(counter), { status, statusText, headers });
 }
 
-// Downloads a file Pyodide will ask for; a failed answer ends the start-up at once, as does a
-// .wasm of the wrong type (Pyodide would wait forever for it without an error).
-function hold(url, type = null) {
-  const held = (async () => {
-    const response = await watchedFetch(url);
-    const name = url.split("/").pop();
-    if (!response.ok) throw new Error(`${name} answered ${response.status} ${response.statusText}`);
-    const sent = response.headers.get("content-type") ?? "no type";
-    if (type && !sent.startsWith(type)) throw new Error(`the host sent ${name} as ${sent}, not ${type}`);
-    const { status, statusText, headers } = response;
-    return { status, statusText, headers, bytes: await response.arrayBuffer() };
-  })();
+// Downloads a file Pyodide will ask for, to answer its request; a failed answer ends the start-up
+// at once, as does a .wasm of the wrong type (Pyodide would wait forever for it without an error).
+function hold(url, read = fetchFile) {
+  const held = read(url);
   downloads.set(url, held);
   return held;
+}
+
+async function fetchFile(url, type = null) {
+  const response = await watchedFetch(url);
+  const name = url.split("/").pop();
+  if (!response.ok) throw new Error(`${name} answered ${response.status} ${response.statusText}`);
+  const sent = response.headers.get("content-type") ?? "no type";
+  if (type && !sent.startsWith(type)) throw new Error(`the host sent ${name} as ${sent}, not ${type}`);
+  const { status, statusText, headers } = response;
+  return { status, statusText, headers, bytes: await response.arrayBuffer() };
+}
+
+// The WebAssembly (9.6 MB) from the build's gzip copy beside it (3.5 MB), inflated here, so every
+// host sends it compressed, python -m http.server included; without that copy, the .wasm itself.
+async function fetchWasm(url) {
+  const response = await watchedFetch(`${url}.gz`);
+  if (!response.ok) return fetchFile(url, "application/wasm");
+  const bytes = await gunzip(new Uint8Array(await response.arrayBuffer()));
+  return { status: 200, statusText: "OK", headers: { "content-type": "application/wasm" }, bytes };
 }
 
 // The .mjs half of Pyodide arrives through import(), which watchedFetch cannot see: its resource
@@ -105,7 +116,7 @@ async function start({ indexURL, archiveURL, stdLibURL, snapshotURL, startWith, 
   try {
     stage(1, "Downloading the Python runtime and the simulators");
     const asmURL = new URL("pyodide.asm.mjs", indexURL).href;
-    const wasm = hold(new URL("pyodide.asm.wasm", indexURL).href, "application/wasm");
+    const wasm = hold(new URL("pyodide.asm.wasm", indexURL).href, fetchWasm);
     const stdlib = hold(stdLibURL);
     const archive = download(archiveURL);
     import(asmURL).catch(() => {}); // loaded now, in parallel; loadPyodide's import reuses it
@@ -184,8 +195,8 @@ async function download(url) {
 }
 
 // The snapshot is stored without its pages of zeros, gzip-compressed (31 MB → 6.5 MB; see
-// sitebuild/snapshot.mjs). A host that serves it with Content-Encoding: gzip hands over the
-// inflated bytes already; only gzip's magic number tells.
+// sitebuild/snapshot.mjs), and the WebAssembly as a gzip copy. A host that serves them with
+// Content-Encoding: gzip hands over the inflated bytes already; only gzip's magic number tells.
 async function gunzip(bytes) {
   if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes;
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
