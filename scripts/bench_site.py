@@ -205,7 +205,7 @@ def start_up(browser, url: str, mbps: float = 0, latency_ms: float = 0, cpu: flo
     return (ready if state == "ready" else None), total, snapshot
 
 
-def network_figures(browser, site_dir: Path, page: str, runs: int) -> None:  # type: ignore[no-untyped-def]
+def network_figures(browser, site_dir: Path, page: str, runs: int, variants=(None, "snapshot", "plain")) -> None:  # type: ignore[no-untyped-def]
     hosts = {
         "compressing host (precompressed .gz)": serve_precompressed.start_precompressed(site_dir),
         "python -m http.server": serve_precompressed.start_plain(site_dir),
@@ -213,7 +213,7 @@ def network_figures(browser, site_dir: Path, page: str, runs: int) -> None:  # t
     print(f"\nstart-up on real networks ({page}, {runs} cold loads each)")
     for name, server in hosts.items():
         url = f"http://127.0.0.1:{server.server_port}/{page}/"
-        for start_with in (None, "snapshot", "plain"):
+        for start_with in variants:
             loads = [start_up(browser, url, start_with=start_with) for _ in range(runs)]
             how = start_with or "as chosen"
             used = "snapshot" if loads[-1][2] else "from scratch"

@@ -86,6 +86,8 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         runtime = config.extra["runtime"]
         table = precompress.sizes_table(runtime["downloads"], runtime["snapshot"])
         markdown = markdown.replace(precompress.SIZES_MARKER, table)
+        sentence = precompress.class_sentence(runtime["downloads"], runtime["snapshot"])
+        markdown = markdown.replace(precompress.CLASS_MARKER, sentence)
     if lesson is None:
         path = Path(page.file.abs_src_path or page.file.src_uri)
         return docs_pages.render(markdown, page.file.src_uri, path, _build.sims, _build.glossary, _build.course)

@@ -82,3 +82,18 @@ def sizes_table(sizes: dict[str, list[int]], snapshot: str) -> str:
             *rows,
         ]
     )
+
+
+CLASS_MARKER = "<!-- class-download -->"
+SHARED_MBPS = 40  # an access point's useful throughput shared by a class (an assumption, said so)
+
+
+def class_sentence(sizes: dict[str, list[int]], snapshot: str) -> str:
+    plain = [v for k, v in sizes.items() if k != snapshot]
+    gz, raw = sum(v[1] for v in plain) * CLASS_SIZE, sum(v[0] for v in plain) * CLASS_SIZE
+    return (
+        f"{CLASS_SIZE} starts from scratch download {gz / 1e6:.0f} MB from a compressing host "
+        f"({raw / 1e6:.0f} MB from `python -m http.server`): about {gz * 8 / 1e6 / SHARED_MBPS:.0f} s "
+        f"({raw * 8 / 1e6 / SHARED_MBPS:.0f} s) of an access point that gives the room "
+        f"{SHARED_MBPS} Mbit/s in all, if everyone starts at once."
+    )
