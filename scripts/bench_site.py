@@ -179,30 +179,31 @@ NETWORKS = [
 ]
 
 
-def start_up(browser, url: str, mbps: float = 0, latency_ms: float = 0, cpu: float = 1, start_with: str | None = None):  # type: ignore[no-untyped-def]
-    """One cold load: (ms to ready or None if it failed, bytes transferred until ready, from snapshot)."""
+def start_up(
+    browser, server, page: str, mbps: float = 0, latency_ms: float = 0, cpu: float = 1, start_with: str | None = None
+):  # type: ignore[no-untyped-def]
+    """One cold load: (ms to ready or None if it failed, bytes the server sent until then, from snapshot)."""
     context = browser.new_context()
     if start_with:
         context.add_init_script(f"window.llmCourse = {{ startWith: {json.dumps(start_with)} }};")
-    page = context.new_page()
-    cdp = context.new_cdp_session(page)
-    cdp.send("Network.enable")
-    sent: dict[str, float] = {}  # request id -> bytes on the wire (the page's and its worker's)
-    cdp.on("Network.loadingFinished", lambda e: sent.__setitem__(e["requestId"], e["encodedDataLength"]))
+    tab = context.new_page()
+    cdp = context.new_cdp_session(tab)
     if mbps:
         rate = mbps * 1e6 / 8
         conditions = {"offline": False, "latency": latency_ms, "downloadThroughput": rate, "uploadThroughput": rate}
+        cdp.send("Network.enable")
         cdp.send("Network.emulateNetworkConditions", conditions)
     if cpu > 1:
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": cpu})
-    page.goto(url, timeout=300_000)
-    page.wait_for_function("() => ['ready', 'failed'].includes(window.llmCourse?.runtime?.state)", timeout=300_000)
-    state, ready, snapshot = page.evaluate(
+    server.bytes_sent = 0
+    tab.goto(f"http://127.0.0.1:{server.server_port}/{page}/", timeout=300_000)
+    tab.wait_for_function("() => ['ready', 'failed'].includes(window.llmCourse?.runtime?.state)", timeout=300_000)
+    sent = server.bytes_sent
+    state, ready, snapshot = tab.evaluate(
         "() => { const r = window.llmCourse.runtime; return [r.state, r.readyAt, r.fromSnapshot]; }"
     )
-    total = sum(sent.values())
     context.close()
-    return (ready if state == "ready" else None), total, snapshot
+    return (ready if state == "ready" else None), sent, snapshot
 
 
 def network_figures(browser, site_dir: Path, page: str, runs: int, variants=(None, "snapshot", "plain")) -> None:  # type: ignore[no-untyped-def]
@@ -212,15 +213,14 @@ def network_figures(browser, site_dir: Path, page: str, runs: int, variants=(Non
     }
     print(f"\nstart-up on real networks ({page}, {runs} cold loads each)")
     for name, server in hosts.items():
-        url = f"http://127.0.0.1:{server.server_port}/{page}/"
         for start_with in variants:
-            loads = [start_up(browser, url, start_with=start_with) for _ in range(runs)]
+            loads = [start_up(browser, server, page, start_with=start_with) for _ in range(runs)]
             how = start_with or "as chosen"
             used = "snapshot" if loads[-1][2] else "from scratch"
             print(f"  sent   {name:38s} {how:10s} {statistics.median(b for _, b, _ in loads) / 1e6:5.2f} MB ({used})")
-    url = f"http://127.0.0.1:{hosts['compressing host (precompressed .gz)'].server_port}/{page}/"
+    compressing = hosts["compressing host (precompressed .gz)"]
     for label, mbps, latency, cpu in NETWORKS:
-        loads = [start_up(browser, url, mbps, latency, cpu) for _ in range(runs)]
+        loads = [start_up(browser, compressing, page, mbps, latency, cpu) for _ in range(runs)]
         times = [t for t, _, _ in loads if t is not None]
         failed = runs - len(times)
         used = "snapshot" if loads[-1][2] else "from scratch"

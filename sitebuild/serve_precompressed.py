@@ -3,20 +3,48 @@
 `start_precompressed`: as nginx with `gzip_static on` (docs/instructors.md): a request for FILE is
 answered with FILE.gz and `Content-Encoding: gzip` when the build wrote that copy and the browser
 accepts gzip; everything else as sitebuild/serve.py. `start_plain`: as `python -m http.server`,
-which compresses nothing. Both listen on 127.0.0.1 only.
+which compresses nothing. Both listen on 127.0.0.1 only and count the bytes they send
+(`server.bytes_sent`, headers included): the browser's own figures leave out its workers' requests.
 """
 
 from __future__ import annotations
 
 import threading
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 from sitebuild import serve
 
 
+class CountingServer(serve.SiteServer):
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.bytes_sent = 0
+        self.lock = threading.Lock()
+
+    def count(self, n: int) -> None:
+        with self.lock:
+            self.bytes_sent += n
+
+
+class _CountingWriter:
+    def __init__(self, raw, server: CountingServer) -> None:  # type: ignore[no-untyped-def]
+        self.raw, self.server = raw, server
+
+    def write(self, data: bytes) -> int:
+        self.server.count(len(data))
+        return self.raw.write(data)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.raw, name)  # flush, close, closed
+
+
 class PrecompressedHandler(serve.SiteHandler):
+    def setup(self) -> None:
+        super().setup()
+        self.wfile = _CountingWriter(self.wfile, self.server)  # type: ignore[assignment,arg-type]
+
     def send_head(self):  # type: ignore[no-untyped-def]
         path = Path(self.translate_path(self.path))
         copy = path.with_name(path.name + ".gz")
@@ -36,19 +64,23 @@ class PrecompressedHandler(serve.SiteHandler):
 class PlainHandler(SimpleHTTPRequestHandler):
     """http.server's own handler, as `python -m http.server` runs it."""
 
+    def setup(self) -> None:
+        super().setup()
+        self.wfile = _CountingWriter(self.wfile, self.server)  # type: ignore[assignment,arg-type]
+
     def log_message(self, format: str, *args: object) -> None:
         pass
 
 
-def _start(handler: type[SimpleHTTPRequestHandler], site_dir: Path) -> ThreadingHTTPServer:
-    server = serve.SiteServer(("127.0.0.1", 0), partial(handler, directory=str(site_dir)))
+def _start(handler: type[SimpleHTTPRequestHandler], site_dir: Path) -> CountingServer:
+    server = CountingServer(("127.0.0.1", 0), partial(handler, directory=str(site_dir)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 
-def start_precompressed(site_dir: Path) -> ThreadingHTTPServer:
+def start_precompressed(site_dir: Path) -> CountingServer:
     return _start(PrecompressedHandler, site_dir)
 
 
-def start_plain(site_dir: Path) -> ThreadingHTTPServer:
+def start_plain(site_dir: Path) -> CountingServer:
     return _start(PlainHandler, site_dir)
