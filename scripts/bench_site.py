@@ -217,7 +217,9 @@ def network_figures(browser, site_dir: Path, page: str, runs: int, variants=(Non
             loads = [start_up(browser, server, page, start_with=start_with) for _ in range(runs)]
             how = start_with or "as chosen"
             used = "snapshot" if loads[-1][2] else "from scratch"
-            print(f"  sent   {name:38s} {how:10s} {statistics.median(b for _, b, _ in loads) / 1e6:5.2f} MB ({used})")
+            ready = statistics.median(t or float("nan") for t, _, _ in loads) / 1000
+            sent = statistics.median(b for _, b, _ in loads) / 1e6
+            print(f"  sent   {name:38s} {how:10s} {sent:5.2f} MB  ready in {ready:4.1f} s ({used})")
     compressing = hosts["compressing host (precompressed .gz)"]
     for label, mbps, latency, cpu in NETWORKS:
         loads = [start_up(browser, compressing, page, mbps, latency, cpu) for _ in range(runs)]
