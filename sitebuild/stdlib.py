@@ -6,8 +6,9 @@ worker passes this reduced zip as Pyodide's `stdLibURL` instead. Its members are
      simulator at its defaults and with a bad parameter (sitebuild/stdlib.mjs, Node.js, ~4 s), and
   2. the whole of every stdlib module or package that simulators/ names in an import statement
      (read from the source), so an import inside a function that those runs missed is still there.
-The reduced zip keeps each member's compressed bytes as Pyodide ships them. It is cached in build/
-under the hash of its inputs (the simulators archive, package-lock.json, the scripts).
+Its Python files are then compiled to bytecode by Pyodide's own Python (sitebuild/compile_stdlib.mjs):
+importing bytecode skips compiling, which is most of what starting Python from scratch costs. It is
+cached in build/ under the hash of its inputs (the simulators archive, package-lock.json, the scripts).
 tests/test_stdlib_zip.py runs every simulator in Pyodide from the reduced zip.
 """
 
@@ -28,18 +29,22 @@ ROOT = Path(__file__).resolve().parent.parent
 PYODIDE = ROOT / "node_modules" / "pyodide"
 FULL_ZIP = PYODIDE / "python_stdlib.zip"
 SCRIPT = ROOT / "sitebuild" / "stdlib.mjs"
+COMPILE_SCRIPT = ROOT / "sitebuild" / "compile_stdlib.mjs"
+
+
+def _node(script: Path, *args: Path) -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise BuildError("Node.js is needed to build the browser's standard library: apt-get install -y nodejs")
+    done = subprocess.run([node, str(script), str(PYODIDE), *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"sitebuild/{script.name} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
 
 
 def run_in_pyodide(archive_file: Path, stdlib_zip: Path | None = None) -> dict:
     """stdlib.mjs's answer: {"files": [imported members of the stdlib zip], "answers": {name: ok}}."""
-    node = shutil.which("node")
-    if node is None:
-        raise BuildError("Node.js is needed to list the standard library the simulators use: apt-get install -y nodejs")
-    command = [node, str(SCRIPT), str(PYODIDE), str(archive_file), *([str(stdlib_zip)] if stdlib_zip else [])]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise BuildError(f"running the simulators in Pyodide (sitebuild/stdlib.mjs) failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout)
+    return json.loads(_node(SCRIPT, archive_file, *([stdlib_zip] if stdlib_zip else [])))
 
 
 def imported_names(package_dir: Path) -> set[str]:
@@ -84,7 +89,11 @@ def reduce_zip(full: bytes, keep: list[str]) -> bytes:
 def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str, bytes]:
     """The reduced standard library zip and its hashed name."""
     inputs = hashlib.sha256(
-        archive + (ROOT / "package-lock.json").read_bytes() + SCRIPT.read_bytes() + Path(__file__).read_bytes()
+        archive
+        + (ROOT / "package-lock.json").read_bytes()
+        + SCRIPT.read_bytes()
+        + COMPILE_SCRIPT.read_bytes()
+        + Path(__file__).read_bytes()
     )
     cached = cache_dir / f"python-stdlib-{inputs.hexdigest()[:16]}.zip"
     if not cached.is_file():
@@ -101,7 +110,12 @@ def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str,
         with zipfile.ZipFile(io.BytesIO(full)) as source:
             available = source.namelist()
         keep = members(answer["files"], imported_names(package_dir), available)
-        cached.with_suffix(".partial").write_bytes(reduce_zip(full, keep))
+        sources = cached.with_suffix(".sources")
+        sources.write_bytes(reduce_zip(full, keep))
+        try:
+            _node(COMPILE_SCRIPT, sources, cached.with_suffix(".partial"))
+        finally:
+            sources.unlink()
         cached.with_suffix(".partial").replace(cached)
     data = cached.read_bytes()
     return f"python-stdlib-{hashlib.sha256(data).hexdigest()[:12]}.zip", data

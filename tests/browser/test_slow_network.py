@@ -124,3 +124,25 @@ def test_with_the_data_saver_on_python_waits_until_the_reader_asks(
     page.wait_for_function("() => window.llmCourse.runtime.state === 'ready'", timeout=RUNTIME_LIMIT_MS)
     assert wasm_requests
     assert figure.locator(".sim-field input").first.is_enabled()
+
+
+def test_on_a_connection_chrome_rates_3g_python_also_waits_for_the_reader(
+    context: BrowserContext, host: str, site: Site
+) -> None:
+    """400 ms and 0.4 Mbit/s: Chrome's Network Information API says "3g". Python waits; once the
+    connection is fast again (the throttling lifted), the reader's request starts it."""
+    page, cdp = throttled(context, mbps=0.4, latency_ms=400)
+    page.goto(host + site.pages_with('data-sim="')[0], timeout=RUNTIME_LIMIT_MS, wait_until="domcontentloaded")
+    figure = page.locator("figure.sim").first
+    button = figure.locator(".sim-status button")
+    button.wait_for(timeout=RUNTIME_LIMIT_MS)
+    assert page.evaluate("() => navigator.connection.effectiveType") == "3g"
+    assert "connection looks slow" in figure.locator(".sim-status").inner_text()
+    assert button.inner_text().startswith("Run the simulators here — ")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+    button.click()
+    page.wait_for_function("() => window.llmCourse.runtime.state === 'ready'", timeout=RUNTIME_LIMIT_MS)
+    assert figure.locator(".sim-field input").first.is_enabled()
