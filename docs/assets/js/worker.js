@@ -9,12 +9,12 @@ self.onmessage = ({ data }) => {
   else if (data.type === "run") run(data);
 };
 
-// Restoring the build's snapshot saves about 2 s of start-up (Python initialised, the simulators
-// imported) but costs its download (6.5 MB): it pays only where those bytes arrive in less time.
-// The worker measures the rate of its first downloads and fetches the snapshot only above this
-// rate (6.5 MB in 2 s is 26 Mbit/s); a snapshot already in Cache Storage is always used.
-// scripts/bench_site.py measures both ways of starting.
-const SNAPSHOT_MIN_MBPS = 25;
+// Restoring the build's snapshot saves start-up time (Python initialised, the simulators imported:
+// 2-3 s on a desktop, measured by scripts/bench_site.py, which times both ways of starting) but
+// costs its download (5.0 MB): it pays only where those bytes arrive in less time. The worker
+// measures the rate of its first downloads and fetches the snapshot only above this rate (5 MB in
+// 2 s is 20 Mbit/s); a snapshot already in Cache Storage is always used.
+const SNAPSHOT_MIN_MBPS = 20;
 const RATE_SAMPLE_BYTES = 1.5e6; // bytes to receive before judging the rate (TCP has ramped up)
 
 // Every download of the start-up goes through watchedFetch: the client shows "MB of MB" and ends a
@@ -194,7 +194,7 @@ async function download(url) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-// The snapshot is stored without its pages of zeros, gzip-compressed (31 MB → 6.5 MB; see
+// The snapshot is stored without its pages of zeros, gzip-compressed (31 MB → 5.0 MB; see
 // sitebuild/snapshot.mjs), and the WebAssembly as a gzip copy. A host that serves them with
 // Content-Encoding: gzip hands over the inflated bytes already; only gzip's magic number tells.
 async function gunzip(bytes) {
