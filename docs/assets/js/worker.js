@@ -132,7 +132,7 @@ async function start({ indexURL, archiveURL, stdLibURL, snapshotURL, startWith, 
     await first; // a download that failed (or a .wasm of the wrong type) ends the start-up here
     // lockFileContents with no packages: no lock file is fetched and no wheel is ever loaded.
     // stdLibURL: the build's standard library holding only what the simulators import
-    // (sitebuild/stdlib.py; 0.85 MB instead of 2.5 MB); the snapshot was made with the same zip.
+    // as bytecode (sitebuild/stdlib.py; 1.06 MB instead of 2.5 MB); the snapshot was made from it.
     const options = { indexURL, lockFileContents, packageBaseUrl: indexURL, stdLibURL };
     let pyodide;
     try {
