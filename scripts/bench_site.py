@@ -13,7 +13,17 @@ timed after the page's warm-ups (runtime and plotly.js), each change to a value 
 and the full build time (target <= 60 s). One untimed page load warms the browser process up
 first. The machine is shared: compare figures within one run.
 
-    python scripts/bench_site.py [--runs 5] [--changes 20] [--pages 01,08,tools]
+Then, on the first page, the start-up on real networks (--network-runs loads each, cold cache):
+  sent    bytes transferred until the runtime is ready, from a host that serves the build's
+          precompressed copies (nginx gzip_static) and from `python -m http.server`, which
+          compresses nothing; for the start the worker chooses and for both ways of starting
+          (restoring the build's snapshot, or starting Python from scratch)
+  ready   navigation -> runtime ready on the compressing host, unthrottled and through Chromium's
+          own throttling (DevTools protocol): 20 Mbit/s 40 ms, 10 Mbit/s 40 ms (target <= 12 s),
+          5 Mbit/s 100 ms with the CPU 4x slower (a phone)
+
+    python scripts/bench_site.py [--runs 5] [--changes 20] [--pages 01,08,tools] [--network-runs 2]
+    python scripts/bench_site.py --network-only   # only the start-up on real networks
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import BrowserContext, Page, sync_playwright  # noqa: E402
 
 from simulators import api  # noqa: E402
-from sitebuild import chromium, serve  # noqa: E402
+from sitebuild import chromium, serve, serve_precompressed  # noqa: E402
 
 # Records when the first chart is on screen, on the page's own clock (ms since navigation): the
 # animation frame after its SVG (the build's static one, or plotly's) entered the document.
@@ -160,11 +170,78 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+# (name, Mbit/s, latency ms, CPU slow-down); 0 Mbit/s: not throttled.
+NETWORKS = [
+    ("unthrottled", 0, 0, 1),
+    ("20 Mbit/s 40 ms", 20, 40, 1),
+    ("10 Mbit/s 40 ms", 10, 40, 1),
+    ("5 Mbit/s 100 ms CPU 4x", 5, 100, 4),
+]
+
+
+def start_up(
+    browser, server, page: str, mbps: float = 0, latency_ms: float = 0, cpu: float = 1, start_with: str | None = None
+):  # type: ignore[no-untyped-def]
+    """One cold load: (ms to ready or None if it failed, bytes the server sent until then, from snapshot)."""
+    context = browser.new_context()
+    if start_with:
+        context.add_init_script(f"window.llmCourse = {{ startWith: {json.dumps(start_with)} }};")
+    tab = context.new_page()
+    cdp = context.new_cdp_session(tab)
+    if mbps:
+        rate = mbps * 1e6 / 8
+        conditions = {"offline": False, "latency": latency_ms, "downloadThroughput": rate, "uploadThroughput": rate}
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", conditions)
+    if cpu > 1:
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": cpu})
+    server.bytes_sent = 0
+    tab.goto(f"http://127.0.0.1:{server.server_port}/{page}/", timeout=300_000)
+    tab.wait_for_function("() => ['ready', 'failed'].includes(window.llmCourse?.runtime?.state)", timeout=300_000)
+    sent = server.bytes_sent
+    state, ready, snapshot = tab.evaluate(
+        "() => { const r = window.llmCourse.runtime; return [r.state, r.readyAt, r.fromSnapshot]; }"
+    )
+    context.close()
+    return (ready if state == "ready" else None), sent, snapshot
+
+
+def network_figures(browser, site_dir: Path, page: str, runs: int, variants=(None, "snapshot", "plain")) -> None:  # type: ignore[no-untyped-def]
+    hosts = {
+        "compressing host (precompressed .gz)": serve_precompressed.start_precompressed(site_dir),
+        "python -m http.server": serve_precompressed.start_plain(site_dir),
+    }
+    print(f"\nstart-up on real networks ({page}, {runs} cold loads each)")
+    for name, server in hosts.items():
+        for start_with in variants:
+            loads = [start_up(browser, server, page, start_with=start_with) for _ in range(runs)]
+            how = start_with or "as chosen"
+            used = "snapshot" if loads[-1][2] else "from scratch"
+            ready = statistics.median(t or float("nan") for t, _, _ in loads) / 1000
+            sent = statistics.median(b for _, b, _ in loads) / 1e6
+            print(f"  sent   {name:38s} {how:10s} {sent:5.2f} MB  ready in {ready:4.1f} s ({used})")
+    compressing = hosts["compressing host (precompressed .gz)"]
+    for label, mbps, latency, cpu in NETWORKS:
+        loads = [start_up(browser, compressing, page, mbps, latency, cpu) for _ in range(runs)]
+        times = [t for t, _, _ in loads if t is not None]
+        failed = runs - len(times)
+        used = "snapshot" if loads[-1][2] else "from scratch"
+        median = f"{statistics.median(times) / 1000:5.1f} s" if times else "  never"
+        print(
+            f"  ready  {label:24s} median {median}  max {max(times, default=0) / 1000:5.1f} s  ({used}; {failed} failed)"
+        )
+    for server in hosts.values():
+        server.shutdown()
+        server.server_close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--changes", type=int, default=20)
     parser.add_argument("--pages", help="comma-separated lesson ids (default: every page with a simulator)")
+    parser.add_argument("--network-runs", type=int, default=2)
+    parser.add_argument("--network-only", action="store_true", help="only the start-up on real networks")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-site-"))
@@ -188,6 +265,10 @@ def main() -> int:
     first_widget: dict[str, tuple[str, str]] = {}  # simulator -> (page url, widget id)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium.executable())
+        if args.network_only:
+            network_figures(browser, site_dir, pages[0], args.network_runs)
+            browser.close()
+            return 0
         warm_profile = playwright.chromium.launch_persistent_context(
             str(work / "profile"), executable_path=chromium.executable()
         )
@@ -249,6 +330,7 @@ def main() -> int:
                 f"  change {sim:13s} p50 {percentile(at_default[sim], 0.5):5.0f} ms  p95 {percentile(at_default[sim], 0.95):5.0f} ms"
             )
         warm_profile.close()
+        network_figures(browser, site_dir, pages[0], args.network_runs)
         browser.close()
     server.shutdown()
     server.server_close()

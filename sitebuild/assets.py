@@ -27,12 +27,14 @@ VENDOR = {
     "pyodide/pyodide.mjs": "pyodide/pyodide.mjs",
     "pyodide/pyodide.asm.mjs": "pyodide/pyodide.asm.mjs",
     "pyodide/pyodide.asm.wasm": "pyodide/pyodide.asm.wasm",
-    "pyodide/python_stdlib.zip": "pyodide/python_stdlib.zip",
     "plotly/plotly.min.js": "plotly.js-basic-dist-min/plotly-basic.min.js",
     "katex/katex.min.js": "katex/dist/katex.min.js",
     "katex/katex.min.css": "katex/dist/katex.min.css",
 }
 KATEX_FONTS = "katex/dist/fonts"
+# The vendored Pyodide files the worker's start-up downloads (its standard library comes from
+# sitebuild/stdlib.py instead of python_stdlib.zip).
+PYODIDE_DOWNLOADS = ("pyodide.asm.wasm", "pyodide.asm.mjs")
 # The trace types the basic plotly.js bundle draws; a figure using another type fails the build.
 PLOTLY_TRACE_TYPES = frozenset({"scatter", "bar", "pie"})
 
@@ -88,12 +90,14 @@ def simulators_archive(package_dir: Path) -> tuple[str, bytes]:
     return f"simulators-{hashlib.sha256(data).hexdigest()[:12]}.zip", data
 
 
-def python_snapshot(archive: bytes, cache_dir: Path) -> tuple[str, bytes]:
-    """The worker's start-up snapshot (Python initialised, the simulators imported) and its hashed
-    name. Made by Node.js from the pinned Pyodide (sitebuild/snapshot.mjs, about 3 s) and kept in
-    cache_dir under the hash of its inputs: the archive, package-lock.json (Pyodide's version) and
-    the script itself."""
-    inputs = hashlib.sha256(archive + (ROOT / "package-lock.json").read_bytes() + SNAPSHOT_SCRIPT.read_bytes())
+def python_snapshot(archive: bytes, stdlib_zip: bytes, cache_dir: Path) -> tuple[str, bytes]:
+    """The worker's start-up snapshot (Python initialised from `stdlib_zip`, the standard library
+    the worker loads, and the simulators imported) and its hashed name. Made by Node.js from the
+    pinned Pyodide (sitebuild/snapshot.mjs, about 3 s) and kept in cache_dir under the hash of its
+    inputs: the archive, the standard library, package-lock.json (Pyodide's version) and the script."""
+    inputs = hashlib.sha256(
+        archive + stdlib_zip + (ROOT / "package-lock.json").read_bytes() + SNAPSHOT_SCRIPT.read_bytes()
+    )
     cached = cache_dir / f"python-snapshot-{inputs.hexdigest()[:16]}.gz"
     if not cached.is_file():
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -104,10 +108,20 @@ def python_snapshot(archive: bytes, cache_dir: Path) -> tuple[str, bytes]:
             raise BuildError("Node.js is needed to make the Python start-up snapshot: apt-get install -y nodejs")
         archive_file = cached.with_suffix(".zip")
         archive_file.write_bytes(archive)
+        stdlib_file = cached.with_suffix(".stdlib")
+        stdlib_file.write_bytes(stdlib_zip)
         partial = cached.with_suffix(".partial")
-        command = [node, str(SNAPSHOT_SCRIPT), str(NODE_MODULES / "pyodide"), str(archive_file), str(partial)]
+        command = [
+            node,
+            str(SNAPSHOT_SCRIPT),
+            str(NODE_MODULES / "pyodide"),
+            str(archive_file),
+            str(stdlib_file),
+            str(partial),
+        ]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         archive_file.unlink()
+        stdlib_file.unlink()
         if done.returncode != 0:
             # Node prints the whole minified line of a failing module first: keep the message's end.
             raise BuildError(f"making the Python start-up snapshot failed:\n{done.stderr[-2000:]}")

@@ -13,7 +13,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from sitebuild import assets, csp, docs_pages, glossary, lesson_page
+from sitebuild import assets, csp, docs_pages, glossary, lesson_page, precompress, stdlib
 from sitebuild.course import Course, load_course
 from sitebuild.sims import Simulators
 
@@ -39,21 +39,28 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     archive_name, archive = assets.simulators_archive(root / "simulators")
     sims = Simulators(root / "build" / f"sim-runs-{archive_name.removesuffix('.zip')}.json")
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
-    snapshot_name, snapshot = assets.python_snapshot(archive, root / "build")
+    stdlib_name, stdlib_zip = stdlib.stdlib_zip(root / "simulators", archive, root / "build")
+    snapshot_name, snapshot = assets.python_snapshot(archive, stdlib_zip, root / "build")
     _build = _Build(
         course,
         sims,
         {
             f"assets/generated/{archive_name}": archive,
             f"assets/generated/{schemas_name}": schemas,
+            f"assets/generated/{stdlib_name}": stdlib_zip,
             f"assets/generated/{snapshot_name}": snapshot,
         },
     )
     config.extra["runtime"] = {
         "archive": archive_name,
         "schemas": schemas_name,
+        "stdlib": stdlib_name,
         "snapshot": snapshot_name,
         "pyodideLock": assets.pyodide_lock(),
+        "downloads": precompress.downloads(
+            {name: assets.NODE_MODULES / "pyodide" / name for name in assets.PYODIDE_DOWNLOADS},
+            {archive_name: archive, stdlib_name: stdlib_zip, snapshot_name: snapshot},
+        ),
     }
     config.nav = _nav(course, Path(config.docs_dir))
     terms = Path(config.docs_dir) / "glossary.yml"
@@ -75,6 +82,12 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     assert _build is not None
     lesson = _build.course.lesson_at(page.file.src_uri)
+    if page.file.src_uri == "instructors.md":  # the download sizes of this build
+        runtime = config.extra["runtime"]
+        table = precompress.sizes_table(runtime["downloads"], runtime["snapshot"])
+        markdown = markdown.replace(precompress.SIZES_MARKER, table)
+        sentence = precompress.class_sentence(runtime["downloads"], runtime["snapshot"])
+        markdown = markdown.replace(precompress.CLASS_MARKER, sentence)
     if lesson is None:
         path = Path(page.file.abs_src_path or page.file.src_uri)
         return docs_pages.render(markdown, page.file.src_uri, path, _build.sims, _build.glossary, _build.course)
@@ -91,6 +104,7 @@ def on_post_build(config: MkDocsConfig) -> None:
     assert _build is not None
     _build.sims.save()
     csp.apply(Path(config.site_dir))
+    precompress.write_copies(Path(config.site_dir))
 
 
 def on_build_error(error: Exception) -> None:

@@ -1,8 +1,9 @@
 // Makes the Python runtime's start-up snapshot at build time (run by sitebuild/assets.py).
 //
-//   node sitebuild/snapshot.mjs PYODIDE_DIR ARCHIVE.zip OUT
+//   node sitebuild/snapshot.mjs PYODIDE_DIR ARCHIVE.zip STDLIB.zip OUT
 //
-// Boots Pyodide exactly as the browser worker does (no packages, the simulators archive unpacked at
+// Boots Pyodide exactly as the browser worker does (no packages, the reduced standard library of
+// sitebuild/stdlib.py, which must be the zip the worker loads, the simulators archive unpacked at
 // /home/pyodide/course), imports simulators.api and every simulator module, and writes the WebAssembly
 // memory as a gzip-compressed snapshot. The worker restores it instead of initialising Python and
 // importing the simulators, which is most of the start-up time. Files are not in the snapshot (the
@@ -16,11 +17,16 @@ import fs from "node:fs";
 import path from "node:path";
 import zlib from "node:zlib";
 
-const [pyodideDir, archivePath, outPath] = process.argv.slice(2);
+const [pyodideDir, archivePath, stdLibPath, outPath] = process.argv.slice(2);
 const indexURL = path.resolve(pyodideDir) + "/";
 const lock = JSON.parse(fs.readFileSync(path.join(indexURL, "pyodide-lock.json"), "utf8"));
 lock.packages = {}; // as the worker: the standard library only
-const pyodide = await loadPyodide({ indexURL, lockFileContents: JSON.stringify(lock), _makeSnapshot: true });
+const pyodide = await loadPyodide({
+  indexURL,
+  stdLibURL: path.resolve(stdLibPath),
+  lockFileContents: JSON.stringify(lock),
+  _makeSnapshot: true,
+});
 pyodide.unpackArchive(new Uint8Array(fs.readFileSync(archivePath)), "zip", { extractDir: "/home/pyodide/course" });
 pyodide.runPython(`
 import sys

@@ -38,7 +38,7 @@ def crawl(context: BrowserContext, site: Site) -> dict[str, Seen]:
     page = context.new_page()
     page.set_viewport_size(PHONE)
     held: list[Route] = []
-    page.route("**/pyodide.asm.wasm", lambda route: held.append(route))
+    page.route("**/pyodide.asm.wasm*", lambda route: held.append(route))
     seen = {}
     for url in all_pages(site):
         page.goto(site.url + url)

@@ -2,22 +2,33 @@
 // Runs are queued one at a time; per widget key only the newest waiting request is kept. A run
 // past the time limit is cancelled by terminating the worker and starting a fresh one.
 
-const STARTUP_LIMIT_MS = 15000;
+// Start-up has no fixed limit: a slow connection may take a minute to download Python, and the
+// controls come alive whenever it is ready. It fails when the download stalls (no byte arrived
+// for STALL_LIMIT_MS while a file is still coming: a host that holds a request) or when a step
+// after the download (starting Python, unpacking, importing) takes longer than STEP_LIMIT_MS:
+// Pyodide can wait forever without an error. A .wasm of the wrong type fails at once (worker.js
+// checks it). STEP_LIMIT_MS leaves room for a phone 4-8x slower than a desktop, where starting
+// Python from scratch takes up to about 15 s (scripts/bench_site.py). A failure offers "Try again".
+const STALL_LIMIT_MS = 15000;
+const STEP_LIMIT_MS = 45000;
 const STAGES = 3;
-
 // The one global: window.llmCourse. `runtime` is read by widgets, tests and the benchmark.
 const ns = (globalThis.llmCourse ??= {});
 // startedAt/readyAt/stageAt: performance.now() of the latest start-up and of its stages, and
-// whether it restored the build's snapshot: read by the benchmark.
+// whether it restored the build's snapshot: read by the benchmark. state: idle, waiting (for the
+// reader to ask, on a data-saving or slow connection), starting, ready or failed. While
+// downloading, doneMB and totalMB say how far it got; `action` is a button a widget shows
+// ({label, run}: "Try again", "Run the simulators here").
 export const runtime = (ns.runtime = {
   state: "idle", text: "", step: 0, steps: STAGES, starts: 0, runLimitMs: 10000,
-  startedAt: null, readyAt: null, stageAt: [], fromSnapshot: null,
+  startedAt: null, readyAt: null, stageAt: [], fromSnapshot: null, doneMB: 0, totalMB: 0, action: null,
   background: 0, // background runs waiting or running (the benchmark waits for the warm-up to end)
 });
 
 const listeners = new Set();
 let worker = null;
 let ready = null; // Promise of the running start-up, or null when none
+let asked = false; // the reader pressed "Run the simulators here" (or "Try again")
 let queue = []; // [{key, name, params, resolve, reject}]
 let inFlight = null;
 let nextId = 1;
@@ -27,57 +38,162 @@ export function onStatus(listener) {
   listener(runtime);
 }
 
-function setStatus(state, text = "", step = runtime.step) {
-  Object.assign(runtime, { state, text, step });
+function setStatus(state, text = "", step = runtime.step, action = null) {
+  Object.assign(runtime, { state, text, step, action });
   for (const listener of listeners) listener(runtime);
 }
 
-export function start() {
+function config() {
+  return JSON.parse(document.getElementById("course-runtime").textContent);
+}
+
+// What the reader's connection asks for: wait until the reader asks when the browser asks to save
+// data or rates the connection 3G or slower (the Network Information API; Chrome only). Whether
+// to restore the snapshot is decided by the worker, from the rate its downloads arrive at.
+export function connectionPlan() {
+  const c = navigator.connection;
+  return { askFirst: Boolean(c && (c.saveData || /2g|3g/.test(c.effectiveType ?? ""))), saveData: Boolean(c?.saveData) };
+}
+
+// Did this page arrive compressed? Then the host compresses the runtime's files too (the same
+// server), and the compressed sizes are the ones a download costs.
+function hostCompresses() {
+  const [nav] = performance.getEntriesByType("navigation");
+  return Boolean(nav && nav.transferSize > 0 && nav.encodedBodySize < nav.decodedBodySize);
+}
+
+function megabytes(bytes) {
+  return bytes >= 9.95e6 ? (bytes / 1e6).toFixed(0) : (bytes / 1e6).toFixed(1);
+}
+
+// Starts Python unless the connection asks to wait for the reader; `ask` is the reader's request.
+// The returned promise resolves when Python is ready, however late, and rejects when it failed.
+export function start({ ask = false } = {}) {
+  asked ||= ask;
+  if (ready && ask && runtime.state === "waiting") runtime.action.run();
   if (ready) return ready;
-  const { archive, snapshot, pyodideLock } = JSON.parse(document.getElementById("course-runtime").textContent);
-  const assets = new URL("../", import.meta.url);
-  ready = new Promise((resolve, reject) => {
-    const fail = (message) => {
-      clearTimeout(timer);
-      worker.terminate();
-      setStatus("failed", message);
-      reject(new Error(message));
-    };
-    const timer = setTimeout(
-      () => fail(`The Python runtime did not start within ${STARTUP_LIMIT_MS / 1000} s, so the controls stay off; the charts show pre-computed results.`),
-      STARTUP_LIMIT_MS,
-    );
-    worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-    runtime.starts += 1;
-    runtime.startedAt = performance.now();
-    runtime.stageAt = [];
-    worker.onerror = (event) => fail(`The Python runtime could not load (${event.message || "worker error"}); the charts show pre-computed results.`);
-    worker.onmessage = ({ data }) => {
-      if (data.type === "stage") {
-        runtime.stageAt[data.step] = data.at - performance.timeOrigin;
-        setStatus("starting", data.text, data.step);
-      }
-      else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
-      else if (data.type === "result") finish(data);
-      else if (data.type === "ready") {
-        clearTimeout(timer);
-        runtime.readyAt = performance.now();
-        runtime.fromSnapshot = data.fromSnapshot;
-        setStatus("ready", "", STAGES);
-        resolve();
-        pump();
-      }
-    };
-    setStatus("starting", "Starting the Python runtime", 0);
-    worker.postMessage({
-      type: "start",
-      indexURL: new URL("vendor/pyodide/", assets).href,
-      archiveURL: new URL(`generated/${archive}`, assets).href,
-      snapshotURL: snapshot ? new URL(`generated/${snapshot}`, assets).href : null,
-      lockFileContents: JSON.stringify(pyodideLock),
-    });
-  });
+  const cfg = config();
+  const plan = connectionPlan();
+  let resolveReady, rejectReady;
+  ready = new Promise((resolve, reject) => ([resolveReady, rejectReady] = [resolve, reject]));
+  if (plan.askFirst && !asked) {
+    const files = { ...cfg.downloads };
+    delete files[cfg.snapshot];
+    const size = megabytes(downloadBytes(files, hostCompresses()));
+    const why = plan.saveData ? "Your browser asks to save data" : "Your connection looks slow";
+    setStatus("waiting", `${why}, so the Python runtime is not downloaded until you ask; the charts show pre-computed results.`, 0,
+      { label: `Run the simulators here — ${size} MB`, run: () => begin(cfg, resolveReady, rejectReady) });
+  } else begin(cfg, resolveReady, rejectReady);
   return ready;
+}
+
+// Transfer size of `files` ({name: [bytes, gzip bytes]}), as a compressing host or not sends them.
+function downloadBytes(files, compressed) {
+  return Object.values(files).reduce((sum, [raw, gz]) => sum + (compressed ? gz : raw), 0);
+}
+
+function begin(cfg, resolve, reject) {
+  asked = true;
+  const assets = new URL("../", import.meta.url);
+  const expected = { ...cfg.downloads }; // the snapshot is added if the worker fetches it
+  delete expected[cfg.snapshot];
+  const files = {}; // name -> {done, length, encoded, finished} as the worker reports them
+  let lastByteAt = performance.now();
+  let planned = false; // the worker said whether it fetches the snapshot
+  let downloadedAt = null; // then: when the latest step after the download began
+  let shownAt = 0;
+  const fail = (message) => {
+    clearInterval(watchdog);
+    worker.terminate();
+    ready = Promise.reject(new Error(message));
+    ready.catch(() => {});
+    setStatus("failed", message, runtime.step, { label: "Try again", run: retry });
+    reject(new Error(message));
+  };
+  const watchdog = setInterval(() => {
+    const now = performance.now();
+    if (downloadedAt === null && now - lastByteAt > STALL_LIMIT_MS) {
+      fail(`The download of the Python runtime stopped (no data for ${STALL_LIMIT_MS / 1000} s), so the controls stay off; the charts show pre-computed results.`);
+    } else if (downloadedAt !== null && now - downloadedAt > STEP_LIMIT_MS) {
+      fail(`The Python runtime stopped starting (a step took over ${STEP_LIMIT_MS / 1000} s), so the controls stay off; the charts show pre-computed results.`);
+    }
+  }, 500);
+  // MB done and in all, as sent: a file's share done (decoded bytes over its size at build time)
+  // times its transfer size (Content-Length, else the build's figure for a compressing host or not).
+  const progress = () => {
+    const compressed = Object.values(files).some((f) => f.encoded) || hostCompresses();
+    let done = 0, total = 0;
+    for (const [name, [raw, gz]] of Object.entries(expected)) {
+      const f = files[name];
+      if (f?.cached) continue;
+      const size = f?.length || (f?.encoded || (!f && compressed) ? gz : raw);
+      total += size;
+      done += f ? (f.finished ? size : Math.min(1, f.done / raw) * size) : 0;
+    }
+    Object.assign(runtime, { doneMB: done / 1e6, totalMB: total / 1e6 });
+    if (downloadedAt !== null) return `Starting Python (${megabytes(total)} MB downloaded)`;
+    return `Downloading the Python runtime: ${megabytes(done)} of ${megabytes(total)} MB`;
+  };
+  // Downloaded once the worker has planned and every file but the .mjs is in (the .mjs is an
+  // import, not a fetch: it reports only when complete); the stall limit gives way to the step limit.
+  const checkDownloaded = () => {
+    const waiting = Object.keys(expected).filter((name) => !(files[name]?.finished || files[name]?.cached));
+    if (planned && downloadedAt === null && waiting.every((name) => name.endsWith(".mjs"))) downloadedAt = performance.now();
+  };
+  worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  runtime.starts += 1;
+  runtime.startedAt = performance.now();
+  runtime.stageAt = [];
+  Object.assign(runtime, { doneMB: 0, totalMB: 0 });
+  worker.onerror = (event) => fail(`The Python runtime could not load (${event.message || "worker error"}); the charts show pre-computed results.`);
+  worker.onmessage = ({ data }) => {
+    if (data.type === "bytes") {
+      const before = files[data.name]?.done ?? -1;
+      files[data.name] = data;
+      if (data.done !== before || data.finished) lastByteAt = performance.now();
+      checkDownloaded();
+      const now = performance.now();
+      if (runtime.step <= 1 && (now - shownAt > 1000 || downloadedAt !== null)) { // a polite status, not a stream
+        shownAt = now;
+        setStatus("starting", progress(), 1);
+      } else progress();
+    } else if (data.type === "stage") {
+      runtime.stageAt[data.step] = data.at - performance.timeOrigin;
+      if (downloadedAt !== null) downloadedAt = performance.now();
+      setStatus("starting", data.step === 1 ? progress() : data.text, data.step);
+    }
+    else if (data.type === "plan") {
+      planned = true;
+      if (data.snapshot) expected[cfg.snapshot] = cfg.downloads[cfg.snapshot];
+      checkDownloaded();
+    }
+    else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
+    else if (data.type === "result") finish(data);
+    else if (data.type === "ready") {
+      clearInterval(watchdog);
+      runtime.readyAt = performance.now();
+      runtime.fromSnapshot = data.fromSnapshot;
+      setStatus("ready", "", STAGES);
+      resolve();
+      pump();
+    }
+  };
+  setStatus("starting", "Starting the Python runtime", 0);
+  worker.postMessage({
+    type: "start",
+    indexURL: new URL("vendor/pyodide/", assets).href,
+    archiveURL: new URL(`generated/${cfg.archive}`, assets).href,
+    stdLibURL: new URL(`generated/${cfg.stdlib}`, assets).href,
+    snapshotURL: cfg.snapshot ? new URL(`generated/${cfg.snapshot}`, assets).href : null,
+    startWith: ns.startWith, // the benchmark's "snapshot" or "plain"; unset for readers
+    lockFileContents: JSON.stringify(cfg.pyodideLock),
+  });
+}
+
+// "Try again": a fresh worker and a fresh start-up; widgets come alive when it is ready.
+export function retry() {
+  ready = null;
+  start({ ask: true }).catch(() => {});
 }
 
 // Resolves with run_json's answer exactly as Python wrote it (a JSON string), or with null when a newer request for `key` replaced
@@ -122,5 +238,5 @@ function cancel() {
   worker.terminate();
   ready = null;
   job.reject(new Error(`The simulation ran longer than ${runtime.runLimitMs / 1000} s and was stopped; the Python runtime is restarting.`));
-  start().catch(() => {});
+  start({ ask: true }).catch(() => {});
 }

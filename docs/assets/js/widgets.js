@@ -260,9 +260,15 @@ function showStatus(w, status) {
   const box = w.el.querySelector(".sim-status");
   box.replaceChildren();
   if (status.state === "starting") {
-    box.append(tag("progress", { max: String(status.steps), value: String(status.step), "aria-label": "Loading the Python runtime" }), ` ${status.text}…`);
-  } else if (status.state === "failed") {
+    const [value, max] = status.step <= 1 && status.totalMB ? [status.doneMB, status.totalMB] : [status.step, status.steps];
+    box.append(tag("progress", { max: String(max), value: String(value), "aria-label": "Loading the Python runtime" }), ` ${status.text}…`);
+  } else if (status.state === "failed" || status.state === "waiting") {
     box.append(status.text);
+  }
+  if (status.action) { // "Try again", "Run the simulators here — N MB" (client.js)
+    const button = tag("button", { type: "button", class: "md-button sim-runtime-action" }, status.action.label);
+    button.addEventListener("click", status.action.run);
+    box.append(" ", button);
   }
   if (w.notice) box.append(tag("span", { class: "sim-notice" }, ` ${w.notice}`));
   if (ready && w.pending) {

@@ -9,22 +9,134 @@ self.onmessage = ({ data }) => {
   else if (data.type === "run") run(data);
 };
 
+// Restoring the build's snapshot saves start-up time (Python initialised, the simulators imported:
+// 2-3 s on a desktop, measured by scripts/bench_site.py, which times both ways of starting) but
+// costs its download (5.0 MB): it pays only where those bytes arrive in less time. The worker
+// measures the rate of its first downloads and fetches the snapshot only above this rate (5 MB in
+// 2 s is 20 Mbit/s); a snapshot already in Cache Storage is always used.
+const SNAPSHOT_MIN_MBPS = 20;
+const RATE_SAMPLE_BYTES = 1.5e6; // bytes to receive before judging the rate (TCP has ramped up)
+
+// Every download of the start-up goes through watchedFetch: the client shows "MB of MB" and ends a
+// start-up whose download stalls. Pyodide's own requests for the WebAssembly and the standard
+// library are answered from the worker's own downloads of them (fetched at once, so their rate
+// decides on the snapshot): the global fetch is replaced for that.
+const fetchUnwatched = globalThis.fetch.bind(globalThis);
+const downloads = new Map(); // url -> Promise of {status, statusText, headers, bytes}
+let received = 0; // bytes of every download so far
+let firstByteAt = null;
+
+globalThis.fetch = async (input, init) => {
+  const url = new URL(input instanceof Request ? input.url : input, self.location.href).href;
+  const held = downloads.get(url);
+  if (!held) return watchedFetch(input, init);
+  const { bytes, status, statusText, headers } = await held;
+  return new Response(bytes, { status, statusText, headers });
+};
+
+async function watchedFetch(input, init) {
+  const url = new URL(input instanceof Request ? input.url : input, self.location.href);
+  const entry = { type: "bytes", name: url.pathname.split("/").pop(), done: 0, length: 0, encoded: false, finished: false };
+  self.postMessage(entry);
+  const response = await fetchUnwatched(input, init);
+  if (!response.ok || !response.body) {
+    self.postMessage({ ...entry, finished: true });
+    return response;
+  }
+  entry.length = Number(response.headers.get("content-length")) || 0;
+  entry.encoded = Boolean(response.headers.get("content-encoding"));
+  let postedAt = 0;
+  const counter = new TransformStream({
+    transform(chunk, controller) {
+      firstByteAt ??= performance.now();
+      received += chunk.byteLength;
+      entry.done += chunk.byteLength;
+      const now = performance.now();
+      if (now - postedAt > 200) { postedAt = now; self.postMessage(entry); }
+      controller.enqueue(chunk);
+    },
+    flush() { self.postMessage({ ...entry, finished: true }); },
+  });
+  const { status, statusText, headers } = response;
+  return new Response(response.body.pipeThrough(counter), { status, statusText, headers });
+}
+
+// Downloads a file Pyodide will ask for, to answer its request; a failed answer ends the start-up
+// at once, as does a .wasm of the wrong type (Pyodide would wait forever for it without an error).
+function hold(url, read = fetchFile) {
+  const held = read(url);
+  downloads.set(url, held);
+  return held;
+}
+
+async function fetchFile(url, type = null) {
+  const response = await watchedFetch(url);
+  const name = url.split("/").pop();
+  if (!response.ok) throw new Error(`${name} answered ${response.status} ${response.statusText}`);
+  const sent = response.headers.get("content-type") ?? "no type";
+  if (type && !sent.startsWith(type)) throw new Error(`the host sent ${name} as ${sent}, not ${type}`);
+  const { status, statusText, headers } = response;
+  return { status, statusText, headers, bytes: await response.arrayBuffer() };
+}
+
+// The WebAssembly (9.6 MB) from the build's gzip copy beside it (3.5 MB), inflated here, so every
+// host sends it compressed, python -m http.server included; without that copy, the .wasm itself.
+async function fetchWasm(url) {
+  const response = await watchedFetch(`${url}.gz`);
+  if (!response.ok) return fetchFile(url, "application/wasm");
+  const bytes = await gunzip(new Uint8Array(await response.arrayBuffer()));
+  return { status: 200, statusText: "OK", headers: { "content-type": "application/wasm" }, bytes };
+}
+
+// The .mjs half of Pyodide arrives through import(), which watchedFetch cannot see: its resource
+// entry says when it is complete.
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    const name = new URL(e.name).pathname.split("/").pop();
+    if (name.endsWith(".mjs")) self.postMessage({ type: "bytes", name, done: e.decodedBodySize, length: e.transferSize, encoded: e.encodedBodySize < e.decodedBodySize, finished: true });
+  }
+}).observe({ type: "resource", buffered: true });
+
 function stage(step, text) {
   self.postMessage({ type: "stage", step, text, at: performance.timeOrigin + performance.now() });
 }
 
-async function start({ indexURL, archiveURL, snapshotURL, lockFileContents }) {
+// Resolves with the download rate in Mbit/s once RATE_SAMPLE_BYTES arrived, or when `done` settles.
+async function downloadRate(done) {
+  const startedAt = performance.now();
+  while (received < RATE_SAMPLE_BYTES) {
+    const finished = await Promise.race([done.then(() => true, () => true), new Promise((r) => setTimeout(() => r(false), 50))]);
+    if (finished) break;
+  }
+  const seconds = (performance.now() - (firstByteAt ?? startedAt)) / 1000;
+  return (received * 8) / 1e6 / Math.max(seconds, 1e-3);
+}
+
+async function start({ indexURL, archiveURL, stdLibURL, snapshotURL, startWith, lockFileContents }) {
   try {
     stage(1, "Downloading the Python runtime and the simulators");
+    const asmURL = new URL("pyodide.asm.mjs", indexURL).href;
+    const wasm = hold(new URL("pyodide.asm.wasm", indexURL).href, fetchWasm);
+    const stdlib = hold(stdLibURL);
     const archive = download(archiveURL);
-    const snapshot = snapshotURL ? snapshotMemory(snapshotURL) : null;
+    import(asmURL).catch(() => {}); // loaded now, in parallel; loadPyodide's import reuses it
+    const first = Promise.all([wasm, stdlib, archive]);
+    first.catch(() => {}); // awaited below
+    // startWith ("snapshot" or "plain") is the benchmark's choice; readers get the measured one.
+    const cached = snapshotURL && startWith !== "plain" ? await cachedSnapshot(snapshotURL) : null;
+    let useSnapshot = false;
+    if (snapshotURL) useSnapshot = startWith ? startWith === "snapshot" : Boolean(cached) || (await downloadRate(first)) >= SNAPSHOT_MIN_MBPS;
+    self.postMessage({ type: "plan", snapshot: useSnapshot });
+    const snapshot = useSnapshot ? (cached ? Promise.resolve(cached) : snapshotMemory(snapshotURL)) : null;
     snapshot?.catch(() => {}); // a failed download is handled where it is awaited
+    await first; // a download that failed (or a .wasm of the wrong type) ends the start-up here
     // lockFileContents with no packages: no lock file is fetched and no wheel is ever loaded.
-    const options = { indexURL, lockFileContents, packageBaseUrl: indexURL };
+    // stdLibURL: the build's standard library holding only what the simulators import
+    // as bytecode (sitebuild/stdlib.py; 1.06 MB instead of 2.5 MB); the snapshot was made from it.
+    const options = { indexURL, lockFileContents, packageBaseUrl: indexURL, stdLibURL };
     let pyodide;
     try {
-      // The build's snapshot: Python already initialised and the simulators imported (saves ~2 s).
-      // loadPyodide fetches the WebAssembly meanwhile, but compiles it once the snapshot is in memory.
+      // The build's snapshot: Python already initialised and the simulators imported.
       pyodide = snapshot && (await loadPyodide({ ...options, _loadSnapshot: snapshot }));
     } catch (error) {
       console.warn(`Python start-up snapshot not used (${error?.message ?? error}); starting Python from scratch.`);
@@ -36,6 +148,7 @@ async function start({ indexURL, archiveURL, snapshotURL, lockFileContents }) {
     stage(3, "Importing the simulators");
     pyodide.runPython("import sys\nif '/home/pyodide/course' not in sys.path: sys.path.insert(0, '/home/pyodide/course')");
     api = pyodide.pyimport("simulators.api");
+    downloads.clear(); // Pyodide has what it asked for
     self.postMessage({ type: "ready", fromSnapshot });
   } catch (error) {
     self.postMessage({ type: "failed", message: String(error?.message ?? error) });
@@ -47,16 +160,23 @@ async function start({ indexURL, archiveURL, snapshotURL, lockFileContents }) {
 // exists only in secure contexts (https, localhost): elsewhere every start inflates.
 const SNAPSHOT_CACHE = "llm-course-python-snapshot";
 
-async function snapshotMemory(url) {
+// The snapshot's memory from Cache Storage, or null when it is not there or damaged.
+async function cachedSnapshot(url) {
   const cache = await globalThis.caches?.open(SNAPSHOT_CACHE).catch(() => null);
   const hit = await cache?.match(url).catch(() => null);
-  if (hit) {
-    try {
-      return expand(new Uint8Array(await hit.arrayBuffer()));
-    } catch {
-      await cache.delete(url); // damaged: fetch it again
-    }
+  if (!hit) return null;
+  try {
+    const memory = expand(new Uint8Array(await hit.arrayBuffer()));
+    self.postMessage({ type: "bytes", name: url.split("/").pop(), cached: true, done: 0, finished: true });
+    return memory;
+  } catch {
+    await cache.delete(url); // damaged: fetch it again
+    return null;
   }
+}
+
+async function snapshotMemory(url) {
+  const cache = await globalThis.caches?.open(SNAPSHOT_CACHE).catch(() => null);
   const stripped = await gunzip(await download(url));
   const memory = expand(stripped);
   if (cache) {
@@ -74,9 +194,9 @@ async function download(url) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-// The snapshot is stored without its pages of zeros, gzip-compressed (31 MB → 6.5 MB; see
-// sitebuild/snapshot.mjs). A host that serves it with Content-Encoding: gzip hands over the
-// inflated bytes already; only gzip's magic number tells.
+// The snapshot is stored without its pages of zeros, gzip-compressed (31 MB → 5.0 MB; see
+// sitebuild/snapshot.mjs), and the WebAssembly as a gzip copy. A host that serves them with
+// Content-Encoding: gzip hands over the inflated bytes already; only gzip's magic number tells.
 async function gunzip(bytes) {
   if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes;
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));

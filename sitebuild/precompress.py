@@ -1,0 +1,99 @@
+"""Precompressed copies of the site's large files, and the sizes the client shows and the guide quotes.
+
+The worker downloads `pyodide.asm.wasm.gz` itself and inflates it (9.6 MB become 3.5 MB on every
+host, `python -m http.server` included). For the other files, a host set up to serve precompressed
+files (nginx `gzip_static on`, see docs/instructors.md) sends FILE.gz with `Content-Encoding: gzip`
+when the browser asks for FILE, compressed once at build time at gzip's highest level. Only gzip: Python's standard library has no Brotli, and nginx needs an extra module to
+serve `.br` files.
+
+The start-up downloads (`downloads`) are listed with their size as sent by a host that does not
+compress and by one that does, for the client's progress line and its "Run the simulators here — N
+MB" button. Zip archives and the gzip snapshot are compressed already: hosts send them as they are.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+
+# Text and WebAssembly files of at least this size get a .gz copy.
+MIN_BYTES = 16_000
+SUFFIXES = {".wasm", ".mjs", ".js", ".css", ".json", ".html", ".svg", ".xml", ".txt"}
+
+
+_compressed: dict[bytes, bytes] = {}  # sha256 -> gzip bytes: the wasm is compressed once per process
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    key = hashlib.sha256(data).digest()
+    if key not in _compressed:
+        _compressed[key] = gzip.compress(data, compresslevel=9, mtime=0)
+    return _compressed[key]
+
+
+def write_copies(site_dir: Path) -> int:
+    """Write FILE.gz beside every large compressible file of the built site; the bytes written."""
+    written = 0
+    for path in sorted(site_dir.rglob("*")):
+        if path.suffix in SUFFIXES and path.is_file() and path.stat().st_size >= MIN_BYTES:
+            copy = gzip_bytes(path.read_bytes())
+            if len(copy) < path.stat().st_size:
+                path.with_name(path.name + ".gz").write_bytes(copy)
+                written += len(copy)
+    return written
+
+
+def downloads(vendored: dict[str, Path], generated: dict[str, bytes]) -> dict[str, list[int]]:
+    """{file name: [bytes as stored, bytes gzip-compressed]} for the worker's start-up downloads:
+    the vendored Pyodide files it fetches and the generated files (sent as they are). The worker
+    fetches the WebAssembly's .gz copy itself (a plain file every host sends as it is)."""
+    sizes = {}
+    for name, path in vendored.items():
+        data = path.read_bytes()
+        sizes[name] = [len(data), len(gzip_bytes(data))]
+        if name.endswith(".wasm"):
+            sizes[f"{name}.gz"] = [sizes.pop(name)[1]] * 2
+    for name, data in generated.items():
+        sizes[name] = [len(data), len(data)]
+    return sizes
+
+
+SIZES_MARKER = "<!-- download-sizes -->"
+CLASS_SIZE = 30
+
+
+def sizes_table(sizes: dict[str, list[int]], snapshot: str) -> str:
+    """The instructors' guide's table: what one reader and a class download to start Python, from
+    a host that compresses (with the build's .gz copies) and from one that does not."""
+    rows = []
+    for label, with_snapshot in (("from scratch (slow connections)", False), ("restoring the snapshot (fast)", True)):
+        files = [v for k, v in sizes.items() if with_snapshot or k != snapshot]
+        raw, gz = sum(v[0] for v in files), sum(v[1] for v in files)
+        rows.append(
+            f"| {label} | {gz / 1e6:.1f} MB | {gz * CLASS_SIZE / 1e6:.0f} MB "
+            f"| {raw / 1e6:.1f} MB | {raw * CLASS_SIZE / 1e6:.0f} MB |"
+        )
+    return "\n".join(
+        [
+            f"| Python starts | compressing host: one reader | {CLASS_SIZE} readers "
+            f"| `python -m http.server`: one reader | {CLASS_SIZE} readers |",
+            "|---|---|---|---|---|",
+            *rows,
+        ]
+    )
+
+
+CLASS_MARKER = "<!-- class-download -->"
+SHARED_MBPS = 40  # an access point's useful throughput shared by a class (an assumption, said so)
+
+
+def class_sentence(sizes: dict[str, list[int]], snapshot: str) -> str:
+    plain = [v for k, v in sizes.items() if k != snapshot]
+    gz, raw = sum(v[1] for v in plain) * CLASS_SIZE, sum(v[0] for v in plain) * CLASS_SIZE
+    return (
+        f"{CLASS_SIZE} starts from scratch download {gz / 1e6:.0f} MB from a compressing host "
+        f"({raw / 1e6:.0f} MB from `python -m http.server`): about {gz * 8 / 1e6 / SHARED_MBPS:.0f} s "
+        f"({raw * 8 / 1e6 / SHARED_MBPS:.0f} s) of an access point that gives the room "
+        f"{SHARED_MBPS} Mbit/s in all, if everyone starts at once."
+    )

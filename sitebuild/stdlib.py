@@ -1,0 +1,121 @@
+"""A Python standard library zip for the browser holding only what the simulators import.
+
+Pyodide's own python_stdlib.zip is 2.5 MB (614 files: asyncio, email, unittest, pydoc, …). The
+worker passes this reduced zip as Pyodide's `stdLibURL` instead. Its members are
+  1. every stdlib file that was imported when Pyodide started as the worker starts it and ran every
+     simulator at its defaults and with a bad parameter (sitebuild/stdlib.mjs, Node.js, ~4 s), and
+  2. the whole of every stdlib module or package that simulators/ names in an import statement
+     (read from the source), so an import inside a function that those runs missed is still there.
+Its Python files are then compiled to bytecode by Pyodide's own Python (sitebuild/compile_stdlib.mjs):
+importing bytecode skips compiling, which is most of what starting Python from scratch costs. It is
+cached in build/ under the hash of its inputs (the simulators archive, package-lock.json, the scripts).
+tests/test_stdlib_zip.py runs every simulator in Pyodide from the reduced zip.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+from sitebuild.errors import BuildError
+
+ROOT = Path(__file__).resolve().parent.parent
+PYODIDE = ROOT / "node_modules" / "pyodide"
+FULL_ZIP = PYODIDE / "python_stdlib.zip"
+SCRIPT = ROOT / "sitebuild" / "stdlib.mjs"
+COMPILE_SCRIPT = ROOT / "sitebuild" / "compile_stdlib.mjs"
+
+
+def _node(script: Path, *args: Path) -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise BuildError("Node.js is needed to build the browser's standard library: apt-get install -y nodejs")
+    done = subprocess.run([node, str(script), str(PYODIDE), *map(str, args)], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"sitebuild/{script.name} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def run_in_pyodide(archive_file: Path, stdlib_zip: Path | None = None) -> dict:
+    """stdlib.mjs's answer: {"files": [imported members of the stdlib zip], "answers": {name: ok}}."""
+    return json.loads(_node(SCRIPT, archive_file, *([stdlib_zip] if stdlib_zip else [])))
+
+
+def imported_names(package_dir: Path) -> set[str]:
+    """Top-level module names in every import statement of the package's Python files."""
+    names: set[str] = set()
+    for path in package_dir.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def members(imported: list[str], names: set[str], available: list[str]) -> list[str]:
+    """The reduced zip's members, in the full zip's order: the imported files, every file of the
+    named top-level modules and packages, and the directory entries above them."""
+    wanted = set(imported)
+    for name in available:
+        top = name.split("/")[0].removesuffix(".py")
+        if top in names and not name.endswith("/"):
+            wanted.add(name)
+    for name in list(wanted):
+        parts = name.split("/")[:-1]
+        wanted |= {"/".join(parts[: i + 1]) + "/" for i in range(len(parts))}
+    missing = wanted - set(available)
+    if missing:
+        raise BuildError(f"the standard library zip has no {sorted(missing)[0]}")
+    return [name for name in available if name in wanted]
+
+
+def reduce_zip(full: bytes, keep: list[str]) -> bytes:
+    """A zip of the members `keep` of `full`, each stored with its original compression and date."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(full)) as source, zipfile.ZipFile(buffer, "w") as target:
+        for name in keep:
+            info = source.getinfo(name)
+            target.writestr(info, source.read(name), compress_type=info.compress_type)
+    return buffer.getvalue()
+
+
+def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str, bytes]:
+    """The reduced standard library zip and its hashed name."""
+    inputs = hashlib.sha256(
+        archive
+        + (ROOT / "package-lock.json").read_bytes()
+        + SCRIPT.read_bytes()
+        + COMPILE_SCRIPT.read_bytes()
+        + Path(__file__).read_bytes()
+    )
+    cached = cache_dir / f"python-stdlib-{inputs.hexdigest()[:16]}.zip"
+    if not cached.is_file():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        for old in cache_dir.glob("python-stdlib-*"):
+            old.unlink()
+        archive_file = cached.with_suffix(".archive")
+        archive_file.write_bytes(archive)
+        try:
+            answer = run_in_pyodide(archive_file)
+        finally:
+            archive_file.unlink()
+        full = FULL_ZIP.read_bytes()
+        with zipfile.ZipFile(io.BytesIO(full)) as source:
+            available = source.namelist()
+        keep = members(answer["files"], imported_names(package_dir), available)
+        sources = cached.with_suffix(".sources")
+        sources.write_bytes(reduce_zip(full, keep))
+        try:
+            _node(COMPILE_SCRIPT, sources, cached.with_suffix(".partial"))
+        finally:
+            sources.unlink()
+        cached.with_suffix(".partial").replace(cached)
+    data = cached.read_bytes()
+    return f"python-stdlib-{hashlib.sha256(data).hexdigest()[:12]}.zip", data
