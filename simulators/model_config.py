@@ -1,0 +1,104 @@
+"""Reading a real Hugging Face config.json: nested text configs, layer kinds, keys left unread.
+
+A config.json describes more than the cost model needs (tokenizer ids, rope settings, vision
+towers). This module turns one into the flat dict of keys `catalog.model_from_config` reads:
+
+- multimodal configs (Gemma 3, Llama 4) keep the language model under `text_config`; its keys
+  are lifted to the top and the vision tower is noted and left out;
+- each layer gets a kind: "full" (attention over the whole context), "sliding" (a window of
+  `sliding_window` tokens), "chunked" (Llama 4's chunked local attention, `attention_chunk_size`)
+  or "none" (a layer with no KV cache: linear attention or a state-space block);
+- keys no simulator reads are listed, never refused, so a real file loads unchanged.
+
+Layer kinds follow the model code: an explicit `layer_types` list (gpt-oss, Qwen3-Next, recent
+Gemma); Gemma 2 alternates sliding and full layers, starting with sliding (HF
+`Gemma2DecoderLayer`: `is_sliding = not bool(layer_idx % 2)`); Gemma 3 makes every
+`sliding_window_pattern`-th layer full (`is_sliding = bool((layer_idx + 1) % pattern)`); Llama 4
+makes every `no_rope_layers` zero a full layer and the rest chunked; Qwen 2/3 ignore their
+`sliding_window` unless `use_sliding_window` is true.
+
+References: 1) huggingface/transformers, models/gemma2, gemma3, llama4, gpt_oss, qwen3_next
+configuration files; 2) vllm-project/vllm vllm/v1/kv_cache_interface.py (FullAttentionSpec,
+SlidingWindowSpec, ChunkedLocalAttentionSpec).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# `layer_types` values in Hugging Face configs, mapped to the four kinds above.
+_LAYER_TYPE_KINDS = {
+    "full_attention": "full",
+    "attention": "full",
+    "sliding_attention": "sliding",
+    "sliding_window_attention": "sliding",
+    "chunked_attention": "chunked",
+    "linear_attention": "none",
+    "mamba": "none",
+    "mamba2": "none",
+    "recurrent": "none",
+    "conv": "none",
+}
+KINDS = ("full", "sliding", "chunked", "none")
+
+
+def flatten(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The language model's keys at the top level, and notes on what was left out."""
+    notes: list[str] = []
+    text = config.get("text_config")
+    if not isinstance(text, dict):
+        return dict(config), notes
+    flat = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
+    flat.update(text)
+    if "vision_config" in config:
+        notes.append("vision tower left out: only the language model is costed")
+    if "model_type" in config:  # the outer type names the family (gemma3, llama4)
+        flat["model_type"] = config["model_type"]
+    return flat, notes
+
+
+def layer_kinds(config: dict[str, Any], num_layers: int) -> tuple[tuple[str, ...], list[str]]:
+    """Each layer's attention kind, or () when every layer is the same; notes on the choice."""
+    notes: list[str] = []
+    model_type = str(config.get("model_type", ""))
+    types = config.get("layer_types")
+    if isinstance(types, list) and types:
+        if len(types) != num_layers:
+            raise ValueError(f"'layer_types' lists {len(types)} layers, num_hidden_layers is {num_layers}")
+        kinds = []
+        for t in types:
+            kind = _LAYER_TYPE_KINDS.get(str(t))
+            if kind is None:
+                raise ValueError(
+                    f"'layer_types' has an unknown layer type {t!r}; known: {', '.join(_LAYER_TYPE_KINDS)}"
+                )
+            kinds.append(kind)
+        if "none" in kinds:
+            notes.append(
+                f"{kinds.count('none')} of {num_layers} layers keep no KV cache (linear attention or state space)"
+            )
+        return _uniform_or(tuple(kinds)), notes
+    if model_type.startswith("gemma2") and config.get("sliding_window"):
+        return tuple("full" if i % 2 else "sliding" for i in range(num_layers)), notes
+    pattern = config.get("sliding_window_pattern")
+    if model_type.startswith("gemma3") and config.get("sliding_window") and isinstance(pattern, int) and pattern > 0:
+        return tuple("sliding" if (i + 1) % pattern else "full" for i in range(num_layers)), notes
+    nope = config.get("no_rope_layers")
+    if config.get("attention_chunk_size") and isinstance(nope, list) and len(nope) == num_layers:
+        notes.append("chunked local attention on the RoPE layers, full attention on the NoPE layers")
+        return tuple("chunked" if flag else "full" for flag in nope), notes
+    return (), notes
+
+
+def _uniform_or(kinds: tuple[str, ...]) -> tuple[str, ...]:
+    return () if set(kinds) == {"full"} else kinds
+
+
+def sliding_window(config: dict[str, Any]) -> int | None:
+    """The window, or None where the config carries one its model does not use."""
+    window = config.get("sliding_window")
+    if not window:
+        return None
+    if config.get("use_sliding_window") is False:  # Qwen 2 / 3 ship a window switched off
+        return None
+    return int(window)
