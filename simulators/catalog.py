@@ -173,6 +173,8 @@ class Model:
     ignored_keys: tuple[str, ...] = ()
     # What reading the config left out or assumed (vision tower, layers without KV cache...).
     notes: tuple[str, ...] = ()
+    # Number format of the checkpoint's weights per its quantization_config ("" = bf16).
+    weight_format: str = ""
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -388,6 +390,7 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
         attention_chunk_size=int(chunk) if isinstance(chunk, int) and chunk > 0 else None,
         ignored_keys=unknown,
         notes=tuple(notes + kind_notes),
+        weight_format=model_config.weight_format(config),
     )
 
 

@@ -102,3 +102,25 @@ def sliding_window(config: dict[str, Any]) -> int | None:
     if config.get("use_sliding_window") is False:  # Qwen 2 / 3 ship a window switched off
         return None
     return int(window)
+
+
+def weight_format(config: dict[str, Any]) -> str:
+    """The catalogue number format a checkpoint's `quantization_config` names, or "" (bf16).
+
+    fp8 (DeepSeek-V3, Qwen3-FP8), mxfp4 (gpt-oss), NVFP4 (ModelOpt `quant_algo`) and 4-bit
+    AWQ/GPTQ (int4 group 128) are recognised; anything else is left to the reader to choose.
+    """
+    q = config.get("quantization_config")
+    if not isinstance(q, dict):
+        return ""
+    method = str(q.get("quant_method", "")).lower()
+    algo = str(q.get("quant_algo", "")).lower()
+    if method == "mxfp4":
+        return "mxfp4"
+    if "nvfp4" in (method, algo):
+        return "nvfp4"
+    if method == "fp8" or algo == "fp8":
+        return "fp8"
+    if method in ("awq", "gptq") and q.get("bits") == 4:
+        return "int4"
+    return ""

@@ -60,7 +60,7 @@ class VllmMemory:
     kv_heads_replicated: bool  # fewer KV heads than TP ranks: each rank keeps a copy
     page_bytes: int  # one block of one layer on one rank
     group_size: int  # layers sharing one block of the pool
-    num_groups: int  # KV cache groups (1 for a uniform model)
+    groups: list[str]  # the attention kind of each KV cache group (one group for a uniform model)
     num_blocks: int  # the minimum over ranks: what the scheduler uses
     kv_tokens: int  # as logged
     blocks_per_request: int  # blocks a request of max_model_len takes, all groups
@@ -68,6 +68,10 @@ class VllmMemory:
     one_request_bytes: float  # KV one request of max_model_len needs on a rank
     cudagraph_bytes: float  # reported, not subtracted
     log_lines: list[str]
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.groups)
 
     @property
     def fits(self) -> bool:
@@ -130,7 +134,7 @@ def activation_bytes(m: Model, tp: int, max_num_batched_tokens: int, max_num_seq
     rows = min(max_num_seqs, max_num_batched_tokens)
     copies = assumptions()["vllm_memory"]["sampler_logit_copies"]
     sampler = rows * m.vocab_size * logit * copies if last else 0.0
-    return forward + sampler
+    return float(forward + sampler)
 
 
 def _groups(kinds: list[str]) -> tuple[int, list[str]]:
@@ -147,7 +151,7 @@ def _groups(kinds: list[str]) -> tuple[int, list[str]]:
     return size, groups
 
 
-def _blocks_per_request(m: Model, kind: str, max_model_len: int, batched: int, block_size: int) -> int:
+def blocks_per_request(m: Model, kind: str, max_model_len: int, batched: int, block_size: int) -> int:
     """Blocks one request of max_model_len keeps in a group of this kind (spec max_memory_usage)."""
     if kind == "sliding" and m.sliding_window:  # SlidingWindowSpec: window - 1 + a chunk, + 1 block
         tokens = min(m.sliding_window - 1 + batched, max_model_len)
@@ -198,7 +202,7 @@ def account(
         stages.append(StageMemory(i, n, total, requested, w, act, non_torch, kv, blocks))
     num_blocks = min(s.num_blocks for s in stages)
     kv_tokens = num_blocks // len(groups) * block_size
-    per_request = sum(_blocks_per_request(m, g, max_model_len, max_num_batched_tokens, block_size) for g in groups)
+    per_request = sum(blocks_per_request(m, g, max_model_len, max_num_batched_tokens, block_size) for g in groups)
     concurrency = num_blocks / per_request
     one_request = per_request * page * size
     heads, replicated = kv_heads_per_rank(m, tp)
@@ -210,6 +214,6 @@ def account(
         f"Maximum concurrency for {max_model_len:,} tokens per request: {concurrency:.2f}x",
     ]
     return VllmMemory(
-        stages, heads, replicated, page, size, len(groups), num_blocks, kv_tokens, per_request,
+        stages, heads, replicated, page, size, groups, num_blocks, kv_tokens, per_request,
         concurrency, one_request, graphs, lines,
     )  # fmt: skip
