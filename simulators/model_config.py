@@ -42,18 +42,40 @@ _LAYER_TYPE_KINDS = {
 KINDS = ("full", "sliding", "chunked", "none")
 
 
+# Defaults the Hugging Face config classes fill in for keys a family's config.json leaves out
+# (transformers configuration_gemma2.py, configuration_gemma3.py: Gemma ties its embeddings;
+# Gemma3TextConfig: vocab_size 262,208, max_position_embeddings 131,072, sliding_window_pattern 6).
+_FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma": {"tie_word_embeddings": True},
+    "gemma2": {"tie_word_embeddings": True},
+    "gemma3": {
+        "tie_word_embeddings": True,
+        "vocab_size": 262_208,
+        "max_position_embeddings": 131_072,
+        "sliding_window_pattern": 6,
+        "head_dim": 256,
+    },
+}
+# Llama 4: every fourth layer has no RoPE and attends globally (HF Llama4TextConfig
+# no_rope_layer_interval = 4, used when the config's no_rope_layers list is empty).
+LLAMA4_NOPE_INTERVAL = 4
+
+
 def flatten(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The language model's keys at the top level, and notes on what was left out."""
     notes: list[str] = []
     text = config.get("text_config")
-    if not isinstance(text, dict):
-        return dict(config), notes
-    flat = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
-    flat.update(text)
-    if "vision_config" in config:
-        notes.append("vision tower left out: only the language model is costed")
-    if "model_type" in config:  # the outer type names the family (gemma3, llama4)
-        flat["model_type"] = config["model_type"]
+    flat = dict(config)
+    if isinstance(text, dict):
+        flat = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
+        flat.update(text)
+        if "vision_config" in config:
+            notes.append("vision tower left out: only the language model is costed")
+        if "model_type" in config:  # the outer type names the family (gemma3, llama4)
+            flat["model_type"] = config["model_type"]
+    family = str(flat.get("model_type", "")).removesuffix("_text")
+    for key, value in _FAMILY_DEFAULTS.get(family, {}).items():
+        flat.setdefault(key, value)
     return flat, notes
 
 
@@ -84,6 +106,8 @@ def layer_kinds(config: dict[str, Any], num_layers: int) -> tuple[tuple[str, ...
     if model_type.startswith("gemma3") and config.get("sliding_window") and isinstance(pattern, int) and pattern > 0:
         return tuple("sliding" if (i + 1) % pattern else "full" for i in range(num_layers)), notes
     nope = config.get("no_rope_layers")
+    if model_type.startswith("llama4") and config.get("attention_chunk_size") and nope == []:
+        nope = [int((i + 1) % LLAMA4_NOPE_INTERVAL != 0) for i in range(num_layers)]
     if config.get("attention_chunk_size") and isinstance(nope, list) and len(nope) == num_layers:
         notes.append("chunked local attention on the RoPE layers, full attention on the NoPE layers")
         return tuple("chunked" if flag else "full" for flag in nope), notes
