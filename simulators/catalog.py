@@ -175,6 +175,8 @@ class Model:
     notes: tuple[str, ...] = ()
     # Number format of the checkpoint's weights per its quantization_config ("" = bf16).
     weight_format: str = ""
+    # Parameters of a vision tower (vision_config), which vLLM loads beside the language model.
+    vision_params: int = 0
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -308,6 +310,7 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
     where = f"model '{model_id}'"
     if not isinstance(config, dict):
         raise CatalogError(f"{where}: expected a config.json object, got {type(config).__name__}")
+    vision = model_config.vision_params(config)
     config, notes = model_config.flatten(config)
     known = {a for names in _ALIASES.values() for a in names}
     known |= set(_REQUIRED) | set(_OPTIONAL_INT) | _IGNORED | _CATALOGUE_ONLY
@@ -391,6 +394,7 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
         ignored_keys=unknown,
         notes=tuple(notes + kind_notes),
         weight_format=model_config.weight_format(config),
+        vision_params=vision,
     )
 
 

@@ -148,3 +148,18 @@ def weight_format(config: dict[str, Any]) -> str:
     if method in ("awq", "gptq") and q.get("bits") == 4:
         return "int4"
     return ""
+
+
+def vision_params(config: dict[str, Any]) -> int:
+    """Parameters of a ViT-style vision tower from its vision_config, or 0.
+
+    Per layer: attention q, k, v, o (4 hidden^2) and a two-matrix MLP (2 hidden x intermediate);
+    norms, patch embedding and the projector are left out. vLLM loads the tower with the model.
+    """
+    vision = config.get("vision_config")
+    if not isinstance(vision, dict):
+        return 0
+    h, inter, layers = (vision.get(k) for k in ("hidden_size", "intermediate_size", "num_hidden_layers"))
+    if not all(isinstance(v, int) and v > 0 for v in (h, inter, layers)):
+        return 0
+    return int(layers) * (4 * int(h) ** 2 + 2 * int(h) * int(inter))

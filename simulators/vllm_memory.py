@@ -16,9 +16,8 @@ Model (vLLM V1, `vllm/v1/worker/gpu_worker.py` determine_available_memory and
   (replicated). MLA keeps one latent per token, which every rank copies.
 - Activation peak: the profile run is one forward pass of `max_num_batched_tokens` tokens and a
   sampler pass over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits (gpu_model_runner
-  profile_run). We estimate it from the shapes (`activation_bytes`); vLLM measures it.
-- Non-torch memory (cuBLAS/NCCL workspaces grown during the profile run) is a sourced
-  assumption; CUDA graphs are captured after the KV cache is allocated, so these versions do not
+  profile_run). vLLM measures it; we estimate it with constants fitted to v0.19.0's logs.
+- Non-torch memory (cuBLAS/NCCL workspaces grown during the profile run) likewise; CUDA graphs are captured after the KV cache is allocated, so these versions do not
   subtract them: they must fit in the (1 - gpu_memory_utilization) margin, and we report them.
 - Layers of several kinds (sliding window and full, as gpt-oss and Gemma) are split into KV
   groups of `group_size` layers that share one block pool (_get_kv_cache_groups_uniform_page_size).
@@ -103,38 +102,52 @@ def page_bytes(m: Model, tp: int, kv_dtype: str, block_size: int) -> int:
 
 
 def weight_bytes(m: Model, weight_dtype: str, tp: int, layers: int, *, first: bool, last: bool) -> float:
-    """Weights one rank of a stage of `layers` layers holds."""
+    """Weights one rank of a stage of `layers` layers holds.
+
+    MXFP4 checkpoints (gpt-oss) quantise only the routed experts: attention, router, embedding
+    and head stay bf16 (their quantization_config modules_to_not_convert). A vision tower is
+    loaded on the first stage, split over TP like the rest.
+    """
     p = cm.param_counts(m)
     share = layers / m.num_layers
-    block = p.block_linear * share * cm.block_bytes_per_value(weight_dtype) / tp
-    embed = p.embedding * cm.BF16_BYTES / tp if first else 0.0
+    per_value = cm.block_bytes_per_value(weight_dtype)
+    linear = p.block_linear * per_value
+    if weight_dtype == "mxfp4" and m.is_moe:
+        experts = (m.num_layers - m.first_k_dense) * m.num_experts * 3 * m.hidden_size * m.moe_intermediate_size
+        linear = experts * per_value + (p.block_linear - experts) * cm.BF16_BYTES
+    block = linear * share / tp
+    embed = (p.embedding + m.vision_params) * cm.BF16_BYTES / tp if first else 0.0
     head = cm.lm_head_params(m) * cm.BF16_BYTES / tp if last and (not m.tie_word_embeddings or not first) else 0.0
     return block + embed + head + p.other * share * cm.BF16_BYTES
 
 
-def activation_bytes(m: Model, tp: int, max_num_batched_tokens: int, max_num_seqs: int, *, last: bool) -> float:
-    """Peak of the profile run on one rank: the largest layer's live tensors, plus the sampler.
+def activation_bytes(
+    m: Model, tp: int, pp: int, max_num_batched_tokens: int, max_num_seqs: int, *, last: bool
+) -> float:
+    """Peak of the profile run on one rank: forward workspace plus the sampler's logits.
 
-    Per token, in bf16: the residual and normed hidden state (2 * hidden), the q/k/v projection
-    output and the MLP's fused gate-up output and activation (3 * intermediate), split by TP. A
-    MoE layer keeps top_k rows of that per token (vLLM fused_moe's intermediate caches). The
-    sampler holds fp32 logits and one working copy for min(max_num_seqs, batched tokens) rows.
+    Fitted to vLLM v0.19.0's logged "torch peak memory increase" (assumptions.toml
+    [vllm_memory]): a forward part that grows with the batched tokens (and, for MoE, with the
+    routed experts' workspace), pipeline buffers, and fp32 logits for min(max_num_seqs,
+    max_num_batched_tokens) rows on the last stage. The logs show no change with TP.
     """
-    a = assumptions()["activations"]
-    act, logit = a["activation_bytes_per_value"], a["logit_bytes_per_value"]
-    if m.kv_lora_rank:
-        qkv = m.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / tp
-    else:
-        qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim / tp
-    mlp = 3 * m.intermediate_size / tp if not m.is_moe or m.first_k_dense else 0.0
+    a = assumptions()["vllm_memory"]
+    tokens = max_num_batched_tokens
+    forward = tokens * a["forward_bytes_per_token"]
     if m.is_moe:
-        routed = m.num_experts_per_tok * (3 * m.moe_intermediate_size / tp + m.hidden_size)
-        mlp = max(mlp, routed + m.num_shared_experts * 3 * m.moe_intermediate_size / tp)
-    forward = max_num_batched_tokens * (2 * m.hidden_size + qkv + mlp) * act
+        forward += tokens * m.num_experts_per_tok * m.moe_intermediate_size * a["moe_bytes_per_routed_value"]
+    if pp > 1:
+        forward += tokens * m.hidden_size * a["pp_bytes_per_hidden_value"]
     rows = min(max_num_seqs, max_num_batched_tokens)
-    copies = assumptions()["vllm_memory"]["sampler_logit_copies"]
-    sampler = rows * m.vocab_size * logit * copies if last else 0.0
+    sampler = rows * m.vocab_size * a["sampler_bytes_per_logit"] if last else 0.0
     return float(forward + sampler)
+
+
+def non_torch_bytes(tp: int, pp: int) -> float:
+    """Memory the profile run grows outside PyTorch (NCCL buffers with TP), per GPU."""
+    a = assumptions()["vllm_memory"]
+    gib = a["non_torch_tp_GiB"] if tp > 1 else a["non_torch_pp_GiB"] if pp > 1 else a["non_torch_GiB"]
+    return float(gib) * GiB
 
 
 def _groups(kinds: list[str]) -> tuple[int, list[str]]:
@@ -184,7 +197,7 @@ def account(
     mem = assumptions()["vllm_memory"]
     total = gpu.visible_GiB * GiB
     requested = total * gpu_memory_utilization
-    non_torch = mem["non_torch_GiB"] * GiB
+    non_torch = non_torch_bytes(tp, pp)
     page = page_bytes(m, tp, kv_dtype, block_size)
     stages: list[StageMemory] = []
     start = 0
@@ -194,7 +207,7 @@ def account(
         kinds = [k for k in m.kinds[start : start + n] if k != "none"]
         start += n
         w = weight_bytes(m, weight_dtype, tp, n, first=first, last=last)
-        act = activation_bytes(m, tp, max_num_batched_tokens, max_num_seqs, last=last)
+        act = activation_bytes(m, tp, pp, max_num_batched_tokens, max_num_seqs, last=last)
         kv = requested - w - act - non_torch
         if kinds:
             size, groups = _groups(kinds)

@@ -27,6 +27,8 @@ LESSON_LINK = re.compile(r"\[(?P<text>[^\]]+)\]\((?P<path>(?:\.\./)*lessons/[\w.
 VALIDATION_PAGE = "validation.md"
 TABLE_MARKER = "<!-- validation-table -->"
 BAND_MARKER = "<!-- validation-band -->"
+# The KV-capacity table against vLLM's start-up logs (simulators/vllm_validation.py).
+VLLM_MARKER = "<!-- vllm-kv-table -->"
 # Quantities that are speeds (higher is better) and times (lower is better); the rest are sizes.
 RATES = ("decode_tokens_per_s", "decode_tokens_per_s_per_gpu")
 TIMES = ("decode_step_ms", "prefill_ms")
@@ -60,7 +62,10 @@ def render_validation(markdown: str) -> str:
     for marker in (TABLE_MARKER, BAND_MARKER):
         if marker not in markdown:
             raise BuildError(f"docs/{VALIDATION_PAGE} lacks the line {marker}")
+    from simulators import vllm_validation
+
     table = validation.render_markdown().split("\n", 1)[1]  # without the "generated, do not edit" comment
+    markdown = markdown.replace(VLLM_MARKER, vllm_validation.render_markdown())
     return markdown.replace(BAND_MARKER, error_band()).replace(TABLE_MARKER, table)
 
 
