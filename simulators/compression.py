@@ -27,6 +27,7 @@ from typing import Any
 
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
+from .parallel import check_link
 from .params import gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
@@ -88,6 +89,9 @@ class Params:
             ("memory", "Size and KV capacity"),
         ],
     )
+
+    def check(self) -> None:
+        check_link(self.gpu, self.num_gpus, "num_gpus")
 
 
 BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}

@@ -22,6 +22,7 @@ from typing import Any
 from . import costmodel as cm
 from . import vllm_memory as vm
 from .catalog import Gpu, Model, assumptions, resolve_gpu, resolve_model
+from .parallel import check_link
 from .params import ParamError, dtype_choices, gpu_param, model_param, param
 from .plotting import bar, layout
 from .plotting import figure as make_figure
@@ -37,7 +38,7 @@ METRICS = {
     "num_gpus": ("GPUs (tensor x pipeline)", "GPUs"),
 }
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
-TABLE_CONTEXTS = (2048, 8192, 32768, 131072)
+TABLE_CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
 
 def _weight_choices() -> list[tuple[str, str]]:
@@ -62,13 +63,20 @@ class Params:
     max_num_batched_tokens: int = param(
         8192, label="Max batched tokens", unit="tokens", min=16, max=1_048_576, step=16, log=True
     )
-    # Requests in one batch; sizes the sampler's logits (--max-num-seqs).
-    max_num_seqs: int = param(256, label="Max sequences", unit="sequences", min=1, max=4096, step=1, log=True)
+    # Requests in one batch; sizes the sampler's logits (--max-num-seqs). 1,024 is what `vllm serve`
+    # v0.19 picks on GPUs of 70 GiB or more ("Defaulting max_num_seqs to 1024" in its logs).
+    max_num_seqs: int = param(1024, label="Max sequences", unit="sequences", min=1, max=4096, step=1, log=True)
     # "auto" stores K and V in the model's dtype (bf16); fp8 halves them (--kv-cache-dtype).
     kv_cache_dtype: str = param("auto", label="KV cache format", choices=[("auto", "auto (bf16)"), ("fp8", "fp8")])
     weight_dtype: str = param("auto", label="Weight format", choices=_weight_choices)
     # Tokens per KV block (--block-size).
     block_size: int = param(16, label="Block size", unit="tokens", min=1, max=256, step=1)
+    # Which chart: memory per GPU, or requests held at each context length.
+    view: str = param(
+        "memory",
+        label="Chart",
+        choices=[("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")],
+    )
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -85,9 +93,7 @@ class Params:
             raise ParamError("max_num_batched_tokens", f"must be at least max_num_seqs ({self.max_num_seqs})")
         if self.max_model_len > m.max_context_tokens:
             raise ParamError("max_model_len", f"must be at most {m.name}'s {m.max_context_tokens:,} positions")
-        gpus = self.tensor_parallel_size * self.pipeline_parallel_size
-        if gpus > 1 and cm.link_GBps_one_way(gpu) is None:
-            raise ParamError("tensor_parallel_size", f"{gpu.name} has no GPU-to-GPU or host link figure: use 1 GPU")
+        check_link(gpu, self.tensor_parallel_size * self.pipeline_parallel_size, "tensor_parallel_size")
         fit_problem(m, gpu, self)
 
 
@@ -176,6 +182,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "num_blocks": a.num_blocks,
         "log_lines": a.log_lines,
         "concurrency_by_context": per_context,
+        "view": p.view,
         "notes": notes,
         "metrics": {
             "weights_GiB_per_gpu": max(s.weight_bytes for s in a.stages) / gib,
@@ -195,6 +202,11 @@ def vm_concurrency(m: Model, a: vm.VllmMemory, context: int, p: Params) -> dict[
 
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:
+    if r["view"] == "concurrency":
+        rows = r["concurrency_by_context"]
+        data = [bar([f"{x['context_tokens']:,}" for x in rows], [x["max_concurrency"] for x in rows], "Requests held")]
+        title = f"{r['model']}: requests of each length the KV cache holds at once"
+        return make_figure(data, layout(title, "Tokens per request (prompt + output)", "Requests at once"))
     tp = r["tensor_parallel_size"]
     names = [f"Stage {s['stage']} ({tp} GPU{'s' if tp > 1 else ''} alike)" for s in r["stages"]]
     parts = [
@@ -222,5 +234,9 @@ def summary(r: dict[str, Any]) -> str:
         f"{r['model']} on {x['num_gpus']} x {r['gpu']} (TP {r['tensor_parallel_size']}, PP "
         f"{r['pipeline_parallel_size']}): each GPU holds {x['weights_GiB_per_gpu']:.2f} GiB of {r['weight_dtype']} "
         f"weights, a {x['activation_GiB_per_gpu']:.2f} GiB activation peak and {x['kv_cache_GiB_per_gpu']:.2f} GiB "
-        f"of KV cache. vLLM would log: " + "; ".join(r["log_lines"][2:]) + "."
+        f"of KV cache. vLLM would log: "
+        + "; ".join(r["log_lines"][2:])
+        + ". Requests held at once by length: "
+        + ", ".join(f"{x['context_tokens']:,} tokens {x['max_concurrency']:,.1f}" for x in r["concurrency_by_context"])
+        + "."
     )
