@@ -160,6 +160,6 @@ def vision_params(config: dict[str, Any]) -> int:
     if not isinstance(vision, dict):
         return 0
     h, inter, layers = (vision.get(k) for k in ("hidden_size", "intermediate_size", "num_hidden_layers"))
-    if not all(isinstance(v, int) and v > 0 for v in (h, inter, layers)):
+    if not (isinstance(h, int) and isinstance(inter, int) and isinstance(layers, int)) or min(h, inter, layers) <= 0:
         return 0
-    return int(layers) * (4 * int(h) ** 2 + 2 * int(h) * int(inter))
+    return layers * (4 * h**2 + 2 * h * inter)
