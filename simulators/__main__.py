@@ -37,6 +37,9 @@ def _parse_sets(sets: list[str]) -> dict[str, object]:
             raise ValueError(f"--set expects key=value, got {item!r}")
         # JSON objects (a pasted config.json or a custom GPU) pass through; the rest stay text
         # and are converted by the simulator's own validation.
+        if value.startswith("@"):  # --set model=@config.json reads a file (a real config.json)
+            with open(value[1:], encoding="utf-8") as f:
+                value = f.read()
         params[key.strip()] = json.loads(value) if value.lstrip().startswith("{") else value
     return params
 
@@ -66,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         params = _parse_sets(args.set)
-    except (ValueError, json.JSONDecodeError) as e:
+    except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     answer = json.loads(api.run_json(args.name, json.dumps(params), seed=args.seed))

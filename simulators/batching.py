@@ -23,6 +23,7 @@ Generative Models (OSDI), iteration-level scheduling; 2) Kwon et al. 2023 (arXiv
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +81,14 @@ class Params:
         why = fit_error(m, resolve_gpu(self.gpu))
         if why:
             raise ParamError("model", why)
+        median = math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
+        if self.lengths == "azure" and median > m.max_context_tokens:
+            # Requests longer than the context are dropped: most of the trace would be.
+            raise ParamError(
+                "lengths",
+                f"the Azure trace's median request ({median:,.0f} tokens) is longer than {m.name}'s "
+                f"{m.max_context_tokens:,}-token context",
+            )
         if self.lengths != "azure" and 1.5 * (self.prompt_tokens + self.output_tokens) > m.max_context_tokens:
             raise ParamError(
                 "output_tokens",

@@ -13,6 +13,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from . import model_config
+
 
 class CatalogError(ValueError):
     """A catalogue entry, a pasted config.json or a custom GPU is invalid."""
@@ -29,6 +31,7 @@ def _load(name: str) -> dict[str, Any]:
 
 GPU_NUMBER_KEYS = (
     "memory_GiB",
+    "cuda_total_GiB",
     "hbm_bandwidth_GBps",
     "dense_bf16_tflops",
     "sparse_bf16_tflops",
@@ -41,7 +44,7 @@ GPU_NUMBER_KEYS = (
     "host_link_GBps",
     "tdp_W",
 )
-GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source")
+GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source", "cuda_total_source")
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,15 @@ class Gpu:
     interconnect: str = ""
     note: str = ""
     source: str = ""
+    # Memory CUDA reports as total (torch.cuda.mem_get_info()[1]), 2^30 bytes: a little below
+    # memory_GiB (ECC, firmware and driver reservations). None: not measured, memory_GiB is used.
+    cuda_total_GiB: float | None = None
+    cuda_total_source: str = ""
+
+    @property
+    def visible_GiB(self) -> float:
+        """What vLLM sees as this GPU's total memory."""
+        return self.cuda_total_GiB if self.cuda_total_GiB is not None else self.memory_GiB
 
     def peak_tflops(self, tensor_core: str, *, sparse: bool = False) -> float | None:
         """Peak matmul throughput for a tensor-core path ("bf16", "fp8", "int8"), or None."""
@@ -156,6 +168,26 @@ class Model:
     v_head_dim: int = 0
     published_params_B: float | None = None
     source: str = ""
+    # Attention kind of each layer ("full", "sliding", "chunked", "none" = no KV cache), or ()
+    # when all layers are alike (all "sliding" if sliding_window is set, else all "full").
+    layer_kinds: tuple[str, ...] = ()
+    # Llama 4's chunked local attention: tokens per chunk.
+    attention_chunk_size: int | None = None
+    # Keys of the pasted config.json that no simulator reads, listed rather than refused.
+    ignored_keys: tuple[str, ...] = ()
+    # What reading the config left out or assumed (vision tower, layers without KV cache...).
+    notes: tuple[str, ...] = ()
+    # Number format of the checkpoint's weights per its quantization_config ("" = bf16).
+    weight_format: str = ""
+    # Parameters of a vision tower (vision_config), which vLLM loads beside the language model.
+    vision_params: int = 0
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every layer's attention kind, spelled out."""
+        if self.layer_kinds:
+            return self.layer_kinds
+        return ("sliding" if self.sliding_window else "full",) * self.num_layers
 
     @property
     def attention(self) -> str:
@@ -180,6 +212,7 @@ _ALIASES = {
     "intermediate_size": ("intermediate_size", "n_inner", "ffn_dim"),
     "max_position_embeddings": ("max_position_embeddings", "n_positions", "max_seq_len"),
     "num_local_experts": ("num_local_experts", "n_routed_experts", "num_experts"),
+    "num_experts_per_tok": ("num_experts_per_tok", "experts_per_token"),
 }
 _REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
 _OPTIONAL_INT = (
@@ -257,6 +290,12 @@ _IGNORED = {
     "layer_types",
     "tie_embeddings",
     "bias",
+    "sliding_window_pattern",
+    "attention_chunk_size",
+    "no_rope_layers",
+    "shared_expert_intermediate_size",
+    "text_config",
+    "vision_config",
 }
 _PLAIN_MLP_TYPES = {"gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon"}
 _CATALOGUE_ONLY = {"name", "source", "published_params_B", "id"}
@@ -275,12 +314,13 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
     where = f"model '{model_id}'"
     if not isinstance(config, dict):
         raise CatalogError(f"{where}: expected a config.json object, got {type(config).__name__}")
+    vision = model_config.vision_params(config)
+    config, notes = model_config.flatten(config)
     known = {a for names in _ALIASES.values() for a in names}
     known |= set(_REQUIRED) | set(_OPTIONAL_INT) | _IGNORED | _CATALOGUE_ONLY
     known |= {"tie_word_embeddings", "attention_bias", "hidden_act", "vocab_size"}
-    unknown = sorted(set(config) - known)
-    if unknown:
-        raise CatalogError(f"{where}: unknown key(s) {', '.join(unknown)} (not read by the cost model)")
+    # A real config.json carries keys no simulator reads: listed on the model, never refused.
+    unknown = tuple(sorted(set(config) - known))
 
     def get(key: str) -> Any:
         for alias in _ALIASES.get(key, (key,)):
@@ -314,6 +354,18 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
     if mla and not (opt.get("qk_rope_head_dim") and opt.get("qk_nope_head_dim") and opt.get("v_head_dim")):
         raise CatalogError(f"{where}: MLA needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
     published = config.get("published_params_B")
+    try:
+        kinds, kind_notes = model_config.layer_kinds(config, layers)
+    except ValueError as e:
+        raise CatalogError(f"{where}: {e}") from None
+    shared = opt.get("n_shared_experts", 0)
+    shared_size = config.get("shared_expert_intermediate_size")
+    moe_size = opt.get("moe_intermediate_size", 0) or (intermediate if experts else 0)
+    if experts and isinstance(shared_size, int) and shared_size > 0 and moe_size:
+        shared = max(1, round(shared_size / moe_size))  # Qwen2-MoE: one wide shared expert
+    if experts and config.get("model_type") in ("llama4", "llama4_text"):
+        shared = shared or 1  # Llama 4 MoE layers add one shared expert (HF Llama4TextMoe)
+    chunk = config.get("attention_chunk_size")
     return Model(
         id=model_id,
         name=str(config.get("name", model_id)),
@@ -328,11 +380,11 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
         tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
         attention_bias=bool(config.get("attention_bias", False)),
         mlp=mlp,
-        sliding_window=opt.get("sliding_window") or None,
+        sliding_window=model_config.sliding_window(config) if "sliding_window" in opt else None,
         num_experts=experts,
         num_experts_per_tok=top_k,
-        num_shared_experts=opt.get("n_shared_experts", 0),
-        moe_intermediate_size=opt.get("moe_intermediate_size", 0) or (intermediate if experts else 0),
+        num_shared_experts=shared,
+        moe_intermediate_size=moe_size,
         first_k_dense=opt.get("first_k_dense_replace", 0),
         kv_lora_rank=mla,
         q_lora_rank=opt.get("q_lora_rank", 0),
@@ -341,13 +393,25 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
         v_head_dim=opt.get("v_head_dim", 0),
         published_params_B=None if published is None else float(published),
         source=str(config.get("source", "")),
+        layer_kinds=kinds,
+        attention_chunk_size=int(chunk) if isinstance(chunk, int) and chunk > 0 else None,
+        ignored_keys=unknown,
+        notes=tuple(notes + kind_notes),
+        weight_format=model_config.weight_format(config),
+        vision_params=vision,
     )
 
 
 @cache
 def models() -> dict[str, Model]:
-    """Every catalogue model by id, in file order."""
-    return {mid: model_from_config(entry, mid) for mid, entry in _load("models.toml").items()}
+    """Every catalogue model by id, in file order; a catalogue entry may not carry unread keys."""
+    out = {mid: model_from_config(entry, mid) for mid, entry in _load("models.toml").items()}
+    for mid, m in out.items():
+        if m.ignored_keys:
+            raise CatalogError(
+                f"model '{mid}': unknown key(s) {', '.join(m.ignored_keys)} (not read by the cost model)"
+            )
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,10 +427,15 @@ class Precision:
     scale_bits: int
     tensor_core: str
     source: str
+    # Average stored bits per weight of a mixed format (GGUF k-quant mixes), where one block
+    # layout does not describe it; overrides bits + scales.
+    bits_per_weight: float | None = None
 
     @property
     def bytes_per_value(self) -> float:
         """Stored bytes per value, group scales included: int4 g128 = (4 + 16/128) / 8."""
+        if self.bits_per_weight is not None:
+            return self.bits_per_weight / 8
         overhead = self.scale_bits / self.group_size if self.group_size else 0.0
         return (self.bits + overhead) / 8
 

@@ -28,6 +28,7 @@ from typing import Any
 from . import capacity
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
+from .parallel import check_link
 from .params import engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
@@ -90,6 +91,9 @@ class Params:
             ("memory", "Size and KV capacity"),
         ],
     )
+
+    def check(self) -> None:
+        check_link(self.gpu, self.num_gpus, "num_gpus")
 
 
 BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}

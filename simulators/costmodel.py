@@ -193,26 +193,47 @@ def streamed_weight_bytes(
     return linear * block + rest * BF16_BYTES
 
 
+def kv_layers(m: Model) -> int:
+    """Layers that keep a KV cache (linear-attention and state-space layers keep none)."""
+    return sum(1 for kind in m.kinds if kind != "none")
+
+
 def kv_bytes_per_token(m: Model, kv_dtype: str = "bf16") -> float:
-    """KV-cache bytes one token adds to one sequence, all layers.
+    """KV-cache bytes one token adds to one sequence, all layers that keep a cache.
 
     Standard attention keeps a key and a value per KV head: 2 * layers * kv_heads * head_dim.
     MLA keeps one compressed latent plus the rotary key: layers * (kv_lora_rank + rope_dim).
     """
     if m.kv_lora_rank:
-        values = m.num_layers * (m.kv_lora_rank + m.qk_rope_head_dim)
+        values = kv_layers(m) * (m.kv_lora_rank + m.qk_rope_head_dim)
     else:
-        values = 2 * m.num_layers * m.num_kv_heads * m.head_dim
+        values = 2 * kv_layers(m) * m.num_kv_heads * m.head_dim
     return values * bytes_per_value(kv_dtype)
 
 
+def layer_tokens_held(m: Model, kind: str, context_tokens: int) -> int:
+    """Tokens one layer of this kind keeps for a sequence of `context_tokens`."""
+    if kind == "sliding" and m.sliding_window:
+        return min(context_tokens, m.sliding_window)
+    if kind == "chunked" and m.attention_chunk_size:
+        return min(context_tokens, m.attention_chunk_size)
+    return 0 if kind == "none" else context_tokens
+
+
 def kv_tokens_held(m: Model, context_tokens: int) -> int:
-    """Tokens a sequence keeps in cache: all of them, or the window for sliding-window attention."""
-    return min(context_tokens, m.sliding_window) if m.sliding_window else context_tokens
+    """Tokens a sequence keeps in cache, averaged over its KV layers: all of them, or the window
+    for sliding-window layers (interleaved local/global models average the two)."""
+    n = kv_layers(m)
+    if n == 0:
+        return 0
+    held = sum(layer_tokens_held(m, kind, context_tokens) for kind in m.kinds)
+    return -(-held // n)  # ceiling: never report less cache than is held
 
 
 def kv_bytes_per_sequence(m: Model, context_tokens: int, kv_dtype: str = "bf16") -> float:
-    return kv_tokens_held(m, context_tokens) * kv_bytes_per_token(m, kv_dtype)
+    n = kv_layers(m)
+    held = sum(layer_tokens_held(m, kind, context_tokens) for kind in m.kinds)
+    return held * kv_bytes_per_token(m, kv_dtype) / n if n else 0.0
 
 
 # ---------------------------------------------------------------------------------------------

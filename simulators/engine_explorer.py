@@ -51,6 +51,7 @@ from .catalog import resolve_gpu, resolve_model, running_example
 from .engine import EngineSpec, SchedulerConfig, serve, workload
 from .engine.cluster import fit_error
 from .engine.steptime import StepCost, attention_keys
+from .parallel import check_link
 from .params import ParamError, dtype_choices, gpu_param, model_param, param
 from .plotting import MARKERS, PALETTE, layout, line
 from .plotting import figure as make_figure
@@ -115,6 +116,7 @@ class Params:
     view: str = param("request", label="Chart", choices=VIEWS)
 
     def check(self) -> None:
+        check_link(self.gpu, self.num_gpus, "num_gpus")
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
         why = fit_error(m, gpu, tp=self.num_gpus, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
         if why:

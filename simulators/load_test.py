@@ -94,9 +94,22 @@ class Params:
     )
 
     def check(self) -> None:
-        why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
+        m = resolve_model(self.model)
+        why = fit_error(m, resolve_gpu(self.gpu))
         if why:
             raise ParamError("model", why)
+        # Requests longer than the context are dropped; when the typical one is, none is served.
+        typical = _lengths("fixed") if self.lengths == "fixed" else None
+        need = typical.prompt + typical.output if typical else _azure_median()
+        if need > m.max_context_tokens:
+            raise ParamError(
+                "lengths",
+                f"requests of about {need:,.0f} tokens do not fit {m.name}'s {m.max_context_tokens:,}-token context",
+            )
+
+
+def _azure_median() -> float:
+    return math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
 
 
 def _lengths(kind: str) -> workload.Lengths:

@@ -44,7 +44,7 @@ from . import capacity
 from . import costmodel as cm
 from .catalog import precisions, resolve_gpu, resolve_model, running_example
 from .params import dtype_choices, engine_param, gpu_param, model_param, param
-from .plotting import bar, layout, line
+from .plotting import MARKERS, bar, layout, line
 from .plotting import figure as make_figure
 
 TITLE = "Quantisation: bytes per weight and when they become speed"
@@ -273,13 +273,18 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
             data, layout(title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis={"type": "log"})
         )
     x = r["batches"]
+    # Past six formats the dashes run out (the seventh is the reference line's): add markers.
     data = [
-        line(x, r["speedup_curves"][f], name, i)
+        line(x, r["speedup_curves"][f], name, i, **_marked(i))
         for i, (f, name) in enumerate(zip(r["formats"], r["format_names"], strict=True))
     ]
     data.append(line([x[0], x[-1]], [r["worthwhile_speedup"]] * 2, "Worthwhile speed-up", 6))
     title = f"Decode speed-up over bf16, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
     return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"}))
+
+
+def _marked(i: int) -> dict[str, Any]:
+    return {} if i < 6 else {"mode": "lines+markers", "marker": {"symbol": MARKERS[(i - 6) % len(MARKERS)]}}
 
 
 def summary(r: dict[str, Any]) -> str:

@@ -26,6 +26,8 @@ LESSON_LINK = re.compile(r"\[(?P<text>[^\]]+)\]\((?P<path>(?:\.\./)*lessons/[\w.
 VALIDATION_PAGE = "validation.md"
 TABLE_MARKER = "<!-- validation-table -->"
 BAND_MARKER = "<!-- validation-band -->"
+# The KV-capacity table against vLLM's start-up logs (simulators/vllm_validation.py).
+VLLM_MARKER = "<!-- vllm-kv-table -->"
 
 
 def render(markdown: str, src_uri: str, path: Path, sims: Simulators, glossary: Glossary | None, course: Course) -> str:
@@ -57,7 +59,10 @@ def render_validation(markdown: str) -> str:
     for marker in (TABLE_MARKER, BAND_MARKER):
         if marker not in markdown:
             raise BuildError(f"docs/{VALIDATION_PAGE} lacks the line {marker}")
+    from simulators import vllm_validation
+
     table = validation.render_markdown().split("\n", 1)[1]  # without the "generated, do not edit" comment
+    markdown = markdown.replace(VLLM_MARKER, vllm_validation.render_markdown())
     return markdown.replace(BAND_MARKER, error_band()).replace(TABLE_MARKER, table)
 
 

@@ -1,0 +1,123 @@
+"""Validation of vLLM's memory accounting against vLLM's own start-up logs.
+
+Each [[vllm_log]] of data/measurements.toml is a published vLLM start-up with its full settings
+and the two lines it logged. For each we run the same accounting as the deployment simulator
+(vllm_memory.account) and compare the predicted "GPU KV cache size" and "Maximum concurrency"
+with the logged ones. `summary()` gives the median and largest |error|; `render_markdown()` the
+table of the validation page (docs/validation.md, section "KV capacity against vLLM's logs").
+
+References: 1) the logs named in each row's `source`; 2) vllm-project/vllm,
+vllm/v1/core/kv_cache_utils.py (the two log lines).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from . import vllm_memory as vm
+from .catalog import gpus, models
+from .validation import _data
+
+
+@dataclass(frozen=True)
+class LogRow:
+    id: str
+    what: str
+    model: str
+    layout: str  # "TP 2, PP 1, fp8 KV"
+    predicted_tokens: int
+    logged_tokens: int
+    predicted_concurrency: float
+    logged_concurrency: float
+    predicted_available_GiB: float
+    logged_available_GiB: float
+    source: str
+
+    @property
+    def error(self) -> float:
+        """(predicted - logged) / logged, of the KV tokens."""
+        return (self.predicted_tokens - self.logged_tokens) / self.logged_tokens
+
+
+def logs() -> list[dict[str, Any]]:
+    """Every published vLLM start-up, in file order."""
+    return list(_data().get("vllm_log", []))
+
+
+def predict(entry: dict[str, Any]) -> vm.VllmMemory:
+    m = models()[entry["model"]]
+    weight = entry["weight_dtype"]
+    if weight == "auto":
+        weight = m.weight_format or "bf16"
+    return vm.account(
+        m,
+        gpus()[entry["gpu"]],
+        tp=entry["tensor_parallel_size"],
+        pp=entry["pipeline_parallel_size"],
+        gpu_memory_utilization=entry["gpu_memory_utilization"],
+        max_model_len=entry["max_model_len"],
+        max_num_batched_tokens=entry["max_num_batched_tokens"],
+        max_num_seqs=entry["max_num_seqs"],
+        kv_dtype="bf16" if entry["kv_cache_dtype"] == "auto" else entry["kv_cache_dtype"],
+        weight_dtype=weight,
+    )
+
+
+def rows() -> list[LogRow]:
+    out = []
+    for e in logs():
+        a = predict(e)
+        layout = f"TP {e['tensor_parallel_size']}, PP {e['pipeline_parallel_size']}"
+        if e["kv_cache_dtype"] != "auto":
+            layout += f", {e['kv_cache_dtype']} KV"
+        out.append(
+            LogRow(
+                id=e["id"],
+                what=e["what"],
+                model=models()[e["model"]].name,
+                layout=layout,
+                predicted_tokens=a.kv_tokens,
+                logged_tokens=e["logged_kv_tokens"],
+                predicted_concurrency=a.max_concurrency,
+                logged_concurrency=e["logged_max_concurrency"],
+                predicted_available_GiB=min(s.kv_bytes for s in a.stages) / vm.GiB,
+                logged_available_GiB=e["logged_available_GiB"],
+                source=e["source"],
+            )
+        )
+    return out
+
+
+def summary() -> dict[str, float]:
+    """Median and largest |error| of the KV tokens, and how many rows are within 10%."""
+    errors = [abs(r.error) for r in rows()]
+    return {
+        "points": len(errors),
+        "median_abs_error": statistics.median(errors),
+        "max_abs_error": max(errors),
+        "within_10_percent": sum(e <= 0.10 for e in errors),
+    }
+
+
+def render_markdown() -> str:
+    s = summary()
+    lines = [
+        "| Model | Layout | What it checks | Predicted KV tokens | Logged | Error | Predicted concurrency | Logged | Available KV GiB, predicted / logged | Log |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows():
+        lines.append(
+            f"| {r.model} | {r.layout} | {r.what} | {r.predicted_tokens:,} | {r.logged_tokens:,} | {r.error:+.1%} | "
+            f"{r.predicted_concurrency:.2f} | {r.logged_concurrency:.2f} | "
+            f"{r.predicted_available_GiB:.2f} / {r.logged_available_GiB:.2f} | [log]({r.source}) |"
+        )
+    worst = max(rows(), key=lambda r: abs(r.error))
+    lines += [
+        "",
+        f"Across {s['points']:.0f} start-ups the median |error| of the KV token count is {s['median_abs_error']:.1%} and "
+        f"the largest {s['max_abs_error']:.1%} ({worst.model}, {worst.layout}); {s['within_10_percent']:.0f} of "
+        f"{s['points']:.0f} are within 10%.",
+    ]
+    return "\n".join(lines)
