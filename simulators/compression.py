@@ -61,6 +61,14 @@ def _scheme_choices() -> list[tuple[str, str]]:
     return [(sid, s["name"]) for sid, s in schemes()["schemes"].items()]
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("speed", "Speed-up per scheme"),
+    ("batch", "Decode speed-up vs batch"),
+    ("memory", "Size and KV capacity"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -79,15 +87,6 @@ class Params:
     num_gpus: int = param(1, label="GPUs", min=1, max=8, step=1)
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
-    view: str = param(
-        "speed",
-        label="Chart",
-        choices=[
-            ("speed", "Speed-up per scheme"),
-            ("batch", "Decode speed-up vs batch"),
-            ("memory", "Size and KV capacity"),
-        ],
-    )
 
 
 BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}
@@ -172,7 +171,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "batch_size": p.batch_size,
         "prompt_tokens": p.prompt_tokens,
         "num_gpus": p.num_gpus,
-        "view": p.view,
         "method": s["method"],
         "calibration": s["calibration"],
         "needs_calibration_data": s["needs_calibration_data"],
@@ -206,11 +204,11 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     rows = r["schemes"]
     names = [v["name"] for v in rows.values()]
     kv = " + FP8 KV" if r["kv_fp8"] else ""
-    if r["view"] == "batch":
+    if view == "batch":
         x = r["batch_grid"]
         data = [line(x, v["decode_speedup_by_batch"], v["name"] + kv, i) for i, v in enumerate(rows.values())]
         data.append(line([x[0], x[-1]], [1, 1], "BF16 (1x)", 6))
@@ -221,7 +219,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
             xaxis={"type": "log"},
         )
         return make_figure(data, lay)
-    if r["view"] == "memory":
+    if view == "memory":
         data = [
             bar(
                 ["BF16"] + names,
@@ -257,7 +255,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     return make_figure(data, lay)
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     text = (
         f"{r['scheme_name']} stores {r['model']}'s weights in {m['artifact_GB']:.1f} GB instead of {m['baseline_GB']:.1f} GB "

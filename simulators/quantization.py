@@ -75,6 +75,14 @@ METRICS = {
 }
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("speedup", "Decode speed-up vs batch"),
+    ("formats", "Bytes per format"),
+    ("demo", "Quantisation error demo"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -96,15 +104,6 @@ class Params:
     num_outliers: int = param(8, label="Outliers in the demo matrix", min=0, max=256, step=1)
     outlier_size: float = param(20.0, label="Outlier size", unit="sigma", min=1.0, max=200.0, step=1.0, log=True)
     group_size: str = param("128", label="Demo group size", choices=[("32", "32"), ("64", "64"), ("128", "128")])
-    view: str = param(
-        "speedup",
-        label="Chart",
-        choices=[
-            ("speedup", "Decode speed-up vs batch"),
-            ("formats", "Bytes per format"),
-            ("demo", "Quantisation error demo"),
-        ],
-    )
 
 
 def demo_matrix(seed: int, num_outliers: int, outlier_size: float) -> list[list[float]]:
@@ -223,7 +222,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "weight_dtype": p.weight_dtype,
         "batch_size": p.batch_size,
         "context_tokens": p.context_tokens,
@@ -243,12 +241,12 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    if r["view"] == "formats":
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "formats":
         text = [f"{b:g} bits/weight" for b in r["bits_per_weight"]]
         data = [bar(r["format_names"], r["weights_GB"], "Weights", 0, text=text, textposition="outside")]
         return make_figure(data, layout(f"Weight memory of {r['model']} per format", "Format", "GB"))
-    if r["view"] == "demo":
+    if view == "demo":
         m = r["metrics"]
         x = ["Per tensor", "Per channel (row)", f"Groups of {r['group_size']}"]
         data = [
@@ -275,7 +273,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"}))
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m, fmt = r["metrics"], r["weight_dtype"]
     text = (
         f"{fmt} stores {m['bits_per_weight']:g} bits per weight: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB "
@@ -287,7 +285,7 @@ def summary(r: dict[str, Any]) -> str:
         text += f"The decode speed-up falls below {r['worthwhile_speedup']:g}x from batch {m['speedup_stops_paying_batch']:,}. "
     else:
         text += f"The decode speed-up stays above {r['worthwhile_speedup']:g}x up to batch 4,096. "
-    if r["view"] == "demo":
+    if view == "demo":
         text += (
             f"In the demo matrix with {r['num_outliers']} outliers, INT4 errs by "
             f"{m['demo_int4_per_tensor_rel_rms']:.1%} (relative RMS) with one scale per tensor, "

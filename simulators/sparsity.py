@@ -84,6 +84,14 @@ METRICS = {
 }
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("savings", "Savings vs dense"),
+    ("batch", "Decode speed-up vs batch"),
+    ("demo", "Magnitude-pruning demo"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -107,15 +115,6 @@ class Params:
     )
     batch_size: int = param(1, label="Decode batch", unit="sequences", min=1, max=1024, step=1, log=True)
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
-    view: str = param(
-        "savings",
-        label="Chart",
-        choices=[
-            ("savings", "Savings vs dense"),
-            ("batch", "Decode speed-up vs batch"),
-            ("demo", "Magnitude-pruning demo"),
-        ],
-    )
 
 
 def prune_unstructured(w: Sequence[Sequence[float]], sparsity: float) -> list[list[float]]:
@@ -275,7 +274,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "weight_dtype": p.weight_dtype,
         "sparsity": p.sparsity,
         "layout": p.unstructured_layout,
@@ -294,14 +292,14 @@ def _names(r: dict[str, Any]) -> dict[str, str]:
     return {"24": "2:4 structured (50%)", "unstructured": f"Unstructured {r['sparsity']:.0%}, {r['layout']}"}
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     m, names = r["metrics"], _names(r)
-    if r["view"] == "batch":
+    if view == "batch":
         data = [line(r["batches"], r["speedup_curves"][v], names[v], i) for i, v in enumerate(SCHEMES)]
         data.append(line([r["batches"][0], r["batches"][-1]], [1, 1], "Dense", 6))
         title = f"Decode speed-up over dense, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
         return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"}))
-    if r["view"] == "demo":
+    if view == "demo":
         x = ["Share of |w| removed", "Share of w^2 removed", "Relative output error"]
         keys = ("magnitude_removed", "energy_removed", "output_rel_error")
         data = [bar(x, [m[f"demo_{v}_{k}"] for k in keys], names[v], i) for i, v in enumerate(SCHEMES)]
@@ -332,7 +330,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     return make_figure(data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group"))
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m, names = r["metrics"], _names(r)
     text = (
         f"{names['24']} stores {m['bytes_per_weight_24']:g} B per block weight and cuts {r['model']}'s weights from "
@@ -344,12 +342,12 @@ def summary(r: dict[str, Any]) -> str:
         f"{m['decode_speedup_unstructured']:.2f}x. Unstructured sparsity can only save bytes, so it pays only in "
         "memory-bound steps and with a compressed layout. "
     )
-    if r["view"] == "batch":
+    if view == "batch":
         c = r["speedup_curves"]
         text += (
             f"At batch {r['batches'][-1]:,} the decode gains are {c['24'][-1]:.2f}x and {c['unstructured'][-1]:.2f}x. "
         )
-    if r["view"] == "demo":
+    if view == "demo":
         text += (
             f"Pruning the demo matrix by magnitude removes {m['demo_24_energy_removed']:.1%} of its energy with 2:4 and "
             f"{m['demo_unstructured_energy_removed']:.1%} unstructured at {r['sparsity']:.0%}, for output errors of "

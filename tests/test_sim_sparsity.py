@@ -60,7 +60,7 @@ def test_memory_bound_decode_gains_from_bytes_for_both():
 
 
 def test_the_decode_gain_fades_as_the_kv_cache_grows():
-    r = _run(view="batch", context_tokens=8192)
+    r = _run(context_tokens=8192)
     for v in sp.SCHEMES:
         curve = r["speedup_curves"][v]
         assert curve[0] > 1.5 and curve[-1] < 1.1
