@@ -3,8 +3,9 @@
     run_json(name, params_json, seed=0, view=None) -> str
         {"ok": true, "metrics": {...}, "result": {...}, "figure": {...}, "summary": "..."}
         {"ok": false, "errors": [{"field": ..., "message": ...}]}
-    figure_json(name, result_json, view) -> str      {"ok": true, "figure": ..., "summary": ...}
-    Session().run_json(...)                          the same, answered from a ResultsCache
+    Session().run_json(...)        the same, answered from the session's ResultsCache when kept
+    Session().figure_json(name, params_json, seed=0, view=None) -> str
+        {"ok": true, "figure": {...}, "summary": "..."}: a chart switch, drawn from the kept result
 
 Only JSON crosses: no Python object reaches JavaScript. The dispatch table below is the whole
 registry: adding a simulator is one module and one line here.
@@ -225,30 +226,16 @@ def run_json(name: str, params_json: str, seed: int = 0, view: str | None = None
     return _run_json(name, params_json, seed, view, None)
 
 
-def _run_json(name: str, params_json: str, seed: int, view: str | None, cache: ResultsCache | None) -> str:
+def _run_json(
+    name: str, params_json: str, seed: int, view: str | None, cache: ResultsCache | None, keys: tuple[str, ...] = ()
+) -> str:
+    """run()'s answer as JSON; with `keys`, only those parts of a good answer."""
     try:
         params = json.loads(params_json) if params_json.strip() else {}
     except json.JSONDecodeError as e:
         return dumps({"ok": False, "errors": [{"field": "", "message": f"parameters are not valid JSON: {e}"}]})
-    return dumps(run(name, params, seed, view, cache=cache))
-
-
-def figure_json(name: str, result_json: str, view: str | None = None) -> str:
-    """A chart drawn again from a result run_json gave (its "result"), without simulating.
-
-    For a chart whose view_data another result lacks (e.g. a sweep), ask run_json for that view.
-    """
-    try:
-        mod = _module(name)
-        chart = _chart(mod, view)
-        result = json.loads(result_json)
-    except UnknownSimulator as e:
-        return dumps({"ok": False, "errors": [{"field": "", "message": e.args[0]}]})
-    except ParamErrors as e:
-        return dumps({"ok": False, "errors": e.errors})
-    except json.JSONDecodeError as e:
-        return dumps({"ok": False, "errors": [{"field": "", "message": f"the result is not valid JSON: {e}"}]})
-    return dumps({"ok": True, **_draw(mod, result, chart)})
+    answer = run(name, params, seed, view, cache=cache)
+    return dumps({k: answer[k] for k in ("ok", *keys)} if keys and answer["ok"] else answer)
 
 
 class Session:
@@ -263,6 +250,11 @@ class Session:
 
     def run_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
         return _run_json(name, params_json, seed, view, self.cache)
+
+    def figure_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
+        """Only the chart and its words, {"ok": true, "figure": ..., "summary": ...}: for a chart
+        switch, drawn from the kept result (simulated first if this scenario is not kept)."""
+        return _run_json(name, params_json, seed, view, self.cache, ("figure", "summary"))
 
     @property
     def results(self) -> LruCache[object]:
