@@ -1255,6 +1255,21 @@ def check(figure: Any) -> None:
         )
 
 
+def geometry(figure: dict[str, Any]) -> dict[str, Any]:
+    """Where render() puts things, to compare with plotly.js's drawing of the same figure: the chart's
+    size, the plot area (plotly's `_fullLayout._size`: l, t, w, h in px), each drawn axis's range
+    (log axes in log10 units, categories by index, as plotly's `range`) and the traces drawn."""
+    chart = _Chart(figure, "geometry")
+    chart.build()
+    return {
+        "width": chart.width,
+        "height": chart.height,
+        "plot": {"l": chart.left, "t": chart.top, "w": chart.plot_w, "h": chart.plot_h},
+        "axes": {name: [ax.lo, ax.hi] for name, ax in chart.axes.items() if ax.used or ax.overlaying},
+        "traces": len(chart.traces),
+    }
+
+
 def figure_id(figure: Any) -> str:
     """A short id derived from the figure, for charts rendered without a caller-supplied id."""
     blob = json.dumps(figure, sort_keys=True, default=str, allow_nan=True)
