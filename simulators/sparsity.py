@@ -35,7 +35,6 @@ neuralmagic/Sparse-Llama-3.1-8B-2of4 (Hugging Face).
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 import random
@@ -48,6 +47,7 @@ from .catalog import resolve_gpu, resolve_model, running_example
 from .params import dtype_choices, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
+from .results_cache import LruCache
 
 TITLE = "Sparsity: unstructured vs 2:4, bytes vs speed"
 DESCRIPTION = (
@@ -184,8 +184,12 @@ def _scores(b: _Base, wp: list[list[float]]) -> Scores:
     return sum(map(abs, removed)) / b.mag, sum([v * v for v in removed]) / b.energy, err / b.y_norm
 
 
-# W, X and W X depend only on the seed; a change of any other control reuses them.
-@functools.lru_cache(maxsize=8)
+# Demo work kept between calls in the caller's memo (api.Session gives one): W, X and W X depend
+# only on the seed, 2:4 pruning too, unstructured pruning on the seed and the sparsity; a change of
+# any other control reuses them. At most 8 of each.
+MEMO_ENTRIES = 24
+
+
 def _base(seed: int) -> _Base:
     rng = random.Random(seed)
     w = tuple(tuple(rng.gauss(0.0, 1.0) for _ in range(COLS)) for _ in range(ROWS))
@@ -198,29 +202,36 @@ def _base(seed: int) -> _Base:
     return _Base(w, x, y, mag, energy, y_norm)
 
 
-# 2:4 pruning depends only on the seed; a change of any other control (sparsity included) reuses it.
-@functools.lru_cache(maxsize=8)
-def demo_24(seed: int) -> Scores:
-    b = _base(seed)
+def demo_24(seed: int, memo: LruCache[Any]) -> Scores:
+    b = _kept_base(seed, memo)
     return _scores(b, prune_24(b.w))
 
 
-# Unstructured pruning depends only on (seed, sparsity); a change of the other controls reuses it.
-@functools.lru_cache(maxsize=8)
-def demo_unstructured(seed: int, sparsity: float) -> Scores:
-    b = _base(seed)
+def demo_unstructured(seed: int, sparsity: float, memo: LruCache[Any]) -> Scores:
+    b = _kept_base(seed, memo)
     return _scores(b, prune_unstructured(b.w, sparsity))
 
 
-def demo(seed: int, sparsity: float) -> dict[str, dict[str, float]]:
-    """{scheme: {DEMO_KEYS: value}}, new dicts each call (the cached scores are tuples)."""
+def _kept_base(seed: int, memo: LruCache[Any]) -> _Base:
+    base: _Base = memo.get_or_make(("base", seed), lambda: _base(seed))
+    return base
+
+
+def demo(seed: int, sparsity: float, memo: LruCache[Any] | None = None) -> dict[str, dict[str, float]]:
+    """{scheme: {DEMO_KEYS: value}}, new dicts each call (the kept scores are tuples)."""
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+    s24: Scores = keep.get_or_make(("24", seed), lambda: demo_24(seed, keep))
+    unstructured: Scores = keep.get_or_make(
+        ("unstructured", seed, sparsity), lambda: demo_unstructured(seed, sparsity, keep)
+    )
     return {
-        "24": dict(zip(DEMO_KEYS, demo_24(seed), strict=True)),
-        "unstructured": dict(zip(DEMO_KEYS, demo_unstructured(seed, sparsity), strict=True)),
+        "24": dict(zip(DEMO_KEYS, s24, strict=True)),
+        "unstructured": dict(zip(DEMO_KEYS, unstructured, strict=True)),
     }
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the demo's matrices and scores for the caller's next call (none: nothing is kept)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal)}
@@ -247,7 +258,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
     path = cm.matmul_path(gpu, p.weight_dtype)
     has_sparse = gpu.peak_tflops(path, sparse=True) is not None
-    d = demo(seed, p.sparsity)
+    d = demo(seed, p.sparsity, memo)
     notes = []
     if not has_sparse:
         notes.append(f"{gpu.name} publishes no 2:4 sparse rate for {path}: 2:4 saves only bytes here.")
