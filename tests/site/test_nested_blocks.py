@@ -132,3 +132,23 @@ def test_indented_fences_of_other_languages_are_not_prose() -> None:
     assert fences.prose_lines(text) == ["Prose.\n", "\n", "!!! note\n", "\n", "\n", "More.\n"]
     out = lesson_page.render_body(text, Path("x.md"), 1, Simulators())
     assert out == text  # neither expanded nor changed
+
+
+def test_no_two_sitebuild_modules_import_each_other() -> None:
+    # glossary.py used to import lesson_page.py (inside a function, to dodge the cycle) while
+    # lesson_page.py imported glossary.py; both now take fences from sitebuild/fences.py.
+    import ast
+
+    root = Path(__file__).resolve().parents[2] / "sitebuild"
+    imports: dict[str, set[str]] = {}
+    for path in root.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "sitebuild":
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sitebuild."):
+                found.add(node.module.removeprefix("sitebuild."))
+        imports[path.stem] = found
+    assert "lesson_page" in imports["docs_pages"]  # the check sees imports of both forms
+    cycles = sorted((a, b) for a, deps in imports.items() for b in deps if a < b and a in imports.get(b, set()))
+    assert cycles == []
