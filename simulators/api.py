@@ -102,23 +102,21 @@ def schema(name: str) -> dict[str, Any]:
     mod = _module(name)
     views = _views(mod)
     # The chart choice is listed with the parameters, last, so that pages build its control alike.
-    chart = [
-        {
-            "name": VIEW,
-            "label": "Chart",
-            "type": "choice",
-            "default": views[0][0] if views else None,
-            "unit": "",
-            "help": "",
-            "custom": None,
-            "choices": [{"value": v, "label": label} for v, label in views],
-        }
-    ]
+    chart = {
+        "name": VIEW,
+        "label": "Chart",
+        "type": "choice",
+        "default": views[0][0] if views else None,
+        "unit": "",
+        "help": "",
+        "custom": None,
+        "choices": [{"value": v, "label": label} for v, label in views],
+    }
     return {
         "name": name,
         "title": mod.TITLE,
         "description": mod.DESCRIPTION,
-        "params": schema_fields(mod.Params) + (chart if views else []),
+        "params": schema_fields(mod.Params) + ([chart] if views else []),
         "metrics": [{"name": k, "label": label, "unit": unit} for k, (label, unit) in mod.METRICS.items()],
     }
 
