@@ -9,6 +9,7 @@ For every page with a chart (lessons and tools), over --runs loads each:
 for every simulator, on the first widget of it with a number among its controls, with that widget
 set to the simulator's defaults through the page address (the target), and at the page's own scenario:
   change  control change -> chart redrawn, p50 and p95               target p95 <= 100 / 150 ms at defaults
+  tab     chart choice (view) switched -> chart redrawn, p50 and p95, per simulator with views
 timed after the page's warm-ups (runtime and plotly.js), each change to a value not used before;
 and the full build time (target <= 60 s). One untimed page load warms the browser process up
 first. The machine is shared: compare figures within one run.
@@ -22,7 +23,7 @@ Then, on the first page, the start-up on real networks (--network-runs loads eac
           own throttling (DevTools protocol): 20 Mbit/s 40 ms, 10 Mbit/s 40 ms (target <= 12 s),
           5 Mbit/s 100 ms with the CPU 4x slower (a phone)
 
-    python scripts/bench_site.py [--runs 5] [--changes 20] [--pages 01,08,tools] [--network-runs 2]
+    python scripts/bench_site.py [--runs 5] [--changes 20] [--pages 01,08,tools] [--network-runs 2] [--tabs-only]
     python scripts/bench_site.py --network-only   # only the start-up on real networks
 """
 
@@ -69,6 +70,22 @@ async ([widget, value]) => {
   }).observe(figure, { attributes: true, attributeFilter: ["data-drawn"] }));
   input.value = String(value);
   input.dispatchEvent(new Event("input", { bubbles: true }));
+  return drawn;
+}
+"""
+
+# Picks another chart (the "view" control) and resolves with the ms until redrawn.
+TAB = """
+async ([widget, value]) => {
+  const figure = document.getElementById(`sim-${widget}`);
+  const select = figure.querySelector(`#sim-${figure.dataset.widget}-view`);
+  const before = figure.dataset.drawn;
+  const start = performance.now();
+  const drawn = new Promise((resolve) => new MutationObserver((_, o) => {
+    if (figure.dataset.drawn !== before) { o.disconnect(); resolve(performance.now() - start); }
+  }).observe(figure, { attributes: true, attributeFilter: ["data-drawn"] }));
+  select.value = value;
+  select.dispatchEvent(new Event("change", { bubbles: true }));
   return drawn;
 }
 """
@@ -123,6 +140,41 @@ def changes(page: Page, widget: str, count: int) -> list[float]:
     first = float(field.input_value())
     values = distinct_values(first, param, count)
     return [page.evaluate(CHANGE, [widget, v]) for v in values]
+
+
+def tab_switches(page: Page, widget: str, count: int) -> list[float]:
+    """Switch the widget's chart `count` times, cycling through its views (the first switch draws
+    a view for the first time, later ones come back to views already drawn for this scenario)."""
+    select = page.locator(f"figure#sim-{widget} select[id$='-view']")
+    views = [v for v in select.locator("option").evaluate_all("(os) => os.map((o) => o.value)") if v != "__custom__"]
+    current = select.input_value()
+    order = [v for v in views if v != current] + [current]
+    return [page.evaluate(TAB, [widget, order[i % len(order)]]) for i in range(count)]
+
+
+def widgets_with_views(page: Page) -> list[tuple[str, str]]:
+    """(widget id, simulator) of every widget on the page whose chart choice is a control."""
+    return page.evaluate(
+        """() => [...document.querySelectorAll("figure.sim")].filter((f) => f.querySelector(`#sim-${f.dataset.widget}-view`))
+             .map((f) => [f.dataset.widget, f.dataset.sim])"""
+    )
+
+
+def tabs(browser_context: BrowserContext, pages: list[str], url: str, count: int) -> dict[str, list[float]]:
+    """Tab-switch times on the first widget of each simulator that offers a chart choice."""
+    per_sim: dict[str, list[float]] = {}
+    page = browser_context.new_page()
+    for name in pages:
+        load(page, f"{url}{name}/")
+        page.wait_for_function("() => window.llmCourse.chartsLive && window.llmCourse.runtime.background === 0")
+        for widget, sim in widgets_with_views(page):
+            if sim not in per_sim:
+                per_sim[sim] = tab_switches(page, widget, count)
+                print(
+                    f"  tab    {sim:13s} p50 {percentile(per_sim[sim], 0.5):5.0f} ms  p95 {percentile(per_sim[sim], 0.95):5.0f} ms  ({name})"
+                )
+    page.close()
+    return per_sim
 
 
 def distinct_values(first: float, param: dict, count: int) -> list[float]:
@@ -242,6 +294,8 @@ def main() -> int:
     parser.add_argument("--pages", help="comma-separated lesson ids (default: every page with a simulator)")
     parser.add_argument("--network-runs", type=int, default=2)
     parser.add_argument("--network-only", action="store_true", help="only the start-up on real networks")
+    parser.add_argument("--tabs", type=int, default=12, help="chart (view) switches per simulator")
+    parser.add_argument("--tabs-only", action="store_true", help="measure only the chart switches")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-site-"))
@@ -278,6 +332,16 @@ def main() -> int:
         throwaway = browser.new_context()
         throwaway.new_page().goto(f"{url}{pages[0]}/")
         throwaway.close()
+        print("chart switches (view control), after the page's warm-ups")
+        per_tab = tabs(warm_profile, pages, url, args.tabs)
+        every = [v for values in per_tab.values() for v in values]
+        print(f"  tab    all p50 {percentile(every, 0.5):.0f} ms  p95 {percentile(every, 0.95):.0f} ms\n")
+        if args.tabs_only:
+            warm_profile.close()
+            browser.close()
+            server.shutdown()
+            server.server_close()
+            return 0
         for name in pages:
             page_url = f"{url}{name}/"
             cold = []

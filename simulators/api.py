@@ -1,19 +1,33 @@
 """The one boundary between the page (or the CLI) and the simulators.
 
-    run_json(name, params_json) -> str
+    run_json(name, params_json, seed=0, view=None) -> str
         {"ok": true, "metrics": {...}, "result": {...}, "figure": {...}, "summary": "..."}
         {"ok": false, "errors": [{"field": ..., "message": ...}]}
+    Session().run_json(...)        the same, answered from the session's ResultsCache when kept
+    Session().figure_json(name, params_json, seed=0, view=None) -> str
+        {"ok": true, "figure": {...}, "summary": "..."}: a chart switch, drawn from the kept result
 
 Only JSON crosses: no Python object reaches JavaScript. The dispatch table below is the whole
 registry: adding a simulator is one module and one line here.
 
 Every simulator module provides `TITLE`, `DESCRIPTION`, `METRICS` ({name: (label, unit)}),
 a frozen `Params` dataclass, `run(params, *, seed) -> dict` (with a flat "metrics" dict),
-`figure(result) -> dict` (plotly) and `summary(result) -> str` (the chart in words).
+`figure(result, view) -> dict` (plotly) and `summary(result, view) -> str` (the chart in words),
+with `VIEWS` [(value, label)] the charts it draws, the first the default (a module with one chart
+has no VIEWS and its figure() and summary() take the result alone). Optional: `view_data(params,
+result, view, *, seed) -> dict`, what only some charts draw and costs a simulation (merged into the
+result for that chart), and `MEMO_ENTRIES` with `run(..., memo=)`: the simulator reuses
+intermediate work across calls from the memo a session gives it (results_cache.py).
+
+The chart choice is not a simulation input: a `view` key among the parameters (a lesson's sim
+block, the CLI's --set view=..., the page's address) is taken out and passed to figure(), so a
+session answers "the same scenario, another chart" by drawing its kept result again.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import math
 from types import ModuleType
@@ -40,6 +54,7 @@ from . import (
 )
 from .catalog import CatalogError
 from .params import ParamErrors, parse, schema_fields
+from .results_cache import MAX_RESULTS, LruCache, ResultsCache
 
 SIMULATORS: dict[str, ModuleType] = {
     "batching": batching,
@@ -82,13 +97,28 @@ def dumps(value: Any) -> str:
     return json.dumps(_clean(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
+VIEW = "view"  # the chart choice's name among the parameters a page or the CLI sends
+
+
 def schema(name: str) -> dict[str, Any]:
     mod = _module(name)
+    views = _views(mod)
+    # The chart choice is listed with the parameters, last, so that pages build its control alike.
+    chart = {
+        "name": VIEW,
+        "label": "Chart",
+        "type": "choice",
+        "default": views[0][0] if views else None,
+        "unit": "",
+        "help": "",
+        "custom": None,
+        "choices": [{"value": v, "label": label} for v, label in views],
+    }
     return {
         "name": name,
         "title": mod.TITLE,
         "description": mod.DESCRIPTION,
-        "params": schema_fields(mod.Params),
+        "params": schema_fields(mod.Params) + ([chart] if views else []),
         "metrics": [{"name": k, "label": label, "unit": unit} for k, (label, unit) in mod.METRICS.items()],
     }
 
@@ -108,36 +138,127 @@ def _module(name: str) -> ModuleType:
         raise UnknownSimulator(f"unknown simulator '{name}'; known: {', '.join(SIMULATORS)}") from None
 
 
-def run(name: str, params: dict[str, Any], seed: int = 0) -> dict[str, Any]:
-    """Validate, run and draw; the answer run_json serialises. Never raises on bad input."""
+def _views(mod: ModuleType) -> list[tuple[str, str]]:
+    return list(getattr(mod, "VIEWS", []))
+
+
+def _chart(mod: ModuleType, view: Any) -> str | None:
+    """The chart to draw: `view`, or the module's first; ParamErrors if it draws no such chart."""
+    views = _views(mod)
+    if not views:
+        if view is None:
+            return None
+        raise ParamErrors([{"field": VIEW, "message": "this simulator draws one chart: leave out 'view'"}])
+    if view is None:
+        return views[0][0]
+    if view not in [v for v, _ in views]:
+        choices = ", ".join(v for v, _ in views)
+        raise ParamErrors([{"field": VIEW, "message": f"unknown chart {view!r}; choose one of: {choices}"}])
+    return str(view)
+
+
+def _draw(mod: ModuleType, result: dict[str, Any], view: str | None) -> dict[str, Any]:
+    if view is None:
+        return {"figure": mod.figure(result), "summary": mod.summary(result)}
+    return {"figure": mod.figure(result, view), "summary": mod.summary(result, view)}
+
+
+# Simulators whose run() reuses intermediate work from a memo (their module names MEMO_ENTRIES).
+_MEMO = {name: "memo" in inspect.signature(mod.run).parameters for name, mod in SIMULATORS.items()}
+
+
+def _simulate(
+    name: str, mod: ModuleType, p: Any, seed: int, view: str | None, cache: ResultsCache | None
+) -> dict[str, Any]:
+    """run()'s result, with view_data() for `view` merged in; from and into `cache` if given."""
+    key = (name, dumps(dataclasses.asdict(p)), seed)
+    # run() and view_data() share one memo: the session's, or one for this call alone.
+    kw = {}
+    if _MEMO[name]:
+        kw["memo"] = LruCache(mod.MEMO_ENTRIES) if cache is None else cache.memo(name, mod.MEMO_ENTRIES)
+
+    def simulate() -> dict[str, Any]:
+        answer: dict[str, Any] = mod.run(p, seed=seed, **kw)
+        return answer
+
+    result: dict[str, Any] = simulate() if cache is None else cache.results.get_or_make(key, simulate)  # type: ignore[assignment]
+    if view is None or not hasattr(mod, "view_data"):
+        return result
+
+    def extra() -> dict[str, Any]:
+        answer: dict[str, Any] = mod.view_data(p, result, view, seed=seed, **kw)
+        return answer
+
+    more: dict[str, Any] = extra() if cache is None else cache.results.get_or_make((*key, view), extra)  # type: ignore[assignment]
+    return {**result, **more} if more else result
+
+
+def run(
+    name: str, params: dict[str, Any], seed: int = 0, view: str | None = None, *, cache: ResultsCache | None = None
+) -> dict[str, Any]:
+    """Validate, run and draw; the answer run_json serialises. Never raises on bad input.
+
+    `view` picks the chart (default: a "view" key in `params`, else the simulator's first chart).
+    With a `cache`, a scenario already simulated (the same parameters and seed) is only drawn.
+    """
     try:
         mod = _module(name)
     except UnknownSimulator as e:
         return {"ok": False, "errors": [{"field": "", "message": e.args[0]}]}
+    params = dict(params) if isinstance(params, dict) else params
+    if isinstance(params, dict) and VIEW in params:
+        chosen = params.pop(VIEW)
+        view = chosen if view is None else view
     try:
+        chart = _chart(mod, view)
         p = parse(mod.Params, params)
     except ParamErrors as e:
         return {"ok": False, "errors": e.errors}
     try:
-        result = mod.run(p, seed=seed)
+        result = _simulate(name, mod, p, seed, chart, cache)
     except CatalogError as e:
         return {"ok": False, "errors": [{"field": "", "message": str(e)}]}
-    return {
-        "ok": True,
-        "metrics": result["metrics"],
-        "result": result,
-        "figure": mod.figure(result),
-        "summary": mod.summary(result),
-    }
+    return {"ok": True, "metrics": result["metrics"], "result": result, **_draw(mod, result, chart)}
 
 
-def run_json(name: str, params_json: str, seed: int = 0) -> str:
-    """The browser's entry point: JSON in, JSON out."""
+def run_json(name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
+    """The browser's entry point: JSON in, JSON out. Keeps nothing (a Session keeps answers)."""
+    return _run_json(name, params_json, seed, view, None)
+
+
+def _run_json(
+    name: str, params_json: str, seed: int, view: str | None, cache: ResultsCache | None, keys: tuple[str, ...] = ()
+) -> str:
+    """run()'s answer as JSON; with `keys`, only those parts of a good answer."""
     try:
         params = json.loads(params_json) if params_json.strip() else {}
     except json.JSONDecodeError as e:
         return dumps({"ok": False, "errors": [{"field": "", "message": f"parameters are not valid JSON: {e}"}]})
-    return dumps(run(name, params, seed))
+    answer = run(name, params, seed, view, cache=cache)
+    return dumps({k: answer[k] for k in ("ok", *keys)} if keys and answer["ok"] else answer)
+
+
+class Session:
+    """Answers from one caller (a browser worker, a build) kept in its own ResultsCache: a chart
+    switch or a repeated scenario is drawn from the kept result instead of simulated again."""
+
+    def __init__(self, max_results: int = MAX_RESULTS) -> None:
+        self.cache = ResultsCache(max_results)
+
+    def run(self, name: str, params: dict[str, Any], seed: int = 0, view: str | None = None) -> dict[str, Any]:
+        return run(name, params, seed, view, cache=self.cache)
+
+    def run_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
+        return _run_json(name, params_json, seed, view, self.cache)
+
+    def figure_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
+        """Only the chart and its words, {"ok": true, "figure": ..., "summary": ...}: for a chart
+        switch, drawn from the kept result (simulated first if this scenario is not kept)."""
+        return _run_json(name, params_json, seed, view, self.cache, ("figure", "summary"))
+
+    @property
+    def results(self) -> LruCache[object]:
+        return self.cache.results
 
 
 def evaluate(name: str, seed: int = 0, **params: Any) -> dict[str, Any]:

@@ -58,6 +58,10 @@ METRICS = {
 LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed"), ("uniform", "Uniform +-50%")]
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [("occupancy", "Busy slots over time"), ("latency", "Latency percentiles")]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -72,9 +76,6 @@ class Params:
     lengths: str = param("azure", label="Lengths", choices=LENGTHS)
     prompt_tokens: int = param(1000, label="Prompt (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
     output_tokens: int = param(200, label="Output (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
-    view: str = param(
-        "occupancy", label="Chart", choices=[("occupancy", "Busy slots over time"), ("latency", "Latency percentiles")]
-    )
 
     def check(self) -> None:
         m = resolve_model(self.model)
@@ -119,7 +120,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "max_num_seqs": p.max_num_seqs,
         "rate_per_s": p.rate_per_s,
     }
@@ -157,8 +157,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return out
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    if r["view"] == "latency":
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "latency":
         labels = ["TTFT p50", "TTFT p90", "TTFT p99", "E2E p50", "E2E p90", "E2E p99"]
         data = [
             bar(labels, r[k]["ttft"] + r[k]["e2e"], f"{k.capitalize()} batching", i)
@@ -190,7 +190,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     return (
         f"With {r['max_num_seqs']} slots at {r['rate_per_s']:g} requests per second, continuous batching completes "

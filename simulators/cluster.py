@@ -27,6 +27,7 @@ from .engine.cluster import ROUTERS, fit_error
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout
 from .plotting import figure as make_figure
+from .results_cache import LruCache
 
 TITLE = "Routing across replicas, and prefill/decode disaggregation"
 DESCRIPTION = "Which replica each request goes to decides cache hits, balance and tail latency; splitting prefill from decode changes TTFT and TPOT."
@@ -53,6 +54,14 @@ SHARING = [
 ]
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("routers", "Hit rate and tail TTFT per router"),
+    ("balance", "Requests per replica"),
+    ("disagg", "Colocated vs disaggregated"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -70,15 +79,6 @@ class Params:
     )
     # Disaggregation: replicas that only prefill (the rest only decode).
     num_prefill: int = param(1, label="Prefill replicas (disaggregated)", min=1, max=31, step=1)
-    view: str = param(
-        "routers",
-        label="Chart",
-        choices=[
-            ("routers", "Hit rate and tail TTFT per router"),
-            ("balance", "Requests per replica"),
-            ("disagg", "Colocated vs disaggregated"),
-        ],
-    )
 
     def check(self) -> None:
         why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
@@ -96,13 +96,13 @@ class _Routed(NamedTuple):
     colocated: dict[str, float]  # the least-queue router's summary
 
 
-# The router runs of the latest scenario, kept across calls: neither the chart nor the split into
-# prefill and decode replicas changes them, so a change of either re-serves at most the
-# disaggregated run (one of six). Keyed by every parameter the runs depend on.
-_latest: dict[str, _Routed] = {}
+# Router runs kept between calls in the caller's memo (api.Session gives one): neither the chart nor
+# the split into prefill and decode replicas changes them, so a change of the split re-serves only
+# the disaggregated run (one of six). Keyed by every parameter the runs depend on; one scenario kept.
+MEMO_ENTRIES = 1
 
 
-def _routed(p: Params, seed: int) -> _Routed:
+def _routed(p: Params, seed: int, memo: LruCache[Any]) -> _Routed:
     key = json.dumps(
         [
             p.model,
@@ -117,8 +117,11 @@ def _routed(p: Params, seed: int) -> _Routed:
         ],
         sort_keys=True,
     )
-    if key in _latest:
-        return _latest[key]
+    routed: _Routed = memo.get_or_make(key, lambda: _route(p, seed))
+    return routed
+
+
+def _route(p: Params, seed: int) -> _Routed:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     rng = random.Random(seed)
     lengths = workload.Lengths(
@@ -150,14 +153,13 @@ def _routed(p: Params, seed: int) -> _Routed:
         metrics[f"hit_rate_{name}"] = hits / (hits + computed) if hits + computed else 0.0
         metrics[f"ttft_{name}_s_p99"] = s["ttft_s_p99"]
         metrics[f"imbalance_{name}"] = max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0
-    _latest.clear()
-    _latest[key] = _Routed(reqs, spec, routers, metrics, summaries["least_queue"])
-    return _latest[key]
+    return _Routed(reqs, spec, routers, metrics, summaries["least_queue"])
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the router runs for the caller's next call (none: nothing is kept)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    routed = _routed(p, seed)
+    routed = _routed(p, seed, LruCache(MEMO_ENTRIES) if memo is None else memo)
     metrics = dict(routed.metrics)  # the kept runs' figures stay as they were
     modes = {}
     for mode in ("colocated", "disaggregated"):
@@ -181,7 +183,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "num_replicas": p.num_replicas,
         "num_prefill": p.num_prefill,
         "sharing": p.sharing,
@@ -191,15 +192,15 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     names = [ROUTER_NAMES[n] for n in ROUTERS]
-    if r["view"] == "balance":
+    if view == "balance":
         data = [
             bar(names, [r["routers"][n]["counts"][i] for n in ROUTERS], f"Replica {i + 1}", i)
             for i in range(r["num_replicas"])
         ]
         return make_figure(data, layout("Requests per replica, per router", "Router", "Requests", barmode="group"))
-    if r["view"] == "disagg":
+    if view == "disagg":
         labels = ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
         data = [
             bar(labels, [x * 1e3 for x in r["modes"][k]["ttft"] + r["modes"][k]["tpot"]], name, i)
@@ -238,7 +239,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     best = max(ROUTERS, key=lambda n: m[f"hit_rate_{n}"])
     parts = ", ".join(

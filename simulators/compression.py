@@ -63,6 +63,14 @@ def _scheme_choices() -> list[tuple[str, str]]:
     return [(sid, s["name"]) for sid, s in schemes()["schemes"].items()]
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("speed", "Speed-up per scheme"),
+    ("batch", "Decode speed-up vs batch"),
+    ("memory", "Size and KV capacity"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -82,15 +90,6 @@ class Params:
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     engine: str = engine_param()
-    view: str = param(
-        "speed",
-        label="Chart",
-        choices=[
-            ("speed", "Speed-up per scheme"),
-            ("batch", "Decode speed-up vs batch"),
-            ("memory", "Size and KV capacity"),
-        ],
-    )
 
     def check(self) -> None:
         check_link(self.gpu, self.num_gpus, "num_gpus")
@@ -181,7 +180,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "batch_size": p.batch_size,
         "prompt_tokens": p.prompt_tokens,
         "num_gpus": p.num_gpus,
-        "view": p.view,
         "method": s["method"],
         "calibration": s["calibration"],
         "needs_calibration_data": s["needs_calibration_data"],
@@ -215,11 +213,11 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     rows = r["schemes"]
     names = [v["name"] for v in rows.values()]
     kv = " + FP8 KV" if r["kv_fp8"] else ""
-    if r["view"] == "batch":
+    if view == "batch":
         x = r["batch_grid"]
         data = [line(x, v["decode_speedup_by_batch"], v["name"] + kv, i) for i, v in enumerate(rows.values())]
         data.append(line([x[0], x[-1]], [1, 1], "BF16 (1x)", 6))
@@ -230,7 +228,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
             xaxis={"type": "log"},
         )
         return make_figure(data, lay)
-    if r["view"] == "memory":
+    if view == "memory":
         data = [
             bar(
                 ["BF16"] + names,
@@ -266,7 +264,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     return make_figure(data, lay)
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     text = (
         f"{r['scheme_name']} stores {r['model']}'s weights in {m['artifact_GB']:.1f} GB instead of {m['baseline_GB']:.1f} GB "

@@ -45,6 +45,10 @@ def _weight_choices() -> list[tuple[str, str]]:
     return [("auto", "As the checkpoint (quantization_config), else BF16"), *dtype_choices()()]
 
 
+# The charts: memory per GPU, or requests held at each context length.
+VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -71,12 +75,6 @@ class Params:
     weight_dtype: str = param("auto", label="Weight format", choices=_weight_choices)
     # Tokens per KV block (--block-size).
     block_size: int = param(16, label="Block size", unit="tokens", min=1, max=256, step=1)
-    # Which chart: memory per GPU, or requests held at each context length.
-    view: str = param(
-        "memory",
-        label="Chart",
-        choices=[("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")],
-    )
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -182,7 +180,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "num_blocks": a.num_blocks,
         "log_lines": a.log_lines,
         "concurrency_by_context": per_context,
-        "view": p.view,
         "notes": notes,
         "metrics": {
             "weights_GiB_per_gpu": max(s.weight_bytes for s in a.stages) / gib,
@@ -201,8 +198,8 @@ def vm_concurrency(m: Model, a: vm.VllmMemory, context: int, p: Params) -> dict[
     return {"context_tokens": context, "max_concurrency": a.num_blocks / per_request}
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    if r["view"] == "concurrency":
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "concurrency":
         rows = r["concurrency_by_context"]
         data = [bar([f"{x['context_tokens']:,}" for x in rows], [x["max_concurrency"] for x in rows], "Requests held")]
         title = f"{r['model']}: requests of each length the KV cache holds at once"
@@ -228,7 +225,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     return make_figure(data, layout(title, "", "GiB per GPU", barmode="stack"))
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     x = r["metrics"]
     return (
         f"{r['model']} on {x['num_gpus']} x {r['gpu']} (TP {r['tensor_parallel_size']}, PP "

@@ -113,7 +113,6 @@ class Params:
     # Operating points: the batch marked on the grid, and the share of every prompt that is shared.
     batch_size: int = param(64, label="Batch (marked point)", unit="sequences", min=1, max=1024, step=1, log=True)
     prefix_share: float = param(0.4, label="Shared prefix share of the prompt", min=0.0, max=1.0, step=0.05)
-    view: str = param("request", label="Chart", choices=VIEWS)
 
     def check(self) -> None:
         check_link(self.gpu, self.num_gpus, "num_gpus")
@@ -246,7 +245,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "grid": grid,
         "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
         "capacity_tokens": capacity,
@@ -401,13 +399,13 @@ def _points_figure(r: dict[str, Any]) -> dict[str, Any]:
     return make_figure(data, lay)
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    return _points_figure(r) if r["view"] == "operating_points" else _request_figure(r)
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    return _points_figure(r) if view == "operating_points" else _request_figure(r)
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m, pt = r["metrics"], r["point"]
-    if r["view"] == "operating_points":
+    if view == "operating_points":
         counts = {key: sum(1 for g in r["grid"] if g["region"] == key) for key, _ in REGIONS}
         parts = ", ".join(f"{name.split(':')[0]} {counts[key]}" for key, name in REGIONS if counts[key])
         return (

@@ -50,7 +50,6 @@ as better signals than aggregate accuracy or perplexity.
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 from array import array
@@ -64,6 +63,7 @@ from typing import Any, NamedTuple
 from .params import param
 from .plotting import figure as make_figure
 from .plotting import layout, markers
+from .results_cache import LruCache
 
 TITLE = "Evaluating an optimised model: perplexity vs KL divergence"
 DESCRIPTION = "A baseline and a perturbed next-token distribution: near-equal perplexity can hide damage concentrated at a few positions."
@@ -120,12 +120,14 @@ class Chunk(NamedTuple):
     pz: tuple[float, ...]  # sum p_i z_i under the baseline's distribution p
 
 
-# Memoising draws, not answers: a chunk depends only on (seed, chunk index), never on a control,
-# so a change of num_positions draws at most one new chunk and a change of any other control none;
-# run() still scores every position each time. The bound holds one seed's MAX_POSITIONS (a run
-# reads its chunks in order, so a smaller bound would evict each one just before it is needed):
-# about 9 MB in the reader's browser for the whole visit.
-@functools.lru_cache(maxsize=MAX_POSITIONS // CHUNK)
+# Draws kept between calls in the caller's memo (api.Session gives one), not answers: a chunk
+# depends only on (seed, chunk index), never on a control, so a change of num_positions draws at
+# most one new chunk and a change of any other control none; run() still scores every position
+# each time. The bound holds one seed's MAX_POSITIONS (a run reads its chunks in order, so a
+# smaller bound would evict each one just before it is needed): about 9 MB in the reader's browser.
+MEMO_ENTRIES = MAX_POSITIONS // CHUNK
+
+
 def chunk(seed: int, index: int) -> Chunk:
     rng = random.Random(f"{seed}:{index}")
     rnd = rng.random
@@ -175,13 +177,15 @@ class Positions(NamedTuple):
     agree: list[bool]  # the two models' greedy picks agree
 
 
-def positions(p: Params, seed: int = 0) -> Positions:
+def positions(p: Params, seed: int = 0, memo: LruCache[Any] | None = None) -> Positions:
     """Score every position: the draws come from the memo, the rest is computed each run."""
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
     noise, frac, margin = p.noise_scale, p.damaged_fraction, p.damage_margin
     out = Positions([], [], [], [], [])
     kls, damaged, nll_opt, agree = out.kl, out.damaged, out.nll_opt, out.agree
     for start in range(0, p.num_positions, CHUNK):
-        c = chunk(seed, start // CHUNK)
+        index = start // CHUNK
+        c: Chunk = keep.get_or_make((seed, index), lambda index=index: chunk(seed, index))  # type: ignore[misc]
         m = min(CHUNK, p.num_positions - start)
         size = m * VOCAB
         base, pb, zs = (c.base, c.pb, c.z) if m == CHUNK else (c.base[:size], c.pb[:size], c.z[:size])
@@ -210,8 +214,9 @@ def positions(p: Params, seed: int = 0) -> Positions:
     return out
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
-    r = positions(p, seed)
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the random draws for the caller's next call (none: nothing is kept)."""
+    r = positions(p, seed, memo)
     kls, n = r.kl, p.num_positions
     ranked = sorted(range(n), key=kls.__getitem__, reverse=True)  # stable: ties keep text order
     kl_ranked = [kls[i] for i in ranked]

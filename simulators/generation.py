@@ -66,6 +66,10 @@ NUM_DRAWS = 1000
 MAX_TIMELINE_POINTS = 200
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [("timeline", "Tokens over time"), ("sampling", "Next-token sampling")]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -95,9 +99,6 @@ class Params:
     top_k: int = param(0, label="Top-k", min=0, max=len(CANDIDATES), step=1)
     # Keep the smallest set of tokens whose probability adds up to p (1 = off).
     top_p: float = param(1.0, label="Top-p", min=0.01, max=1.0, step=0.01)
-    view: str = param(
-        "timeline", label="Chart", choices=[("timeline", "Tokens over time"), ("sampling", "Next-token sampling")]
-    )
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -174,7 +175,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "batch_size": p.batch_size,
         "prompt_tokens": p.prompt_tokens,
         "output_tokens": p.output_tokens,
@@ -205,8 +205,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    if r["view"] == "sampling":
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "sampling":
         data = [
             bar(r["candidates"], r["probabilities"], "Probability after temperature, top-k, top-p", 0),
             bar(r["candidates"], [c / NUM_DRAWS for c in r["draw_counts"]], f"Share of {NUM_DRAWS} seeded draws", 1),
@@ -225,9 +225,9 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
-    if r["view"] == "sampling":
+    if view == "sampling":
         kept = ", ".join(
             f"{tok.strip()} {q:.0%}" for tok, q in zip(r["candidates"], r["probabilities"], strict=True) if q > 0.005
         )

@@ -60,6 +60,10 @@ MAX_GPUS = 8
 DECODE_TRAIL = (1, 4, 16, 64, 256, 1024, 4096)
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [("fit", "Memory fit on 1-8 GPUs"), ("roofline", "Roofline")]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -76,7 +80,6 @@ class Params:
     batch_size: int = param(32, label="Batch size", unit="sequences", min=1, max=4096, step=1, log=True)
     # GPUs the model is split over (tensor parallel); the fit chart shows 1 to 8 either way.
     num_gpus: int = param(1, label="GPUs", min=1, max=MAX_GPUS, step=1)
-    view: str = param("fit", label="Chart", choices=[("fit", "Memory fit on 1-8 GPUs"), ("roofline", "Roofline")])
 
 
 def _point(t: cm.StepTime) -> tuple[float, float]:
@@ -134,7 +137,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "weight_dtype": p.weight_dtype,
         "matmul_path": path,
         "batch_size": p.batch_size,
@@ -225,11 +227,11 @@ def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    return _roofline_figure(r) if r["view"] == "roofline" else _fit_figure(r)
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    return _roofline_figure(r) if view == "roofline" else _fit_figure(r)
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     n = r["num_gpus"]
     text = f"{r['model']} needs {m['weights_GB']:.1f} GB of {r['weight_dtype']} weights and {m['activations_GB']:.1f} GB of activations; "
@@ -246,7 +248,7 @@ def summary(r: dict[str, Any]) -> str:
     text += (
         f"; the fewest GPUs that fit it: {m['min_gpus_to_fit']}." if m["min_gpus_to_fit"] else "; not even on 8 GPUs."
     )
-    if r["view"] == "roofline":
+    if view == "roofline":
         text += f" Prefill runs at {m['prefill_intensity']:,.0f} FLOP/B, decode at batch {r['batch_size']:,} at "
         text += f"{m['decode_intensity']:,.1f} FLOP/B."
         if m["compute_roof_known"]:

@@ -42,6 +42,11 @@ METRICS = {
 MLA_LATENT, MLA_ROPE = 512, 64
 
 
+# The charts figure() draws, (value, label): the first is the default.
+# Which chart: the memory bill, or the work with and without a cache.
+VIEWS = [("memory", "Memory per sequence"), ("work", "Work with vs without a cache")]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -54,10 +59,6 @@ class Params:
     context_tokens: int = param(8192, label="Context length", unit="tokens", min=1, max=1_048_576, step=1, log=True)
     # GPUs the model is split over (tensor parallel): their memory adds up.
     num_gpus: int = param(1, label="GPUs", min=1, max=8, step=1)
-    # Which chart: the memory bill, or the work with and without a cache.
-    view: str = param(
-        "memory", label="Chart", choices=[("memory", "Memory per sequence"), ("work", "Work with vs without a cache")]
-    )
 
 
 def _variants(m: Model) -> dict[str, Model]:
@@ -115,7 +116,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "kv_dtype": p.kv_dtype,
         "context_tokens": p.context_tokens,
         "num_gpus": p.num_gpus,
-        "view": p.view,
         "grid_tokens": grid,
         "variants": variants,
         "kv_budget_GiB": max(fit.kv_bytes, 0) / cm.GiB,
@@ -141,8 +141,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    if r["view"] == "work":
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "work":
         x = r["work_grid_tokens"]
         data = [
             line(x, [f / 1e12 for f in r["work_with_cache"]], "With a KV cache (linear)", 0),
@@ -166,7 +166,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     text = (
         f"{r['model']} ({r['attention']}) stores {m['kv_bytes_per_token']:,.0f} bytes of {r['kv_dtype']} KV cache per token, "
@@ -174,7 +174,7 @@ def summary(r: dict[str, Any]) -> str:
         f"After {m['weights_GB']:.1f} GB of weights, {r['num_gpus']} x {r['gpu']} has room for "
         f"{m['kv_token_capacity']:,} tokens of cache: {m['max_concurrent_sequences']:,} sequences at this length. "
     )
-    if r["view"] == "work":
+    if view == "work":
         text += f"Generating without a cache costs {m['recompute_ratio']:,.0f} times the work of generating with one."
     else:
         sizes = ", ".join(f"{name}: {v['kv_bytes_per_token']:,.0f} B/token" for name, v in r["variants"].items())

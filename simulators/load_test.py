@@ -39,6 +39,7 @@ from .engine.loadgen import LoadRun, ServedMemo, guidellm_record, to_csv
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
+from .results_cache import LruCache
 
 TITLE = "Load testing: open vs closed loop, percentiles, goodput"
 DESCRIPTION = "A GuideLLM-style benchmark of the simulated server: where the knee is, what closed loops hide, and what meets the SLO."
@@ -63,6 +64,15 @@ USERS = (1, 4, 16, 64, 128)
 LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed at the Azure means")]
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("knee", "Open vs closed loop"),
+    ("goodput", "Goodput vs offered load"),
+    ("lengths", "Fixed vs heavy-tailed lengths"),
+    ("percentiles", "Mean vs percentiles"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -82,16 +92,6 @@ class Params:
     slo_tpot_s: float = param(0.05, label="SLO: TPOT", unit="s", min=0.001, max=1.0, step=0.001, log=True)
     # Share of the first (and of the last) arrivals left out of the statistics.
     warmup_fraction: float = param(0.1, label="Warm-up and cool-down", min=0.0, max=0.4, step=0.05)
-    view: str = param(
-        "knee",
-        label="Chart",
-        choices=[
-            ("knee", "Open vs closed loop"),
-            ("goodput", "Goodput vs offered load"),
-            ("lengths", "Fixed vs heavy-tailed lengths"),
-            ("percentiles", "Mean vs percentiles"),
-        ],
-    )
 
     def check(self) -> None:
         m = resolve_model(self.model)
@@ -120,19 +120,19 @@ def _lengths(kind: str) -> workload.Lengths:
     return workload.azure_lengths()
 
 
-# The simulated runs of the latest scenario, kept across calls. A reader changes one control at a
-# time: a new rate re-simulates one run of the sixteen, new users one, a new SLO, warm-up or
-# chart none. Only what decides a run keys it (model, GPU, batch slots, requests, seed); the
-# answers are exactly a fresh computation's. One scenario is kept: at most 16 runs' records.
-_latest: dict[str, ServedMemo] = {}
+# The simulated runs of the latest scenario, kept between calls in the caller's memo (api.Session
+# gives one). A reader changes one control at a time: a new rate re-simulates one run of the
+# sixteen, new users one, a new SLO, warm-up or chart none. Only what decides a run keys it (model,
+# GPU, batch slots, requests, seed); the answers are exactly a fresh computation's. One scenario
+# is kept: at most 16 runs' records.
+MEMO_ENTRIES = 1
 
 
-def _served_memo(p: Params, spec: EngineSpec, seed: int) -> ServedMemo:
+def _served_memo(p: Params, spec: EngineSpec, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
     key = json.dumps([p.model, p.gpu, p.max_num_seqs, p.num_requests, seed], sort_keys=True)
-    if key not in _latest:
-        _latest.clear()
-        _latest[key] = ServedMemo(spec, p.num_requests, seed)
-    return _latest[key]
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+    served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, p.num_requests, seed))
+    return served
 
 
 def _point(r: LoadRun) -> dict[str, float]:
@@ -148,7 +148,8 @@ def _point(r: LoadRun) -> dict[str, float]:
     }
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the simulated runs for the caller's next call (none: nothing is kept)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
@@ -158,7 +159,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     # profile sends everything at once; in a short run that measures the drain as well). It is
     # read as completions per second over the middle of the completion timeline
     # (loadgen.steady_throughput), so it is the steady state, not the start-up and the drain.
-    served = _served_memo(p, spec, seed)
+    served = _served_memo(p, spec, seed, memo)
     top = served.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
@@ -166,22 +167,12 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "rate_per_s": p.rate_per_s,
         "users": p.users,
         "lengths": p.lengths,
     }
     runs = [top, at_rate, closed]
     cap = top.metrics["steady_throughput_per_s"]
-    if p.view in ("knee", "goodput", "lengths"):
-        sweep = [served.run("poisson", lengths, rate=f * cap, **kw) for f in FRACTIONS]
-        out["open"] = [_point(r) for r in sweep]
-        runs = [top, *sweep]
-        if p.view == "knee":
-            out["closed"] = [_point(served.run("concurrent", lengths, users=u, **kw)) for u in USERS]
-        if p.view == "lengths":
-            other = _lengths("fixed" if p.lengths == "azure" else "azure")
-            out["other"] = [_point(served.run("poisson", other, rate=f * cap, **kw)) for f in FRACTIONS]
     a = at_rate.metrics
     out["percentiles"] = {
         k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")
@@ -210,8 +201,38 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return out
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    v = r["view"]
+SWEPT_VIEWS = ("knee", "goodput", "lengths")
+
+
+def view_data(
+    p: Params, result: dict[str, Any], view: str, *, seed: int = 0, memo: LruCache[Any] | None = None
+) -> dict[str, Any]:
+    """What only the sweep charts draw: the rate sweep (and the users or other-lengths sweep);
+    their runs then fill the GuideLLM records and the CSV in place of run()'s three."""
+    if view not in SWEPT_VIEWS:
+        return {}
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
+    kw: dict[str, Any] = {"warmup": p.warmup_fraction, "cooldown": p.warmup_fraction, "slo": slo}
+    lengths = _lengths(p.lengths)
+    served = _served_memo(p, spec, seed, memo)
+    top = served.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
+    cap = result["metrics"]["max_throughput_per_s"]
+    sweep = [served.run("poisson", lengths, rate=f * cap, **kw) for f in FRACTIONS]
+    out: dict[str, Any] = {"open": [_point(r) for r in sweep]}
+    if view == "knee":
+        out["closed"] = [_point(served.run("concurrent", lengths, users=u, **kw)) for u in USERS]
+    if view == "lengths":
+        other = _lengths("fixed" if p.lengths == "azure" else "azure")
+        out["other"] = [_point(served.run("poisson", other, rate=f * cap, **kw)) for f in FRACTIONS]
+    out["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
+    out["csv"] = to_csv([top, *sweep])
+    return out
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    v = view
     if v == "percentiles":
         labels = ["mean", "p50", "p90", "p99"]
         data = [
@@ -289,7 +310,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     return (
         f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s. At {r['rate_per_s']:g} req/s (Poisson), TTFT is "

@@ -22,6 +22,7 @@ lengths from the WildChat paper, Table 1 (reference section 8), fitted as lognor
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,14 @@ BLOCK_SIZES = (1, 4, 8, 16, 32, 64, 128, 256)
 LENGTHS = [("sharegpt", "ShareGPT-like (lognormal)"), ("azure", "Azure 2023 conversation (lognormal)")]
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("memory", "Reserved vs used KV over time"),
+    ("blocks", "Block tables"),
+    ("block_size", "Block-size trade-off"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -65,15 +74,6 @@ class Params:
     num_requests: int = param(150, label="Requests", min=10, max=2000, step=10, log=True)
     rate_per_s: float = param(20.0, label="Arrival rate", unit="req/s", min=0.1, max=500.0, step=0.1, log=True)
     lengths: str = param("sharegpt", label="Lengths", choices=LENGTHS)
-    view: str = param(
-        "memory",
-        label="Chart",
-        choices=[
-            ("memory", "Reserved vs used KV over time"),
-            ("blocks", "Block tables"),
-            ("block_size", "Block-size trade-off"),
-        ],
-    )
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -102,10 +102,10 @@ def _run(reqs: list[workload.Request], spec: EngineSpec) -> dict[str, Any]:
     }
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], Callable[[str, int], EngineSpec]]:
+    """The seeded trace, and the engine for a layout and block size on the KV budget."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    per_token = cm.kv_bytes_per_token(m)
-    capacity = int(p.kv_budget_GiB * cm.GiB // per_token)
+    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
     rng = random.Random(seed)
     times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
     reqs = workload.build(rng, p.num_requests, workload.Lengths(p.lengths, 0, 0), times).requests
@@ -114,25 +114,26 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     def spec(layout_: str, bs: int) -> EngineSpec:
         return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=capacity // bs)
 
+    return reqs, spec
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
+    reqs, spec = _scenario(p, seed)
     contiguous = _run(reqs, spec("contiguous", p.block_size))
     paged = _run(reqs, spec("paged", p.block_size))
-    sweep = []
-    if p.view == "block_size":
-        for bs in BLOCK_SIZES:
-            r = _run(reqs, spec("paged", bs))
-            sweep.append({"block_size": bs, "utilization": r["utilization"], "max_concurrent": r["max_concurrent"]})
     # Block tables of the first requests, each caught halfway through its answer.
     kept = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
     table = [r.prompt_tokens + r.output_tokens // 2 for r in kept]
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "block_size": p.block_size,
         "max_model_len": p.max_model_len,
         "contiguous": contiguous,
         "paged": paged,
-        "block_sweep": sweep,
+        "block_sweep": [],
         "table_tokens": table,
         "metrics": {
             "kv_utilization_contiguous": contiguous["utilization"],
@@ -145,6 +146,18 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             "kv_capacity_tokens": capacity,
         },
     }
+
+
+def view_data(p: Params, result: dict[str, Any], view: str, *, seed: int = 0) -> dict[str, Any]:
+    """What only the block-size chart draws: the paged engine re-run for each of BLOCK_SIZES."""
+    if view != "block_size":
+        return {}
+    reqs, spec = _scenario(p, seed)
+    sweep = []
+    for bs in BLOCK_SIZES:
+        r = _run(reqs, spec("paged", bs))
+        sweep.append({"block_size": bs, "utilization": r["utilization"], "max_concurrent": r["max_concurrent"]})
+    return {"block_sweep": sweep}
 
 
 def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
@@ -211,10 +224,10 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    if r["view"] == "blocks":
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "blocks":
         return _table_figure(r)
-    if r["view"] == "block_size":
+    if view == "block_size":
         xs = [s["block_size"] for s in r["block_sweep"]]
         data = [
             line(
@@ -251,7 +264,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     return (
         f"Reserving {r['max_model_len']:,} tokens per request, only {m['kv_utilization_contiguous']:.0%} of the reserved KV "

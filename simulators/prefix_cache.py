@@ -56,6 +56,14 @@ SHARING = [
 PRESSURE = (0.1, 0.2, 0.4, 1.0)
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("ttft", "TTFT per cache mode"),
+    ("hits", "Hit rate and prefill saved"),
+    ("pressure", "Hit rate vs KV memory"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -78,15 +86,6 @@ class Params:
     # Tokens per KV block. At least 4: the cache's bookkeeping is per block, and 1- or 2-token
     # blocks made the pressure view take 8 or 2 s in CPython (vLLM's default is 16).
     block_size: int = param(16, label="Block size", unit="tokens", min=4, max=256, step=1, log=True)
-    view: str = param(
-        "ttft",
-        label="Chart",
-        choices=[
-            ("ttft", "TTFT per cache mode"),
-            ("hits", "Hit rate and prefill saved"),
-            ("pressure", "Hit rate vs KV memory"),
-        ],
-    )
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -121,14 +120,14 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: in
     }
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+def _trace(p: Params, seed: int) -> list[workload.Request]:
+    m = resolve_model(p.model)
     rng = random.Random(seed)
     lengths = workload.Lengths(
         "azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP
     )
     times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    reqs = workload.build(
+    return workload.build(
         rng,
         p.num_requests,
         lengths,
@@ -138,22 +137,13 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         num_prefixes=p.num_prefixes,
         turns=p.turns,
     ).requests
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    reqs = _trace(p, seed)
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
     results = {mode: _serve(reqs, m, gpu, mode, capacity // p.block_size, p.block_size) for mode, _ in MODES}
-    pressure = []
-    if p.view == "pressure":
-        for f in PRESSURE:
-            blocks = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
-            # The full-memory point is the run above: the same requests on the same blocks.
-            hit = {
-                mode: (
-                    results[mode]
-                    if blocks == capacity // p.block_size
-                    else _serve(reqs, m, gpu, mode, blocks, p.block_size)
-                )["hit_rate"]
-                for mode in ("hash", "radix")
-            }
-            pressure.append({"GiB": blocks * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB, **hit})
     metrics: dict[str, float] = {}
     for mode in ("off", "hash", "radix"):
         metrics[f"ttft_{mode}_s_p50"] = results[mode]["ttft_p50"]
@@ -165,18 +155,40 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "sharing": p.sharing,
         "kv_budget_GiB": p.kv_budget_GiB,
         "modes": results,
-        "pressure": pressure,
+        "pressure": [],
         "metrics": metrics,
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
+def view_data(p: Params, result: dict[str, Any], view: str, *, seed: int = 0) -> dict[str, Any]:
+    """What only the pressure chart draws: hit rates with less KV memory (the trace served again)."""
+    if view != "pressure":
+        return {}
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    reqs = _trace(p, seed)
+    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
+    pressure = []
+    for f in PRESSURE:
+        blocks = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
+        # The full-memory point is run()'s: the same requests on the same blocks.
+        hit = {
+            mode: (
+                result["modes"][mode]
+                if blocks == capacity // p.block_size
+                else _serve(reqs, m, gpu, mode, blocks, p.block_size)
+            )["hit_rate"]
+            for mode in ("hash", "radix")
+        }
+        pressure.append({"GiB": blocks * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB, **hit})
+    return {"pressure": pressure}
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     names = dict(MODES)
-    if r["view"] == "pressure":
+    if view == "pressure":
         xs = [x["GiB"] for x in r["pressure"]]
         data = [
             line(xs, [x[mode] for x in r["pressure"]], names[mode], i, mode="lines+markers")
@@ -192,7 +204,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
                 yaxis={"range": [0, 1]},
             ),
         )
-    if r["view"] == "hits":
+    if view == "hits":
         modes = ["hash", "radix"]
         data = [
             bar(
@@ -221,7 +233,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m, modes = r["metrics"], r["modes"]
     return (
         f"On the {r['sharing'].replace('_', ' ')} workload, block hashing serves {m['hit_rate_hash']:.0%} of prompt tokens from the cache "

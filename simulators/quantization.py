@@ -33,7 +33,6 @@ and Xiao et al. 2023, SmoothQuant (arXiv 2211.10438) on outliers and W8A8; 3) Mi
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 from collections.abc import Sequence
@@ -46,6 +45,7 @@ from .catalog import precisions, resolve_gpu, resolve_model, running_example
 from .params import dtype_choices, engine_param, gpu_param, model_param, param
 from .plotting import MARKERS, bar, layout, line
 from .plotting import figure as make_figure
+from .results_cache import LruCache
 
 TITLE = "Quantisation: bytes per weight and when they become speed"
 DESCRIPTION = (
@@ -76,6 +76,14 @@ METRICS = {
 }
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("speedup", "Decode speed-up vs batch"),
+    ("formats", "Bytes per format"),
+    ("demo", "Quantisation error demo"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -98,15 +106,6 @@ class Params:
     num_outliers: int = param(8, label="Outliers in the demo matrix", min=0, max=256, step=1)
     outlier_size: float = param(20.0, label="Outlier size", unit="sigma", min=1.0, max=200.0, step=1.0, log=True)
     group_size: str = param("128", label="Demo group size", choices=[("32", "32"), ("64", "64"), ("128", "128")])
-    view: str = param(
-        "speedup",
-        label="Chart",
-        choices=[
-            ("speedup", "Decode speed-up vs batch"),
-            ("formats", "Bytes per format"),
-            ("demo", "Quantisation error demo"),
-        ],
-    )
 
 
 def demo_matrix(seed: int, num_outliers: int, outlier_size: float) -> list[list[float]]:
@@ -148,27 +147,41 @@ def energy(w: Sequence[Sequence[float]]) -> float:
     return sum([v * v for r in w for v in r])
 
 
-# The matrix depends only on the seed and the outliers; a change of any other control (the group
-# size included) reuses it. Rows are tuples: the cached matrix cannot be changed by a caller.
-@functools.lru_cache(maxsize=8)
+# Demo work kept between calls in the caller's memo (api.Session gives one): the matrix depends
+# only on the seed and the outliers, its errors on those and the group size; a change of any other
+# control (format, batch, context, GPU...) reuses both. At most 8 matrices and 8 error tables.
+MEMO_ENTRIES = 16
+
+
 def _matrix(seed: int, num_outliers: int, outlier_size: float) -> tuple[tuple[tuple[float, ...], ...], float]:
-    """demo_matrix as tuples, and its energy."""
+    """demo_matrix as tuples (a kept matrix cannot be changed by a caller), and its energy."""
     w = tuple(map(tuple, demo_matrix(seed, num_outliers, outlier_size)))
     return w, energy(w)
 
 
-# The demo depends only on (seed, num_outliers, outlier_size, group); a change of the other
-# controls (format, batch, context, GPU...) reuses it.
-@functools.lru_cache(maxsize=8)
-def demo_errors(seed: int, num_outliers: int, outlier_size: float, group: int) -> tuple[tuple[str, float, float], ...]:
+def demo_errors(
+    seed: int, num_outliers: int, outlier_size: float, group: int, memo: LruCache[Any] | None = None
+) -> tuple[tuple[str, float, float], ...]:
     """("{int8|int4}_{scheme}", relative RMS error, largest error) for each format and scheme."""
-    w, w_energy = _matrix(seed, num_outliers, outlier_size)
-    return tuple(
-        (f"{b}_{s}", *errors(w, quantize_matrix(w, q, s, group), w_energy)) for b, q in QMAX.items() for s in SCHEMES
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+
+    def make() -> tuple[tuple[str, float, float], ...]:
+        matrix = (seed, num_outliers, outlier_size)
+        w, w_energy = keep.get_or_make(("matrix", *matrix), lambda: _matrix(*matrix))
+        return tuple(
+            (f"{b}_{s}", *errors(w, quantize_matrix(w, q, s, group), w_energy))
+            for b, q in QMAX.items()
+            for s in SCHEMES
+        )
+
+    found: tuple[tuple[str, float, float], ...] = keep.get_or_make(
+        ("errors", seed, num_outliers, outlier_size, group), make
     )
+    return found
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the demo's matrix and errors for the caller's next call (none: nothing is kept)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     kw: dict[str, Any] = {"kv_dtype": p.kv_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
     formats = list(precisions())
@@ -194,7 +207,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     bound = cm.decode_compute_bound_batch(m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, **kw)
     path = cm.matmul_path(gpu, p.weight_dtype)
     group = int(p.group_size)
-    demo = demo_errors(seed, p.num_outliers, p.outlier_size, group)
+    demo = demo_errors(seed, p.num_outliers, p.outlier_size, group, memo)
     scale_bits = cm.precision("int4").scale_bits
     overhead = {"per_tensor": scale_bits / (ROWS * COLS), "per_channel": scale_bits / COLS, "group": scale_bits / group}
     notes = []
@@ -230,7 +243,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "weight_dtype": p.weight_dtype,
         "batch_size": p.batch_size,
         "context_tokens": p.context_tokens,
@@ -250,12 +262,12 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    if r["view"] == "formats":
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "formats":
         text = [f"{b:g} bits/weight" for b in r["bits_per_weight"]]
         data = [bar(r["format_names"], r["weights_GB"], "Weights", 0, text=text, textposition="outside")]
         return make_figure(data, layout(f"Weight memory of {r['model']} per format", "Format", "GB"))
-    if r["view"] == "demo":
+    if view == "demo":
         m = r["metrics"]
         x = ["Per tensor", "Per channel (row)", f"Groups of {r['group_size']}"]
         data = [
@@ -287,7 +299,7 @@ def _marked(i: int) -> dict[str, Any]:
     return {} if i < 6 else {"mode": "lines+markers", "marker": {"symbol": MARKERS[(i - 6) % len(MARKERS)]}}
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m, fmt = r["metrics"], r["weight_dtype"]
     text = (
         f"{fmt} stores {m['bits_per_weight']:g} bits per weight: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB "
@@ -299,7 +311,7 @@ def summary(r: dict[str, Any]) -> str:
         text += f"The decode speed-up falls below {r['worthwhile_speedup']:g}x from batch {m['speedup_stops_paying_batch']:,}. "
     else:
         text += f"The decode speed-up stays above {r['worthwhile_speedup']:g}x up to batch 4,096. "
-    if r["view"] == "demo":
+    if view == "demo":
         text += (
             f"In the demo matrix with {r['num_outliers']} outliers, INT4 errs by "
             f"{m['demo_int4_per_tensor_rel_rms']:.1%} (relative RMS) with one scale per tensor, "

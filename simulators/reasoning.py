@@ -54,6 +54,14 @@ DRAFTS = (0, 1, 2, 3, 4, 6, 8)
 MAX_LEN = 65536
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("time", "Where the time goes"),
+    ("speculation", "Speculation vs draft length"),
+    ("batch", "Running sequences over time"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -68,15 +76,6 @@ class Params:
     acceptance_rate: float = param(0.8, label="Acceptance rate", min=0.0, max=0.99, step=0.01)
     # Cost of one draft step relative to one decode step of the target model.
     draft_cost_ratio: float = param(0.05, label="Draft cost / target step", min=0.0, max=1.0, step=0.01)
-    view: str = param(
-        "time",
-        label="Chart",
-        choices=[
-            ("time", "Where the time goes"),
-            ("speculation", "Speculation vs draft length"),
-            ("batch", "Running sequences over time"),
-        ],
-    )
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -126,11 +125,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     chat = _serve(chat_reqs, m, gpu, p, 0)
     plain = _serve(reason_reqs, m, gpu, p, 0)
     spec = _serve(reason_reqs, m, gpu, p, p.num_speculative_tokens) if p.num_speculative_tokens else plain
-    sweep = []
-    if p.view == "speculation":
-        sweep = [
-            {"k": k, "e2e": _serve(reason_reqs, m, gpu, p, k)["e2e_mean"] if k else plain["e2e_mean"]} for k in DRAFTS
-        ]
     per_token = cm.kv_bytes_per_token(m)
     capacity = cm.memory_fit(m, gpu).kv_token_capacity
     sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
@@ -143,11 +137,10 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "notes": notes,
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "chat": chat,
         "reasoning": plain,
         "speculative": spec,
-        "sweep": sweep,
+        "sweep": [],
         "k": p.num_speculative_tokens,
         "acceptance_rate": p.acceptance_rate,
         "metrics": {
@@ -169,8 +162,18 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    if r["view"] == "speculation":
+def view_data(p: Params, result: dict[str, Any], view: str, *, seed: int = 0) -> dict[str, Any]:
+    """What only the speculation chart draws: the reasoning trace served again for each k in DRAFTS."""
+    if view != "speculation":
+        return {}
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    reqs = _trace("reasoning", p, seed, m)
+    plain = result["reasoning"]["e2e_mean"]
+    return {"sweep": [{"k": k, "e2e": _serve(reqs, m, gpu, p, k)["e2e_mean"] if k else plain} for k in DRAFTS]}
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "speculation":
         xs = [x["k"] for x in r["sweep"]]
         data = [
             line(
@@ -185,7 +188,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
             data,
             layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"),
         )
-    if r["view"] == "batch":
+    if view == "batch":
         data = [
             line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, shape="hv")
             for i, (k, name) in enumerate((("chat", "Chat"), ("reasoning", "Reasoning")))
@@ -209,7 +212,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     return (
         f"A reasoning request spends {m['decode_share_reasoning']:.1%} of its {m['e2e_reasoning_s_mean']:,.0f} s decoding "

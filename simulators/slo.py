@@ -70,6 +70,14 @@ BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 MAX_CDF_POINTS = 200
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("cost", "Cost per million tokens vs batch"),
+    ("ttft", "TTFT distribution"),
+    ("tpot", "TPOT distribution"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -118,15 +126,6 @@ class Params:
     long_prompt_tokens: int = param(32_000, label="Long prompt", unit="tokens", min=1, max=131_072, log=True)
     # Requests in the seeded latency sample.
     num_requests: int = param(2000, label="Requests sampled", min=100, max=20_000, step=100)
-    view: str = param(
-        "cost",
-        label="Chart",
-        choices=[
-            ("cost", "Cost per million tokens vs batch"),
-            ("ttft", "TTFT distribution"),
-            ("tpot", "TPOT distribution"),
-        ],
-    )
 
     def check(self) -> None:
         m = resolve_model(self.model)
@@ -217,7 +216,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "batch_size": p.batch_size,
         "percentile": q,
         "ttft_slo_s": p.ttft_slo_s,
@@ -236,9 +234,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     m = r["metrics"]
-    if r["view"] == "cost":
+    if view == "cost":
         x = r["sweep_batch"]
         hosted = m["cost_per_million_tokens_hosted_usd"]
         data = [
@@ -256,7 +254,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
                 yaxis={"type": "log"},
             ),
         )
-    key = r["view"]
+    key = view
     xs, ys = r[f"{key}_cdf"]
     target, q = r[f"{key}_slo_s"], r["percentile"]
     name = key.upper()
@@ -279,7 +277,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m, q = r["metrics"], r["percentile"]
     local, hosted = m["cost_per_million_tokens_local_usd"], m["cost_per_million_tokens_hosted_usd"]
     text = (
@@ -287,7 +285,7 @@ def summary(r: dict[str, Any]) -> str:
         f"tokens/s while busy: at {r['utilization']:.0%} utilisation a million tokens cost ${local:,.2f} locally "
         f"against an assumed ${hosted:,.2f} hosted. "
     )
-    if r["view"] == "cost":
+    if view == "cost":
         best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
         text += (
             f"Larger batches share each weight read: the cost falls to ${best[0]:,.2f} at batch {best[1]:,}, "

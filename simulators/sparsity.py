@@ -35,7 +35,6 @@ neuralmagic/Sparse-Llama-3.1-8B-2of4 (Hugging Face).
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 import random
@@ -49,6 +48,7 @@ from .catalog import resolve_gpu, resolve_model, running_example
 from .params import dtype_choices, engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
+from .results_cache import LruCache
 
 TITLE = "Sparsity: unstructured vs 2:4, bytes vs speed"
 DESCRIPTION = (
@@ -85,6 +85,14 @@ METRICS = {
 }
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("savings", "Savings vs dense"),
+    ("batch", "Decode speed-up vs batch"),
+    ("demo", "Magnitude-pruning demo"),
+]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -109,15 +117,6 @@ class Params:
     batch_size: int = param(1, label="Decode batch", unit="sequences", min=1, max=1024, step=1, log=True)
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     engine: str = engine_param()
-    view: str = param(
-        "savings",
-        label="Chart",
-        choices=[
-            ("savings", "Savings vs dense"),
-            ("batch", "Decode speed-up vs batch"),
-            ("demo", "Magnitude-pruning demo"),
-        ],
-    )
 
 
 def prune_unstructured(w: Sequence[Sequence[float]], sparsity: float) -> list[list[float]]:
@@ -187,8 +186,12 @@ def _scores(b: _Base, wp: list[list[float]]) -> Scores:
     return sum(map(abs, removed)) / b.mag, sum([v * v for v in removed]) / b.energy, err / b.y_norm
 
 
-# W, X and W X depend only on the seed; a change of any other control reuses them.
-@functools.lru_cache(maxsize=8)
+# Demo work kept between calls in the caller's memo (api.Session gives one): W, X and W X depend
+# only on the seed, 2:4 pruning too, unstructured pruning on the seed and the sparsity; a change of
+# any other control reuses them. At most 8 of each.
+MEMO_ENTRIES = 24
+
+
 def _base(seed: int) -> _Base:
     rng = random.Random(seed)
     w = tuple(tuple(rng.gauss(0.0, 1.0) for _ in range(COLS)) for _ in range(ROWS))
@@ -201,29 +204,36 @@ def _base(seed: int) -> _Base:
     return _Base(w, x, y, mag, energy, y_norm)
 
 
-# 2:4 pruning depends only on the seed; a change of any other control (sparsity included) reuses it.
-@functools.lru_cache(maxsize=8)
-def demo_24(seed: int) -> Scores:
-    b = _base(seed)
+def demo_24(seed: int, memo: LruCache[Any]) -> Scores:
+    b = _kept_base(seed, memo)
     return _scores(b, prune_24(b.w))
 
 
-# Unstructured pruning depends only on (seed, sparsity); a change of the other controls reuses it.
-@functools.lru_cache(maxsize=8)
-def demo_unstructured(seed: int, sparsity: float) -> Scores:
-    b = _base(seed)
+def demo_unstructured(seed: int, sparsity: float, memo: LruCache[Any]) -> Scores:
+    b = _kept_base(seed, memo)
     return _scores(b, prune_unstructured(b.w, sparsity))
 
 
-def demo(seed: int, sparsity: float) -> dict[str, dict[str, float]]:
-    """{scheme: {DEMO_KEYS: value}}, new dicts each call (the cached scores are tuples)."""
+def _kept_base(seed: int, memo: LruCache[Any]) -> _Base:
+    base: _Base = memo.get_or_make(("base", seed), lambda: _base(seed))
+    return base
+
+
+def demo(seed: int, sparsity: float, memo: LruCache[Any] | None = None) -> dict[str, dict[str, float]]:
+    """{scheme: {DEMO_KEYS: value}}, new dicts each call (the kept scores are tuples)."""
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+    s24: Scores = keep.get_or_make(("24", seed), lambda: demo_24(seed, keep))
+    unstructured: Scores = keep.get_or_make(
+        ("unstructured", seed, sparsity), lambda: demo_unstructured(seed, sparsity, keep)
+    )
     return {
-        "24": dict(zip(DEMO_KEYS, demo_24(seed), strict=True)),
-        "unstructured": dict(zip(DEMO_KEYS, demo_unstructured(seed, sparsity), strict=True)),
+        "24": dict(zip(DEMO_KEYS, s24, strict=True)),
+        "unstructured": dict(zip(DEMO_KEYS, unstructured, strict=True)),
     }
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the demo's matrices and scores for the caller's next call (none: nothing is kept)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
@@ -250,7 +260,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
     path = cm.matmul_path(gpu, p.weight_dtype)
     has_sparse = gpu.peak_tflops(path, sparse=True) is not None
-    d = demo(seed, p.sparsity)
+    d = demo(seed, p.sparsity, memo)
     notes = []
     if not has_sparse:
         notes.append(f"{gpu.name} publishes no 2:4 sparse rate for {path}: 2:4 saves only bytes here.")
@@ -280,7 +290,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "weight_dtype": p.weight_dtype,
         "sparsity": p.sparsity,
         "layout": p.unstructured_layout,
@@ -299,14 +308,14 @@ def _names(r: dict[str, Any]) -> dict[str, str]:
     return {"24": "2:4 structured (50%)", "unstructured": f"Unstructured {r['sparsity']:.0%}, {r['layout']}"}
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     m, names = r["metrics"], _names(r)
-    if r["view"] == "batch":
+    if view == "batch":
         data = [line(r["batches"], r["speedup_curves"][v], names[v], i) for i, v in enumerate(SCHEMES)]
         data.append(line([r["batches"][0], r["batches"][-1]], [1, 1], "Dense", 6))
         title = f"Decode speed-up over dense, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
         return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"}))
-    if r["view"] == "demo":
+    if view == "demo":
         x = ["Share of |w| removed", "Share of w^2 removed", "Relative output error"]
         keys = ("magnitude_removed", "energy_removed", "output_rel_error")
         data = [bar(x, [m[f"demo_{v}_{k}"] for k in keys], names[v], i) for i, v in enumerate(SCHEMES)]
@@ -337,7 +346,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     return make_figure(data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group"))
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m, names = r["metrics"], _names(r)
     text = (
         f"{names['24']} stores {m['bytes_per_weight_24']:g} B per block weight and cuts {r['model']}'s weights from "
@@ -349,12 +358,12 @@ def summary(r: dict[str, Any]) -> str:
         f"{m['decode_speedup_unstructured']:.2f}x. Unstructured sparsity can only save bytes, so it pays only in "
         "memory-bound steps and with a compressed layout. "
     )
-    if r["view"] == "batch":
+    if view == "batch":
         c = r["speedup_curves"]
         text += (
             f"At batch {r['batches'][-1]:,} the decode gains are {c['24'][-1]:.2f}x and {c['unstructured'][-1]:.2f}x. "
         )
-    if r["view"] == "demo":
+    if view == "demo":
         text += (
             f"Pruning the demo matrix by magnitude removes {m['demo_24_energy_removed']:.1%} of its energy with 2:4 and "
             f"{m['demo_unstructured_energy_removed']:.1%} unstructured at {r['sparsity']:.0%}, for output errors of "

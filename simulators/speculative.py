@@ -63,6 +63,10 @@ BATCH_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 SHORT_CONTEXT = 256  # a short chat turn, drawn next to the chosen context for contrast
 
 
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")]
+
+
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
@@ -82,9 +86,6 @@ class Params:
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     engine: str = engine_param()
-    view: str = param(
-        "batch", label="Chart", choices=[("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")]
-    )
 
 
 def expected_tokens(alpha: float, gamma: int) -> float:
@@ -161,7 +162,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "view": p.view,
         "acceptance_rate": a,
         "draft_tokens": g,
         "draft_cost_ratio": c,
@@ -194,8 +194,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def figure(r: dict[str, Any]) -> dict[str, Any]:
-    if r["view"] == "draft":
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "draft":
         x = r["gammas"]
         chosen = r["draft_tokens"]
         data = [
@@ -235,7 +235,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     return make_figure(data, lay)
 
 
-def summary(r: dict[str, Any]) -> str:
+def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     text = (
         f"With acceptance rate {r['acceptance_rate']:g} and {r['draft_tokens']} draft tokens, each target pass yields "

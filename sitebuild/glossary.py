@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from sitebuild.errors import BuildError
+from sitebuild.fences import prose_lines
 
 if TYPE_CHECKING:
     from sitebuild.course import Course
@@ -204,8 +205,6 @@ class Linker:
 
 def uses(glossary: Glossary, course: Course) -> dict[str, list[str]]:
     """anchor -> ids of the lessons whose prose uses the term, in course order."""
-    from sitebuild.lesson_page import prose_lines
-
     found: dict[str, list[str]] = {t.anchor: [] for t in glossary.terms}
     for lesson in course.lessons:
         linker = glossary.linker(lesson.src_uri)

@@ -13,7 +13,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from sitebuild import assets, csp, docs_pages, glossary, lesson_page, precompress, stdlib
+from sitebuild import assets, blocks, csp, docs_pages, glossary, lesson_page, precompress, stdlib
 from sitebuild.course import Course, load_course
 from sitebuild.sims import Simulators
 
@@ -92,6 +92,11 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         path = Path(page.file.abs_src_path or page.file.src_uri)
         return docs_pages.render(markdown, page.file.src_uri, path, _build.sims, _build.glossary, _build.course)
     return lesson_page.render(lesson, _build.course, _build.sims, _build.glossary)
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Blocks inside admonitions, tabs and lists, moved from the page's end to their places."""
+    return blocks.place_nested(html, page.file.src_uri)
 
 
 def on_page_context(context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Any) -> dict[str, Any]:

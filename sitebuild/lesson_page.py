@@ -1,25 +1,23 @@
 """A lesson's Markdown → the Markdown mkdocs renders: header, widgets, quizzes, computed numbers.
 
-Fences other than ```sim, ```quiz and ```checklist pass through untouched, and `{{ … }}` is only expanded outside
-them and inside ```quiz blocks (so a numeric answer can be computed), so code samples can show the
-syntax itself. With a glossary, the first use of each term in a lesson's prose links to its entry
+Fences of a kind in sitebuild/blocks.py (```sim, ```quiz, ```checklist) become their HTML, at the
+top level or inside an admonition, a tab or a list; other fences pass through untouched, and
+`{{ … }}` is only expanded outside fences and inside the blocks that ask for it (a quiz, so a
+numeric answer can be computed), so code samples can show the syntax itself. With a glossary, the first use of each term in a lesson's prose links to its entry
 (sitebuild/glossary.py).
 """
 
 from __future__ import annotations
 
 import html
-import re
 import sys
 from pathlib import Path
 
-from sitebuild import block_yaml, checklist_block, expressions, figure_checks, quiz_block, sim_block
+from sitebuild import block_yaml, blocks, expressions, fences, figure_checks
 from sitebuild.course import Course, Lesson
 from sitebuild.errors import LessonError, display_path
 from sitebuild.glossary import Glossary, Linker
 from sitebuild.sims import Simulators
-
-FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w-]*)")
 
 
 def render(lesson: Lesson, course: Course, sims: Simulators, glossary: Glossary | None = None) -> str:
@@ -59,61 +57,32 @@ def render_body(
     scenarios = scenarios or {}
     lines = text.splitlines(keepends=True)
     out: list[str] = []
-    used_ids: set[str] = set()
-    quiz_counter = [0]
-    i = 0
-    while i < len(lines):
-        line_no = first_line + i
-        match = FENCE.match(lines[i])
-        if not match:
-            prose = linker.line(lines[i]) if linker is not None else lines[i]
-            out.append(_expand(prose, path, line_no, sims, scenarios, _paragraph(lines, i)))
-            i += 1
+    page = blocks.Page(sims, scenarios)
+    line_no = first_line
+    for item in fences.scan(lines):
+        if isinstance(item, str):
+            prose = linker.line(item) if linker is not None else item
+            out.append(_expand(prose, path, line_no, sims, scenarios, _paragraph(lines, line_no - first_line)))
+            line_no += 1
             continue
-        end = _closing(lines, i, match.group("fence"))
-        lang = match.group("lang")
-        if lang in ("sim", "quiz", "checklist"):
-            if end is None:
-                raise LessonError(path, line_no, f"```{lang} block is never closed")
+        line_no = first_line + item.start
+        kind = blocks.BLOCKS.get(item.lang)
+        if kind is None:
+            out.extend(lines[item.start : (item.end if item.end is not None else len(lines)) + 1])
+        else:
+            if item.end is None:
+                raise LessonError(path, line_no, f"```{item.lang} block is never closed")
             # Quiz answers and explanations may hold build-time numbers too: `answer: {{ … }}`.
-            body = lines[i + 1 : end]
-            if lang == "quiz":
+            body = item.content
+            if kind.numbers:
                 body = [_expand(text, path, line_no + 1 + k, sims, scenarios, text) for k, text in enumerate(body)]
-            source = "".join(body)
             try:
-                if lang == "sim":
-                    block = sim_block.render(source, sims, used_ids, scenarios)
-                elif lang == "quiz":
-                    block = quiz_block.render(source, quiz_counter)
-                else:
-                    block = checklist_block.render(source, used_ids)
+                html = kind.render("".join(body), page)
             except block_yaml.BlockError as exc:
                 raise LessonError(path, line_no + 1 + exc.offset, str(exc)) from None
-            out.append(f"\n{block}\n\n")
-        else:
-            out.extend(lines[i : (end if end is not None else len(lines)) + 1])
-        i = (end if end is not None else len(lines)) + 1
-    return "".join(out)
-
-
-def prose_lines(text: str) -> list[str]:
-    """The lines of a page outside every fenced block, in order (what the glossary linker sees)."""
-    lines = text.splitlines(keepends=True)
-    out, i = [], 0
-    while i < len(lines):
-        match = FENCE.match(lines[i])
-        if not match:
-            out.append(lines[i])
-            i += 1
-            continue
-        end = _closing(lines, i, match.group("fence"))
-        i = (end if end is not None else len(lines)) + 1
-    return out
-
-
-def _closing(lines: list[str], start: int, fence: str) -> int | None:
-    closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-    return next((j for j in range(start + 1, len(lines)) if closing.match(lines[j].rstrip("\n"))), None)
+            out.append(blocks.placeholder(page, html, item.indent) if item.indent else f"\n{html}\n\n")
+        line_no = first_line + (item.end if item.end is not None else len(lines)) + 1
+    return "".join(out) + blocks.stash(page)
 
 
 def _paragraph(lines: list[str], i: int) -> str:

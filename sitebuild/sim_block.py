@@ -60,6 +60,7 @@ def render(
         raise BlockError(lines.get(f"params.{first}", lines.get("params", 0)), f"{name}: {exc}") from None
     try:
         check_trace_types(answer["figure"])
+        static_chart.check(answer["figure"])
     except ValueError as exc:
         raise BlockError(lines.get("sim", 0), f"{name}: {exc}") from None
     widget_id = spec.get("id", name)

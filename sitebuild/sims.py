@@ -1,7 +1,8 @@
 """The build's view of `simulators.api`: schemas, and cached runs through the browser's own entry.
 
-Every run goes through `run_json`, the same function the browser worker calls, so the pre-rendered
-chart and the live one come from one code path. Runs are pure and deterministic (same parameters,
+Every run goes through `Session.run_json`, the same function the browser worker calls, so the
+pre-rendered chart and the live one come from one code path (and two blocks showing one scenario
+in two charts simulate it once). Runs are pure and deterministic (same parameters,
 same bytes), so answers are also kept on disk between builds, in a file named after the hash of the
 simulators archive: a change anywhere in simulators/ starts a fresh file. `serve` rebuilds after a
 lesson edit then only run what the edit added.
@@ -28,7 +29,7 @@ class Simulators:
         """`cache_file` keeps answers between builds; without one (tests), nothing is kept."""
         from simulators import api
 
-        self._api = api
+        self._session = api.Session()
         self.schemas: dict[str, dict[str, Any]] = api.schemas()
         self._cache_file = cache_file
         self._saved: dict[str, str] = (
@@ -42,7 +43,7 @@ class Simulators:
         key = f"{name}\n{params_json}"
         if key not in self._runs:
             if key not in self._saved:
-                self._saved[key] = self._api.run_json(name, params_json, 0)
+                self._saved[key] = self._session.run_json(name, params_json, 0)
             self._runs[key] = json.loads(self._saved[key])
         answer = self._runs[key]
         if not answer["ok"]:

@@ -1,7 +1,8 @@
 """cluster: prefix-aware routing finds more cache hits than blind routing; disaggregation trades TTFT for TPOT."""
 
-from simulators import cluster
+from simulators import api, cluster
 from simulators.params import parse
+from simulators.results_cache import LruCache
 
 
 def test_prefix_aware_routing_hits_more_and_round_robin_balances_best():
@@ -16,21 +17,32 @@ def test_disaggregation_pays_the_kv_transfer_in_ttft():
     assert m["ttft_disaggregated_s_p99"] > 0 and m["tpot_disaggregated_s_p99"] > 0
 
 
-def test_the_chart_and_the_prefill_split_reuse_the_router_runs_and_answer_as_fresh_runs(monkeypatch):
+def test_the_prefill_split_reuses_the_router_runs_from_the_memo_and_answers_as_fresh_runs(monkeypatch):
     calls = []
     real = cluster.serve
     monkeypatch.setattr(cluster, "serve", lambda *a, **k: calls.append(k.get("num_prefill", 0)) or real(*a, **k))
     base = {"num_requests": 40, "num_replicas": 3}
-    cluster._latest.clear()
-    cluster.run(parse(cluster.Params, base), seed=2)
+    memo = LruCache(cluster.MEMO_ENTRIES)
+    cluster.run(parse(cluster.Params, base), seed=2, memo=memo)
     assert calls == [0, 0, 0, 0, 0, 1]  # five routers, then the disaggregated run
-    for change in ({"view": "balance"}, {"num_prefill": 2}):
-        calls.clear()
-        params = parse(cluster.Params, {**base, **change})
-        kept = cluster.run(params, seed=2)
-        assert calls == [change.get("num_prefill", 1)]  # only the disaggregated run again
-        cluster._latest.clear()
-        assert kept == cluster.run(params, seed=2)  # every run served afresh
     calls.clear()
-    cluster.run(parse(cluster.Params, {**base, "rate_per_s": 12.0}), seed=2)
+    params = parse(cluster.Params, {**base, "num_prefill": 2})
+    kept = cluster.run(params, seed=2, memo=memo)
+    assert calls == [2]  # only the disaggregated run again
+    assert kept == cluster.run(params, seed=2)  # without a memo, every run served afresh
+    calls.clear()
+    cluster.run(parse(cluster.Params, {**base, "rate_per_s": 12.0}), seed=2, memo=memo)
     assert len(calls) == 6  # a new arrival rate serves everything again
+
+
+def test_a_chart_switch_in_a_session_serves_nothing_again(monkeypatch):
+    calls = []
+    real = cluster.serve
+    monkeypatch.setattr(cluster, "serve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    session = api.Session()
+    first = session.run("cluster", {"num_requests": 40, "view": "routers"})
+    assert len(calls) == 6
+    switched = session.run("cluster", {"num_requests": 40, "view": "balance"})
+    assert len(calls) == 6  # drawn from the kept result
+    assert switched["result"] is first["result"] and switched["figure"] != first["figure"]
+    assert switched["figure"] == api.run("cluster", {"num_requests": 40}, view="balance")["figure"]

@@ -8,6 +8,7 @@ import random
 import numpy as np
 
 from simulators import evaluation as ev
+from simulators.results_cache import LruCache
 
 
 def test_no_damage_no_noise_is_identical():
@@ -133,28 +134,27 @@ def test_an_unrelated_control_reuses_the_draws_and_changes_nothing():
         ev.Params(num_positions=300, damaged_fraction=0.1),
         ev.Params(num_positions=300, damaged_fraction=0.1, noise_scale=0.4, damage_margin=3.0),
     )
-    ev.chunk.cache_clear()
-    first_a = ev.run(a, seed=4)
-    assert ev.chunk.cache_info().misses == 300 // ev.CHUNK
-    run_b = ev.run(b, seed=4)
-    assert ev.chunk.cache_info().misses == 300 // ev.CHUNK  # noise and margin drew nothing new
-    again_a = ev.run(a, seed=4)
-    assert again_a == first_a
+    memo = LruCache(ev.MEMO_ENTRIES)
+    first_a = ev.run(a, seed=4, memo=memo)
+    assert memo.misses == 300 // ev.CHUNK
+    run_b = ev.run(b, seed=4, memo=memo)
+    assert memo.misses == 300 // ev.CHUNK  # noise and margin drew nothing new
+    again_a = ev.run(a, seed=4, memo=memo)
+    assert again_a == first_a == ev.run(a, seed=4)  # and no memo: drawn afresh
     for p, r in ((a, again_a), (b, run_b)):
         for key, value in _reference(p, 4).items():
             assert r["metrics"][key] == value, key
-    assert ev.chunk(4, 0) is ev.chunk(4, 0)
 
 
 def test_one_more_position_draws_at_most_one_chunk():
-    ev.chunk.cache_clear()
-    ev.run(ev.Params(num_positions=600), seed=5)
-    misses = ev.chunk.cache_info().misses
-    ev.run(ev.Params(num_positions=601), seed=5)
-    assert ev.chunk.cache_info().misses == misses + 1
-    ev.run(ev.Params(num_positions=649), seed=5)
-    ev.run(ev.Params(num_positions=550), seed=5)
-    assert ev.chunk.cache_info().misses == misses + 1
+    memo = LruCache(ev.MEMO_ENTRIES)
+    ev.run(ev.Params(num_positions=600), seed=5, memo=memo)
+    misses = memo.misses
+    ev.run(ev.Params(num_positions=601), seed=5, memo=memo)
+    assert memo.misses == misses + 1
+    ev.run(ev.Params(num_positions=649), seed=5, memo=memo)
+    ev.run(ev.Params(num_positions=550), seed=5, memo=memo)
+    assert memo.misses == misses + 1
 
 
 def test_a_shorter_run_is_the_start_of_a_longer_one():
@@ -170,5 +170,8 @@ def test_a_shorter_run_is_the_start_of_a_longer_one():
 
 
 def test_the_memo_holds_one_full_run():
-    assert ev.chunk.cache_parameters()["maxsize"] * ev.CHUNK >= ev.MAX_POSITIONS
+    memo = LruCache(ev.MEMO_ENTRIES)
+    ev.run(ev.Params(num_positions=ev.MAX_POSITIONS), seed=7, memo=memo)
+    ev.run(ev.Params(num_positions=ev.MAX_POSITIONS, noise_scale=0.3), seed=7, memo=memo)
+    assert memo.misses == ev.MAX_POSITIONS // ev.CHUNK  # the second run drew nothing: all kept
     assert ev.Params.__dataclass_fields__["num_positions"].metadata["max"] == ev.MAX_POSITIONS

@@ -76,7 +76,7 @@ def test_405b_needs_six_gpus_of_memory_but_eight_for_an_even_head_split():
 
 
 def test_operating_points_sit_on_the_roofline():
-    r = _run(view="roofline")
+    r = _run()
     m, bw, peak = r["metrics"], H100.hbm_bandwidth_GBps * 1e9 / 1e12, H100.dense_bf16_tflops
     prefill = cm.prefill_time(LLAMA3_8B, H100, 2000, eff=cm.IDEAL)
     decode = cm.decode_step_time(LLAMA3_8B, H100, [2000] * 32, eff=cm.IDEAL)
@@ -108,11 +108,11 @@ def test_decode_compute_bound_batch_is_physics():
 
 
 def test_m2_ultra_has_no_compute_roof():
-    r = _run(gpu="m2-ultra", view="roofline")
+    r = _run(gpu="m2-ultra")
     assert r["metrics"]["ridge_flop_per_byte"] == 0.0 and r["metrics"]["compute_roof_known"] == 0
-    fig = gm.figure(r)
+    fig = gm.figure(r, "roofline")
     assert not any("Compute roof" in t["name"] for t in fig["data"])
-    assert "publishes no tensor throughput" in gm.summary(r)
+    assert "publishes no tensor throughput" in gm.summary(r, "roofline")
 
 
 def test_cli_json_and_views():

@@ -4,16 +4,20 @@ long for the context are dropped, counted, and do not stop a closed-loop user.""
 import dataclasses
 import random
 
-from simulators import load_test
+from simulators import api, load_test
 from simulators.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve
 from simulators.engine.loadgen import GUIDELLM_NAMES, requests_for, run_profile
 from simulators.engine.workload import Request
-from simulators.params import parse
+
+
+def _result(params, seed=0):
+    """The result the page gets for these parameters (a \"view\" among them picks the chart)."""
+    return api.run("load_test", params, seed)["result"]
 
 
 def test_export_uses_guidellm_metric_names():
-    r = load_test.run(parse(load_test.Params, {"view": "goodput"}), seed=0)
+    r = _result({"view": "goodput"})
     header = r["csv"].splitlines()[0].split(",")
     for name in (
         "requests_per_second",
@@ -29,13 +33,13 @@ def test_export_uses_guidellm_metric_names():
 
 
 def test_goodput_grows_with_offered_load_below_the_knee():
-    r = load_test.run(parse(load_test.Params, {"view": "goodput"}), seed=0)
+    r = _result({"view": "goodput"})
     below = [x["goodput"] for x in r["open"] if x["offered"] <= 0.8 * r["metrics"]["max_throughput_per_s"]]
     assert len(below) >= 3 and below == sorted(below)
 
 
 def test_closed_loop_cannot_exceed_its_users_and_open_loop_queues_past_capacity():
-    r = load_test.run(parse(load_test.Params, {"view": "knee"}), seed=0)
+    r = _result({"view": "knee"})
     # One closed-loop user is the synchronous profile: never more than one request in flight.
     assert r["closed"][0]["ttft_p99"] < 0.5
     assert r["open"][-1]["ttft_p99"] > r["open"][0]["ttft_p99"]
@@ -86,9 +90,9 @@ def test_one_closed_loop_user_completes_every_request_that_fits():
     assert too_long > 0
     assert run.metrics["num_dropped"] == too_long
     assert run.metrics["num_requests"] == 1000 - too_long
-    r = load_test.run(parse(load_test.Params, {"num_requests": 1000, "users": 1, "view": "percentiles"}), seed=0)
+    r = _result({"num_requests": 1000, "users": 1, "view": "percentiles"})
     assert r["metrics"]["num_dropped"] == too_long
-    assert f"{too_long} of the 1,000 requests" in load_test.summary(r)
+    assert f"{too_long} of the 1,000 requests" in load_test.summary(r, "percentiles")
 
 
 def test_a_long_chain_of_dropped_turns_does_not_recurse():
@@ -102,7 +106,7 @@ def test_the_knee_view_runs_at_the_request_sliders_maximum():
     # Its 1-user closed loop of 2,000 requests once released followers recursively and raised
     # RecursionError. (tests/test_slider_extremes.py runs every view at every slider's ends.)
     top = next(f for f in dataclasses.fields(load_test.Params) if f.name == "num_requests").metadata["max"]
-    r = load_test.run(parse(load_test.Params, {"num_requests": top, "view": "knee"}), seed=0)
+    r = _result({"num_requests": top, "view": "knee"})
     assert r["metrics"]["num_dropped"] > 0
     assert len(r["closed"]) == len(load_test.USERS)
 
@@ -181,10 +185,9 @@ def test_steady_throughput_by_hand():
 def test_fixed_lengths_with_few_requests_still_have_a_maximum():
     # 150 fixed-length requests from 128 users finish in two waves: no arrival-time window has
     # a steady state, yet the maximum must stay positive (it sets the sweep's rates).
-    from simulators import load_test
 
     for view in ("knee", "goodput", "lengths"):
-        m = load_test.run(load_test.Params(lengths="fixed", view=view), seed=0)["metrics"]
+        m = _result({"lengths": "fixed", "view": view})["metrics"]
         assert m["max_throughput_per_s"] > 0
 
 
@@ -195,20 +198,22 @@ def test_a_change_that_leaves_the_runs_alone_reuses_them_and_answers_as_a_fresh_
     real = loadgen.serve
     monkeypatch.setattr(loadgen, "serve", lambda reqs, spec, **kw: calls.append(len(reqs)) or real(reqs, spec, **kw))
     base = {"num_requests": 60, "view": "knee"}
-    load_test._latest.clear()
-    load_test.run(parse(load_test.Params, base), seed=3)
+    session = api.Session()
+    session.run("load_test", base, seed=3)
     first = len(calls)
     # A new SLO and warm-up change only the statistics; a new rate, one run (the chosen rate's).
     for change, new_runs in (({"slo_ttft_s": 0.2, "warmup_fraction": 0.2}, 0), ({"rate_per_s": 7.0}, 1)):
         before = len(calls)
-        params = parse(load_test.Params, {**base, **change})
-        reused = load_test.run(params, seed=3)
+        reused = session.run("load_test", {**base, **change}, seed=3)
         assert len(calls) - before == new_runs
-        load_test._latest.clear()
-        assert reused == load_test.run(params, seed=3)  # every run simulated afresh
+        assert reused == api.run("load_test", {**base, **change}, seed=3)  # every run simulated afresh
     # The maximum (128 users), the chosen rate, 8 sweep rates, 1 to 64 users (64: the chosen users too).
     assert first == 14
     # Another request count (or model, GPU, batch slots, seed) simulates everything again.
     before = len(calls)
-    load_test.run(parse(load_test.Params, {**base, "num_requests": 70}), seed=3)
+    session.run("load_test", {**base, "num_requests": 70}, seed=3)
     assert len(calls) - before == first
+    # Another chart simulates nothing: the session draws its kept runs again.
+    before = len(calls)
+    session.run("load_test", {**base, "num_requests": 70, "view": "percentiles"}, seed=3)
+    assert len(calls) == before

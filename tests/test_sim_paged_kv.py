@@ -22,7 +22,7 @@ def test_contiguous_reservation_wastes_most_memory_and_paging_almost_none():
 
 
 def test_bigger_blocks_waste_more():
-    r = paged_kv.run(parse(paged_kv.Params, {"view": "block_size"}), seed=0)
+    r = api.run("paged_kv", {"view": "block_size"})["result"]
     util = [s["utilization"] for s in r["block_sweep"]]
     assert util == sorted(util, reverse=True)
     assert util[0] == 1.0  # one-token blocks: nothing is ever part-empty

@@ -2,7 +2,7 @@
 
 import random
 
-from simulators import prefix_cache
+from simulators import api, prefix_cache
 from simulators.engine.kv import KVCacheManager, block_runs
 from simulators.params import parse
 
@@ -53,7 +53,7 @@ def test_caches_save_prefill_and_radix_never_matches_less():
 
 
 def test_less_memory_means_evictions_and_fewer_hits():
-    r = prefix_cache.run(parse(prefix_cache.Params, {"view": "pressure"}), seed=0)
+    r = api.run("prefix_cache", {"view": "pressure"})["result"]
     rates = [x["hash"] for x in r["pressure"]]
     assert rates == sorted(rates)
     small = prefix_cache.run(parse(prefix_cache.Params, {"kv_budget_GiB": 4.0}), seed=0)["metrics"]

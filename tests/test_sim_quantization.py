@@ -8,6 +8,7 @@ import pytest
 from simulators import api, catalog, params
 from simulators import costmodel as cm
 from simulators import quantization as qz
+from simulators.results_cache import LruCache
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 H100 = catalog.gpus()["h100-sxm"]
@@ -133,25 +134,19 @@ def test_cli_json_and_views():
     assert "outliers" in answer["summary"]
 
 
-def _fresh(sim_params, seed):
-    """run_json with the demo caches emptied first: what a run computes from nothing."""
-    qz.demo_errors.cache_clear()
-    qz._matrix.cache_clear()
-    return api.run_json("quantization", json.dumps(sim_params), seed)
-
-
 def test_an_unrelated_control_reuses_the_demo_and_changes_nothing():
     a, b = (
         {"view": "demo", "num_outliers": 5},
         {"view": "demo", "num_outliers": 5, "batch_size": 64, "weight_dtype": "fp8"},
     )
-    fresh_a, fresh_b = _fresh(a, 3), _fresh(b, 3)
-    _fresh(a, 3)
-    hits = qz.demo_errors.cache_info().hits
-    assert api.run_json("quantization", json.dumps(b), 3) == fresh_b
-    assert qz.demo_errors.cache_info().hits == hits + 1  # the batch and format left the demo alone
-    assert api.run_json("quantization", json.dumps(a), 3) == fresh_a
-    # The cached demo is the uncached computation, and the same object every time.
+    fresh_a, fresh_b = (api.run_json("quantization", json.dumps(x), 3) for x in (a, b))  # nothing kept
+    session = api.Session()
+    assert session.run_json("quantization", json.dumps(a), 3) == fresh_a
+    memo = session.cache.memo("quantization", qz.MEMO_ENTRIES)
+    hits = memo.hits
+    assert session.run_json("quantization", json.dumps(b), 3) == fresh_b
+    assert memo.hits == hits + 1  # the batch and format left the demo alone
+    # The kept demo is the computation from nothing, and the same object every time.
     w = qz.demo_matrix(3, 5, 20.0)
     energy = qz.energy(w)
     expected = tuple(
@@ -159,8 +154,10 @@ def test_an_unrelated_control_reuses_the_demo_and_changes_nothing():
         for bits, q in qz.QMAX.items()
         for s in qz.SCHEMES
     )
-    assert qz.demo_errors(3, 5, 20.0, 128) == expected
-    assert qz.demo_errors(3, 5, 20.0, 128) is qz.demo_errors(3, 5, 20.0, 128)
-    # A new group size reuses the matrix, not the errors.
-    assert qz._matrix(3, 5, 20.0) is qz._matrix(3, 5, 20.0)
-    assert qz.demo_errors(3, 5, 20.0, 32) != expected
+    memo = LruCache(qz.MEMO_ENTRIES)
+    assert qz.demo_errors(3, 5, 20.0, 128, memo) == expected
+    assert qz.demo_errors(3, 5, 20.0, 128, memo) is qz.demo_errors(3, 5, 20.0, 128, memo)
+    # A new group size reuses the matrix, not the errors: one more miss (the errors), one hit.
+    misses, hits = memo.misses, memo.hits
+    assert qz.demo_errors(3, 5, 20.0, 32, memo) != expected
+    assert (memo.misses, memo.hits) == (misses + 1, hits + 1)

@@ -9,6 +9,7 @@ import pytest
 from simulators import api, catalog, params
 from simulators import costmodel as cm
 from simulators import sparsity as sp
+from simulators.results_cache import LruCache
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 H100 = catalog.gpus()["h100-sxm"]
@@ -60,7 +61,7 @@ def test_memory_bound_decode_gains_from_bytes_for_both():
 
 
 def test_the_decode_gain_fades_as_the_kv_cache_grows():
-    r = _run(view="batch", context_tokens=8192)
+    r = _run(context_tokens=8192)
     for v in sp.SCHEMES:
         curve = r["speedup_curves"][v]
         assert curve[0] > 1.5 and curve[-1] < 1.1
@@ -131,31 +132,26 @@ def test_cli_json_and_views():
     assert "energy" in answer["summary"]
 
 
-def _fresh(sim_params, seed):
-    """run_json with the demo caches emptied first: what a run computes from nothing."""
-    for cached in (sp._base, sp.demo_24, sp.demo_unstructured):
-        cached.cache_clear()
-    return api.run_json("sparsity", json.dumps(sim_params), seed)
-
-
 def test_an_unrelated_control_reuses_the_demo_and_changes_nothing():
     a, b = (
         {"view": "demo", "sparsity": 0.7},
         {"view": "demo", "sparsity": 0.7, "batch_size": 64, "unstructured_layout": "csr"},
     )
-    fresh_a, fresh_b = _fresh(a, 2), _fresh(b, 2)
-    _fresh(a, 2)
-    hits = sp.demo_unstructured.cache_info().hits
-    assert api.run_json("sparsity", json.dumps(b), 2) == fresh_b
-    assert sp.demo_unstructured.cache_info().hits == hits + 1  # the batch and layout left the demo alone
-    assert api.run_json("sparsity", json.dumps(a), 2) == fresh_a
-    # The cached scores are the same object for the same arguments, and agree with the numpy oracle.
-    assert sp.demo_unstructured(2, 0.7) is sp.demo_unstructured(2, 0.7)
-    assert sp.demo_24(2) is sp.demo_24(2) and sp._base(2) is sp._base(2)
+    fresh_a, fresh_b = (api.run_json("sparsity", json.dumps(x), 2) for x in (a, b))  # nothing kept
+    session = api.Session()
+    assert session.run_json("sparsity", json.dumps(a), 2) == fresh_a
+    memo = session.cache.memo("sparsity", sp.MEMO_ENTRIES)
+    hits = memo.hits
+    assert session.run_json("sparsity", json.dumps(b), 2) == fresh_b
+    assert memo.hits == hits + 2  # the batch and layout left both demo scores alone
+    # The kept scores are the same object for the same arguments, and agree with the numpy oracle.
+    memo = LruCache(sp.MEMO_ENTRIES)
+    assert sp.demo_unstructured(2, 0.7, memo) == sp.demo_unstructured(2, 0.7, memo)
+    assert sp._kept_base(2, memo) is sp._kept_base(2, memo)
     oracle = _oracle(2, 0.7)
-    for name, scores in (("24", sp.demo_24(2)), ("unstructured", sp.demo_unstructured(2, 0.7))):
+    for name, scores in (("24", sp.demo_24(2, memo)), ("unstructured", sp.demo_unstructured(2, 0.7, memo))):
         assert scores == pytest.approx([oracle[name][k] for k in sp.DEMO_KEYS], rel=1e-9)
-    # demo() hands out new dicts: changing one cannot reach the cache.
-    d = sp.demo(2, 0.7)
+    # demo() hands out new dicts: changing one cannot reach the memo.
+    d = sp.demo(2, 0.7, memo)
     d["24"]["energy_removed"] = -1.0
-    assert sp.demo(2, 0.7)["24"]["energy_removed"] == pytest.approx(oracle["24"]["energy_removed"], rel=1e-9)
+    assert sp.demo(2, 0.7, memo)["24"]["energy_removed"] == pytest.approx(oracle["24"]["energy_removed"], rel=1e-9)

@@ -18,33 +18,21 @@ import pytest
 import yaml
 
 from simulators import api
-from sitebuild import static_chart
+from sitebuild import fences, static_chart
 from sitebuild.static_chart import format_d3, format_default, linear_ticks, log_ticks, render
 
 ROOT = Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"
-FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w-]*)")
 
 
 def _sim_blocks():
-    """(name, params) of every ```sim block in the lessons and docs."""
+    """(name, params) of every ```sim block in the lessons and docs, nested ones included."""
     paths = sorted(ROOT.glob("lessons/*.md")) + sorted(ROOT.glob("docs/**/*.md"))
     for path in paths:
-        lines = path.read_text().split("\n")
-        i = 0
-        while i < len(lines):
-            m = FENCE.match(lines[i])
-            if not m:
-                i += 1
-                continue
-            close = re.compile(rf"^ {{0,3}}{re.escape(m['fence'][0])}{{{len(m['fence'])},}}[ \t]*$")
-            j = i + 1
-            while j < len(lines) and not close.match(lines[j]):
-                j += 1
-            if m["lang"] == "sim":
-                spec = yaml.safe_load("\n".join(lines[i + 1 : j]))
-                yield f"{path.relative_to(ROOT)}:{i + 1}", spec["sim"], spec.get("params") or {}
-            i = j + 1
+        for item in fences.scan(path.read_text().splitlines(keepends=True)):
+            if isinstance(item, fences.Fence) and item.lang == "sim":
+                spec = yaml.safe_load("".join(item.content))
+                yield f"{path.relative_to(ROOT)}:{item.start + 1}", spec["sim"], spec.get("params") or {}
 
 
 def _scenarios():

@@ -13,8 +13,8 @@ const BUSY_MS = 150;
 // times in the background (a reader's change goes first), so that the WebAssembly engine has
 // compiled that simulator's hot paths with its optimising tier before the first change: the first
 // runs after a start are 2-4x slower. A run long enough to warm up by itself ends it. Each run
-// draws another random sample (seed 1, 2, ...): simulators keep their latest answer, so the same
-// scenario again would be answered from memory and warm nothing up.
+// draws another random sample (seed 1, 2, ...): the worker's session keeps recent results, so
+// the same scenario again would be answered from memory and warm nothing up.
 const WARM_UP_RUNS = 3;
 const WARM_ENOUGH_MS = 200;
 const CUSTOM = "__custom__";

@@ -1,5 +1,6 @@
 // The Pyodide worker (a module Web Worker). Start-up in stages, then request/response by id.
-// It knows no simulator by name: it forwards (name, params JSON) to simulators.api.run_json.
+// It knows no simulator by name: it forwards (name, params JSON) to the run_json of one
+// simulators.api.Session, which keeps recent results (a chart switch only draws again).
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 
 let api = null;
@@ -147,7 +148,7 @@ async function start({ indexURL, archiveURL, stdLibURL, snapshotURL, startWith, 
     pyodide.unpackArchive(await archive, "zip", { extractDir: "/home/pyodide/course" });
     stage(3, "Importing the simulators");
     pyodide.runPython("import sys\nif '/home/pyodide/course' not in sys.path: sys.path.insert(0, '/home/pyodide/course')");
-    api = pyodide.pyimport("simulators.api");
+    api = pyodide.pyimport("simulators.api").Session();
     downloads.clear(); // Pyodide has what it asked for
     self.postMessage({ type: "ready", fromSnapshot });
   } catch (error) {

@@ -1,0 +1,98 @@
+"""The results cache: bounded, least recently used first out, and invisible in the answers.
+
+A chart switch in the browser asks the worker's api.Session for the same scenario with another
+`view`: the session draws its kept result again. These tests check that such answers are
+byte-for-byte the answers of a fresh, cache-less run, for every simulator and every chart.
+"""
+
+import json
+
+import pytest
+
+from simulators import api
+from simulators.results_cache import LruCache, ResultsCache
+
+
+def _views(name):
+    field = next((p for p in api.schema(name)["params"] if p["name"] == "view"), None)
+    return [None] if field is None else [c["value"] for c in field["choices"]]
+
+
+def test_the_least_recently_used_entry_goes_first_and_the_bound_holds():
+    cache = LruCache(2)
+    made = []
+    for key in ("a", "b", "a", "c", "b"):  # "a" used again, so "c" pushes out "b"; "b" is made again
+        cache.get_or_make(key, lambda key=key: made.append(key) or key.upper())
+    assert made == ["a", "b", "c", "b"]
+    assert len(cache) == 2 and "b" in cache and "c" in cache and "a" not in cache
+    assert (cache.hits, cache.misses) == (1, 4)
+    with pytest.raises(ValueError, match="at least 1"):
+        LruCache(0)
+
+
+def test_a_session_keeps_at_most_its_bound_of_results():
+    session = api.Session(max_results=2)
+    for tokens in (1024, 2048, 4096):
+        assert session.run("kv_cache", {"context_tokens": tokens})["ok"]
+    assert len(session.results) == 2
+    session.run("kv_cache", {"context_tokens": 1024})  # pushed out: simulated again
+    assert (session.results.hits, session.results.misses) == (0, 4)
+    session.cache.clear()
+    assert len(session.results) == 0
+
+
+@pytest.mark.parametrize("name", sorted(api.SIMULATORS))
+def test_every_chart_from_a_session_is_byte_identical_to_a_fresh_run(name):
+    session = api.Session()
+    views = _views(name)
+    for seed in (0, 1):
+        for view in views + views[:1]:  # each chart, then the first again (answered from the cache)
+            params = json.dumps({} if view is None else {"view": view})
+            assert session.run_json(name, params, seed) == api.run_json(name, params, seed)
+    # One simulation per seed; the rest were drawn again (plus a chart's own view_data, once).
+    assert session.results.misses == 2 * (1 + sum(1 for v in views if _has_view_data(name, v)))
+
+
+def _has_view_data(name, view):
+    """Whether this chart's own data (view_data's answer, {} or not) is kept apart."""
+    return view is not None and hasattr(api.SIMULATORS[name], "view_data")
+
+
+@pytest.mark.parametrize("name", sorted(api.SIMULATORS))
+def test_figure_json_draws_a_kept_scenario_again_without_simulating(name):
+    session = api.Session()
+    for view in _views(name):
+        answer = json.loads(api.run_json(name, "{}", 0, view))
+        assert json.loads(session.figure_json(name, "{}", 0, view)) == {
+            "ok": True,
+            "figure": answer["figure"],
+            "summary": answer["summary"],
+        }
+    assert session.results.misses == 1 + sum(1 for v in _views(name) if _has_view_data(name, v))
+    bad = json.loads(session.figure_json(name, '{"no_such_parameter": 1}'))
+    assert bad["ok"] is False and bad["errors"][0]["field"] == "no_such_parameter"
+
+
+def test_the_view_argument_and_a_view_key_among_the_parameters_pick_the_same_chart():
+    by_key = api.run_json("gpu_memory", '{"view": "roofline"}')
+    assert by_key == api.run_json("gpu_memory", "{}", 0, "roofline")
+    assert by_key != api.run_json("gpu_memory", "{}")
+
+
+def test_an_unknown_chart_is_a_field_error():
+    answer = json.loads(api.run_json("gpu_memory", '{"view": "pie"}'))
+    assert answer["ok"] is False
+    assert answer["errors"] == [{"field": "view", "message": "unknown chart 'pie'; choose one of: fit, roofline"}]
+    one_chart = json.loads(api.run_json("evaluation", "{}", 0, "fit"))
+    assert one_chart["errors"] == [{"field": "view", "message": "this simulator draws one chart: leave out 'view'"}]
+
+
+def test_results_are_keyed_by_simulator_parameters_and_seed():
+    cache = ResultsCache()
+    session = api.Session()
+    session.cache = cache
+    session.run("kv_cache", {"context_tokens": 1024})
+    session.run("kv_cache", {"context_tokens": 1024}, seed=1)  # another seed
+    session.run("kv_cache", {"context_tokens": 1024.0})  # the same parameters once parsed
+    session.run("gpu_memory", {})  # another simulator
+    assert (cache.results.hits, cache.results.misses) == (1, 3)
