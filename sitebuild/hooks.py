@@ -13,7 +13,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from sitebuild import assets, csp, docs_pages, glossary, lesson_page
+from sitebuild import assets, csp, docs_pages, glossary, lesson_page, service_worker
 from sitebuild.course import Course, load_course
 from sitebuild.sims import Simulators
 
@@ -91,6 +91,8 @@ def on_post_build(config: MkDocsConfig) -> None:
     assert _build is not None
     _build.sims.save()
     csp.apply(Path(config.site_dir))
+    if service_worker.enabled(config.extra):
+        service_worker.generate(Path(config.site_dir))  # last: it lists every file of the site
 
 
 def on_build_error(error: Exception) -> None:
