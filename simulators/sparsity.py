@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
 from .params import dtype_choices, gpu_param, model_param, param
-from .plotting import bar, layout, line
+from .plotting import PERCENT, bar, layout, line
 from .plotting import figure as make_figure
 
 TITLE = "Sparsity: unstructured vs 2:4, bytes vs speed"
@@ -306,7 +306,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         keys = ("magnitude_removed", "energy_removed", "output_rel_error")
         data = [bar(x, [m[f"demo_{v}_{k}"] for k in keys], names[v], i) for i, v in enumerate(SCHEMES)]
         title = f"Magnitude pruning of a {ROWS} x {COLS} matrix"
-        return make_figure(data, layout(title, "", "Fraction", barmode="group"))
+        return make_figure(data, layout(title, "", "Share", barmode="group", yaxis=PERCENT))
     x = [
         "Weight memory",
         "Block FLOPs (on paper)",
@@ -329,7 +329,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     ]
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
-    return make_figure(data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group"))
+    return make_figure(data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT))
 
 
 def summary(r: dict[str, Any]) -> str:

@@ -386,6 +386,8 @@ class Axis:
             return
         if self.type == "log":
             self.ticks = log_ticks(lo, hi, self.length(), self.vertical)
+            if self.spec.get("minorloglabels") == "none":  # decades labelled; ticks between them bare
+                self.ticks = [(u, "" if minor else lab, minor) for u, lab, minor in self.ticks]
             if fmt:
                 self.ticks = [(u, format_d3(10**u, fmt) or lab, m) for u, lab, m in self.ticks]
             return
