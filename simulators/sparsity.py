@@ -329,7 +329,9 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     ]
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
-    return make_figure(data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT))
+    return make_figure(
+        data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT)
+    )
 
 
 def summary(r: dict[str, Any]) -> str:
