@@ -14,7 +14,8 @@ const siteDir = process.argv[2];
 const common = {
   globDirectory: siteDir,
   globPatterns: ["**/*"],
-  globIgnores: ["sw.js", "**/*.map", "sitemap.xml*"],
+  // Everything a reader loads; instant navigation reads sitemap.xml to tell site links from others.
+  globIgnores: ["sw.js", "**/*.map"],
   maximumFileSizeToCacheInBytes: 64 * 1024 * 1024, // Pyodide's wasm is about 10 MB
   // Hashed file names (assets/generated/*-<12 hex>.*) need no revision parameter.
   dontCacheBustURLsMatching: /-[0-9a-f]{12}\.[a-z]+$/,
