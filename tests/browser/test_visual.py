@@ -56,11 +56,11 @@ def capture(page: Page, name: str, full: bool = False) -> bytes:
 @pytest.fixture(scope="module")
 def shots(context: BrowserContext, site: Site) -> dict[str, Shot]:
     taken: dict[str, Shot] = {}
+    held: list[Route] = []
     for palette in PALETTES:
         page = context.new_page()
         page.emulate_media(color_scheme=palette, reduced_motion="reduce")
-        held: list[Route] = []
-        page.route("**/pyodide.asm.wasm", held.append)
+        page.route("**/pyodide.asm.wasm", lambda route: held.append(route))
         for url in all_pages(site):
             page.set_viewport_size({"width": 1280, "height": WIDTHS[1280]})
             page.goto(site.url + url)
