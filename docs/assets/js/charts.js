@@ -14,7 +14,7 @@ export async function draw(element, figure) {
   await loadScript(PLOTLY);
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
   const width = element.clientWidth;
-  await Plotly.react(element, inked(figure.data), fitLegend(fitTitle(themed(figure.layout), width)), { responsive: true, displaylogo: false });
+  await Plotly.react(element, inked(figure.data), fitLegend(fitTitle(themed(figure.layout), width), width), { responsive: true, displaylogo: false });
 }
 
 // Plotly draws a title on one line, cut off at the chart's edges when the chart is narrower (a
@@ -40,10 +40,15 @@ function fitTitle(layout, width) {
 
 // A horizontal legend below the plot is placed by plotly a fixed share of the plot's height below
 // it, which on a short (phone) chart lands on the x axis's title and rotated tick labels. Anchored
-// to the chart's bottom edge instead, it pushes the bottom margin and sits below both.
-function fitLegend(layout) {
+// to the chart's bottom edge instead, it pushes the bottom margin and sits below both. Only on
+// narrow charts: the margin push costs plotly a second layout pass (measured: redraws past the
+// 200 ms long-task limit of tests/browser/test_robustness.py at 1280 px on a busy machine), and a
+// wide chart has room for the legend where it is.
+const NARROW_PX = 600;
+
+function fitLegend(layout, width) {
   const legend = layout.legend;
-  if (legend?.orientation !== "h" || legend.y === undefined || legend.y >= 0 || legend.yref) return layout;
+  if (width >= NARROW_PX || legend?.orientation !== "h" || legend.y === undefined || legend.y >= 0 || legend.yref) return layout;
   return { ...layout, legend: { ...legend, yref: "container", y: 0, yanchor: "bottom" } };
 }
 
