@@ -25,7 +25,7 @@ from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from .engine.cluster import ROUTERS, fit_error
 from .params import ParamError, gpu_param, model_param, param
-from .plotting import bar, layout
+from .plotting import PERCENT, bar, layout
 from .plotting import figure as make_figure
 from .results_cache import LruCache
 
@@ -234,6 +234,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             "Router",
             "Share of prompt tokens from cache",
             barmode="group",
+            yaxis=PERCENT,
             yaxis2={"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True},
         ),
     )

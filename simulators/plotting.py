@@ -3,7 +3,13 @@
 Figures are JSON-able dicts (no plotly import): `{"data": [...], "layout": {...}}`. Titles use
 the `{"text": ...}` form that plotly.js 4 requires. Colours come from one palette that stays
 distinguishable for common colour-vision deficiencies (Okabe and Ito 2008), and every series
-also differs by dash or marker, so colour never carries meaning alone.
+also differs by dash or marker, so colour never carries meaning alone. The seventh colour, black,
+marks reference lines; the live and static charts draw it in the text colour, so it stays visible
+in the dark palette (docs/assets/js/charts.js, docs/assets/css/static-chart.css).
+
+Axes read the same everywhere: a share is shown as a percentage (pass `yaxis=PERCENT`), and a log
+axis labels its decades only (plotly's "small digits" 2…9 between them read as values of their
+own), keeping the ticks and gridlines in between.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 # One dash per palette colour, so that the i-th series differs from every other by more than colour
 # (the seventh, black, is the reference lines'; plotly takes a list of dash lengths too).
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "8px,3px,2px,3px,2px,3px", "2px,8px")
+# An axis whose values are shares (0-1): ticks read "25%".
+PERCENT: dict[str, Any] = {"tickformat": ".0%"}
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
 
 
@@ -68,6 +76,9 @@ def layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, An
             out[key] = {**out[key], **value}
         else:
             out[key] = value
+    for key, axis in out.items():
+        if key[1:5] == "axis" and isinstance(axis, dict) and axis.get("type") == "log":
+            out[key] = {"minorloglabels": "none", **axis}
     return out
 
 

@@ -46,7 +46,7 @@ from . import capacity
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
 from .params import dtype_choices, engine_param, gpu_param, model_param, param
-from .plotting import bar, layout, line
+from .plotting import PERCENT, bar, layout, line
 from .plotting import figure as make_figure
 from .results_cache import LruCache
 
@@ -320,7 +320,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         keys = ("magnitude_removed", "energy_removed", "output_rel_error")
         data = [bar(x, [m[f"demo_{v}_{k}"] for k in keys], names[v], i) for i, v in enumerate(SCHEMES)]
         title = f"Magnitude pruning of a {ROWS} x {COLS} matrix"
-        return make_figure(data, layout(title, "", "Fraction", barmode="group"))
+        return make_figure(data, layout(title, "", "Share", barmode="group", yaxis=PERCENT))
     x = [
         "Weight memory",
         "Block FLOPs (on paper)",
@@ -343,7 +343,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     ]
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
-    return make_figure(data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group"))
+    return make_figure(
+        data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT)
+    )
 
 
 def summary(r: dict[str, Any], view: str) -> str:

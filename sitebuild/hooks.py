@@ -13,7 +13,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from sitebuild import assets, blocks, csp, docs_pages, glossary, lesson_page, precompress, stdlib
+from sitebuild import assets, blocks, csp, docs_pages, glossary, lesson_page, precompress, service_worker, stdlib
 from sitebuild.course import Course, load_course
 from sitebuild.sims import Simulators
 
@@ -110,6 +110,8 @@ def on_post_build(config: MkDocsConfig) -> None:
     _build.sims.save()
     csp.apply(Path(config.site_dir))
     precompress.write_copies(Path(config.site_dir))
+    if service_worker.enabled(config.extra):
+        service_worker.generate(Path(config.site_dir))  # last: it lists every file of the site
 
 
 def on_build_error(error: Exception) -> None:

@@ -388,6 +388,8 @@ class Axis:
             return
         if self.type == "log":
             self.ticks = log_ticks(lo, hi, self.length(), self.vertical)
+            if self.spec.get("minorloglabels") == "none":  # decades labelled; ticks between them bare
+                self.ticks = [(u, "" if minor else lab, minor) for u, lab, minor in self.ticks]
             if fmt:
                 self.ticks = [(u, format_d3(10**u, fmt) or lab, m) for u, lab, m in self.ticks]
             return
@@ -1203,7 +1205,7 @@ LAYOUT_KEYS = frozenset(
 )  # fmt: skip
 AXIS_KEYS = frozenset(
     {"type", "title", "range", "autorange", "rangemode", "domain", "anchor", "overlaying", "side", "automargin",
-     "tickformat", "tickvals", "ticktext", "showgrid", "zeroline"}
+     "tickformat", "tickvals", "ticktext", "showgrid", "zeroline", "minorloglabels"}
 )  # fmt: skip
 AXIS_TYPES = ("-", "linear", "log", "category")
 MODES = ("lines", "markers", "text", "none")

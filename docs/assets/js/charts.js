@@ -13,7 +13,8 @@ export function preload() {
 export async function draw(element, figure) {
   await loadScript(PLOTLY);
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
-  await Plotly.react(element, figure.data, fitTitle(themed(figure.layout), element.clientWidth), { responsive: true, displaylogo: false });
+  const width = element.clientWidth;
+  await Plotly.react(element, inked(figure.data), fitLegend(fitTitle(themed(figure.layout), width), width), { responsive: true, displaylogo: false });
 }
 
 // Plotly draws a title on one line, cut off at the chart's edges when the chart is narrower (a
@@ -37,6 +38,20 @@ function fitTitle(layout, width) {
   return { ...layout, title: { ...title, text: lines.join("<br>") }, margin: { ...margin, t: (margin.t ?? 100) + Math.ceil((lines.length - 1) * 1.3 * size) } };
 }
 
+// A horizontal legend below the plot is placed by plotly a fixed share of the plot's height below
+// it, which on a short (phone) chart lands on the x axis's title and rotated tick labels. Anchored
+// to the chart's bottom edge instead, it pushes the bottom margin and sits below both. Only on
+// narrow charts: the margin push costs plotly a second layout pass (measured: redraws past the
+// 200 ms long-task limit of tests/browser/test_robustness.py at 1280 px on a busy machine), and a
+// wide chart has room for the legend where it is.
+const NARROW_PX = 600;
+
+function fitLegend(layout, width) {
+  const legend = layout.legend;
+  if (width >= NARROW_PX || legend?.orientation !== "h" || legend.y === undefined || legend.y >= 0 || legend.yref) return layout;
+  return { ...layout, legend: { ...legend, yref: "container", y: 0, yanchor: "bottom" } };
+}
+
 // The palette's colours, read once per colour scheme: reading computed styles forces the browser
 // to recalculate the styles of the whole page, which cost ~8 ms per redraw on a long lesson.
 let palette = null;
@@ -50,6 +65,19 @@ function colours() {
     palette = { scheme, fg: read("--md-default-fg-color"), grid: read("--md-default-fg-color--lightest"), light: read("--md-default-fg-color--light") };
   }
   return palette;
+}
+
+// The palette's black (simulators/plotting.py: reference lines) in the text colour, so that it
+// stays visible on the dark background.
+function inked(data) {
+  const { fg } = colours();
+  const ink = (style) => (style?.color === "#000000" ? { ...style, color: fg } : style);
+  return data.map((trace) => {
+    const out = { ...trace };
+    if (trace.line) out.line = ink(trace.line);
+    if (trace.marker) out.marker = ink(trace.marker);
+    return out;
+  });
 }
 
 function themed(layout) {

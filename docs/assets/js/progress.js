@@ -84,12 +84,30 @@ function completion(box) {
 function courseMap() {
   const cards = [...document.querySelectorAll(".course-card[data-lesson]")];
   const ids = cards.map((card) => card.dataset.lesson);
-  // "n / 14 completed" counts the numbered lessons; frontier pages are marked but not counted.
-  const core = cards.filter((card) => card.hasAttribute("data-core")).map((card) => card.dataset.lesson);
-  document.querySelector("[data-course-completed]").textContent = String(core.filter((id) => state.completed[id]).length);
-  for (const card of cards) card.querySelector(".course-card-done").hidden = !state.completed[card.dataset.lesson];
+  // "n / 14 completed" and the time left count the numbered lessons; frontier pages are marked but not counted.
+  const core = cards.filter((card) => card.hasAttribute("data-core"));
+  const done = core.filter((card) => state.completed[card.dataset.lesson]);
+  document.querySelector("[data-course-completed]").textContent = String(done.length);
+  document.querySelector("[data-course-meter]").value = done.length;
+  const left = core.filter((card) => !state.completed[card.dataset.lesson]).reduce((sum, card) => sum + Number(card.dataset.minutes), 0);
+  document.querySelector("[data-course-left]").textContent = String(left);
   const resume = state.last && ids.includes(state.last) && !state.completed[state.last];
   const next = resume ? state.last : ids.find((id) => !state.completed[id]);
+  for (const card of cards) {
+    const id = card.dataset.lesson;
+    card.querySelector(".course-card-done").hidden = !state.completed[id];
+    card.toggleAttribute("data-done", Boolean(state.completed[id]));
+    card.toggleAttribute("data-next", id === next);
+  }
+  // The journey marks the reader's position: the chapter of the lesson to read next.
+  for (const step of document.querySelectorAll(".course-journey li[data-lessons]")) {
+    const lessons = step.dataset.lessons.split(" ");
+    const here = next !== undefined && lessons.includes(next);
+    if (here) step.setAttribute("aria-current", "step");
+    else step.removeAttribute("aria-current");
+    step.querySelector(".course-journey-here").hidden = !here;
+    step.toggleAttribute("data-done", lessons.every((id) => state.completed[id]));
+  }
   const started = state.last !== null || Object.keys(state.completed).length > 0;
   const target = cards[ids.indexOf(next ?? ids[0])].querySelector("h3 a");
   const link = document.querySelector("[data-course-next-link]");

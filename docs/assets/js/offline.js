@@ -1,0 +1,114 @@
+// Reading offline, on the reader's request: the footer's "Make the course available offline"
+// registers the service worker the build generated with Workbox (sitebuild/service_worker.mjs),
+// which saves every file of this build (pages, Pyodide, plotly.js, KaTeX, the simulators) in one
+// cache named after the build. A later build installs beside it and replaces it whole when no tab
+// of the old one is open, so a page never mixes two builds. Instructors turn this off in mkdocs.yml
+// (extra: offline: false): then the control is absent and an earlier registration is removed.
+
+const PREFIX = "llm-course-offline-"; // the build's cache id; Workbox names the cache PREFIX<version>-precache-v2-<scope>
+let manifest = null; // offline.json: { version, files, bytes }
+
+document$.subscribe(() => {
+  if (!("serviceWorker" in navigator)) return;
+  if (document.querySelector("[data-course-offline-off]")) {
+    forget();
+    return;
+  }
+  const box = document.querySelector("[data-course-offline]");
+  if (box) control(box).catch((error) => say(box, "error", `Offline reading is not available: ${error.message}`));
+});
+
+async function control(box) {
+  box.hidden = false;
+  const button = box.querySelector("[data-offline-button]");
+  manifest ??= await fetch(box.dataset.offlineManifest, { cache: "no-cache" }).then((r) => {
+    if (!r.ok) throw new Error(`${box.dataset.offlineManifest}: HTTP ${r.status}`);
+    return r.json();
+  });
+  const size = megabytes(manifest.bytes);
+  const registration = await navigator.serviceWorker.getRegistration(new URL(".", new URL(box.dataset.offlineWorker, location.href)).href);
+  if (registration?.active && (await saved(manifest.version)) >= manifest.files) {
+    showSaved(box, registration);
+    return;
+  }
+  if (registration?.installing) {
+    track(box, registration);
+    return;
+  }
+  button.textContent = `Make the course available offline (${size})`;
+  button.hidden = false;
+  say(box, "idle", `Saves all ${manifest.files} files of the course (${size}) in this browser, so every lesson and simulator works without a network.`);
+  button.onclick = async () => {
+    button.disabled = true;
+    try {
+      const fresh = await navigator.serviceWorker.register(box.dataset.offlineWorker);
+      track(box, fresh);
+    } catch (error) {
+      button.disabled = false;
+      say(box, "error", `The course could not be saved for offline reading: ${error.message}`);
+    }
+  };
+}
+
+function track(box, registration) {
+  const button = box.querySelector("[data-offline-button]");
+  const bar = box.querySelector("[data-offline-progress]");
+  button.hidden = true;
+  bar.hidden = false;
+  bar.max = manifest.files;
+  const tick = async () => {
+    const count = await saved(manifest.version);
+    bar.value = count;
+    say(box, "saving", `Saving the course for offline reading: ${count} of ${manifest.files} files (${megabytes(manifest.bytes)})…`);
+    const worker = registration.installing ?? registration.waiting ?? registration.active;
+    if (registration.active && !registration.installing && count >= manifest.files) {
+      bar.hidden = true;
+      showSaved(box, registration);
+    } else if (worker?.state === "redundant") {
+      bar.hidden = true;
+      button.hidden = false;
+      button.disabled = false;
+      say(box, "error", "Saving the course failed (the network dropped or the browser is out of space). Try again.");
+    } else {
+      setTimeout(tick, 250);
+    }
+  };
+  tick();
+}
+
+function showSaved(box, registration) {
+  const button = box.querySelector("[data-offline-button]");
+  say(box, "saved", `The course is available offline in this browser (${megabytes(manifest.bytes)}, build ${manifest.version}).`);
+  button.hidden = false;
+  button.disabled = false;
+  button.textContent = "Remove the offline copy";
+  button.onclick = async () => {
+    await registration.unregister();
+    await forget();
+    await control(box);
+    say(box, "idle", "The offline copy was removed.");
+  };
+}
+
+// Files of this build already in its cache (0 when none).
+async function saved(version) {
+  const name = (await caches.keys()).find((key) => key.startsWith(`${PREFIX}${version}-precache-`));
+  return name ? (await (await caches.open(name)).keys()).length : 0;
+}
+
+async function forget() {
+  for (const registration of await navigator.serviceWorker.getRegistrations()) {
+    if (registration.active?.scriptURL.endsWith("/sw.js")) await registration.unregister();
+  }
+  for (const key of await caches.keys()) if (key.startsWith(PREFIX)) await caches.delete(key);
+}
+
+function say(box, state, text) {
+  const status = box.querySelector("[data-offline-status]");
+  status.textContent = text;
+  box.dataset.state = state;
+}
+
+function megabytes(bytes) {
+  return `${(bytes / 1e6).toFixed(0)} MB`;
+}

@@ -1,0 +1,113 @@
+"""Reading offline: after one visit and "Make the course available offline", the network is
+switched off, and every lesson still opens and one widget of every simulator still runs.
+
+This module makes its own browser context without a route handler: Playwright's request
+interception bypasses service workers, so with it the offline copy would never be used. Requests
+to other origins are recorded from the context's request events instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from browser_helpers import CSP_LISTENER, RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready, watch
+from crawl import go
+from playwright.sync_api import Browser, BrowserContext, Page
+
+from simulators import api
+
+
+@pytest.fixture(scope="module")
+def own_records() -> Records:
+    return Records()
+
+
+@pytest.fixture(scope="module")
+def offline_context(browser: Browser, site: Site, own_records: Records) -> Iterator[BrowserContext]:
+    ctx = browser.new_context(service_workers="allow")
+
+    def seen(request) -> None:  # type: ignore[no-untyped-def]
+        own_records.requests.append(request.url)
+        if not request.url.startswith((site.url, "data:", "blob:")):
+            own_records.foreign.append(request.url)
+
+    ctx.on("request", seen)
+    ctx.add_init_script(CSP_LISTENER)
+    ctx.on("page", lambda page: watch(page, own_records))
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture(scope="module")
+def saved(offline_context: BrowserContext, site: Site) -> Page:
+    """One visit, one click on the footer's control, the whole build in the browser's cache."""
+    page = offline_context.new_page()
+    page.goto(site.url)
+    box = page.locator("[data-course-offline]")
+    page.wait_for_function("() => document.querySelector('[data-course-offline]').dataset.state === 'idle'")
+    manifest = json.loads((site.dir / "offline.json").read_text(encoding="utf-8"))
+    button = box.locator("[data-offline-button]")
+    assert f"({manifest['bytes'] / 1e6:.0f} MB)" in button.inner_text()
+    button.click()
+    page.wait_for_function(
+        "() => document.querySelector('[data-course-offline]').dataset.state === 'saved'", timeout=120_000
+    )
+    assert "available offline" in box.locator("[data-offline-status]").inner_text()
+    assert box.locator("[data-offline-progress]").evaluate("(bar) => bar.max") == manifest["files"]
+    page.wait_for_function("() => navigator.serviceWorker.controller !== null")
+    return page
+
+
+def test_saving_shows_the_size_and_caches_every_file_of_the_build(saved: Page, site: Site) -> None:
+    manifest = json.loads((site.dir / "offline.json").read_text(encoding="utf-8"))
+    names = saved.evaluate("() => caches.keys()")
+    ours = [n for n in names if n.startswith(f"llm-course-offline-{manifest['version']}-precache-")]
+    assert len(ours) == 1, names
+    count = saved.evaluate("async (name) => (await (await caches.open(name)).keys()).length", ours[0])
+    # Every file but the worker itself and the source maps (for developer tools, not readers).
+    files = [p for p in site.dir.rglob("*") if p.is_file() and p.name != "sw.js" and p.suffix != ".map"]
+    assert count == manifest["files"] == len(files)
+
+
+def test_with_the_network_off_every_lesson_opens_and_every_simulator_runs(
+    saved: Page, offline_context: BrowserContext, site: Site
+) -> None:
+    offline_context.set_offline(True)
+    page = saved
+    page.reload()  # a full load from the offline copy
+    page.wait_for_function("() => document.querySelector('[data-course-offline]').dataset.state === 'saved'")
+    assert page.evaluate("() => navigator.onLine") is False
+    lessons = sorted(p.parent.name for p in (site.dir / "lessons").glob("*/index.html"))
+    assert len(lessons) >= 14
+    untried = set(api.SIMULATORS)
+    for slug in lessons:
+        go(page, site, f"lessons/{slug}/")
+        page.locator(".lesson-head").wait_for(timeout=RUNTIME_LIMIT_MS)
+        assert page.locator("h1").count() == 1, slug
+        for figure in page.locator("figure.sim").all():
+            name = figure.get_attribute("data-sim")
+            if name not in untried:
+                continue
+            slider = figure.locator("input[type=range]").first
+            if slider.count() == 0:
+                continue  # another widget of this simulator has a slider
+            wait_ready(page)
+            page.wait_for_function("(f) => f.classList.contains('sim-live')", arg=figure.element_handle())
+            drawn = figure.get_attribute("data-drawn")
+            at_max = slider.evaluate("(s) => Number(s.value) >= Number(s.max)")
+            slider.press("ArrowLeft" if at_max else "ArrowRight")
+            page.wait_for_function(
+                "([el, before]) => el.dataset.drawn !== before",
+                arg=[figure.element_handle(), drawn],
+                timeout=RUNTIME_LIMIT_MS,
+            )
+            assert json.loads(figure.get_attribute("data-answer"))["ok"], name
+            untried.discard(name)
+    assert untried == set(), f"no offline run of {sorted(untried)}"
+    offline_context.set_offline(False)
+
+
+def test_no_request_left_the_site_and_no_error_happened(own_records: Records) -> None:
+    assert_clean(own_records)

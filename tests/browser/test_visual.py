@@ -1,0 +1,166 @@
+"""What the reader sees: every page at 1280 px and 390 px, light and dark, compared with committed
+screenshots; the layout measured on each (grids, overlaps, clipped text, chart axes, sideways
+scroll); axe-core on the course map in both palettes.
+
+Charts stay in their build-time (static SVG) state: the wasm request is held unanswered, so the
+live plotly charts, whose timing varies, never replace them. What moves by itself (a widget's
+loading status, the footer's offline size, which changes with every build) is masked. Baselines:
+tests/browser/baselines/, accepted with the command in tests/browser/visual.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import visual
+from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
+from crawl import all_pages, axe_violations
+from playwright.sync_api import BrowserContext, Page, Route
+
+WIDTHS = {1280: 720, 390: 844}
+PALETTES = ("light", "dark")
+# Pages whose whole length is compared, not only the first screen: the course map.
+FULL_PAGE = ("",)
+MASK = ".sim-status, .course-offline"
+
+
+@dataclass
+class Shot:
+    name: str
+    outcome: visual.Outcome
+    layout: dict[str, Any]
+
+
+def shot_name(url: str, width: int, palette: str, full: bool = False) -> str:
+    return f"{url.strip('/').replace('/', '--') or 'home'}-{width}-{palette}{'-full' if full else ''}"
+
+
+def ready(page: Page) -> None:
+    page.wait_for_function(
+        """() => [...document.querySelectorAll("figure.sim .sim-chart")].every((c) => c.querySelector(".sim-static-chart")) &&
+             [...document.querySelectorAll(".arithmatex")].every((m) => m.querySelector(".katex")) &&
+             (!document.querySelector("[data-course-offline]") || document.querySelector("[data-course-offline]").dataset.state)""",
+        timeout=RUNTIME_LIMIT_MS,
+    )
+    page.evaluate("() => document.fonts.ready")
+
+
+def capture(page: Page, name: str, full: bool = False) -> bytes:
+    return page.screenshot(
+        full_page=full, animations="disabled", caret="hide", mask=[page.locator(MASK)], mask_color="#808080"
+    )
+
+
+@pytest.fixture(scope="module")
+def shots(context: BrowserContext, site: Site) -> dict[str, Shot]:
+    taken: dict[str, Shot] = {}
+    held: list[Route] = []
+    for palette in PALETTES:
+        page = context.new_page()
+        page.emulate_media(color_scheme=palette, reduced_motion="reduce")
+        page.route("**/pyodide.asm.wasm", lambda route: held.append(route))
+        for url in all_pages(site):
+            page.set_viewport_size({"width": 1280, "height": WIDTHS[1280]})
+            page.goto(site.url + url)
+            for width, height in WIDTHS.items():
+                page.set_viewport_size({"width": width, "height": height})
+                ready(page)
+                page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+                layout = page.evaluate(visual.LAYOUT)
+                for full in (False, True) if url in FULL_PAGE else (False,):
+                    name = shot_name(url, width, palette, full)
+                    taken[name] = Shot(name, visual.compare(name, capture(page, name, full)), layout)
+        page.close()
+    return taken
+
+
+def test_every_page_was_shot_at_both_widths_in_both_palettes(shots: dict[str, Shot], site: Site) -> None:
+    expected = len(all_pages(site)) * len(WIDTHS) * len(PALETTES) + len(FULL_PAGE) * len(WIDTHS) * len(PALETTES)
+    assert len(shots) == expected >= 100
+
+
+def test_screenshots_match_the_baselines(shots: dict[str, Shot]) -> None:
+    wrong = {name: s.outcome.problem for name, s in shots.items() if s.outcome.problem}
+    assert wrong == {}, f"diff images in {visual.DIFFS}; accept deliberate changes as tests/browser/visual.py says"
+
+
+def test_the_baselines_stay_small() -> None:
+    files = sorted(visual.BASELINES.glob("*.png"))
+    assert files, "no baselines committed"
+    assert max(f.stat().st_size for f in files) < 200_000
+    assert sum(f.stat().st_size for f in files) < 3_000_000
+
+
+def test_the_course_map_keeps_its_grids(shots: dict[str, Shot]) -> None:
+    """At 1280 px the journey's five steps stand in one row and every chapter shows two or more
+    lesson cards side by side; at 390 px the steps stack (one per row)."""
+    for palette in PALETTES:
+        wide = shots[shot_name("", 1280, palette)].layout
+        assert wide["journey_display"] == ["grid"]
+        assert wide["journey"] == [5] and wide["journey_items"] == 5
+        assert wide["cards"] and all(c["first_row"] >= min(2, c["items"]) for c in wide["cards"]), wide["cards"]
+        narrow = shots[shot_name("", 390, palette)].layout
+        assert narrow["journey"] == [1]
+        assert all(c["first_row"] == 1 for c in narrow["cards"]), narrow["cards"]
+
+
+def test_nothing_scrolls_sideways(shots: dict[str, Shot]) -> None:
+    wide = {name: s.layout["scroll_width"] for name, s in shots.items() if s.layout["scroll_width"] > s.layout["width"]}
+    assert wide == {}
+
+
+def test_no_block_covers_another(shots: dict[str, Shot]) -> None:
+    found = {name: s.layout["overlaps"][:3] for name, s in shots.items() if s.layout["overlaps"]}
+    assert found == {}
+
+
+def test_no_text_is_clipped(shots: dict[str, Shot]) -> None:
+    found = {name: s.layout["clipped"][:3] for name, s in shots.items() if s.layout["clipped"]}
+    assert found == {}
+
+
+def test_chart_axis_titles_clear_their_tick_labels(shots: dict[str, Shot]) -> None:
+    found = {name: s.layout["axes"][:3] for name, s in shots.items() if s.layout["axes"]}
+    assert found == {}
+
+
+def test_a_live_chart_on_a_phone_keeps_its_axis_title_clear(context: BrowserContext, site: Site) -> None:
+    """plotly.js lays a live chart out for the phone's width: rotated tick labels, the axis title
+    and the legend below it must not meet (the batching lesson's first chart rotates its ticks)."""
+    page = context.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(site.url + next(u for u in site.pages_with('data-sim="batching"')))
+    wait_ready(page)
+    page.locator("figure.sim .sim-chart .main-svg").first.wait_for(timeout=RUNTIME_LIMIT_MS)
+    layout = page.evaluate(visual.LAYOUT)
+    rotated = page.evaluate(
+        "() => [...document.querySelectorAll('figure.sim .xtick text')].some((t) => /rotate/.test(t.getAttribute('transform')))"
+    )
+    page.close()
+    assert rotated, "no live chart on the page rotates its tick labels: the check needs another page"
+    assert layout["axes"] == []
+
+
+@pytest.mark.parametrize("palette", PALETTES)
+def test_axe_finds_nothing_serious_on_the_course_map(context: BrowserContext, site: Site, palette: str) -> None:
+    """tests/browser/test_accessibility.py audits every page in both palettes; this repeats the
+    audit where the visual checks look hardest, with the reader's progress shown."""
+    page = context.new_page()
+    page.emulate_media(color_scheme=palette)
+    page.goto(site.url)
+    page.evaluate(
+        """() => localStorage.setItem("llm-course:progress:v1",
+             JSON.stringify({ completed: { "00.1": "2026-01-01T00:00:00Z" }, last: "00.2", answers: {} }))"""
+    )
+    page.reload()
+    page.locator(".course-journey [aria-current=step]").wait_for()
+    assert page.locator("[data-course-completed]").inner_text() == "1"
+    assert axe_violations(page) == []
+    page.evaluate("() => localStorage.clear()")
+    page.close()
+
+
+def test_no_request_left_the_site_and_no_error_happened(records: Records) -> None:
+    assert_clean(records)
