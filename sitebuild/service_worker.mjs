@@ -6,7 +6,7 @@
 // new cache; Workbox deletes the old one when the new worker activates, which happens only once no
 // tab still runs the old build (no skipWaiting), so a page never mixes two builds.
 import { createHash } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generateSW, getManifest } from "workbox-build";
 
@@ -17,7 +17,15 @@ const common = {
   // Everything a reader loads; instant navigation reads sitemap.xml to tell site links from others.
   // Not the build's .gz copies (a compressing host sends them in place of the file itself), except
   // the WebAssembly's, which the Python worker fetches and inflates itself instead of the raw .wasm.
-  globIgnores: ["sw.js", "**/*.map", "**/!(pyodide.asm.wasm).gz", "**/pyodide.asm.wasm"],
+  globIgnores: ["sw.js", "**/*.map", "**/pyodide.asm.wasm"],
+  manifestTransforms: [
+    (entries) => ({
+      manifest: entries.filter(
+        (e) => !(e.url.endsWith(".gz") && !e.url.endsWith("pyodide.asm.wasm.gz") && existsSync(join(siteDir, e.url.slice(0, -3)))),
+      ),
+      warnings: [],
+    }),
+  ],
   maximumFileSizeToCacheInBytes: 64 * 1024 * 1024, // Pyodide's wasm is about 10 MB
   // Hashed file names (assets/generated/*-<12 hex>.*) need no revision parameter.
   dontCacheBustURLsMatching: /-[0-9a-f]{12}\.[a-z]+$/,
