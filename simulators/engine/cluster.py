@@ -28,10 +28,12 @@ from typing import Any
 
 from .. import costmodel as cm
 from ..catalog import Gpu, Model
+from .eventloop import Router, simulate
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
-from .replica import Replica, Router, simulate
-from .scheduler import SchedulerConfig, Seq
+from .replica import Replica
+from .scheduler import SchedulerConfig
+from .sequence import Seq
 from .steptime import StepCost
 from .workload import Request
 

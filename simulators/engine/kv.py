@@ -140,6 +140,11 @@ class KVCacheManager:
     def num_available(self) -> int:
         return self.num_free_blocks + len(self.evictable)
 
+    def num_available_after_ref(self, hashes: list[int]) -> int:
+        """Blocks still available once `hashes` are referenced (evictable ones among them stop being so)."""
+        evictable = self.evictable
+        return self.num_free_blocks + len(evictable) - sum(1 for h in hashes if h in evictable)
+
     def num_used(self) -> int:
         """Blocks held by running sequences (private or referenced cached blocks)."""
         return self.num_blocks - self.num_available()
