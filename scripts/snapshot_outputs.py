@@ -145,6 +145,12 @@ def main() -> int:
     saved = json.loads(PATH.read_text())
     differ = [k for k in now if k not in saved or saved[k] != now[k]]
     print(f"{len(now)} scenarios compared ({took:.0f} s): {len(differ)} differ")
+    by_sim: dict[str, int] = {}
+    for k in differ:
+        name = k.split()[0].split("#")[0]
+        by_sim[name] = by_sim.get(name, 0) + 1
+    if by_sim:
+        print("  by simulator:", ", ".join(f"{k} {v}" for k, v in sorted(by_sim.items())))
     for k in differ[:40]:
         print("  differs:", k)
     return 1 if differ else 0

@@ -34,7 +34,7 @@ class DecodeSet:
         self.sum_context = 0  # their contexts, summed
         self.sum_held = 0  # their KV tokens held (differs from sum_context only under a sliding window)
         self.by_residue = [0] * block_size  # members counted by g0 mod block_size
-        self.finish_heap: list[tuple[int, int, Seq]] = []  # (steps at its last token, tie, seq)
+        self.finish_heap: list[tuple[int, int, Seq]] = []  # (steps at its last token, tie, seq); stale ones skipped
         self._tie = itertools.count()  # heap ties resolve in join order; sequences never compared
 
     def join(self, s: Seq) -> None:
@@ -84,7 +84,7 @@ class DecodeSet:
     def steps_to_next_finish(self) -> int:
         """Decode steps until the next member emits its last token (members only: the set is not empty)."""
         heap = self.finish_heap
-        while heap and not heap[0][2].decoding:  # left by preemption: dropped lazily
+        while not _current(heap[0]):  # left by preemption: dropped lazily
             heapq.heappop(heap)
         return heap[0][0] - self.steps
 
@@ -92,7 +92,16 @@ class DecodeSet:
         """Members whose last token has been emitted, in finish order; the caller takes each out
         before asking for the next (a preempted and re-joined sequence has a stale entry too)."""
         heap = self.finish_heap
-        while heap and (heap[0][0] <= self.steps or not heap[0][2].decoding):
-            _, _, s = heapq.heappop(heap)
-            if s.decoding:
-                yield s
+        while heap and (heap[0][0] <= self.steps or not _current(heap[0])):
+            entry = heapq.heappop(heap)
+            if _current(entry):
+                yield entry[2]
+
+
+def _current(entry: tuple[int, int, Seq]) -> bool:
+    """Whether a finish-heap entry is its sequence's latest. A preempted sequence leaves its entry
+    behind; once it decodes again that entry is still there, with the step count at which it
+    would have finished had it never been preempted (too early): only the entry matching the
+    sequence's own finish_g counts."""
+    s = entry[2]
+    return s.decoding and entry[0] == s.finish_g
