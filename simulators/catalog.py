@@ -47,7 +47,7 @@ GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source")
 class Gpu:
     id: str
     name: str
-    # Memory capacity in 10^9 bytes and peak memory bandwidth in 10^9 bytes/s.
+    # Memory capacity in GiB (2^30 bytes) and peak memory bandwidth in 10^9 bytes/s.
     memory_GiB: float
     hbm_bandwidth_GBps: float
     # Peak tensor throughput, 10^12 ops/s; None where the part has no such path or no figure.

@@ -29,6 +29,7 @@ import heapq
 import itertools
 from collections import deque
 
+from .. import costmodel as cm
 from .cluster import EngineSpec
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
@@ -163,9 +164,10 @@ class ReferenceEngine:
         k = self.cfg.num_speculative_tokens
         if chunks or not k:
             return t + self.step_s([(s.scheduled, s.num_computed_tokens) for s in chunks], 1 if decodes else 0)
-        verify = self.step_s([], k + 1)  # speculation: a verify pass and k drafts per token emitted
-        drafts = self.step_s([], 1) * k * self.cfg.draft_cost_ratio
-        return t + (verify + drafts) / self.cfg.tokens_per_step()
+        verify, plain = self.step_s([], k + 1), self.step_s([], 1)  # speculation: verify pass, drafts
+        return t + cm.speculative_time_per_token_s(
+            plain, verify, k, self.cfg.draft_cost_ratio, self.cfg.acceptance_rate
+        )
 
     def step_s(self, chunks: list[tuple[int, int]], q: int) -> float:
         """Step time of the chunks (new, cached) plus q new tokens for every decoding sequence."""

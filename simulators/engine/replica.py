@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import costmodel as cm
 from .kv import KVCacheManager
 from .scheduler import Scheduler, SchedulerConfig
 from .sequence import Seq
@@ -163,8 +164,8 @@ class Replica(Scheduler):
         k = self.cfg.num_speculative_tokens
         if not k:
             return verify
-        drafts = stride_time_s(p[5], p[6], p[7], p[8], p[9], n) * k * self.cfg.draft_cost_ratio
-        return (verify + drafts) / self.cfg.tokens_per_step()
+        plain = stride_time_s(p[5], p[6], p[7], p[8], p[9], n)
+        return cm.speculative_time_per_token_s(plain, verify, k, self.cfg.draft_cost_ratio, self.cfg.acceptance_rate)
 
     def _end_at(self, t_end: float) -> list[Event]:
         self.version += 1

@@ -28,6 +28,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from .. import costmodel as cm
 from .decodeset import DecodeSet
 from .kv import KVCacheManager
 from .sequence import Seq
@@ -60,11 +61,8 @@ class SchedulerConfig:
     draft_cost_ratio: float = 0.05
 
     def tokens_per_step(self) -> float:
-        """Expected tokens a speculative step emits: (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023)."""
-        k, a = self.num_speculative_tokens, self.acceptance_rate
-        if k == 0:
-            return 1.0
-        return float(k + 1) if a >= 1.0 else (1 - a ** (k + 1)) / (1 - a)
+        """Expected tokens a speculative step emits (costmodel.speculative_tokens_per_pass)."""
+        return cm.speculative_tokens_per_pass(self.acceptance_rate, self.num_speculative_tokens)
 
 
 class Scheduler:

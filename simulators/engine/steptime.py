@@ -14,7 +14,8 @@ step_time is  max(x tokens + y num_seqs + z keys,  W(tokens) + v kv) + u tokens,
 exactly, because compute is linear in tokens, logits rows and attention keys; memory is the
 weights streamed (a constant, or for a mixture of experts a function of the token count that
 is asked of the cost model and remembered) plus KV bytes; tensor-parallel traffic is linear in
-tokens. `tests/test_engine_steptime.py` checks the identity against `step_time` on random batches.
+tokens. `tests/test_engine_core.py` (test_linear_step_cost_equals_step_time) checks the identity
+against `step_time` on random batches.
 """
 
 from __future__ import annotations
@@ -73,8 +74,7 @@ class StepCost:
         )
 
     def time_s(self, tokens: int, num_seqs: int, keys: float, kv: float) -> float:
-        c, m, u = self.parts(tokens, num_seqs, keys, kv)
-        return (c if c > m else m) + u
+        return cm.roofline_s(*self.parts(tokens, num_seqs, keys, kv))
 
     def held(self, context: int) -> int:
         return cm.kv_tokens_held(self.model, context)
