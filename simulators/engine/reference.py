@@ -20,6 +20,7 @@ One step:
 4. The step's time is step_time(tokens, sequences, attention keys, KV read). When it ends,
    chunks advance (a finished prompt emits its first token), decodes emit a token each, and
    sequences that emitted their last token release their blocks (cached blocks stay, LRU).
+   Every block is cached (prefix caching on) as soon as it is full, outputs included.
 Arrivals at the same time as a step end come first; an arrival to an idle engine starts a step.
 """
 
@@ -189,15 +190,14 @@ class ReferenceEngine:
                     s.blocks += 1  # its new token starts a block
                 s.num_computed_tokens += 1
                 s.out += 1
+            for s in self.decoding:  # blocks are cached as soon as they are full, outputs' too
+                self.cache_full_blocks(s)
         for s in self.chunks:
             s.num_computed_tokens += s.scheduled
             s.scheduled = 0
+            self.cache_full_blocks(s)
             if s.num_computed_tokens == s.prompt:
                 self.prefilling.remove(s)
-                if kv.prefix != "off":
-                    converted = kv.cache_blocks(s.content(), s.prompt, s.chain_len, s.owned)
-                    s.blocks -= converted
-                    s.chain_len += converted
                 s.out += 1
                 if s.t_first_token < 0:
                     s.t_first_token = t
@@ -209,6 +209,12 @@ class ReferenceEngine:
             self.decoding.remove(s)
             self.finish(s, t, done)
         return done
+
+    def cache_full_blocks(self, s: Seq) -> None:
+        if self.kv.prefix != "off":
+            converted = self.kv.cache_blocks(s.content(), s.num_computed_tokens, s.chain_len, s.owned)
+            s.blocks -= converted
+            s.chain_len += converted
 
     def finish(self, s: Seq, t: float, done: list[Seq]) -> None:
         s.out, s.t_finish = s.req.output_tokens, t

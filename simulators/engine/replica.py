@@ -102,6 +102,8 @@ class Replica(Scheduler):
         for s in chunks:
             c, q = s.num_computed_tokens, s.scheduled
             self._log(t, "chunk", s, q)
+            if s.num_preemptions:
+                self.recomputed_tokens += q
             tokens += q
             keys += attention_keys(q, c)
             kv_tok += (cost.held(c) if cost.window else c) + q
@@ -218,6 +220,7 @@ class Replica(Scheduler):
             s.num_computed_tokens += s.scheduled
             self.prefill_held += s.scheduled
             s.scheduled = 0
+            self._cache_full_blocks(s, s.num_computed_tokens)
             if s.num_computed_tokens == s.prompt:
                 self._prefill_done(s, t)
         for s in decode.pop_finished():

@@ -98,6 +98,8 @@ class Scheduler:
         self.handoff: list[Seq] = []  # prefill role: sequences whose KV leaves for a decode replica
         self.num_preemptions = 0
         self.hit_tokens = 0  # prompt tokens served from the prefix cache, all admissions
+        self.rehit_tokens = 0  # of those, found again by preempted sequences (their own blocks)
+        self.recomputed_tokens = 0  # tokens prefilled again after a preemption
 
     def schedule(self, t: float) -> tuple[list[Seq], bool]:
         """Prefill chunks for the next step, and whether decodes run in it (module docstring)."""
@@ -199,6 +201,8 @@ class Scheduler:
         if not s.num_preemptions:
             s.cached_tokens = hit_tokens  # the request's own prompt served from the cache
         self.hit_tokens += hit_tokens
+        if s.num_preemptions:
+            self.rehit_tokens += hit_tokens
         self.prefill_held += hit_tokens
         s.scheduled = chunk
         if s.t_scheduled < 0:
@@ -213,6 +217,7 @@ class Scheduler:
         s = self.running.pop()
         if s.decoding:
             self.decode.leave(s, self.kv.blocks_for)
+            self._cache_full_blocks(s, s.num_computed_tokens)  # its outputs' full blocks too
         else:
             self.prefill_held -= s.num_computed_tokens
             self.prefilling.remove(s)
@@ -227,19 +232,26 @@ class Scheduler:
         self._log(t, "preempt", s, freed)
         return s
 
+    def _cache_full_blocks(self, s: Seq, tokens: int) -> None:
+        """Cache the full blocks of a sequence's first `tokens` computed tokens (vLLM v1 caches a
+        block as soon as it is full, outputs included: allocate_slots -> cache_blocks), so that a
+        preempted sequence finds its own blocks again. A decoding sequence's blocks are cached
+        when it leaves the decode set (preempted or finished): until then it references them, so
+        nothing could evict or hit them (its output is its own), and the result is the same."""
+        if self.prefix_on:
+            converted = self.kv.cache_blocks(s.content(), tokens, s.chain_len, s.owned)
+            s.blocks -= converted
+            s.chain_len += converted
+
     def _release(self, s: Seq) -> None:
         self.kv.unref(s.owned)
         self.kv.give_back(s.blocks)
         s.owned, s.blocks, s.chain_len = [], 0, 0
 
     def _prefill_done(self, s: Seq, t: float) -> None:
-        """A sequence's prompt is computed: cache its full blocks, emit its first token, decode."""
+        """A sequence's prompt is computed (its full blocks cached): emit its first token, decode."""
         self.prefill_held -= s.num_computed_tokens
         self.prefilling.remove(s)
-        if self.prefix_on:
-            converted = self.kv.cache_blocks(s.content(), s.prompt, s.chain_len, s.owned)
-            s.blocks -= converted
-            s.chain_len += converted
         s.out += 1
         if s.t_first_token < 0:
             s.t_first_token = t

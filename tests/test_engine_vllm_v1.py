@@ -1,0 +1,51 @@
+"""vLLM V1 behaviours of the engine, each on a scenario small enough to follow by hand.
+
+Sources (vllm-project/vllm): vllm/v1/core/kv_cache_manager.py (allocate_slots caches every full
+block up to min(computed + new tokens, request.num_tokens), outputs included; KVCacheManager's
+watermark defaults to 0.0); vllm/v1/core/block_pool.py (one free-block queue: freed blocks go
+to its tail, tail blocks of a request first, and allocation takes from its head, evicting a
+cached block it finds there); vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (`vllm
+serve` on a GPU with >= 70 GiB that is not an A100: max_num_batched_tokens 8192, max_num_seqs
+1024; otherwise 2048 and 256); vllm/config/cache.py (enable_prefix_caching on by default in V1).
+"""
+
+from simulators.catalog import resolve_gpu, resolve_model
+from simulators.engine import EngineSpec, SchedulerConfig, serve
+from simulators.engine.workload import Request
+
+M, GPU = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
+
+
+def _two_growing_requests(prefix):
+    """A and B: 100-token prompts, answers of 200 and 300 tokens, in a pool of 30 blocks of 16
+    tokens. A's prefill starts the moment it arrives; B, arriving at the same instant, waits for
+    that step, so it trails A by one token. When A reaches 240 tokens it needs a 16th block, the
+    pool is full (15 + 15), and B (admitted last, at 239 tokens: 14 full blocks and one holding
+    15 tokens) is preempted: its 14 full blocks stay in the cache, the part-filled one is freed
+    empty. A grows to 300 tokens (19 blocks): it takes the empty block and evicts 3 cached ones
+    (B's tail blocks, freed first). When A finishes, B is admitted again with 240 tokens to
+    prefill (its prompt and 140 answer tokens), and finds 11 blocks (176 tokens) in the cache."""
+    reqs = [Request(0, 0.0, 100, 200, ((1, 100),)), Request(1, 0.0, 100, 300, ((2, 100),))]
+    spec = EngineSpec(M, GPU, SchedulerConfig(max_num_seqs=8), num_blocks=30, prefix=prefix)
+    return serve(reqs, spec, keep_log=True)
+
+
+def _readmission(served):
+    """(tokens hit, tokens computed) when B is admitted again after its preemption."""
+    log = served.log
+    preempt = next(i for i, e in enumerate(log) if e[2] == "preempt")
+    assert log[preempt][3] == 1 and log[preempt][4] == 15  # B, the last admitted, frees 15 blocks
+    readmit = next(e for e in log[preempt:] if e[2] == "admit" and e[3] == 1)
+    chunk = next(e for e in log[preempt:] if e[2] == "chunk" and e[3] == 1)
+    return readmit[4], chunk[4]
+
+
+def test_a_preempted_request_finds_its_own_blocks_outputs_included():
+    served = _two_growing_requests("hash")
+    hit, computed = _readmission(served)
+    assert (hit, computed) == (11 * 16, 240 - 11 * 16)  # 176 > 100: its answer's blocks were cached too
+    assert served.records[1].output_tokens == 300 and served.records[1].num_preemptions == 1
+
+
+def test_without_prefix_caching_a_preempted_request_recomputes_everything():
+    assert _readmission(_two_growing_requests("off")) == (0, 240)  # the prompt and answer again
