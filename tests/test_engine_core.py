@@ -95,7 +95,7 @@ def test_invariants_blocks_tokens_and_completion(name):
     assert all(r.output_tokens == by_id[r.id].output_tokens for r in served.records)
     # KV use never above capacity; afterwards every block is free or cached-and-unreferenced.
     assert all(0 <= used <= kv.num_blocks for _, _, _, used, _, _ in rep.series)
-    assert kv.num_free_blocks + len(kv.evictable) == kv.num_blocks
+    assert kv.num_available() == kv.num_blocks
     assert all(ref_cnt == 0 for ref_cnt in kv.cached.values())
     assert rep.decode.num_seqs == 0 and rep.decode.sum_context == 0 and rep.prefill_held == 0 and not rep.running
     # Timestamps are ordered for every request.

@@ -49,3 +49,25 @@ def test_a_preempted_request_finds_its_own_blocks_outputs_included():
 
 def test_without_prefix_caching_a_preempted_request_recomputes_everything():
     assert _readmission(_two_growing_requests("off")) == (0, 240)  # the prompt and answer again
+
+
+def test_one_free_queue_evicts_the_least_recently_freed_block_even_if_empty_ones_follow():
+    # A pool of 20 blocks of 16 tokens, prefix caching on, one-token answers (each request ends
+    # when its prompt is computed), one request per second so each finishes before the next.
+    # X (64 tokens: 4 full blocks) and then Z (72 tokens: 4 full blocks and one holding 8) take
+    # 9 blocks and free them, last block first: the queue is [11 empty, x4 x3 x2 x1, 1 empty
+    # (Z's part-filled block), z4 z3 z2 z1]. W (192 tokens, 12 blocks) takes the 11 empty
+    # blocks and then evicts x4, the least recently freed, although an empty block sits further
+    # back. X2 (X's 64 tokens and 16 new ones) finds x1-x3 (48 tokens) and takes 2 blocks for
+    # the other 32: the empty one and z4, a second eviction. A pool that used its empty blocks
+    # first would have evicted only one block (for X2) and X2 would have found all 64 tokens.
+    reqs = [
+        Request(0, 0.0, 64, 1, ((1, 64),)),
+        Request(1, 1.0, 72, 1, ((2, 72),)),
+        Request(2, 2.0, 192, 1, ((3, 192),)),
+        Request(3, 3.0, 80, 1, ((1, 64), (4, 16))),
+    ]
+    served = serve(reqs, EngineSpec(M, GPU, SchedulerConfig(), num_blocks=20, prefix="hash"))
+    by_id = {r.id: r for r in served.records}
+    assert served.replicas[0].kv.num_evictions == 2
+    assert by_id[3].cached_tokens == 3 * 16

@@ -64,8 +64,8 @@ class ReferenceEngine:
     def preempt_last(self) -> None:
         s = self.running.pop()
         (self.decoding if s in self.decoding else self.prefilling).remove(s)
-        self.kv.unref(s.owned)
-        self.kv.give_back(s.blocks)
+        self.kv.give_back(s.blocks)  # last block first (vLLM v1 frees in reverse order): the
+        self.kv.unref(s.owned)  # private tail, then the cached blocks from the end back
         s.owned, s.blocks, s.chain_len = [], 0, 0
         s.prompt = s.req.prompt_tokens + s.out
         s.num_computed_tokens = 0
@@ -111,7 +111,7 @@ class ReferenceEngine:
             i += 1
         if preempted:  # preempted decodes give their reserved blocks back; no admission
             extra = reserved - self.decode_blocks()
-            kv.give_back(extra)
+            kv.untake(extra)
             reserved -= extra
         elif not static or not self.running:
             while self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0:
@@ -157,11 +157,11 @@ class ReferenceEngine:
         chunks, decodes, reserved = self.schedule(t)
         self.chunks, self.decodes = chunks, decodes
         if not chunks and not self.decoding:
-            self.kv.give_back(reserved)
+            self.kv.untake(reserved)
             return None
         self.decode_blocks_at_end = not chunks
         if not chunks or not decodes:  # decode-only: blocks taken at the end; else decodes pause
-            self.kv.give_back(reserved)
+            self.kv.untake(reserved)
         k = self.cfg.num_speculative_tokens
         if chunks or not k:
             return t + self.step_s([(s.scheduled, s.num_computed_tokens) for s in chunks], 1 if decodes else 0)
@@ -222,8 +222,8 @@ class ReferenceEngine:
             ctx = s.req.prompt_tokens + s.out - 1
             s.blocks -= self.kv.cache_blocks(s.content(), ctx, s.chain_len, s.owned, final=True)
         self.running.remove(s)
-        self.kv.unref(s.owned)
-        self.kv.give_back(s.blocks)
+        self.kv.give_back(s.blocks)  # last block first (vLLM v1 frees in reverse order): the
+        self.kv.unref(s.owned)  # private tail, then the cached blocks from the end back
         s.owned, s.blocks, s.chain_len = [], 0, 0
         done.append(s)
 

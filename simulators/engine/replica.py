@@ -82,7 +82,7 @@ class Replica(Scheduler):
         decode = self.decode
         self.plan_chunks, self.plan_t0 = chunks, t
         if not chunks and not decode.num_seqs:
-            self.kv.give_back(self.reserved)
+            self.kv.untake(self.reserved)
             self.busy = False
             if self.keep_series:
                 self._record(t)
@@ -96,7 +96,7 @@ class Replica(Scheduler):
         """One step with prefill chunks, and one token for each of `nd` decoding sequences."""
         decode, cost = self.decode, self.cost
         if not nd:
-            self.kv.give_back(self.reserved)
+            self.kv.untake(self.reserved)
             self.reserved = 0
         tokens, keys, kv_tok = nd, (decode.sum_context + nd) if nd else 0, (decode.sum_held + nd) if nd else 0
         for s in chunks:
@@ -119,7 +119,7 @@ class Replica(Scheduler):
     def _plan_stride(self, t: float) -> list[Event]:
         """Decode-only steps up to the next completion, the block supply, or a window edge."""
         kv, decode = self.kv, self.decode
-        kv.give_back(self.reserved)  # a stride takes its blocks when it ends
+        kv.untake(self.reserved)  # a stride takes its blocks when it ends
         n = decode.steps_to_next_finish()
         growth = decode.num_seqs  # KV tokens held grow by this much per step
         window = self.window

@@ -148,7 +148,7 @@ class Scheduler:
         self.skipped = preempted and bool(self.waiting)
         if preempted:  # decodes preempted above no longer need their reserved blocks
             extra = self.reserved - decode.blocks_needed(1)
-            kv.give_back(extra)
+            kv.untake(extra)
             self.reserved -= extra
         elif not static or not self.running:  # admit from waiting, FCFS, no overtaking
             while self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0:
@@ -244,8 +244,8 @@ class Scheduler:
             s.chain_len += converted
 
     def _release(self, s: Seq) -> None:
-        self.kv.unref(s.owned)
-        self.kv.give_back(s.blocks)
+        self.kv.give_back(s.blocks)  # last block first (vLLM v1 frees in reverse order): the
+        self.kv.unref(s.owned)  # private tail, then the cached blocks from the end back
         s.owned, s.blocks, s.chain_len = [], 0, 0
 
     def _prefill_done(self, s: Seq, t: float) -> None:
