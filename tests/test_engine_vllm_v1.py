@@ -71,3 +71,22 @@ def test_one_free_queue_evicts_the_least_recently_freed_block_even_if_empty_ones
     by_id = {r.id: r for r in served.records}
     assert served.replicas[0].kv.num_evictions == 2
     assert by_id[3].cached_tokens == 3 * 16
+
+
+def test_no_watermark_a_request_may_take_the_last_free_block():
+    # A pool of 100 blocks. A (800 tokens: 50 blocks) arrives first and prefills alone; B (784
+    # tokens: 49 blocks) arrives with it and waits for that step. When the step ends A holds 50
+    # blocks and its first decode step needs a 51st (800 is a multiple of 16), leaving 49 free:
+    # exactly B's prompt. With vLLM v1's watermark of 0 B is admitted at once; with v0's 1% of
+    # the pool (1 block) kept free it waits until A has finished its 20 tokens.
+    reqs = [Request(0, 0.0, 800, 20, ((1, 800),)), Request(1, 0.0, 784, 20, ((2, 784),))]
+
+    def b_starts(sched):
+        served = serve(reqs, EngineSpec(M, GPU, sched, num_blocks=100))
+        a, b = sorted(served.records)
+        return b.queue_s, a.ttft_s, a.e2e_s
+
+    queue_s, a_first_token, a_done = b_starts(SchedulerConfig())
+    assert SchedulerConfig().watermark == 0.0 and queue_s == a_first_token
+    queue_s, _, a_done = b_starts(SchedulerConfig(watermark=0.01))
+    assert queue_s == a_done

@@ -50,10 +50,12 @@ class SchedulerConfig:
     # is admitted only when blocks for its whole current sequence (prompt, plus the output so far
     # after a preemption) are free, not only for its first chunk (vLLM's
     # scheduler_reserve_full_isl, on by default: it prevents over-admission and KV thrashing with
-    # chunked prefill), keeping `watermark` of all blocks free while anything runs (vLLM v0's
-    # BlockSpaceManager default 0.01; v1 applies its watermark to waiting requests the same way).
+    # chunked prefill), keeping `watermark` of all blocks free while anything runs. vLLM v1's
+    # KVCacheManager applies its watermark to waiting and preempted requests only, when something
+    # is scheduled, and defaults it to 0.0 (vllm/v1/core/kv_cache_manager.py); v0's
+    # BlockSpaceManager kept 0.01.
     reserve_full_isl: bool = True
-    watermark: float = 0.01
+    watermark: float = 0.0
     # Speculative decoding: draft tokens per step (0 = off), per-token acceptance rate, and the
     # cost of one draft step as a fraction of one target decode step.
     num_speculative_tokens: int = 0
@@ -170,9 +172,12 @@ class Scheduler:
         water = self.watermark_blocks if self.running else 0
         if s.prefilled:  # disaggregated decode side: the KV arrives whole, nothing to compute
             need = kv.blocks_for(s.num_computed_tokens)
-            if budget < 1 or need + water > kv.num_available():
+            # It decodes in this very step: reserve the block that step needs, as for the others.
+            first = kv.blocks_for(s.num_computed_tokens + 1) - need if kv.layout == "paged" else 0
+            if budget < 1 or need + first + water > kv.num_available():
                 return -1
-            kv.take(need)
+            kv.take(need + first)
+            self.reserved += first
             s.blocks = need
             self.waiting.popleft()
             self.running.append(s)
