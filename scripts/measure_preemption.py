@@ -1,16 +1,19 @@
 """Preemption and recompute in the lessons' engine scenarios (prints figures; not a test).
 
-    python scripts/measure_preemption.py [05 06 11 ...]
+    python scripts/measure_preemption.py [--prefix hash] [05 06 11 ...]
 
 For each `sim` block of the lessons whose file names start with the given prefixes (default 05,
 06 and 11), at its page parameters, it runs the simulator through `api.run_json`, watching every
 engine run it makes, and counts from the event log: preemptions, prompt and answer tokens
 prefilled again after a preemption ("recomputed"), and tokens a preempted request found in the
 prefix cache when admitted again ("re-hit"). Run it before and after an engine change.
+`--prefix hash` turns prefix caching on in every engine the simulators build without saying
+(vLLM v1's default), to show what that would change.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 import sys
@@ -51,6 +54,14 @@ def count(log: list[tuple], totals: Counter) -> None:
 def main() -> None:
     from simulators.engine import cluster
 
+    args = sys.argv[1:]
+    if args[:1] == ["--prefix"]:
+        # EngineSpec's default prefix mode, as the simulators that do not set it will see it.
+        names = [f.name for f in dataclasses.fields(cluster.EngineSpec)][2:]
+        defaults = list(cluster.EngineSpec.__init__.__defaults__)
+        defaults[names.index("prefix")] = args[1]
+        cluster.EngineSpec.__init__.__defaults__ = tuple(defaults)
+        args = args[2:]
     original = cluster.serve
     totals: Counter = Counter()
 
@@ -65,7 +76,7 @@ def main() -> None:
     for module in list(sys.modules.values()):
         if getattr(module, "__name__", "").startswith("simulators") and getattr(module, "serve", None) is original:
             module.serve = watched
-    for label, name, params in lesson_scenarios(tuple(sys.argv[1:]) or ("05", "06", "11")):
+    for label, name, params in lesson_scenarios(tuple(args) or ("05", "06", "11")):
         totals.clear()
         answer = json.loads(api.run_json(name, json.dumps(params)))
         if not answer["ok"]:

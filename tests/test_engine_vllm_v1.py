@@ -6,7 +6,8 @@ watermark defaults to 0.0); vllm/v1/core/block_pool.py (one free-block queue: fr
 to its tail, tail blocks of a request first, and allocation takes from its head, evicting a
 cached block it finds there); vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (`vllm
 serve` on a GPU with >= 70 GiB that is not an A100: max_num_batched_tokens 8192, max_num_seqs
-1024; otherwise 2048 and 256); vllm/config/cache.py (enable_prefix_caching on by default in V1).
+1024; otherwise 2048 and 256); vllm/config/cache.py (enable_prefix_caching on by default in V1; here on request, see
+EngineSpec.prefix).
 """
 
 from simulators.catalog import resolve_gpu, resolve_model

@@ -53,7 +53,10 @@ class EngineSpec:
     block_size: int = 16
     # "paged" blocks or "contiguous" max_model_len reservations.
     layout: str = "paged"
-    # Prefix cache: "off", "hash" or "radix".
+    # Prefix cache: "off", "hash" or "radix". vLLM v1 has it on by default (vllm/config/cache.py
+    # CacheConfig.enable_prefix_caching = True); here it stays off unless asked for, because
+    # hashing and caching every block of every unique prompt makes a run 5-17x slower in CPython
+    # (scripts/measure_preemption.py --prefix hash shows what turning it on changes).
     prefix: str = "off"
     # KV blocks per replica; None: what memory_fit leaves after weights and activations.
     num_blocks: int | None = None

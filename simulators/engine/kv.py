@@ -98,22 +98,23 @@ class KVCacheManager:
             return False
         self.num_free_blocks -= n
         queue = self.free_queue
+        evicted = 0
         while n:
-            key = next(iter(queue))
+            key, count = queue.popitem(last=False)
             if type(key) is tuple:  # a run of empty blocks
-                run = queue[key]
-                if run > n:
-                    queue[key] = run - n
-                    return True
-                del queue[key]
-                n -= run
-            else:  # a cached block no one references: evicted
-                del queue[key], self.cached[key]
-                self.num_evictions += 1
-                if key in self.part_filled:
-                    del self.part_filled[key]
-                    self._forget_partial(key)
-                n -= 1
+                if count > n:
+                    queue[key] = count - n
+                    queue.move_to_end(key, last=False)
+                    break
+                n -= count
+                continue
+            del self.cached[key]  # a cached block no one references: evicted
+            evicted += 1
+            n -= 1
+            if key in self.part_filled:
+                del self.part_filled[key]
+                self._forget_partial(key)
+        self.num_evictions += evicted
         return True
 
     def give_back(self, n: int) -> None:
@@ -267,12 +268,14 @@ class KVCacheManager:
     def unref(self, hashes: list[int]) -> None:
         # Tail blocks first, so that LRU eviction takes the ends of prefixes before their roots.
         cached, queue = self.cached, self.free_queue
+        freed = 0
         for h in reversed(hashes):
             n = cached[h] - 1
             cached[h] = n
-            if n == 0:
+            if not n:
                 queue[h] = 1
-                self.num_free_blocks += 1
+                freed += 1
+        self.num_free_blocks += freed
 
     def cache_blocks(
         self, segments: tuple[tuple[int, int], ...], upto: int, start: int, owned: list[int], *, final: bool = False
