@@ -91,3 +91,16 @@ def test_no_watermark_a_request_may_take_the_last_free_block():
     assert SchedulerConfig().watermark == 0.0 and queue_s == a_first_token
     queue_s, _, a_done = b_starts(SchedulerConfig(watermark=0.01))
     assert queue_s == a_done
+
+
+def test_unset_limits_take_vllm_serves_defaults_for_the_gpu():
+    # `vllm serve` on an H100 (80 GiB) or an H200: 8,192 batched tokens and 1,024 sequences; on
+    # an A100 80GB (excluded by name) or an L4 (24 GB): 2,048 and 256. A limit that is set stays.
+    for gpu, expected in (("h100-sxm", (8192, 1024)), ("h200", (8192, 1024)), ("mi300x", (8192, 1024))):
+        sched = EngineSpec(M, resolve_gpu(gpu)).sched
+        assert (sched.max_num_batched_tokens, sched.max_num_seqs) == expected, gpu
+    for gpu in ("a100-sxm-80gb", "a100-sxm-40gb", "l4"):
+        sched = EngineSpec(M, resolve_gpu(gpu)).sched
+        assert (sched.max_num_batched_tokens, sched.max_num_seqs) == (2048, 256), gpu
+    sched = EngineSpec(M, GPU, SchedulerConfig(max_num_seqs=64)).sched
+    assert (sched.max_num_batched_tokens, sched.max_num_seqs) == (8192, 64)

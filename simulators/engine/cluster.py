@@ -62,6 +62,11 @@ class EngineSpec:
     num_blocks: int | None = None
     cost_options: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Limits left unset take `vllm serve`'s defaults for this GPU (scheduler.vllm_serve_defaults).
+        # (dataclasses.replace keeps the filled-in limits: pass sched again when changing the GPU.)
+        object.__setattr__(self, "sched", self.sched.for_gpu(self.gpu))
+
     def step_cost(self) -> StepCost:
         # Made once per spec and kept on it (a spec is frozen; the cost is a pure function of it):
         # a load test serves the same spec a dozen times per call.

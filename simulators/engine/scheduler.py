@@ -24,6 +24,7 @@ token budget, preempt); Yu et al. 2022, Orca (OSDI) for iteration-level scheduli
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -38,10 +39,11 @@ from .sequence import Seq
 class SchedulerConfig:
     # "continuous" (iteration-level) or "static" (a new batch only when the last one is done).
     batching: str = "continuous"
-    # Most sequences running at once (vLLM --max-num-seqs).
-    max_num_seqs: int = 256
-    # Token budget of one step (vLLM --max-num-batched-tokens).
-    max_num_batched_tokens: int = 2048
+    # Most sequences running at once (vLLM --max-num-seqs) and the token budget of one step
+    # (--max-num-batched-tokens). None: `vllm serve`'s default for the GPU (vllm_serve_defaults),
+    # filled in by EngineSpec.
+    max_num_seqs: int = None  # type: ignore[assignment]
+    max_num_batched_tokens: int = None  # type: ignore[assignment]
     # Split long prompts into chunks that share steps with decodes (Sarathi-Serve, vLLM v1).
     chunked_prefill: bool = True
     # Longest prompt + output a sequence may reach; longer requests are dropped and reported.
@@ -62,9 +64,29 @@ class SchedulerConfig:
     acceptance_rate: float = 0.7
     draft_cost_ratio: float = 0.05
 
+    def for_gpu(self, gpu: Any) -> SchedulerConfig:
+        """This configuration with `vllm serve`'s defaults for `gpu` where a limit is left unset."""
+        if self.max_num_seqs is not None and self.max_num_batched_tokens is not None:
+            return self
+        tokens, seqs = vllm_serve_defaults(gpu)
+        return dataclasses.replace(
+            self,
+            max_num_seqs=seqs if self.max_num_seqs is None else self.max_num_seqs,
+            max_num_batched_tokens=tokens if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
+        )
+
     def tokens_per_step(self) -> float:
         """Expected tokens a speculative step emits (costmodel.speculative_tokens_per_pass)."""
         return cm.speculative_tokens_per_pass(self.acceptance_rate, self.num_speculative_tokens)
+
+
+def vllm_serve_defaults(gpu: Any) -> tuple[int, int]:
+    """`vllm serve`'s (max_num_batched_tokens, max_num_seqs) on `gpu`: 8192 and 1024 with at least
+    70 GiB of memory unless it is an A100 (larger budgets lowered A100 throughput), else 2048 and
+    256 (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, UsageContext.OPENAI_API_SERVER:
+    `device_memory >= 70 * GiB_bytes and "a100" not in device_name`)."""
+    big = gpu.memory_GiB >= 70 and "a100" not in f"{gpu.id} {gpu.name}".lower()
+    return (8192, 1024) if big else (2048, 256)
 
 
 class Scheduler:
