@@ -96,8 +96,14 @@ class KVCacheManager:
         """Allocate n private blocks from the head of the free queue, evicting cached ones found there."""
         if n > self.num_free_blocks:
             return False
+        if not n:
+            return True
         self.num_free_blocks -= n
         queue = self.free_queue
+        head = next(iter(queue))
+        if type(head) is tuple and queue[head] > n:  # the usual case: empty blocks at the head
+            queue[head] -= n
+            return True
         evicted = 0
         while n:
             key, count = queue.popitem(last=False)
