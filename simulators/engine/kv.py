@@ -114,6 +114,7 @@ class KVCacheManager:
                     break
                 n -= count
                 continue
+            assert isinstance(key, int)
             del self.cached[key]  # a cached block no one references: evicted
             evicted += 1
             n -= 1

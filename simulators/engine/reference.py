@@ -181,7 +181,7 @@ class ReferenceEngine:
 
     def step_end(self, t: float) -> list[Seq]:
         """Advance the step that ends at t; the sequences that finished."""
-        kv, done = self.kv, []
+        kv, done = self.kv, list[Seq]()
         if self.decode_blocks_at_end and not kv.take(self.decode_blocks()):
             raise RuntimeError("decode step ran beyond the free blocks")
         if self.decodes:
