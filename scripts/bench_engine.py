@@ -46,7 +46,10 @@ def main() -> None:
         "request_throughput_per_s"
     ]
     rate = 0.8 * cap
-    print(f"capacity (512 closed-loop users, 256 slots): {cap:.2f} req/s; open-loop rate 80%: {rate:.2f} req/s")
+    slots = spec.sched.max_num_seqs
+    print(
+        f"capacity ({2 * slots} closed-loop users, {slots} slots): {cap:.2f} req/s; open-loop rate 80%: {rate:.2f} req/s"
+    )
     for n, repeats, target in ((1000, 7, 0.150), (10000, 3, 1.5)):
         reqs = trace(n, rate)
         wall, events, done = timed(reqs, spec, repeats)

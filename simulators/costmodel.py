@@ -294,6 +294,29 @@ def efficiency(ideal: bool, engine: str = "course") -> Efficiency:
     return profiles.linear_efficiency(profiles.profile(engine))
 
 
+def roofline_s(compute_s: float, memory_s: float, communication_s: float = 0.0) -> float:
+    """A step's time: the binding roof (compute or memory; they overlap) plus communication after it."""
+    return (compute_s if compute_s > memory_s else memory_s) + communication_s
+
+
+def speculative_tokens_per_pass(acceptance_rate: float, num_draft_tokens: int) -> float:
+    """Expected tokens one target pass emits with k draft tokens, each accepted with probability a
+    independently: the accepted prefix plus one, (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1)."""
+    k, a = num_draft_tokens, acceptance_rate
+    if k == 0:
+        return 1.0
+    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def speculative_time_per_token_s(
+    step_s: float, verify_s: float, num_draft_tokens: int, draft_cost_ratio: float, acceptance_rate: float
+) -> float:
+    """Time per emitted token with speculation: k draft steps, each draft_cost_ratio of a target
+    decode step (step_s), plus one verify pass (verify_s), per expected tokens of one pass."""
+    drafts_s = step_s * num_draft_tokens * draft_cost_ratio
+    return (verify_s + drafts_s) / speculative_tokens_per_pass(acceptance_rate, num_draft_tokens)
+
+
 @dataclass(frozen=True)
 class StepTime:
     compute_s: float  # matmul + attention FLOPs at the achieved tensor throughput (0 if unknown)
@@ -308,7 +331,7 @@ class StepTime:
 
     @property
     def time_s(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.communication_s
+        return roofline_s(self.compute_s, self.memory_s, self.communication_s)
 
     @property
     def bound(self) -> str:
@@ -510,7 +533,7 @@ class DecodeLine:
     def time_s(self, sum_context: float) -> float:
         c = self.compute_base_s + self.compute_per_token_s * sum_context
         mem = self.memory_base_s + self.memory_per_token_s * sum_context
-        return max(c, mem) + self.communication_s
+        return roofline_s(c, mem, self.communication_s)
 
 
 def decode_line(m: Model, gpu: Gpu, batch_size: int, **kw: object) -> DecodeLine:

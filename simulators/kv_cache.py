@@ -38,8 +38,9 @@ METRICS = {
     "recompute_ratio": ("Recompute / cached work", "x"),
 }
 
-# MLA's latent in DeepSeek-V2/V3: 512 latent + 64 rotary values per token per layer.
-MLA_LATENT, MLA_ROPE = 512, 64
+# The MLA variant of a model that has no latent of its own borrows DeepSeek-V3's shape from the
+# catalogue (kv_lora_rank latent + qk_rope_head_dim rotary values per token per layer).
+MLA_SHAPE_MODEL = "deepseek-v3"
 
 
 # The charts figure() draws, (value, label): the first is the default.
@@ -67,14 +68,15 @@ def _variants(m: Model) -> dict[str, Model]:
     if m.kv_lora_rank:  # MHA for an MLA model keeps a full key and value per head
         std = dataclasses.replace(std, head_dim=(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) // 2)
     gqa_heads = m.num_kv_heads if m.attention == "GQA" else max(1, min(8, m.num_heads))
+    mla = m if m.kv_lora_rank else resolve_model(MLA_SHAPE_MODEL)
     return {
         "MHA": dataclasses.replace(std, num_kv_heads=m.num_heads),
         f"GQA ({gqa_heads} KV heads)": dataclasses.replace(std, num_kv_heads=gqa_heads),
         "MQA (1 KV head)": dataclasses.replace(std, num_kv_heads=1),
-        "MLA (512 + 64 latent)": dataclasses.replace(
+        f"MLA ({mla.kv_lora_rank} + {mla.qk_rope_head_dim} latent)": dataclasses.replace(
             m,
-            kv_lora_rank=m.kv_lora_rank or MLA_LATENT,
-            qk_rope_head_dim=m.qk_rope_head_dim or MLA_ROPE,
+            kv_lora_rank=mla.kv_lora_rank,
+            qk_rope_head_dim=mla.qk_rope_head_dim,
             qk_nope_head_dim=m.qk_nope_head_dim or m.head_dim,
             v_head_dim=m.v_head_dim or m.head_dim,
         ),

@@ -89,10 +89,8 @@ class Params:
 
 
 def expected_tokens(alpha: float, gamma: int) -> float:
-    """Leviathan et al. eq. 1: expected tokens per target pass, accepted prefix plus one."""
-    if alpha >= 1.0:
-        return gamma + 1.0
-    return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
+    """Leviathan et al. eq. 1: expected tokens per target pass (costmodel.speculative_tokens_per_pass)."""
+    return cm.speculative_tokens_per_pass(alpha, gamma)
 
 
 def simulate_tokens(alpha: float, gamma: int, rounds: int, rng: random.Random) -> list[int]:
@@ -114,8 +112,8 @@ def _times(m: Any, gpu: Any, batch: int, ctx: int, eff: cm.Efficiency) -> tuple[
 
 
 def speedup(alpha: float, gamma: int, c: float, t_step: float, t_verify: float) -> float:
-    """E * t_step / (gamma * c * t_step + t_verify): tokens per second with over without speculation."""
-    return expected_tokens(alpha, gamma) * t_step / (gamma * c * t_step + t_verify)
+    """Tokens per second with over without speculation: t_step / time per token with it."""
+    return t_step / cm.speculative_time_per_token_s(t_step, t_verify, gamma, c, alpha)
 
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:

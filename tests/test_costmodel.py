@@ -127,3 +127,20 @@ def test_generation_flops_closed_form_equals_the_sum_of_steps():
 
     for cached in (True, False):
         assert cm.generation_flops(LLAMA3_8B, 37, 11, kv_cache=cached) == pytest.approx(stepwise(37, 11, cached))
+
+
+def test_speculative_expectation_is_the_sum_of_acceptance_powers_and_one_formula_serves_all():
+    # E = 1 + a + a^2 + ... + a^k: the first draft token is accepted with probability a, the
+    # first two with a^2, and so on; the verify pass always adds one token.
+    for a in (0.0, 0.3, 0.8, 1.0):
+        for k in (0, 1, 4, 7):
+            assert cm.speculative_tokens_per_pass(a, k) == pytest.approx(sum(a**i for i in range(k + 1)))
+    # Time per token: (verify + k drafts at c of a step) / E. 10 ms step, 14 ms verify, k = 4,
+    # c = 0.05, a = 0.8: (14 + 4 x 0.5) / 3.3616 = 4.7596 ms.
+    assert cm.speculative_time_per_token_s(0.010, 0.014, 4, 0.05, 0.8) == pytest.approx(0.016 / 3.3616)
+    from simulators import speculative
+    from simulators.engine import SchedulerConfig
+
+    assert SchedulerConfig(num_speculative_tokens=4, acceptance_rate=0.8).tokens_per_step() == pytest.approx(3.3616)
+    assert speculative.expected_tokens(0.8, 4) == pytest.approx(3.3616)
+    assert speculative.speedup(0.8, 4, 0.05, 0.010, 0.014) == pytest.approx(0.010 / (0.016 / 3.3616))

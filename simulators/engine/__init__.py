@@ -21,11 +21,16 @@ Public API (everything a simulator module needs):
 Files, one concept each (vLLM v1 names: block_size, block_table, ref_cnt, num_computed_tokens,
 waiting, running):
     workload.py   arrivals (poisson, constant, gamma, bundled trace) and lengths; shared prefixes
-    kv.py         the block pool: paged or contiguous; prefix cache off / hash / radix, LRU
-    scheduler.py  SchedulerConfig and Seq: continuous or static batching, chunked prefill,
-                  max_num_seqs, preemption by recompute, speculative decoding's expectation
+    kv.py         the block pool: paged or contiguous; one LRU free queue; prefix cache off / hash / radix
+    blockhash.py  block contents and block-hash chains (memo per block size)
+    sequence.py   Seq: one request's progress, blocks and timestamps inside a replica
+    decodeset.py  the decoding sequences, kept so a decode step costs O(1)
+    scheduler.py  SchedulerConfig and Scheduler: continuous or static batching, chunked prefill,
+                  max_num_seqs, admission, preemption by recompute (the decision of each step)
     steptime.py   costmodel.step_time as an O(1) linear form; closed-form decode strides
-    replica.py    a replica's steps and strides; the event loop (heap with seq_no)
+    replica.py    Replica: a scheduler with a clock (timed steps, decode strides, cuts)
+    eventloop.py  the event loop over replicas (heap with seq_no): arrivals, step ends, hand-offs
+    reference.py  the same rules as a plain engine on one screen (tests compare the two)
     cluster.py    EngineSpec, routers (llm-d style), disaggregation, serve()
     loadgen.py    GuideLLM profiles and sweep; export with GuideLLM's metric names
     metrics.py    TTFT, TPOT, ITL, e2e, queueing; percentiles; goodput; Little's law

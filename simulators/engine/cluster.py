@@ -28,10 +28,12 @@ from typing import Any
 
 from .. import costmodel as cm
 from ..catalog import Gpu, Model
+from .eventloop import Router, simulate
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
-from .replica import Replica, Router, simulate
-from .scheduler import SchedulerConfig, Seq
+from .replica import Replica
+from .scheduler import SchedulerConfig
+from .sequence import Seq
 from .steptime import StepCost
 from .workload import Request
 
@@ -51,11 +53,19 @@ class EngineSpec:
     block_size: int = 16
     # "paged" blocks or "contiguous" max_model_len reservations.
     layout: str = "paged"
-    # Prefix cache: "off", "hash" or "radix".
+    # Prefix cache: "off", "hash" or "radix". vLLM v1 has it on by default (vllm/config/cache.py
+    # CacheConfig.enable_prefix_caching = True); here it stays off unless asked for, because
+    # hashing and caching every block of every unique prompt makes a run 5-17x slower in CPython
+    # (scripts/measure_preemption.py --prefix hash shows what turning it on changes).
     prefix: str = "off"
     # KV blocks per replica; None: what memory_fit leaves after weights and activations.
     num_blocks: int | None = None
     cost_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Limits left unset take `vllm serve`'s defaults for this GPU (scheduler.vllm_serve_defaults).
+        # (dataclasses.replace keeps the filled-in limits: pass sched again when changing the GPU.)
+        object.__setattr__(self, "sched", self.sched.for_gpu(self.gpu))
 
     def step_cost(self) -> StepCost:
         # Made once per spec and kept on it (a spec is frozen; the cost is a pure function of it):

@@ -9,11 +9,13 @@
 
 Blocks are counted, not named, unless the prefix cache needs a name for them: a cached block is
 an entry of `cached`, its `block_hash` mapped to its `ref_cnt` (running sequences using it); a
-part-filled one (radix) also keeps its content and token count in `part_filled`. Cached blocks
-with ref_cnt 0 stay in `evictable`, least recently used first, and are reused (evicted) only
-when no empty block is left. The free list therefore has two parts: `num_free_blocks` empty
-blocks and the `evictable` cached ones. Invariant (tests): free + evictable + referenced cached
-+ private (uncached blocks held by sequences) == num_blocks.
+part-filled one (radix) also keeps its content and token count in `part_filled`. As in vLLM v1's
+block pool there is one free-block queue, `free_queue`, least recently freed first: runs of
+empty blocks (a counter under a ("empty", n) key) and cached blocks no sequence references (their
+hash). A sequence frees its blocks to the tail, last block first; allocation takes from the head,
+evicting a cached block it finds there; a prefix hit takes its blocks out of the queue.
+Invariant (tests): free-queue blocks + referenced cached + private (uncached blocks held by
+sequences) == num_blocks.
 
 Prefix cache modes:
 - "hash" (vLLM v1): the hash of a full block chains its parent's hash and its content, so equal
@@ -26,84 +28,22 @@ A full hit still recomputes the last prompt token (its logits are needed), as vL
 
 References: 1) Kwon et al. 2023, PagedAttention (arXiv 2309.06180); 2) vLLM v1
 vllm/v1/core/kv_cache_manager.py, block_pool.py (block_hash, ref_cnt, free_block_queue);
-3) Zheng et al. 2024, SGLang (arXiv 2312.07104), RadixAttention.
+3) Zheng et al. 2024, SGLang (arXiv 2312.07104), RadixAttention. vLLM v1 block_pool.py:
+free_blocks appends blocks with ref_cnt 0 to free_block_queue, get_new_blocks pops from its head
+and evicts a cached block found there, touch removes a hit block from the queue;
+kv_cache_manager.py free(): "We free the blocks in reverse order so that the tail blocks are
+evicted first".
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-Runs = tuple[tuple[int, int, int], ...]  # (segment id, start, end) token ranges in one block
+from .blockhash import Chain, ChainMemo, Runs, block_runs, chain_memo, is_prefix
 
-
-def block_runs(segments: tuple[tuple[int, int], ...], block_size: int, upto: int) -> list[Runs]:
-    """Content of each block of the first `upto` tokens: a list of runs per block (last may be short)."""
-    blocks: list[Runs] = []
-    cur: list[tuple[int, int, int]] = []
-    room = block_size
-    left = upto
-    for seg_id, n in segments:
-        start = 0
-        while start < n and left > 0:
-            take = min(n - start, room, left)
-            cur.append((seg_id, start, start + take))
-            start += take
-            room -= take
-            left -= take
-            if room == 0:
-                blocks.append(tuple(cur))
-                cur, room = [], block_size
-        if left == 0:
-            break
-    if cur:
-        blocks.append(tuple(cur))
-    return blocks
-
-
-def _is_prefix(short: Runs, long: Runs) -> bool:
-    """True when the tokens of `short` are a prefix of the tokens of `long`."""
-    if len(short) > len(long):
-        return False
-    for i, (s, lo, hi) in enumerate(short):
-        s2, lo2, hi2 = long[i]
-        if s != s2 or lo != lo2 or (hi != hi2 and (i != len(short) - 1 or hi > hi2)):
-            return False
-    return True
-
-
-Chain = tuple[list[tuple[int, Runs]], Runs, list[int]]  # full blocks, tail runs, full blocks' hashes
-
-
-class ChainMemo(dict[tuple[tuple[int, int], ...], Chain]):
-    """Block-hash chains per prefix of segments, for one block size.
-
-    A chain is a pure function of the segments and the block size, so one memo per block size
-    serves every cache, run and call: a reader's next change usually serves the same prompts
-    again (another rate, router or replica count) and finds their chains here. It is emptied
-    when the chains it holds pass MAX_BLOCKS blocks (a few MB in the reader's browser).
-    """
-
-    MAX_BLOCKS = 500_000
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.blocks = 0
-
-    def keep(self, key: tuple[tuple[int, int], ...], chain: Chain) -> None:
-        if self.blocks + len(chain[0]) > self.MAX_BLOCKS:
-            self.clear()
-            self.blocks = 0
-        self[key] = chain
-        self.blocks += len(chain[0])
-
-
-_CHAINS: dict[int, ChainMemo] = {}
-
-
-def chain_memo(block_size: int) -> ChainMemo:
-    """The shared chain memo for `block_size`."""
-    return _CHAINS.setdefault(block_size, ChainMemo())
+__all__ = ["KVCacheManager", "ChainMemo", "block_runs", "chain_memo"]
 
 
 @dataclass
@@ -115,9 +55,10 @@ class KVCacheManager:
     reserve_tokens: int = 0
     # "off", "hash" or "radix".
     prefix: str = "off"
-    num_free_blocks: int = 0
+    num_free_blocks: int = 0  # blocks in free_queue: empty ones and unreferenced cached ones
     cached: dict[int, int] = field(default_factory=dict)  # block hash -> ref_cnt
-    evictable: OrderedDict[int, None] = field(default_factory=OrderedDict)
+    # The free-block queue, least recently freed first: block hash -> 1, or ("empty", n) -> count.
+    free_queue: OrderedDict[int | tuple[str, int], int] = field(default_factory=OrderedDict)
     partial: dict[int, list[int]] = field(default_factory=dict)  # parent hash -> part-filled children
     part_filled: dict[int, tuple[Runs, int]] = field(default_factory=dict)  # part-filled block -> (runs, tokens)
     num_evictions: int = 0
@@ -125,7 +66,9 @@ class KVCacheManager:
     memo: ChainMemo | None = None
 
     def __post_init__(self) -> None:
-        self.num_free_blocks = self.num_blocks
+        self._runs = itertools.count()  # names of runs of empty blocks in the queue
+        self.num_free_blocks = 0
+        self.give_back(self.num_blocks)
         if self.memo is None:
             self.memo = chain_memo(self.block_size)
 
@@ -138,35 +81,68 @@ class KVCacheManager:
         return -(-tokens // self.block_size)
 
     def num_available(self) -> int:
-        return self.num_free_blocks + len(self.evictable)
+        return self.num_free_blocks
+
+    def num_available_after_ref(self, hashes: list[int]) -> int:
+        """Blocks still available once `hashes` are referenced (free cached ones leave the queue)."""
+        cached = self.cached
+        return self.num_free_blocks - sum(1 for h in hashes if cached[h] == 0)
 
     def num_used(self) -> int:
         """Blocks held by running sequences (private or referenced cached blocks)."""
-        return self.num_blocks - self.num_available()
+        return self.num_blocks - self.num_free_blocks
 
     def take(self, n: int) -> bool:
-        """Allocate n private blocks, evicting least recently used cached blocks if needed."""
-        free = self.num_free_blocks
-        if n <= free:  # the usual case, answered first: this runs several times per step
-            self.num_free_blocks = free - n
-            return True
-        if n > free + len(self.evictable):
+        """Allocate n private blocks from the head of the free queue, evicting cached ones found there."""
+        if n > self.num_free_blocks:
             return False
-        from_free = free
-        self.num_free_blocks = 0
-        if n > from_free:  # evict, least recently used first (locals: a pressured run evicts a lot)
-            evictable, cached, part_filled = self.evictable, self.cached, self.part_filled
-            for _ in range(n - from_free):
-                h, _ = evictable.popitem(last=False)
-                del cached[h]
-                if h in part_filled:
-                    del part_filled[h]
-                    self._forget_partial(h)
-            self.num_evictions += n - from_free
+        if not n:
+            return True
+        self.num_free_blocks -= n
+        queue = self.free_queue
+        head = next(iter(queue))
+        if type(head) is tuple and queue[head] > n:  # the usual case: empty blocks at the head
+            queue[head] -= n
+            return True
+        evicted = 0
+        while n:
+            key, count = queue.popitem(last=False)
+            if type(key) is tuple:  # a run of empty blocks
+                if count > n:
+                    queue[key] = count - n
+                    queue.move_to_end(key, last=False)
+                    break
+                n -= count
+                continue
+            assert isinstance(key, int)
+            del self.cached[key]  # a cached block no one references: evicted
+            evicted += 1
+            n -= 1
+            if key in self.part_filled:
+                del self.part_filled[key]
+                self._forget_partial(key)
+        self.num_evictions += evicted
         return True
 
     def give_back(self, n: int) -> None:
-        self.num_free_blocks += n
+        """Free n private blocks: empty blocks at the tail of the queue (most recently freed)."""
+        if n > 0:
+            queue = self.free_queue
+            tail = next(reversed(queue), None)
+            if type(tail) is tuple:
+                queue[tail] += n
+            else:
+                queue[("empty", next(self._runs))] = n
+            self.num_free_blocks += n
+
+    def untake(self, n: int) -> None:
+        """Return n blocks just taken to the head of the queue (a reservation not used)."""
+        if n > 0:
+            queue = self.free_queue
+            key = ("empty", next(self._runs))
+            queue[key] = n
+            queue.move_to_end(key, last=False)
+            self.num_free_blocks += n
 
     def _forget_partial(self, h: int) -> None:
         """Drop an evicted part-filled block from its parent's list."""
@@ -270,7 +246,7 @@ class KVCacheManager:
             best = 0
             for ph in self.partial.get(hit[-1] if hit else 0, ()):
                 runs, held = self.part_filled[ph]
-                if _is_prefix(runs, want) and held > best:
+                if is_prefix(runs, want) and held > best:
                     best = held
                     self._touch(ph)
             tokens += best
@@ -284,25 +260,29 @@ class KVCacheManager:
         return hit, tokens
 
     def _touch(self, h: int) -> None:
-        if h in self.evictable:
-            self.evictable.move_to_end(h)
+        if h in self.free_queue:
+            self.free_queue.move_to_end(h)
 
     def ref(self, hashes: list[int]) -> None:
-        cached, evictable = self.cached, self.evictable
+        cached, queue = self.cached, self.free_queue
         for h in hashes:
             n = cached[h]
-            if n == 0:
-                del evictable[h]
+            if n == 0:  # a hit on a free cached block takes it out of the queue
+                del queue[h]
+                self.num_free_blocks -= 1
             cached[h] = n + 1
 
     def unref(self, hashes: list[int]) -> None:
         # Tail blocks first, so that LRU eviction takes the ends of prefixes before their roots.
-        cached, evictable = self.cached, self.evictable
+        cached, queue = self.cached, self.free_queue
+        freed = 0
         for h in reversed(hashes):
             n = cached[h] - 1
             cached[h] = n
-            if n == 0:
-                evictable[h] = None
+            if not n:
+                queue[h] = 1
+                freed += 1
+        self.num_free_blocks += freed
 
     def cache_blocks(
         self, segments: tuple[tuple[int, int], ...], upto: int, start: int, owned: list[int], *, final: bool = False

@@ -15,12 +15,8 @@ Variants: without chunked prefill a prompt must be scheduled whole and the step 
 only (decodes pause, as vLLM v0 did); static batching admits a batch only when the engine is
 empty and lets the slots of finished sequences idle until the whole batch is done.
 
-Decoding sequences are kept *lazily* so that a run of decode steps costs O(1), not O(batch):
-the replica counts decode steps in `steps`; a decoding sequence stores g0 = steps - context at
-join, so its context is `steps - g0`; it needs a new block on the step where its context is a
-multiple of block_size, i.e. when steps = g0 (mod block_size), so a histogram of g0 mod
-block_size counts the blocks any run of steps needs; and a heap orders the step counts at which
-sequences finish.
+Decoding sequences live in a DecodeSet (decodeset.py), which prices a decode step in O(1).
+`Scheduler` holds the queues and the KV pool and decides; `Replica` (replica.py) adds the clock.
 
 Reference: vLLM v1 vllm/v1/core/sched/scheduler.py (waiting, running, num_computed_tokens,
 token budget, preempt); Yu et al. 2022, Orca (OSDI) for iteration-level scheduling.
@@ -28,19 +24,28 @@ token budget, preempt); Yu et al. 2022, Orca (OSDI) for iteration-level scheduli
 
 from __future__ import annotations
 
+import dataclasses
+from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
-from .workload import Request
+from .. import costmodel as cm
+from .decodeset import DecodeSet
+from .kv import KVCacheManager
+from .sequence import Seq
+
+__all__ = ["Scheduler", "SchedulerConfig", "Seq", "vllm_serve_defaults"]  # Seq: also imported from here
 
 
 @dataclass(frozen=True)
 class SchedulerConfig:
     # "continuous" (iteration-level) or "static" (a new batch only when the last one is done).
     batching: str = "continuous"
-    # Most sequences running at once (vLLM --max-num-seqs).
-    max_num_seqs: int = 256
-    # Token budget of one step (vLLM --max-num-batched-tokens).
-    max_num_batched_tokens: int = 2048
+    # Most sequences running at once (vLLM --max-num-seqs) and the token budget of one step
+    # (--max-num-batched-tokens). None: `vllm serve`'s default for the GPU (vllm_serve_defaults),
+    # filled in by EngineSpec.
+    max_num_seqs: int = None  # type: ignore[assignment]
+    max_num_batched_tokens: int = None  # type: ignore[assignment]
     # Split long prompts into chunks that share steps with decodes (Sarathi-Serve, vLLM v1).
     chunked_prefill: bool = True
     # Longest prompt + output a sequence may reach; longer requests are dropped and reported.
@@ -49,75 +54,262 @@ class SchedulerConfig:
     # is admitted only when blocks for its whole current sequence (prompt, plus the output so far
     # after a preemption) are free, not only for its first chunk (vLLM's
     # scheduler_reserve_full_isl, on by default: it prevents over-admission and KV thrashing with
-    # chunked prefill), keeping `watermark` of all blocks free while anything runs (vLLM v0's
-    # BlockSpaceManager default 0.01; v1 applies its watermark to waiting requests the same way).
+    # chunked prefill), keeping `watermark` of all blocks free while anything runs. vLLM v1's
+    # KVCacheManager applies its watermark to waiting and preempted requests only, when something
+    # is scheduled, and defaults it to 0.0 (vllm/v1/core/kv_cache_manager.py); v0's
+    # BlockSpaceManager kept 0.01.
     reserve_full_isl: bool = True
-    watermark: float = 0.01
+    watermark: float = 0.0
     # Speculative decoding: draft tokens per step (0 = off), per-token acceptance rate, and the
     # cost of one draft step as a fraction of one target decode step.
     num_speculative_tokens: int = 0
     acceptance_rate: float = 0.7
     draft_cost_ratio: float = 0.05
 
+    def for_gpu(self, gpu: Any) -> SchedulerConfig:
+        """This configuration with `vllm serve`'s defaults for `gpu` where a limit is left unset."""
+        if self.max_num_seqs is not None and self.max_num_batched_tokens is not None:
+            return self
+        tokens, seqs = vllm_serve_defaults(gpu)
+        return dataclasses.replace(
+            self,
+            max_num_seqs=seqs if self.max_num_seqs is None else self.max_num_seqs,
+            max_num_batched_tokens=tokens if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
+        )
+
     def tokens_per_step(self) -> float:
-        """Expected tokens a speculative step emits: (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023)."""
-        k, a = self.num_speculative_tokens, self.acceptance_rate
-        if k == 0:
-            return 1.0
-        return float(k + 1) if a >= 1.0 else (1 - a ** (k + 1)) / (1 - a)
+        """Expected tokens a speculative step emits (costmodel.speculative_tokens_per_pass)."""
+        return cm.speculative_tokens_per_pass(self.acceptance_rate, self.num_speculative_tokens)
 
 
-class Seq:
-    """One request inside a replica (vLLM's Request): progress, blocks and timestamps."""
+def vllm_serve_defaults(gpu: Any) -> tuple[int, int]:
+    """`vllm serve`'s (max_num_batched_tokens, max_num_seqs) on `gpu`: 8192 and 1024 with at least
+    70 GiB of memory unless it is an A100 (larger budgets lowered A100 throughput), else 2048 and
+    256 (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, UsageContext.OPENAI_API_SERVER:
+    `device_memory >= 70 * GiB_bytes and "a100" not in device_name`)."""
+    big = gpu.memory_GiB >= 70 and "a100" not in f"{gpu.id} {gpu.name}".lower()
+    return (8192, 1024) if big else (2048, 256)
 
-    __slots__ = (
-        "req",
-        "id",
-        "prompt",
-        "num_computed_tokens",
-        "out",
-        "g0",
-        "finish_g",
-        "blocks",
-        "owned",
-        "chain_len",
-        "t_arrival",
-        "t_scheduled",
-        "t_first_token",
-        "t_finish",
-        "num_preemptions",
-        "cached_tokens",
-        "prefilled",
-        "scheduled",
-        "decoding",
-        "replica",
-    )
 
-    def __init__(self, req: Request, t_arrival: float):
-        self.req = req
-        self.id = req.id
-        # Tokens to prefill: the prompt, plus the output so far after a preemption (recompute).
-        self.prompt = req.prompt_tokens
-        self.num_computed_tokens = 0
-        self.out = 0  # output tokens produced (kept up to date except while decoding)
-        self.g0 = 0  # while decoding: context = replica.steps - g0
-        self.finish_g = 0
-        self.blocks = 0  # private blocks held (outside the decode run, where they are implicit)
-        self.owned: list[int] = []  # hashes of cached blocks this sequence references
-        self.chain_len = 0
-        self.t_arrival = t_arrival
-        self.t_scheduled = -1.0
-        self.t_first_token = -1.0
-        self.t_finish = -1.0
+class Scheduler:
+    """One replica's queues and KV pool, and the scheduling decision of each step (vLLM v1's Scheduler)."""
+
+    def __init__(
+        self,
+        index: int,
+        cfg: SchedulerConfig,
+        kv: KVCacheManager,
+        held: Any,
+        *,
+        role: str = "both",
+        log: list[tuple[Any, ...]] | None = None,
+    ):
+        self.index = index  # this replica's place in the cluster
+        self.cfg = cfg
+        self.kv = kv  # the block pool and prefix cache (kv.py)
+        self.role = role  # "both", or "prefill" / "decode" when disaggregated
+        self.log = log  # event log shared by the replicas, or None (see replica.py)
+        self.prefix_on = kv.prefix != "off"
+        self.static = cfg.batching == "static"
+        self.decode = DecodeSet(kv.block_size, kv.layout == "paged", held)
+        self.waiting: deque[Seq] = deque()  # not admitted, or preempted (at the front), FCFS
+        self.running: list[Seq] = []  # admission order: the last is preempted first
+        self.prefilling: list[Seq] = []  # the running sequences whose prompt is not all computed
+        self.prefill_held = 0  # computed tokens of sequences still prefilling
+        self.reserved = 0  # decode blocks taken for the next step while scheduling
+        self.watermark_blocks = int(cfg.watermark * kv.num_blocks)
+        self.skipped = False  # admission skipped this step (after a preemption): replan next step
+        self.batch_slots = 0  # static batching: size of the batch in flight
+        self.finished: list[Seq] = []  # done since the event loop last looked
+        self.handoff: list[Seq] = []  # prefill role: sequences whose KV leaves for a decode replica
         self.num_preemptions = 0
-        self.cached_tokens = 0  # prompt tokens served from the prefix cache at first admission
-        self.prefilled = False  # arrives with its KV (disaggregated decode side)
-        self.scheduled = 0  # tokens scheduled in the current step
-        self.decoding = False
-        self.replica = -1
+        self.hit_tokens = 0  # prompt tokens served from the prefix cache, all admissions
+        self.rehit_tokens = 0  # of those, found again by preempted sequences (their own blocks)
+        self.recomputed_tokens = 0  # tokens prefilled again after a preemption
 
-    def content(self) -> tuple[tuple[int, int], ...]:
-        """Prompt segments plus the output generated so far (what the KV cache holds)."""
-        r = self.req
-        seg = r.output_segment if r.output_segment >= 0 else -(r.id + 1)
-        return r.segments + ((seg, self.out),) if self.out else r.segments
+    def schedule(self, t: float) -> tuple[list[Seq], bool]:
+        """Prefill chunks for the next step, and whether decodes run in it (module docstring)."""
+        cfg, kv, decode = self.cfg, self.kv, self.decode
+        static = self.static
+        self.reserved = 0
+        self.skipped = False
+        # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
+        need = decode.blocks_needed(1)
+        while decode.num_seqs and need > kv.num_available():
+            self._preempt_last(t)
+            need = decode.blocks_needed(1)
+        if static and self.running and not self.prefilling:
+            return [], True  # a static batch in flight: decode until it is done
+        self.reserved = need
+        if need:
+            kv.take(need)
+        if not self.waiting and not self.prefilling:  # decodes only (most steps): nothing to admit
+            return [], decode.num_seqs > 0 and not static
+        preempted = False
+        if static:
+            budget = 1 << 40
+        elif cfg.chunked_prefill:
+            budget = cfg.max_num_batched_tokens - decode.num_seqs
+        else:  # whole prompts only, so the budget must hold the longest one (as vLLM v0 required)
+            budget = max(cfg.max_num_batched_tokens, cfg.max_model_len)
+        chunks: list[Seq] = []
+        i = 0
+        while i < len(self.prefilling) and budget > 0:  # part-prefilled sequences: next chunks
+            s = self.prefilling[i]
+            chunk = min(s.prompt - s.num_computed_tokens, budget)
+            need = kv.blocks_for(s.num_computed_tokens + chunk) - len(s.owned) - s.blocks
+            while need > kv.num_available() and self.running[-1] is not s:
+                self._preempt_last(t)
+                preempted = True
+            if need > kv.num_available():
+                self._preempt_last(t)
+                preempted = True
+                break
+            kv.take(need)
+            s.blocks += need
+            s.scheduled = chunk
+            budget -= chunk
+            chunks.append(s)
+            i += 1
+        self.skipped = preempted and bool(self.waiting)
+        if preempted:  # decodes preempted above no longer need their reserved blocks
+            extra = self.reserved - decode.blocks_needed(1)
+            kv.untake(extra)
+            self.reserved -= extra
+        elif not static or not self.running:  # admit from waiting, FCFS, no overtaking
+            while self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0:
+                s = self.waiting[0]
+                got = self._admit(s, budget, t)
+                if got < 0:
+                    break
+                budget -= got
+                if not s.decoding:
+                    chunks.append(s)
+            if static and self.running:
+                self.batch_slots = len(self.running)
+        decodes = decode.num_seqs > 0 and (cfg.chunked_prefill or not chunks) and not static
+        return chunks, decodes
+
+    def _admit(self, s: Seq, budget: int, t: float) -> int:
+        """Try to start the head of `waiting` with up to `budget` tokens; tokens scheduled or -1."""
+        kv = self.kv
+        water = self.watermark_blocks if self.running else 0
+        if s.prefilled:  # disaggregated decode side: the KV arrives whole, nothing to compute
+            need = kv.blocks_for(s.num_computed_tokens)
+            # It decodes in this very step: reserve the block that step needs, as for the others.
+            first = kv.blocks_for(s.num_computed_tokens + 1) - need if kv.layout == "paged" else 0
+            if budget < 1 or need + first + water > kv.num_available():
+                return -1
+            kv.take(need + first)
+            self.reserved += first
+            s.blocks = need
+            self.waiting.popleft()
+            self.running.append(s)
+            self.decode.join(s)
+            self._log(t, "admit", s)
+            return 1
+        hit, hit_tokens = kv.match(s.content(), s.prompt) if self.prefix_on else ([], 0)
+        chunk = min(s.prompt - hit_tokens, budget)
+        if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
+            return -1
+        if self.static:  # the whole prompt
+            chunk = s.prompt - hit_tokens
+        need = kv.blocks_for(hit_tokens + chunk) - len(hit)
+        # Blocks that must be free to admit: the first chunk's, or (reserve_full_isl) the whole
+        # prompt's, plus the watermark. Checked before touching anything, so a failed attempt
+        # leaves the LRU order alone.
+        gate = kv.blocks_for(s.prompt) - len(hit) if self.cfg.reserve_full_isl else need
+        if gate + water > kv.num_available_after_ref(hit):
+            return -1
+        if hit:
+            kv.ref(hit)
+        kv.take(need)
+        self.waiting.popleft()
+        s.owned, s.chain_len, s.blocks = hit, len(hit), need
+        s.num_computed_tokens = hit_tokens
+        if not s.num_preemptions:
+            s.cached_tokens = hit_tokens  # the request's own prompt served from the cache
+        self.hit_tokens += hit_tokens
+        if s.num_preemptions:
+            self.rehit_tokens += hit_tokens
+        self.prefill_held += hit_tokens
+        s.scheduled = chunk
+        if s.t_scheduled < 0:
+            s.t_scheduled = t
+        self.running.append(s)
+        self.prefilling.append(s)
+        self._log(t, "admit", s, hit_tokens)
+        return chunk
+
+    def _preempt_last(self, t: float) -> Seq:
+        """Preempt by recompute (vLLM v1): the last admitted sequence frees its blocks and waits first."""
+        s = self.running.pop()
+        if s.decoding:
+            self.decode.leave(s, self.kv.blocks_for)
+            self._cache_full_blocks(s, s.num_computed_tokens)  # its outputs' full blocks too
+        else:
+            self.prefill_held -= s.num_computed_tokens
+            self.prefilling.remove(s)
+        freed = len(s.owned) + s.blocks
+        self._release(s)
+        s.prompt = s.req.prompt_tokens + s.out  # recompute the prompt and the output so far
+        s.num_computed_tokens = 0
+        s.num_preemptions += 1
+        s.prefilled = False
+        self.num_preemptions += 1
+        self.waiting.appendleft(s)
+        self._log(t, "preempt", s, freed)
+        return s
+
+    def _cache_full_blocks(self, s: Seq, tokens: int) -> None:
+        """Cache the full blocks of a sequence's first `tokens` computed tokens (vLLM v1 caches a
+        block as soon as it is full, outputs included: allocate_slots -> cache_blocks), so that a
+        preempted sequence finds its own blocks again. A decoding sequence's blocks are cached
+        when it leaves the decode set (preempted or finished): until then it references them, so
+        nothing could evict or hit them (its output is its own), and the result is the same."""
+        if self.prefix_on:
+            converted = self.kv.cache_blocks(s.content(), tokens, s.chain_len, s.owned)
+            s.blocks -= converted
+            s.chain_len += converted
+
+    def _release(self, s: Seq) -> None:
+        self.kv.give_back(s.blocks)  # last block first (vLLM v1 frees in reverse order): the
+        self.kv.unref(s.owned)  # private tail, then the cached blocks from the end back
+        s.owned, s.blocks, s.chain_len = [], 0, 0
+
+    def _prefill_done(self, s: Seq, t: float) -> None:
+        """A sequence's prompt is computed (its full blocks cached): emit its first token, decode."""
+        self.prefill_held -= s.num_computed_tokens
+        self.prefilling.remove(s)
+        s.out += 1
+        if s.t_first_token < 0:
+            s.t_first_token = t
+            self._log(t, "first_token", s)
+        else:
+            self._log(t, "recomputed", s)  # a preempted sequence has its KV back
+        if s.out >= s.req.output_tokens:
+            self._finish(s, t)
+        elif self.role == "prefill":
+            self.running.remove(s)
+            self._release(s)
+            self.handoff.append(s)
+        else:
+            self.decode.join(s)
+
+    def _finish(self, s: Seq, t: float) -> None:
+        """The last token is out: cache the blocks, release them, hand the sequence to the loop."""
+        s.out = s.req.output_tokens
+        s.t_finish = t
+        if self.prefix_on:
+            ctx = s.req.prompt_tokens + s.out - 1
+            converted = self.kv.cache_blocks(s.content(), ctx, s.chain_len, s.owned, final=True)
+            s.blocks -= converted
+        self.running.remove(s)
+        held = len(s.owned) + s.blocks
+        self._release(s)
+        self.finished.append(s)
+        self._log(t, "finish", s, held)
+
+    def _log(self, t: float, what: str, s: Seq, extra: int = 0) -> None:
+        if self.log is not None:
+            self.log.append((round(t, 9), self.index, what, s.id, extra))

@@ -74,8 +74,7 @@ class StepCost:
         )
 
     def time_s(self, tokens: int, num_seqs: int, keys: float, kv: float) -> float:
-        c, m, u = self.parts(tokens, num_seqs, keys, kv)
-        return (c if c > m else m) + u
+        return cm.roofline_s(*self.parts(tokens, num_seqs, keys, kv))
 
     def held(self, context: int) -> int:
         return cm.kv_tokens_held(self.model, context)

@@ -1,0 +1,120 @@
+"""The event loop that drives replicas: arrivals, step ends and KV hand-offs, in time order.
+
+The loop is SimPy's: a heap of (time, priority, seq_no, kind, payload), with seq_no from an
+itertools.count made per run so events are never compared and ties resolve in insertion order.
+Handlers return the events they cause (Vidur's style). Kinds: ARRIVE (a request reaches the
+router), KV_ARRIVE (a prefilled sequence reaches a decode replica), STEP_END (a replica finishes
+the step or stride it planned; a replica that replans bumps its version, and the stale event is
+skipped). At equal times arrivals come first, so a step that ends when a request arrives already
+sees it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from .replica import ARRIVE, KV_ARRIVE, Event, Replica
+from .sequence import Seq
+from .workload import Request
+
+Router = Callable[[Seq, list[Replica], float], Replica]
+
+
+def simulate(
+    requests: list[Request],
+    replicas: list[Replica],
+    route: Router,
+    *,
+    decode_route: Router | None = None,
+    transfer_s: Callable[[Seq], float] | None = None,
+) -> tuple[list[Seq], list[Request], int]:
+    """Run requests through replicas: (finished sequences, dropped requests, events processed).
+
+    Follow-up requests (after=id) are released `arrival_s` after the request they follow ends.
+    A request that can never be served (longer than max_model_len or the whole KV pool) is
+    dropped when it arrives. What follows it depends on whether the follow-up re-sends its answer:
+    a conversation's next turn does (its history holds that answer), so it and the rest of the
+    conversation are dropped too; a closed-loop user's next request does not, so it is released
+    as if the dropped one had ended with an error then (GuideLLM records an error and goes on).
+    With `decode_route`, replicas with role "prefill" hand finished prefills to a decode replica
+    after `transfer_s(seq)` seconds (disaggregation).
+    """
+    counter = itertools.count()
+    heap: list[tuple[float, int, int, int, Any]] = []
+    followers: dict[int, list[Request]] = {}
+    for r in requests:
+        if r.after is None:
+            heap.append((r.arrival_s, 0, next(counter), ARRIVE, r))
+        else:
+            followers.setdefault(r.after, []).append(r)
+    heapq.heapify(heap)
+    max_len = replicas[0].cfg.max_model_len
+    kv0 = replicas[0].kv
+    done: list[Seq] = []
+    dropped: list[Request] = []
+    events = 0
+
+    def push(evs: list[Event]) -> None:
+        for t, prio, kind, obj in evs:
+            heapq.heappush(heap, (t, prio, next(counter), kind, obj))
+
+    while heap:
+        t, _, _, kind, obj = heapq.heappop(heap)
+        events += 1
+        if kind == ARRIVE:
+            if (
+                obj.prompt_tokens + obj.output_tokens > max_len
+                or kv0.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv0.num_blocks
+            ):
+                _drop(obj, t, followers, push, dropped)
+                continue
+            s = Seq(obj, t)
+            push(route(s, replicas, t).add(s, t))
+            continue
+        if kind == KV_ARRIVE:
+            push(obj[0].add(obj[1], t))
+            continue
+        # STEP_END: the only event that finishes sequences or hands them off (at its replica).
+        rep, version = obj
+        if version != rep.version:
+            continue
+        push(rep.step_end(t))
+        if rep.finished:
+            for s in rep.finished:
+                done.append(s)
+                push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
+            rep.finished.clear()
+        if rep.handoff:
+            for s in rep.handoff:
+                s.prefilled = True
+                dest = (decode_route or route)(s, replicas, t)
+                push([(t + (transfer_s(s) if transfer_s else 0.0), 0, KV_ARRIVE, (dest, s))])
+            rep.handoff.clear()
+    return done, dropped, events
+
+
+def _drop(
+    req: Request,
+    t: float,
+    followers: dict[int, list[Request]],
+    push: Callable[[list[Event]], None],
+    dropped: list[Request],
+) -> None:
+    """Drop a request that cannot be served, and every follow-up that re-sends a dropped answer.
+
+    Iterative (an explicit stack), so a chain of thousands of follow-ups cannot overflow
+    Python's recursion limit.
+    """
+    stack = [req]
+    while stack:
+        r = stack.pop()
+        # Kept with the absolute time it was refused (a follow-up's arrival_s is a delay).
+        dropped.append(r._replace(arrival_s=t, after=None))
+        for f in followers.pop(r.id, ()):
+            if r.output_segment >= 0 and any(seg == r.output_segment for seg, _ in f.segments):
+                stack.append(f)  # its prompt holds the answer that never came
+            else:
+                push([(t + f.arrival_s, 0, ARRIVE, f)])
