@@ -91,6 +91,9 @@ def test_02_batching_raises_throughput_up_to_the_largest_batch_that_fits() -> No
 
 def test_00_2_goodput_is_zero_at_the_largest_batch_that_fits_and_positive_at_32() -> None:
     full = scenario("00.2", "full")
+    # "the most whose cache fits in vLLM's accounting": the whole part of the concurrency it logs
+    logged = m("deployment", "max_concurrency", max_model_len=2200)
+    assert full["batch_size"] <= logged < full["batch_size"] + 1
     assert m("slo", "goodput_rps", **full) == 0
     assert m("slo", "goodput_rps", batch_size=32) > m("slo", "goodput_rps", batch_size=128)
     assert m("slo", "local_tokens_per_s", **full) > m("slo", "local_tokens_per_s", batch_size=128)
