@@ -29,6 +29,10 @@ def _run(name: str, params_json: str) -> dict[str, Any]:
     return answer["metrics"]
 
 
+def _answer(name: str, **params: Any) -> dict[str, Any]:
+    return json.loads(api.run_json(name, json.dumps(params), 0))
+
+
 def m(name: str, metric: str, **params: Any) -> Any:
     return _run(name, json.dumps(params, sort_keys=True))[metric]
 
@@ -70,8 +74,14 @@ def test_02_batch_4096_does_not_fit_at_2000_tokens() -> None:
 
 def test_02_batching_raises_throughput_up_to_the_largest_batch_that_fits() -> None:
     peak = scenario("02", "peak")
-    assert m("gpu_memory", "fits", context_tokens=2200, **peak) == 1
-    assert m("gpu_memory", "fits", context_tokens=2200, batch_size=peak["batch_size"] + 1) == 0
+    # "about the most vLLM's KV cache holds of 2,200-token requests": the generation simulator
+    # (vLLM's accounting, parallel.check_fit) accepts this batch and refuses the next one, and it
+    # is the whole part of the concurrency vLLM logs, within one request.
+    assert _answer("generation", batch_size=peak["batch_size"])["ok"]
+    refused = _answer("generation", batch_size=peak["batch_size"] + 1)
+    assert not refused["ok"] and refused["errors"][0]["field"] == "batch_size"
+    logged = m("deployment", "max_concurrency", **scenario("02", "run8b"))
+    assert 0 <= logged - peak["batch_size"] < 2
     per_stream = m("generation", "tokens_per_s", **peak) * peak["batch_size"]
     assert per_stream > m("generation", "tokens_per_s", batch_size=32) * 32 > m("generation", "tokens_per_s")
 
@@ -81,6 +91,9 @@ def test_02_batching_raises_throughput_up_to_the_largest_batch_that_fits() -> No
 
 def test_00_2_goodput_is_zero_at_the_largest_batch_that_fits_and_positive_at_32() -> None:
     full = scenario("00.2", "full")
+    # "the most whose cache fits in vLLM's accounting": the whole part of the concurrency it logs
+    logged = m("deployment", "max_concurrency", max_model_len=2200)
+    assert full["batch_size"] <= logged < full["batch_size"] + 1
     assert m("slo", "goodput_rps", **full) == 0
     assert m("slo", "goodput_rps", batch_size=32) > m("slo", "goodput_rps", batch_size=128)
     assert m("slo", "local_tokens_per_s", **full) > m("slo", "local_tokens_per_s", batch_size=128)
