@@ -107,7 +107,10 @@ def run_profile(
     served = serve(
         requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec, keep_series=False
     )
-    return measure(served, profile, rate, warmup=warmup, cooldown=cooldown, slo=slo, max_seconds=max_seconds)
+    slots = spec.sched.max_num_seqs
+    return measure(
+        served, profile, rate, warmup=warmup, cooldown=cooldown, slo=slo, max_seconds=max_seconds, slots=slots
+    )
 
 
 class ServedMemo:
@@ -151,7 +154,14 @@ class ServedMemo:
             served = serve(arrange(profile, drawn, rng, rate=rate, users=users), self.spec, keep_series=False)
             self._served[key] = dataclasses.replace(served, replicas=[], log=[])
         return measure(
-            self._served[key], profile, rate, warmup=warmup, cooldown=cooldown, slo=slo, max_seconds=max_seconds
+            self._served[key],
+            profile,
+            rate,
+            warmup=warmup,
+            cooldown=cooldown,
+            slo=slo,
+            max_seconds=max_seconds,
+            slots=self.spec.sched.max_num_seqs,
         )
 
 
@@ -164,8 +174,10 @@ def measure(
     cooldown: Phase | str | float | None = None,
     slo: Slo | None = None,
     max_seconds: float | None = None,
+    slots: int = 0,
 ) -> LoadRun:
-    """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize)."""
+    """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize);
+    `slots` (the server's batch slots) dates the drain (metrics.drain_s)."""
     recs, cut, dropped = cut_at(served, max_seconds)
     met = summarize(
         recs,
@@ -175,6 +187,7 @@ def measure(
         dropped_arrivals=dropped,
         incomplete=cut,
         max_seconds=max_seconds,
+        slots=slots,
     )
     met["num_dropped"] = len(served.dropped)
     met["steady_throughput_per_s"] = steady_throughput(served.records)

@@ -197,6 +197,7 @@ def summarize(
     dropped_arrivals: list[float] | None = None,
     incomplete: list[RequestRecord] | None = None,
     max_seconds: float | None = None,
+    slots: int = 0,
 ) -> dict[str, float]:
     """Flat metrics: ttft_s_p99, itl_s_mean, ..., their `_count`, throughput, goodput, statuses.
 
@@ -239,6 +240,7 @@ def summarize(
     out["output_tokens_per_s"] = sum([_tokens_inside(r, lo, hi) for r in kept]) / dur
     spans = [(r.arrival_s, r.arrival_s + r.e2e_s) for r in [*kept, *cut]] + [(t, t) for t in errored]
     out["concurrency_mean"] = stats.concurrency_summary(spans, lo, hi)["mean"] if spans else 0.0
+    out["drain_share"] = drain_s(spans, lo, hi, slots) / dur
     out["cache_hit_rate"] = sum([r.cached_tokens for r in kept]) / prompt if prompt else 0.0
     out["num_preemptions"] = sum([r.num_preemptions for r in kept])
     slo = slo or Slo()
@@ -247,6 +249,23 @@ def summarize(
     out["slo_attainment"] = len(good) / attempted if attempted else 0.0
     out["goodput_per_s"] = out["request_throughput_per_s"] * len(good) / len(kept) if kept else 0.0
     return out
+
+
+def drain_s(spans: list[tuple[float, float]], lo: float, hi: float, slots: int) -> float:
+    """How long the window ends with the server emptying: from the later of the last request sent
+    and the last moment `slots` or more requests were in flight (every batch slot busy) to the
+    end. A figure measured mostly over this drain is not the server's steady state."""
+    if not spans:
+        return 0.0
+    last_sent = max([a for a, _ in spans])
+    full_until = lo
+    if slots > 0:
+        n = 0
+        for t, d in sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans]):
+            if n >= slots:
+                full_until = t  # full up to this event
+            n += d
+    return max(0.0, hi - max(last_sent, full_until, lo))
 
 
 def _tokens_inside(r: RequestRecord, lo: float, hi: float) -> float:
