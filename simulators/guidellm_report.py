@@ -14,6 +14,7 @@ samples) is left empty, as GuideLLM's own `--metrics sample_size=0` does.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from . import stats
@@ -193,3 +194,29 @@ def report(
         "benchmarks": benchmarks,
         "conclusions": [],
     }
+
+
+def sweep_report(spec: Any, n: int, lengths: Any, seed: int, *, sweep_size: int = 10) -> dict[str, Any]:
+    """GuideLLM's default sweep (synchronous, throughput, then constant rates between their
+    measured rates) of the simulated server, as the report `guidellm run --profile sweep` writes."""
+    from .engine.cluster import serve
+    from .engine.loadgen import cut_at, measure, requests_for, sweep_rates
+
+    recs: list[RequestRecord] = []
+
+    def one(profile: str, rate: float, index: int) -> tuple[dict[str, Any], float]:
+        served = serve(requests_for(profile, random.Random(seed), n, lengths, rate=rate), spec, keep_series=False)
+        ok, cut, err = cut_at(served, None)
+        recs[:] = ok
+        achieved = measure(served, profile, rate).metrics["request_throughput_per_s"]
+        streams = 1 if profile == "synchronous" else n if profile == "throughput" else 0
+        return benchmark(profile, rate, streams, ok, cut, err, index), achieved
+
+    sync, sync_rate = one("synchronous", 0.0, 0)
+    top, top_rate = one("throughput", 0.0, 1)
+    benches = [sync, top]
+    for i, rate in enumerate(sweep_rates(sync_rate, top_rate, sweep_size)):
+        benches.append(one("constant", rate, i + 2)[0])
+    k = max(len(recs), 1)
+    mean_lengths = (round(sum(r.prompt_tokens for r in recs) / k), round(sum(r.output_tokens for r in recs) / k))
+    return report(benches, model=spec.model.name, gpu=spec.gpu.name, mean_lengths=mean_lengths)

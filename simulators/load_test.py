@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from . import guidellm_report as guidellm_report_mod
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, Slo, workload
 from .engine.cluster import fit_error
@@ -228,6 +229,14 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     out["num_requests"] = p.num_requests
     out["max_context_tokens"] = m.max_context_tokens
     return out
+
+
+def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    """GuideLLM's default sweep of this server (model, GPU, batch slots, lengths, requests per
+    run), written as the report GuideLLM 0.8.1 writes (simulators/guidellm_report.py)."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    return guidellm_report_mod.sweep_report(spec, p.num_requests, _lengths(p.lengths), seed)
 
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:
