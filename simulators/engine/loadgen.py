@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import heapq
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -309,3 +310,53 @@ def to_csv(runs: list[LoadRun]) -> str:
                 flat[k] = v
         lines.append(",".join(f"{flat[c]:.6g}" if isinstance(flat[c], float) else str(flat[c]) for c in cols))
     return "\n".join(lines) + "\n"
+
+
+def fixed_latency_served(
+    profile: str,
+    n: int,
+    *,
+    ttft_s: float,
+    itl_s: float,
+    output_tokens: int,
+    prompt_tokens: int = 0,
+    rate: float = 1.0,
+    streams: int = 1,
+    max_concurrency: int = 0,
+    seed: int = 0,
+    arrivals: list[float] | None = None,
+) -> Served:
+    """A server with fixed latencies (GuideLLM's `mock-server --ttft-ms --itl-ms --output-tokens`):
+    each request takes ttft_s to its first token and itl_s per token after it, once one of
+    `max_concurrency` slots is free (0: no limit; a waiting request's TTFT includes the wait).
+    `profile` arranges n requests as GuideLLM's profiles do (closed loop: `streams` users);
+    `arrivals` replays given send times instead (GuideLLM's replay profile)."""
+    e2e_service = ttft_s + itl_s * (output_tokens - 1)
+    slots: list[float] = [0.0] * max_concurrency if max_concurrency > 0 else []
+    rng = random.Random(seed)
+    closed = profile in ("synchronous", "concurrent") or (profile == "throughput" and streams > 1)
+    users = 1 if profile == "synchronous" else max(1, streams)
+    if closed:
+        ready = [0.0] * users  # when each user sends its next request
+        heapq.heapify(ready)
+    elif arrivals is not None:
+        times, n = sorted(arrivals), len(arrivals)
+    elif profile == "throughput":
+        times = [0.0] * n
+    else:
+        times = arrival_times(rng, n, "constant" if profile == "constant" else "poisson", rate)
+    recs: list[RequestRecord] = []
+    for i in range(n):
+        sent = heapq.heappop(ready) if closed else times[i]
+        start = sent
+        if slots:
+            start = max(sent, heapq.heappop(slots))
+        end = start + e2e_service
+        if slots:
+            heapq.heappush(slots, end)
+        if closed:
+            heapq.heappush(ready, end)
+        ttft = start - sent + ttft_s
+        tpot = itl_s if output_tokens > 1 else None
+        recs.append(RequestRecord(i, sent, start - sent, ttft, end - sent, tpot, prompt_tokens, output_tokens, 0, 0, 0))
+    return Served(recs, [], 0, [], [])

@@ -164,6 +164,8 @@ def window(
     ends = sorted([r.arrival_s + r.e2e_s for r in recs]) or starts
     first, last = starts[0], max(ends[-1], starts[-1])
     lo, hi = first, last
+    if max_seconds:  # GuideLLM's max_duration ends the window at its stop time, whatever still runs
+        hi = min(hi, first + max_seconds)
     n = len(starts)
     w, c = warmup or Phase(), cooldown or Phase()
     if w.kind == "seconds" or (w.kind == "percent" and max_seconds):
