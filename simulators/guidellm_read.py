@@ -55,7 +55,7 @@ def normalize(doc: Any) -> dict[str, Any]:
         raise ReportError("not a GuideLLM report: no top-level 'benchmarks' list")
     if not doc["benchmarks"]:
         raise ReportError("the report holds no benchmarks")
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
     version = str(meta.get("guidellm_version") or "")
     schema = f"metadata {meta['version']}" if "version" in meta else "0.2-0.3 (no metadata)"
     out = [_benchmark(b, i) for i, b in enumerate(doc["benchmarks"])]

@@ -169,7 +169,7 @@ def _scalar_lines(lines: list[tuple[int, str, int]], i: int, indent: int, rest: 
 def _unquote(s: str) -> str:
     if s[0] == "'":
         return s[1:-1].replace("''", "'")
-    return json.loads(s)
+    return str(json.loads(s))
 
 
 def _scalar(s: str, no: int) -> Any:
