@@ -22,6 +22,7 @@ from typing import Any
 from . import (
     batching,
     cluster,
+    compare_benchmark,
     compression,
     engine_explorer,
     evaluation,
@@ -43,6 +44,7 @@ from .params import ParamErrors, parse, schema_fields
 SIMULATORS: dict[str, ModuleType] = {
     "batching": batching,
     "cluster": cluster,
+    "compare_benchmark": compare_benchmark,
     "compression": compression,
     "engine": engine_explorer,
     "evaluation": evaluation,
