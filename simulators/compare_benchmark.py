@@ -25,8 +25,8 @@ from .engine.loadgen import LoadRun, ServedMemo, sweep_rates
 from .guidellm_read import ReportError, read
 from .load_test import CEILING_REQUESTS, FEW_SAMPLES, LENGTHS, _lengths
 from .params import ParamError, gpu_param, model_param, param
-from .plotting import layout, line
 from .plotting import figure as make_figure
+from .plotting import layout, line
 
 TITLE = "Compare with your benchmark (GuideLLM report)"
 DESCRIPTION = "Open a GuideLLM report and see it over the sweep GuideLLM would run against the simulated server."
@@ -128,6 +128,10 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     metrics: dict[str, float] = {
         "sim_max_throughput_per_s": ceiling,
         "sim_sweep_top_per_s": max(r["throughput"] for r in runs),
+        # No report opened: zeros (every declared metric is always there).
+        "report_benchmarks": 0,
+        "report_top_per_s": 0.0,
+        "report_min_samples": 0,
     }
     if p.report.strip():
         rep, pts = _report_points(p.report)
@@ -182,7 +186,12 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
                 )
         ys = [x[f"{k}_p99_ms"] for _, pts, _ in series for x in pts] or [1.0]
         data.append(line([r["ceiling"]] * 2, [min(ys), max(ys)], "Ceiling (cost model, every slot busy)", 4))
-        title, xt, yt, ylog = f"{k.upper()} against throughput", "Achieved throughput (req/s)", f"{k.upper()} (ms)", True
+        title, xt, yt, ylog = (
+            f"{k.upper()} against throughput",
+            "Achieved throughput (req/s)",
+            f"{k.upper()} (ms)",
+            True,
+        )
     return make_figure(
         data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": {"type": "log"}} if ylog else {}))
     )
@@ -204,5 +213,7 @@ def summary(r: dict[str, Any]) -> str:
         f"{m['report_top_per_s']:.1f} requests/s."
     )
     if few:
-        text += f" {len(few)} of its points rest on fewer than {FEW_SAMPLES} requests: their p99 is one or two requests."
+        text += (
+            f" {len(few)} of its points rest on fewer than {FEW_SAMPLES} requests: their p99 is one or two requests."
+        )
     return text + " The simulation has no client, network or tokenizer delays, and its lengths are not your dataset's."

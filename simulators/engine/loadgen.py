@@ -242,7 +242,8 @@ def sweep_rates(sync_rate: float, throughput_rate: float, sweep_size: int = SWEE
     k = sweep_size - 1
     if k < 2:
         return []
-    return [sync_rate + (throughput_rate - sync_rate) * i / (k - 1) for i in range(1, k)]
+    rates = [sync_rate + (throughput_rate - sync_rate) * i / (k - 1) for i in range(1, k)]
+    return [r for r in rates if r > 0]  # GuideLLM stops at a rate that is not positive
 
 
 def sweep(
