@@ -48,20 +48,28 @@ class Pdf:
     def __init__(self, values: Sequence[float], weights: Sequence[float] | None = None, count: int | None = None):
         if weights is None:
             xs = sorted(values)
-            vals: list[float] = []
-            wts: list[float] = []
-            for x in xs:
+            if len(set(xs)) == len(xs):  # distinct values (the usual case): nothing to merge
+                vals, wts = xs, [1.0] * len(xs)
+            else:
+                vals, wts = [], []
+                for x in xs:
+                    if vals and vals[-1] == x:
+                        wts[-1] += 1.0
+                    else:
+                        vals.append(x)
+                        wts.append(1.0)
+        else:
+            pairs = sorted(zip(values, weights, strict=True))
+            vals, wts = [], []
+            for x, w in pairs:
                 if vals and vals[-1] == x:
-                    wts[-1] += 1.0
+                    wts[-1] += w
                 else:
                     vals.append(x)
-                    wts.append(1.0)
-        else:
-            merged: dict[float, float] = {}
-            for x, w in sorted(zip(values, weights, strict=True)):
-                merged[x] = merged.get(x, 0.0) + w
-            vals = [x for x, w in merged.items() if w > 0]
-            wts = [w for w in merged.values() if w > 0]
+                    wts.append(w)
+            if min(wts, default=1.0) <= 0:
+                kept = [(x, w) for x, w in zip(vals, wts, strict=True) if w > 0]
+                vals, wts = [x for x, _ in kept], [w for _, w in kept]
         total = sum(wts)
         if total <= 1e-6:  # GuideLLM's epsilon: weights that sum to nothing count equally
             wts = [1.0] * len(vals)
@@ -156,6 +164,19 @@ def rate_summary(
     durs = [mids[0] - times[0], *[b - a for a, b in zip(mids, mids[1:], strict=False)], max(times[-1] - mids[-1], 1e-6)]
     rates = [w / d if d > 0 else 0.0 for (_, w), d in zip(merged, durs, strict=True)]
     return summary(rates, durs, count=round(sum(w for _, w in merged)))
+
+
+def concurrency_mean(intervals: Sequence[tuple[float, float]], start: float, end: float) -> float:
+    """The time-weighted mean of concurrency_summary, without building the distribution (GuideLLM
+    merges events closer than 0.1 ms first, which moves this mean by at most that much)."""
+    if end <= start:
+        return 0.0
+    area = 0.0
+    for a, b in intervals:
+        lo, hi = max(a, start), min(b, end)
+        if hi > lo:
+            area += hi - lo
+    return area / (end - start)
 
 
 def concurrency_summary(

@@ -47,6 +47,9 @@ def test_rate_and_concurrency_distributions_are_guidellms():
         DS.concurrency_distribution_from_timings(spans, start, end),
         rel=1e-7,
     )
+    # the plain time-weighted mean the load tests use agrees with GuideLLM's distribution's mean
+    theirs = DS.concurrency_distribution_from_timings(spans, start, end).mean
+    assert stats.concurrency_mean(spans, start, end) == pytest.approx(theirs, rel=1e-4)
     # the rate's mean is the events in the window over the window (what GuideLLM reports as req/s)
     assert stats.rate_summary(ends, start, end)["mean"] == pytest.approx(len(ends) / (end - start))
 

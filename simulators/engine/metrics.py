@@ -241,7 +241,7 @@ def summarize(
     out["request_throughput_per_s"] = len(ended) / dur
     out["output_tokens_per_s"] = sum([_tokens_inside(r, lo, hi) for r in kept]) / dur
     spans = [(r.arrival_s, r.arrival_s + r.e2e_s) for r in [*kept, *cut]] + [(t, t) for t in errored]
-    out["concurrency_mean"] = stats.concurrency_summary(spans, lo, hi)["mean"] if spans else 0.0
+    out["concurrency_mean"] = stats.concurrency_mean(spans, lo, hi)
     out["drain_share"] = drain_s(spans, lo, hi, slots) / dur
     out["cache_hit_rate"] = sum([r.cached_tokens for r in kept]) / prompt if prompt else 0.0
     out["num_preemptions"] = sum([r.num_preemptions for r in kept])
