@@ -12,6 +12,10 @@ Profiles (GuideLLM `--profile`):
 - throughput with `max_concurrency`: everything sent at once, at most that many in flight (the
   same arrangement as that many closed-loop users).
 
+Replay: `fixed_latency_served(arrivals=...)` answers given send times with a fixed-latency server
+(GuideLLM's mock server), which the mock-server test compares with a real GuideLLM run.
+Not modelled: GuideLLM's goodput and knee searches, over_saturation stopping and rampup.
+
 Constraints (GuideLLM scheduler/constraints): `max_requests` is the run's length; `max_seconds`
 stops sending at that time after the first start and cuts the requests still running there:
 they are *incomplete* (their latency ends at the cut), outside the successful statistics.
