@@ -210,8 +210,15 @@ def summarize(
     cut = incomplete or []
     warmup, cooldown = as_phase(warmup), as_phase(cooldown)
     lo, hi = window([*recs, *cut], warmup, cooldown, extra_starts=errored, max_seconds=max_seconds)
-    dur = max(hi - lo, 1e-12)
     kept = overlapping(recs, lo, hi)
+    ignored = False
+    if (not kept or hi <= lo) and recs and (warmup.kind != "none" or cooldown.kind != "none"):
+        # A warm-up and cool-down longer than the run leave nothing to measure: measure the whole
+        # run instead (flagged), rather than report zeros as if the server had done nothing.
+        lo, hi = window([*recs, *cut], extra_starts=errored, max_seconds=max_seconds)
+        kept = overlapping(recs, lo, hi)
+        ignored = True
+    dur = max(hi - lo, 1e-12)
     first_tok = [r for r in recs if r.arrival_s + r.ttft_s >= lo and r.arrival_s <= hi]
     after_first = [r for r in recs if r.arrival_s + r.e2e_s >= lo and r.arrival_s + r.ttft_s <= hi]
     out: dict[str, float] = {}
@@ -238,6 +245,7 @@ def summarize(
     out["num_incomplete"] = n_inc
     out["num_errored"] = n_err
     out["window_s"] = hi - lo
+    out["phases_ignored"] = float(ignored)
     out["request_throughput_per_s"] = len(ended) / dur
     out["output_tokens_per_s"] = sum([_tokens_inside(r, lo, hi) for r in kept]) / dur
     spans = [(r.arrival_s, r.arrival_s + r.e2e_s) for r in [*kept, *cut]] + [(t, t) for t in errored]
