@@ -1,6 +1,10 @@
 """Command line: python -m simulators list | describe NAME | run NAME --set key=value ... [--json]
+| run load_test ... --format guidellm | read-report FILE [--json]
 
-Bad input prints one line naming the field and what is allowed, and exits with status 2.
+`run load_test --format guidellm` prints the simulated server's GuideLLM sweep as the report
+GuideLLM 0.8.1 writes (its `GenerativeBenchmarksReport.load_file` reads it). `read-report` reads a
+GuideLLM report of any schema from 0.2 to 0.8 (JSON or YAML). Bad input prints one line naming
+the field (or what is wrong with the file) and exits with status 2.
 """
 
 from __future__ import annotations
@@ -55,7 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--json", action="store_true", help="print the full JSON answer")
+    r.add_argument("--format", choices=["guidellm"], help="load_test only: print a GuideLLM 0.8.1 report")
+    rr = sub.add_parser("read-report", help="read a GuideLLM benchmark report (schemas 0.2 to 0.8)")
+    rr.add_argument("file")
+    rr.add_argument("--json", action="store_true", help="print the normalised report as JSON")
     args = ap.parse_args(argv)
+
+    if args.cmd == "read-report":
+        return _read_report(args.file, args.json)
 
     if args.cmd == "list":
         for name, mod in api.SIMULATORS.items():
@@ -72,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.format == "guidellm":
+        return _guidellm_report(args.name, params, args.seed)
     answer = json.loads(api.run_json(args.name, json.dumps(params), seed=args.seed))
     if not answer["ok"]:
         for err in answer["errors"]:
@@ -84,6 +97,55 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{key:32s} {value}")
         print()
         print(answer["summary"])
+    return 0
+
+
+def _read_report(path: str, as_json: bool) -> int:
+    from .guidellm_read import ReportError, read
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = read(f.read())
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"error: {path}: cannot read the file ({e.__class__.__name__}: {e})", file=sys.stderr)
+        return 2
+    except ReportError as e:
+        print(f"error: {path}: {e}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"GuideLLM {report['guidellm_version']} ({report['schema']}), {len(report['benchmarks'])} benchmarks")
+    for b in report["benchmarks"]:
+        m, t = b["metrics"], b["request_totals"]
+        where = f"@{b['rate']:g}/s" if b["rate"] else f" x{b['streams']}" if b["streams"] else ""
+        ttft = m["time_to_first_token_ms"]
+        print(
+            f"  {b['strategy']}{where}: {m['requests_per_second']['mean']:.3g} req/s, TTFT p50 {ttft['p50']:.4g} ms "
+            f"p99 {ttft['p99']:.4g} ms (of {ttft['count']} requests), {t['successful']} ok / {t['incomplete']} "
+            f"incomplete / {t['errored']} errored"
+        )
+    return 0
+
+
+def _guidellm_report(name: str, params: dict[str, object], seed: int) -> int:
+    if name != "load_test":
+        print(f"error: --format guidellm is for load_test, not {name}", file=sys.stderr)
+        return 2
+    from . import load_test
+    from .params import ParamError, ParamErrors, parse
+
+    try:
+        p = parse(load_test.Params, params)
+        p.check()
+    except ParamErrors as e:
+        for err in e.errors:
+            print(f"error: {err['field'] or name}: {err['message']}", file=sys.stderr)
+        return 2
+    except ParamError as e:
+        print(f"error: {e.field}: {e.message}", file=sys.stderr)
+        return 2
+    print(json.dumps(load_test.guidellm_report(p, seed=seed), indent=1))
     return 0
 
 

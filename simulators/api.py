@@ -36,6 +36,7 @@ from typing import Any
 from . import (
     batching,
     cluster,
+    compare_benchmark,
     compression,
     deployment,
     engine_explorer,
@@ -59,6 +60,7 @@ from .results_cache import MAX_RESULTS, LruCache, ResultsCache
 SIMULATORS: dict[str, ModuleType] = {
     "batching": batching,
     "cluster": cluster,
+    "compare_benchmark": compare_benchmark,
     "compression": compression,
     "deployment": deployment,
     "engine": engine_explorer,

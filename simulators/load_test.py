@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from . import guidellm_report as guidellm_report_mod
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, Slo, workload
 from .engine.cluster import fit_error
@@ -58,9 +59,24 @@ METRICS = {
     "closed_loop_ttft_s_p99": ("Closed loop: TTFT p99", "s"),
     "closed_loop_throughput_per_s": ("Closed loop: throughput", "req/s"),
     "num_dropped": ("Requests per run longer than the context (errors)", "requests"),
+    "ttft_samples": ("Requests behind the percentiles at the chosen rate", "requests"),
+    "drain_share": ("Share of the run spent draining (server no longer full)", ""),
+    "few_samples_for_p99": ("p99 from under 100 requests (1 yes, 0 no)", ""),
 }
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)
 USERS = (1, 4, 16, 64, 128)
+WARMUPS = [
+    ("0", "None (GuideLLM's default)"),
+    ("10%", "10% of the requests"),
+    ("20%", "20% of the requests"),
+    ("10", "10 requests"),
+    ("50", "50 requests"),
+    ("5s", "5 seconds"),
+    ("20s", "20 seconds"),
+]
+CEILING_REQUESTS = 2000  # the maximum is read on a run this long (steady state, not start-up and drain)
+FEW_SAMPLES = 100  # a p99 from fewer requests rests on one or two of them
+DRAIN_DOMINATES = 0.25  # share of the window after the server stops being full
 LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed at the Azure means")]
 
 
@@ -90,8 +106,9 @@ class Params:
     # SLO for goodput: both bounds must hold.
     slo_ttft_s: float = param(0.5, label="SLO: TTFT", unit="s", min=0.01, max=60.0, step=0.01, log=True)
     slo_tpot_s: float = param(0.05, label="SLO: TPOT", unit="s", min=0.001, max=1.0, step=0.001, log=True)
-    # Share of the first (and of the last) arrivals left out of the statistics.
-    warmup_fraction: float = param(0.1, label="Warm-up and cool-down", min=0.0, max=0.4, step=0.05)
+    # Left out of the statistics at the start and at the end, as GuideLLM's --warmup and
+    # --cooldown: none by default; a percent of the requests, seconds, or a number of requests.
+    warmup: str = param("0", label="Warm-up and cool-down", choices=WARMUPS)
 
     def check(self) -> None:
         m = resolve_model(self.model)
@@ -123,16 +140,25 @@ def _lengths(kind: str) -> workload.Lengths:
 # The simulated runs of the latest scenario, kept between calls in the caller's memo (api.Session
 # gives one). A reader changes one control at a time: a new rate re-simulates one run of the
 # sixteen, new users one, a new SLO, warm-up or chart none. Only what decides a run keys it (model,
-# GPU, batch slots, requests, seed); the answers are exactly a fresh computation's. One scenario
-# is kept: at most 16 runs' records.
-MEMO_ENTRIES = 1
+# GPU, batch slots, requests, seed); the answers are exactly a fresh computation's. Two entries:
+# the latest scenario's runs (at most 16 runs' records) and the runs its maximum is read from.
+MEMO_ENTRIES = 2
+
+
+def _memo(p: Params, spec: EngineSpec, seed: int, n: int, memo: LruCache[Any] | None) -> ServedMemo:
+    key = json.dumps([p.model, p.gpu, p.max_num_seqs, n, seed], sort_keys=True)
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+    served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, n, seed))
+    return served
+
+
+def _ceiling_memo(p: Params, spec: EngineSpec, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
+    """The runs the maximum is read from: at least CEILING_REQUESTS requests."""
+    return _memo(p, spec, seed, max(p.num_requests, CEILING_REQUESTS), memo)
 
 
 def _served_memo(p: Params, spec: EngineSpec, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
-    key = json.dumps([p.model, p.gpu, p.max_num_seqs, p.num_requests, seed], sort_keys=True)
-    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
-    served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, p.num_requests, seed))
-    return served
+    return _memo(p, spec, seed, p.num_requests, memo)
 
 
 def _point(r: LoadRun) -> dict[str, float]:
@@ -145,6 +171,8 @@ def _point(r: LoadRun) -> dict[str, float]:
         "goodput": m["goodput_per_s"],
         "tpot_p99": m["tpot_s_p99"],
         "e2e_p99": m["e2e_s_p99"],
+        "samples": m["ttft_s_count"],
+        "drain_share": m["drain_share"],
     }
 
 
@@ -153,14 +181,14 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
-    kw: dict[str, Any] = {"warmup": p.warmup_fraction, "cooldown": p.warmup_fraction, "slo": slo}
+    kw: dict[str, Any] = {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}
     lengths = _lengths(p.lengths)
     # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
     # profile sends everything at once; in a short run that measures the drain as well). It is
     # read as completions per second over the middle of the completion timeline
     # (loadgen.steady_throughput), so it is the steady state, not the start-up and the drain.
     served = _served_memo(p, spec, seed, memo)
-    top = served.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
+    top = _ceiling_memo(p, spec, seed, memo).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
     closed = served.run("concurrent", lengths, users=p.users, **kw)
@@ -170,6 +198,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
         "rate_per_s": p.rate_per_s,
         "users": p.users,
         "lengths": p.lengths,
+        "warmup": p.warmup,
     }
     runs = [top, at_rate, closed]
     cap = top.metrics["steady_throughput_per_s"]
@@ -195,10 +224,21 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
         "closed_loop_throughput_per_s": closed.metrics["request_throughput_per_s"],
         # Every run draws the same lengths (same seed, lengths drawn first), so the same requests.
         "num_dropped": a["num_dropped"],
+        "ttft_samples": a["ttft_s_count"],
+        "drain_share": a["drain_share"],
+        "few_samples_for_p99": float(a["ttft_s_count"] < FEW_SAMPLES),
     }
     out["num_requests"] = p.num_requests
     out["max_context_tokens"] = m.max_context_tokens
     return out
+
+
+def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    """GuideLLM's default sweep of this server (model, GPU, batch slots, lengths, requests per
+    run), written as the report GuideLLM 0.8.1 writes (simulators/guidellm_report.py)."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    return guidellm_report_mod.sweep_report(spec, p.num_requests, _lengths(p.lengths), seed)
 
 
 SWEPT_VIEWS = ("knee", "goodput", "lengths")
@@ -214,10 +254,10 @@ def view_data(
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
-    kw: dict[str, Any] = {"warmup": p.warmup_fraction, "cooldown": p.warmup_fraction, "slo": slo}
+    kw: dict[str, Any] = {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}
     lengths = _lengths(p.lengths)
     served = _served_memo(p, spec, seed, memo)
-    top = served.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
+    top = _ceiling_memo(p, spec, seed, memo).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     cap = result["metrics"]["max_throughput_per_s"]
     sweep = [served.run("poisson", lengths, rate=f * cap, **kw) for f in FRACTIONS]
     out: dict[str, Any] = {"open": [_point(r) for r in sweep]}
@@ -314,12 +354,32 @@ def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     return (
         f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s. At {r['rate_per_s']:g} req/s (Poisson), TTFT is "
-        f"{m['ttft_s_mean'] * 1e3:,.0f} ms on average but {m['ttft_s_p99'] * 1e3:,.0f} ms at p99; TPOT {m['tpot_s_mean'] * 1e3:,.1f} ms mean, "
+        f"{m['ttft_s_mean'] * 1e3:,.0f} ms on average but {m['ttft_s_p99'] * 1e3:,.0f} ms at p99 (of {int(m['ttft_samples']):,} requests); TPOT {m['tpot_s_mean'] * 1e3:,.1f} ms mean, "
         f"{m['tpot_s_p99'] * 1e3:,.1f} ms p99. {m['slo_attainment']:.0%} of requests meet the SLO: goodput {m['goodput_per_s']:.2f} of "
-        f"{m['request_throughput_per_s']:.2f} req/s. Keeping the warm-up, measured throughput is {m['request_throughput_warmup_kept_per_s']:.2f} req/s. "
+        f"{m['request_throughput_per_s']:.2f} req/s. {_trust_sentence(r)}"
         f"{r['users']} closed-loop user{'s reach' if r['users'] != 1 else ' reaches'} {m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
         f"they slow down instead of queueing. {_dropped_sentence(r)}"
     )
+
+
+def _trust_sentence(r: dict[str, Any]) -> str:
+    """What the figures at the chosen rate rest on: warm-up, sample count, drain."""
+    m = r["metrics"]
+    out = []
+    if r["warmup"] != "0":
+        out.append(
+            f"Keeping the warm-up and cool-down, measured throughput is {m['request_throughput_warmup_kept_per_s']:.2f} req/s."
+        )
+    if m["few_samples_for_p99"]:
+        out.append(
+            f"Caution: a p99 of {int(m['ttft_samples'])} requests is set by one or two of them; run at least {FEW_SAMPLES}."
+        )
+    if m["drain_share"] > DRAIN_DOMINATES:
+        out.append(
+            f"Caution: {m['drain_share']:.0%} of this run is the drain (the server no longer full after the last request was sent): "
+            "its throughput is below the steady state; run more requests."
+        )
+    return " ".join(out)
 
 
 def _dropped_sentence(r: dict[str, Any]) -> str:

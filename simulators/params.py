@@ -54,8 +54,11 @@ def param(
     help: str = "",
     custom: str | None = None,
     log: bool = False,
+    file: str | None = None,
 ) -> Any:
-    """A dataclass field with UI metadata. `custom` ("model" or "gpu") also accepts an object."""
+    """A dataclass field with UI metadata. `custom` ("model" or "gpu") also accepts an object.
+    `file` (a text field: the accepted file types, e.g. ".json,.yaml") makes the page offer a file
+    input whose text becomes the value; the file is read in the page and never sent anywhere."""
     meta = {
         "label": label,
         "unit": unit,
@@ -66,6 +69,7 @@ def param(
         "help": help,
         "custom": custom,
         "log": log,
+        "file": file,
     }
     return dataclasses.field(default=default, metadata=meta)
 
@@ -219,6 +223,8 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
             "help": meta["help"],
             "custom": meta["custom"],
         }
+        if meta.get("file"):
+            entry["file"] = meta["file"]
         if entry["type"] in ("int", "float"):
             entry.update(min=meta["min"], max=meta["max"], step=meta["step"], log=meta["log"])
         choices = _choices(meta)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import costmodel as cm
+from . import stats
 from .catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import figure as make_figure
@@ -146,9 +147,9 @@ def server(m: Model, gpu: Gpu, p: Params, batch: int) -> dict[str, float]:
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list: the ceil(q / 100 * n)-th smallest value."""
-    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
+    """q-th percentile (0-100) by the project's one rule (stats.percentile, GuideLLM's: the first
+    value whose cumulative share reaches q; with equal weights the nearest rank, ceil(q / 100 * n))."""
+    return stats.percentile(sorted_values, q / 100)
 
 
 def _cdf(values: list[float]) -> tuple[list[float], list[float]]:

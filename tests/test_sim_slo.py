@@ -55,8 +55,10 @@ def test_bigger_batches_are_cheaper_per_token_and_slower_per_request():
 
 def test_nearest_rank_percentile_by_hand_and_against_numpy():
     ten = [float(i) for i in range(1, 11)]
-    # p50 of 1..10 is the 5th value, p90 the 9th, p95 and p99 round up to the 10th.
-    assert [slo.percentile(ten, q) for q in (50, 90, 95, 99)] == [5.0, 9.0, 10.0, 10.0]
+    # p50 of 1..10 is the 5th value; p95 and p99 round up to the 10th. p90 is the 10th too, as
+    # GuideLLM 0.8.1 reports it: its cumulative sum of ten 0.1s reaches 0.8999999999999999 at the
+    # 9th value, short of 0.9 (tests/test_stats.py compares with GuideLLM's own code).
+    assert [slo.percentile(ten, q) for q in (50, 90, 95, 99)] == [5.0, 10.0, 10.0, 10.0]
     data = sorted(np.random.default_rng(7).lognormal(0.0, 1.0, 997).tolist())
     for q in (50, 90, 95, 99):
         assert slo.percentile(data, q) == np.percentile(data, q, method="inverted_cdf")

@@ -6,44 +6,73 @@ Profiles (GuideLLM `--profile`):
 - throughput: every request at once (the server's maximum, queueing included).
 - constant: open loop, requests exactly 1/rate apart.
 - poisson: open loop, exponential gaps at the rate (the honest model of independent users).
-- sweep: synchronous and throughput first, to find the lowest and highest useful rates, then
-  `num_rates` open-loop runs at rates evenly spaced between them.
+- sweep: synchronous and throughput first, then open-loop runs at GuideLLM's rates:
+  `linspace(synchronous rate, throughput rate, sweep_size - 1)[1:]` (benchmark/profiles/sweep.py),
+  so the last open-loop rate is the throughput profile's measured rate; constant by default.
+- throughput with `max_concurrency`: everything sent at once, at most that many in flight (the
+  same arrangement as that many closed-loop users).
+
+Replay: `fixed_latency_served(arrivals=...)` answers given send times with a fixed-latency server
+(GuideLLM's mock server), which the mock-server test compares with a real GuideLLM run.
+Not modelled: GuideLLM's goodput and knee searches, over_saturation stopping and rampup.
+
+Constraints (GuideLLM scheduler/constraints): `max_requests` is the run's length; `max_seconds`
+stops sending at that time after the first start and cuts the requests still running there:
+they are *incomplete* (their latency ends at the cut), outside the successful statistics.
 
 Closed loop (synchronous, concurrent) cannot show overload: when the server slows down the
 users send less, so the queue never grows. Open loop (constant, poisson) keeps sending, so past
 capacity the queue and the latency grow without bound: the knee.
 
-Reference: vllm-project/guidellm README and docs/guides (profiles, warm-up and cool-down,
-metric names in its benchmark report).
+Reference: vllm-project/guidellm 0.8.1, src/guidellm/benchmark/profiles/ (sweep.py,
+throughput.py, concurrent.py), scheduler/constraints/request.py, benchmark/schemas/.
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import heapq
 import random
 from dataclasses import dataclass
 from typing import Any
 
 from .cluster import EngineSpec, Served, serve
-from .metrics import RequestRecord, Slo, summarize
+from .metrics import Phase, RequestRecord, Slo, as_phase, summarize
 from .workload import Lengths, Request, arrival_times
 
 PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
+SWEEP_SIZE = 10  # GuideLLM's default number of benchmarks in a sweep (synchronous and throughput included)
 
 
 def requests_for(
-    profile: str, rng: random.Random, n: int, lengths: Lengths, *, rate: float = 1.0, users: int = 1
+    profile: str,
+    rng: random.Random,
+    n: int,
+    lengths: Lengths,
+    *,
+    rate: float = 1.0,
+    users: int = 1,
+    max_concurrency: int = 0,
 ) -> list[Request]:
     """n requests arranged by a profile (closed-loop chains use Request.after)."""
-    return arrange(profile, [lengths.draw(rng) for _ in range(n)], rng, rate=rate, users=users)
+    drawn = [lengths.draw(rng) for _ in range(n)]
+    return arrange(profile, drawn, rng, rate=rate, users=users, max_concurrency=max_concurrency)
 
 
 def arrange(
-    profile: str, drawn: list[tuple[int, int]], rng: random.Random, *, rate: float = 1.0, users: int = 1
+    profile: str,
+    drawn: list[tuple[int, int]],
+    rng: random.Random,
+    *,
+    rate: float = 1.0,
+    users: int = 1,
+    max_concurrency: int = 0,
 ) -> list[Request]:
     """requests_for, given the (prompt, output) lengths already drawn from `rng`."""
     n = len(drawn)
+    if profile == "throughput" and max_concurrency > 0:
+        profile, users = "concurrent", max_concurrency
     if profile in ("synchronous", "concurrent"):
         users = 1 if profile == "synchronous" else max(1, users)
         out = []
@@ -63,7 +92,7 @@ class LoadRun:
     profile: str
     rate: float  # offered rate for open loop; achieved rate for closed loop and throughput
     metrics: dict[str, float]
-    concurrency: float  # mean requests in flight (Little's law: throughput x mean e2e)
+    concurrency: float  # requests in flight, time-weighted mean over the window (GuideLLM's)
 
 
 def run_profile(
@@ -75,14 +104,18 @@ def run_profile(
     *,
     rate: float = 1.0,
     users: int = 1,
-    warmup: float = 0.0,
-    cooldown: float = 0.0,
+    warmup: Phase | str | float | None = None,
+    cooldown: Phase | str | float | None = None,
     slo: Slo | None = None,
+    max_seconds: float | None = None,
 ) -> LoadRun:
     served = serve(
         requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec, keep_series=False
     )
-    return measure(served, profile, rate, warmup=warmup, cooldown=cooldown, slo=slo)
+    slots = spec.sched.max_num_seqs
+    return measure(
+        served, profile, rate, warmup=warmup, cooldown=cooldown, slo=slo, max_seconds=max_seconds, slots=slots
+    )
 
 
 class ServedMemo:
@@ -108,9 +141,10 @@ class ServedMemo:
         *,
         rate: float = 1.0,
         users: int = 1,
-        warmup: float = 0.0,
-        cooldown: float = 0.0,
+        warmup: Phase | str | float | None = None,
+        cooldown: Phase | str | float | None = None,
         slo: Slo | None = None,
+        max_seconds: float | None = None,
     ) -> LoadRun:
         key = (profile, lengths.key(), rate, users)
         if key not in self._served:
@@ -124,21 +158,70 @@ class ServedMemo:
             # per-step series is recorded, and the replicas (their KV state) are not kept.
             served = serve(arrange(profile, drawn, rng, rate=rate, users=users), self.spec, keep_series=False)
             self._served[key] = dataclasses.replace(served, replicas=[], log=[])
-        return measure(self._served[key], profile, rate, warmup=warmup, cooldown=cooldown, slo=slo)
+        return measure(
+            self._served[key],
+            profile,
+            rate,
+            warmup=warmup,
+            cooldown=cooldown,
+            slo=slo,
+            max_seconds=max_seconds,
+            slots=self.spec.sched.max_num_seqs,
+        )
 
 
 def measure(
-    served: Served, profile: str, rate: float, *, warmup: float = 0.0, cooldown: float = 0.0, slo: Slo | None = None
+    served: Served,
+    profile: str,
+    rate: float,
+    *,
+    warmup: Phase | str | float | None = None,
+    cooldown: Phase | str | float | None = None,
+    slo: Slo | None = None,
+    max_seconds: float | None = None,
+    slots: int = 0,
 ) -> LoadRun:
-    """The LoadRun of a served profile: statistics over its records (warm-up and cool-down left out)."""
-    dropped = [r.arrival_s for r in served.dropped]
-    met = summarize(served.records, slo=slo, warmup=warmup, cooldown=cooldown, dropped_arrivals=dropped)
+    """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize);
+    `slots` (the server's batch slots) dates the drain (metrics.drain_s)."""
+    recs, cut, dropped = cut_at(served, max_seconds)
+    met = summarize(
+        recs,
+        slo=slo,
+        warmup=as_phase(warmup),
+        cooldown=as_phase(cooldown),
+        dropped_arrivals=dropped,
+        incomplete=cut,
+        max_seconds=max_seconds,
+        slots=slots,
+    )
     met["num_dropped"] = len(served.dropped)
     met["steady_throughput_per_s"] = steady_throughput(served.records)
     met["events"] = served.events
     achieved = met["request_throughput_per_s"]
     offered = rate if profile in ("constant", "poisson") else achieved
-    return LoadRun(profile, offered, met, achieved * met["e2e_s_mean"])
+    return LoadRun(profile, offered, met, met["concurrency_mean"])
+
+
+def cut_at(served: Served, max_seconds: float | None) -> tuple[list[RequestRecord], list[RequestRecord], list[float]]:
+    """(successful, incomplete, errored start times) under GuideLLM's max_seconds constraint.
+
+    Nothing is sent after first start + max_seconds; a request still running then is incomplete,
+    its e2e cut there (and its TTFT too, if its first token had not come)."""
+    dropped = [r.arrival_s for r in served.dropped]
+    if not max_seconds:
+        return served.records, [], dropped
+    starts = [r.arrival_s for r in served.records] + dropped
+    stop = (min(starts) if starts else 0.0) + max_seconds
+    done, cut = [], []
+    for r in served.records:
+        if r.arrival_s > stop:
+            continue
+        if r.arrival_s + r.e2e_s <= stop:
+            done.append(r)
+        else:
+            e2e = stop - r.arrival_s
+            cut.append(r._replace(e2e_s=e2e, ttft_s=min(r.ttft_s, e2e)))
+    return done, cut, [t for t in dropped if t <= stop]
 
 
 def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
@@ -158,28 +241,35 @@ def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
     return len(ends) / max(ends[-1] - start, 1e-12)
 
 
+def sweep_rates(sync_rate: float, throughput_rate: float, sweep_size: int = SWEEP_SIZE) -> list[float]:
+    """GuideLLM's sweep rates: linspace(sync, throughput, sweep_size - 1) without its first."""
+    k = sweep_size - 1
+    if k < 2:
+        return []
+    rates = [sync_rate + (throughput_rate - sync_rate) * i / (k - 1) for i in range(1, k)]
+    return [r for r in rates if r > 0]  # GuideLLM stops at a rate that is not positive
+
+
 def sweep(
     spec: EngineSpec,
     n: int,
     lengths: Lengths,
     seed: int,
     *,
-    num_rates: int = 6,
-    open_profile: str = "poisson",
-    warmup: float = 0.0,
-    cooldown: float = 0.0,
+    sweep_size: int = SWEEP_SIZE,
+    open_profile: str = "constant",
+    warmup: Phase | str | float | None = None,
+    cooldown: Phase | str | float | None = None,
     slo: Slo | None = None,
 ) -> list[LoadRun]:
-    """GuideLLM's sweep: synchronous, throughput, then open-loop rates evenly between them."""
+    """GuideLLM's sweep, in its order: synchronous, throughput, then the open-loop rates."""
     kw: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "slo": slo}
-    sync = run_profile("synchronous", spec, max(2, n // 4), lengths, seed, **kw)
+    sync = run_profile("synchronous", spec, n, lengths, seed, **kw)
     top = run_profile("throughput", spec, n, lengths, seed, **kw)
-    lo, hi = sync.rate, top.rate
-    runs = [sync]
-    for i in range(1, num_rates + 1):
-        rate = lo + (hi - lo) * i / (num_rates + 1)
+    runs = [sync, top]
+    for rate in sweep_rates(sync.rate, top.rate, sweep_size):
         runs.append(run_profile(open_profile, spec, n, lengths, seed, rate=rate, **kw))
-    return [*runs, top]
+    return runs
 
 
 # GuideLLM's names in its benchmark report, and where each comes from in our metrics.
@@ -225,3 +315,53 @@ def to_csv(runs: list[LoadRun]) -> str:
                 flat[k] = v
         lines.append(",".join(f"{flat[c]:.6g}" if isinstance(flat[c], float) else str(flat[c]) for c in cols))
     return "\n".join(lines) + "\n"
+
+
+def fixed_latency_served(
+    profile: str,
+    n: int,
+    *,
+    ttft_s: float,
+    itl_s: float,
+    output_tokens: int,
+    prompt_tokens: int = 0,
+    rate: float = 1.0,
+    streams: int = 1,
+    max_concurrency: int = 0,
+    seed: int = 0,
+    arrivals: list[float] | None = None,
+) -> Served:
+    """A server with fixed latencies (GuideLLM's `mock-server --ttft-ms --itl-ms --output-tokens`):
+    each request takes ttft_s to its first token and itl_s per token after it, once one of
+    `max_concurrency` slots is free (0: no limit; a waiting request's TTFT includes the wait).
+    `profile` arranges n requests as GuideLLM's profiles do (closed loop: `streams` users);
+    `arrivals` replays given send times instead (GuideLLM's replay profile)."""
+    e2e_service = ttft_s + itl_s * (output_tokens - 1)
+    slots: list[float] = [0.0] * max_concurrency if max_concurrency > 0 else []
+    rng = random.Random(seed)
+    closed = profile in ("synchronous", "concurrent") or (profile == "throughput" and streams > 1)
+    users = 1 if profile == "synchronous" else max(1, streams)
+    if closed:
+        ready = [0.0] * users  # when each user sends its next request
+        heapq.heapify(ready)
+    elif arrivals is not None:
+        times, n = sorted(arrivals), len(arrivals)
+    elif profile == "throughput":
+        times = [0.0] * n
+    else:
+        times = arrival_times(rng, n, "constant" if profile == "constant" else "poisson", rate)
+    recs: list[RequestRecord] = []
+    for i in range(n):
+        sent = heapq.heappop(ready) if closed else times[i]
+        start = sent
+        if slots:
+            start = max(sent, heapq.heappop(slots))
+        end = start + e2e_service
+        if slots:
+            heapq.heappush(slots, end)
+        if closed:
+            heapq.heappush(ready, end)
+        ttft = start - sent + ttft_s
+        tpot = itl_s if output_tokens > 1 else None
+        recs.append(RequestRecord(i, sent, start - sent, ttft, end - sent, tpot, prompt_tokens, output_tokens, 0, 0, 0))
+    return Served(recs, [], 0, [], [])

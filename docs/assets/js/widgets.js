@@ -102,13 +102,16 @@ function readAddress(w) {
   }
 }
 
+// A file's text stays out of the address and out of the recipes.
+const isFile = (w, name) => Boolean(w.schema?.params.find((p) => p.name === name)?.file);
+
 function ignoreAddress(w) {
   w.notice = "The scenario in this page's address could not be read, so it was ignored; showing the page's own scenario.";
   writeAddress(w, {});
 }
 
 function writeAddress(w, values) {
-  const changed = Object.fromEntries(Object.entries(values).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(w.defaults[k])));
+  const changed = Object.fromEntries(Object.entries(values).filter(([k, v]) => !isFile(w, k) && JSON.stringify(v) !== JSON.stringify(w.defaults[k])));
   const url = new URL(location.href);
   if (Object.keys(changed).length) url.searchParams.set(`sim-${w.id}`, JSON.stringify(changed));
   else url.searchParams.delete(`sim-${w.id}`);
@@ -162,6 +165,20 @@ function field(w, p) {
     box.addEventListener("change", () => change(w, p, box.checked));
     setValue = (v) => { box.checked = v; };
     inputs.push(box);
+  } else if (p.file) {
+    // A file the reader picks: read here, its text passed as the value; it never leaves the page.
+    const input = tag("input", { id, type: "file", accept: p.file, "aria-describedby": describedBy });
+    const clear = tag("button", { type: "button", class: "md-button" }, "Clear");
+    const status = tag("span", { class: "sim-file-status", "aria-live": "polite" });
+    input.addEventListener("change", async () => {
+      const f = input.files?.[0];
+      const text = f ? await f.text() : "";
+      setText(status, f ? `${f.name}: ${Math.max(1, Math.round(f.size / 1024))} KB, read in this page only` : "");
+      change(w, p, text);
+    });
+    clear.addEventListener("click", () => { input.value = ""; setText(status, ""); change(w, p, ""); });
+    setValue = (v) => { if (!v) { input.value = ""; setText(status, ""); } };
+    inputs.push(input, clear, status);
   } else {
     const box = tag("input", { id, type: "text", "aria-describedby": describedBy });
     box.addEventListener("input", () => change(w, p, box.value));
@@ -348,7 +365,7 @@ function axisTitle(w, axis) {
 }
 
 function actions(w) {
-  const sets = Object.entries(w.values ?? w.base).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify(w.schema?.params.find((p) => p.name === k)?.default));
+  const sets = Object.entries(w.values ?? w.base).filter(([k, v]) => !isFile(w, k) && JSON.stringify(v) !== JSON.stringify(w.schema?.params.find((p) => p.name === k)?.default));
   const cli = ["python -m simulators run", w.name, ...sets.map(([k, v]) => `--set ${shellQuote(`${k}=${typeof v === "object" ? JSON.stringify(v) : v}`)}`)].join(" ");
   const imports = sets.some(([, v]) => typeof v === "object") ? "import json\n" : "";
   const call = `${imports}from simulators import api\nanswer = api.evaluate(${[JSON.stringify(w.name), ...sets.map(([k, v]) => `${k}=${pythonLiteral(v)}`)].join(", ")})\nprint(answer["metrics"])`;

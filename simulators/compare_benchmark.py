@@ -1,0 +1,218 @@
+"""Compare with your benchmark: a GuideLLM report over the simulated server's GuideLLM sweep.
+
+The reader opens a report GuideLLM wrote (any schema from 0.2 to 0.8, JSON or YAML; the page
+reads the file itself and passes its text as the `report` parameter, nothing leaves the page).
+Its benchmarks are drawn per rate, TTFT or ITL percentiles against the throughput achieved, over
+the sweep GuideLLM would run against the simulated server of the chosen model and GPU
+(synchronous, throughput, then constant rates between their measured rates, measured as GuideLLM
+measures: simulators/engine/loadgen.py), with the server's steady-state ceiling (the most
+requests per second the cost model's step times allow with every batch slot busy).
+
+Every point carries its sample count; a p99 from fewer than 100 requests is marked. What the
+simulation cannot mean as the report does: no client, network or tokenizer delays, and the
+simulated lengths are the chosen distribution, not the report's dataset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import resolve_gpu, resolve_model
+from .engine import EngineSpec, SchedulerConfig
+from .engine.cluster import fit_error
+from .engine.loadgen import LoadRun, ServedMemo, sweep_rates
+from .guidellm_read import ReportError, read
+from .load_test import CEILING_REQUESTS, FEW_SAMPLES, LENGTHS, _lengths
+from .params import ParamError, gpu_param, model_param, param
+from .plotting import figure as make_figure
+from .plotting import layout, line
+
+TITLE = "Compare with your benchmark (GuideLLM report)"
+DESCRIPTION = "Open a GuideLLM report and see it over the sweep GuideLLM would run against the simulated server."
+METRICS = {
+    "sim_max_throughput_per_s": ("Simulated server's ceiling (steady state)", "req/s"),
+    "sim_sweep_top_per_s": ("Simulated sweep: highest throughput measured", "req/s"),
+    "report_benchmarks": ("Benchmarks in the report", ""),
+    "report_top_per_s": ("Report: highest throughput measured", "req/s"),
+    "report_min_samples": ("Report: fewest requests behind a point", "requests"),
+}
+VIEWS = [("ttft", "TTFT p50 and p99"), ("itl", "ITL p50 and p99"), ("throughput", "Throughput per rate")]
+SWEEP_SIZE = 10  # GuideLLM's default
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    max_num_seqs: int = param(256, label="Server batch slots", min=1, max=1024, step=1, log=True)
+    lengths: str = param("azure", label="Lengths", choices=LENGTHS)
+    num_requests: int = param(300, label="Requests per simulated run", min=50, max=2000, step=10, log=True)
+    # The report's text: the page reads the chosen file and passes its content; empty: none.
+    report: str = param("", label="GuideLLM report (JSON or YAML)", file=".json,.yaml,.yml")
+
+    def check(self) -> None:
+        why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
+        if why:
+            raise ParamError("model", why)
+        if self.report.strip():
+            try:
+                read(self.report)
+            except ReportError as e:
+                raise ParamError("report", str(e)) from None
+
+
+_memo: dict[str, ServedMemo] = {}
+
+
+def _memo_for(key: str, spec: EngineSpec, n: int, seed: int) -> ServedMemo:
+    if key not in _memo:
+        if len(_memo) > 4:
+            _memo.clear()
+        _memo[key] = ServedMemo(spec, n, seed)
+    return _memo[key]
+
+
+def _point(run: LoadRun, label: str) -> dict[str, Any]:
+    m = run.metrics
+    return {
+        "label": label,
+        "offered": run.rate,
+        "throughput": m["request_throughput_per_s"],
+        "ttft_p50_ms": m["ttft_s_p50"] * 1e3,
+        "ttft_p99_ms": m["ttft_s_p99"] * 1e3,
+        "itl_p50_ms": m["itl_s_p50"] * 1e3,
+        "itl_p99_ms": m["itl_s_p99"] * 1e3,
+        "samples": int(m["ttft_s_count"]),
+    }
+
+
+def _report_points(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    rep = read(text)
+    out = []
+    for b in rep["benchmarks"]:
+        m = b["metrics"]
+        ttft, rps = m["time_to_first_token_ms"], m["requests_per_second"]
+        itl = m.get("inter_token_latency_ms", {"p50": 0.0, "p99": 0.0})
+        where = f"@{b['rate']:g}/s" if b["rate"] else f" x{b['streams']}" if b["streams"] else ""
+        out.append(
+            {
+                "label": f"{b['strategy']}{where}",
+                "offered": b["rate"] or rps["mean"],
+                "throughput": rps["mean"],
+                "ttft_p50_ms": ttft["p50"],
+                "ttft_p99_ms": ttft["p99"],
+                "itl_p50_ms": itl["p50"],
+                "itl_p99_ms": itl["p99"],
+                "samples": ttft["count"],
+            }
+        )
+    return rep, out
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    lengths = _lengths(p.lengths)
+    key = repr((p.model, p.gpu, p.max_num_seqs, seed))
+    memo = _memo_for(f"{key}/{p.num_requests}", spec, p.num_requests, seed)
+    sync = memo.run("synchronous", lengths)
+    top = memo.run("throughput", lengths)
+    runs = [_point(sync, "synchronous"), _point(top, "throughput")]
+    for rate in sweep_rates(sync.rate, top.rate, SWEEP_SIZE):
+        runs.append(_point(memo.run("constant", lengths, rate=rate), f"constant@{rate:.3g}/s"))
+    ceiling_memo = _memo_for(f"{key}/ceiling", spec, CEILING_REQUESTS, seed)
+    ceiling = ceiling_memo.run("concurrent", lengths, users=2 * p.max_num_seqs).metrics["steady_throughput_per_s"]
+    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "sim": runs, "ceiling": ceiling}
+    metrics: dict[str, float] = {
+        "sim_max_throughput_per_s": ceiling,
+        "sim_sweep_top_per_s": max(r["throughput"] for r in runs),
+        # No report opened: zeros (every declared metric is always there).
+        "report_benchmarks": 0,
+        "report_top_per_s": 0.0,
+        "report_min_samples": 0,
+    }
+    if p.report.strip():
+        rep, pts = _report_points(p.report)
+        out["report"] = pts
+        out["report_version"] = rep["guidellm_version"]
+        metrics["report_benchmarks"] = len(pts)
+        metrics["report_top_per_s"] = max(r["throughput"] for r in pts)
+        metrics["report_min_samples"] = min(r["samples"] for r in pts)
+    out["metrics"] = metrics
+    return out
+
+
+def _hover(r: dict[str, Any]) -> str:
+    flag = " (p99 from under 100 requests)" if r["samples"] < FEW_SAMPLES else ""
+    return f"{r['label']}, {r['samples']} requests{flag}"
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    sim, rep = r["sim"], r.get("report", [])
+    series = [("Simulated", sim, 0), *([("Your report", rep, 2)] if rep else [])]
+    data = []
+    if view == "throughput":
+        for name, pts, color in series:
+            pts = sorted(pts, key=lambda x: x["offered"])
+            data.append(
+                line(
+                    [x["offered"] for x in pts],
+                    [x["throughput"] for x in pts],
+                    f"{name}: achieved",
+                    color,
+                    mode="lines+markers",
+                    text=[_hover(x) for x in pts],
+                )
+            )
+        xs = [x["offered"] for _, pts, _ in series for x in pts]
+        data.append(line([min(xs), max(xs)], [r["ceiling"]] * 2, "Ceiling (cost model, every slot busy)", 4))
+        title, xt, yt, ylog = "Throughput per rate", "Offered rate (req/s)", "Achieved (req/s)", False
+    else:
+        k = view
+        for name, pts, color in series:
+            pts = sorted(pts, key=lambda x: x["throughput"])
+            for q, dash in (("p50", 0), ("p99", 1)):
+                data.append(
+                    line(
+                        [x["throughput"] for x in pts],
+                        [x[f"{k}_{q}_ms"] for x in pts],
+                        f"{name}: {k.upper()} {q}",
+                        color + dash,
+                        mode="lines+markers",
+                        text=[_hover(x) for x in pts],
+                    )
+                )
+        ys = [x[f"{k}_p99_ms"] for _, pts, _ in series for x in pts] or [1.0]
+        data.append(line([r["ceiling"]] * 2, [min(ys), max(ys)], "Ceiling (cost model, every slot busy)", 4))
+        title, xt, yt, ylog = (
+            f"{k.upper()} against throughput",
+            "Achieved throughput (req/s)",
+            f"{k.upper()} (ms)",
+            True,
+        )
+    return make_figure(
+        data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": {"type": "log"}} if ylog else {}))
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    m = r["metrics"]
+    sim = r["sim"]
+    text = (
+        f"GuideLLM's sweep of the simulated {r['model']} on one {r['gpu']}: "
+        f"{len(sim)} benchmarks, up to {m['sim_sweep_top_per_s']:.1f} requests/s measured, against a steady-state "
+        f"ceiling of {m['sim_max_throughput_per_s']:.1f}."
+    )
+    if "report" not in r:
+        return text + " Open a GuideLLM report (JSON or YAML) to draw it over the sweep; it is read in this page only."
+    few = [x for x in r["report"] if x["samples"] < FEW_SAMPLES]
+    text += (
+        f" Your report (GuideLLM {r['report_version']}): {int(m['report_benchmarks'])} benchmarks, up to "
+        f"{m['report_top_per_s']:.1f} requests/s."
+    )
+    if few:
+        text += (
+            f" {len(few)} of its points rest on fewer than {FEW_SAMPLES} requests: their p99 is one or two requests."
+        )
+    return text + " The simulation has no client, network or tokenizer delays, and its lengths are not your dataset's."
