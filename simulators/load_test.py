@@ -176,13 +176,18 @@ def _point(r: LoadRun) -> dict[str, float]:
     }
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the simulated runs for the caller's next call (none: nothing is kept)."""
+def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Lengths]:
+    """The simulated server, the SLO, the statistics' options (warm-up, cool-down, SLO), the lengths."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
-    kw: dict[str, Any] = {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}
-    lengths = _lengths(p.lengths)
+    return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, _lengths(p.lengths)
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the simulated runs for the caller's next call (none: nothing is kept)."""
+    spec, slo, kw, lengths = _server(p)
+    m, gpu = spec.model, spec.gpu
     # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
     # profile sends everything at once; in a short run that measures the drain as well). It is
     # read as completions per second over the middle of the completion timeline
@@ -251,11 +256,7 @@ def view_data(
     their runs then fill the GuideLLM records and the CSV in place of run()'s three."""
     if view not in SWEPT_VIEWS:
         return {}
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
-    slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
-    kw: dict[str, Any] = {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}
-    lengths = _lengths(p.lengths)
+    spec, slo, kw, lengths = _server(p)
     served = _served_memo(p, spec, seed, memo)
     top = _ceiling_memo(p, spec, seed, memo).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     cap = result["metrics"]["max_throughput_per_s"]
