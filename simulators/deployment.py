@@ -203,7 +203,10 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         rows = r["concurrency_by_context"]
         data = [bar([f"{x['context_tokens']:,}" for x in rows], [x["max_concurrency"] for x in rows], "Requests held")]
         title = f"{r['model']}: requests of each length the KV cache holds at once"
-        return make_figure(data, layout(title, "Tokens per request (prompt + output)", "Requests at once"))
+        # Category axis: plotly would read "1,024" as the number 1024 and space the bars by value.
+        return make_figure(
+            data, layout(title, "Tokens per request (prompt + output)", "Requests at once", xaxis={"type": "category"})
+        )
     tp = r["tensor_parallel_size"]
     names = [f"Stage {s['stage']} ({tp} GPU{'s' if tp > 1 else ''} alike)" for s in r["stages"]]
     parts = [

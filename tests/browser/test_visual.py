@@ -60,7 +60,8 @@ def shots(context: BrowserContext, site: Site) -> dict[str, Shot]:
     for palette in PALETTES:
         page = context.new_page()
         page.emulate_media(color_scheme=palette, reduced_motion="reduce")
-        page.route("**/pyodide.asm.wasm", lambda route: held.append(route))
+        # The Python runtime is held back: its WebAssembly, and the .gz copy the worker fetches first.
+        page.route("**/pyodide.asm.wasm*", lambda route: held.append(route))
         for url in all_pages(site):
             page.set_viewport_size({"width": 1280, "height": WIDTHS[1280]})
             page.goto(site.url + url)
