@@ -36,7 +36,8 @@ from . import guidellm_report as guidellm_report_mod
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, Slo, workload
 from .engine.cluster import fit_error
-from .engine.loadgen import LoadRun, ServedMemo, guidellm_record, to_csv
+from .engine.export import guidellm_record, to_csv
+from .engine.loadgen import LoadRun, ServedMemo
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure

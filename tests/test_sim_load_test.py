@@ -7,7 +7,8 @@ import random
 from simulators import api, load_test
 from simulators.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve
-from simulators.engine.loadgen import GUIDELLM_NAMES, requests_for, run_profile
+from simulators.engine.export import GUIDELLM_NAMES
+from simulators.engine.loadgen import requests_for, run_profile
 from simulators.engine.workload import Request
 
 
