@@ -195,6 +195,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "schemes": rows,
         "batch_grid": list(BATCH_GRID),
         "baseline_capacity": base_fit.kv_token_capacity,
+        # Sequences of this prompt whose KV cache fits beside the weights, in this scheme and in BF16.
+        "fit_batch": max(0, row["kv_token_capacity"]) // cm.kv_tokens_held(m, p.prompt_tokens),
+        "fit_batch_baseline": max(0, base_fit.kv_token_capacity) // cm.kv_tokens_held(m, p.prompt_tokens),
         "notes": notes,
         "metrics": {
             "artifact_GB": row["artifact_GB"],
@@ -265,16 +268,52 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: size and KV room (memory), speed-ups per scheme (speed), decode against batch (batch)."""
     m = r["metrics"]
-    text = (
-        f"{r['scheme_name']} stores {r['model']}'s weights in {m['artifact_GB']:.1f} GB instead of {m['baseline_GB']:.1f} GB "
-        f"({m['artifact_ratio']:.0%}, {m['bits_per_weight']:.2f} bits per block weight). On {r['num_gpus']} x {r['gpu']} "
-        f"with the matmuls on the {r['matmul_path'].upper()} path, prefill of {r['prompt_tokens']:,} tokens x {r['batch_size']} "
-        f"({r['prefill_bound']}-bound) runs {m['prefill_speedup']:.2f}x as fast as in BF16 and a decode step "
-        f"({r['decode_bound']}-bound) {m['decode_speedup']:.2f}x; {m['kv_token_capacity']:,} tokens of KV cache fit, against "
-        f"{m['kv_token_capacity_baseline']:,} in BF16. Calibration: {r['calibration']} "
-        f"Quality ({r['quality_source']}): {r['quality']}"
-    )
-    if r["kv_cache"]:
+    kv = " with an FP8 KV cache" if r["kv_fp8"] else ""
+    if view == "memory":
+        text = (
+            f"{r['scheme_name']} stores {r['model']}'s weights in {m['artifact_GB']:.1f} GB instead of "
+            f"{m['baseline_GB']:.1f} GB ({m['artifact_ratio']:.0%}, {m['bits_per_weight']:.2f} bits per block weight). "
+            f"On {r['num_gpus']} x {r['gpu']} the memory it frees holds {m['kv_token_capacity']:,} tokens of KV cache{kv}, "
+            f"against {m['kv_token_capacity_baseline']:,} in BF16: {r['fit_batch']:,} sequences of "
+            f"{r['prompt_tokens']:,} tokens against {r['fit_batch_baseline']:,}. Calibration: {r['calibration']}"
+        )
+    elif view == "batch":
+        by_batch = r["schemes"][r["scheme"]]["decode_speedup_by_batch"]
+        grid = r["batch_grid"]
+        last = {v["name"]: v["decode_speedup_by_batch"][-1] for v in r["schemes"].values()}
+        text = (
+            f"At {r['prompt_tokens']:,} tokens of context on {r['num_gpus']} x {r['gpu']}, {r['scheme_name']}{kv} speeds "
+            f"a decode step up {by_batch[0]:.2f}x at batch 1 and {by_batch[-1]:.2f}x at batch {grid[-1]:,}: as the batch "
+            "grows, the KV-cache reads (at short contexts, the matmuls' compute) take a larger share of the step, and "
+            f"shrinking the weights saves less. At batch {grid[-1]:,} the schemes range from "
+            f"{min(last.values()):.2f}x ({min(last, key=last.get)}) to {max(last.values()):.2f}x "
+            f"({max(last, key=last.get)}). At this context BF16 holds at most {r['fit_batch_baseline']:,} sequences"
+        )
+        text += (
+            "; points beyond that are roofline extrapolations, not batches one deployment can run."
+            if r["fit_batch_baseline"] < grid[-1]
+            else "."
+        )
+    else:
+        text = (
+            f"On {r['num_gpus']} x {r['gpu']} with the matmuls on the {r['matmul_path'].upper()} path, "
+            f"{r['scheme_name']}{kv} runs prefill of {r['prompt_tokens']:,} tokens x {r['batch_size']} "
+            f"({r['prefill_bound']}-bound) {m['prefill_speedup']:.2f}x as fast as BF16 and a decode step "
+            f"({r['decode_bound']}-bound) {m['decode_speedup']:.2f}x as fast. {_fastest(r['schemes'])} "
+            f"Quality ({r['quality_source']}): {r['quality']}"
+        )
+    if r["kv_cache"] and view != "batch":
         text += f" FP8 KV cache: {r['kv_cache']['calibration']} {r['kv_cache']['quality']}"
     return text + "".join(" " + n for n in r["notes"])
+
+
+def _fastest(rows: dict[str, Any]) -> str:
+    """Which scheme gains most in prefill and which in decode, at this batch and prompt."""
+    pre = max(rows.values(), key=lambda v: v["prefill_speedup"])
+    dec = max(rows.values(), key=lambda v: v["decode_speedup"])
+    return (
+        f"Of all schemes, {pre['name']} gains most in prefill ({pre['prefill_speedup']:.2f}x) and "
+        f"{dec['name']} most in decode ({dec['decode_speedup']:.2f}x)."
+    )

@@ -145,13 +145,13 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     fit_batch = cm.memory_fit(m, gpu).kv_token_capacity // cm.kv_tokens_held(m, p.context_tokens)
     e = expected_tokens(a, g)
     round_s = g * c * t_step + t_verify
-    notes = []
+    notes, batch_notes = [], []
     if not step.compute_known:
         notes.append(
             f"{gpu.name} publishes no matrix throughput, so verify passes look free of compute: the speed-up is an upper bound."
         )
     if verify_bound_batch is None and step.compute_known:
-        notes.append(
+        batch_notes.append(
             f"The verify pass stays memory-bound up to batch {BATCH_GRID[-1]:,}: at {p.context_tokens:,} tokens of context "
             "reading the KV cache dominates, and checking more tokens against the same cache is almost free."
         )
@@ -176,6 +176,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "best_speedup_by_batch": batch_best,
         "short_context_speedup_by_batch": batch_short,
         "notes": notes,
+        "batch_notes": batch_notes,  # said under the batch view only
         "metrics": {
             "expected_tokens_per_step": e,
             "monte_carlo_tokens_per_step": mc,
@@ -234,21 +235,42 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the draft-length trade-off (draft), or how batching eats the gain (batch)."""
     m = r["metrics"]
+    if view == "draft":
+        text = (
+            f"With acceptance rate {r['acceptance_rate']:g} and {r['draft_tokens']} draft tokens, each target pass yields "
+            f"{m['expected_tokens_per_step']:.3f} tokens on average (Monte Carlo over {NUM_ROUNDS:,} rounds: "
+            f"{m['monte_carlo_tokens_per_step']:.3f}). For {r['model']} on {r['gpu']} at batch {r['batch_size']}, the "
+            f"verify pass costs {m['verify_cost_ratio']:.2f} decode steps and the drafts {m['draft_s'] * 1e3:.2f} ms, so "
+            f"speculation gives {m['speedup']:.2f}x (inter-token latency {m['itl_s'] * 1e3:.2f} ms instead of "
+            f"{m['itl_baseline_s'] * 1e3:.2f} ms). The best draft length here is {m['best_draft_tokens']} "
+            f"({m['best_speedup']:.2f}x)"
+        )
+        if m["best_draft_tokens"] < MAX_DRAFT:
+            text += (
+                ": beyond it each extra draft token costs a draft pass and verify work, and is less likely to be "
+                "accepted than the one before"
+            )
+        text += "."
+        return text + "".join(" " + n for n in r["notes"])
+    grid = r["batch_grid"]
     text = (
-        f"With acceptance rate {r['acceptance_rate']:g} and {r['draft_tokens']} draft tokens, each target pass yields "
-        f"{m['expected_tokens_per_step']:.3f} tokens on average (Monte Carlo over {NUM_ROUNDS:,} rounds: "
-        f"{m['monte_carlo_tokens_per_step']:.3f}). For {r['model']} on {r['gpu']} at batch {r['batch_size']}, the verify pass costs "
-        f"{m['verify_cost_ratio']:.2f} decode steps and the drafts {m['draft_s'] * 1e3:.2f} ms, so speculation gives "
-        f"{m['speedup']:.2f}x (inter-token latency {m['itl_s'] * 1e3:.2f} ms instead of {m['itl_baseline_s'] * 1e3:.2f} ms). "
-        f"The best draft length here is {m['best_draft_tokens']} ({m['best_speedup']:.2f}x). "
-        f"Across batch sizes the gain goes from {r['speedup_by_batch'][0]:.2f}x at batch 1 to "
-        f"{r['speedup_by_batch'][-1]:.2f}x at batch {r['batch_grid'][-1]:,}"
+        f"At acceptance rate {r['acceptance_rate']:g} with {r['draft_tokens']} draft tokens, the speed-up at "
+        f"{r['context_tokens']:,} tokens of context goes from {r['speedup_by_batch'][0]:.2f}x at batch 1 to "
+        f"{r['speedup_by_batch'][-1]:.2f}x at batch {grid[-1]:,} ({r['best_speedup_by_batch'][-1]:.2f}x at the best "
+        f"draft length for that batch); at the chosen batch {r['batch_size']:,} it is {m['speedup']:.2f}x"
     )
     if r["verify_bound_batch"] is not None:
-        text += f"; the verify pass turns compute-bound from batch {r['verify_bound_batch']:,}, where checking extra tokens stops being free"
+        text += (
+            f". The verify pass turns compute-bound from batch {r['verify_bound_batch']:,}, where checking extra tokens "
+            "stops being free"
+        )
     text += (
-        f". With a {SHORT_CONTEXT}-token context the same drafts give {r['short_context_speedup_by_batch'][-1]:.2f}x at batch "
-        f"{r['batch_grid'][-1]:,}. At {r['context_tokens']:,} tokens of context, at most {r['fit_batch']:,} sequences fit in memory"
+        f". With a {SHORT_CONTEXT}-token context the same drafts give {r['short_context_speedup_by_batch'][-1]:.2f}x at "
+        f"batch {grid[-1]:,}. At {r['context_tokens']:,} tokens of context at most {r['fit_batch']:,} sequences fit in "
+        "memory"
     )
-    return text + "." + "".join(" " + n for n in r["notes"])
+    if r["fit_batch"] < grid[-1]:
+        text += "; points beyond that are roofline extrapolations, not batches one GPU can run"
+    return text + "." + "".join(" " + n for n in r["batch_notes"] + r["notes"])

@@ -253,3 +253,32 @@ def test_f4_reasoning_caches_outgrow_memory_and_slot_caps_do_not_help() -> None:
     )
     assert m("reasoning", "max_sequences_reasoning", gpu="h200") > m("reasoning", "max_sequences_reasoning")
     assert m("reasoning", "e2e_reasoning_s_mean", gpu="h200") < m("reasoning", "e2e_reasoning_s_mean")
+
+
+# --- 08, 09: each widget's text describes its own view ---------------------------------------------
+
+
+def _summary(name: str, view: str, **params: Any) -> str:
+    answer = json.loads(api.run_json(name, json.dumps(params), 0, view))
+    assert answer["ok"], answer
+    return answer["summary"]
+
+
+def test_08_the_batch_view_says_where_the_gain_goes_and_the_draft_view_the_best_length() -> None:
+    draft, batch = _summary("speculative", "draft"), _summary("speculative", "batch")
+    assert draft != batch
+    best = m("speculative", "best_draft_tokens")
+    assert f"best draft length here is {best}" in draft and "best draft length here" not in batch
+    by_batch = json.loads(api.run_json("speculative", "{}", 0, "batch"))["result"]["speedup_by_batch"]
+    assert f"{by_batch[-1]:.2f}x at batch 1,024" in batch
+    # "Points past the memory limit it names are roofline extrapolations"
+    assert "roofline extrapolations" in batch and "roofline extrapolations" not in draft
+
+
+def test_09_the_memory_view_speaks_of_size_and_the_speed_view_of_speed_ups() -> None:
+    memory, speed, batch = (_summary("compression", v) for v in ("memory", "speed", "batch"))
+    assert len({memory, speed, batch}) == 3
+    kv = m("compression", "kv_token_capacity")
+    assert f"{kv:,}" in memory and f"{kv:,}" not in speed
+    assert f"{m('compression', 'prefill_speedup'):.2f}x" in speed
+    assert "at batch 1,024" in batch
