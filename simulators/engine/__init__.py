@@ -35,7 +35,8 @@ waiting, running):
     loadgen.py    GuideLLM profiles and sweep; export with GuideLLM's metric names
     metrics.py    TTFT, TPOT, ITL, e2e, queueing; percentiles; goodput; Little's law
 
-Nothing here holds process-global state: every RNG and counter is made inside a call.
+Every RNG and counter is made inside a call. The one process-global object is blockhash's chain
+memo: a bounded cache of a pure function (a prompt's block hashes), so it changes no result.
 """
 
 from . import workload
