@@ -282,3 +282,21 @@ def test_09_the_memory_view_speaks_of_size_and_the_speed_view_of_speed_ups() -> 
     assert f"{kv:,}" in memory and f"{kv:,}" not in speed
     assert f"{m('compression', 'prefill_speedup'):.2f}x" in speed
     assert "at batch 1,024" in batch
+
+
+def test_00_2_the_course_takes_percentiles_by_nearest_rank() -> None:
+    # "Every simulator in this course takes percentiles by GuideLLM's rule, which is nearest rank"
+    import math
+    import random
+
+    from simulators import slo, stats
+    from simulators.engine import metrics
+
+    rng = random.Random(7)
+    values = [rng.lognormvariate(0, 0.3) for _ in range(997)]  # 997: q * n is never a whole number
+    ranked = sorted(values)
+    for q in (0.5, 0.9, 0.95, 0.99):
+        nearest = ranked[math.ceil(q * len(values)) - 1]
+        assert stats.percentile(values, q) == nearest
+        assert slo.percentile(ranked, q * 100) == nearest
+        assert metrics.describe(values)[f"p{round(q * 100)}"] == nearest  # the engine-based simulators
