@@ -259,18 +259,20 @@ def summary(r: dict[str, Any], view: str) -> str:
         f"At acceptance rate {r['acceptance_rate']:g} with {r['draft_tokens']} draft tokens, the speed-up at "
         f"{r['context_tokens']:,} tokens of context goes from {r['speedup_by_batch'][0]:.2f}x at batch 1 to "
         f"{r['speedup_by_batch'][-1]:.2f}x at batch {grid[-1]:,} ({r['best_speedup_by_batch'][-1]:.2f}x at the best "
-        f"draft length for that batch); at the chosen batch {r['batch_size']:,} it is {m['speedup']:.2f}x"
+        f"draft length for that batch); at the chosen batch {r['batch_size']:,} it is {m['speedup']:.2f}x, and the best "
+        f"draft length there is {m['best_draft_tokens']} ({m['best_speedup']:.2f}x)"
     )
     if r["verify_bound_batch"] is not None:
         text += (
             f". The verify pass turns compute-bound from batch {r['verify_bound_batch']:,}, where checking extra tokens "
             "stops being free"
         )
-    text += (
-        f". With a {SHORT_CONTEXT}-token context the same drafts give {r['short_context_speedup_by_batch'][-1]:.2f}x at "
-        f"batch {grid[-1]:,}. At {r['context_tokens']:,} tokens of context at most {r['fit_batch']:,} sequences fit in "
-        "memory"
-    )
+    if r["context_tokens"] != SHORT_CONTEXT:
+        text += (
+            f". With a {SHORT_CONTEXT}-token context the same drafts give "
+            f"{r['short_context_speedup_by_batch'][-1]:.2f}x at batch {grid[-1]:,}"
+        )
+    text += f". At {r['context_tokens']:,} tokens of context at most {r['fit_batch']:,} sequences fit in memory"
     if r["fit_batch"] < grid[-1]:
         text += "; points beyond that are roofline extrapolations, not batches one GPU can run"
     return text + "." + "".join(" " + n for n in r["batch_notes"] + r["notes"])
