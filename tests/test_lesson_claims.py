@@ -300,3 +300,72 @@ def test_00_2_the_course_takes_percentiles_by_nearest_rank() -> None:
         assert stats.percentile(values, q) == nearest
         assert slo.percentile(ranked, q * 100) == nearest
         assert metrics.describe(values)[f"p{round(q * 100)}"] == nearest  # the engine-based simulators
+
+
+# --- second reading (December 2026): more claims of direction ------------------------------------
+
+
+def test_00_1_a_4x_prompt_more_than_quadruples_ttft_and_barely_moves_itl() -> None:
+    # Try it 1: "TTFT rises … more than four times … ITL barely moves"
+    assert m("generation", "ttft_s", prompt_tokens=8000) > 4 * m("generation", "ttft_s")
+    assert m("generation", "itl_s", prompt_tokens=8000) < 1.1 * m("generation", "itl_s")
+
+
+def test_01_an_fp8_cache_matters_at_batch_64_not_at_batch_1() -> None:
+    # Try it 3: "ITL at batch 1 barely moves … It matters when the cache is large: at batch 64"
+    one = 1 - m("generation", "itl_s", kv_dtype="fp8") / m("generation", "itl_s")
+    many = 1 - m("generation", "itl_s", batch_size=64, kv_dtype="fp8") / m("generation", "itl_s", batch_size=64)
+    assert one < 0.02 < 0.2 < many
+
+
+def test_03_at_short_context_and_large_batch_int4_stops_paying_and_fp8_w8a8_does_not() -> None:
+    # Try it 2 and "Where the speed-up stops paying": INT4 turns compute-bound before bf16 does;
+    # at 128 tokens and batch 1,024 INT4 gains nothing and FP8 W8A8 keeps its doubled rate.
+    assert m("quantization", "compute_bound_batch", context_tokens=128) < m(
+        "quantization", "compute_bound_batch", context_tokens=128, weight_dtype="bf16"
+    )
+    short = {"context_tokens": 128, "batch_size": 1024}
+    assert m("quantization", "decode_speedup", **short) < 1.05
+    assert m("quantization", "decode_speedup", **short, weight_dtype="fp8") > 1.1
+
+
+def test_04_csr_unstructured_catches_up_with_2_4_only_at_high_sparsity() -> None:
+    # Try it 2: CSR at 50% gains nothing, at 70% is behind 2:4, at 80% ahead of it.
+    two_four = m("sparsity", "decode_speedup_24")
+    assert m("sparsity", "decode_speedup_unstructured", unstructured_layout="csr") <= 1.0 + 1e-9
+    assert m("sparsity", "decode_speedup_unstructured", unstructured_layout="csr", sparsity=0.7) < two_four
+    assert m("sparsity", "decode_speedup_unstructured", unstructured_layout="csr", sparsity=0.8) > two_four
+
+
+def test_05_a_256_token_chunk_is_memory_bound_a_512_token_one_compute_bound_and_small_chunks_cost_more() -> None:
+    # "a 256-token chunk alone takes … less than a batch-1 decode step"; quiz 2; "eight 256-token
+    # chunks take about … against … for the whole prompt"
+    assert m("generation", "prefill_memory_s", prompt_tokens=256) > m(
+        "generation", "prefill_compute_s", prompt_tokens=256
+    )
+    assert m("generation", "prefill_compute_s", prompt_tokens=512) > m(
+        "generation", "prefill_memory_s", prompt_tokens=512
+    )
+    assert m("generation", "ttft_s", prompt_tokens=256) < m("generation", "itl_s")
+    assert 8 * m("generation", "ttft_s", prompt_tokens=256) > m("generation", "ttft_s")
+
+
+def test_06_paged_utilization_falls_as_blocks_grow_and_big_blocks_hold_fewer_requests() -> None:
+    long = {**scenario("06", "long"), "kv_budget_GiB": 1}
+    util = [m("paged_kv", "kv_utilization_paged", **long, block_size=b) for b in (16, 64, 256)]
+    assert util[0] > util[1] > util[2]
+    assert m("paged_kv", "max_concurrent_paged", **long) > m("paged_kv", "max_concurrent_paged", **long, block_size=128)
+    assert m("paged_kv", "max_concurrent_paged", **long, block_size=128) > m(
+        "paged_kv", "max_concurrent_contiguous", **long
+    )
+
+
+def test_07_the_cache_keeps_the_queue_away_at_40_per_second_and_agents_hit_more_than_chats() -> None:
+    busy = {"sharing": "system", "num_prefixes": 1, "num_requests": 200, "rate_per_s": 40}
+    assert m("prefix_cache", "ttft_off_s_p50", **busy) > 5 * m("prefix_cache", "ttft_hash_s_p50", **busy)
+    assert m("prefix_cache", "hit_rate_hash", sharing="agent", turns=8) > m(
+        "prefix_cache", "hit_rate_hash", sharing="multi_turn", turns=8
+    )
+    assert m("prefix_cache", "ttft_hash_s_p99", sharing="agent", turns=8) < m(
+        "prefix_cache", "ttft_off_s_p99", sharing="agent", turns=8
+    )
