@@ -57,6 +57,7 @@ SKIP_LINE = re.compile(
     r"|^\s*\[[^\]]+\]:"  # reference and footnote definitions
     r"|^\s*\|?\s*:?-{3,}"  # table separators
 )
+NESTING = re.compile(r"^\s*([-*+]|\d+[.)]|!!!|\?\?\?\+?)(\s|$)")  # a list item or an admonition opens
 HTML_START = re.compile(r"^\s{0,3}<(!--|[A-Za-z][\w-]*(?=[\s/>]|$))")  # not <https://…> autolinks
 REFERENCES = re.compile(r"^\s{0,3}#{1,6}\s+(references|sources|further reading)\b", re.I)
 
@@ -145,9 +146,13 @@ class Linker:
         self._html: str | None = None  # the closing text that ends the HTML block we are in
         self._html_depth = 0
         self._done = False  # past a References heading
+        self._blank = True  # the previous line was blank (or there was none)
+        self._nested = False  # inside a list item or an admonition, whose body is indented
+        self._code = False  # inside an indented code block
 
     def line(self, text: str) -> str:
-        if self._skip(text):
+        in_block = self._html is not None or self._math  # their own tracking sees every line
+        if (not in_block and self._indented_code(text)) or self._skip(text):
             return text
         out, pos = [], 0
         for span in PROTECTED.finditer(text):
@@ -156,6 +161,25 @@ class Linker:
             pos = span.end()
         out.append(self._link(text[pos:]))
         return "".join(out)
+
+    def _indented_code(self, text: str) -> bool:
+        """True on the lines of an indented code block (four spaces after a blank line, outside a
+        list item or admonition): Markdown shows them verbatim, so a link there would show as
+        raw `[term](…){ .glossary-link }` text."""
+        stripped = text.strip()
+        indent = len(text) - len(text.lstrip(" "))
+        blank, self._blank = self._blank, not stripped
+        if not stripped:
+            return self._code
+        if indent >= 4 and not self._nested and (blank or self._code):
+            self._code = True
+            return True
+        self._code = False
+        if NESTING.match(text):
+            self._nested = True
+        elif indent == 0:
+            self._nested = False
+        return False
 
     def _skip(self, text: str) -> bool:
         stripped = text.strip()

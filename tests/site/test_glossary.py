@@ -195,3 +195,15 @@ def test_the_page_lists_every_term_with_its_anchor():
         assert f"{{ #{t.anchor} }}" in page
     with pytest.raises(BuildError, match="glossary-terms"):
         glossary.render_page("# Glossary\n", g, course)
+
+
+def test_indented_code_blocks_are_not_linked_but_indented_answers_are(small):
+    # Four spaces after a paragraph and a blank line: a code block (lesson 01's vLLM log lines).
+    code = "It logs\n\n    GPU KV cache size: 456,784 tokens\n    more log\n\nThe KV cache.\n"
+    out = link_all(small, code)
+    assert "    GPU KV cache size: 456,784 tokens\n" in out
+    assert out.endswith("The [KV cache](../glossary.md#kv-cache){ .glossary-link }.\n")
+    # The same indentation inside an admonition or a list item is prose and is linked.
+    for opening in ('??? note "Answer"\n', "1. **A question.**\n"):
+        out = link_all(small, opening + "\n    The KV cache grows.\n")
+        assert linked(out) == [("KV cache", "kv-cache")], out
