@@ -84,9 +84,9 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     lesson = _build.course.lesson_at(page.file.src_uri)
     if page.file.src_uri == "instructors.md":  # the download sizes of this build
         runtime = config.extra["runtime"]
-        table = precompress.sizes_table(runtime["downloads"], runtime["snapshot"])
+        table = precompress.sizes_table(runtime["downloads"], runtime["snapshot"], runtime["stdlib"])
         markdown = markdown.replace(precompress.SIZES_MARKER, table)
-        sentence = precompress.class_sentence(runtime["downloads"], runtime["snapshot"])
+        sentence = precompress.class_sentence(runtime["downloads"], runtime["snapshot"], runtime["stdlib"])
         markdown = markdown.replace(precompress.CLASS_MARKER, sentence)
     if lesson is None:
         path = Path(page.file.abs_src_path or page.file.src_uri)

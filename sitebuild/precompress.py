@@ -63,12 +63,19 @@ SIZES_MARKER = "<!-- download-sizes -->"
 CLASS_SIZE = 30
 
 
-def sizes_table(sizes: dict[str, list[int]], snapshot: str) -> str:
+def start_files(sizes: dict[str, list[int]], snapshot: str, stdlib: str, with_snapshot: bool) -> dict[str, list[int]]:
+    """The downloads of one way of starting: from scratch, every file but the snapshot; restoring the
+    snapshot, every file but the standard library zip (the snapshot imported all of it)."""
+    left_out = stdlib if with_snapshot else snapshot
+    return {name: size for name, size in sizes.items() if name != left_out}
+
+
+def sizes_table(sizes: dict[str, list[int]], snapshot: str, stdlib: str) -> str:
     """The instructors' guide's table: what one reader and a class download to start Python, from
     a host that compresses (with the build's .gz copies) and from one that does not."""
     rows = []
     for label, with_snapshot in (("from scratch (slow connections)", False), ("restoring the snapshot (fast)", True)):
-        files = [v for k, v in sizes.items() if with_snapshot or k != snapshot]
+        files = list(start_files(sizes, snapshot, stdlib, with_snapshot).values())
         raw, gz = sum(v[0] for v in files), sum(v[1] for v in files)
         rows.append(
             f"| {label} | {gz / 1e6:.1f} MB | {gz * CLASS_SIZE / 1e6:.0f} MB "
@@ -88,8 +95,8 @@ CLASS_MARKER = "<!-- class-download -->"
 SHARED_MBPS = 40  # an access point's useful throughput shared by a class (an assumption, said so)
 
 
-def class_sentence(sizes: dict[str, list[int]], snapshot: str) -> str:
-    plain = [v for k, v in sizes.items() if k != snapshot]
+def class_sentence(sizes: dict[str, list[int]], snapshot: str, stdlib: str) -> str:
+    plain = list(start_files(sizes, snapshot, stdlib, with_snapshot=False).values())
     gz, raw = sum(v[1] for v in plain) * CLASS_SIZE, sum(v[0] for v in plain) * CLASS_SIZE
     return (
         f"{CLASS_SIZE} starts from scratch download {gz / 1e6:.0f} MB from a compressing host "

@@ -95,7 +95,7 @@ function downloadBytes(files, compressed) {
 function begin(cfg, resolve, reject) {
   asked = true;
   const assets = new URL("../", import.meta.url);
-  const expected = { ...cfg.downloads }; // the snapshot is added if the worker fetches it
+  const expected = { ...cfg.downloads }; // the snapshot replaces the stdlib zip if the worker fetches it
   delete expected[cfg.snapshot];
   const files = {}; // name -> {done, length, encoded, finished} as the worker reports them
   let lastByteAt = performance.now();
@@ -164,7 +164,10 @@ function begin(cfg, resolve, reject) {
     }
     else if (data.type === "plan") {
       planned = true;
-      if (data.snapshot) expected[cfg.snapshot] = cfg.downloads[cfg.snapshot];
+      if (data.snapshot) { // restoring it, the worker needs no standard library zip
+        expected[cfg.snapshot] = cfg.downloads[cfg.snapshot];
+        delete expected[cfg.stdlib];
+      }
       checkDownloaded();
     }
     else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
