@@ -249,13 +249,13 @@ def start_up(
         cdp.send("Network.emulateNetworkConditions", conditions)
     if cpu > 1:
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": cpu})
-    server.bytes_sent = 0
+    server.reset()
     tab.goto(f"http://127.0.0.1:{server.server_port}/{page}/", timeout=300_000)
     tab.wait_for_function("() => ['ready', 'failed'].includes(window.llmCourse?.runtime?.state)", timeout=300_000)
-    sent = server.bytes_sent
-    state, ready, snapshot = tab.evaluate(
-        "() => { const r = window.llmCourse.runtime; return [r.state, r.readyAt, r.fromSnapshot]; }"
+    state, ready, snapshot, ready_epoch_ms = tab.evaluate(
+        "() => { const r = window.llmCourse.runtime; return [r.state, r.readyAt, r.fromSnapshot, performance.timeOrigin + r.readyAt]; }"
     )
+    sent = server.sent_by(ready_epoch_ms / 1000)  # not plotly.js, which the page fetches once Python is ready
     context.close()
     return (ready if state == "ready" else None), sent, snapshot
 

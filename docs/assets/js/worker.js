@@ -12,11 +12,15 @@ self.onmessage = ({ data }) => {
 };
 
 // Restoring the build's snapshot saves start-up time (Python initialised, the simulators imported:
-// 2-3 s on a desktop, measured by scripts/bench_site.py, which times both ways of starting) but
-// costs its download (3.8 MB, less the 1.06 MB standard library zip it makes unneeded): it pays
-// only where those bytes arrive in less time. The worker measures the rate of its first downloads
-// and fetches the snapshot only above this rate; a snapshot already in Cache Storage is always used.
-const SNAPSHOT_MIN_MBPS = 20;
+// about 2 s on a desktop, measured by scripts/bench_site.py, which times both ways of starting) and
+// makes the standard library zip and the simulators' Python files unneeded, but its download costs
+// 2.2 MB more in all (3.5 MB of snapshot, 1.3 MB less of the rest): it pays only where those bytes
+// arrive in less time, above about 9 Mbit/s on a desktop (2.2 MB in 2 s), and at lower rates on a
+// slower CPU (measured: 10 Mbit/s 40 ms, snapshot 8.2 s, from scratch 8.4-11.6 s; 5 Mbit/s 100 ms
+// with the CPU 4x slower, 15.1 s and 18.7 s). The worker measures the rate of its first download
+// (the WebAssembly) and fetches the snapshot only above this rate; a snapshot already in Cache
+// Storage is always used.
+const SNAPSHOT_MIN_MBPS = 8;
 const RATE_SAMPLE_BYTES = 1.5e6; // bytes to receive before judging the rate (TCP has ramped up)
 
 // Every download of the start-up goes through watchedFetch: the client shows "MB of MB" and ends a
@@ -114,27 +118,28 @@ async function downloadRate(done) {
   return (received * 8) / 1e6 / Math.max(seconds, 1e-3);
 }
 
-async function start({ indexURL, archiveURL, stdLibURL, snapshotURL, startWith, lockFileContents }) {
+async function start({ indexURL, archiveURL, dataURL, stdLibURL, snapshotURL, startWith, lockFileContents }) {
   try {
     stage(1, "Downloading the Python runtime and the simulators");
     const asmURL = new URL("pyodide.asm.mjs", indexURL).href;
     const wasm = hold(new URL("pyodide.asm.wasm", indexURL).href, fetchWasm);
-    const archive = download(archiveURL);
     import(asmURL).catch(() => {}); // loaded now, in parallel; loadPyodide's import reuses it
-    const first = Promise.all([wasm, archive]);
-    first.catch(() => {}); // awaited below
+    wasm.catch(() => {}); // awaited below
     // startWith ("snapshot" or "plain") is the benchmark's choice; readers get the measured one.
     const cached = snapshotURL && startWith !== "plain" ? await cachedSnapshot(snapshotURL) : null;
     let useSnapshot = false;
-    if (snapshotURL) useSnapshot = startWith ? startWith === "snapshot" : Boolean(cached) || (await downloadRate(first)) >= SNAPSHOT_MIN_MBPS;
+    if (snapshotURL) useSnapshot = startWith ? startWith === "snapshot" : Boolean(cached) || (await downloadRate(wasm)) >= SNAPSHOT_MIN_MBPS;
     self.postMessage({ type: "plan", snapshot: useSnapshot });
-    // The snapshot holds every module of the standard library zip already (sitebuild/snapshot.mjs):
-    // restoring it, Pyodide gets an empty zip; starting from scratch, the build's zip.
+    // The snapshot holds every module of the standard library zip and of simulators/ already
+    // (sitebuild/snapshot.mjs): restoring it, Pyodide gets an empty zip and the worker unpacks the
+    // simulators' data files only; starting from scratch, the build's zip and the whole archive.
     const stdlib = useSnapshot ? hold(stdLibURL, emptyZip) : hold(stdLibURL);
+    let archive = download(useSnapshot ? dataURL : archiveURL);
+    archive.catch(() => {}); // awaited below
     const packed = useSnapshot ? (cached ? Promise.resolve(cached) : snapshotFile(snapshotURL)) : null;
     const snapshot = packed && Promise.all([packed, wasm]).then(([bytes, { bytes: wasmBytes }]) => unpack(bytes, wasmBytes));
     snapshot?.catch(() => {}); // a failed download is handled where it is awaited
-    await Promise.all([first, stdlib]); // a download that failed (or a .wasm of the wrong type) ends the start-up here
+    await Promise.all([wasm, stdlib, archive]); // a download that failed (or a .wasm of the wrong type) ends the start-up here
     // lockFileContents with no packages: no lock file is fetched and no wheel is ever loaded.
     // stdLibURL: the build's standard library holding only what the simulators import
     // as bytecode (sitebuild/stdlib.py; 1.06 MB instead of 2.5 MB); the snapshot was made from it.
@@ -145,7 +150,8 @@ async function start({ indexURL, archiveURL, stdLibURL, snapshotURL, startWith, 
       pyodide = snapshot && (await loadPyodide({ ...options, _loadSnapshot: snapshot }));
     } catch (error) {
       console.warn(`Python start-up snapshot not used (${error?.message ?? error}); starting Python from scratch.`);
-      await hold(stdLibURL); // the real standard library, in place of the empty zip
+      await hold(stdLibURL); // the real standard library, in place of the empty zip,
+      archive = download(archiveURL); // and the simulators' Python files
     }
     const fromSnapshot = Boolean(pyodide);
     pyodide ||= await loadPyodide(options);
