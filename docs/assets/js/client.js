@@ -170,6 +170,7 @@ function begin(cfg, resolve, reject) {
     }
     else if (data.type === "plan") {
       planned = true;
+      runtime.rateMbps = data.rateMbps; // the rate the worker measured, when it chose (for the benchmark)
       if (data.snapshot) expected = startFiles(cfg, true);
       checkDownloaded();
     }
