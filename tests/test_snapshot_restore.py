@@ -8,10 +8,12 @@ import gzip
 import json
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from simulators import api
 from sitebuild import assets, precompress, stdlib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,20 +46,12 @@ def test_restored_without_stdlib_zip_or_python_files_every_simulator_runs(built:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     answers = json.loads(done.stdout)
-    assert set(answers) == set(assets_simulators())
+    assert set(answers) == set(api.SIMULATORS)
     # ok at the defaults; a field error (not a crash) for the unknown parameter
     assert {name: ok for name, ok in answers.items() if ok != [True, False]} == {}
 
 
-def assets_simulators() -> list[str]:
-    from simulators import api
-
-    return list(api.SIMULATORS)
-
-
 def test_the_data_archive_holds_every_file_but_the_python_sources(built: dict[str, Path]) -> None:
-    import zipfile
-
     whole = zipfile.ZipFile(built["archive"]).namelist()
     data = zipfile.ZipFile(built["data"]).namelist()
     assert data == [name for name in whole if not name.endswith(".py")]

@@ -224,7 +224,7 @@ async function download(url) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-// The snapshot (in the format of snapshot_format.mjs: 31 MB of memory in 3.8 MB) and the
+// The snapshot (in the format of snapshot_format.mjs: 31 MB of memory in 3.5 MB) and the
 // WebAssembly are gzip-compressed files. A host that serves them with Content-Encoding: gzip hands
 // over the inflated bytes already; only gzip's magic number tells.
 async function gunzip(bytes) {
