@@ -25,12 +25,14 @@ Then, on the first page, the start-up on real networks (--network-runs loads eac
 
     python scripts/bench_site.py [--runs 5] [--changes 20] [--pages 01,08,tools] [--network-runs 2] [--tabs-only]
     python scripts/bench_site.py --network-only   # only the start-up on real networks
+    python scripts/bench_site.py --network-only --sites before=DIR,after=DIR   # two builds, lesson 01
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -247,44 +249,66 @@ def start_up(
         cdp.send("Network.emulateNetworkConditions", conditions)
     if cpu > 1:
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": cpu})
-    server.bytes_sent = 0
+    server.reset()
     tab.goto(f"http://127.0.0.1:{server.server_port}/{page}/", timeout=300_000)
     tab.wait_for_function("() => ['ready', 'failed'].includes(window.llmCourse?.runtime?.state)", timeout=300_000)
-    sent = server.bytes_sent
-    state, ready, snapshot = tab.evaluate(
-        "() => { const r = window.llmCourse.runtime; return [r.state, r.readyAt, r.fromSnapshot]; }"
+    state, ready, snapshot, ready_epoch_ms = tab.evaluate(
+        "() => { const r = window.llmCourse.runtime; return [r.state, r.readyAt, r.fromSnapshot, performance.timeOrigin + r.readyAt]; }"
     )
+    sent = server.sent_by(ready_epoch_ms / 1000)  # not plotly.js, which the page fetches once Python is ready
     context.close()
     return (ready if state == "ready" else None), sent, snapshot
 
 
-def network_figures(browser, site_dir: Path, page: str, runs: int, variants=(None, "snapshot", "plain")) -> None:  # type: ignore[no-untyped-def]
+def network_figures(
+    browser, sites: dict[str, Path], page: str, runs: int, variants=(None, "snapshot", "plain")
+) -> None:  # type: ignore[no-untyped-def]
+    """The start-up figures for each of `sites` (label -> built site), their loads interleaved so
+    that a machine shared with others slows each site alike."""
     hosts = {
-        "compressing host (precompressed .gz)": serve_precompressed.start_precompressed(site_dir),
-        "python -m http.server": serve_precompressed.start_plain(site_dir),
+        label: {
+            "compressing host (precompressed .gz)": serve_precompressed.start_precompressed(site_dir),
+            "python -m http.server": serve_precompressed.start_plain(site_dir),
+        }
+        for label, site_dir in sites.items()
     }
-    print(f"\nstart-up on real networks ({page}, {runs} cold loads each)")
-    for name, server in hosts.items():
+    print(f"\nstart-up on real networks ({page}, {runs} cold loads each; load average {load_average()})")
+    for name in next(iter(hosts.values())):
         for start_with in variants:
-            loads = [start_up(browser, server, page, start_with=start_with) for _ in range(runs)]
-            how = start_with or "as chosen"
-            used = "snapshot" if loads[-1][2] else "from scratch"
-            ready = statistics.median(t or float("nan") for t, _, _ in loads) / 1000
-            sent = statistics.median(b for _, b, _ in loads) / 1e6
-            print(f"  sent   {name:38s} {how:10s} {sent:5.2f} MB  ready in {ready:4.1f} s ({used})")
-    compressing = hosts["compressing host (precompressed .gz)"]
-    for label, mbps, latency, cpu in NETWORKS:
-        loads = [start_up(browser, compressing, page, mbps, latency, cpu) for _ in range(runs)]
-        times = [t for t, _, _ in loads if t is not None]
-        failed = runs - len(times)
-        used = "snapshot" if loads[-1][2] else "from scratch"
-        median = f"{statistics.median(times) / 1000:5.1f} s" if times else "  never"
-        print(
-            f"  ready  {label:24s} median {median}  max {max(times, default=0) / 1000:5.1f} s  ({used}; {failed} failed)"
-        )
-    for server in hosts.values():
-        server.shutdown()
-        server.server_close()
+            loads = {label: [] for label in sites}
+            for _ in range(runs):
+                for label in sites:
+                    loads[label].append(start_up(browser, hosts[label][name], page, start_with=start_with))
+            for label, done in loads.items():
+                how = start_with or "as chosen"
+                used = "snapshot" if done[-1][2] else "from scratch"
+                ready = statistics.median(t or float("nan") for t, _, _ in done) / 1000
+                sent = statistics.median(b for _, b, _ in done) / 1e6
+                print(f"  sent   {label}{name:38s} {how:10s} {sent:5.2f} MB  ready in {ready:4.1f} s ({used})")
+    for network, mbps, latency, cpu in NETWORKS:
+        loads = {label: [] for label in sites}
+        for _ in range(runs):
+            for label in sites:
+                compressing = hosts[label]["compressing host (precompressed .gz)"]
+                loads[label].append(start_up(browser, compressing, page, mbps, latency, cpu))
+        for label, done in loads.items():
+            times = [t for t, _, _ in done if t is not None]
+            failed = runs - len(times)
+            used = "snapshot" if done[-1][2] else "from scratch"
+            median = f"{statistics.median(times) / 1000:5.1f} s" if times else "  never"
+            print(
+                f"  ready  {label}{network:24s} median {median}  max {max(times, default=0) / 1000:5.1f} s  "
+                f"({used}; {failed} failed; load average {load_average()})"
+            )
+    for servers in hosts.values():
+        for server in servers.values():
+            server.shutdown()
+            server.server_close()
+
+
+def load_average() -> str:
+    """The machine's 1-minute load average (the figures are only as quiet as the machine)."""
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def main() -> int:
@@ -294,10 +318,21 @@ def main() -> int:
     parser.add_argument("--pages", help="comma-separated lesson ids (default: every page with a simulator)")
     parser.add_argument("--network-runs", type=int, default=2)
     parser.add_argument("--network-only", action="store_true", help="only the start-up on real networks")
+    parser.add_argument(
+        "--sites",
+        help="with --network-only: LABEL=DIR,... sites already built, compared with their loads interleaved",
+    )
     parser.add_argument("--tabs", type=int, default=12, help="chart (view) switches per simulator")
     parser.add_argument("--tabs-only", action="store_true", help="measure only the chart switches")
     args = parser.parse_args()
 
+    if args.sites:
+        sites = {f"{label}: ": Path(path) for label, path in (item.split("=", 1) for item in args.sites.split(","))}
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium.executable())
+            network_figures(browser, sites, f"lessons/{args.pages or '01-kv-cache'}", args.network_runs)
+            browser.close()
+        return 0
     work = Path(tempfile.mkdtemp(prefix="bench-site-"))
     site_dir = work / "site"
     server = serve.start(site_dir)
@@ -320,7 +355,7 @@ def main() -> int:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium.executable())
         if args.network_only:
-            network_figures(browser, site_dir, pages[0], args.network_runs)
+            network_figures(browser, {"": site_dir}, pages[0], args.network_runs)
             browser.close()
             return 0
         warm_profile = playwright.chromium.launch_persistent_context(
@@ -394,7 +429,7 @@ def main() -> int:
                 f"  change {sim:13s} p50 {percentile(at_default[sim], 0.5):5.0f} ms  p95 {percentile(at_default[sim], 0.95):5.0f} ms"
             )
         warm_profile.close()
-        network_figures(browser, site_dir, pages[0], args.network_runs)
+        network_figures(browser, {"": site_dir}, pages[0], args.network_runs)
         browser.close()
     server.shutdown()
     server.server_close()

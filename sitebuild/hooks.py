@@ -41,6 +41,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
     stdlib_name, stdlib_zip = stdlib.stdlib_zip(root / "simulators", archive, root / "build")
     snapshot_name, snapshot = assets.python_snapshot(archive, stdlib_zip, root / "build")
+    data_name, data = assets.data_archive(archive)
     _build = _Build(
         course,
         sims,
@@ -49,6 +50,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
             f"assets/generated/{schemas_name}": schemas,
             f"assets/generated/{stdlib_name}": stdlib_zip,
             f"assets/generated/{snapshot_name}": snapshot,
+            f"assets/generated/{data_name}": data,
         },
     )
     config.extra["runtime"] = {
@@ -56,10 +58,11 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
         "schemas": schemas_name,
         "stdlib": stdlib_name,
         "snapshot": snapshot_name,
+        "data": data_name,
         "pyodideLock": assets.pyodide_lock(),
         "downloads": precompress.downloads(
             {name: assets.NODE_MODULES / "pyodide" / name for name in assets.PYODIDE_DOWNLOADS},
-            {archive_name: archive, stdlib_name: stdlib_zip, snapshot_name: snapshot},
+            {archive_name: archive, stdlib_name: stdlib_zip, snapshot_name: snapshot, data_name: data},
         ),
     }
     config.nav = _nav(course, Path(config.docs_dir))
@@ -84,9 +87,9 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     lesson = _build.course.lesson_at(page.file.src_uri)
     if page.file.src_uri == "instructors.md":  # the download sizes of this build
         runtime = config.extra["runtime"]
-        table = precompress.sizes_table(runtime["downloads"], runtime["snapshot"])
+        table = precompress.sizes_table(runtime["downloads"], precompress.paths(runtime))
         markdown = markdown.replace(precompress.SIZES_MARKER, table)
-        sentence = precompress.class_sentence(runtime["downloads"], runtime["snapshot"])
+        sentence = precompress.class_sentence(runtime["downloads"], precompress.paths(runtime))
         markdown = markdown.replace(precompress.CLASS_MARKER, sentence)
     if lesson is None:
         path = Path(page.file.abs_src_path or page.file.src_uri)

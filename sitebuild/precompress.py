@@ -63,12 +63,30 @@ SIZES_MARKER = "<!-- download-sizes -->"
 CLASS_SIZE = 30
 
 
-def sizes_table(sizes: dict[str, list[int]], snapshot: str) -> str:
+def paths(runtime: dict) -> dict[bool, set[str]]:
+    """{restoring the snapshot: the downloads that way of starting skips}. From scratch, the worker
+    skips the snapshot and the simulators' data archive (the whole archive holds it); restoring the
+    snapshot, which imported every module of the standard library zip and of simulators/, it skips
+    that zip and the whole archive, and unpacks the data archive only."""
+    return {
+        False: {runtime["snapshot"], runtime["data"]},
+        True: {runtime["stdlib"], runtime["archive"]},
+    }
+
+
+def start_files(
+    sizes: dict[str, list[int]], skipped: dict[bool, set[str]], with_snapshot: bool
+) -> dict[str, list[int]]:
+    """The downloads of one way of starting (`skipped` as `paths` gives it)."""
+    return {name: size for name, size in sizes.items() if name not in skipped[with_snapshot]}
+
+
+def sizes_table(sizes: dict[str, list[int]], skipped: dict[bool, set[str]]) -> str:
     """The instructors' guide's table: what one reader and a class download to start Python, from
     a host that compresses (with the build's .gz copies) and from one that does not."""
     rows = []
     for label, with_snapshot in (("from scratch (slow connections)", False), ("restoring the snapshot (fast)", True)):
-        files = [v for k, v in sizes.items() if with_snapshot or k != snapshot]
+        files = list(start_files(sizes, skipped, with_snapshot).values())
         raw, gz = sum(v[0] for v in files), sum(v[1] for v in files)
         rows.append(
             f"| {label} | {gz / 1e6:.1f} MB | {gz * CLASS_SIZE / 1e6:.0f} MB "
@@ -88,8 +106,8 @@ CLASS_MARKER = "<!-- class-download -->"
 SHARED_MBPS = 40  # an access point's useful throughput shared by a class (an assumption, said so)
 
 
-def class_sentence(sizes: dict[str, list[int]], snapshot: str) -> str:
-    plain = [v for k, v in sizes.items() if k != snapshot]
+def class_sentence(sizes: dict[str, list[int]], skipped: dict[bool, set[str]]) -> str:
+    plain = list(start_files(sizes, skipped, with_snapshot=False).values())
     gz, raw = sum(v[1] for v in plain) * CLASS_SIZE, sum(v[0] for v in plain) * CLASS_SIZE
     return (
         f"{CLASS_SIZE} starts from scratch download {gz / 1e6:.0f} MB from a compressing host "

@@ -4,12 +4,13 @@
 answered with FILE.gz and `Content-Encoding: gzip` when the build wrote that copy and the browser
 accepts gzip; everything else as sitebuild/serve.py. `start_plain`: as `python -m http.server`,
 which compresses nothing. Both listen on 127.0.0.1 only and count the bytes they send
-(`server.bytes_sent`, headers included): the browser's own figures leave out its workers' requests.
+(`server.bytes_sent` and `sent_by(time)`, headers included): the browser's own figures leave out its workers' requests.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from functools import partial
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
@@ -21,11 +22,24 @@ class CountingServer(serve.SiteServer):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self.bytes_sent = 0
+        self.writes: list[tuple[float, int]] = []  # (time.time(), bytes) of every write since reset()
         self.lock = threading.Lock()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.bytes_sent = 0
+            self.writes = []
 
     def count(self, n: int) -> None:
         with self.lock:
             self.bytes_sent += n
+            self.writes.append((time.time(), n))
+
+    def sent_by(self, epoch_s: float) -> int:
+        """Bytes written up to `epoch_s` (time.time()): what a page had asked for until then, not
+        what it fetched right after (plotly.js, once Python is ready)."""
+        with self.lock:
+            return sum(n for at, n in self.writes if at <= epoch_s)
 
 
 class _CountingWriter:

@@ -77,14 +77,21 @@ export function start({ ask = false } = {}) {
   let resolveReady, rejectReady;
   ready = new Promise((resolve, reject) => ([resolveReady, rejectReady] = [resolve, reject]));
   if (plan.askFirst && !asked) {
-    const files = { ...cfg.downloads };
-    delete files[cfg.snapshot];
-    const size = megabytes(downloadBytes(files, hostCompresses()));
+    const size = megabytes(downloadBytes(startFiles(cfg, false), hostCompresses()));
     const why = plan.saveData ? "Your browser asks to save data" : "Your connection looks slow";
     setStatus("waiting", `${why}, so the Python runtime is not downloaded until you ask; the charts show pre-computed results.`, 0,
       { label: `Run the simulators here — ${size} MB`, run: () => begin(cfg, resolveReady, rejectReady) });
   } else begin(cfg, resolveReady, rejectReady);
   return ready;
+}
+
+// The worker's downloads ({name: [bytes, gzip bytes]}) for a start from scratch (the standard library
+// zip and the simulators archive) or restoring the build's snapshot (which imported all of both: the
+// snapshot and the simulators' data files instead).
+function startFiles(cfg, withSnapshot) {
+  const files = { ...cfg.downloads };
+  for (const name of withSnapshot ? [cfg.stdlib, cfg.archive] : [cfg.snapshot, cfg.data]) delete files[name];
+  return files;
 }
 
 // Transfer size of `files` ({name: [bytes, gzip bytes]}), as a compressing host or not sends them.
@@ -95,8 +102,7 @@ function downloadBytes(files, compressed) {
 function begin(cfg, resolve, reject) {
   asked = true;
   const assets = new URL("../", import.meta.url);
-  const expected = { ...cfg.downloads }; // the snapshot is added if the worker fetches it
-  delete expected[cfg.snapshot];
+  let expected = startFiles(cfg, false); // the files of the other start if the worker restores the snapshot
   const files = {}; // name -> {done, length, encoded, finished} as the worker reports them
   let lastByteAt = performance.now();
   let planned = false; // the worker said whether it fetches the snapshot
@@ -164,7 +170,8 @@ function begin(cfg, resolve, reject) {
     }
     else if (data.type === "plan") {
       planned = true;
-      if (data.snapshot) expected[cfg.snapshot] = cfg.downloads[cfg.snapshot];
+      runtime.rateMbps = data.rateMbps; // the rate the worker measured, when it chose (for the benchmark)
+      if (data.snapshot) expected = startFiles(cfg, true);
       checkDownloaded();
     }
     else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
@@ -183,6 +190,7 @@ function begin(cfg, resolve, reject) {
     type: "start",
     indexURL: new URL("vendor/pyodide/", assets).href,
     archiveURL: new URL(`generated/${cfg.archive}`, assets).href,
+    dataURL: new URL(`generated/${cfg.data}`, assets).href,
     stdLibURL: new URL(`generated/${cfg.stdlib}`, assets).href,
     snapshotURL: cfg.snapshot ? new URL(`generated/${cfg.snapshot}`, assets).href : null,
     startWith: ns.startWith, // the benchmark's "snapshot" or "plain"; unset for readers

@@ -2,6 +2,7 @@
 // It knows no simulator by name: it forwards (name, params JSON) to the run_json of one
 // simulators.api.Session, which keeps recent results (a chart switch only draws again).
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
+import { check, unpack } from "./snapshot_format.mjs";
 
 let api = null;
 
@@ -11,21 +12,30 @@ self.onmessage = ({ data }) => {
 };
 
 // Restoring the build's snapshot saves start-up time (Python initialised, the simulators imported:
-// 2-3 s on a desktop, measured by scripts/bench_site.py, which times both ways of starting) but
-// costs its download (5.0 MB): it pays only where those bytes arrive in less time. The worker
-// measures the rate of its first downloads and fetches the snapshot only above this rate (5 MB in
-// 2 s is 20 Mbit/s); a snapshot already in Cache Storage is always used.
-const SNAPSHOT_MIN_MBPS = 20;
-const RATE_SAMPLE_BYTES = 1.5e6; // bytes to receive before judging the rate (TCP has ramped up)
+// about 2 s on a desktop, measured by scripts/bench_site.py, which times both ways of starting) and
+// makes the standard library zip and the simulators' Python files unneeded, but its download costs
+// 2.2 MB more in all (3.5 MB of snapshot, 1.3 MB less of the rest): it pays only where those bytes
+// arrive in less time, above about 9 Mbit/s on a desktop (2.2 MB in 2 s), and at lower rates on a
+// slower CPU (measured: 10 Mbit/s 40 ms, snapshot 8.2 s, from scratch 8.4-11.6 s; 5 Mbit/s 100 ms
+// with the CPU 4x slower, 15.1 s and 18.7 s). The worker measures the rate of its first download
+// (the WebAssembly) and fetches the snapshot only above this rate; a snapshot already in Cache
+// Storage is always used. The page's own files share the link meanwhile, so the rate read is
+// below the link's (measured under Chromium's throttling: 5, 10 and 20 Mbit/s read 4.5, 8.3, 16).
+const SNAPSHOT_MIN_MBPS = 7;
+// The rate is taken between the arrival of RATE_FROM_BYTES and of RATE_SAMPLE_BYTES of the
+// start-up's downloads: before that, the connection's start (latency, TCP's slow start) and the
+// page's own files compete and made 20 Mbit/s read as 9 (measured, Chromium's throttling).
+const RATE_FROM_BYTES = 0.5e6;
+const RATE_SAMPLE_BYTES = 1.5e6;
 
 // Every download of the start-up goes through watchedFetch: the client shows "MB of MB" and ends a
 // start-up whose download stalls. Pyodide's own requests for the WebAssembly and the standard
-// library are answered from the worker's own downloads of them (fetched at once, so their rate
-// decides on the snapshot): the global fetch is replaced for that.
+// library are answered from the worker's own downloads of them (the WebAssembly is fetched at once,
+// so its rate decides on the snapshot): the global fetch is replaced for that.
 const fetchUnwatched = globalThis.fetch.bind(globalThis);
 const downloads = new Map(); // url -> Promise of {status, statusText, headers, bytes}
 let received = 0; // bytes of every download so far
-let firstByteAt = null;
+const rateMarks = []; // [performance.now(), received] when RATE_FROM_BYTES and RATE_SAMPLE_BYTES had arrived
 
 globalThis.fetch = async (input, init) => {
   const url = new URL(input instanceof Request ? input.url : input, self.location.href).href;
@@ -49,8 +59,9 @@ async function watchedFetch(input, init) {
   let postedAt = 0;
   const counter = new TransformStream({
     transform(chunk, controller) {
-      firstByteAt ??= performance.now();
       received += chunk.byteLength;
+      const marks = [RATE_FROM_BYTES, RATE_SAMPLE_BYTES];
+      if (rateMarks.length < 2 && received >= marks[rateMarks.length]) rateMarks.push([performance.now(), received]);
       entry.done += chunk.byteLength;
       const now = performance.now();
       if (now - postedAt > 200) { postedAt = now; self.postMessage(entry); }
@@ -102,35 +113,42 @@ function stage(step, text) {
   self.postMessage({ type: "stage", step, text, at: performance.timeOrigin + performance.now() });
 }
 
-// Resolves with the download rate in Mbit/s once RATE_SAMPLE_BYTES arrived, or when `done` settles.
+// Resolves with the download rate in Mbit/s once RATE_SAMPLE_BYTES arrived, or when `done` settles
+// (then over what arrived until then).
 async function downloadRate(done) {
   const startedAt = performance.now();
-  while (received < RATE_SAMPLE_BYTES) {
+  while (rateMarks.length < 2) {
     const finished = await Promise.race([done.then(() => true, () => true), new Promise((r) => setTimeout(() => r(false), 50))]);
     if (finished) break;
   }
-  const seconds = (performance.now() - (firstByteAt ?? startedAt)) / 1000;
-  return (received * 8) / 1e6 / Math.max(seconds, 1e-3);
+  const [from, to] = [rateMarks[0] ?? [startedAt, 0], rateMarks[1] ?? [performance.now(), received]];
+  return ((to[1] - from[1]) * 8) / 1e6 / Math.max((to[0] - from[0]) / 1000, 1e-3);
 }
 
-async function start({ indexURL, archiveURL, stdLibURL, snapshotURL, startWith, lockFileContents }) {
+async function start({ indexURL, archiveURL, dataURL, stdLibURL, snapshotURL, startWith, lockFileContents }) {
   try {
     stage(1, "Downloading the Python runtime and the simulators");
     const asmURL = new URL("pyodide.asm.mjs", indexURL).href;
     const wasm = hold(new URL("pyodide.asm.wasm", indexURL).href, fetchWasm);
-    const stdlib = hold(stdLibURL);
-    const archive = download(archiveURL);
     import(asmURL).catch(() => {}); // loaded now, in parallel; loadPyodide's import reuses it
-    const first = Promise.all([wasm, stdlib, archive]);
-    first.catch(() => {}); // awaited below
+    wasm.catch(() => {}); // awaited below
     // startWith ("snapshot" or "plain") is the benchmark's choice; readers get the measured one.
     const cached = snapshotURL && startWith !== "plain" ? await cachedSnapshot(snapshotURL) : null;
     let useSnapshot = false;
-    if (snapshotURL) useSnapshot = startWith ? startWith === "snapshot" : Boolean(cached) || (await downloadRate(first)) >= SNAPSHOT_MIN_MBPS;
-    self.postMessage({ type: "plan", snapshot: useSnapshot });
-    const snapshot = useSnapshot ? (cached ? Promise.resolve(cached) : snapshotMemory(snapshotURL)) : null;
+    let rate = null;
+    if (snapshotURL && !startWith && !cached) rate = await downloadRate(wasm);
+    if (snapshotURL) useSnapshot = startWith ? startWith === "snapshot" : Boolean(cached) || rate >= SNAPSHOT_MIN_MBPS;
+    self.postMessage({ type: "plan", snapshot: useSnapshot, rateMbps: rate });
+    // The snapshot holds every module of the standard library zip and of simulators/ already
+    // (sitebuild/snapshot.mjs): restoring it, Pyodide gets an empty zip and the worker unpacks the
+    // simulators' data files only; starting from scratch, the build's zip and the whole archive.
+    const stdlib = useSnapshot ? hold(stdLibURL, emptyZip) : hold(stdLibURL);
+    let archive = download(useSnapshot ? dataURL : archiveURL);
+    archive.catch(() => {}); // awaited below
+    const packed = useSnapshot ? (cached ? Promise.resolve(cached) : snapshotFile(snapshotURL)) : null;
+    const snapshot = packed && Promise.all([packed, wasm]).then(([bytes, { bytes: wasmBytes }]) => unpack(bytes, wasmBytes));
     snapshot?.catch(() => {}); // a failed download is handled where it is awaited
-    await first; // a download that failed (or a .wasm of the wrong type) ends the start-up here
+    await Promise.all([wasm, stdlib, archive]); // a download that failed (or a .wasm of the wrong type) ends the start-up here
     // lockFileContents with no packages: no lock file is fetched and no wheel is ever loaded.
     // stdLibURL: the build's standard library holding only what the simulators import
     // as bytecode (sitebuild/stdlib.py; 1.06 MB instead of 2.5 MB); the snapshot was made from it.
@@ -141,6 +159,8 @@ async function start({ indexURL, archiveURL, stdLibURL, snapshotURL, startWith, 
       pyodide = snapshot && (await loadPyodide({ ...options, _loadSnapshot: snapshot }));
     } catch (error) {
       console.warn(`Python start-up snapshot not used (${error?.message ?? error}); starting Python from scratch.`);
+      await hold(stdLibURL); // the real standard library, in place of the empty zip,
+      archive = download(archiveURL); // and the simulators' Python files
     }
     const fromSnapshot = Boolean(pyodide);
     pyodide ||= await loadPyodide(options);
@@ -156,37 +176,46 @@ async function start({ indexURL, archiveURL, stdLibURL, snapshotURL, startWith, 
   }
 }
 
-// The snapshot's inflated bytes are kept in the Cache Storage, so a returning reader skips the
-// inflating (a few hundred ms on a slow machine). Only the newest snapshot is kept. Cache Storage
-// exists only in secure contexts (https, localhost): elsewhere every start inflates.
+// A zip with no members (its end-of-directory record only): Pyodide's standard library when the
+// snapshot is restored, which imported all of it already.
+async function emptyZip() {
+  const bytes = new Uint8Array(22);
+  bytes.set([0x50, 0x4b, 0x05, 0x06]);
+  return { status: 200, statusText: "OK", headers: { "content-type": "application/zip" }, bytes };
+}
+
+// The snapshot file's inflated bytes are kept in the Cache Storage, so a returning reader skips the
+// download and the inflating (a few hundred ms on a slow machine). Only the newest snapshot is kept.
+// Cache Storage exists only in secure contexts (https, localhost): elsewhere every start inflates.
 const SNAPSHOT_CACHE = "llm-course-python-snapshot";
 
-// The snapshot's memory from Cache Storage, or null when it is not there or damaged.
+// The snapshot file (inflated) from Cache Storage, or null when it is not there or damaged.
 async function cachedSnapshot(url) {
   const cache = await globalThis.caches?.open(SNAPSHOT_CACHE).catch(() => null);
   const hit = await cache?.match(url).catch(() => null);
   if (!hit) return null;
   try {
-    const memory = expand(new Uint8Array(await hit.arrayBuffer()));
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    check(bytes);
     self.postMessage({ type: "bytes", name: url.split("/").pop(), cached: true, done: 0, finished: true });
-    return memory;
+    return bytes;
   } catch {
     await cache.delete(url); // damaged: fetch it again
     return null;
   }
 }
 
-async function snapshotMemory(url) {
+async function snapshotFile(url) {
   const cache = await globalThis.caches?.open(SNAPSHOT_CACHE).catch(() => null);
-  const stripped = await gunzip(await download(url));
-  const memory = expand(stripped);
+  const bytes = await gunzip(await download(url));
+  check(bytes);
   if (cache) {
     (async () => {
       for (const old of await cache.keys()) if (old.url !== url) await cache.delete(old);
-      await cache.put(url, new Response(stripped));
+      await cache.put(url, new Response(bytes));
     })().catch(() => {}); // a full or refused cache costs only the next start's inflating
   }
-  return memory;
+  return bytes;
 }
 
 async function download(url) {
@@ -195,29 +224,13 @@ async function download(url) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-// The snapshot is stored without its pages of zeros, gzip-compressed (31 MB → 5.0 MB; see
-// sitebuild/snapshot.mjs), and the WebAssembly as a gzip copy. A host that serves them with
-// Content-Encoding: gzip hands over the inflated bytes already; only gzip's magic number tells.
+// The snapshot (in the format of snapshot_format.mjs: 31 MB of memory in 3.5 MB) and the
+// WebAssembly are gzip-compressed files. A host that serves them with Content-Encoding: gzip hands
+// over the inflated bytes already; only gzip's magic number tells.
 async function gunzip(bytes) {
   if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes;
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
-}
-
-// The memory back from the segments that hold non-zero bytes (format: sitebuild/snapshot.mjs).
-function expand(bytes) {
-  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, 3);
-  if (words[0] !== 0x50594e53) throw new Error("the snapshot file is not in the expected format");
-  const [, size, count] = words;
-  const table = new Uint32Array(bytes.slice(12, 12 + 8 * count).buffer);
-  const memory = new Uint8Array(size);
-  let at = 12 + 8 * count;
-  for (let i = 0; i < count; i++) {
-    const [offset, length] = [table[2 * i], table[2 * i + 1]];
-    memory.set(bytes.subarray(at, at + length), offset);
-    at += length;
-  }
-  return memory;
 }
 
 function run({ id, name, params, seed }) {
