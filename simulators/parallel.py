@@ -98,8 +98,14 @@ def check_shape(m: Model, gpu: Gpu, lay: Layout) -> None:
         raise ParamError("enable_expert_parallel", f"{m.name} has no experts to spread")
     if lay.ep and lay.tp * lay.dp > m.num_experts:
         raise ParamError("data_parallel_size", f"tp x dp ranks exceed {m.name}'s {m.num_experts} experts")
-    field = "tensor_parallel_size" if lay.tp > 1 else "pipeline_parallel_size" if lay.pp > 1 else "data_parallel_size"
-    check_link(gpu, lay.num_gpus, field)
+    check_link(gpu, lay.num_gpus, grow_field(lay))
+
+
+def grow_field(lay: Layout, alone: str = "tensor_parallel_size") -> str:
+    """The field to raise when the layout holds too little: the parallelism in use (`alone` on 1 GPU)."""
+    if lay.num_gpus == 1:
+        return alone
+    return "pipeline_parallel_size" if lay.pp > 1 else "data_parallel_size" if lay.tp == 1 else "tensor_parallel_size"
 
 
 @dataclass(frozen=True)
@@ -157,10 +163,9 @@ def check_layout(
     """Raise a field error when the layout is refused or `batch` requests of `context` tokens do not fit."""
     check_shape(m, gpu, lay)
     fit = rank_fit(m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context)
-    field = "tensor_parallel_size" if lay.pp == 1 else "pipeline_parallel_size"
     if fit.kv_blocks <= 0:
         raise ParamError(
-            field,
+            grow_field(lay),
             f"{m.name}'s {weight_dtype} weights ({fit.weight_bytes / cm.GiB:.1f} GiB per GPU on {lay.describe()}) and "
             f"the activation peak leave no KV cache on {gpu.name}; use more GPUs or a smaller format",
         )
@@ -220,9 +225,8 @@ def check_serving(m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str = "bf16"
     tokens = pooled_kv_tokens(m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if tokens >= 4096:
         return
-    field = "model" if lay.num_gpus == 1 else "pipeline_parallel_size" if lay.pp > 1 else "tensor_parallel_size"
     raise ParamError(
-        field,
+        grow_field(lay, "model"),
         f"{m.name} needs {cm.weight_bytes(m, weight_dtype) / cm.GB:,.0f} GB of weights; {lay.describe()} of "
         f"{gpu.name} leave room for only {tokens:,} tokens of KV cache. Use more GPUs (tensor or pipeline "
         "parallel), a smaller model or a larger GPU.",
