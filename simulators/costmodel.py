@@ -681,6 +681,9 @@ def memory_fit(
 ) -> MemoryFit:
     """Weights + activations + KV cache against the memory of `num_gpus` GPUs (tensor-parallel).
 
+    Per GPU rank: each holds 1/num_gpus of the weights, its own activation workspace and its
+    share of every token's KV cache, which is a whole KV head when there are fewer heads than
+    GPUs and the whole latent for MLA (kv_replication), so replicated KV counts on every rank.
     `sparse` stores the block matmuls 2:4 sparse (weight_bytes(..., sparse=True)).
     """
     mem = assumptions()["memory"]
@@ -691,7 +694,7 @@ def memory_fit(
     w = weight_bytes(m, weight_dtype, sparse=sparse)
     act = activation_bytes(m, tokens) * num_gpus  # each GPU holds its own workspace (upper bound)
     kv = usable - w - act
-    per_token = kv_bytes_per_token(m, kv_dtype)
+    per_token = kv_bytes_per_token(m, kv_dtype) * kv_replication(m, num_gpus)
     return MemoryFit(capacity, usable, w, act, kv, max(0, int(kv // per_token)))
 
 
