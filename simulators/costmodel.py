@@ -24,7 +24,11 @@ bringing q_i new tokens on top of c_i tokens already in its KV cache):
 - Tensor parallelism over n GPUs divides weights, KV and FLOPs by n and adds two all-reduces
   per layer of tokens * hidden_size activations (Megatron-LM, Shoeybi et al. 2019,
   arXiv 1909.08053), each moving 2 (n - 1) / n of its bytes over one direction of the link
-  (ring all-reduce), not overlapped with compute.
+  (ring all-reduce), not overlapped with compute. KV heads fewer than n are read whole by the
+  ranks that share them, and an MLA latent by every rank (kv_replication).
+- Pipeline parallelism (pp stages, micro-batches as vLLM keeps pp batches in flight) and, for a
+  mixture of experts, data-parallel attention with expert parallelism (all-to-all dispatch and
+  combine) are costed by the formulas of parallel_time.py, with their sources.
 
 Left out, on purpose: kernel launch and scheduling overhead, activation traffic, the softmax,
 norms and rotary embeddings (all small next to the matmuls and the weight stream), and overlap
