@@ -463,7 +463,7 @@ def _step_time(
     """step_time from the batch's totals: new tokens, sequences, attention FLOPs and KV tokens read.
 
     Per GPU, with n = tp x dp ranks side by side and m = micro_batches(sequences / dp, pp):
-    compute = F / (n m); memory = W_dense / tp + W_experts(tokens / m) / n + KV x replication / (n m);
+    compute = F / (n m); memory = W_dense / tp + W_experts(ceil(tokens / m)) / n + KV x replication / (n m);
     communication = (all-reduces + all-to-alls) / m + the pipeline's sends (parallel_time.py).
     """
     if sparse and weight_bytes_per_value is not None:
@@ -479,7 +479,7 @@ def _step_time(
     logits_tokens = num_seqs
     block_flops = per_token_block * tokens
     other_flops = head * logits_tokens + attention_flops
-    w_tokens = tokens / mb if mb > 1 else tokens
+    w_tokens = -(-tokens // mb)  # the largest micro-batch's tokens (each reads its own experts)
     w_bytes = streamed_weight_bytes(m, weight_dtype, w_tokens, sparse=sparse, per_value=weight_bytes_per_value)
     if dp > 1:  # each attention rank reads its own copy of the non-expert weights
         block = (

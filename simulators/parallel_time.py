@@ -15,7 +15,7 @@ data-parallel attention ranks whose experts are spread over tp x dp ranks (exper
   m = min(sequences, pp) micro-batches, each passing through every stage. A token of every
   sequence takes one round of pp stage-times of a micro-batch (GPipe, Huang et al. 2019, arXiv
   1811.06965: with fewer micro-batches than stages, stages wait; the bubble). Per round,
-  compute is F / m and memory is W(tokens / m) + KV / m, since each stage reads its weights once
+  compute is F / m and memory is W(ceil(tokens / m)) + KV / m, since each stage reads its weights once
   per micro-batch: pipelining adds GPUs' memory, not bandwidth per token, to a memory-bound decode.
 - Expert parallelism with data-parallel attention (vLLM --enable-expert-parallel with
   --data-parallel-size; DeepSeek-V3 technical report, arXiv 2412.19437, section 3.4): each

@@ -80,7 +80,7 @@ class StepCost:
             mb = self.micro_batches(num_seqs)
             return (
                 (self.x * tokens + self.y * num_seqs + self.z * keys) / mb,
-                self.weights_s(tokens / mb) + self.v * kv / mb,
+                self.weights_s(-(-tokens // mb)) + self.v * kv / mb,
                 (self.u + self.hop) * tokens / mb,
             )
         return (
@@ -116,7 +116,7 @@ class StepCost:
         c0 = self.x * tokens + self.y * batch + self.z * (q * sum_context + batch * q * (q + 1) // 2)
         if self.pp > 1:  # a pipeline round: see parts()
             mb = self.micro_batches(batch)
-            m0 = self.weights_s(tokens / mb) + self.v * (sum_held + tokens) / mb
+            m0 = self.weights_s(-(-tokens // mb)) + self.v * (sum_held + tokens) / mb
             comm = (self.u + self.hop) * tokens / mb
             return c0 / mb, self.z * q * batch / mb, m0, self.v * held_growth / mb, comm
         m0 = (self.weights_s(tokens) if self.moe else self._weights[1]) + self.v * (sum_held + tokens)
