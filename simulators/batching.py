@@ -30,8 +30,8 @@ from typing import Any
 
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
-from .engine.cluster import fit_error
 from .engine.metrics import downsample, time_average
+from .parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
@@ -76,12 +76,13 @@ class Params:
     lengths: str = param("azure", label="Lengths", choices=LENGTHS)
     prompt_tokens: int = param(1000, label="Prompt (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
     output_tokens: int = param(200, label="Output (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
 
     def check(self) -> None:
         m = resolve_model(self.model)
-        why = fit_error(m, resolve_gpu(self.gpu))
-        if why:
-            raise ParamError("model", why)
+        check_serving(m, resolve_gpu(self.gpu), layout_of(self))
         median = math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
         if self.lengths == "azure" and median > m.max_context_tokens:
             # Requests longer than the context are dropped: most of the trace would be.
@@ -126,7 +127,10 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     metrics: dict[str, float] = {}
     for policy in ("static", "continuous"):
         spec = EngineSpec(
-            m, gpu, SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+            m,
+            gpu,
+            SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
+            **layout_of(p).cost_kw(),
         )
         served = serve(reqs, spec)
         s = summarize(served.records)

@@ -23,7 +23,8 @@ from typing import Any, NamedTuple
 
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
-from .engine.cluster import ROUTERS, fit_error
+from .engine.cluster import ROUTERS
+from .parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import PERCENT, bar, layout
 from .plotting import figure as make_figure
@@ -79,11 +80,12 @@ class Params:
     )
     # Disaggregation: replicas that only prefill (the rest only decode).
     num_prefill: int = param(1, label="Prefill replicas (disaggregated)", min=1, max=31, step=1)
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
 
     def check(self) -> None:
-        why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
-        if why:
-            raise ParamError("model", why)
+        check_serving(resolve_model(self.model), resolve_gpu(self.gpu), layout_of(self))
         if self.num_prefill >= self.num_replicas:
             raise ParamError("num_prefill", f"must leave at least one decode replica: below {self.num_replicas}")
 
@@ -137,7 +139,9 @@ def _route(p: Params, seed: int) -> _Routed:
         num_prefixes=p.num_prefixes,
         shared_tokens=p.shared_tokens,
     ).requests
-    spec = EngineSpec(m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), prefix="hash")
+    spec = EngineSpec(
+        m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), prefix="hash", **layout_of(p).cost_kw()
+    )
     routers: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     summaries: dict[str, dict[str, float]] = {}

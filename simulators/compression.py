@@ -7,7 +7,8 @@ and LM head kept in bf16). Prefill (the prompt of every sequence in one pass) an
 formats, against the same passes in bf16. The matmuls run on the tensor cores of the activation
 format only where the GPU has them (costmodel.matmul_path); otherwise they fall back to bf16, so
 the weights still shrink and memory-bound decode still gains, but compute-bound prefill does not.
-The KV-token capacity is costmodel.memory_fit with the compressed weights (and FP8 KV if chosen).
+The KV-token capacity is what vLLM would log with the compressed weights (and FP8 KV if chosen), per
+GPU rank of the layout (parallel.vllm_kv_tokens over simulators/vllm_memory.py).
 
 Quality is not simulated: each scheme quotes its source, and states no figure the source lacks.
 
@@ -25,10 +26,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from . import capacity
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
-from .parallel import check_link
+from .parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param, vllm_kv_tokens
 from .params import engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
@@ -85,14 +85,15 @@ class Params:
     prompt_tokens: int = param(
         running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True
     )
-    # GPUs the model is split over (tensor parallel).
-    num_gpus: int = param(1, label="GPUs", min=1, max=8, step=1)
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     engine: str = engine_param()
 
     def check(self) -> None:
-        check_link(self.gpu, self.num_gpus, "num_gpus")
+        check_shape(resolve_model(self.model), resolve_gpu(self.gpu), layout_of(self))
 
 
 BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}
@@ -115,16 +116,15 @@ def _passes(
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    kw = {"eff": cm.efficiency(p.ideal, p.engine), "tp": p.num_gpus}
+    lay = layout_of(p)
+    kw = {"eff": cm.efficiency(p.ideal, p.engine), **lay.cost_kw()}
     table = schemes()["schemes"]
     kv = "fp8" if p.kv_fp8 else "bf16"
     base_pre, base_dec = _passes(m, gpu, BASELINE, "bf16", p.batch_size, p.prompt_tokens, **kw)
     rows, passes = {}, {}
     for sid, s in table.items():
         pre, dec = passes[sid] = _passes(m, gpu, s, kv, p.batch_size, p.prompt_tokens, **kw)
-        fit = cm.memory_fit(
-            m, gpu, num_gpus=p.num_gpus, weight_dtype=s["weight_dtype"], kv_dtype=kv, sparse=s["sparse"]
-        )
+        tokens = vllm_kv_tokens(m, gpu, lay, weight_dtype=s["weight_dtype"], kv_dtype=kv, sparse=s["sparse"])
         by_batch = []
         for b in BATCH_GRID:
             _, d = _passes(m, gpu, s, kv, b, p.prompt_tokens, **kw)
@@ -135,14 +135,14 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             "artifact_GB": cm.weight_bytes(m, s["weight_dtype"], sparse=s["sparse"]) / cm.GB,
             "prefill_speedup": base_pre.time_s / pre.time_s,
             "decode_speedup": base_dec.time_s / dec.time_s,
-            "kv_token_capacity": fit.kv_token_capacity,
+            "kv_token_capacity": tokens,
             "decode_speedup_by_batch": by_batch,
             "matmul_path": pre.matmul_path,
             "sparse": s["sparse"],
         }
     s, row = table[p.scheme], rows[p.scheme]
     pre, dec = passes[p.scheme]
-    base_fit = cm.memory_fit(m, gpu, num_gpus=p.num_gpus)
+    base_tokens = vllm_kv_tokens(m, gpu, lay)
     wanted = cm.precision(s["activation_dtype"]).tensor_core
     notes = []
     if pre.matmul_path != wanted:
@@ -159,15 +159,18 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         )
     if not pre.compute_known:
         notes.append(f"{gpu.name} publishes no matrix throughput: prefill figures are memory-only floors.")
-    if not base_fit.fits:
+    where = f"{lay.describe()} x {gpu.name}"
+    if not base_tokens:
+        notes.append(f"The BF16 model does not fit on {where}; its times are what it would take if it did.")
+    if not row["kv_token_capacity"]:
+        notes.append(f"Even compressed, the weights do not fit on {where}.")
+    # Speed-ups are against BF16, which must hold the batch too (vLLM's accounting, per GPU rank).
+    most = base_tokens // cm.kv_tokens_held(m, p.prompt_tokens)
+    if base_tokens and p.batch_size > most:
         notes.append(
-            f"The BF16 model does not fit on {p.num_gpus} x {gpu.name}; its times are what it would take if it did."
+            f"Batch {p.batch_size:,} does not fit: at {p.prompt_tokens:,} tokens of context, {where} holds at most "
+            f"{most:,} sequences with bf16 weights, so its figures are a roofline bound, not a batch that can run."
         )
-    if not cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=s["weight_dtype"], sparse=s["sparse"]).fits:
-        notes.append(f"Even compressed, the weights do not fit on {p.num_gpus} x {gpu.name}.")
-    # Speed-ups are against BF16, which must hold the batch too.
-    note = capacity.batch_note("Batch", p.batch_size, m, gpu, p.prompt_tokens, num_gpus=p.num_gpus)
-    notes += [note] if note and base_fit.fits else []
     kv_info = schemes()["kv_cache"]["fp8"]
     if p.kv_fp8:
         notes.append(kv_info["latency"])
@@ -180,7 +183,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "kv_fp8": p.kv_fp8,
         "batch_size": p.batch_size,
         "prompt_tokens": p.prompt_tokens,
-        "num_gpus": p.num_gpus,
+        "num_gpus": lay.num_gpus,
         "method": s["method"],
         "calibration": s["calibration"],
         "needs_calibration_data": s["needs_calibration_data"],
@@ -195,10 +198,10 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "matmul_path": pre.matmul_path,
         "schemes": rows,
         "batch_grid": list(BATCH_GRID),
-        "baseline_capacity": base_fit.kv_token_capacity,
+        "baseline_capacity": base_tokens,
         # Sequences of this prompt whose KV cache fits beside the weights, in this scheme and in BF16.
         "fit_batch": max(0, row["kv_token_capacity"]) // cm.kv_tokens_held(m, p.prompt_tokens),
-        "fit_batch_baseline": max(0, base_fit.kv_token_capacity) // cm.kv_tokens_held(m, p.prompt_tokens),
+        "fit_batch_baseline": max(0, base_tokens) // cm.kv_tokens_held(m, p.prompt_tokens),
         "notes": notes,
         "metrics": {
             "artifact_GB": row["artifact_GB"],
@@ -212,7 +215,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             "decode_baseline_s": base_dec.time_s,
             "decode_speedup": row["decode_speedup"],
             "kv_token_capacity": row["kv_token_capacity"],
-            "kv_token_capacity_baseline": base_fit.kv_token_capacity,
+            "kv_token_capacity_baseline": base_tokens,
         },
     }
 

@@ -24,7 +24,11 @@ bringing q_i new tokens on top of c_i tokens already in its KV cache):
 - Tensor parallelism over n GPUs divides weights, KV and FLOPs by n and adds two all-reduces
   per layer of tokens * hidden_size activations (Megatron-LM, Shoeybi et al. 2019,
   arXiv 1909.08053), each moving 2 (n - 1) / n of its bytes over one direction of the link
-  (ring all-reduce), not overlapped with compute.
+  (ring all-reduce), not overlapped with compute. KV heads fewer than n are read whole by the
+  ranks that share them, and an MLA latent by every rank (kv_replication).
+- Pipeline parallelism (pp stages, micro-batches as vLLM keeps pp batches in flight) and, for a
+  mixture of experts, data-parallel attention with expert parallelism (all-to-all dispatch and
+  combine) are costed by the formulas of parallel_time.py, with their sources.
 
 Left out, on purpose: kernel launch and scheduling overhead, activation traffic, the softmax,
 norms and rotary embeddings (all small next to the matmuls and the weight stream), and overlap
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import parallel_time as pt
 from .catalog import Gpu, Model, Precision, assumptions, precisions
 
 GB = 1e9
@@ -181,16 +186,25 @@ def streamed_weight_bytes(
     experts hit by `num_tokens` tokens under uniform routing is E * (1 - (1 - k/E)^tokens).
     """
     p = param_counts(m)
-    linear = p.block_linear
-    if m.is_moe:
-        moe_layers = m.num_layers - m.first_k_dense
-        expert = 3 * m.hidden_size * m.moe_intermediate_size
-        routed = moe_layers * m.num_experts * expert
-        hit = 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** max(num_tokens, 1)
-        linear = linear - routed + round(routed * hit)  # expected count of parameters read
+    linear = p.block_linear - routed_expert_params(m) + routed_params_read(m, num_tokens)
     rest = lm_head_params(m) + p.other  # a tied head still reads the embedding table
     block = block_bytes_per_value(weight_dtype, sparse) if per_value is None else per_value
     return linear * block + rest * BF16_BYTES
+
+
+def routed_expert_params(m: Model) -> int:
+    """Parameters of the routed experts, all MoE layers (0 for a dense model)."""
+    if not m.is_moe:
+        return 0
+    return (m.num_layers - m.first_k_dense) * m.num_experts * 3 * m.hidden_size * m.moe_intermediate_size
+
+
+def routed_params_read(m: Model, num_tokens: int) -> int:
+    """Expected routed-expert parameters `num_tokens` tokens touch: E (1 - (1 - k/E)^tokens) experts."""
+    if not m.is_moe:
+        return 0
+    hit = 1.0 - (1.0 - m.num_experts_per_tok / m.num_experts) ** max(num_tokens, 1)
+    return round(routed_expert_params(m) * hit)  # expected count of parameters read
 
 
 def kv_layers(m: Model) -> int:
@@ -378,8 +392,15 @@ def step_time(
     tp: int = 1,
     sparse: bool = False,
     weight_bytes_per_value: float | None = None,
+    pp: int = 1,
+    dp: int = 1,
+    ep: bool = False,
 ) -> StepTime:
     """Time of one forward pass over `seqs`, a list of (new_tokens, cached_tokens) per sequence.
+
+    The layout is `tp` tensor-parallel ranks, `pp` pipeline stages (the pass is then a round in
+    which every sequence gains a token: parallel_time.py) and, for a mixture of experts, `dp`
+    data-parallel attention ranks, with the experts spread over tp x dp ranks when `ep`.
 
     `sparse` uses the 2:4 structured-sparse tensor rate for the block matmuls and halves their
     weight bytes (plus 2 bits of metadata per kept value: sparse24_bytes_per_value).
@@ -405,7 +426,19 @@ def step_time(
         tp=tp,
         sparse=sparse,
         weight_bytes_per_value=weight_bytes_per_value,
+        pp=pp,
+        dp=dp,
+        ep=ep,
     )
+
+
+def kv_replication(m: Model, tp: int) -> float:
+    """How many times over tp ranks hold a sequence's KV cache: 1 when the KV heads split evenly;
+    tp / kv_heads when there are fewer heads than ranks (each keeps one); tp for an MLA latent,
+    which every rank copies (vLLM; simulators/vllm_memory.py)."""
+    if m.kv_lora_rank:
+        return float(tp)
+    return tp / m.num_kv_heads if m.num_kv_heads < tp else 1
 
 
 def _step_time(
@@ -423,43 +456,71 @@ def _step_time(
     tp: int,
     sparse: bool,
     weight_bytes_per_value: float | None,
+    pp: int = 1,
+    dp: int = 1,
+    ep: bool = False,
 ) -> StepTime:
-    """step_time from the batch's totals: new tokens, sequences, attention FLOPs and KV tokens read."""
+    """step_time from the batch's totals: new tokens, sequences, attention FLOPs and KV tokens read.
+
+    Per GPU, with n = tp x dp ranks side by side and m = micro_batches(sequences / dp, pp):
+    compute = F / (n m); memory = W_dense / tp + W_experts(ceil(tokens / m)) / n + KV x replication / (n m);
+    communication = (all-reduces + all-to-alls) / m + the pipeline's sends (parallel_time.py).
+    """
     if sparse and weight_bytes_per_value is not None:
         raise ValueError("give either sparse (2:4) or weight_bytes_per_value, not both")
     eff = eff or default_efficiency()
     path = matmul_path(gpu, weight_dtype, activation_dtype)
     p = param_counts(m)
+    ranks = tp * dp
+    mb = pt.micro_batches(-(-num_seqs // dp), pp)
     per_token_block = 2.0 * p.block_linear_active
     head = 2.0 * lm_head_params(m)
     # Only the last token of a prefill chunk needs logits; every decode token does.
     logits_tokens = num_seqs
     block_flops = per_token_block * tokens
     other_flops = head * logits_tokens + attention_flops
-    w_bytes = streamed_weight_bytes(m, weight_dtype, tokens, sparse=sparse, per_value=weight_bytes_per_value)
-    kv_bytes = kv_bytes_per_token(m, kv_dtype) * kv_tokens
-    total_bytes = (w_bytes + kv_bytes) / tp
+    w_tokens = -(-tokens // mb)  # the largest micro-batch's tokens (each reads its own experts)
+    w_bytes = streamed_weight_bytes(m, weight_dtype, w_tokens, sparse=sparse, per_value=weight_bytes_per_value)
+    if dp > 1:  # each attention rank reads its own copy of the non-expert weights
+        block = (
+            block_bytes_per_value(weight_dtype, sparse) if weight_bytes_per_value is None else weight_bytes_per_value
+        )
+        experts = routed_params_read(m, w_tokens) * block
+        w_bytes = (w_bytes - experts) * dp + experts
+    kv_bytes = kv_bytes_per_token(m, kv_dtype) * kv_tokens * kv_replication(m, tp) / mb
+    total_bytes = (w_bytes + kv_bytes) / ranks
     block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
     bf16_peak = gpu.peak_tflops("bf16")
     known = block_peak is not None and bf16_peak is not None
     compute_s = attention_s = 0.0
     if block_peak is not None and bf16_peak is not None:
         compute_s = block_flops / (block_peak * 1e12) + other_flops / (bf16_peak * 1e12)
-        compute_s /= tp * eff.compute
-        attention_s = attention_flops / (bf16_peak * 1e12) / (tp * eff.compute)
+        compute_s /= ranks * eff.compute * mb
+        attention_s = attention_flops / (bf16_peak * 1e12) / (ranks * eff.compute * mb)
     memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * GB * eff.bandwidth)
     comm_s = 0.0
-    if tp > 1:
+    if tp * pp * dp > 1:
         link = link_GBps_one_way(gpu)
         if link is None:
-            raise ValueError(f"{gpu.name} has no GPU-to-GPU or host link figure for tensor parallelism")
-        per_allreduce = tokens * m.hidden_size * BF16_BYTES * 2 * (tp - 1) / tp
-        comm_s = 2 * m.num_layers * per_allreduce / (link * GB)
+            raise ValueError(f"{gpu.name} has no GPU-to-GPU or host link figure for a multi-GPU layout")
+        moe_layers = m.num_layers - m.first_k_dense if m.is_moe else 0
+        local = tokens / dp  # the tokens of one attention rank
+        if dp > 1 and ep:
+            comm_s = pt.tp_allreduce_s(local, m.hidden_size, m.num_layers, tp, link)
+            comm_s -= pt.tp_allreduce_s(local, m.hidden_size, moe_layers, tp, link) / 2  # MoE: no all-reduce
+            comm_s += pt.all_to_all_s(local / tp, m.hidden_size, moe_layers, m.num_experts_per_tok, ranks, link)
+        elif dp > 1:  # the experts are tensor-parallel over all tp x dp ranks: one all-reduce of every token
+            comm_s = pt.tp_allreduce_s(local, m.hidden_size, m.num_layers, tp, link)
+            comm_s -= pt.tp_allreduce_s(local, m.hidden_size, moe_layers, tp, link) / 2
+            comm_s += pt.tp_allreduce_s(tokens, m.hidden_size, moe_layers, ranks, link) / 2
+        else:
+            comm_s = pt.tp_allreduce_s(tokens, m.hidden_size, m.num_layers, tp, link)
+        comm_s = comm_s / mb + pt.pp_send_s(local / mb, m.hidden_size, pp, link)
     return StepTime(
         compute_s=compute_s,
         memory_s=memory_s,
         communication_s=comm_s,
-        flops=(block_flops + other_flops) / tp,
+        flops=(block_flops + other_flops) / (ranks * mb),
         bytes=total_bytes,
         compute_known=known,
         matmul_path=path,
@@ -511,6 +572,9 @@ def _step_kw(kw: dict[str, object]) -> dict[str, object]:
         "tp": 1,
         "sparse": False,
         "weight_bytes_per_value": None,
+        "pp": 1,
+        "dp": 1,
+        "ep": False,
         **kw,
     }
 
@@ -621,6 +685,9 @@ def memory_fit(
 ) -> MemoryFit:
     """Weights + activations + KV cache against the memory of `num_gpus` GPUs (tensor-parallel).
 
+    Per GPU rank: each holds 1/num_gpus of the weights, its own activation workspace and its
+    share of every token's KV cache, which is a whole KV head when there are fewer heads than
+    GPUs and the whole latent for MLA (kv_replication), so replicated KV counts on every rank.
     `sparse` stores the block matmuls 2:4 sparse (weight_bytes(..., sparse=True)).
     """
     mem = assumptions()["memory"]
@@ -631,7 +698,7 @@ def memory_fit(
     w = weight_bytes(m, weight_dtype, sparse=sparse)
     act = activation_bytes(m, tokens) * num_gpus  # each GPU holds its own workspace (upper bound)
     kv = usable - w - act
-    per_token = kv_bytes_per_token(m, kv_dtype)
+    per_token = kv_bytes_per_token(m, kv_dtype) * kv_replication(m, num_gpus)
     return MemoryFit(capacity, usable, w, act, kv, max(0, int(kv // per_token)))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from . import costmodel as cm
 from . import vllm_memory as vm
 from .catalog import Gpu, Model, assumptions, resolve_gpu, resolve_model
-from .parallel import check_link
+from .parallel import check_link, pipeline_parallel_param, tensor_parallel_param
 from .params import ParamError, dtype_choices, gpu_param, model_param, param
 from .plotting import bar, layout
 from .plotting import figure as make_figure
@@ -53,10 +53,10 @@ VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # Ranks a layer's matmuls and KV heads are split over (--tensor-parallel-size).
-    tensor_parallel_size: int = param(1, label="Tensor parallel", unit="GPUs", min=1, max=64, step=1)
-    # Stages the layers are split into (--pipeline-parallel-size).
-    pipeline_parallel_size: int = param(1, label="Pipeline parallel", unit="stages", min=1, max=16, step=1)
+    # Ranks a layer's matmuls and KV heads are split over, and stages the layers are split into:
+    # the fields every serving simulator shares (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
     # Share of what CUDA reports that vLLM may use (--gpu-memory-utilization).
     gpu_memory_utilization: float = param(
         assumptions()["memory"]["gpu_memory_utilization"], label="GPU memory utilization", min=0.05, max=1.0, step=0.01

@@ -49,9 +49,16 @@ from typing import Any
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
 from .engine import EngineSpec, SchedulerConfig, serve, workload
-from .engine.cluster import fit_error
 from .engine.steptime import StepCost, attention_keys
-from .parallel import check_link
+from .parallel import (
+    check_serving,
+    data_parallel_param,
+    expert_parallel_param,
+    layout_of,
+    pipeline_parallel_param,
+    pooled_kv_tokens,
+    tensor_parallel_param,
+)
 from .params import ParamError, dtype_choices, gpu_param, model_param, param
 from .plotting import MARKERS, PALETTE, layout, line
 from .plotting import figure as make_figure
@@ -91,8 +98,11 @@ EX = running_example()
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # Tensor-parallel GPUs per replica.
-    num_gpus: int = param(1, label="GPUs (tensor parallel)", min=1, max=8, step=1)
+    # The parallel layout of a replica, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+    data_parallel_size: int = data_parallel_param()
+    enable_expert_parallel: bool = expert_parallel_param()
     weight_dtype: str = param(EX["weight_dtype"], label="Weight format", choices=dtype_choices())
     kv_dtype: str = param(EX["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
     # The followed request (request view) and the point marked on the grid (operating points).
@@ -115,11 +125,8 @@ class Params:
     prefix_share: float = param(0.4, label="Shared prefix share of the prompt", min=0.0, max=1.0, step=0.05)
 
     def check(self) -> None:
-        check_link(self.gpu, self.num_gpus, "num_gpus")
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        why = fit_error(m, gpu, tp=self.num_gpus, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
-        if why:
-            raise ParamError("model", why)
+        check_serving(m, gpu, layout_of(self), weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
         need = (self.prompt_tokens + self.output_tokens) * cm.kv_bytes_per_token(m, self.kv_dtype)
         if self.kv_budget_GiB * cm.GiB < need:
             raise ParamError(
@@ -183,8 +190,8 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
         sched,
         weight_dtype=p.weight_dtype,
         kv_dtype=p.kv_dtype,
-        tp=p.num_gpus,
         block_size=p.block_size,
+        **layout_of(p).cost_kw(),
         num_blocks=blocks,
     )
     served = serve([*reqs, me], spec, keep_log=True)
@@ -226,10 +233,9 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
 
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    cost = EngineSpec(m, gpu, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype, tp=p.num_gpus).step_cost()
-    capacity = cm.memory_fit(
-        m, gpu, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype
-    ).kv_token_capacity
+    lay = layout_of(p)
+    cost = EngineSpec(m, gpu, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype, **lay.cost_kw()).step_cost()
+    capacity = pooled_kv_tokens(m, gpu, lay, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
     grid = [
         {"batch": b, "context": c, **operating_point(cost, capacity, b, c, p.output_tokens, p.prefix_share)}
         for c in CONTEXTS

@@ -22,7 +22,14 @@ from typing import Any
 
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
-from .parallel import check_fit, check_link, tensor_parallel_param
+from .parallel import (
+    check_layout,
+    data_parallel_param,
+    expert_parallel_param,
+    layout_of,
+    pipeline_parallel_param,
+    tensor_parallel_param,
+)
 from .params import ParamError, dtype_choices, engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
@@ -84,8 +91,11 @@ class Params:
     )
     # Identical requests sharing every forward pass.
     batch_size: int = param(1, label="Batch size", unit="requests", min=1, max=1024, step=1, log=True)
-    # GPUs the model is split over (tensor parallel); the fit is vLLM's (simulators/parallel.py).
+    # The parallel layout, as vLLM's flags; the fit is vLLM's, per GPU rank (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+    data_parallel_size: int = data_parallel_param()
+    enable_expert_parallel: bool = expert_parallel_param()
     weight_dtype: str = param(running_example()["weight_dtype"], label="Weight format", choices=dtype_choices())
     kv_dtype: str = param(
         running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4")
@@ -104,11 +114,10 @@ class Params:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
         if self.prompt_tokens + self.output_tokens > 2 * max(m.max_context_tokens, 131_072):
             raise ParamError("output_tokens", "prompt plus output is far beyond any context this model supports")
-        check_link(gpu, self.tensor_parallel_size, "tensor_parallel_size")
-        check_fit(
+        check_layout(
             m,
             gpu,
-            self.tensor_parallel_size,
+            layout_of(self),
             weight_dtype=self.weight_dtype,
             kv_dtype=self.kv_dtype,
             context=self.prompt_tokens + self.output_tokens,
@@ -146,7 +155,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "weight_dtype": p.weight_dtype,
         "kv_dtype": p.kv_dtype,
         "eff": cm.efficiency(p.ideal, p.engine),
-        "tp": p.tensor_parallel_size,
+        **layout_of(p).cost_kw(),
     }
     prefill = cm.step_time(m, gpu, [(p.prompt_tokens, 0)] * p.batch_size, **kw)
     first = cm.decode_step_time(m, gpu, [p.prompt_tokens] * p.batch_size, **kw)

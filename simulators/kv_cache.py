@@ -20,6 +20,7 @@ from typing import Any
 
 from . import costmodel as cm
 from .catalog import Model, resolve_gpu, resolve_model, running_example
+from .parallel import Layout, vllm_kv_tokens
 from .params import dtype_choices, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line
@@ -32,6 +33,8 @@ METRICS = {
     "kv_GiB_per_sequence": ("KV cache per sequence", "GiB"),
     "kv_token_capacity": ("KV tokens that fit", "tokens"),
     "max_concurrent_sequences": ("Sequences that fit at this context", "sequences"),
+    "vllm_kv_tokens": ("KV tokens vLLM would log (its accounting, per GPU rank)", "tokens"),
+    "vllm_max_concurrent_sequences": ("Sequences of this context in vLLM's KV cache", "sequences"),
     "weights_GB": ("Weights", "GB"),
     "flops_with_cache": ("Work to generate, with a KV cache", "FLOP"),
     "flops_without_cache": ("Work to generate, recomputing", "FLOP"),
@@ -58,7 +61,8 @@ class Params:
     weight_dtype: str = param("bf16", label="Weight format", choices=dtype_choices())
     # Tokens in the sequence: prompt plus generated output.
     context_tokens: int = param(8192, label="Context length", unit="tokens", min=1, max=1_048_576, step=1, log=True)
-    # GPUs the model is split over (tensor parallel): their memory adds up.
+    # GPUs the model is split over (tensor parallel): each holds its share of the weights and of
+    # every token's KV heads (a whole head when there are fewer heads than GPUs; MLA: all of it).
     num_gpus: int = param(1, label="GPUs", min=1, max=8, step=1)
 
 
@@ -93,6 +97,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)
     fit = cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
     held = cm.kv_tokens_held(m, p.context_tokens)
+    # What vLLM would log for the same GPUs as a tensor-parallel layout (deployment's accounting).
+    vllm_tokens = vllm_kv_tokens(m, gpu, Layout(p.num_gpus), weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
     prompt = min(running_example()["prompt_tokens"], p.context_tokens)
     with_cache = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=True)
     without = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=False)
@@ -107,6 +113,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     notes = []
     if p.context_tokens > m.max_context_tokens:
         notes.append(f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer is extrapolation.")
+    if m.num_heads % p.num_gpus:
+        notes.append(f"vLLM cannot split {m.name}'s {m.num_heads} attention heads over {p.num_gpus} GPUs.")
     if m.sliding_window:
         notes.append(
             f"{m.name} uses a {m.sliding_window:,}-token sliding window, so a sequence holds at most that many tokens of cache."
@@ -121,6 +129,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "grid_tokens": grid,
         "variants": variants,
         "kv_budget_GiB": max(fit.kv_bytes, 0) / cm.GiB,
+        "vllm_budget_GiB": vllm_tokens * per_token * cm.kv_replication(m, p.num_gpus) / cm.GiB,
         "work_grid_tokens": grid,
         "work_with_cache": [
             cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=True) for c in grid
@@ -135,6 +144,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             "kv_GiB_per_sequence": per_seq / cm.GiB,
             "kv_token_capacity": fit.kv_token_capacity,
             "max_concurrent_sequences": fit.kv_token_capacity // held if fit.fits else 0,
+            "vllm_kv_tokens": vllm_tokens,
+            "vllm_max_concurrent_sequences": vllm_tokens // held if held else 0,
             "weights_GB": fit.weight_bytes / cm.GB,
             "flops_with_cache": with_cache,
             "flops_without_cache": without,
@@ -163,6 +174,10 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             6,
         )
     )
+    if r["vllm_budget_GiB"]:
+        vllm = r["vllm_budget_GiB"]
+        ends = [r["grid_tokens"][0], r["grid_tokens"][-1]]
+        data.append(line(ends, [vllm, vllm], "KV cache vLLM leaves (its accounting)", 7))
     return make_figure(
         data, layout(f"KV cache per sequence, {r['model']} ({r['kv_dtype']})", "Context (tokens)", "GiB per sequence")
     )
@@ -175,6 +190,12 @@ def summary(r: dict[str, Any], view: str) -> str:
         f"so a {r['context_tokens']:,}-token sequence holds {m['kv_GiB_per_sequence']:.2f} GiB. "
         f"After {m['weights_GB']:.1f} GB of weights, {r['num_gpus']} x {r['gpu']} has room for "
         f"{m['kv_token_capacity']:,} tokens of cache: {m['max_concurrent_sequences']:,} sequences at this length. "
+    )
+    text += (
+        f"vLLM, which starts from the memory CUDA reports and profiles its activations, would log "
+        f"{m['vllm_kv_tokens']:,} tokens: {m['vllm_max_concurrent_sequences']:,} sequences. "
+        if m["vllm_kv_tokens"]
+        else ""
     )
     if view == "work":
         text += f"Generating without a cache costs {m['recompute_ratio']:,.0f} times the work of generating with one."

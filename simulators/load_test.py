@@ -35,9 +35,16 @@ from typing import Any
 from . import guidellm_report as guidellm_report_mod
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, Slo, workload
-from .engine.cluster import fit_error
 from .engine.export import guidellm_record, to_csv
 from .engine.loadgen import LoadRun, ServedMemo
+from .parallel import (
+    check_serving,
+    data_parallel_param,
+    expert_parallel_param,
+    layout_of,
+    pipeline_parallel_param,
+    tensor_parallel_param,
+)
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
@@ -110,12 +117,15 @@ class Params:
     # Left out of the statistics at the start and at the end, as GuideLLM's --warmup and
     # --cooldown: none by default; a percent of the requests, seconds, or a number of requests.
     warmup: str = param("0", label="Warm-up and cool-down", choices=WARMUPS)
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+    data_parallel_size: int = data_parallel_param()
+    enable_expert_parallel: bool = expert_parallel_param()
 
     def check(self) -> None:
         m = resolve_model(self.model)
-        why = fit_error(m, resolve_gpu(self.gpu))
-        if why:
-            raise ParamError("model", why)
+        check_serving(m, resolve_gpu(self.gpu), layout_of(self))
         # Requests longer than the context are dropped; when the typical one is, none is served.
         typical = _lengths("fixed") if self.lengths == "fixed" else None
         need = typical.prompt + typical.output if typical else _azure_median()
@@ -180,7 +190,12 @@ def _point(r: LoadRun) -> dict[str, float]:
 def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Lengths]:
     """The simulated server, the SLO, the statistics' options (warm-up, cool-down, SLO), the lengths."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    spec = EngineSpec(
+        m,
+        gpu,
+        SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
+        **layout_of(p).cost_kw(),
+    )
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
     return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, _lengths(p.lengths)
 
@@ -243,7 +258,12 @@ def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
     """GuideLLM's default sweep of this server (model, GPU, batch slots, lengths, requests per
     run), written as the report GuideLLM 0.8.1 writes (simulators/guidellm_report.py)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    spec = EngineSpec(
+        m,
+        gpu,
+        SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
+        **layout_of(p).cost_kw(),
+    )
     return guidellm_report_mod.sweep_report(spec, p.num_requests, _lengths(p.lengths), seed)
 
 

@@ -25,9 +25,9 @@ from typing import Any
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
-from .engine.cluster import fit_error
 from .engine.metrics import downsample
-from .params import ParamError, gpu_param, model_param, param
+from .parallel import check_serving, layout_of, pipeline_parallel_param, pooled_kv_tokens, tensor_parallel_param
+from .params import gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 
@@ -76,12 +76,13 @@ class Params:
     acceptance_rate: float = param(0.8, label="Acceptance rate", min=0.0, max=0.99, step=0.01)
     # Cost of one draft step relative to one decode step of the target model.
     draft_cost_ratio: float = param(0.05, label="Draft cost / target step", min=0.0, max=1.0, step=0.01)
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        why = fit_error(m, gpu)
-        if why:
-            raise ParamError("model", why)
+        check_serving(m, gpu, layout_of(self))
 
 
 def _trace(kind: str, p: Params, seed: int, m: Any) -> list[workload.Request]:
@@ -99,7 +100,7 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) ->
         acceptance_rate=p.acceptance_rate,
         draft_cost_ratio=p.draft_cost_ratio,
     )
-    served = serve(reqs, EngineSpec(m, gpu, sched))
+    served = serve(reqs, EngineSpec(m, gpu, sched, **layout_of(p).cost_kw()))
     recs = served.records
     s = summarize(recs)
     rep = served.replicas[0]
@@ -126,7 +127,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     plain = _serve(reason_reqs, m, gpu, p, 0)
     spec = _serve(reason_reqs, m, gpu, p, p.num_speculative_tokens) if p.num_speculative_tokens else plain
     per_token = cm.kv_bytes_per_token(m)
-    capacity = cm.memory_fit(m, gpu).kv_token_capacity
+    capacity = pooled_kv_tokens(m, gpu, layout_of(p), weight_dtype="bf16", kv_dtype="bf16")
     sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
     notes = []
     if m.max_context_tokens < MAX_LEN:

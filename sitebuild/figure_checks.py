@@ -163,7 +163,7 @@ def fit_question(name: str, p: dict[str, Any]) -> dict[str, Any] | None:
     if name == "compression":  # compared with bf16 weights: the baseline must run too
         return {
             **common,
-            "num_gpus": p["num_gpus"],
+            "num_gpus": int(p.get("tensor_parallel_size", 1)) * int(p.get("pipeline_parallel_size", 1)),
             "batch_size": p["batch_size"],
             "context_tokens": p["prompt_tokens"],
         }

@@ -55,3 +55,30 @@ def test_two_fields_at_their_extremes_give_an_answer_or_field_errors(name):
             assert answer["errors"] and all(e["field"] in names | {""} for e in answer["errors"]), answer["errors"]
 
     check()
+
+
+PARALLEL = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel")
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in api.SIMULATORS if {p["name"] for p in api.schema(n)["params"]} & set(PARALLEL))
+)
+def test_parallel_layouts_at_their_extremes_give_an_answer_or_field_errors(name):
+    # Every parallel field at its extremes, with another parallel field, on unusual models and GPUs:
+    # layouts that do not divide the heads, exceed the layers, give a dense model experts or need a link.
+    fields = {p["name"]: p for p in api.schema(name)["params"]}
+    layout = [fields[f] for f in PARALLEL if f in fields]
+    names = set(fields)
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data):
+        chosen = data.draw(st.lists(st.sampled_from(layout), min_size=1, max_size=2, unique_by=lambda p: p["name"]))
+        params = {p["name"]: data.draw(st.sampled_from(extremes(p))) for p in chosen}
+        params["model"] = data.draw(st.sampled_from(MODELS))
+        params["gpu"] = data.draw(st.sampled_from(GPUS + ["h100-sxm"]))
+        answer = api.run(name, params)
+        if not answer["ok"]:
+            assert answer["errors"] and all(e["field"] in names | {""} for e in answer["errors"]), answer["errors"]
+
+    check()

@@ -121,6 +121,12 @@ def test_03_int4_gain_fades_with_batch_and_w4a16_prefill_gains_nothing() -> None
     assert m("generation", "ttft_s", weight_dtype="int4") >= m("generation", "ttft_s")
 
 
+def test_03_int4_full_is_the_most_vllm_holds_with_int4_weights() -> None:
+    # "At batch N, the most vLLM's KV cache holds with INT4 weights": N is the logged concurrency, rounded down.
+    full = scenario("03", "int4_full")["batch_size"]
+    assert full == int(m("deployment", "max_concurrency", max_model_len=2000, weight_dtype="int4"))
+
+
 def test_04_two_four_decode_gain_fades_with_batch() -> None:
     assert m("sparsity", "decode_speedup_24") > m("sparsity", "decode_speedup_24", batch_size=256)
 

@@ -24,6 +24,6 @@ def test_two_m2_ultras_are_an_answer_or_a_field_error(name, field):
 
 def test_compression_and_engine_name_the_field():
     for name in ("compression", "engine"):
-        answer = api.run(name, {"gpu": "m2-ultra", "num_gpus": 2})
-        assert not answer["ok"] and answer["errors"][0]["field"] == "num_gpus"
+        answer = api.run(name, {"gpu": "m2-ultra", "tensor_parallel_size": 2})
+        assert not answer["ok"] and answer["errors"][0]["field"] == "tensor_parallel_size"
         assert "link" in answer["errors"][0]["message"]

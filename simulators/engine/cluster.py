@@ -28,6 +28,7 @@ from typing import Any
 
 from .. import costmodel as cm
 from ..catalog import Gpu, Model
+from ..parallel import Layout, pooled_kv_tokens
 from .eventloop import Router, simulate
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
@@ -49,6 +50,10 @@ class EngineSpec:
     kv_dtype: str = "bf16"
     ideal: bool = False
     tp: int = 1
+    # Pipeline stages, data-parallel attention ranks and expert parallelism (simulators/parallel.py).
+    pp: int = 1
+    dp: int = 1
+    ep: bool = False
     # Tokens per KV block (vLLM --block-size).
     block_size: int = 16
     # "paged" blocks or "contiguous" max_model_len reservations.
@@ -78,7 +83,7 @@ class EngineSpec:
                 weight_dtype=self.weight_dtype,
                 kv_dtype=self.kv_dtype,
                 eff=cm.efficiency(self.ideal),
-                tp=self.tp,
+                **self.parallel().cost_kw(),
             )
             object.__setattr__(self, "_step_cost", cost)
         return cost
@@ -86,15 +91,18 @@ class EngineSpec:
     def blocks(self) -> int:
         if self.num_blocks is not None:
             return self.num_blocks
-        fit = cm.memory_fit(
+        tokens = pooled_kv_tokens(
             self.model,
             self.gpu,
-            num_gpus=self.tp,
+            self.parallel(),
             weight_dtype=self.weight_dtype,
             kv_dtype=self.kv_dtype,
             max_num_batched_tokens=self.sched.max_num_batched_tokens,
         )
-        return fit.kv_token_capacity // self.block_size
+        return tokens // self.block_size
+
+    def parallel(self) -> Layout:
+        return Layout(self.tp, self.pp, self.dp, self.ep)
 
 
 def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)) -> Router:
@@ -249,12 +257,23 @@ def serve(
     return Served(records(done), dropped, events, reps, log or [])
 
 
-def fit_error(model: Model, gpu: Gpu, *, tp: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> str | None:
-    """Why the model cannot be served on this GPU (weights leave no KV memory), or None."""
-    fit = cm.memory_fit(model, gpu, num_gpus=tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    if fit.kv_token_capacity >= 4096:
+def fit_error(
+    model: Model,
+    gpu: Gpu,
+    *,
+    tp: int = 1,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    layout: Layout | None = None,
+) -> str | None:
+    """Why the model cannot be served on this layout (weights leave no KV memory), or None."""
+    lay = layout or Layout(tp)
+    tokens = pooled_kv_tokens(model, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    if tokens >= 4096:
         return None
+    weights = cm.weight_bytes(model, weight_dtype)
     return (
-        f"{model.name} needs {fit.weight_bytes / cm.GB:,.0f} GB of weights; {tp} x {gpu.name} leaves "
-        f"room for only {fit.kv_token_capacity:,} tokens of KV cache. Pick a smaller model or a larger GPU."
+        f"{model.name} needs {weights / cm.GB:,.0f} GB of weights; {lay.describe()} of {gpu.name} leave "
+        f"room for only {tokens:,} tokens of KV cache. Use more GPUs (tensor or pipeline parallel), "
+        "a smaller model or a larger GPU."
     )

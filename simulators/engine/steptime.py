@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import costmodel as cm
+from .. import parallel_time as pt
 from ..catalog import Gpu, Model
 
 
@@ -36,9 +37,15 @@ class StepCost:
 
     def __init__(self, model: Model, gpu: Gpu, **kw: Any):
         self.model, self.gpu, self.kw = model, gpu, kw
+        # A pipeline's round divides a one-pass step by its micro-batches, m = min(sequences, pp):
+        # the coefficients are read off a pass with pp = 1, and parts() divides (parallel_time.py).
+        self.pp, self.dp = kw.get("pp", 1), kw.get("dp", 1)
+        one_pass = {**kw, "pp": 1}
+        link = cm.link_GBps_one_way(gpu) if self.pp > 1 else None
+        self.hop = pt.pp_send_s(1 / self.dp, model.hidden_size, self.pp, link) if link else 0.0
 
         def step(seqs: list[tuple[int, int]]) -> cm.StepTime:
-            return cm.step_time(model, gpu, seqs, **kw)
+            return cm.step_time(model, gpu, seqs, **one_pass)
 
         self._step = step
         a, b, d = step([(1, 0)]), step([(2, 0)]), step([(1, 1)])
@@ -64,8 +71,18 @@ class StepCost:
             self._weights[tokens] = w
         return w
 
+    def micro_batches(self, num_seqs: int) -> int:
+        return pt.micro_batches(-(-num_seqs // self.dp), self.pp)
+
     def parts(self, tokens: int, num_seqs: int, keys: float, kv: float) -> tuple[float, float, float]:
         """(compute_s, memory_s, communication_s) of a batch given its four sums."""
+        if self.pp > 1:
+            mb = self.micro_batches(num_seqs)
+            return (
+                (self.x * tokens + self.y * num_seqs + self.z * keys) / mb,
+                self.weights_s(-(-tokens // mb)) + self.v * kv / mb,
+                (self.u + self.hop) * tokens / mb,
+            )
         return (
             self.x * tokens + self.y * num_seqs + self.z * keys,
             (self.weights_s(tokens) if self.moe else self._weights[1])
@@ -97,6 +114,11 @@ class StepCost:
         """
         tokens = batch * q
         c0 = self.x * tokens + self.y * batch + self.z * (q * sum_context + batch * q * (q + 1) // 2)
+        if self.pp > 1:  # a pipeline round: see parts()
+            mb = self.micro_batches(batch)
+            m0 = self.weights_s(-(-tokens // mb)) + self.v * (sum_held + tokens) / mb
+            comm = (self.u + self.hop) * tokens / mb
+            return c0 / mb, self.z * q * batch / mb, m0, self.v * held_growth / mb, comm
         m0 = (self.weights_s(tokens) if self.moe else self._weights[1]) + self.v * (sum_held + tokens)
         return c0, self.z * q * batch, m0, self.v * held_growth, self.u * tokens
 

@@ -1,0 +1,67 @@
+"""What splitting one model over several GPUs adds to, or takes from, a forward pass's time.
+
+Pure formulas of plain numbers, used by costmodel.step_time (the one cost model) for a layout
+of `tp` tensor-parallel ranks, `pp` pipeline stages and, for a mixture of experts, `dp`
+data-parallel attention ranks whose experts are spread over tp x dp ranks (expert parallelism).
+
+- Tensor parallelism (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053, section 3): each
+  attention block and each MLP ends in one all-reduce of the layer's output, tokens x hidden
+  values; a ring all-reduce over n ranks sends and receives 2 (n - 1) / n of those bytes per rank
+  (Patarasuk and Yuan 2009), over one direction of the link.
+- Pipeline parallelism: each stage holds layers / pp of the layers and passes its output, vLLM's
+  IntermediateTensors ("hidden_states" and "residual", tokens x hidden each), to the next stage.
+  vLLM keeps pp batches in flight ("PP requires PP-size concurrent batches to fill the
+  pipeline": vllm/config/vllm.py, max_concurrent_batches), so the running requests are served as
+  m = min(sequences, pp) micro-batches, each passing through every stage. A token of every
+  sequence takes one round of pp stage-times of a micro-batch (GPipe, Huang et al. 2019, arXiv
+  1811.06965: with fewer micro-batches than stages, stages wait; the bubble). Per round,
+  compute is F / m and memory is W(ceil(tokens / m)) + KV / m, since each stage reads its weights once
+  per micro-batch: pipelining adds GPUs' memory, not bandwidth per token, to a memory-bound decode.
+- Expert parallelism with data-parallel attention (vLLM --enable-expert-parallel with
+  --data-parallel-size; DeepSeek-V3 technical report, arXiv 2412.19437, section 3.4): each
+  of dp attention ranks (each tp wide) runs its own 1/dp of the sequences with its own copy of
+  the non-expert weights; the routed experts are spread over ep = tp x dp ranks, each holding
+  E / ep whole experts. Each MoE layer sends every token's hidden state to its k experts and
+  gathers the results back (dispatch and combine, two all-to-alls), of which (ep - 1) / ep leaves
+  the rank under uniform routing. Both in bf16 here (DeepSeek-V3 dispatches in FP8).
+
+Left out: overlap of communication with compute (DeepSeek's dual micro-batches, NCCL
+overlap), load imbalance between experts or stages, and link latency.
+"""
+
+from __future__ import annotations
+
+BF16_BYTES = 2
+
+
+def ring_allreduce_bytes(payload_bytes: float, n: int) -> float:
+    """Bytes one rank sends (and receives) in a ring all-reduce of `payload_bytes` over n ranks."""
+    return payload_bytes * 2 * (n - 1) / n if n > 1 else 0.0
+
+
+def tp_allreduce_s(tokens: float, hidden: int, layers: int, tp: int, link_GBps: float) -> float:
+    """Two all-reduces per layer (after attention and after the MLP) of tokens x hidden bf16 values."""
+    return 2 * layers * ring_allreduce_bytes(tokens * hidden * BF16_BYTES, tp) / (link_GBps * 1e9)
+
+
+def micro_batches(num_seqs: int, pp: int) -> int:
+    """Batches in flight in a pipeline of pp stages: pp, or one per sequence when fewer."""
+    return max(1, min(num_seqs, pp))
+
+
+def pp_send_s(tokens: float, hidden: int, pp: int, link_GBps: float) -> float:
+    """A micro-batch's trip between stages: pp - 1 sends of hidden_states and residual."""
+    return (pp - 1) * 2 * tokens * hidden * BF16_BYTES / (link_GBps * 1e9)
+
+
+def bubble_share(num_seqs: int, pp: int) -> float:
+    """Share of stage time idle in a round: 1 - m / pp (0 when every stage has a micro-batch)."""
+    return 1.0 - micro_batches(num_seqs, pp) / pp
+
+
+def all_to_all_s(tokens: float, hidden: int, moe_layers: int, top_k: int, ep: int, link_GBps: float) -> float:
+    """Dispatch and combine of `tokens` tokens (one rank's) in every MoE layer over ep ranks."""
+    if ep <= 1:
+        return 0.0
+    per_layer = 2 * tokens * top_k * hidden * BF16_BYTES * (ep - 1) / ep
+    return moe_layers * per_layer / (link_GBps * 1e9)
