@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -64,10 +63,8 @@ def figures():
 
 @pytest.fixture(scope="module")
 def rendered(figures):
-    start = time.perf_counter()
     svgs = [render(fig, f"chart-{i}") for i, (_, fig) in enumerate(figures)]
-    elapsed = time.perf_counter() - start
-    return [(label, fig, svg) for (label, fig), svg in zip(figures, svgs, strict=True)], elapsed
+    return [(label, fig, svg) for (label, fig), svg in zip(figures, svgs, strict=True)]
 
 
 def _visible_traces(fig):
@@ -83,7 +80,7 @@ def _finite(v):
 
 
 def test_every_simulator_figure_renders_as_safe_accessible_svg(rendered):
-    results, _ = rendered
+    results = rendered
     for label, fig, svg in results:
         root = ET.fromstring(svg)
         assert root.tag == SVG + "svg", label
@@ -111,7 +108,7 @@ def test_every_simulator_figure_renders_as_safe_accessible_svg(rendered):
 
 
 def test_one_series_per_trace_with_every_point_drawn(rendered):
-    results, _ = rendered
+    results = rendered
     for label, fig, svg in results:
         root = ET.fromstring(svg)
         groups = {int(g.get("data-trace")): g for g in root.iter(SVG + "g") if g.get("class") == "sc-series"}
@@ -142,7 +139,7 @@ def _marker_count(series):
 
 
 def test_legend_has_an_entry_with_a_swatch_for_every_named_trace(rendered):
-    results, _ = rendered
+    results = rendered
     for label, fig, svg in results:
         root = ET.fromstring(svg)
         named = [i for i, t in _visible_traces(fig) if t.get("name") and t.get("showlegend") is not False]
@@ -171,17 +168,15 @@ def test_legend_has_an_entry_with_a_swatch_for_every_named_trace(rendered):
                     assert any(el.tag == SVG + "use" for el in swatch), (label, trace["name"])
 
 
-def test_rendering_every_figure_is_fast(rendered):
-    results, elapsed = rendered
-    assert len(results) > 100
-    # A budget per figure (5 ms), so that a larger catalogue (more scenarios) does not fail it.
-    assert elapsed / len(results) < 0.005, f"{len(results)} figures took {elapsed:.2f} s"
+def test_every_scenario_renders(rendered):
+    # How long rendering takes is printed by scripts/bench_static_chart.py, never asserted here.
+    assert len(rendered) > 100
 
 
 def test_the_stylesheet_styles_the_classes_the_svg_uses(rendered):
     css = (ROOT / "docs/assets/css/static-chart.css").read_text()
     used = set()
-    for _, _, svg in rendered[0]:
+    for _, _, svg in rendered:
         used |= {c for value in re.findall(r'class="([^"]+)"', svg) for c in value.split()}
     for cls in ("sim-static-chart", "sc-text", "sc-grid", "sc-zero", "sc-title", "sc-axis-title", "sc-bg"):
         assert cls in used and f".{cls}" in css, cls
