@@ -120,7 +120,7 @@ class Params:
         help="id=price pairs replacing the cited defaults, e.g. 'h100-sxm=2.1, l4=0.7'; a GPU without a price is left out.",
     )  # fmt: skip
     # Requests per engine run (10% left out at each end).
-    num_requests: int = param(400, label="Requests per engine run", min=100, max=4000, step=100, log=True)
+    num_requests: int = param(300, label="Requests per engine run", min=100, max=4000, step=100, log=True)
 
     def check(self) -> None:
         m = resolve_model(self.model)
@@ -130,6 +130,28 @@ class Params:
             raise ParamError("prices", "none of the GPUs allowed has a price: give one, e.g. 'l40s=1.2'")
         if self.lengths == "fixed" and self.prompt_tokens + self.output_tokens > m.max_context_tokens:
             raise ParamError("output_tokens", f"prompt plus output exceed {m.name}'s {m.max_context_tokens:,} tokens")
+        if self.lengths == "fixed":  # what no configuration can do, whatever the rate
+            _impossible(self, m, chosen)
+
+
+def _impossible(p: Params, m: Any, chosen: list[Gpu]) -> None:
+    best = ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, p.prompt_tokens + p.output_tokens)
+    if not best["fits"]:
+        raise ParamError(
+            "max_gpus", f"{m.name} does not fit on {p.max_gpus} or fewer of the GPUs allowed in any weight format tried"
+        )
+    if best["ttft_s"] > p.ttft_slo_s:
+        raise ParamError(
+            "ttft_slo_s",
+            f"cannot be met: a {p.prompt_tokens:,}-token prefill alone takes at least {best['ttft_s'] * 1e3:,.1f} ms "
+            f"(on {best['ttft_at']}, the fastest layout allowed)",
+        )
+    if best["tpot_s"] > p.tpot_slo_s:
+        raise ParamError(
+            "tpot_slo_s",
+            f"cannot be met: one decode step alone takes at least {best['tpot_s'] * 1e3:,.2f} ms "
+            f"(on {best['tpot_at']}, the fastest layout allowed)",
+        )
 
 
 def _drawn(p: Params, cap: int) -> list[tuple[int, int]]:
@@ -186,7 +208,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
 
         def meets(r: int) -> dict[str, Any] | None:
             nonlocal runs
-            rate = p.request_rate_per_s / r
+            rate = ss.grid_rate(p.request_rate_per_s / r)
             key = ("run", *base, lay.label, b.num_blocks, rate, seed)  # noqa: B023
             got = memo.get_or_make(key, lambda: ss.engine_run(m, lay, b.num_blocks, drawn, rate, seed))  # noqa: B023
             runs += 1
@@ -212,20 +234,26 @@ def _fewest(
     low: int, guess: int, top: int, meets: Callable[[int], Any], beaten: Callable[[int], bool]
 ) -> tuple[int, Any] | None:
     """The fewest replicas in [low, top] that meet the targets, and the verdict; None if none does
-    (or if every count left costs more than the ranked table's last entry). From the guess, down
-    while the engine still meets the targets (fewer replicas only load each one more), else up."""
-    r = max(low, guess)
-    got = meets(r) if r <= top else None
-    if got is not None:
-        while r > low and (fewer := meets(r - 1)) is not None:
-            r, got = r - 1, fewer
-        return r, got
-    for more in range(r + 1, top + 1):
-        if beaten(more):
+    (or if every count left costs more than the ranked table's last entry). Fewer replicas only
+    load each one more, so meeting the targets is taken as monotone in the count: from the guess,
+    double upwards until a count meets them, then halve the interval down to the fewest."""
+    fail, r, got = low - 1, max(low, min(guess, top)), None
+    step = 1
+    while got is None:
+        if r > top or beaten(r):
             return None
-        if (got := meets(more)) is not None:
-            return more, got
-    return None
+        got = meets(r)
+        if got is None:
+            fail, r, step = r, r + step, step * 2
+    ok = r
+    while ok - fail > 1:
+        mid = (ok + fail) // 2
+        answer = meets(mid)
+        if answer is None:
+            fail = mid
+        else:
+            ok, got = mid, answer
+    return ok, got
 
 
 def _unusable(m: Any, lay: ss.Layout) -> str:

@@ -22,7 +22,8 @@ layout times a number of replicas (data parallel). The search:
    however short the run) and the engine's percentiles of TTFT and TPOT are within the targets.
 
 Runs are kept in a memo keyed by everything they depend on (not the SLO targets), so a change
-of target or percentile re-ranks without running the engine again.
+of target or percentile re-ranks without running the engine again; the rate per replica is
+rounded up to a grid of 4.4% steps (`grid_rate`), so nearby request rates share runs too.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from .engine.scheduler import vllm_serve_defaults
 from .engine.steptime import attention_keys
 
 TP_SIZES = (1, 2, 4, 8)
+GRID_PER_OCTAVE = 16  # per-replica rates are rounded up to 2^(k / 16): 4.4% steps
 WARMUP = "10%"  # left out at both ends of each engine run (GuideLLM's --warmup / --cooldown)
 
 
@@ -138,19 +140,20 @@ def bounds(m: Model, layout: Layout, a: vm.VllmMemory, drawn: list[tuple[int, in
 
 
 def _estimate(drawn: list[tuple[int, int]], most: int, decode: Any, prefill: Any, itl_target: float) -> float:
-    """Requests per second at the largest batch b (a power of two up to `most`) whose mean gap,
-    b x prefill / (output - 1) + one decode step at the mean context, is within the ITL target."""
+    """Requests per second at the largest batch b <= `most` whose mean gap, b x prefill / (output
+    - 1) + one decode step at the mean context, is within the ITL target (found by bisection)."""
     prompt = sum(p for p, _ in drawn) / len(drawn)
     steps = max(1.0, sum(o - 1 for _, o in drawn) / len(drawn))
     prefill_s = cm.roofline_s(*prefill(round(prompt)))
-    best, b = 0.0, 1
-    while b <= most:
-        step = decode(b, round(prompt + steps / 2))
-        if b * prefill_s / steps + step > itl_target and best:
-            break
-        best = b / (b * prefill_s + steps * step)
-        b *= 2
-    return best
+
+    def gap(b: int) -> float:
+        return b * prefill_s / steps + decode(b, round(prompt + steps / 2))
+
+    lo, hi = 1, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if gap(mid) <= itl_target else (lo, mid - 1)
+    return lo / (lo * prefill_s + steps * decode(lo, round(prompt + steps / 2)))
 
 
 def replicas_needed(rate: float, b: Bounds) -> int:
@@ -162,6 +165,12 @@ def replicas_guess(rate: float, b: Bounds, itl_target: float) -> int:
     """Where the engine search starts: the estimate's replica count, never below the bound's."""
     estimate = b.rate_estimate(itl_target)
     return max(replicas_needed(rate, b), math.ceil(rate / estimate) if estimate > 0 else 1)
+
+
+def grid_rate(rate: float) -> float:
+    """`rate` rounded up to the next point of the grid: runs are shared between nearby rates (a
+    memo hit), and the engine is asked about a slightly higher load, so a verdict errs safe."""
+    return float(2 ** (math.ceil(GRID_PER_OCTAVE * math.log2(rate) - 1e-9) / GRID_PER_OCTAVE))
 
 
 def engine_run(
@@ -180,3 +189,29 @@ def verdict(run: dict[str, float], q: str, ttft_slo_s: float, tpot_slo_s: float)
     ok = ttft <= ttft_slo_s and tpot <= tpot_slo_s and run["num_dropped"] == 0
     headroom = 1 - max(ttft / ttft_slo_s, tpot / tpot_slo_s)
     return {"ttft_s": ttft, "tpot_s": tpot, "meets": ok, "headroom": headroom}
+
+
+def best_case(
+    m: Model, gpus: list[Gpu], max_gpus: int, formats: str, prompt: int, max_model_len: int
+) -> dict[str, Any]:
+    """The most any allowed layout can do: the lowest TTFT and ITL floors over the layouts that fit
+    (cost model, course efficiencies, as the engine), and whether any fits at all."""
+    best: dict[str, Any] = {"fits": False, "ttft_s": math.inf, "tpot_s": math.inf, "ttft_at": "", "tpot_at": ""}
+    for gpu in gpus:
+        for dtype in weight_formats(gpu, formats):
+            for tp in (t for t in TP_SIZES if t <= max_gpus and m.num_heads % t == 0):
+                if tp > 1 and cm.link_GBps_one_way(gpu) is None:
+                    continue
+                a = memory(m, Layout(gpu, tp, dtype, 0.0), max_model_len)
+                if a is None or not a.fits:
+                    continue
+                kw: dict[str, Any] = {"weight_dtype": dtype, "eff": cm.efficiency(False), "tp": tp}
+                ttft = cm.prefill_time(m, gpu, prompt, **kw).time_s
+                tpot = cm.decode_step_time(m, gpu, [prompt], **kw).time_s
+                where = f"{tp} x {gpu.id} ({dtype})"
+                best["fits"] = True
+                if ttft < best["ttft_s"]:
+                    best.update(ttft_s=ttft, ttft_at=where)
+                if tpot < best["tpot_s"]:
+                    best.update(tpot_s=tpot, tpot_at=where)
+    return best

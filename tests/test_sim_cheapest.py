@@ -1,0 +1,144 @@
+"""Cheapest deployment for an SLO: the search against brute force over the engine, refusals, chart and table."""
+
+import itertools
+import json
+
+import plotly.graph_objects as go
+import pytest
+
+from simulators import api, catalog, cheapest, params
+from simulators import sizing_search as ss
+
+LLAMA3_8B = catalog.models()["llama-3-8b"]
+# A small case to check by hand: two GPU types, at most two GPUs, BF16 only, short fixed requests.
+SMALL = {
+    "gpus": "l40s, h100-sxm",
+    "max_gpus": 2,
+    "weight_formats": "bf16",
+    "request_rate_per_s": 12.0,
+    "prompt_tokens": 1000,
+    "output_tokens": 100,
+    "ttft_slo_s": 0.3,
+    "tpot_slo_s": 0.03,
+    "num_requests": 200,
+}
+
+
+def _run(**kw):
+    return cheapest.run(params.parse(cheapest.Params, kw))
+
+
+def _brute_force(kw, q="90"):
+    """Every GPU x TP x replica count up to max_gpus that vLLM would start, each served by the
+    engine: the cheapest that meets both targets. No bound, no order, no early stop."""
+    prices = cheapest.parse_prices("")
+    drawn = [(kw["prompt_tokens"], kw["output_tokens"])] * kw["num_requests"]
+    best = None
+    for gid, tp in itertools.product([g.strip() for g in kw["gpus"].split(",")], (1, 2)):
+        lay = ss.Layout(catalog.gpus()[gid], tp, "bf16", prices[gid])
+        a = ss.memory(LLAMA3_8B, lay, kw["prompt_tokens"] + kw["output_tokens"])
+        if a is None or not a.fits:
+            continue
+        for r in range(1, kw["max_gpus"] // tp + 1):
+            rate = ss.grid_rate(kw["request_rate_per_s"] / r)
+            got = ss.engine_run(LLAMA3_8B, lay, a.num_blocks, drawn, rate, 0)
+            ttft, tpot = got[f"ttft_s_p{q}"], got[f"tpot_s_p{q}"]
+            if ttft <= kw["ttft_slo_s"] and tpot <= kw["tpot_slo_s"] and got["num_dropped"] == 0:
+                cost = r * tp * lay.price_per_gpu_h
+                if best is None or cost < best[0]:
+                    best = (cost, gid, tp, r, ttft, tpot)
+    return best
+
+
+def test_the_search_finds_what_brute_force_over_the_engine_finds():
+    r = _run(**SMALL)
+    best = _brute_force(SMALL)
+    assert best is not None and r["found"]
+    cost, gid, tp, replicas, ttft, tpot = best
+    top = r["table"][0]
+    assert top["usd_per_hour"] == pytest.approx(cost)
+    assert (top["num_gpus"], top["tensor_parallel_size"], top["replicas"]) == (tp * replicas, tp, replicas)
+    assert top["gpu"] == catalog.gpus()[gid].name
+    assert (top["ttft_s"], top["tpot_s"]) == pytest.approx((ttft, tpot))
+    # $ per million output tokens: the price of an hour over the tokens made in it
+    assert top["usd_per_million_output_tokens"] == pytest.approx(cost / (3600 * 12.0 * 100) * 1e6)
+
+
+def test_a_tighter_target_never_makes_the_answer_cheaper_and_brute_force_agrees():
+    tight = {**SMALL, "tpot_slo_s": 0.012}
+    best = _brute_force(tight)
+    r = _run(**tight)
+    if best is None:
+        assert not r["found"] and "No configuration meets" in cheapest.summary(r, "cost")
+    else:
+        assert r["table"][0]["usd_per_hour"] == pytest.approx(best[0])
+        assert r["table"][0]["usd_per_hour"] >= _run(**SMALL)["table"][0]["usd_per_hour"]
+
+
+def test_the_table_is_ranked_and_every_row_meets_the_targets():
+    r = _run()
+    rows = r["table"]
+    assert 1 <= len(rows) <= cheapest.TOP
+    assert [x["usd_per_hour"] for x in rows] == sorted(x["usd_per_hour"] for x in rows)
+    for x in rows:
+        assert x["ttft_s"] <= r["ttft_slo_s"] and x["tpot_s"] <= r["tpot_slo_s"]
+        assert 0 <= x["headroom"] < 1
+        assert x["usd_per_hour"] == pytest.approx(x["num_gpus"] * r["prices_usd_per_hour"][x["config"].split()[2]])
+
+
+@pytest.mark.parametrize(
+    ("kw", "field", "words"),
+    [
+        ({"ttft_slo_s": 0.001}, "ttft_slo_s", "cannot be met"),
+        ({"tpot_slo_s": 0.0001}, "tpot_slo_s", "cannot be met"),
+        ({"model": "llama-3.1-405b", "max_gpus": 2}, "max_gpus", "does not fit"),
+        ({"prices": "h100-sxm=abc"}, "prices", "id=USD per hour"),
+        ({"prices": "nope=1"}, "prices", "unknown GPU"),
+        ({"gpus": "t4"}, "prices", "has a price"),
+        ({"gpus": "h100-sxm, warp-drive"}, "gpus", "unknown GPU"),
+    ],
+)
+def test_impossible_inputs_are_field_errors(kw, field, words):
+    answer = api.run("cheapest", kw)
+    assert not answer["ok"]
+    (error,) = answer["errors"]
+    assert error["field"] == field and words in error["message"]
+
+
+def test_a_reader_price_replaces_the_default_and_changes_the_ranking():
+    cheap_h100 = _run(**{**SMALL, "prices": "h100-sxm=0.01"})
+    assert "h100-sxm" in cheap_h100["table"][0]["config"]
+    assert cheap_h100["prices_usd_per_hour"]["h100-sxm"] == 0.01
+
+
+def test_the_price_table_cites_its_source():
+    from simulators.catalog import _load
+
+    table = _load("gpu_prices.toml")
+    assert "runpod" in table["source"]
+    for gid, row in table.items():
+        if isinstance(row, dict):
+            assert gid in catalog.gpus() and row["usd_per_hour"] > 0 and row["offer"]
+
+
+def test_grid_rates_round_up_by_at_most_one_step():
+    for rate in (0.37, 1.0, 6.0, 19.99, 250.0):
+        g = ss.grid_rate(rate)
+        assert rate <= g < rate * 2 ** (1 / ss.GRID_PER_OCTAVE) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("view", [v for v, _ in cheapest.VIEWS])
+def test_charts_render_and_summaries_list_the_table(view):
+    answer = api.run("cheapest", {**SMALL, "view": view})
+    assert answer["ok"]
+    go.Figure(answer["figure"])  # plotly validates every trace and layout key
+    assert answer["summary"].count("USD") >= 2 * len(answer["result"]["table"])
+    json.dumps(answer)
+
+
+def test_cli_prints_the_ranked_table(capsys):
+    from simulators.__main__ import main
+
+    assert main(["run", "cheapest", "--set", "request_rate_per_s=5"]) == 0
+    out = capsys.readouterr().out
+    assert "usd_per_hour" in out and "1. " in out
