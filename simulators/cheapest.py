@@ -222,7 +222,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
             continue
         r, v = found
         cost = r * lay.tp * lay.price_per_gpu_h
-        row = {"config": _name(lay, r), "gpu": lay.gpu.name, "tensor_parallel_size": lay.tp, "replicas": r,
+        row = {"config": _name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp, "replicas": r,
                "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.tp, "usd_per_hour": cost,
                "usd_per_million_output_tokens": cost / (3600 * p.request_rate_per_s * out_tokens) * 1e6,
                "ttft_s": v["ttft_s"], "tpot_s": v["tpot_s"], "headroom": v["headroom"], "load": v["load"]}  # fmt: skip

@@ -15,11 +15,11 @@ SMALL = {
     "gpus": "l40s, h100-sxm",
     "max_gpus": 2,
     "weight_formats": "bf16",
-    "request_rate_per_s": 12.0,
+    "request_rate_per_s": 7.0,
     "prompt_tokens": 1000,
     "output_tokens": 100,
     "ttft_slo_s": 0.3,
-    "tpot_slo_s": 0.03,
+    "tpot_slo_s": 0.04,
     "num_requests": 200,
 }
 
@@ -30,10 +30,10 @@ def _run(**kw):
 
 def _brute_force(kw, q="90"):
     """Every GPU x TP x replica count up to max_gpus that vLLM would start, each served by the
-    engine: the cheapest that meets both targets. No bound, no order, no early stop."""
+    engine: every one that meets both targets, cheapest first. No bound, no order, no early stop."""
     prices = cheapest.parse_prices("")
     drawn = [(kw["prompt_tokens"], kw["output_tokens"])] * kw["num_requests"]
-    best = None
+    met = []
     for gid, tp in itertools.product([g.strip() for g in kw["gpus"].split(",")], (1, 2)):
         lay = ss.Layout(catalog.gpus()[gid], tp, "bf16", prices[gid])
         a = ss.memory(LLAMA3_8B, lay, kw["prompt_tokens"] + kw["output_tokens"])
@@ -44,34 +44,33 @@ def _brute_force(kw, q="90"):
             got = ss.engine_run(LLAMA3_8B, lay, a.num_blocks, drawn, rate, 0)
             ttft, tpot = got[f"ttft_s_p{q}"], got[f"tpot_s_p{q}"]
             if ttft <= kw["ttft_slo_s"] and tpot <= kw["tpot_slo_s"] and got["num_dropped"] == 0:
-                cost = r * tp * lay.price_per_gpu_h
-                if best is None or cost < best[0]:
-                    best = (cost, gid, tp, r, ttft, tpot)
-    return best
+                met.append((r * tp * lay.price_per_gpu_h, gid, tp, r, ttft, tpot))
+    return sorted(met)
 
 
 def test_the_search_finds_what_brute_force_over_the_engine_finds():
     r = _run(**SMALL)
-    best = _brute_force(SMALL)
-    assert best is not None and r["found"]
-    cost, gid, tp, replicas, ttft, tpot = best
+    met = _brute_force(SMALL)
+    assert met and r["found"]
+    cheapest_cost = met[0][0]
+    # here one H100 costs more than two L40S, and one L40S misses: the answer takes two GPUs
+    assert cheapest_cost == pytest.approx(2 * cheapest.default_prices()["l40s"])
     top = r["table"][0]
-    assert top["usd_per_hour"] == pytest.approx(cost)
-    assert (top["num_gpus"], top["tensor_parallel_size"], top["replicas"]) == (tp * replicas, tp, replicas)
-    assert top["gpu"] == catalog.gpus()[gid].name
-    assert (top["ttft_s"], top["tpot_s"]) == pytest.approx((ttft, tpot))
+    assert top["usd_per_hour"] == pytest.approx(cheapest_cost)
+    ties = [x for x in met if x[0] == pytest.approx(cheapest_cost)]
+    shape = (catalog.gpus()[top["gpu_id"]].id, top["tensor_parallel_size"], top["replicas"])
+    found = next(x for x in ties if x[1:4] == shape)  # one of the cheapest, with the engine's own figures
+    assert (top["ttft_s"], top["tpot_s"]) == pytest.approx(found[4:])
     # $ per million output tokens: the price of an hour over the tokens made in it
-    assert top["usd_per_million_output_tokens"] == pytest.approx(cost / (3600 * 12.0 * 100) * 1e6)
+    assert top["usd_per_million_output_tokens"] == pytest.approx(cheapest_cost / (3600 * 7.0 * 100) * 1e6)
 
 
 def test_a_tighter_target_never_makes_the_answer_cheaper_and_brute_force_agrees():
-    tight = {**SMALL, "tpot_slo_s": 0.012}
-    best = _brute_force(tight)
-    r = _run(**tight)
-    if best is None:
-        assert not r["found"] and "No configuration meets" in cheapest.summary(r, "cost")
-    else:
-        assert r["table"][0]["usd_per_hour"] == pytest.approx(best[0])
+    for tight in ({**SMALL, "tpot_slo_s": 0.03}, {**SMALL, "request_rate_per_s": 12.0, "tpot_slo_s": 0.012}):
+        met = _brute_force(tight)
+        r = _run(**tight)
+        assert met and r["found"]
+        assert r["table"][0]["usd_per_hour"] == pytest.approx(met[0][0])
         assert r["table"][0]["usd_per_hour"] >= _run(**SMALL)["table"][0]["usd_per_hour"]
 
 
@@ -83,7 +82,7 @@ def test_the_table_is_ranked_and_every_row_meets_the_targets():
     for x in rows:
         assert x["ttft_s"] <= r["ttft_slo_s"] and x["tpot_s"] <= r["tpot_slo_s"]
         assert 0 <= x["headroom"] < 1
-        assert x["usd_per_hour"] == pytest.approx(x["num_gpus"] * r["prices_usd_per_hour"][x["config"].split()[2]])
+        assert x["usd_per_hour"] == pytest.approx(x["num_gpus"] * r["prices_usd_per_hour"][x["gpu_id"]])
 
 
 @pytest.mark.parametrize(
