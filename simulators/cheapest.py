@@ -6,8 +6,11 @@ per-request mean gap between output tokens, what an SLO bounds), and optionally 
 and their prices. The search (simulators/sizing_search.py) tries every GPU with a price x tensor-
 parallel size 1, 2, 4, 8 x weight format the GPU runs, keeps the layouts vLLM would start, drops
 those whose closed-form floors already miss a target, and confirms the rest with the event engine,
-cheapest lower bound first, adding data-parallel replicas until the engine meets the targets. It
-stops when no unconfirmed layout can beat the last of the `TOP` configurations it ranks.
+cheapest lower bound first: for each, the highest rate per replica at which the engine meets the
+targets (independent of the request rate, so kept in the memo), hence the fewest data-parallel
+replicas. It stops when no unconfirmed layout can beat the cheapest found and `TOP` are listed:
+the first is the cheapest (as brute force over the engine finds, tests/test_sim_cheapest.py); the
+others are the cheapest of the layouts confirmed on the way, not necessarily the next cheapest.
 
 Cost: GPUs x price per GPU-hour (data/gpu_prices.toml: one provider's list prices, cited there;
 the `prices` field replaces any of them); per million output tokens: USD per hour / (3600 x rate
@@ -28,6 +31,7 @@ github.com/llm-d-incubation/llm-d-planner).
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,9 +59,10 @@ METRICS = {
     "tpot_s": ("Cheapest: ITL (TPOT) at the percentile", "s"),
     "headroom": ("Cheapest: share of the tighter target left", ""),
     "layouts_tried": ("Layouts that vLLM would start", "layouts"),
-    "engine_runs": ("Engine runs made (memo included)", "runs"),
+    "layouts_confirmed": ("Layouts confirmed with the engine", "layouts"),
 }
-TOP = 3  # configurations ranked
+TOP = 3  # configurations listed: the cheapest (proven), then the next cheapest of those confirmed
+LOW_OCTAVES = 8  # capacity searched down to 2^-8 of the rate bound
 MEMO_ENTRIES = 512
 FORMATS = [("bf16", "BF16 only"), ("bf16,fp8", "BF16, and FP8 where the GPU has FP8 tensor cores"),
            ("bf16,fp8,int4", "BF16, FP8 and INT4 weight-only")]  # fmt: skip
@@ -196,64 +201,61 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
                 candidates.append((r * tp * lay.price_per_gpu_h, lay.label, lay, b, r))
     candidates.sort(key=lambda c: (c[0], c[1]))
     ranked: list[dict[str, Any]] = []
-    runs = 0
+    confirmed = 0
 
-    def beaten(cost: float) -> bool:
-        return len(ranked) >= TOP and cost > ranked[-1]["usd_per_hour"]
+    def beaten(cost: float) -> bool:  # cannot be the cheapest, and the table is full
+        return len(ranked) >= TOP and cost > ranked[0]["usd_per_hour"]
+
+    def served(lay: ss.Layout, b: ss.Bounds, rate: float) -> dict[str, Any]:
+        got = memo.get_or_make(
+            ("run", *base, lay.label, b.num_blocks, rate, seed),
+            lambda: ss.engine_run(m, lay, b.num_blocks, drawn, rate, seed),
+        )
+        return {**ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s), "load": rate / b.rate_bound_per_s}
 
     for bound, _, lay, b, r_lo in candidates:
         if beaten(bound):
             break
-        top = p.max_gpus // lay.tp
-
-        def meets(r: int) -> dict[str, Any] | None:
-            nonlocal runs
-            rate = ss.grid_rate(p.request_rate_per_s / r)
-            key = ("run", *base, lay.label, b.num_blocks, rate, seed)  # noqa: B023
-            got = memo.get_or_make(key, lambda: ss.engine_run(m, lay, b.num_blocks, drawn, rate, seed))  # noqa: B023
-            runs += 1
-            v = ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s)
-            return {**v, "load": rate / b.rate_bound_per_s} if v["meets"] else None  # noqa: B023
-
-        found = _fewest(r_lo, min(top, ss.replicas_guess(p.request_rate_per_s, b, p.tpot_slo_s)), top, meets,
-                        lambda r: beaten(r * lay.tp * lay.price_per_gpu_h))  # noqa: B023  # fmt: skip
-        if found is None:
-            pruned.append({"config": lay.label, "why": f"misses the targets in the engine up to {p.max_gpus} GPUs"})
+        confirmed += 1
+        k = memo.get_or_make(("capacity", *base, lay.label, p.percentile, p.ttft_slo_s, p.tpot_slo_s, seed),
+                             lambda: _capacity(p, lay, b, served))  # noqa: B023  # fmt: skip
+        if k is None:
+            pruned.append({"config": lay.label, "why": "misses the targets in the engine at any load tried"})
             continue
-        r, v = found
-        cost = r * lay.tp * lay.price_per_gpu_h
-        row = {"config": _name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp, "replicas": r,
-               "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.tp, "usd_per_hour": cost,
-               "usd_per_million_output_tokens": cost / (3600 * p.request_rate_per_s * out_tokens) * 1e6,
-               "ttft_s": v["ttft_s"], "tpot_s": v["tpot_s"], "headroom": v["headroom"], "load": v["load"]}  # fmt: skip
-        ranked = sorted([*ranked, row], key=lambda x: (x["usd_per_hour"], x["config"]))[:TOP]
-    return _result(p, m.name, ranked, pruned, tried, runs, prices)
-
-
-def _fewest(
-    low: int, guess: int, top: int, meets: Callable[[int], Any], beaten: Callable[[int], bool]
-) -> tuple[int, Any] | None:
-    """The fewest replicas in [low, top] that meet the targets, and the verdict; None if none does
-    (or if every count left costs more than the ranked table's last entry). Fewer replicas only
-    load each one more, so meeting the targets is taken as monotone in the count: from the guess,
-    double upwards until a count meets them, then halve the interval down to the fewest."""
-    fail, r, got = low - 1, max(low, min(guess, top)), None
-    step = 1
-    while got is None:
-        if r > top or beaten(r):
-            return None
-        got = meets(r)
-        if got is None:
-            fail, r, step = r, r + step, step * 2
-    ok = r
-    while ok - fail > 1:
-        mid = (ok + fail) // 2
-        answer = meets(mid)
-        if answer is None:
-            fail = mid
+        r = max(r_lo, math.ceil(p.request_rate_per_s / ss.at_index(k)) - 1)
+        while ss.grid_index(p.request_rate_per_s / r) > k:
+            r += 1
+        while r * lay.tp <= p.max_gpus and not beaten(r * lay.tp * lay.price_per_gpu_h):
+            v = served(lay, b, ss.grid_rate(p.request_rate_per_s / r))
+            if v["meets"]:  # (always, unless the engine's answer is not monotone in the rate)
+                ranked = sorted(
+                    [*ranked, _row(p, lay, r, v, out_tokens)], key=lambda x: (x["usd_per_hour"], x["config"])
+                )
+                ranked = ranked[:TOP]
+                break
+            r += 1
         else:
-            ok, got = mid, answer
-    return ok, got
+            if r * lay.tp > p.max_gpus:
+                pruned.append({"config": lay.label, "why": f"needs more than {p.max_gpus} GPUs at this rate"})
+    return _result(p, m.name, ranked, pruned, tried, confirmed, prices)
+
+
+def _capacity(p: Params, lay: ss.Layout, b: ss.Bounds, served: Callable[..., dict[str, Any]]) -> int | None:
+    """The highest grid rate per replica (an index) at which the engine meets the targets, searched
+    from the closed-form estimate between the rate bound and 256 times less."""
+    high = ss.grid_index(b.rate_bound_per_s) - 1  # at or above the bound a queue grows without end
+    low = high - LOW_OCTAVES * ss.GRID_PER_OCTAVE
+    estimate = b.rate_estimate(p.tpot_slo_s)
+    guess = ss.grid_index(estimate) if estimate > 0 else high
+    return ss.highest_meeting(lambda k: bool(served(lay, b, ss.at_index(k))["meets"]), guess, low, high)
+
+
+def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
+    cost = r * lay.tp * lay.price_per_gpu_h
+    return {"config": _name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
+            "replicas": r, "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.tp, "usd_per_hour": cost,
+            "usd_per_million_output_tokens": cost / (3600 * p.request_rate_per_s * out_tokens) * 1e6,
+            "ttft_s": v["ttft_s"], "tpot_s": v["tpot_s"], "headroom": v["headroom"], "load": v["load"]}  # fmt: skip
 
 
 def _unusable(m: Any, lay: ss.Layout) -> str:
@@ -287,7 +289,7 @@ def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[di
     best = ranked[0] if ranked else None
     keys = ("usd_per_hour", "usd_per_million_output_tokens", "num_gpus", "ttft_s", "tpot_s", "headroom")
     metrics: dict[str, float] = {k: float(best[k]) if best else 0.0 for k in keys}
-    metrics.update(layouts_tried=tried, engine_runs=runs)
+    metrics.update(layouts_tried=tried, layouts_confirmed=runs)
     return {
         "model": model,
         "request_rate_per_s": p.request_rate_per_s,
@@ -335,4 +337,10 @@ def summary(r: dict[str, Any], view: str) -> str:
         f"headroom {x['headroom']:.0%}"
         for i, x in enumerate(r["table"])
     ]
-    return head + "Ranked by price: " + "; ".join(lines) + f". {len(r['pruned'])} layouts were left out."
+    return (
+        head
+        + "The cheapest, then the others the search confirmed on its way, by price (the search proves only the "
+        + "first; a layout that could not beat it was not run): "
+        + "; ".join(lines)
+        + f". {len(r['pruned'])} layouts were left out."
+    )

@@ -20,6 +20,8 @@ layout times a number of replicas (data parallel). The search:
    replica is served at rate / r and its percentiles stand for all. A configuration meets the
    SLO when its offered rate per replica is below the bound (else its queue grows without end,
    however short the run) and the engine's percentiles of TTFT and TPOT are within the targets.
+   Per layout the search finds the highest such rate on the grid below (`highest_meeting`),
+   taking "meets" as monotone in the rate; the fewest replicas follow for any request rate.
 
 Runs are kept in a memo keyed by everything they depend on (not the SLO targets), so a change
 of target or percentile re-ranks without running the engine again; the rate per replica is
@@ -161,16 +163,53 @@ def replicas_needed(rate: float, b: Bounds) -> int:
     return max(1, math.floor(rate / b.rate_bound_per_s) + 1)
 
 
-def replicas_guess(rate: float, b: Bounds, itl_target: float) -> int:
-    """Where the engine search starts: the estimate's replica count, never below the bound's."""
-    estimate = b.rate_estimate(itl_target)
-    return max(replicas_needed(rate, b), math.ceil(rate / estimate) if estimate > 0 else 1)
+def grid_index(rate: float) -> int:
+    """The grid point at or above `rate`: grid_rate(rate) == 2 ** (grid_index(rate) / GRID_PER_OCTAVE)."""
+    return math.ceil(GRID_PER_OCTAVE * math.log2(rate) - 1e-9)
+
+
+def at_index(k: int) -> float:
+    return float(2 ** (k / GRID_PER_OCTAVE))
+
+
+def highest_meeting(meets: Callable[[int], bool], guess: int, low: int, high: int) -> int | None:
+    """The highest grid index in [low, high] whose rate meets the targets, None if even `low` misses.
+
+    Meeting is taken as monotone in the rate (a higher rate per replica only loads it more): from
+    the guess, step by 1, 2, 4... up while the targets are met (down while they are not), then
+    bisect the last step. Depends only on the layout and the targets, never on the request rate,
+    so one answer serves every rate (the memo keeps it)."""
+    k = min(max(guess, low), high)
+    if meets(k):
+        ok, step = k, 1
+        while ok < high:
+            nxt = min(ok + step, high)
+            if not meets(nxt):
+                fail = nxt
+                break
+            ok, step = nxt, step * 2
+        else:
+            return ok
+    else:
+        fail, step = k, 1
+        while True:
+            if fail == low:
+                return None
+            nxt = max(fail - step, low)
+            if meets(nxt):
+                ok = nxt
+                break
+            fail, step = nxt, step * 2
+    while fail - ok > 1:
+        mid = (ok + fail) // 2
+        ok, fail = (mid, fail) if meets(mid) else (ok, mid)
+    return ok
 
 
 def grid_rate(rate: float) -> float:
     """`rate` rounded up to the next point of the grid: runs are shared between nearby rates (a
     memo hit), and the engine is asked about a slightly higher load, so a verdict errs safe."""
-    return float(2 ** (math.ceil(GRID_PER_OCTAVE * math.log2(rate) - 1e-9) / GRID_PER_OCTAVE))
+    return at_index(grid_index(rate))
 
 
 def engine_run(

@@ -74,6 +74,20 @@ def test_a_tighter_target_never_makes_the_answer_cheaper_and_brute_force_agrees(
         assert r["table"][0]["usd_per_hour"] >= _run(**SMALL)["table"][0]["usd_per_hour"]
 
 
+def test_the_capacity_search_finds_the_highest_index_that_meets_from_any_guess():
+    for edge in (-3, 0, 5, 17, 40):
+        for guess in (-10, 0, 9, 40, 99):
+            asked = []
+
+            def meets(k, edge=edge, asked=asked):
+                asked.append(k)
+                return k <= edge
+
+            found = ss.highest_meeting(meets, guess, -3, 40)
+            assert found == edge and all(-3 <= k <= 40 for k in asked)
+    assert ss.highest_meeting(lambda k: False, 7, 0, 20) is None
+
+
 def test_the_table_is_ranked_and_every_row_meets_the_targets():
     r = _run()
     rows = r["table"]
