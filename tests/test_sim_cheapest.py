@@ -155,3 +155,11 @@ def test_cli_prints_the_ranked_table(capsys):
     assert main(["run", "cheapest", "--set", "request_rate_per_s=5"]) == 0
     out = capsys.readouterr().out
     assert "usd_per_hour" in out and "1. " in out
+
+
+def test_the_answer_does_not_depend_on_what_the_memo_already_holds():
+    session = api.Session()
+    for kw in ({"request_rate_per_s": 19.0}, {"ttft_slo_s": 0.4}, {"tpot_slo_s": 0.045}, {"request_rate_per_s": 23.0}):
+        session.run_json("cheapest", json.dumps(kw))
+    for kw in ({}, {"request_rate_per_s": 21.0}):
+        assert session.run_json("cheapest", json.dumps(kw)) == api.run_json("cheapest", json.dumps(kw))
