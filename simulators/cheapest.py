@@ -213,7 +213,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     def served(lay: ss.Layout, b: ss.Bounds, rate: float) -> dict[str, Any]:
         got = memo.get_or_make(
             ("run", *base, lay.label, b.num_blocks, rate),
-            lambda: ss.engine_run(m, lay, b.num_blocks, drawn, rate, ARRIVALS_SEED),
+            lambda: ss.engine_run(b.engine, drawn, rate, ARRIVALS_SEED),
         )
         return {**ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s), "load": rate / b.rate_bound_per_s}
 

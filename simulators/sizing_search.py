@@ -72,6 +72,7 @@ class Bounds:
     # An estimate, not a bound: ITL target -> the rate at the largest batch whose decode step plus
     # its share of the prefills stays within the target (lesson 00.2's server). Where to start looking.
     rate_estimate: Callable[[float], float]
+    engine: EngineSpec  # the replica the engine serves (its step cost is kept on it)
 
 
 def weight_formats(gpu: Gpu, asked: str) -> list[str]:
@@ -138,6 +139,7 @@ def bounds(m: Model, layout: Layout, a: vm.VllmMemory, drawn: list[tuple[int, in
         bound,
         a.num_blocks,
         lambda itl_target: min(bound, _estimate(drawn, batch, decode, prefill, itl_target)),
+        engine,
     )
 
 
@@ -212,12 +214,11 @@ def grid_rate(rate: float) -> float:
     return at_index(grid_index(rate))
 
 
-def engine_run(
-    m: Model, layout: Layout, num_blocks: int, drawn: list[tuple[int, int]], rate: float, seed: int
-) -> dict[str, float]:
-    """One replica served a Poisson stream at `rate`: the engine's summary (every percentile)."""
+def engine_run(engine: EngineSpec, drawn: list[tuple[int, int]], rate: float, seed: int) -> dict[str, float]:
+    """One replica served a Poisson stream at `rate`: the engine's summary (every percentile).
+    Pass the layout's one EngineSpec (Bounds.engine): its step cost is made once and kept on it."""
     reqs = arrange("poisson", drawn, random.Random(seed), rate=rate)
-    served = serve(reqs, spec(m, layout, num_blocks), keep_series=False)
+    served = serve(reqs, engine, keep_series=False)
     out = summarize(served.records, warmup=WARMUP, cooldown=WARMUP)
     out["num_dropped"] = float(len(served.dropped))
     return out

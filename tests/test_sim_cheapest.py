@@ -41,7 +41,7 @@ def _brute_force(kw, q="90"):
             continue
         for r in range(1, kw["max_gpus"] // tp + 1):
             rate = ss.grid_rate(kw["request_rate_per_s"] / r)
-            got = ss.engine_run(LLAMA3_8B, lay, a.num_blocks, drawn, rate, 0)
+            got = ss.engine_run(ss.spec(LLAMA3_8B, lay, a.num_blocks), drawn, rate, 0)
             ttft, tpot = got[f"ttft_s_p{q}"], got[f"tpot_s_p{q}"]
             if ttft <= kw["ttft_slo_s"] and tpot <= kw["tpot_slo_s"] and got["num_dropped"] == 0:
                 met.append((r * tp * lay.price_per_gpu_h, gid, tp, r, ttft, tpot))
