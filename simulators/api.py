@@ -35,6 +35,7 @@ from typing import Any
 
 from . import (
     batching,
+    cheapest,
     cluster,
     compare_benchmark,
     compression,
@@ -59,6 +60,7 @@ from .results_cache import MAX_RESULTS, LruCache, ResultsCache
 
 SIMULATORS: dict[str, ModuleType] = {
     "batching": batching,
+    "cheapest": cheapest,
     "cluster": cluster,
     "compare_benchmark": compare_benchmark,
     "compression": compression,

@@ -22,7 +22,10 @@ Latency sample (illustrative, not measured): `num_requests` requests, each with
     TPOT_i = TPOT * exp(sigma * Z'_i) + stall_i * long_prefill_s / (output_tokens - 1)
 Z, Z' standard normal (a lognormal spread whose median is the cost-model value); slow_i and stall_i
 independent Bernoulli(tail_probability): the request waited behind, or had its decoding paused once
-by, the prefill of a long prompt of `long_prompt_tokens` (costed by the cost model). Percentiles are
+by, the prefill of a long prompt of `long_prompt_tokens` (costed by the cost model). At batch 1 no
+other request runs, so stall_i = 0. The largest batch that fits (`max_batch_fits`) is vLLM's count
+at its defaults (deployment.held_requests: KV blocks left after weights, the profiled activation
+peak and non-torch memory on one GPU, divided by the blocks of one request). Percentiles are
 nearest-rank: pXX is the ceil(XX / 100 * n)-th smallest value. The SLO holds when the chosen
 percentile of TTFT and of TPOT are both within target; goodput counts the requests that meet both
 targets themselves, and their rate when the server runs flat out.
@@ -42,6 +45,7 @@ from typing import Any
 from . import costmodel as cm
 from . import stats
 from .catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
+from .deployment import held_requests
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line, markers
@@ -168,7 +172,10 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         t1 = s["ttft_s"] * math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
         t1 += long_prefill_s if rng.random() < p.tail_probability else 0.0
         t2 = s["tpot_s"] * math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
-        t2 += long_prefill_s / (p.output_tokens - 1) if rng.random() < p.tail_probability else 0.0
+        # A stall needs another request's prefill: at batch 1 nobody else runs (the draw is kept
+        # so that the sample at every other batch stays the same).
+        stalled = rng.random() < p.tail_probability and p.batch_size > 1
+        t2 += long_prefill_s / (p.output_tokens - 1) if stalled else 0.0
         ttft.append(t1)
         tpot.append(t2)
         good += t1 <= p.ttft_slo_s and t2 <= p.tpot_slo_s
@@ -177,8 +184,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     q = int(p.percentile)
     slo_met = percentile(ttft, q) <= p.ttft_slo_s and percentile(tpot, q) <= p.tpot_slo_s
     request_rate = s["tokens_per_s"] / p.output_tokens
-    # The sweep stops where the KV cache of the batch no longer fits (costmodel.memory_fit).
-    fit_batch = cm.memory_fit(m, gpu).kv_token_capacity // (p.prompt_tokens + p.output_tokens)
+    # The sweep stops where the KV cache of the batch no longer fits, in vLLM's accounting at its
+    # defaults (deployment.held_requests: requests of prompt + output tokens held at once).
+    fit_batch = int(held_requests(m, gpu, p.prompt_tokens + p.output_tokens))
     # Batch 1 stays in the sweep even when nothing fits, so the chart still shows the bound.
     batches = [b for b in BATCH_SWEEP if b < fit_batch] + [max(fit_batch, 1)]
     sweep = [server(m, gpu, p, b) for b in batches]

@@ -154,6 +154,8 @@ def fit_question(name: str, p: dict[str, Any]) -> dict[str, Any] | None:
     if name in ("generation", "slo"):
         context = int(p["prompt_tokens"]) + int(p["output_tokens"])
         extra = {k: p[k] for k in ("weight_dtype", "kv_dtype") if k in p}
+        if name == "slo":  # slo's own capacity is vLLM's accounting (deployment), so is this check
+            extra["accounting"] = "vllm"
         return {**common, **extra, "batch_size": p["batch_size"], "context_tokens": context}
     if name in ("quantization", "sparsity", "speculative", "gpu_memory"):
         extra = {k: p[k] for k in ("weight_dtype", "kv_dtype", "num_gpus") if k in p}
@@ -172,6 +174,11 @@ def fit_question(name: str, p: dict[str, Any]) -> dict[str, Any] | None:
 
 def _fits(sims: Simulators, question: dict[str, Any]) -> dict[str, Any] | None:
     try:
+        if question.get("accounting") == "vllm":
+            asked = {k: question[k] for k in ("model", "gpu") if k in question}
+            held = sims.run("deployment", {**asked, "max_model_len": question["context_tokens"]})["metrics"]
+            count = int(held["max_concurrency"])
+            return {"fits": question["batch_size"] <= count, "max_batch_at_context": count}
         return sims.run("gpu_memory", question)["metrics"]
     except SimulatorRunError:
         return None  # e.g. a batch beyond gpu_memory's range: judged by the caller's own checks

@@ -130,3 +130,24 @@ def test_cli_json_and_validation():
     assert answer["ok"] and "p99" in answer["summary"]
     bad = json.loads(api.run_json("slo", '{"output_tokens": 1}'))
     assert bad["errors"][0]["field"] == "output_tokens"
+
+
+def test_batch_one_has_no_one_to_stall_it():
+    # Every request is hit by the tail: at batch 2 each decode waits one long prefill; at batch 1
+    # no other request runs, so TPOT stays the cost model's step (review 00.2, "stalls from nobody").
+    kw = {"jitter_sigma": 0.0, "tail_probability": 1.0, "num_requests": 100}
+    alone, pair = _run(batch_size=1, **kw), _run(batch_size=2, **kw)
+    assert alone["metrics"]["tpot_p99_s"] == pytest.approx(alone["model_tpot_s"], rel=1e-12)
+    stall = pair["long_prefill_s"] / 199
+    assert pair["metrics"]["tpot_p50_s"] == pytest.approx(pair["model_tpot_s"] + stall, rel=1e-12)
+
+
+def test_the_largest_batch_is_vllms_count_of_requests_held():
+    # vLLM v0.19 on one H100 at its defaults: KV blocks over the blocks one 2,200-token request
+    # takes (vllm_memory.account, the deployment simulator's accounting), rounded down.
+    from simulators import vllm_memory as vm
+
+    a = vm.account(LLAMA3_8B, H100, gpu_memory_utilization=0.92, max_model_len=2200, max_num_seqs=1024)
+    held = a.num_blocks / -(-2200 // 16)
+    assert _run()["metrics"]["max_batch_fits"] == math.floor(held)
+    assert api.run("deployment", {"max_model_len": 2200})["metrics"]["max_concurrency"] == pytest.approx(held)

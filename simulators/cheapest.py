@@ -1,0 +1,350 @@
+"""Cheapest deployment: the GPU, count, parallelism and weight format that meet a TTFT / ITL SLO at a rate.
+
+The reader gives a model, a request rate, the request lengths (fixed, or the course's Azure
+conversation workload), targets for the chosen percentile of TTFT and of ITL (here TPOT, the
+per-request mean gap between output tokens, what an SLO bounds), and optionally the GPUs allowed
+and their prices. The search (simulators/sizing_search.py) tries every GPU with a price x tensor-
+parallel size 1, 2, 4, 8 x weight format the GPU runs, keeps the layouts vLLM would start, drops
+those whose closed-form floors already miss a target, and confirms the rest with the event engine,
+cheapest lower bound first: for each, the highest rate per replica at which the engine meets the
+targets (independent of the request rate, so kept in the memo), hence the fewest data-parallel
+replicas. It stops when no unconfirmed layout can beat the cheapest found and `TOP` are listed:
+the first is the cheapest (as brute force over the engine finds, tests/test_sim_cheapest.py); the
+others are the cheapest of the layouts confirmed on the way, not necessarily the next cheapest.
+
+Cost: GPUs x price per GPU-hour (data/gpu_prices.toml: one provider's list prices, cited there;
+the `prices` field replaces any of them); per million output tokens: USD per hour / (3600 x rate
+x mean output tokens) x 10^6 at the offered rate. Headroom: 1 - max(p-TTFT / target, p-ITL /
+target), the share of the tighter target left unused.
+
+Not searched: pipeline parallelism (the cost model does not yet time a pipeline's bubble, so a
+PP layout could not be confirmed), expert parallelism, disaggregated prefill, prefix caching.
+The engine's runs are short (`num_requests`, 10% left out at each end): a configuration near
+its knee can pass a short run and fail a long one; raise num_requests to check the winner.
+
+References: 1) vllm-project/vllm, vllm/v1/worker/gpu_worker.py (memory); 2) Zhong et al. 2024,
+DistServe (arXiv 2401.09670), goodput under TTFT and TPOT SLOs; 3) NVIDIA AIConfigurator and
+llm-d-planner, which search the same space (github.com/ai-dynamo/aiconfigurator,
+github.com/llm-d-incubation/llm-d-planner).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import sizing_search as ss
+from .catalog import Gpu, _load, gpus, resolve_model, running_example
+from .engine import workload
+from .parallel import check_link
+from .params import ParamError, model_param, param
+from .plotting import bar, layout, markers
+from .plotting import figure as make_figure
+from .results_cache import LruCache
+
+TITLE = "Cheapest deployment for an SLO"
+DESCRIPTION = (
+    "The GPU, count, tensor parallelism and weight format that meet a TTFT and ITL target at a request "
+    "rate for the least money, found with the cost model and confirmed with the serving engine."
+)
+METRICS = {
+    "usd_per_hour": ("Cheapest configuration: price", "USD/h"),
+    "usd_per_million_output_tokens": ("Cheapest: cost per million output tokens", "USD"),
+    "num_gpus": ("Cheapest: GPUs", "GPUs"),
+    "ttft_s": ("Cheapest: TTFT at the percentile", "s"),
+    "tpot_s": ("Cheapest: ITL (TPOT) at the percentile", "s"),
+    "headroom": ("Cheapest: share of the tighter target left", ""),
+    "layouts_tried": ("Layouts that vLLM would start", "layouts"),
+    "layouts_confirmed": ("Layouts confirmed with the engine", "layouts"),
+}
+TOP = 3  # configurations listed: the cheapest (proven), then the next cheapest of those confirmed
+LOW_OCTAVES = 8  # capacity searched down to 2^-8 of the rate bound
+MEMO_ENTRIES = 512
+ARRIVALS_SEED = 0  # the Poisson arrivals of every engine run (run's docstring)
+FORMATS = [("bf16", "BF16 only"), ("bf16,fp8", "BF16, and FP8 where the GPU has FP8 tensor cores"),
+           ("bf16,fp8,int4", "BF16, FP8 and INT4 weight-only")]  # fmt: skip
+VIEWS = [("cost", "Price of each configuration"), ("latency", "Latency against the targets")]
+
+
+def default_prices() -> dict[str, float]:
+    table = _load("gpu_prices.toml")
+    return {gid: float(v["usd_per_hour"]) for gid, v in table.items() if isinstance(v, dict)}
+
+
+def parse_prices(text: str) -> dict[str, float]:
+    """The reader's "id=USD/h, ..." over the defaults; ParamError naming the bad entry."""
+    prices = default_prices()
+    for item in filter(None, (x.strip() for x in text.replace(";", ",").split(","))):
+        gid, _, value = item.partition("=")
+        gid = gid.strip()
+        if gid not in gpus():
+            raise ParamError("prices", f"unknown GPU '{gid}' in '{item}'; known: {', '.join(gpus())}")
+        try:
+            price = float(value)
+        except ValueError:
+            raise ParamError("prices", f"'{item}' is not id=USD per hour (e.g. h100-sxm=2.5)") from None
+        if not 0 < price < 1000:
+            raise ParamError("prices", f"'{item}': a price per GPU-hour between 0 and 1,000 USD")
+        prices[gid] = price
+    return prices
+
+
+def allowed_gpus(text: str, prices: dict[str, float]) -> list[Gpu]:
+    ids = list(gpus()) if text.strip() in ("", "all") else [x.strip() for x in text.split(",") if x.strip()]
+    unknown = [g for g in ids if g not in gpus()]
+    if unknown:
+        raise ParamError("gpus", f"unknown GPU {', '.join(unknown)}; known: {', '.join(gpus())}")
+    return [gpus()[g] for g in ids if g in prices]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    # Requests per second the deployment must serve (open-loop Poisson arrivals).
+    request_rate_per_s: float = param(20.0, label="Request rate", unit="req/s", min=0.01, max=5000.0, log=True)
+    ttft_slo_s: float = param(0.5, label="TTFT target", unit="s", min=0.001, max=600.0, step=0.01, log=True)
+    tpot_slo_s: float = param(
+        0.05, label="ITL target (TPOT)", unit="s", min=0.0001, max=10.0, step=0.001, log=True,
+        help="Per request: (end-to-end - TTFT) / (output tokens - 1), vLLM's TPOT, GuideLLM's ITL.",
+    )  # fmt: skip
+    percentile: str = param("90", label="SLO percentile", choices=[(q, f"p{q}") for q in ("50", "90", "95", "99")])
+    lengths: str = param(
+        "fixed", label="Requests", choices=[("fixed", "Fixed lengths (below)"), ("azure", "Azure conversation trace")]
+    )
+    prompt_tokens: int = param(running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072)
+    output_tokens: int = param(running_example()["output_tokens"], label="Output", unit="tokens", min=2, max=32_768)
+    # Catalogue GPU ids separated by commas, or "all" (those with a price).
+    gpus: str = param("all", label="GPUs allowed", help="'all', or ids such as 'h100-sxm, l40s, l4'.")
+    max_gpus: int = param(8, label="At most", unit="GPUs", min=1, max=64, step=1)
+    weight_formats: str = param("bf16,fp8", label="Weight formats", choices=FORMATS)
+    prices: str = param(
+        "", label="Your prices", unit="USD per GPU-hour",
+        help="id=price pairs replacing the cited defaults, e.g. 'h100-sxm=2.1, l4=0.7'; a GPU without a price is left out.",
+    )  # fmt: skip
+    # Requests per engine run (10% left out at each end).
+    num_requests: int = param(300, label="Requests per engine run", min=100, max=4000, step=100, log=True)
+
+    def check(self) -> None:
+        m = resolve_model(self.model)
+        prices = parse_prices(self.prices)
+        chosen = allowed_gpus(self.gpus, prices)
+        if not chosen:
+            raise ParamError("prices", "none of the GPUs allowed has a price: give one, e.g. 'l40s=1.2'")
+        if self.lengths == "fixed" and self.prompt_tokens + self.output_tokens > m.max_context_tokens:
+            raise ParamError("output_tokens", f"prompt plus output exceed {m.name}'s {m.max_context_tokens:,} tokens")
+        if self.lengths == "fixed":  # what no configuration can do, whatever the rate
+            _impossible(self, m, chosen)
+
+
+def _impossible(p: Params, m: Any, chosen: list[Gpu]) -> None:
+    best = ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, p.prompt_tokens + p.output_tokens)
+    if not best["fits"]:
+        raise ParamError(
+            "max_gpus", f"{m.name} does not fit on {p.max_gpus} or fewer of the GPUs allowed in any weight format tried"
+        )
+    if best["ttft_s"] > p.ttft_slo_s:
+        raise ParamError(
+            "ttft_slo_s",
+            f"cannot be met: a {p.prompt_tokens:,}-token prefill alone takes at least {best['ttft_s'] * 1e3:,.1f} ms "
+            f"(on {best['ttft_at']}, the fastest layout allowed)",
+        )
+    if best["tpot_s"] > p.tpot_slo_s:
+        raise ParamError(
+            "tpot_slo_s",
+            f"cannot be met: one decode step alone takes at least {best['tpot_s'] * 1e3:,.2f} ms "
+            f"(on {best['tpot_at']}, the fastest layout allowed)",
+        )
+
+
+def _drawn(p: Params, cap: int) -> list[tuple[int, int]]:
+    if p.lengths == "fixed":
+        return [(p.prompt_tokens, p.output_tokens)] * p.num_requests
+    rng = random.Random(1)  # the same requests for every layout and every seed
+    lengths = workload.azure_lengths(prompt_cap=cap // 2)
+    return [lengths.draw(rng) for _ in range(p.num_requests)]
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """The search. `seed` is not used: every engine run draws its arrivals from ARRIVALS_SEED, so
+    the ranking does not move with the seed and every call (the page's warm-up runs included)
+    shares the memo's runs."""
+    memo = memo if memo is not None else LruCache(MEMO_ENTRIES)
+    m = resolve_model(p.model)
+    prices = parse_prices(p.prices)
+    drawn = _drawn(p, m.max_context_tokens)
+    max_len = max(a + b for a, b in drawn)
+    out_tokens = sum(o for _, o in drawn) / len(drawn)
+    base = (_key(p.model), p.lengths, p.prompt_tokens, p.output_tokens, p.num_requests)
+    pruned: list[dict[str, Any]] = []
+    candidates: list[tuple[float, str, ss.Layout, ss.Bounds, int]] = []
+    tried = 0
+    for gpu in allowed_gpus(p.gpus, prices):
+        for dtype in ss.weight_formats(gpu, p.weight_formats):
+            for tp in (t for t in ss.TP_SIZES if t <= p.max_gpus):
+                lay = ss.Layout(gpu, tp, dtype, prices[gpu.id])
+                why = _unusable(m, lay)
+                a = None if why else memo.get_or_make(("mem", *base, lay.label), lambda: ss.memory(m, lay, max_len))  # noqa: B023
+                if why or a is None or not a.fits:
+                    pruned.append({"config": lay.label, "why": why or "does not fit (vLLM would refuse to start)"})
+                    continue
+                tried += 1
+                b = memo.get_or_make(("bounds", *base, lay.label), lambda: ss.bounds(m, lay, a, drawn))  # noqa: B023
+                r = ss.replicas_needed(p.request_rate_per_s, b)
+                why = _floors_miss(p, b, r * tp)
+                if why:
+                    pruned.append({"config": lay.label, "why": why})
+                    continue
+                candidates.append((r * tp * lay.price_per_gpu_h, lay.label, lay, b, r))
+    candidates.sort(key=lambda c: (c[0], c[1]))
+    ranked: list[dict[str, Any]] = []
+    confirmed = 0
+
+    def beaten(cost: float) -> bool:  # cannot be the cheapest, and the table is full
+        return len(ranked) >= TOP and cost > ranked[0]["usd_per_hour"]
+
+    def served(lay: ss.Layout, b: ss.Bounds, rate: float) -> dict[str, Any]:
+        got = memo.get_or_make(
+            ("run", *base, lay.label, b.num_blocks, rate),
+            lambda: ss.engine_run(b.engine, drawn, rate, ARRIVALS_SEED),
+        )
+        return {**ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s), "load": rate / b.rate_bound_per_s}
+
+    for bound, _, lay, b, r_lo in candidates:
+        if beaten(bound):
+            break
+        confirmed += 1
+        k = memo.get_or_make(("capacity", *base, lay.label, p.percentile, p.ttft_slo_s, p.tpot_slo_s),
+                             lambda: _capacity(p, lay, b, served))  # noqa: B023  # fmt: skip
+        if k is None:
+            pruned.append({"config": lay.label, "why": "misses the targets in the engine at any load tried"})
+            continue
+        r = max(r_lo, math.ceil(p.request_rate_per_s / ss.at_index(k)) - 1)
+        while ss.grid_index(p.request_rate_per_s / r) > k:
+            r += 1
+        while r * lay.tp <= p.max_gpus and not beaten(r * lay.tp * lay.price_per_gpu_h):
+            v = served(lay, b, ss.grid_rate(p.request_rate_per_s / r))
+            if v["meets"]:  # (always, unless the engine's answer is not monotone in the rate)
+                ranked = sorted(
+                    [*ranked, _row(p, lay, r, v, out_tokens)], key=lambda x: (x["usd_per_hour"], x["config"])
+                )
+                ranked = ranked[:TOP]
+                break
+            r += 1
+        else:
+            if r * lay.tp > p.max_gpus:
+                pruned.append({"config": lay.label, "why": f"needs more than {p.max_gpus} GPUs at this rate"})
+    return _result(p, m.name, ranked, pruned, tried, confirmed, prices)
+
+
+def _capacity(p: Params, lay: ss.Layout, b: ss.Bounds, served: Callable[..., dict[str, Any]]) -> int | None:
+    """The highest grid rate per replica (an index) at which the engine meets the targets, searched
+    from the closed-form estimate between the rate bound and 256 times less."""
+    high = ss.grid_index(b.rate_bound_per_s) - 1  # at or above the bound a queue grows without end
+    low = high - LOW_OCTAVES * ss.GRID_PER_OCTAVE
+    estimate = b.rate_estimate(p.tpot_slo_s)
+    guess = ss.grid_index(estimate) if estimate > 0 else high
+    return ss.highest_meeting(lambda k: bool(served(lay, b, ss.at_index(k))["meets"]), guess, low, high)
+
+
+def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
+    cost = r * lay.tp * lay.price_per_gpu_h
+    return {"config": _name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
+            "replicas": r, "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.tp, "usd_per_hour": cost,
+            "usd_per_million_output_tokens": cost / (3600 * p.request_rate_per_s * out_tokens) * 1e6,
+            "ttft_s": v["ttft_s"], "tpot_s": v["tpot_s"], "headroom": v["headroom"], "load": v["load"]}  # fmt: skip
+
+
+def _unusable(m: Any, lay: ss.Layout) -> str:
+    if m.num_heads % lay.tp:
+        return f"TP {lay.tp} does not divide {m.num_heads} attention heads"
+    try:
+        check_link(lay.gpu, lay.tp, "gpus")
+    except ParamError as e:
+        return e.message
+    return ""
+
+
+def _floors_miss(p: Params, b: ss.Bounds, gpus_needed: int) -> str:
+    if b.ttft_floor_s > p.ttft_slo_s:
+        return f"a prefill alone takes {b.ttft_floor_s * 1e3:,.0f} ms, over the TTFT target"
+    if b.tpot_floor_s > p.tpot_slo_s:
+        return f"a batch-1 decode step takes {b.tpot_floor_s * 1e3:,.1f} ms, over the ITL target"
+    if gpus_needed > p.max_gpus:
+        return f"the rate needs at least {gpus_needed} GPUs (a replica serves under {b.rate_bound_per_s:,.2f} req/s)"
+    return ""
+
+
+def _name(lay: ss.Layout, replicas: int) -> str:
+    n = replicas * lay.tp
+    how = f"{replicas} replicas of TP {lay.tp}" if replicas > 1 else f"TP {lay.tp}"
+    return f"{n} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
+
+
+def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[dict[str, Any]], tried: int,
+            runs: int, prices: dict[str, float]) -> dict[str, Any]:  # fmt: skip
+    best = ranked[0] if ranked else None
+    keys = ("usd_per_hour", "usd_per_million_output_tokens", "num_gpus", "ttft_s", "tpot_s", "headroom")
+    metrics: dict[str, float] = {k: float(best[k]) if best else 0.0 for k in keys}
+    metrics.update(layouts_tried=tried, layouts_confirmed=runs)
+    return {
+        "model": model,
+        "request_rate_per_s": p.request_rate_per_s,
+        "percentile": p.percentile,
+        "ttft_slo_s": p.ttft_slo_s,
+        "tpot_slo_s": p.tpot_slo_s,
+        "table": ranked,
+        "pruned": pruned,
+        "prices_usd_per_hour": prices,
+        "found": best is not None,
+        "metrics": metrics,
+    }
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    rows = r["table"]
+    names = [x["config"] for x in rows]
+    if view == "latency":
+        q = r["percentile"]
+        data = [
+            markers([x["tpot_s"] * 1e3 for x in rows], [x["ttft_s"] * 1e3 for x in rows], "Ranked configurations",
+                    0, text=[str(i + 1) for i in range(len(rows))]),
+            markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
+        ]  # fmt: skip
+        return make_figure(
+            data, layout(f"p{q} latency of each ranked configuration", f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
+        )
+    data = [bar(names, [x["usd_per_hour"] for x in rows], "USD per hour", 0)]
+    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: configurations meeting the p{r['percentile']} SLO"
+    return make_figure(data, layout(title, "", "USD per hour", xaxis={"type": "category"}))
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    q = r["percentile"]
+    head = (
+        f"{r['model']} at {r['request_rate_per_s']:g} requests/s, p{q} TTFT within {r['ttft_slo_s'] * 1e3:,.0f} ms "
+        f"and p{q} ITL within {r['tpot_slo_s'] * 1e3:,.1f} ms. "
+    )
+    if not r["found"]:
+        why = "; ".join(f"{x['config']}: {x['why']}" for x in r["pruned"][:6])
+        return head + f"No configuration meets these targets. Why each was left out: {why}."
+    lines = [
+        f"{i + 1}. {x['config']}: USD {x['usd_per_hour']:,.2f}/h, USD {x['usd_per_million_output_tokens']:,.3f} per "
+        f"million output tokens, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, "
+        f"headroom {x['headroom']:.0%}"
+        for i, x in enumerate(r["table"])
+    ]
+    return (
+        head
+        + "The cheapest, then the others the search confirmed on its way, by price (the search proves only the "
+        + "first; a layout that could not beat it was not run): "
+        + "; ".join(lines)
+        + f". {len(r['pruned'])} layouts were left out."
+    )
