@@ -286,6 +286,9 @@ class Efficiency:
     # Achieved fraction of peak memory bandwidth and of peak tensor throughput (0-1].
     bandwidth: float
     compute: float
+    # Fixed time every forward pass pays (launches, scheduler, sampling): an engine profile's
+    # step overhead (simulators/efficiency.py); 0 for the ideal ceiling and the course's factors.
+    overhead_s: float = 0.0
 
 
 IDEAL = Efficiency(1.0, 1.0)
@@ -297,8 +300,13 @@ def default_efficiency() -> Efficiency:
     return Efficiency(float(e["bandwidth"]), float(e["compute"]))
 
 
+DEFAULT_ENGINE = "vllm"
+
+
 def efficiency(ideal: bool, engine: str = "course") -> Efficiency:
-    """Ideal, the course's defaults, or an engine profile's plateau factors (simulators/efficiency.py)."""
+    """Ideal, the course's defaults, or an engine profile's plateau factors and step overhead
+    (simulators/efficiency.py). Simulators with an engine choice default to DEFAULT_ENGINE
+    (params.engine_param); callers without one keep the course's factors."""
     if ideal:
         return IDEAL
     if engine == "course":
@@ -342,10 +350,11 @@ class StepTime:
     matmul_path: str  # tensor-core path the matmuls ran on: "bf16", "fp8" or "int8"
     # Of compute_s, the attention FLOPs' share (engine profiles give attention its own efficiency).
     attention_s: float = 0.0
+    overhead_s: float = 0.0  # the engine's fixed time per forward pass (Efficiency.overhead_s)
 
     @property
     def time_s(self) -> float:
-        return roofline_s(self.compute_s, self.memory_s, self.communication_s)
+        return roofline_s(self.compute_s, self.memory_s, self.communication_s) + self.overhead_s
 
     @property
     def bound(self) -> str:
@@ -525,6 +534,7 @@ def _step_time(
         compute_known=known,
         matmul_path=path,
         attention_s=attention_s,
+        overhead_s=eff.overhead_s,
     )
 
 
@@ -593,11 +603,12 @@ class DecodeLine:
     memory_base_s: float
     memory_per_token_s: float
     communication_s: float
+    overhead_s: float = 0.0
 
     def time_s(self, sum_context: float) -> float:
         c = self.compute_base_s + self.compute_per_token_s * sum_context
         mem = self.memory_base_s + self.memory_per_token_s * sum_context
-        return roofline_s(c, mem, self.communication_s)
+        return roofline_s(c, mem, self.communication_s) + self.overhead_s
 
 
 def decode_line(m: Model, gpu: Gpu, batch_size: int, **kw: object) -> DecodeLine:
@@ -610,6 +621,7 @@ def decode_line(m: Model, gpu: Gpu, batch_size: int, **kw: object) -> DecodeLine
         memory_base_s=base.memory_s,
         memory_per_token_s=one.memory_s - base.memory_s,
         communication_s=base.communication_s,
+        overhead_s=base.overhead_s,
     )
 
 

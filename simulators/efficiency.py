@@ -110,7 +110,7 @@ def profiles() -> dict[str, EngineProfile]:
     return {pid: _profile(pid, d) for pid, d in _data().items()}
 
 
-DEFAULT = "vllm"
+DEFAULT = cm.DEFAULT_ENGINE
 
 
 def profile(name: str) -> EngineProfile:
@@ -140,8 +140,8 @@ def ceiling(p: EngineProfile) -> EngineProfile:
 
 
 def linear_efficiency(p: EngineProfile) -> cm.Efficiency:
-    """The profile's plateau factors as the cost model's two efficiencies (BF16 GEMM plateau)."""
-    return cm.Efficiency(p.bandwidth, p.gemm_bf16)
+    """The profile's plateau factors (BF16 GEMM plateau) and step overhead as a cost-model Efficiency."""
+    return cm.Efficiency(p.bandwidth, p.gemm_bf16, p.step_overhead_us * 1e-6)
 
 
 @dataclass(frozen=True)

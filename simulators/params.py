@@ -237,12 +237,17 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
 def engine_choices() -> list[tuple[str, str]]:
     from . import efficiency
 
-    return [("course", "Course defaults (one bandwidth and one compute factor)")] + [
+    return [("course", "Course's earlier factors (one bandwidth and one compute factor)")] + [
         (pid, prof.name) for pid, prof in efficiency.profiles().items()
     ]
 
 
 def engine_param(**kw: Any) -> Any:
     """The engine whose achieved efficiencies a simulator uses (ignored when `ideal` is set)."""
-    kw.setdefault("help", "Engine profile: its bandwidth and BF16 GEMM plateau factors (data/engine_profiles.toml).")
-    return param("course", label="Engine", choices=engine_choices, **kw)
+    kw.setdefault(
+        "help",
+        "Engine profile: its bandwidth and BF16 GEMM plateau factors and step overhead (data/engine_profiles.toml).",
+    )
+    from .costmodel import DEFAULT_ENGINE
+
+    return param(DEFAULT_ENGINE, label="Engine", choices=engine_choices, **kw)

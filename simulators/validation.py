@@ -3,8 +3,8 @@
 Each published point in data/measurements.toml names a quantity the cost model can predict
 (decode speed, prefill time, file size, KV bytes, ridge point...) and the conditions it was
 measured under. For each we compute the ideal prediction (every efficiency 1.0: the physical
-floor for a time, the ceiling for a rate), the default prediction (the sourced efficiencies of
-data/assumptions.toml) and the ratio published / default. A ratio near 1 means the defaults
+floor for a time, the ceiling for a rate), the prediction of the row's engine profile
+(data/engine_profiles.toml) and the ratio published / predicted. A ratio near 1 means the defaults
 describe that system; the spread of ratios is the honest error bar of every number the course
 computes. Points we cannot check yet are listed with the reason.
 

@@ -3,7 +3,7 @@
 Grammar (a strict subset of Python, read with `ast`, never `eval`):
 
     expression := term [ ("*" | "/" | "+" | "-" | "**") term ]... [ " :" format_spec ]
-    term       := number | call | SCENARIO "." PARAM
+    term       := number | call | SCENARIO "." PARAM | "heldout" "." STATISTIC
     call       := SIMULATOR "." METRIC "(" [ arg { "," arg } ] ")"
     arg        := param "=" literal | "**" SCENARIO
 
@@ -13,6 +13,14 @@ is Python's (`,.0f`, `.1%`, `.3g`). A scenario is a named set of parameters from
 matter (`scenarios:`): `**peak` passes all of them (parameters after it override one),
 `peak.batch_size` prints one, so a sentence's stated condition and its figure come from the same
 place.
+
+`heldout.STATISTIC` is the validation page's held-out band (simulators.validation.band), computed
+at build time from data/measurements.toml: `median_error` (median |error| of the held-out speed
+points), `within_35` (their share within ±35%), `points`, `engines`, `gpus`. A time predicted as
+T was measured between T × (1 - e) and T × (1 + e) for a point of |error| e, so a lesson quotes a
+default time with its band as `{{ generation.ttft_s() * (1 - heldout.median_error) * 1000 :.0f }}`
+to `{{ generation.ttft_s() * (1 + heldout.median_error) * 1000 :.0f }}` ms. "heldout" is
+reserved: a scenario cannot take that name.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import ast
 import operator
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from sitebuild.sims import SimulatorRunError, Simulators
@@ -35,6 +44,22 @@ OPERATORS = {
     ast.Pow: operator.pow,
 }
 Scenarios = dict[str, dict[str, Any]]
+HELD_OUT = "heldout"
+
+
+@cache
+def held_out_band() -> dict[str, float]:
+    """The held-out band's statistics a lesson can quote (see the module docstring)."""
+    from simulators.validation import band
+
+    b = band("held_out")
+    return {
+        "median_error": b.median_abs_error,
+        "within_35": b.within_35,
+        "points": b.points,
+        "engines": len(b.engines),
+        "gpus": len(b.gpus),
+    }
 
 
 @dataclass
@@ -104,6 +129,11 @@ def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: list) 
     if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
         left, right = _value(node.left, sims, scenarios, calls), _value(node.right, sims, scenarios, calls)
         return OPERATORS[type(node.op)](left, right)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == HELD_OUT:
+        stats = held_out_band()
+        if node.attr not in stats:
+            raise ValueError(f"heldout has no statistic {node.attr!r} (it has: {', '.join(stats)})")
+        return stats[node.attr]
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in scenarios:
         scenario = scenarios[node.value.id]
         if node.attr not in scenario:

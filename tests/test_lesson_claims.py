@@ -170,6 +170,16 @@ def test_08_speculation_loses_at_large_batch_and_short_context_but_pays_at_2000_
 def test_f5_best_draft_length_falls_with_batch() -> None:
     first = m("speculative", "best_draft_tokens", context_tokens=256)
     assert m("speculative", "best_draft_tokens", context_tokens=256, batch_size=512) < first
+    # "At batch 512 even the best choice runs at ...x and the default at ...x: both slower than not speculating."
+    assert m("speculative", "speedup", context_tokens=256, batch_size=512) < 1
+    assert m("speculative", "best_speedup", context_tokens=256, batch_size=512) < 1
+
+
+def test_00_1_the_quoted_4_5_ms_and_35_ms_are_best_cases_the_defaults_stay_above() -> None:
+    """ "Neither is impossible, but both are best cases, and this course's defaults are more conservative."
+    The defaults are the vLLM engine profile's: slower than the quoted figures, above the ideal floor."""
+    assert 0.0045 < m("generation", "itl_s", ideal=True) < m("generation", "itl_s")  # "needs ... an empty cache"
+    assert m("generation", "ttft_s", ideal=True) < 0.035 < m("generation", "ttft_s")
 
 
 # --- 10: batch slots and goodput -------------------------------------------------------------------

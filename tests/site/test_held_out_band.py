@@ -1,0 +1,52 @@
+"""Lessons quote a default time with the validation page's held-out band (`heldout.*` in prose)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+from lesson_fixtures import FRONT
+
+from simulators import validation
+from sitebuild import course, expressions
+from sitebuild.sims import Simulators
+
+SIMS = Simulators()
+
+
+def _held_out_errors() -> list[float]:
+    return [abs(r.error) for r in validation.rows() if r.role == "held_out" and r.is_speed]
+
+
+def test_the_band_in_prose_is_the_held_out_rows_own_statistics() -> None:
+    errors = _held_out_errors()
+    assert expressions.figure("heldout.median_error", SIMS).value == statistics.median(errors)
+    assert expressions.figure("heldout.points", SIMS).value == len(errors)
+    within = sum(1 for e in errors if e <= 0.35) / len(errors)
+    assert expressions.figure("heldout.within_35", SIMS).value == within
+    # No calibration or check row counts: the band is on held-out rows only.
+    every = [r for r in validation.rows() if r.is_speed]
+    assert len(errors) < len(every)
+
+
+def test_a_time_is_quoted_between_its_band_edges() -> None:
+    t = expressions.figure("generation.ttft_s()", SIMS).value
+    e = statistics.median(_held_out_errors())
+    low = expressions.figure("generation.ttft_s() * (1 - heldout.median_error)", SIMS).value
+    high = expressions.figure("generation.ttft_s() * (1 + heldout.median_error)", SIMS).value
+    assert low == pytest.approx(t * (1 - e)) and high == pytest.approx(t * (1 + e))
+    assert low < t < high
+
+
+def test_an_unknown_statistic_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="heldout has no statistic 'median'"):
+        expressions.figure("heldout.median", SIMS)
+
+
+def test_heldout_is_reserved_as_a_scenario_name(tmp_path: Path) -> None:
+    text = FRONT.replace("summary:", "scenarios:\n  heldout: {batch_size: 8}\nsummary:", 1) + "Body.\n"
+    path = tmp_path / "01-kv-cache.md"
+    path.write_text(text)
+    with pytest.raises(course.LessonError, match="reserved"):
+        course.parse_lesson(path)
