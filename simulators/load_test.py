@@ -247,6 +247,15 @@ def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return guidellm_report_mod.sweep_report(spec, p.num_requests, _lengths(p.lengths), seed)
 
 
+# Files the page offers for download (api.EXPORT), made only when asked.
+EXPORTS = [("guidellm", "Download GuideLLM report (JSON)", "guidellm-benchmarks.json")]
+
+
+def export(p: Params, kind: str, *, seed: int = 0) -> str:
+    """The GuideLLM 0.8.1 report of this server's default sweep (`run load_test --format guidellm`)."""
+    return json.dumps(guidellm_report(p, seed=seed), indent=1)
+
+
 SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 
