@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,8 @@ class _Window:
     """One detector series: points in arrival order, pruned by count ratio and by age."""
 
     def __init__(self, cfg: OverSaturation):
-        self.cfg, self.points, self.total = cfg, deque(), 0
+        self.cfg, self.total = cfg, 0
+        self.points: deque[tuple[float, float]] = deque()
         self.slope = SlopeChecker(cfg.moe_threshold, cfg.confidence)
 
     def add(self, t: float, y: float) -> None:
@@ -116,7 +118,7 @@ class _Window:
         return gone
 
 
-def detect(records: list[RequestRecord], cfg: OverSaturation, dropped: list[float] = ()) -> dict[str, Any]:
+def detect(records: list[RequestRecord], cfg: OverSaturation, dropped: Sequence[float] = ()) -> dict[str, Any]:
     """Feed a run's events to GuideLLM's detector in time order: {"stop_s": seconds after the first
     send at which it fires (None: never), and its last slopes, margins and counts}."""
     sends = sorted([r.arrival_s for r in records] + list(dropped))

@@ -158,7 +158,9 @@ def goodput_search(
     return {"probes": probes, "best_passing_streams": best, "lowest_failing_streams": worst, "stop_reason": reason}
 
 
-def _advance(best, worst, initial, max_streams, tolerance, probes) -> tuple[int | None, str | None]:
+def _advance(
+    best: int | None, worst: int | None, initial: int, max_streams: int, tolerance: float, probes: list[dict[str, Any]]
+) -> tuple[int | None, str | None]:
     """GuideLLM GoodputProfile._advance: double, walk down, or bisect; or stop with a reason."""
     if worst is None:
         current = best if best is not None else initial
