@@ -223,3 +223,27 @@ def test_concurrent_rampup_staggers_the_first_users():
     ramp, _ = constrained_run("concurrent", _spec(), 200, FIXED, 0, users=16, rampup=8.0)
     # Users start 0.5 s apart: the window (first start to last end) is longer.
     assert ramp.metrics["window_s"] > run0.metrics["window_s"]
+
+
+def test_the_searches_are_offered_as_load_test_files_and_on_the_command_line():
+    import json
+    import subprocess
+    import sys
+
+    from simulators import api
+
+    assert [e["kind"] for e in api.schema("load_test")["exports"]] == ["guidellm", "goodput", "knee"]
+    p = {"num_requests": 300, "lengths": "fixed", "max_num_seqs": 32}
+    g = json.loads(api.run("load_test", {**p, "export": "goodput"})["export"]["text"])
+    direct = goodput_search(_spec(32), 300, FIXED, 0, Slo(load_test.Params().slo_ttft_s, load_test.Params().slo_tpot_s))
+    assert g["best_passing_streams"] == direct["best_passing_streams"] and g["stop_reason"] == direct["stop_reason"]
+    k = json.loads(api.run("load_test", {**p, "export": "knee"})["export"]["text"])
+    assert [u for u, _ in k["points"]] == load_test.knee_streams(32) == [4, 8, 16, 24, 32, 48, 64, 96]
+    assert k["final"]["status"] == "ok" and k["final"]["saturation_concurrency"] == 32
+    cli = subprocess.run(
+        [sys.executable, "-m", "simulators", "run", "load_test", "--set", "export=knee", "--set", "num_requests=300"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0 and json.loads(cli.stdout)["profile"] == "knee"
