@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         for err in answer["errors"]:
             print(f"error: {err['field'] or args.name}: {err['message']}", file=sys.stderr)
         return 2
-    if args.json:
+    if "export" in answer:  # --set export=KIND: the file a page's download button makes
+        print(answer["export"]["text"])
+    elif args.json:
         print(json.dumps(answer, indent=2, sort_keys=True))
     else:
         for key, value in answer["metrics"].items():

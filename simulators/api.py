@@ -19,6 +19,11 @@ result, view, *, seed) -> dict`, what only some charts draw and costs a simulati
 result for that chart), and `MEMO_ENTRIES` with `run(..., memo=)`: the simulator reuses
 intermediate work across calls from the memo a session gives it (results_cache.py).
 
+Optional too: `EXPORTS` [(kind, label, file name)] and `export(params, kind, *, seed) -> str`, a
+file the page offers for download (load_test: GuideLLM's report). It is made only when asked: an
+`export` key among the parameters answers {"ok": true, "export": {"kind", "file", "text"}} instead
+of a chart.
+
 The chart choice is not a simulation input: a `view` key among the parameters (a lesson's sim
 block, the CLI's --set view=..., the page's address) is taken out and passed to figure(), so a
 session answers "the same scenario, another chart" by drawing its kept result again.
@@ -102,6 +107,7 @@ def dumps(value: Any) -> str:
 
 
 VIEW = "view"  # the chart choice's name among the parameters a page or the CLI sends
+EXPORT = "export"  # a file asked for instead of a chart (the module's EXPORTS)
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -124,6 +130,7 @@ def schema(name: str) -> dict[str, Any]:
         "description": mod.DESCRIPTION,
         "params": schema_fields(mod.Params) + ([chart] if views else []),
         "metrics": [{"name": k, "label": label, "unit": unit} for k, (label, unit) in mod.METRICS.items()],
+        "exports": [{"kind": k, "label": label, "file": file} for k, label, file in getattr(mod, "EXPORTS", [])],
     }
 
 
@@ -213,6 +220,9 @@ def run(
     if isinstance(params, dict) and VIEW in params:
         chosen = params.pop(VIEW)
         view = chosen if view is None else view
+    if isinstance(params, dict) and EXPORT in params:
+        params.pop(VIEW, None)
+        return _export(name, mod, params.pop(EXPORT), params, seed)
     try:
         chart = _chart(mod, view)
         p = parse(mod.Params, params)
@@ -223,6 +233,25 @@ def run(
     except CatalogError as e:
         return {"ok": False, "errors": [{"field": "", "message": str(e)}]}
     return {"ok": True, "metrics": result["metrics"], "result": result, **_draw(mod, result, chart)}
+
+
+def _export(name: str, mod: ModuleType, kind: Any, params: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The file `kind` of mod.EXPORTS for these parameters, or field errors."""
+    files = {k: file for k, _, file in getattr(mod, "EXPORTS", [])}
+    if kind not in files:
+        offered = ", ".join(files) or "none"
+        return {
+            "ok": False,
+            "errors": [{"field": EXPORT, "message": f"{name} offers no {kind!r} file (offered: {offered})"}],
+        }
+    try:
+        p = parse(mod.Params, params)
+        text = mod.export(p, kind, seed=seed)
+    except ParamErrors as e:
+        return {"ok": False, "errors": e.errors}
+    except CatalogError as e:
+        return {"ok": False, "errors": [{"field": "", "message": str(e)}]}
+    return {"ok": True, "export": {"kind": kind, "file": files[kind], "text": text}}
 
 
 def run_json(name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:

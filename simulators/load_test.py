@@ -267,6 +267,42 @@ def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
     return guidellm_report_mod.sweep_report(spec, p.num_requests, _lengths(p.lengths), seed)
 
 
+# Files the page offers for download (api.EXPORT), made only when asked: GuideLLM's report of
+# its default sweep, and its goodput and knee searches (engine/searches.py) of this server.
+EXPORTS = [
+    ("guidellm", "Download GuideLLM report (JSON)", "guidellm-benchmarks.json"),
+    ("goodput", "Goodput search (JSON)", "goodput-search.json"),
+    ("knee", "Knee search (JSON)", "knee-search.json"),
+]
+
+
+def export(p: Params, kind: str, *, seed: int = 0) -> str:
+    """The file `kind` of EXPORTS for this server (`run load_test --format guidellm` is the first)."""
+    if kind == "guidellm":
+        return json.dumps(guidellm_report(p, seed=seed), indent=1)
+    return json.dumps(search(p, kind, seed=seed), indent=1)
+
+
+def knee_streams(slots: int) -> list[int]:
+    """The concurrencies the knee search starts from (GuideLLM asks for at least five): from an
+    eighth of the batch slots to three times them, so the flat part past the slots is measured."""
+    return sorted({max(1, round(slots * f)) for f in (0.125, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)})
+
+
+def search(p: Params, kind: str, *, seed: int = 0) -> dict[str, Any]:
+    """GuideLLM 0.8's goodput or knee profile run against this server (concurrent probes of
+    num_requests requests each, the page's SLO for goodput)."""
+    from .engine.searches import goodput_search, knee_search
+
+    spec, slo, _, lengths = _server(p)
+    head = {"profile": kind, "model": spec.model.name, "gpu": spec.gpu.name, "max_num_seqs": p.max_num_seqs}
+    head |= {"lengths": p.lengths, "num_requests": p.num_requests}
+    if kind == "goodput":
+        found = goodput_search(spec, p.num_requests, lengths, seed, slo)
+        return {**head, "slo": {"ttft_s": slo.ttft_s, "tpot_s": slo.tpot_s}, **found}
+    return {**head, **knee_search(spec, p.num_requests, lengths, seed, knee_streams(p.max_num_seqs))}
+
+
 SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 

@@ -95,10 +95,7 @@ FIT_EXEMPT["compression"] = {
 }
 # Pages whose figures are being reworked by an open issue: their problems are printed as warnings,
 # not failures, until that issue lands (then its entry is removed). Keep this list short.
-PENDING = {
-    "lessons/11-guidellm.md": "issue 14 (GuideLLM-faithful load tests) owns this page",
-    "lessons/F2-benchmarking-done-right.md": "issue 14 (GuideLLM-faithful load tests) owns this page",
-}
+PENDING: dict[str, str] = {}
 # Metrics whose value is a batch size: that batch must fit at the call's context.
 BATCH_METRICS = {
     ("quantization", "speedup_stops_paying_batch"),

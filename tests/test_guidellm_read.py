@@ -125,3 +125,26 @@ def test_guidellm_export_renders_the_simulated_report(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     rows = csv.read_text().splitlines()
     assert len(rows) >= 10 + 1 and any("synchronous" in r for r in rows)
+
+
+def test_the_pages_download_is_the_cli_report_and_guidellm_loads_it(tmp_path):
+    """The widget's "Download GuideLLM report" asks api.run for load_test's `guidellm` export (the
+    schema lists it): the same report as `run load_test --format guidellm`, accepted by GuideLLM."""
+    from simulators import api
+
+    assert {"kind": "guidellm", "label": "Download GuideLLM report (JSON)", "file": "guidellm-benchmarks.json"} in (
+        api.schema("load_test")["exports"]
+    )
+    answer = api.run("load_test", {"num_requests": 60, "view": "goodput", "export": "guidellm"})
+    assert answer["ok"] and answer["export"]["file"] == "guidellm-benchmarks.json"
+    cli = _cli("run", "load_test", "--set", "num_requests=60", "--format", "guidellm")
+    assert json.loads(answer["export"]["text"]) == json.loads(cli.stdout)
+    path = tmp_path / "download.json"
+    path.write_text(answer["export"]["text"])
+    assert len(GenerativeBenchmarksReport.load_file(path).benchmarks) == 10
+    # A file the simulator does not make, or bad parameters, are field errors, not a traceback.
+    bad = api.run("load_test", {"export": "csv"})
+    assert not bad["ok"] and bad["errors"][0]["field"] == "export"
+    assert api.run("generation", {"export": "guidellm"})["errors"][0]["field"] == "export"
+    assert api.run("load_test", {"export": "guidellm", "num_requests": 1})["errors"][0]["field"] == "num_requests"
+    assert api.schema("generation")["exports"] == []

@@ -385,3 +385,75 @@ def test_07_the_cache_keeps_the_queue_away_at_40_per_second_and_agents_hit_more_
     assert m("prefix_cache", "ttft_hash_s_p99", sharing="agent", turns=8) < m(
         "prefix_cache", "ttft_off_s_p99", sharing="agent", turns=8
     )
+
+
+# --- 11 and F2: load tests on 2,000-request runs ---------------------------------------------------
+
+LT = {"num_requests": 2000}
+
+
+def test_11_f2_open_loop_tail_grows_with_run_length_and_closed_loop_does_not() -> None:
+    # 11 "in a 1,000-request run, half as long" and exercise 1; F2 exercise 1 (the closed loop
+    # "barely moves", the open loop's p99 grows and its goodput falls).
+    for kw in ({"rate_per_s": 25, "users": 128}, {"rate_per_s": 19, "users": 128, "slo_tpot_s": 0.025}):
+        short, long = {**kw, "num_requests": 1000}, {**kw, **LT}
+        assert m("load_test", "ttft_s_p99", **long) > 1.5 * m("load_test", "ttft_s_p99", **short)
+        closed = m("load_test", "closed_loop_ttft_s_p99", **long) / m("load_test", "closed_loop_ttft_s_p99", **short)
+        assert abs(closed - 1) < 0.2
+    f2 = {"rate_per_s": 19, "users": 128, "slo_tpot_s": 0.025}
+    assert m("load_test", "goodput_per_s", **f2, **LT) < m("load_test", "goodput_per_s", **f2, num_requests=1000)
+    assert m("load_test", "max_throughput_per_s", **LT) < 19  # "19 requests/s exceed what it sustains"
+
+
+def test_11_warmup_lowers_the_closed_loop_burst_and_f2_kept_flatters_latency_not_throughput() -> None:
+    assert m("load_test", "closed_loop_ttft_s_p99", users=32, warmup="10%", **LT) < m(
+        "load_test", "closed_loop_ttft_s_p99", users=32, **LT
+    )
+    w = {"rate_per_s": 16, "slo_tpot_s": 0.025, "warmup": "10%", **LT}
+    assert m("load_test", "ttft_s_p99_warmup_kept", **w) < m("load_test", "ttft_s_p99", **w)
+    assert m("load_test", "request_throughput_warmup_kept_per_s", **w) < m("load_test", "request_throughput_per_s", **w)
+
+
+def test_11_fixed_lengths_flatter_the_tail_at_10_and_16_per_s() -> None:
+    for rate in (10, 16):
+        assert m("load_test", "ttft_s_p99", rate_per_s=rate, lengths="fixed", **LT) < m(
+            "load_test", "ttft_s_p99", rate_per_s=rate, **LT
+        )
+
+
+def test_11_more_slots_win_throughput_but_not_goodput_past_the_knee() -> None:
+    slo = {"slo_tpot_s": 0.02, **LT}
+    assert m("load_test", "max_throughput_per_s", max_num_seqs=256, **LT) > m(
+        "load_test", "max_throughput_per_s", max_num_seqs=64, **LT
+    )
+    for s in (64, 256):  # at 25 req/s both fail the SLO for most requests
+        assert m("load_test", "slo_attainment", max_num_seqs=s, rate_per_s=25, **slo) < 0.2
+    assert m("load_test", "request_throughput_per_s", max_num_seqs=256, rate_per_s=25, **slo) > m(
+        "load_test", "request_throughput_per_s", max_num_seqs=64, rate_per_s=25, **slo
+    )
+    assert m("load_test", "goodput_per_s", max_num_seqs=256, rate_per_s=17, **slo) > m(
+        "load_test", "goodput_per_s", max_num_seqs=64, rate_per_s=17, **slo
+    )
+
+
+def test_11_a_short_heavy_tailed_run_under_reads_and_a_cut_or_fixed_lengths_read_closer() -> None:
+    short = {"num_requests": 150, "rate_per_s": 38}
+    base = m("load_test", "request_throughput_per_s", **short)
+    assert base < m("load_test", "request_throughput_per_s", **LT, rate_per_s=38)
+    assert m("load_test", "request_throughput_per_s", lengths="fixed", **short) > base
+    assert m("load_test", "request_throughput_per_s", warmup="20%", **short) > base
+
+
+def test_f2_slots_rank_by_maximum_but_tie_under_the_slo_at_20_per_s() -> None:
+    slo = {"slo_tpot_s": 0.025, **LT}
+    peaks = [m("load_test", "max_throughput_per_s", max_num_seqs=s, **LT) for s in (32, 128, 256)]
+    assert peaks == sorted(peaks)
+    g128 = m("load_test", "goodput_per_s", max_num_seqs=128, rate_per_s=20, **slo)
+    g256 = m("load_test", "goodput_per_s", max_num_seqs=256, rate_per_s=20, **slo)
+    assert abs(g256 / g128 - 1) < 0.02 and m("load_test", "goodput_per_s", max_num_seqs=32, rate_per_s=20, **slo) < 1
+    assert peaks[1] < 24  # 128 slots are past their maximum at 24 req/s
+    for s in (128, 256):
+        assert m("load_test", "slo_attainment", max_num_seqs=s, rate_per_s=24, **slo) < 0.5
+    at30 = {"max_num_seqs": 256, "rate_per_s": 30, **slo}
+    assert m("load_test", "ttft_s_p99", **at30) > 0.5 and m("load_test", "tpot_s_p99", **at30) > 0.025
+    assert m("load_test", "ttft_s_mean", rate_per_s=18, **LT) > 0.5  # the quiz: both fail 500 ms

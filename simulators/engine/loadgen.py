@@ -14,7 +14,8 @@ Profiles (GuideLLM `--profile`):
 
 Replay: `fixed_latency_served(arrivals=...)` answers given send times with a fixed-latency server
 (GuideLLM's mock server), which the mock-server test compares with a real GuideLLM run.
-Not modelled: GuideLLM's goodput and knee searches, over_saturation stopping and rampup.
+GuideLLM's goodput and knee profiles, over_saturation stopping and rampup: engine/searches.py and
+engine/saturation.py.
 
 Constraints (GuideLLM scheduler/constraints): `max_requests` is the run's length; `max_seconds`
 stops sending at that time after the first start and cuts the requests still running there:

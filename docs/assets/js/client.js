@@ -208,14 +208,15 @@ export function retry() {
 // this one before it ran. Rejects when the run failed or ran past the time limit.
 // A `background` run (the widgets' warm-up) waits until no reader's request is waiting. `seed`
 // picks the random sample (0, the one every page and test shows, unless a warm-up asks otherwise).
-export function run(key, name, params, { background = false, seed = 0 } = {}) {
+// `limitMs` replaces the time limit for this run (a file asked for on purpose may take longer).
+export function run(key, name, params, { background = false, seed = 0, limitMs = runtime.runLimitMs } = {}) {
   const waiting = queue.find((job) => job.key === key);
   if (waiting) {
     queue = queue.filter((job) => job !== waiting);
     waiting.resolve(null);
   }
   return new Promise((resolve, reject) => {
-    queue.push({ key, name, params, background, seed, resolve, reject });
+    queue.push({ key, name, params, background, seed, limitMs, resolve, reject });
     pump();
   });
 }
@@ -226,7 +227,7 @@ function pump() {
   inFlight = queue.find((job) => !job.background) ?? queue[0];
   queue = queue.filter((job) => job !== inFlight);
   inFlight.id = nextId++;
-  inFlight.timer = setTimeout(cancel, runtime.runLimitMs);
+  inFlight.timer = setTimeout(cancel, inFlight.limitMs);
   worker.postMessage({ type: "run", id: inFlight.id, name: inFlight.name, params: JSON.stringify(inFlight.params), seed: inFlight.seed });
 }
 
@@ -245,6 +246,6 @@ function cancel() {
   inFlight = null;
   worker.terminate();
   ready = null;
-  job.reject(new Error(`The simulation ran longer than ${runtime.runLimitMs / 1000} s and was stopped; the Python runtime is restarting.`));
+  job.reject(new Error(`The simulation ran longer than ${job.limitMs / 1000} s and was stopped; the Python runtime is restarting.`));
   start({ ask: true }).catch(() => {});
 }

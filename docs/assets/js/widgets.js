@@ -82,6 +82,7 @@ async function mount(el) {
   w.defaults = { ...Object.fromEntries(w.schema.params.map((p) => [p.name, p.default])), ...w.base };
   w.values = { ...w.defaults, ...readAddress(w) };
   buildControls(w);
+  addExports(w);
   showStatus(w, runtime);
 }
 
@@ -397,12 +398,44 @@ function csv(figure) {
 // The file's text is made on click, not on every run.
 function download(name, type, text, label) {
   const button = tag("button", { type: "button", class: "md-button" }, label);
-  button.addEventListener("click", () => {
-    const a = tag("a", { href: URL.createObjectURL(new Blob([text()], { type })), download: name });
-    a.click();
-    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-  });
+  button.addEventListener("click", () => save(name, type, text()));
   return button;
+}
+
+function save(name, type, text) {
+  const a = tag("a", { href: URL.createObjectURL(new Blob([text], { type })), download: name });
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+// Files the simulator makes only when asked (its schema's `exports`, e.g. load_test's GuideLLM
+// report): Python computes the file for the current values, in the worker, on click. A whole
+// sweep of 2,000-request runs takes longer than a chart, so it gets its own time limit.
+const EXPORT_LIMIT_MS = 180000;
+
+function addExports(w) {
+  const buttons = (w.schema.exports ?? []).map(({ kind, label, file }) => {
+    const button = tag("button", { type: "button", class: "md-button", "data-export": kind }, label);
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      button.setAttribute("aria-busy", "true");
+      button.textContent = `${label}: preparing…`;
+      try {
+        const json = await run(`${w.key}#export-${kind}`, w.name, { ...w.values, export: kind }, { limitMs: EXPORT_LIMIT_MS });
+        const answer = json === null ? null : JSON.parse(json);
+        if (answer?.ok) save(`${w.id}-${answer.export.file}`, "application/json", answer.export.text);
+        else if (answer) button.title = answer.errors.map((e) => e.message).join("; ");
+      } catch (error) {
+        button.title = String(error?.message ?? error);
+      } finally {
+        button.disabled = false;
+        button.removeAttribute("aria-busy");
+        button.textContent = label;
+      }
+    });
+    return button;
+  });
+  w.el.querySelector(".sim-reproduce")?.before(...buttons);
 }
 
 const csvCell = (v) => (/[",\n]/.test(String(v)) ? `"${String(v).replaceAll('"', '""')}"` : String(v));
