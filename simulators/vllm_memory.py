@@ -118,7 +118,20 @@ def weight_bytes(m: Model, weight_dtype: str, tp: int, layers: int, *, first: bo
     block = linear * share / tp
     embed = (p.embedding + m.vision_params) * cm.BF16_BYTES / tp if first else 0.0
     head = cm.lm_head_params(m) * cm.BF16_BYTES / tp if last and (not m.tie_word_embeddings or not first) else 0.0
-    return block + embed + head + p.other * share * cm.BF16_BYTES
+    return block + embed + head + p.other * share * cm.BF16_BYTES + rope_cache_bytes(m)
+
+
+def rope_cache_bytes(m: Model) -> float:
+    """The rotary embedding's cos/sin table every rank builds when it loads the model.
+
+    vLLM's RotaryEmbedding registers a buffer `cos_sin_cache` of max_position_embeddings x
+    rotary_dim values in the model dtype (vllm/model_executor/layers/rotary_embedding/base.py,
+    _compute_cos_sin_cache), shared by the layers (get_rope caches one per configuration) and
+    not split by TP. It is counted in "Model loading took": 32 MiB for Llama 3.1 (131,072
+    positions), but 2.5 GiB for Llama 4 Scout, whose config allows 10,485,760 positions.
+    """
+    rotary_dim = m.qk_rope_head_dim if m.kv_lora_rank else m.head_dim
+    return float(m.max_context_tokens * rotary_dim * cm.BF16_BYTES)
 
 
 def activation_bytes(
