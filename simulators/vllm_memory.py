@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import costmodel as cm
-from .catalog import Gpu, Model, assumptions
+from .catalog import Gpu, Model, assumptions, serve_defaults
 
 GiB = cm.GiB
 
@@ -194,15 +194,27 @@ def account(
     *,
     tp: int = 1,
     pp: int = 1,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float | None = None,
     max_model_len: int = 8192,
-    max_num_batched_tokens: int = 8192,
-    max_num_seqs: int = 256,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
     kv_dtype: str = "bf16",
     weight_dtype: str = "bf16",
-    block_size: int = 16,
+    block_size: int | None = None,
 ) -> VllmMemory:
-    """vLLM's accounting for one deployment. Raises ValueError for a layout vLLM would refuse."""
+    """vLLM's accounting for one deployment. Raises ValueError for a layout vLLM would refuse.
+
+    A setting left as None takes `vllm serve`'s default on this GPU (serve_defaults).
+    """
+    d = serve_defaults(gpu)
+    if gpu_memory_utilization is None:
+        gpu_memory_utilization = d["gpu_memory_utilization"]
+    if max_num_batched_tokens is None:
+        max_num_batched_tokens = int(d["max_num_batched_tokens"])
+    if max_num_seqs is None:
+        max_num_seqs = int(d["max_num_seqs"])
+    if block_size is None:
+        block_size = int(d["block_size"])
     if m.num_heads % tp:
         raise ValueError(f"{m.num_heads} attention heads are not divisible by tensor_parallel_size {tp}")
     if pp > m.num_layers:
