@@ -78,6 +78,11 @@ class Gpu:
     cuda_total_source: str = ""
 
     @property
+    def cuda_total_derived(self) -> bool:
+        """True where no published log gives the CUDA total and a stated rule derived it."""
+        return self.cuda_total_source.startswith("Derived")
+
+    @property
     def visible_GiB(self) -> float:
         """What vLLM sees as this GPU's total memory."""
         return self.cuda_total_GiB if self.cuda_total_GiB is not None else self.memory_GiB
