@@ -18,10 +18,27 @@ def test_enough_logged_start_ups_covering_each_feature():
 
 
 def test_predicted_kv_tokens_match_the_logs():
-    s = vllm_validation.summary()
-    # The target of issue 15: median |error| <= 3%, none over 10%.
+    # The target of issue 15: median |error| <= 3%, none over 10%, on the rows the constants were
+    # fitted to (calibration).
+    s = vllm_validation.summary("calibration")
     assert s["median_abs_error"] <= 0.03
     assert s["within_10_percent"] == s["points"]
+    # The held-out rows were never used to set a constant; none may be off by more than 10%.
+    # Their median (4% on four Qwen3-14B start-ups, two of them releases that profile a larger
+    # activation peak) is reported, not asserted to meet the 3% target.
+    held = vllm_validation.summary("held_out")
+    assert held["points"] >= 4 and held["within_10_percent"] == held["points"]
+
+
+def test_every_row_names_its_split_and_both_sets_are_shown():
+    entries = vllm_validation.logs()
+    assert {e["split"] for e in entries} == {"calibration", "held_out"}
+    # Calibration is exactly the v0.19.0 sweep the [vllm_memory] constants were fitted to.
+    assert all(e["vllm_version"] == "0.19.0" for e in entries if e["split"] == "calibration")
+    held = [e for e in entries if e["split"] == "held_out"]
+    assert not {e["model"] for e in held} & {e["model"] for e in entries if e["split"] == "calibration"}
+    text = vllm_validation.render_markdown()
+    assert "**Calibration" in text and "**Held out" in text
 
 
 @pytest.mark.parametrize("row", vllm_validation.rows(), ids=lambda r: r.id)
@@ -34,7 +51,7 @@ def test_concurrency_follows_the_token_count(row):
 def test_the_table_renders_every_row():
     text = vllm_validation.render_markdown()
     assert text.count("| [log](https://") == len(vllm_validation.logs())
-    assert "median |error|" in text
+    assert text.count("median |error|") == 2
 
 
 def test_llama4_scout_weights_include_the_rotary_table_vllm_builds_per_rank():
