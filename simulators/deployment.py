@@ -161,6 +161,12 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         notes.append(f"{what} cannot be split over {p.tensor_parallel_size} ranks: each rank keeps its own copy")
     if m.ignored_keys:
         notes.append("config keys not read: " + ", ".join(m.ignored_keys))
+    if gpu.cuda_total_GiB is None:
+        notes.append(
+            f"{gpu.name}: no published log gives the memory CUDA reports; the data-sheet {gpu.memory_GiB:g} GiB is used"
+        )
+    elif gpu.cuda_total_derived:
+        notes.append(f"{gpu.name}: the {gpu.cuda_total_GiB:g} GiB CUDA reports is derived, not read from a log")
     gib = cm.GiB
     stages = [
         {

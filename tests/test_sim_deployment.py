@@ -146,3 +146,12 @@ def test_one_set_of_vllm_defaults_for_every_simulator():
     assert a.kv_tokens == b.kv_tokens
     # A cost-model fit on an L4 budgets vLLM's 2,048-token profile run there.
     assert cm.memory_fit(m, l4).activation_bytes == cm.activation_bytes(m, 2048)
+
+
+def test_a_derived_cuda_total_is_said():
+    # GB200's CUDA total has no published log (gpus.toml says how it was derived); the answer says so.
+    notes = api.run("deployment", {"gpu": "gb200", "model": "llama-3.1-8b"})["result"]["notes"]
+    assert any("derived, not read from a log" in n for n in notes)
+    assert not any(
+        "derived" in n for n in api.run("deployment", {"gpu": "l4", "model": "llama-3.1-8b"})["result"]["notes"]
+    )
