@@ -78,6 +78,11 @@ class Gpu:
     cuda_total_source: str = ""
 
     @property
+    def cuda_total_derived(self) -> bool:
+        """True where no published log gives the CUDA total and a stated rule derived it."""
+        return self.cuda_total_source.startswith("Derived")
+
+    @property
     def visible_GiB(self) -> float:
         """What vLLM sees as this GPU's total memory."""
         return self.cuda_total_GiB if self.cuda_total_GiB is not None else self.memory_GiB
@@ -124,6 +129,23 @@ def gpu_from_dict(data: dict[str, Any], gpu_id: str = "custom") -> Gpu:
             fields[key] = data[key]
     fields.setdefault("name", str(data.get("id", gpu_id)))
     return Gpu(id=str(data.get("id", gpu_id)), **fields)
+
+
+def serve_defaults(gpu: Gpu) -> dict[str, float]:
+    """What `vllm serve` (the version in assumptions.toml [vllm_defaults]) picks on this GPU.
+
+    gpu_memory_utilization, block_size, and max_num_batched_tokens / max_num_seqs by GPU as
+    EngineArgs chooses them for the API server (larger on GPUs of 70 GiB or more but an A100).
+    """
+    d = assumptions()["vllm_defaults"]
+    large = gpu.visible_GiB >= d["large_gpu_min_GiB"] and "a100" not in gpu.name.lower()
+    size = "large" if large else "small"
+    return {
+        "gpu_memory_utilization": float(d["gpu_memory_utilization"]),
+        "block_size": int(d["block_size"]),
+        "max_num_batched_tokens": int(d[f"max_num_batched_tokens_{size}"]),
+        "max_num_seqs": int(d[f"max_num_seqs_{size}"]),
+    }
 
 
 @cache

@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import parallel_time as pt
-from .catalog import Gpu, Model, Precision, assumptions, precisions
+from .catalog import Gpu, Model, Precision, assumptions, precisions, serve_defaults
 
 GB = 1e9
 GiB = 2**30
@@ -702,9 +702,9 @@ def memory_fit(
     GPUs and the whole latent for MLA (kv_replication), so replicated KV counts on every rank.
     `sparse` stores the block matmuls 2:4 sparse (weight_bytes(..., sparse=True)).
     """
-    mem = assumptions()["memory"]
-    util = mem["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
-    tokens = mem["max_num_batched_tokens"] if max_num_batched_tokens is None else max_num_batched_tokens
+    d = serve_defaults(gpu)  # vLLM's defaults, one place (assumptions.toml [vllm_defaults])
+    util = d["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
+    tokens = int(d["max_num_batched_tokens"]) if max_num_batched_tokens is None else max_num_batched_tokens
     capacity = gpu.memory_GiB * GiB * num_gpus
     usable = capacity * util
     w = weight_bytes(m, weight_dtype, sparse=sparse)

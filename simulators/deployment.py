@@ -21,7 +21,7 @@ from typing import Any
 
 from . import costmodel as cm
 from . import vllm_memory as vm
-from .catalog import Gpu, Model, assumptions, resolve_gpu, resolve_model
+from .catalog import Gpu, Model, gpus, resolve_gpu, resolve_model, running_example, serve_defaults
 from .parallel import check_link, pipeline_parallel_param, tensor_parallel_param
 from .params import ParamError, dtype_choices, gpu_param, model_param, param
 from .plotting import bar, layout
@@ -45,6 +45,9 @@ def _weight_choices() -> list[tuple[str, str]]:
     return [("auto", "As the checkpoint (quantization_config), else BF16"), *dtype_choices()()]
 
 
+# vLLM's defaults on the running example's GPU (assumptions.toml [vllm_defaults], the one place).
+DEFAULTS = serve_defaults(gpus()[running_example()["gpu"]])
+
 # The charts: memory per GPU, or requests held at each context length.
 VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")]
 
@@ -59,22 +62,30 @@ class Params:
     pipeline_parallel_size: int = pipeline_parallel_param()
     # Share of what CUDA reports that vLLM may use (--gpu-memory-utilization).
     gpu_memory_utilization: float = param(
-        assumptions()["memory"]["gpu_memory_utilization"], label="GPU memory utilization", min=0.05, max=1.0, step=0.01
+        DEFAULTS["gpu_memory_utilization"], label="GPU memory utilization", min=0.05, max=1.0, step=0.01
     )
     # Longest request, prompt plus output (--max-model-len).
     max_model_len: int = param(8192, label="Max model length", unit="tokens", min=16, max=10_485_760, step=1, log=True)
     # Tokens in the largest forward pass; sizes the profiled activation peak (--max-num-batched-tokens).
     max_num_batched_tokens: int = param(
-        8192, label="Max batched tokens", unit="tokens", min=16, max=1_048_576, step=16, log=True
+        int(DEFAULTS["max_num_batched_tokens"]),
+        label="Max batched tokens",
+        unit="tokens",
+        min=16,
+        max=1_048_576,
+        step=16,
+        log=True,
     )
-    # Requests in one batch; sizes the sampler's logits (--max-num-seqs). 1,024 is what `vllm serve`
-    # v0.19 picks on GPUs of 70 GiB or more ("Defaulting max_num_seqs to 1024" in its logs).
-    max_num_seqs: int = param(1024, label="Max sequences", unit="sequences", min=1, max=4096, step=1, log=True)
+    # Requests in one batch; sizes the sampler's logits (--max-num-seqs). The default is what `vllm
+    # serve` picks on the running example's GPU (1,024 on GPUs of 70 GiB or more, 256 below).
+    max_num_seqs: int = param(
+        int(DEFAULTS["max_num_seqs"]), label="Max sequences", unit="sequences", min=1, max=4096, step=1, log=True
+    )
     # "auto" stores K and V in the model's dtype (bf16); fp8 halves them (--kv-cache-dtype).
     kv_cache_dtype: str = param("auto", label="KV cache format", choices=[("auto", "auto (bf16)"), ("fp8", "fp8")])
     weight_dtype: str = param("auto", label="Weight format", choices=_weight_choices)
     # Tokens per KV block (--block-size).
-    block_size: int = param(16, label="Block size", unit="tokens", min=1, max=256, step=1)
+    block_size: int = param(int(DEFAULTS["block_size"]), label="Block size", unit="tokens", min=1, max=256, step=1)
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
@@ -157,6 +168,12 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         notes.append(f"{what} cannot be split over {p.tensor_parallel_size} ranks: each rank keeps its own copy")
     if m.ignored_keys:
         notes.append("config keys not read: " + ", ".join(m.ignored_keys))
+    if gpu.cuda_total_GiB is None:
+        notes.append(
+            f"{gpu.name}: no published log gives the memory CUDA reports; the data-sheet {gpu.memory_GiB:g} GiB is used"
+        )
+    elif gpu.cuda_total_derived:
+        notes.append(f"{gpu.name}: the {gpu.cuda_total_GiB:g} GiB CUDA reports is derived, not read from a log")
     gib = cm.GiB
     stages = [
         {

@@ -23,7 +23,7 @@ from typing import Any
 
 from . import costmodel as cm
 from . import vllm_memory as vm
-from .catalog import Gpu, Model, assumptions, resolve_gpu
+from .catalog import Gpu, Model, resolve_gpu, serve_defaults
 from .params import ParamError, param
 
 
@@ -202,9 +202,9 @@ def pooled_kv_tokens(
         return cm.memory_fit(
             m, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype, max_num_batched_tokens=max_num_batched_tokens
         ).kv_token_capacity
-    mem = assumptions()["memory"]
-    tokens = mem["max_num_batched_tokens"] if max_num_batched_tokens is None else max_num_batched_tokens
-    usable = gpu.memory_GiB * cm.GiB * mem["gpu_memory_utilization"]
+    d = serve_defaults(gpu)  # vLLM's defaults, one place (assumptions.toml [vllm_defaults])
+    tokens = int(d["max_num_batched_tokens"]) if max_num_batched_tokens is None else max_num_batched_tokens
+    usable = gpu.memory_GiB * cm.GiB * d["gpu_memory_utilization"]
     counts = vm.pp_layer_counts(m.num_layers, lay.pp)
     worst = 0
     for i, n in enumerate(counts):
@@ -238,7 +238,7 @@ def vllm_defaults(gpu: Gpu) -> dict[str, Any]:
     from .engine.scheduler import vllm_serve_defaults  # the engine imports this module
 
     tokens, seqs = vllm_serve_defaults(gpu)
-    util = assumptions()["memory"]["gpu_memory_utilization"]
+    util = serve_defaults(gpu)["gpu_memory_utilization"]
     return {"gpu_memory_utilization": util, "max_num_batched_tokens": tokens, "max_num_seqs": seqs}
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from . import costmodel as cm
 from . import vllm_memory as vm
-from .catalog import Gpu, Model, assumptions
+from .catalog import Gpu, Model, serve_defaults
 from .engine import EngineSpec, SchedulerConfig, serve, summarize
 from .engine.loadgen import arrange
 from .engine.scheduler import vllm_serve_defaults
@@ -93,7 +93,7 @@ def memory(m: Model, layout: Layout, max_model_len: int) -> vm.VllmMemory | None
             m,
             layout.gpu,
             tp=layout.tp,
-            gpu_memory_utilization=assumptions()["memory"]["gpu_memory_utilization"],
+            gpu_memory_utilization=serve_defaults(layout.gpu)["gpu_memory_utilization"],
             max_model_len=max_model_len,
             max_num_batched_tokens=tokens,
             max_num_seqs=seqs,

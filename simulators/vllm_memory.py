@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import costmodel as cm
-from .catalog import Gpu, Model, assumptions
+from .catalog import Gpu, Model, assumptions, serve_defaults
 
 GiB = cm.GiB
 
@@ -118,7 +118,20 @@ def weight_bytes(m: Model, weight_dtype: str, tp: int, layers: int, *, first: bo
     block = linear * share / tp
     embed = (p.embedding + m.vision_params) * cm.BF16_BYTES / tp if first else 0.0
     head = cm.lm_head_params(m) * cm.BF16_BYTES / tp if last and (not m.tie_word_embeddings or not first) else 0.0
-    return block + embed + head + p.other * share * cm.BF16_BYTES
+    return block + embed + head + p.other * share * cm.BF16_BYTES + rope_cache_bytes(m)
+
+
+def rope_cache_bytes(m: Model) -> float:
+    """The rotary embedding's cos/sin table every rank builds when it loads the model.
+
+    vLLM's RotaryEmbedding registers a buffer `cos_sin_cache` of max_position_embeddings x
+    rotary_dim values in the model dtype (vllm/model_executor/layers/rotary_embedding/base.py,
+    _compute_cos_sin_cache), shared by the layers (get_rope caches one per configuration) and
+    not split by TP. It is counted in "Model loading took": 32 MiB for Llama 3.1 (131,072
+    positions), but 2.5 GiB for Llama 4 Scout, whose config allows 10,485,760 positions.
+    """
+    rotary_dim = m.qk_rope_head_dim if m.kv_lora_rank else m.head_dim
+    return float(m.max_context_tokens * rotary_dim * cm.BF16_BYTES)
 
 
 def activation_bytes(
@@ -181,15 +194,27 @@ def account(
     *,
     tp: int = 1,
     pp: int = 1,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float | None = None,
     max_model_len: int = 8192,
-    max_num_batched_tokens: int = 8192,
-    max_num_seqs: int = 256,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
     kv_dtype: str = "bf16",
     weight_dtype: str = "bf16",
-    block_size: int = 16,
+    block_size: int | None = None,
 ) -> VllmMemory:
-    """vLLM's accounting for one deployment. Raises ValueError for a layout vLLM would refuse."""
+    """vLLM's accounting for one deployment. Raises ValueError for a layout vLLM would refuse.
+
+    A setting left as None takes `vllm serve`'s default on this GPU (serve_defaults).
+    """
+    d = serve_defaults(gpu)
+    if gpu_memory_utilization is None:
+        gpu_memory_utilization = d["gpu_memory_utilization"]
+    if max_num_batched_tokens is None:
+        max_num_batched_tokens = int(d["max_num_batched_tokens"])
+    if max_num_seqs is None:
+        max_num_seqs = int(d["max_num_seqs"])
+    if block_size is None:
+        block_size = int(d["block_size"])
     if m.num_heads % tp:
         raise ValueError(f"{m.num_heads} attention heads are not divisible by tensor_parallel_size {tp}")
     if pp > m.num_layers:

@@ -3,8 +3,11 @@
 Each [[vllm_log]] of data/measurements.toml is a published vLLM start-up with its full settings
 and the two lines it logged. For each we run the same accounting as the deployment simulator
 (vllm_memory.account) and compare the predicted "GPU KV cache size" and "Maximum concurrency"
-with the logged ones. `summary()` gives the median and largest |error|; `render_markdown()` the
-table of the validation page (docs/validation.md, section "KV capacity against vLLM's logs").
+with the logged ones. Every row says its `split`: "calibration" rows come from the sweep the
+activation and non-torch constants (assumptions.toml [vllm_memory]) were fitted to; "held_out"
+rows were never used to set a constant. `summary(split)` gives the median and largest |error| of
+one set; `render_markdown()` the two tables of the validation page (docs/validation.md, section
+"KV capacity against vLLM's logs").
 
 References: 1) the logs named in each row's `source`; 2) vllm-project/vllm,
 vllm/v1/core/kv_cache_utils.py (the two log lines).
@@ -27,6 +30,8 @@ class LogRow:
     what: str
     model: str
     layout: str  # "TP 2, PP 1, fp8 KV"
+    split: str  # "calibration" or "held_out"
+    vllm_version: str
     predicted_tokens: int
     logged_tokens: int
     predicted_concurrency: float
@@ -41,9 +46,16 @@ class LogRow:
         return (self.predicted_tokens - self.logged_tokens) / self.logged_tokens
 
 
+SPLITS = ("calibration", "held_out")
+
+
 def logs() -> list[dict[str, Any]]:
     """Every published vLLM start-up, in file order."""
-    return list(_data().get("vllm_log", []))
+    entries = list(_data().get("vllm_log", []))
+    for e in entries:
+        if e.get("split") not in SPLITS:
+            raise ValueError(f"[[vllm_log]] {e.get('id')}: split must be one of {SPLITS}, got {e.get('split')!r}")
+    return entries
 
 
 def predict(entry: dict[str, Any]) -> vm.VllmMemory:
@@ -78,6 +90,8 @@ def rows() -> list[LogRow]:
                 what=e["what"],
                 model=models()[e["model"]].name,
                 layout=layout,
+                split=e["split"],
+                vllm_version=e["vllm_version"],
                 predicted_tokens=a.kv_tokens,
                 logged_tokens=e["logged_kv_tokens"],
                 predicted_concurrency=a.max_concurrency,
@@ -90,9 +104,9 @@ def rows() -> list[LogRow]:
     return out
 
 
-def summary() -> dict[str, float]:
-    """Median and largest |error| of the KV tokens, and how many rows are within 10%."""
-    errors = [abs(r.error) for r in rows()]
+def summary(split: str | None = None) -> dict[str, float]:
+    """Median and largest |error| of the KV tokens of one split (or all), and how many are within 10%."""
+    errors = [abs(r.error) for r in rows() if split is None or r.split == split]
     return {
         "points": len(errors),
         "median_abs_error": statistics.median(errors),
@@ -101,23 +115,35 @@ def summary() -> dict[str, float]:
     }
 
 
-def render_markdown() -> str:
-    s = summary()
-    lines = [
-        "| Model | Layout | What it checks | Predicted KV tokens | Logged | Error | Predicted concurrency | Logged | Available KV GiB, predicted / logged | Log |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for r in rows():
+HEADER = [
+    "| Model | Layout | vLLM | What it checks | Predicted KV tokens | Logged | Error | Predicted concurrency | Logged | Available KV GiB, predicted / logged | Log |",
+    "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+]
+TITLES = {
+    "calibration": "Calibration: the v0.19.0 sweep the activation and non-torch constants were fitted to",
+    "held_out": "Held out: never used to set a constant",
+}
+
+
+def _table(split: str) -> list[str]:
+    chosen = [r for r in rows() if r.split == split]
+    s = summary(split)
+    worst = max(chosen, key=lambda r: abs(r.error))
+    lines = [f"**{TITLES[split]}**", "", *HEADER]
+    for r in chosen:
         lines.append(
-            f"| {r.model} | {r.layout} | {r.what} | {r.predicted_tokens:,} | {r.logged_tokens:,} | {r.error:+.1%} | "
-            f"{r.predicted_concurrency:.2f} | {r.logged_concurrency:.2f} | "
+            f"| {r.model} | {r.layout} | {r.vllm_version} | {r.what} | {r.predicted_tokens:,} | {r.logged_tokens:,} | "
+            f"{r.error:+.1%} | {r.predicted_concurrency:.2f} | {r.logged_concurrency:.2f} | "
             f"{r.predicted_available_GiB:.2f} / {r.logged_available_GiB:.2f} | [log]({r.source}) |"
         )
-    worst = max(rows(), key=lambda r: abs(r.error))
     lines += [
         "",
-        f"Across {s['points']:.0f} start-ups the median |error| of the KV token count is {s['median_abs_error']:.1%} and "
-        f"the largest {s['max_abs_error']:.1%} ({worst.model}, {worst.layout}); {s['within_10_percent']:.0f} of "
-        f"{s['points']:.0f} are within 10%.",
+        f"{s['points']:.0f} start-ups: median |error| of the KV token count {s['median_abs_error']:.1%}, largest "
+        f"{s['max_abs_error']:.1%} ({worst.model}, {worst.layout}, vLLM {worst.vllm_version}); "
+        f"{s['within_10_percent']:.0f} of {s['points']:.0f} within 10%.",
     ]
-    return "\n".join(lines)
+    return lines
+
+
+def render_markdown() -> str:
+    return "\n".join([*_table("calibration"), "", *_table("held_out")])

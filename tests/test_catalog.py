@@ -14,6 +14,7 @@ REQUIRED_GPUS = [
     "l40s",
     "l4",
     "b200",
+    "gb200",
     "mi300x",
     "rtx-4090",
     "m2-ultra",
@@ -46,6 +47,27 @@ def test_required_entries_exist_and_are_sourced():
         assert m.source and m.published_params_B
     for p in catalog.precisions().values():
         assert p.source
+
+
+def test_every_gpu_states_the_memory_cuda_reports():
+    # vLLM multiplies what CUDA reports (torch.cuda.mem_get_info total), not the vendor's GB,
+    # by gpu_memory_utilization. Each entry names the log it comes from, or says it is derived.
+    for g in catalog.gpus().values():
+        assert g.cuda_total_GiB is not None and g.cuda_total_source, g.id
+        assert 0.9 * g.memory_GiB < g.cuda_total_GiB <= g.memory_GiB, g.id
+        assert g.cuda_total_derived or "github.com" in g.cuda_total_source or "flagged" in g.cuda_total_source, g.id
+    derived = {g.id for g in catalog.gpus().values() if g.cuda_total_derived}
+    assert derived == {"h100-pcie", "gb200", "m2-ultra", "a10g"}
+    # An L4 is sold as 24 GB but CUDA reports 22.03 GiB (github.com/ArcInstitute/evo2/issues/190).
+    assert catalog.gpus()["l4"].visible_GiB == 22.03
+
+
+def test_gb200_rates_are_the_1200_w_blackwell_figures():
+    g, b = catalog.gpus()["gb200"], catalog.gpus()["b200"]
+    # glennklockwood.com/garden/processors/B200: GB200 at 1,200 W, 2,500 dense BF16 against the
+    # HGX B200's 2,250; FP8 twice BF16; NVLink 5 at 1.8 TB/s as on the B200.
+    assert (g.dense_bf16_tflops, g.dense_fp8_tflops) == (2500, 5000) and g.dense_bf16_tflops > b.dense_bf16_tflops
+    assert g.interconnect_GBps == b.interconnect_GBps == 1800
 
 
 def test_a100_has_no_fp8_path_and_m2_ultra_no_published_compute():
@@ -145,7 +167,7 @@ def test_bad_custom_gpu_is_named():
 def test_cuda_visible_memory_is_sourced_and_below_the_data_sheet():
     for g in catalog.gpus().values():
         if g.cuda_total_GiB is not None:
-            assert g.cuda_total_source and g.cuda_total_GiB < g.memory_GiB
+            assert g.cuda_total_source and (g.cuda_total_GiB < g.memory_GiB or g.cuda_total_derived)
             assert g.visible_GiB == g.cuda_total_GiB
         else:
             assert g.visible_GiB == g.memory_GiB

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from simulators import api, catalog, vllm_memory
+from simulators import api, catalog, deployment, vllm_memory
 from simulators import costmodel as cm
 
 GiB = 2**30
@@ -119,5 +119,39 @@ def test_tp_shards_weights():
     m = catalog.models()["llama-3.1-70b"]
     one = vllm_memory.weight_bytes(m, "bf16", 1, m.num_layers, first=True, last=True)
     four = vllm_memory.weight_bytes(m, "bf16", 4, m.num_layers, first=True, last=True)
-    assert one == pytest.approx(cm.weight_bytes(m, "bf16"), rel=1e-9)
-    assert one / 4 < four < one / 4 * 1.001  # norms are replicated, everything else split
+    rope = vllm_memory.rope_cache_bytes(m)  # the cos/sin table: each rank builds its own
+    assert one - rope == pytest.approx(cm.weight_bytes(m, "bf16"), rel=1e-9)
+    assert (one - rope) / 4 < four - rope < (one - rope) / 4 * 1.001  # norms replicated, the rest split
+
+
+def test_one_set_of_vllm_defaults_for_every_simulator():
+    # `vllm serve` v0.19 (EngineArgs, OPENAI_API_SERVER usage context): 8,192 batched tokens and
+    # 1,024 sequences on GPUs of 70 GiB or more other than the A100, 2,048 and 256 on the rest;
+    # --gpu-memory-utilization 0.9 (0.92 only from v0.21, vLLM PR #38284).
+    h100, l4, a100 = (catalog.gpus()[g] for g in ("h100-sxm", "l4", "a100-sxm-80gb"))
+    assert catalog.serve_defaults(h100) == {
+        "gpu_memory_utilization": 0.9, "block_size": 16, "max_num_batched_tokens": 8192, "max_num_seqs": 1024,
+    }  # fmt: skip
+    for small in (l4, a100):
+        d = catalog.serve_defaults(small)
+        assert (d["max_num_batched_tokens"], d["max_num_seqs"]) == (2048, 256)
+    # The deployment simulator's defaults and the accounting every fit check runs agree.
+    m = catalog.models()["llama-3-8b"]
+    p = deployment.Params()
+    assert (p.gpu_memory_utilization, p.max_num_seqs, p.max_num_batched_tokens) == (0.9, 1024, 8192)
+    a = vllm_memory.account(m, h100, max_model_len=2200)
+    b = vllm_memory.account(
+        m, h100, max_model_len=2200, gpu_memory_utilization=0.9, max_num_batched_tokens=8192, max_num_seqs=1024
+    )
+    assert a.kv_tokens == b.kv_tokens
+    # A cost-model fit on an L4 budgets vLLM's 2,048-token profile run there.
+    assert cm.memory_fit(m, l4).activation_bytes == cm.activation_bytes(m, 2048)
+
+
+def test_a_derived_cuda_total_is_said():
+    # GB200's CUDA total has no published log (gpus.toml says how it was derived); the answer says so.
+    notes = api.run("deployment", {"gpu": "gb200", "model": "llama-3.1-8b"})["result"]["notes"]
+    assert any("derived, not read from a log" in n for n in notes)
+    assert not any(
+        "derived" in n for n in api.run("deployment", {"gpu": "l4", "model": "llama-3.1-8b"})["result"]["notes"]
+    )

@@ -30,13 +30,13 @@ def test_ridge_points_of_the_course():
 
 
 def test_fit_arithmetic_on_one_h100():
-    # 80 GiB = 85.90 GB, of which vLLM claims 92% = 79.03 GB; the other 6.87 GB are the reserve.
+    # 80 GiB = 85.90 GB, of which vLLM v0.19 claims 90% = 77.31 GB; the other 8.59 GB are the reserve.
     m = _run(batch_size=32, context_tokens=2000)["metrics"]
     fit = cm.memory_fit(LLAMA3_8B, H100)
     card_GB = 80 * 2**30 / 1e9
-    assert m["reserve_GB"] == pytest.approx(0.08 * card_GB)
+    assert m["reserve_GB"] == pytest.approx(0.10 * card_GB)
     assert m["weights_GB"] == fit.weight_bytes / 1e9 == pytest.approx(16.06, abs=0.01)
-    assert m["kv_budget_GB"] == pytest.approx(0.92 * card_GB - m["weights_GB"] - m["activations_GB"])
+    assert m["kv_budget_GB"] == pytest.approx(0.9 * card_GB - m["weights_GB"] - m["activations_GB"])
     # 32 sequences x 2,000 tokens x 131,072 B = 8,388,608,000 B = 8.39 GB of KV cache.
     assert m["kv_demand_GB"] == pytest.approx(32 * 2000 * 131_072 / 1e9, rel=1e-12)
     assert m["kv_token_capacity"] == int(fit.kv_bytes // 131_072)
@@ -66,8 +66,8 @@ def test_a_batch_that_does_not_fit():
 
 
 def test_405b_needs_six_gpus_of_memory_but_eight_for_an_even_head_split():
-    # FP8 weights of Llama-3.1-405B are about 410 GB; five H100s give 5 x 0.92 x 85.9 = 395 GB usable,
-    # too few; six give 474 GB, enough for the weights, activations and 33 GB of KV cache.
+    # FP8 weights of Llama-3.1-405B are about 410 GB; five H100s give 5 x 0.9 x 85.9 = 387 GB usable,
+    # too few; six give 464 GB, enough for the weights, activations and the KV cache.
     r = _run(model="llama-3.1-405b", weight_dtype="fp8")
     assert r["metrics"]["weights_GB"] == pytest.approx(410.06, abs=0.01)
     assert r["metrics"]["min_gpus_to_fit"] == 6

@@ -146,8 +146,16 @@ def test_the_largest_batch_is_vllms_count_of_requests_held():
     # vLLM v0.19 on one H100 at its defaults: KV blocks over the blocks one 2,200-token request
     # takes (vllm_memory.account, the deployment simulator's accounting), rounded down.
     from simulators import vllm_memory as vm
+    from simulators.catalog import serve_defaults
 
-    a = vm.account(LLAMA3_8B, H100, gpu_memory_utilization=0.92, max_model_len=2200, max_num_seqs=1024)
+    d = serve_defaults(H100)
+    a = vm.account(
+        LLAMA3_8B,
+        H100,
+        gpu_memory_utilization=d["gpu_memory_utilization"],
+        max_model_len=2200,
+        max_num_seqs=int(d["max_num_seqs"]),
+    )
     held = a.num_blocks / -(-2200 // 16)
     assert _run()["metrics"]["max_batch_fits"] == math.floor(held)
     assert api.run("deployment", {"max_model_len": 2200})["metrics"]["max_concurrency"] == pytest.approx(held)

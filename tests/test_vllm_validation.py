@@ -18,11 +18,27 @@ def test_enough_logged_start_ups_covering_each_feature():
 
 
 def test_predicted_kv_tokens_match_the_logs():
-    s = vllm_validation.summary()
-    # The target of issue 15: median |error| <= 3%. One start-up (Llama 4 Scout, TP 4) misses
-    # the 10% bound: its logged weights are 2.9 GiB per GPU above our parameter count.
+    # The target of issue 15: median |error| <= 3%, none over 10%, on the rows the constants were
+    # fitted to (calibration).
+    s = vllm_validation.summary("calibration")
     assert s["median_abs_error"] <= 0.03
-    assert s["within_10_percent"] >= s["points"] - 1
+    assert s["within_10_percent"] == s["points"]
+    # The held-out rows were never used to set a constant; none may be off by more than 10%.
+    # Their median (4% on four Qwen3-14B start-ups, two of them releases that profile a larger
+    # activation peak) is reported, not asserted to meet the 3% target.
+    held = vllm_validation.summary("held_out")
+    assert held["points"] >= 4 and held["within_10_percent"] == held["points"]
+
+
+def test_every_row_names_its_split_and_both_sets_are_shown():
+    entries = vllm_validation.logs()
+    assert {e["split"] for e in entries} == {"calibration", "held_out"}
+    # Calibration is exactly the v0.19.0 sweep the [vllm_memory] constants were fitted to.
+    assert all(e["vllm_version"] == "0.19.0" for e in entries if e["split"] == "calibration")
+    held = [e for e in entries if e["split"] == "held_out"]
+    assert not {e["model"] for e in held} & {e["model"] for e in entries if e["split"] == "calibration"}
+    text = vllm_validation.render_markdown()
+    assert "**Calibration" in text and "**Held out" in text
 
 
 @pytest.mark.parametrize("row", vllm_validation.rows(), ids=lambda r: r.id)
@@ -35,4 +51,17 @@ def test_concurrency_follows_the_token_count(row):
 def test_the_table_renders_every_row():
     text = vllm_validation.render_markdown()
     assert text.count("| [log](https://") == len(vllm_validation.logs())
-    assert "median |error|" in text
+    assert text.count("median |error|") == 2
+
+
+def test_llama4_scout_weights_include_the_rotary_table_vllm_builds_per_rank():
+    # vLLM v0.19.0 logs "Model loading took 53.12 GiB memory" per GPU for Llama 4 Scout at TP 4
+    # (llm-d-planner accuracy/results/v0.19.0/logs, ...llama-4-scout--h100-80gb--tp4pp1dp1--8192.log).
+    # The bf16 parameters alone give 50.6 GiB; the cos/sin table of 10,485,760 positions x 128
+    # dims x 2 bytes (2.5 GiB, not split by TP) closes the gap.
+    from simulators import vllm_memory as vm
+
+    m = catalog.models()["llama-4-scout"]
+    assert vm.rope_cache_bytes(m) == 10_485_760 * 128 * 2
+    w = vm.weight_bytes(m, "bf16", 4, m.num_layers, first=True, last=True) / vm.GiB
+    assert w == pytest.approx(53.12, rel=0.01)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import costmodel as cm
+from ..catalog import serve_defaults
 from .decodeset import DecodeSet
 from .kv import KVCacheManager
 from .sequence import Seq
@@ -83,12 +84,10 @@ class SchedulerConfig:
 
 
 def vllm_serve_defaults(gpu: Any) -> tuple[int, int]:
-    """`vllm serve`'s (max_num_batched_tokens, max_num_seqs) on `gpu`: 8192 and 1024 with at least
-    70 GiB of memory unless it is an A100 (larger budgets lowered A100 throughput), else 2048 and
-    256 (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, UsageContext.OPENAI_API_SERVER:
-    `device_memory >= 70 * GiB_bytes and "a100" not in device_name`)."""
-    big = gpu.memory_GiB >= 70 and "a100" not in f"{gpu.id} {gpu.name}".lower()
-    return (8192, 1024) if big else (2048, 256)
+    """`vllm serve`'s (max_num_batched_tokens, max_num_seqs) on `gpu` (catalog.serve_defaults, read
+    from assumptions.toml [vllm_defaults]: larger budgets on GPUs of 70 GiB or more but an A100)."""
+    d = serve_defaults(gpu)
+    return int(d["max_num_batched_tokens"]), int(d["max_num_seqs"])
 
 
 class Scheduler:
