@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -251,26 +252,51 @@ SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 
 def view_data(
-    p: Params, result: dict[str, Any], view: str, *, seed: int = 0, memo: LruCache[Any] | None = None
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """What only the sweep charts draw: the rate sweep (and the users or other-lengths sweep);
-    their runs then fill the GuideLLM records and the CSV in place of run()'s three."""
+    their runs then fill the GuideLLM records and the CSV in place of run()'s three.
+
+    It reads nothing from `result` (the maximum comes from the same ceiling run as run()'s), so
+    api may call it first. `progress`, if given, is called with what figure() draws after each
+    point, points in chart order, the cheapest first (closed loop from one user up; open loop from
+    the highest rate down): the page redraws as they come. The answer does not depend on it."""
     if view not in SWEPT_VIEWS:
         return {}
     spec, slo, kw, lengths = _server(p)
     served = _served_memo(p, spec, seed, memo)
+    out: dict[str, Any] = {"lengths": p.lengths, "open": [], "closed": [], "other": []}
+    show = progress or (lambda part: None)
+    if view == "knee":  # closed-loop points need no ceiling: they come first
+        for u in USERS:
+            out["closed"].append(_point(served.run("concurrent", lengths, users=u, **kw)))
+            show(out)
     top = _ceiling_memo(p, spec, seed, memo).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
-    cap = result["metrics"]["max_throughput_per_s"]
-    sweep = [served.run("poisson", lengths, rate=f * cap, **kw) for f in FRACTIONS]
-    out: dict[str, Any] = {"open": [_point(r) for r in sweep]}
-    if view == "knee":
-        out["closed"] = [_point(served.run("concurrent", lengths, users=u, **kw)) for u in USERS]
+    cap = top.metrics["steady_throughput_per_s"]  # run()'s max_throughput_per_s
+    sweep: list[LoadRun] = []
+    for f in reversed(FRACTIONS):
+        sweep.insert(0, served.run("poisson", lengths, rate=f * cap, **kw))
+        out["open"].insert(0, _point(sweep[0]))
+        show(out)
     if view == "lengths":
         other = _lengths("fixed" if p.lengths == "azure" else "azure")
-        out["other"] = [_point(served.run("poisson", other, rate=f * cap, **kw)) for f in FRACTIONS]
-    out["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
-    out["csv"] = to_csv([top, *sweep])
-    return out
+        for f in reversed(FRACTIONS):
+            out["other"].insert(0, _point(served.run("poisson", other, rate=f * cap, **kw)))
+            show(out)
+    answer = {"open": out["open"], "closed": out["closed"], "other": out["other"]}
+    if view != "knee":
+        del answer["closed"]
+    if view != "lengths":
+        del answer["other"]
+    answer["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
+    answer["csv"] = to_csv([top, *sweep])
+    return answer
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -338,7 +364,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             "Closed loop (1-128 users)",
             1,
             mode="lines+markers",
-            text=[f"{u} users" for u in USERS],
+            text=[f"{u} users" for u in USERS[: len(c)]],
         ),
     ]
     return make_figure(

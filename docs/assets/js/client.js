@@ -169,6 +169,7 @@ function begin(cfg, resolve, reject) {
     }
     else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
     else if (data.type === "result") finish(data);
+    else if (data.type === "partial" && inFlight?.id === data.id) inFlight.onPartial?.(data.json);
     else if (data.type === "ready") {
       clearInterval(watchdog);
       runtime.readyAt = performance.now();
@@ -200,14 +201,15 @@ export function retry() {
 // this one before it ran. Rejects when the run failed or ran past the time limit.
 // A `background` run (the widgets' warm-up) waits until no reader's request is waiting. `seed`
 // picks the random sample (0, the one every page and test shows, unless a warm-up asks otherwise).
-export function run(key, name, params, { background = false, seed = 0 } = {}) {
+// `onPartial` gets each partial answer (JSON: {"ok", "partial", "figure"}) of a chart that streams.
+export function run(key, name, params, { background = false, seed = 0, onPartial = null } = {}) {
   const waiting = queue.find((job) => job.key === key);
   if (waiting) {
     queue = queue.filter((job) => job !== waiting);
     waiting.resolve(null);
   }
   return new Promise((resolve, reject) => {
-    queue.push({ key, name, params, background, seed, resolve, reject });
+    queue.push({ key, name, params, background, seed, onPartial, resolve, reject });
     pump();
   });
 }
