@@ -103,11 +103,15 @@ class KVCacheManager:
         head = next(iter(queue))
         if type(head) is tuple and queue[head] > n:  # the usual case: empty blocks at the head
             queue[head] -= n
+            if head[0] == "own":
+                self.num_evictions += n
             return True
         evicted = 0
         while n:
             key, count = queue.popitem(last=False)
-            if type(key) is tuple:  # a run of empty blocks
+            if type(key) is tuple:  # a run of empty blocks, or of a unique sequence's cached ones
+                if key[0] == "own":
+                    evicted += min(count, n)
                 if count > n:
                     queue[key] = count - n
                     queue.move_to_end(key, last=False)
@@ -129,7 +133,7 @@ class KVCacheManager:
         if n > 0:
             queue = self.free_queue
             tail = next(reversed(queue), None)
-            if type(tail) is tuple:
+            if type(tail) is tuple and tail[0] == "empty":
                 queue[tail] += n
             else:
                 queue[("empty", next(self._runs))] = n
@@ -143,6 +147,25 @@ class KVCacheManager:
             queue[key] = n
             queue.move_to_end(key, last=False)
             self.num_free_blocks += n
+
+    # -- a unique sequence's cached blocks, counted, not hashed (see `free_own`) ------------------
+
+    def free_own(self, seq_id: int, n: int) -> None:
+        """Free the n cached blocks of a sequence no other request can hit (its first segment is
+        its own): one queue entry, ("own", id) -> n, in the place its n hashed blocks would take
+        (last block first, so eviction eats the run from its end, as it would the blocks). Only
+        the sequence itself, preempted, can find them again (`own_hit`); nothing is hashed."""
+        if n > 0:
+            self.free_queue[("own", seq_id)] = n
+            self.num_free_blocks += n
+
+    def own_hit(self, seq_id: int) -> int:
+        """How many of a unique sequence's freed blocks are still cached: its first ones."""
+        return self.free_queue.get(("own", seq_id), 0)
+
+    def take_own(self, seq_id: int) -> None:
+        """A unique sequence takes its cached blocks back (a prefix hit on them)."""
+        self.num_free_blocks -= self.free_queue.pop(("own", seq_id), 0)
 
     def _forget_partial(self, h: int) -> None:
         """Drop an evicted part-filled block from its parent's list."""
