@@ -17,6 +17,14 @@ evicting a cached block it finds there; a prefix hit takes its blocks out of the
 Invariant (tests): free-queue blocks + referenced cached + private (uncached blocks held by
 sequences) == num_blocks.
 
+Counted, not hashed: a request whose first segment no other request shares (most load tests:
+every prompt its own) can only ever hit its own blocks, after a preemption. Its blocks stay
+uncached while it runs; when it leaves, its full blocks enter the queue as one ("own", id) -> n
+entry where their hashes would have gone, last block first, so eviction eats the run from its end
+exactly as it would the blocks, and on readmission it takes back what is left (`free_own`,
+`own_hit`, `take_own`; the scheduler decides). Hits, re-hits and evictions are those of hashing
+every block (a test forces both ways), at the cost of one queue entry instead of one per block.
+
 Prefix cache modes:
 - "hash" (vLLM v1): the hash of a full block chains its parent's hash and its content, so equal
   hashes mean equal prefixes; only full blocks are cached and matched.
@@ -41,7 +49,7 @@ import itertools
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .blockhash import Chain, ChainMemo, Runs, block_runs, chain_memo, is_prefix
+from .blockhash import Chain, ChainMemo, Runs, block_runs, chain, chain_memo, is_prefix
 
 __all__ = ["KVCacheManager", "ChainMemo", "block_runs", "chain_memo"]
 
@@ -199,39 +207,9 @@ class KVCacheManager:
         return out
 
     def _chain(self, segments: tuple[tuple[int, int], ...]) -> Chain:
-        """Full-block chain of all the segments, the runs of the part-filled tail block, and the
-        full blocks' hashes alone (a list of ints: the cache's hot loops read only those)."""
-        memo = self.memo
-        assert memo is not None  # set in __post_init__
-        known = memo.get(segments)
-        if known is not None:  # the usual case: admission attempts and routers ask again and again
-            return known
-        k = len(segments)
-        while k and segments[:k] not in memo:
-            k -= 1
-        full, tail, hs = memo[segments[:k]] if k else ([], (), [])
-        bs = self.block_size
-        for i in range(k, len(segments)):
-            full, hs = list(full), list(hs)
-            cur = list(tail)
-            room = bs - sum(hi - lo for _, lo, hi in cur)
-            seg_id, n = segments[i]
-            start = 0
-            parent = hs[-1] if hs else 0
-            while start < n:
-                take = min(n - start, room)
-                cur.append((seg_id, start, start + take))
-                start += take
-                room -= take
-                if room == 0:
-                    runs = tuple(cur)
-                    parent = hash((parent, runs))
-                    full.append((parent, runs))
-                    hs.append(parent)
-                    cur, room = [], bs
-            tail = tuple(cur)
-            memo.keep(segments[: i + 1], (full, tail, hs))
-        return full, tail, hs
+        """Full-block chain of all the segments, the part-filled tail's runs, the hashes alone."""
+        assert self.memo is not None  # set in __post_init__
+        return chain(self.memo, segments, self.block_size)
 
     def match(self, segments: tuple[tuple[int, int], ...], prompt_tokens: int) -> tuple[list[int], int]:
         """Cached prefix of a prompt: (hashes of matched full blocks, tokens hit). Touches LRU."""
