@@ -29,10 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
-
-from simulators import api  # noqa: E402
-from sitebuild.fences import Fence, scan  # noqa: E402
+from simulators import api, mini_yaml  # noqa: E402
 
 
 def bench(name: str, runs: int) -> list[float]:
@@ -68,18 +65,25 @@ def chart_switch(name: str, runs: int) -> tuple[list[float], list[float]] | None
 
 
 def lesson_widgets(prefixes: list[str]) -> list[tuple[str, str, dict, list[str]]]:
-    """(lesson file, simulator, params, numeric controls) of every sim block of those lessons."""
+    """(lesson and widget, simulator, params, numeric controls) of every sim block of those
+    lessons (read with the standard library alone, so that this runs in Pyodide too)."""
     out = []
     for prefix in prefixes:
         for path in sorted((ROOT / "lessons").glob(f"{prefix}-*.md")):
-            for block in scan(path.read_text().splitlines()):
-                if isinstance(block, Fence) and block.lang == "sim":
-                    spec = yaml.safe_load("\n".join(block.content))
+            block: list[str] | None = None
+            for line in path.read_text().splitlines():
+                if block is None and line.strip() == "```sim":
+                    block = []
+                elif block is not None and line.strip() == "```":
+                    spec = mini_yaml.loads("\n".join(block))
+                    block = None
                     fields = {p["name"]: p for p in api.schema(spec["sim"])["params"]}
                     numeric = [c for c in spec.get("controls", []) if fields.get(c, {}).get("type") in ("int", "float")]
                     out.append(
                         (f"{path.stem}#{spec.get('id', spec['sim'])}", spec["sim"], spec.get("params", {}), numeric)
                     )
+                elif block is not None:
+                    block.append(line)
     return out
 
 
