@@ -142,9 +142,12 @@ def _lengths(kind: str) -> workload.Lengths:
 # The simulated runs of the latest scenario, kept between calls in the caller's memo (api.Session
 # gives one). A reader changes one control at a time: a new rate re-simulates one run of the
 # sixteen, new users one, a new SLO, warm-up or chart none. Only what decides a run keys it (model,
-# GPU, batch slots, requests, seed); the answers are exactly a fresh computation's. Two entries:
-# the latest scenario's runs (at most 16 runs' records) and the runs its maximum is read from.
-MEMO_ENTRIES = 2
+# GPU, batch slots, requests, seed); the answers are exactly a fresh computation's. A scenario
+# takes two entries: its runs (at most 24 runs' records, ~7 MB at 1,000 requests) and the runs
+# its maximum is read from. Eight: the widgets of one page share the simulator's memo (lesson 11:
+# 64 and 256 slots) and the page's warm-up runs other seeds; with two, each of those evicted the
+# other's runs and a new rate cost the whole sweep and the 2,000-request ceiling again.
+MEMO_ENTRIES = 8
 
 
 def _memo(p: Params, spec: EngineSpec, seed: int, n: int, memo: LruCache[Any] | None) -> ServedMemo:
