@@ -213,9 +213,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     runs = [top, at_rate, closed]
     cap = top.metrics["steady_throughput_per_s"]
     a = at_rate.metrics
-    out["percentiles"] = {
-        k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")
-    }
+    out["percentiles"] = _percentiles(a)
     out["guidellm"] = [guidellm_record(r) for r in runs]
     out["csv"] = to_csv(runs)
     out["metrics"] = {
@@ -241,6 +239,10 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     out["num_requests"] = p.num_requests
     out["max_context_tokens"] = m.max_context_tokens
     return out
+
+
+def _percentiles(a: dict[str, float]) -> dict[str, list[float]]:
+    return {k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")}
 
 
 def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
@@ -269,11 +271,17 @@ def view_data(
     It reads nothing from `result` (the maximum comes from the same ceiling run as run()'s), so
     api may call it first. `progress`, if given, is called with what figure() draws after each
     point, points in chart order, the cheapest first (closed loop from one user up; open loop from
-    the highest rate down): the page redraws as they come. The answer does not depend on it."""
-    if view not in SWEPT_VIEWS:
+    the highest rate down): the page redraws as they come. The percentiles chart is run()'s, but
+    needs only the run at the chosen rate: streamed, that run comes first, before the ceiling.
+    The answer does not depend on `progress`."""
+    if view not in SWEPT_VIEWS and not (view == "percentiles" and progress):
         return {}
     spec, slo, kw, lengths = _server(p)
     served = _served_memo(p, spec, seed, memo)
+    if view == "percentiles" and progress:
+        a = served.run("poisson", lengths, rate=p.rate_per_s, **kw).metrics
+        progress({"rate_per_s": p.rate_per_s, "percentiles": _percentiles(a)})
+        return {}
     out: dict[str, Any] = {"lengths": p.lengths, "open": [], "closed": [], "other": []}
     show = progress or (lambda part: None)
     if view == "knee":  # closed-loop points need no ceiling: they come first
