@@ -163,6 +163,8 @@ class ServedMemo:
             self._served[key] = dataclasses.replace(served, replicas=[], log=[])
         options = (key, as_phase(warmup), as_phase(cooldown), slo, max_seconds)
         if options not in self._measured:
+            if len(self._measured) >= 256:  # a reader dragging the SLO: keep the memory bounded
+                self._measured.clear()
             self._measured[options] = measure(
                 self._served[key],
                 profile,
