@@ -74,7 +74,10 @@ def simulate(
                 _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
-            s.unique = bool(obj.segments) and obj.segments[0][1] > 0 and firsts[obj.segments[0][0]] == 1
+            # Unique: no other prompt starts with its first segment, or it names no segments (its
+            # tokens are its own); only it can hit its blocks (kv.free_own).
+            first = obj.segments[0] if obj.segments else None
+            s.unique = first is None or (first[1] > 0 and firsts[first[0]] == 1)
             push(route(s, replicas, t).add(s, t))
             continue
         if kind == KV_ARRIVE:

@@ -210,7 +210,8 @@ class Scheduler:
             return 1
         if s.unique:  # only its own blocks, from before a preemption, can be cached (kv.free_own)
             own = min(kv.own_hit(s.id), (s.prompt - 1) // kv.block_size) if self.prefix_on else 0
-            hit, hit_tokens = [], own * kv.block_size
+            hit: list[int] = []
+            hit_tokens = own * kv.block_size
         else:
             own = 0
             hit, hit_tokens = kv.match(s.content(), s.prompt) if self.prefix_on else ([], 0)
