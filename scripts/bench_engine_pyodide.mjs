@@ -2,6 +2,7 @@
 // Node.js (V8, the JavaScript engine of Chromium). Prints figures; not a test.
 //
 //   node scripts/bench_engine_pyodide.mjs        (after `npm ci`, which site_build.py runs)
+//   node scripts/bench_engine_pyodide.mjs scripts/bench_simulators.py --widgets 11,F2   (another script)
 //
 // Compare with `python scripts/bench_engine.py` in one sitting to get the Pyodide/CPython ratio.
 import { loadPyodide } from "../node_modules/pyodide/pyodide.mjs";
@@ -16,8 +17,11 @@ lock.packages = {}; // standard library only, as in the site's worker
 const py = await loadPyodide({ indexURL, lockFileContents: JSON.stringify(lock) });
 py.FS.mkdirTree("/repo");
 py.mountNodeFS("/repo", root);
+const [script = "scripts/bench_engine.py", ...args] = process.argv.slice(2);
+py.globals.set("argv", py.toPy([`/repo/${script}`, ...args]));
 py.runPython(`
 import runpy, sys
 print("Pyodide", sys.version.split()[0])
-runpy.run_path("/repo/scripts/bench_engine.py", run_name="__main__")
+sys.argv = list(argv)
+runpy.run_path(sys.argv[0], run_name="__main__")
 `);

@@ -26,6 +26,12 @@ Then, on the first page, the start-up on real networks (--network-runs loads eac
     python scripts/bench_site.py [--runs 5] [--changes 20] [--pages 01,08,tools] [--network-runs 2] [--tabs-only]
     python scripts/bench_site.py --network-only   # only the start-up on real networks
     python scripts/bench_site.py --network-only --sites before=DIR,after=DIR   # two builds, lesson 01
+    python scripts/bench_site.py --widgets 11,F2   # only those lessons' widgets, every numeric control
+
+--widgets: per widget of those lessons and per numeric control of it, at the page's scenario and
+at the slider's two ends (set through the widget's address), change -> first chart drawn (a
+streaming chart's first partial one, data-partial, else the answer) and -> whole answer
+(data-drawn), p50 and p95 over --changes changes to values not used before.
 """
 
 from __future__ import annotations
@@ -88,6 +94,24 @@ async ([widget, value]) => {
   }).observe(figure, { attributes: true, attributeFilter: ["data-drawn"] }));
   select.value = value;
   select.dispatchEvent(new Event("change", { bubbles: true }));
+  return drawn;
+}
+"""
+
+# Changes one control and resolves with [ms to the first redraw (partial or whole), ms to the answer].
+CHANGE_STREAMED = """
+async ([widget, control, value]) => {
+  const figure = document.getElementById(`sim-${widget}`);
+  const input = figure.querySelector(`#sim-${widget}-${control}`);
+  const before = figure.dataset.drawn;
+  const start = performance.now();
+  let first = null;
+  const drawn = new Promise((resolve) => new MutationObserver((_, o) => {
+    first ??= performance.now() - start;
+    if (figure.dataset.drawn !== before) { o.disconnect(); resolve([first, performance.now() - start]); }
+  }).observe(figure, { attributes: true, attributeFilter: ["data-drawn", "data-partial"] }));
+  input.value = String(value);
+  input.dispatchEvent(new Event("input", { bubbles: true }));
   return drawn;
 }
 """
@@ -224,6 +248,47 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def lesson_widget_figures(context: BrowserContext, url: str, pages: list[str], count: int) -> None:
+    """--widgets: change -> first chart and -> answer, per numeric control, at the page's scenario
+    and at the slider's ends (the widget's address holds the scenario)."""
+    print(f"lesson widgets: change -> first chart / whole answer, ms, {count} changes per row (after warm-ups)")
+    page = context.new_page()
+    firsts: list[float] = []
+    for name in pages:
+        page_url = f"{url}{name}/"
+        load(page, page_url)
+        for widget, sim in widgets_with_numbers(page):
+            figure = page.locator(f"figure#sim-{widget}")
+            params = json.loads(figure.get_attribute("data-params"))
+            controls = json.loads(figure.get_attribute("data-controls"))
+            fields = {p["name"]: p for p in api.schema(sim)["params"]}
+            for control in [c for c in controls if fields.get(c, {}).get("type") in ("int", "float")]:
+                f = fields[control]
+                for where, start in (("page", params.get(control, f["default"])), ("min", f["min"]), ("max", f["max"])):
+                    state = {control: start} if where != "page" else {}
+                    page.goto(f"{page_url}?sim-{widget}={quote(json.dumps(state))}" if state else page_url)
+                    page.wait_for_function(
+                        "() => window.llmCourse?.runtime?.state === 'ready' && window.llmCourse.chartsLive && window.llmCourse.runtime.background === 0",
+                        timeout=120_000,
+                    )
+                    if state:
+                        page.wait_for_function(
+                            f"() => document.getElementById('sim-{widget}').dataset.drawn === '1'", timeout=120_000
+                        )
+                    values = distinct_values(float(start), f, count)
+                    times = [page.evaluate(CHANGE_STREAMED, [widget, control, v]) for v in values]
+                    first, whole = [t[0] for t in times], [t[1] for t in times]
+                    firsts += first
+                    print(
+                        f"  {name.split('/')[-1][:24]:24s} {widget:12s} {control:13s} {where:5s} first p50 {percentile(first, 0.5):6.0f} "
+                        f"p95 {percentile(first, 0.95):6.0f}  whole p50 {percentile(whole, 0.5):6.0f} p95 {percentile(whole, 0.95):6.0f}"
+                    )
+    page.close()
+    print(
+        f"  all: first chart p50 {percentile(firsts, 0.5):.0f} ms  p95 {percentile(firsts, 0.95):.0f} ms  (target p95 <= 150 ms)"
+    )
+
+
 # (name, Mbit/s, latency ms, CPU slow-down); 0 Mbit/s: not throttled.
 NETWORKS = [
     ("unthrottled", 0, 0, 1),
@@ -324,6 +389,7 @@ def main() -> int:
     )
     parser.add_argument("--tabs", type=int, default=12, help="chart (view) switches per simulator")
     parser.add_argument("--tabs-only", action="store_true", help="measure only the chart switches")
+    parser.add_argument("--widgets", help="lesson ids whose widgets to time control by control, alone (e.g. 11,F2)")
     args = parser.parse_args()
 
     if args.sites:
@@ -362,6 +428,16 @@ def main() -> int:
             str(work / "profile"), executable_path=chromium.executable()
         )
         warm_profile.add_init_script(CHART_CLOCK)
+        if args.widgets:
+            wanted = args.widgets.split(",")
+            lesson_widget_figures(
+                warm_profile, url, [p for p in pages if p.split("/")[1].split("-", 1)[0] in wanted], args.changes
+            )
+            warm_profile.close()
+            browser.close()
+            server.shutdown()
+            server.server_close()
+            return 0
         # One untimed load first: a reader's browser is already running, and the first page of a
         # fresh browser process (and of the local server) pays start-up costs no reader would.
         throwaway = browser.new_context()

@@ -1,14 +1,14 @@
 """Preemption and recompute in the lessons' engine scenarios (prints figures; not a test).
 
-    python scripts/measure_preemption.py [--prefix hash] [05 06 11 ...]
+    python scripts/measure_preemption.py [--prefix off] [05 06 11 ...]
 
 For each `sim` block of the lessons whose file names start with the given prefixes (default 05,
 06 and 11), at its page parameters, it runs the simulator through `api.run_json`, watching every
 engine run it makes, and counts from the event log: preemptions, prompt and answer tokens
 prefilled again after a preemption ("recomputed"), and tokens a preempted request found in the
 prefix cache when admitted again ("re-hit"). Run it before and after an engine change.
-`--prefix hash` turns prefix caching on in every engine the simulators build without saying
-(vLLM v1's default), to show what that would change.
+`--prefix off` (or radix) sets the prefix mode of every engine the simulators build without
+saying, which is "hash" (on, vLLM v1's default) otherwise, to show what prefix caching changes.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@
     Session().run_json(...)        the same, answered from the session's ResultsCache when kept
     Session().figure_json(name, params_json, seed=0, view=None) -> str
         {"ok": true, "figure": {...}, "summary": "..."}: a chart switch, drawn from the kept result
+    Session().run_json_stream(name, params_json, seed=0, post=None, view=None) -> str
+        run_json's answer; before it, post({"ok": true, "partial": true, "figure": {...}} as JSON)
+        for each point of a chart that streams (the browser worker redraws as they come)
 
 Only JSON crosses: no Python object reaches JavaScript. The dispatch table below is the whole
 registry: adding a simulator is one module and one line here.
@@ -35,6 +38,7 @@ import dataclasses
 import inspect
 import json
 import math
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -176,15 +180,32 @@ def _draw(mod: ModuleType, result: dict[str, Any], view: str | None) -> dict[str
 
 # Simulators whose run() reuses intermediate work from a memo (their module names MEMO_ENTRIES).
 _MEMO = {name: "memo" in inspect.signature(mod.run).parameters for name, mod in SIMULATORS.items()}
+# Simulators whose view_data() reports its chart as it grows (`progress`) and needs no result.
+_STREAMS = {
+    name: hasattr(mod, "view_data") and "progress" in inspect.signature(mod.view_data).parameters
+    for name, mod in SIMULATORS.items()
+}
+
+Partial = Callable[[dict[str, Any]], None]
 
 
 def _simulate(
-    name: str, mod: ModuleType, p: Any, seed: int, view: str | None, cache: ResultsCache | None
+    name: str,
+    mod: ModuleType,
+    p: Any,
+    seed: int,
+    view: str | None,
+    cache: ResultsCache | None,
+    partial: Partial | None = None,
 ) -> dict[str, Any]:
-    """run()'s result, with view_data() for `view` merged in; from and into `cache` if given."""
+    """run()'s result, with view_data() for `view` merged in; from and into `cache` if given.
+
+    With `partial`, a simulator that streams (its view_data takes `progress`) computes the chart's
+    own data first and hands each growing chart to `partial` (the figure dict); the answer is the
+    same as without."""
     key = (name, dumps(dataclasses.asdict(p)), seed)
     # run() and view_data() share one memo: the session's, or one for this call alone.
-    kw = {}
+    kw: dict[str, Any] = {}
     if _MEMO[name]:
         kw["memo"] = LruCache(mod.MEMO_ENTRIES) if cache is None else cache.memo(name, mod.MEMO_ENTRIES)
 
@@ -192,11 +213,17 @@ def _simulate(
         answer: dict[str, Any] = mod.run(p, seed=seed, **kw)
         return answer
 
+    first: dict[str, Any] | None = None  # view_data's answer, computed before run()'s (streaming)
+    if partial is not None and view is not None and _STREAMS[name]:
+        if cache is None or (*key, view) not in cache.results:
+            first = mod.view_data(p, None, view, seed=seed, progress=lambda part: partial(mod.figure(part, view)), **kw)
     result: dict[str, Any] = simulate() if cache is None else cache.results.get_or_make(key, simulate)  # type: ignore[assignment]
     if view is None or not hasattr(mod, "view_data"):
         return result
 
     def extra() -> dict[str, Any]:
+        if first is not None:
+            return first
         answer: dict[str, Any] = mod.view_data(p, result, view, seed=seed, **kw)
         return answer
 
@@ -205,12 +232,19 @@ def _simulate(
 
 
 def run(
-    name: str, params: dict[str, Any], seed: int = 0, view: str | None = None, *, cache: ResultsCache | None = None
+    name: str,
+    params: dict[str, Any],
+    seed: int = 0,
+    view: str | None = None,
+    *,
+    cache: ResultsCache | None = None,
+    partial: Partial | None = None,
 ) -> dict[str, Any]:
     """Validate, run and draw; the answer run_json serialises. Never raises on bad input.
 
     `view` picks the chart (default: a "view" key in `params`, else the simulator's first chart).
     With a `cache`, a scenario already simulated (the same parameters and seed) is only drawn.
+    `partial` receives the chart as it grows, where the simulator streams (see _simulate).
     """
     try:
         mod = _module(name)
@@ -229,7 +263,7 @@ def run(
     except ParamErrors as e:
         return {"ok": False, "errors": e.errors}
     try:
-        result = _simulate(name, mod, p, seed, chart, cache)
+        result = _simulate(name, mod, p, seed, chart, cache, partial)
     except CatalogError as e:
         return {"ok": False, "errors": [{"field": "", "message": str(e)}]}
     return {"ok": True, "metrics": result["metrics"], "result": result, **_draw(mod, result, chart)}
@@ -260,14 +294,20 @@ def run_json(name: str, params_json: str, seed: int = 0, view: str | None = None
 
 
 def _run_json(
-    name: str, params_json: str, seed: int, view: str | None, cache: ResultsCache | None, keys: tuple[str, ...] = ()
+    name: str,
+    params_json: str,
+    seed: int,
+    view: str | None,
+    cache: ResultsCache | None,
+    keys: tuple[str, ...] = (),
+    partial: Partial | None = None,
 ) -> str:
     """run()'s answer as JSON; with `keys`, only those parts of a good answer."""
     try:
         params = json.loads(params_json) if params_json.strip() else {}
     except json.JSONDecodeError as e:
         return dumps({"ok": False, "errors": [{"field": "", "message": f"parameters are not valid JSON: {e}"}]})
-    answer = run(name, params, seed, view, cache=cache)
+    answer = run(name, params, seed, view, cache=cache, partial=partial)
     return dumps({k: answer[k] for k in ("ok", *keys)} if keys and answer["ok"] else answer)
 
 
@@ -283,6 +323,25 @@ class Session:
 
     def run_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
         return _run_json(name, params_json, seed, view, self.cache)
+
+    def run_json_stream(
+        self,
+        name: str,
+        params_json: str,
+        seed: int = 0,
+        post: Callable[[str], Any] | None = None,
+        view: str | None = None,
+    ) -> str:
+        """run_json's answer, the same string; meanwhile, where the simulator streams its chart
+        (a sweep point by point), `post` gets each growing chart as {"ok": true, "partial": true,
+        "figure": ...} in JSON, so the page can redraw before the whole answer is ready. Partial
+        charts only add points: the answer's chart is the last and complete one."""
+
+        def partial(figure: dict[str, Any]) -> None:
+            if post is not None:
+                post(dumps({"ok": True, "partial": True, "figure": figure}))
+
+        return _run_json(name, params_json, seed, view, self.cache, partial=partial)
 
     def figure_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
         """Only the chart and its words, {"ok": true, "figure": ..., "summary": ...}: for a chart

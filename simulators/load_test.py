@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,9 +152,12 @@ def _lengths(kind: str) -> workload.Lengths:
 # The simulated runs of the latest scenario, kept between calls in the caller's memo (api.Session
 # gives one). A reader changes one control at a time: a new rate re-simulates one run of the
 # sixteen, new users one, a new SLO, warm-up or chart none. Only what decides a run keys it (model,
-# GPU, batch slots, requests, seed); the answers are exactly a fresh computation's. Two entries:
-# the latest scenario's runs (at most 16 runs' records) and the runs its maximum is read from.
-MEMO_ENTRIES = 2
+# GPU, batch slots, requests, seed); the answers are exactly a fresh computation's. A scenario
+# takes two entries: its runs (at most 24 runs' records, ~7 MB at 1,000 requests) and the runs
+# its maximum is read from. Eight: the widgets of one page share the simulator's memo (lesson 11:
+# 64 and 256 slots) and the page's warm-up runs other seeds; with two, each of those evicted the
+# other's runs and a new rate cost the whole sweep and the 2,000-request ceiling again.
+MEMO_ENTRIES = 8
 
 
 def _memo(p: Params, spec: EngineSpec, seed: int, n: int, memo: LruCache[Any] | None) -> ServedMemo:
@@ -224,9 +228,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     runs = [top, at_rate, closed]
     cap = top.metrics["steady_throughput_per_s"]
     a = at_rate.metrics
-    out["percentiles"] = {
-        k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")
-    }
+    out["percentiles"] = _percentiles(a)
     out["guidellm"] = [guidellm_record(r) for r in runs]
     out["csv"] = to_csv(runs)
     out["metrics"] = {
@@ -252,6 +254,10 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     out["num_requests"] = p.num_requests
     out["max_context_tokens"] = m.max_context_tokens
     return out
+
+
+def _percentiles(a: dict[str, float]) -> dict[str, list[float]]:
+    return {k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")}
 
 
 def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
@@ -307,26 +313,57 @@ SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 
 def view_data(
-    p: Params, result: dict[str, Any], view: str, *, seed: int = 0, memo: LruCache[Any] | None = None
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """What only the sweep charts draw: the rate sweep (and the users or other-lengths sweep);
-    their runs then fill the GuideLLM records and the CSV in place of run()'s three."""
-    if view not in SWEPT_VIEWS:
+    their runs then fill the GuideLLM records and the CSV in place of run()'s three.
+
+    It reads nothing from `result` (the maximum comes from the same ceiling run as run()'s), so
+    api may call it first. `progress`, if given, is called with what figure() draws after each
+    point, points in chart order, the cheapest first (closed loop from one user up; open loop from
+    the highest rate down): the page redraws as they come. The percentiles chart is run()'s, but
+    needs only the run at the chosen rate: streamed, that run comes first, before the ceiling.
+    The answer does not depend on `progress`."""
+    if view not in SWEPT_VIEWS and not (view == "percentiles" and progress):
         return {}
     spec, slo, kw, lengths = _server(p)
     served = _served_memo(p, spec, seed, memo)
+    if view == "percentiles" and progress:
+        a = served.run("poisson", lengths, rate=p.rate_per_s, **kw).metrics
+        progress({"rate_per_s": p.rate_per_s, "percentiles": _percentiles(a)})
+        return {}
+    out: dict[str, Any] = {"lengths": p.lengths, "open": [], "closed": [], "other": []}
+    show = progress or (lambda part: None)
+    if view == "knee":  # closed-loop points need no ceiling: they come first
+        for u in USERS:
+            out["closed"].append(_point(served.run("concurrent", lengths, users=u, **kw)))
+            show(out)
     top = _ceiling_memo(p, spec, seed, memo).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
-    cap = result["metrics"]["max_throughput_per_s"]
-    sweep = [served.run("poisson", lengths, rate=f * cap, **kw) for f in FRACTIONS]
-    out: dict[str, Any] = {"open": [_point(r) for r in sweep]}
-    if view == "knee":
-        out["closed"] = [_point(served.run("concurrent", lengths, users=u, **kw)) for u in USERS]
+    cap = top.metrics["steady_throughput_per_s"]  # run()'s max_throughput_per_s
+    sweep: list[LoadRun] = []
+    for f in reversed(FRACTIONS):
+        sweep.insert(0, served.run("poisson", lengths, rate=f * cap, **kw))
+        out["open"].insert(0, _point(sweep[0]))
+        show(out)
     if view == "lengths":
         other = _lengths("fixed" if p.lengths == "azure" else "azure")
-        out["other"] = [_point(served.run("poisson", other, rate=f * cap, **kw)) for f in FRACTIONS]
-    out["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
-    out["csv"] = to_csv([top, *sweep])
-    return out
+        for f in reversed(FRACTIONS):
+            out["other"].insert(0, _point(served.run("poisson", other, rate=f * cap, **kw)))
+            show(out)
+    answer = {"open": out["open"], "closed": out["closed"], "other": out["other"]}
+    if view != "knee":
+        del answer["closed"]
+    if view != "lengths":
+        del answer["other"]
+    answer["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
+    answer["csv"] = to_csv([top, *sweep])
+    return answer
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -394,7 +431,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             "Closed loop (1-128 users)",
             1,
             mode="lines+markers",
-            text=[f"{u} users" for u in USERS],
+            text=[f"{u} users" for u in USERS[: len(c)]],
         ),
     ]
     return make_figure(

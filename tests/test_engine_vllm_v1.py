@@ -6,12 +6,15 @@ watermark defaults to 0.0); vllm/v1/core/block_pool.py (one free-block queue: fr
 to its tail, tail blocks of a request first, and allocation takes from its head, evicting a
 cached block it finds there); vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (`vllm
 serve` on a GPU with >= 70 GiB that is not an A100: max_num_batched_tokens 8192, max_num_seqs
-1024; otherwise 2048 and 256); vllm/config/cache.py (enable_prefix_caching on by default in V1; here on request, see
-EngineSpec.prefix).
+1024; otherwise 2048 and 256); vllm/config/cache.py (enable_prefix_caching on by default in V1,
+and here: EngineSpec.prefix).
 """
 
+import collections
+import random
+
 from simulators.catalog import resolve_gpu, resolve_model
-from simulators.engine import EngineSpec, SchedulerConfig, serve
+from simulators.engine import EngineSpec, SchedulerConfig, eventloop, serve, workload
 from simulators.engine.workload import Request
 
 M, GPU = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
@@ -27,7 +30,8 @@ def _two_growing_requests(prefix):
     (B's tail blocks, freed first). When A finishes, B is admitted again with 240 tokens to
     prefill (its prompt and 140 answer tokens), and finds 11 blocks (176 tokens) in the cache."""
     reqs = [Request(0, 0.0, 100, 200, ((1, 100),)), Request(1, 0.0, 100, 300, ((2, 100),))]
-    spec = EngineSpec(M, GPU, SchedulerConfig(max_num_seqs=8), num_blocks=30, prefix=prefix)
+    kw = {} if prefix is None else {"prefix": prefix}  # None: the engine's default
+    spec = EngineSpec(M, GPU, SchedulerConfig(max_num_seqs=8), num_blocks=30, **kw)
     return serve(reqs, spec, keep_log=True)
 
 
@@ -46,6 +50,34 @@ def test_a_preempted_request_finds_its_own_blocks_outputs_included():
     hit, computed = _readmission(served)
     assert (hit, computed) == (11 * 16, 240 - 11 * 16)  # 176 > 100: its answer's blocks were cached too
     assert served.records[1].output_tokens == 300 and served.records[1].num_preemptions == 1
+
+
+def test_prefix_caching_is_on_by_default_so_a_preempted_request_re_hits_its_own_full_blocks():
+    assert EngineSpec(M, GPU).prefix == "hash"
+    served = _two_growing_requests(None)
+    assert _readmission(served) == (11 * 16, 240 - 11 * 16)
+    assert served.replicas[0].rehit_tokens == 11 * 16  # all of them its own, found again
+
+
+def test_blocks_only_their_own_request_can_hit_are_counted_exactly_as_hashed_ones(monkeypatch):
+    # Requests whose first segment no other shares keep their cached blocks as a count in the free
+    # queue (kv.free_own) instead of hashing each. On a pool tight enough to preempt and evict,
+    # that must change nothing: the same records, events, hits, re-hits and evictions as hashing
+    # every block (forced here by making every first segment look shared).
+    rng = random.Random(5)
+    reqs = workload.build(rng, 80, workload.azure_lengths(), workload.arrival_times(rng, 80, "poisson", 30)).requests
+    spec = EngineSpec(M, GPU, SchedulerConfig(max_num_seqs=48), num_blocks=400)
+
+    def run():
+        served = serve(reqs, spec, keep_log=True)
+        rep = served.replicas[0]
+        counts = (rep.num_preemptions, rep.hit_tokens, rep.rehit_tokens, rep.kv.num_evictions, served.events)
+        return served.records, served.log, counts
+
+    counted = run()
+    assert counted[2][0] > 0 and counted[2][2] > 0 and counted[2][3] > 0  # preempts, re-hits, evicts
+    monkeypatch.setattr(eventloop, "Counter", lambda firsts: collections.defaultdict(lambda: 2))
+    assert run() == counted
 
 
 def test_without_prefix_caching_a_preempted_request_recomputes_everything():

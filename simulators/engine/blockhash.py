@@ -72,6 +72,39 @@ class ChainMemo(dict[tuple[tuple[int, int], ...], Chain]):
         self.blocks += len(chain[0])
 
 
+def chain(memo: ChainMemo, segments: tuple[tuple[int, int], ...], bs: int) -> Chain:
+    """Full-block chain of all the segments, the runs of the part-filled tail block, and the
+    full blocks' hashes alone (a list of ints: the cache's hot loops read only those)."""
+    known = memo.get(segments)
+    if known is not None:  # the usual case: admission attempts and routers ask again and again
+        return known
+    k = len(segments)
+    while k and segments[:k] not in memo:
+        k -= 1
+    full, tail, hs = memo[segments[:k]] if k else ([], (), [])
+    for i in range(k, len(segments)):
+        full, hs = list(full), list(hs)
+        cur = list(tail)
+        room = bs - sum(hi - lo for _, lo, hi in cur)
+        seg_id, n = segments[i]
+        start = 0
+        parent = hs[-1] if hs else 0
+        while start < n:
+            take = min(n - start, room)
+            cur.append((seg_id, start, start + take))
+            start += take
+            room -= take
+            if room == 0:
+                runs = tuple(cur)
+                parent = hash((parent, runs))
+                full.append((parent, runs))
+                hs.append(parent)
+                cur, room = [], bs
+        tail = tuple(cur)
+        memo.keep(segments[: i + 1], (full, tail, hs))
+    return full, tail, hs
+
+
 _CHAINS: dict[int, ChainMemo] = {}
 
 

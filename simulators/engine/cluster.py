@@ -58,11 +58,11 @@ class EngineSpec:
     block_size: int = 16
     # "paged" blocks or "contiguous" max_model_len reservations.
     layout: str = "paged"
-    # Prefix cache: "off", "hash" or "radix". vLLM v1 has it on by default (vllm/config/cache.py
-    # CacheConfig.enable_prefix_caching = True); here it stays off unless asked for, because
-    # hashing and caching every block of every unique prompt makes a run 5-17x slower in CPython
-    # (scripts/measure_preemption.py --prefix hash shows what turning it on changes).
-    prefix: str = "off"
+    # Prefix cache: "off", "hash" or "radix". On by default, as in vLLM v1 (vllm/config/cache.py
+    # CacheConfig.enable_prefix_caching = True): a preempted request finds its own full blocks
+    # again. A request whose first segment no other request shares has its blocks counted, not
+    # hashed (kv.free_own): only it can hit them, so the cache costs it almost nothing.
+    prefix: str = "hash"
     # KV blocks per replica; None: what memory_fit leaves after weights and activations.
     num_blocks: int | None = None
     cost_options: dict[str, Any] = field(default_factory=dict)
@@ -148,7 +148,7 @@ def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
         if name == "prefix":
             best_h, best_d = -1.0, 0
             for r in cands:
-                h = r.kv.match(content, prompt)[1] / prompt if r.kv.prefix != "off" else 0.0
+                h = r.kv.match(content, prompt)[1] / prompt if r.kv.prefix != "off" and not s.unique else 0.0
                 d = depth(r)
                 if h > best_h or (h == best_h and d < best_d):
                     best, best_h, best_d = r, h, d
@@ -157,7 +157,7 @@ def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
         best_score = None
         for r in cands:
             kv = r.kv
-            h = kv.match(content, prompt)[1] / prompt if kv.prefix != "off" else 0.0
+            h = kv.match(content, prompt)[1] / prompt if kv.prefix != "off" and not s.unique else 0.0
             score = wp * h + wq * (1 - depth(r) / top) + wk * (1 - kv.num_used() / kv.num_blocks)
             if best_score is None or score > best_score:
                 best, best_score = r, score

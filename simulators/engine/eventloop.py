@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +52,7 @@ def simulate(
         else:
             followers.setdefault(r.after, []).append(r)
     heapq.heapify(heap)
+    firsts = Counter(r.segments[0][0] for r in requests if r.segments)
     max_len = replicas[0].cfg.max_model_len
     kv0 = replicas[0].kv
     done: list[Seq] = []
@@ -72,6 +74,10 @@ def simulate(
                 _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
+            # Unique: no other prompt starts with its first segment, or it names no segments (its
+            # tokens are its own); only it can hit its blocks (kv.free_own).
+            first = obj.segments[0] if obj.segments else None
+            s.unique = first is None or (first[1] > 0 and firsts[first[0]] == 1)
             push(route(s, replicas, t).add(s, t))
             continue
         if kind == KV_ARRIVE:

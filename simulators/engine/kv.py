@@ -17,6 +17,14 @@ evicting a cached block it finds there; a prefix hit takes its blocks out of the
 Invariant (tests): free-queue blocks + referenced cached + private (uncached blocks held by
 sequences) == num_blocks.
 
+Counted, not hashed: a request whose first segment no other request shares (most load tests:
+every prompt its own) can only ever hit its own blocks, after a preemption. Its blocks stay
+uncached while it runs; when it leaves, its full blocks enter the queue as one ("own", id) -> n
+entry where their hashes would have gone, last block first, so eviction eats the run from its end
+exactly as it would the blocks, and on readmission it takes back what is left (`free_own`,
+`own_hit`, `take_own`; the scheduler decides). Hits, re-hits and evictions are those of hashing
+every block (a test forces both ways), at the cost of one queue entry instead of one per block.
+
 Prefix cache modes:
 - "hash" (vLLM v1): the hash of a full block chains its parent's hash and its content, so equal
   hashes mean equal prefixes; only full blocks are cached and matched.
@@ -41,7 +49,7 @@ import itertools
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .blockhash import Chain, ChainMemo, Runs, block_runs, chain_memo, is_prefix
+from .blockhash import Chain, ChainMemo, Runs, block_runs, chain, chain_memo, is_prefix
 
 __all__ = ["KVCacheManager", "ChainMemo", "block_runs", "chain_memo"]
 
@@ -103,11 +111,15 @@ class KVCacheManager:
         head = next(iter(queue))
         if type(head) is tuple and queue[head] > n:  # the usual case: empty blocks at the head
             queue[head] -= n
+            if head[0] == "own":
+                self.num_evictions += n
             return True
         evicted = 0
         while n:
             key, count = queue.popitem(last=False)
-            if type(key) is tuple:  # a run of empty blocks
+            if type(key) is tuple:  # a run of empty blocks, or of a unique sequence's cached ones
+                if key[0] == "own":
+                    evicted += min(count, n)
                 if count > n:
                     queue[key] = count - n
                     queue.move_to_end(key, last=False)
@@ -129,7 +141,7 @@ class KVCacheManager:
         if n > 0:
             queue = self.free_queue
             tail = next(reversed(queue), None)
-            if type(tail) is tuple:
+            if type(tail) is tuple and tail[0] == "empty":
                 queue[tail] += n
             else:
                 queue[("empty", next(self._runs))] = n
@@ -143,6 +155,25 @@ class KVCacheManager:
             queue[key] = n
             queue.move_to_end(key, last=False)
             self.num_free_blocks += n
+
+    # -- a unique sequence's cached blocks, counted, not hashed (see `free_own`) ------------------
+
+    def free_own(self, seq_id: int, n: int) -> None:
+        """Free the n cached blocks of a sequence no other request can hit (its first segment is
+        its own): one queue entry, ("own", id) -> n, in the place its n hashed blocks would take
+        (last block first, so eviction eats the run from its end, as it would the blocks). Only
+        the sequence itself, preempted, can find them again (`own_hit`); nothing is hashed."""
+        if n > 0:
+            self.free_queue[("own", seq_id)] = n
+            self.num_free_blocks += n
+
+    def own_hit(self, seq_id: int) -> int:
+        """How many of a unique sequence's freed blocks are still cached: its first ones."""
+        return self.free_queue.get(("own", seq_id), 0)
+
+    def take_own(self, seq_id: int) -> None:
+        """A unique sequence takes its cached blocks back (a prefix hit on them)."""
+        self.num_free_blocks -= self.free_queue.pop(("own", seq_id), 0)
 
     def _forget_partial(self, h: int) -> None:
         """Drop an evicted part-filled block from its parent's list."""
@@ -176,39 +207,9 @@ class KVCacheManager:
         return out
 
     def _chain(self, segments: tuple[tuple[int, int], ...]) -> Chain:
-        """Full-block chain of all the segments, the runs of the part-filled tail block, and the
-        full blocks' hashes alone (a list of ints: the cache's hot loops read only those)."""
-        memo = self.memo
-        assert memo is not None  # set in __post_init__
-        known = memo.get(segments)
-        if known is not None:  # the usual case: admission attempts and routers ask again and again
-            return known
-        k = len(segments)
-        while k and segments[:k] not in memo:
-            k -= 1
-        full, tail, hs = memo[segments[:k]] if k else ([], (), [])
-        bs = self.block_size
-        for i in range(k, len(segments)):
-            full, hs = list(full), list(hs)
-            cur = list(tail)
-            room = bs - sum(hi - lo for _, lo, hi in cur)
-            seg_id, n = segments[i]
-            start = 0
-            parent = hs[-1] if hs else 0
-            while start < n:
-                take = min(n - start, room)
-                cur.append((seg_id, start, start + take))
-                start += take
-                room -= take
-                if room == 0:
-                    runs = tuple(cur)
-                    parent = hash((parent, runs))
-                    full.append((parent, runs))
-                    hs.append(parent)
-                    cur, room = [], bs
-            tail = tuple(cur)
-            memo.keep(segments[: i + 1], (full, tail, hs))
-        return full, tail, hs
+        """Full-block chain of all the segments, the part-filled tail's runs, the hashes alone."""
+        assert self.memo is not None  # set in __post_init__
+        return chain(self.memo, segments, self.block_size)
 
     def match(self, segments: tuple[tuple[int, int], ...], prompt_tokens: int) -> tuple[list[int], int]:
         """Cached prefix of a prompt: (hashes of matched full blocks, tokens hit). Touches LRU."""

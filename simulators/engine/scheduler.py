@@ -207,24 +207,32 @@ class Scheduler:
             self.decode.join(s)
             self._log(t, "admit", s)
             return 1
-        hit, hit_tokens = kv.match(s.content(), s.prompt) if self.prefix_on else ([], 0)
+        if s.unique:  # only its own blocks, from before a preemption, can be cached (kv.free_own)
+            own = min(kv.own_hit(s.id), (s.prompt - 1) // kv.block_size) if self.prefix_on else 0
+            hit: list[int] = []
+            hit_tokens = own * kv.block_size
+        else:
+            own = 0
+            hit, hit_tokens = kv.match(s.content(), s.prompt) if self.prefix_on else ([], 0)
         chunk = min(s.prompt - hit_tokens, budget)
         if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
             return -1
         if self.static:  # the whole prompt
             chunk = s.prompt - hit_tokens
-        need = kv.blocks_for(hit_tokens + chunk) - len(hit)
+        need = kv.blocks_for(hit_tokens + chunk) - len(hit) - own
         # Blocks that must be free to admit: the first chunk's, or (reserve_full_isl) the whole
         # prompt's, plus the watermark. Checked before touching anything, so a failed attempt
         # leaves the LRU order alone.
-        gate = kv.blocks_for(s.prompt) - len(hit) if self.cfg.reserve_full_isl else need
-        if gate + water > kv.num_available_after_ref(hit):
+        gate = kv.blocks_for(s.prompt) - len(hit) - own if self.cfg.reserve_full_isl else need
+        if gate + water > kv.num_available_after_ref(hit) - own:
             return -1
         if hit:
             kv.ref(hit)
+        if own:
+            kv.take_own(s.id)
         kv.take(need)
         self.waiting.popleft()
-        s.owned, s.chain_len, s.blocks = hit, len(hit), need
+        s.owned, s.chain_len, s.blocks = hit, len(hit) + own, need + own
         s.num_computed_tokens = hit_tokens
         if not s.num_preemptions:
             s.cached_tokens = hit_tokens  # the request's own prompt served from the cache
@@ -266,14 +274,20 @@ class Scheduler:
         preempted sequence finds its own blocks again. A decoding sequence's blocks are cached
         when it leaves the decode set (preempted or finished): until then it references them, so
         nothing could evict or hit them (its output is its own), and the result is the same."""
-        if self.prefix_on:
+        if s.unique:  # counted only (kv.free_own): its full blocks are its cached ones
+            s.chain_len = max(s.chain_len, tokens // self.kv.block_size)
+        elif self.prefix_on:
             converted = self.kv.cache_blocks(s.content(), tokens, s.chain_len, s.owned)
             s.blocks -= converted
             s.chain_len += converted
 
     def _release(self, s: Seq) -> None:
-        self.kv.give_back(s.blocks)  # last block first (vLLM v1 frees in reverse order): the
-        self.kv.unref(s.owned)  # private tail, then the cached blocks from the end back
+        if s.unique and self.prefix_on:  # its first chain_len blocks are cached, the rest private
+            self.kv.give_back(s.blocks - s.chain_len)
+            self.kv.free_own(s.id, s.chain_len)
+        else:
+            self.kv.give_back(s.blocks)  # last block first (vLLM v1 frees in reverse order): the
+            self.kv.unref(s.owned)  # private tail, then the cached blocks from the end back
         s.owned, s.blocks, s.chain_len = [], 0, 0
 
     def _prefill_done(self, s: Seq, t: float) -> None:
@@ -299,8 +313,10 @@ class Scheduler:
         """The last token is out: cache the blocks, release them, hand the sequence to the loop."""
         s.out = s.req.output_tokens
         s.t_finish = t
-        if self.prefix_on:
-            ctx = s.req.prompt_tokens + s.out - 1
+        ctx = s.req.prompt_tokens + s.out - 1
+        if s.unique:  # its full blocks; radix also keeps the part-filled last one
+            s.chain_len = ctx // self.kv.block_size + (self.kv.prefix == "radix" and ctx % self.kv.block_size > 0)
+        elif self.prefix_on:
             converted = self.kv.cache_blocks(s.content(), ctx, s.chain_len, s.owned, final=True)
             s.blocks -= converted
         self.running.remove(s)

@@ -176,6 +176,7 @@ function begin(cfg, resolve, reject) {
     }
     else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
     else if (data.type === "result") finish(data);
+    else if (data.type === "partial" && inFlight?.id === data.id) inFlight.onPartial?.(data.json);
     else if (data.type === "ready") {
       clearInterval(watchdog);
       runtime.readyAt = performance.now();
@@ -209,14 +210,15 @@ export function retry() {
 // A `background` run (the widgets' warm-up) waits until no reader's request is waiting. `seed`
 // picks the random sample (0, the one every page and test shows, unless a warm-up asks otherwise).
 // `limitMs` replaces the time limit for this run (a file asked for on purpose may take longer).
-export function run(key, name, params, { background = false, seed = 0, limitMs = runtime.runLimitMs } = {}) {
+// `onPartial` gets each partial answer (JSON: {"ok", "partial", "figure"}) of a chart that streams.
+export function run(key, name, params, { background = false, seed = 0, limitMs = runtime.runLimitMs, onPartial = null } = {}) {
   const waiting = queue.find((job) => job.key === key);
   if (waiting) {
     queue = queue.filter((job) => job !== waiting);
     waiting.resolve(null);
   }
   return new Promise((resolve, reject) => {
-    queue.push({ key, name, params, background, seed, limitMs, resolve, reject });
+    queue.push({ key, name, params, background, seed, limitMs, onPartial, resolve, reject });
     pump();
   });
 }

@@ -230,7 +230,8 @@ async function rerun(w, fromUser) {
   // A run still going after BUSY_MS marks the chart busy (dimmed, aria-busy) until it answers.
   const busy = setTimeout(() => w.chart.setAttribute("aria-busy", "true"), BUSY_MS);
   try {
-    json = await run(w.key, w.name, values);
+    json = await run(w.key, w.name, values, { onPartial: (part) => drawPartial(w, issued, part) });
+    await w.partialDrawing; // the answer's chart is drawn after the partial ones
   } catch (error) {
     return setText(w.el.querySelector(".sim-status"), error.message);
   } finally {
@@ -257,6 +258,25 @@ async function rerun(w, fromUser) {
   // After the redraw (the reader waits for the chart, not the address), unless a newer answer
   // was shown meanwhile and wrote its own.
   if (fromUser && issued === w.shown) writeAddress(w, values);
+}
+
+// A chart that streams (a sweep, point by point) is redrawn as its points come, while it stays
+// busy (aria-busy); the figures, the words and the data table wait for the whole answer. Only the
+// newest partial chart is drawn, one draw at a time; data-partial says which run it belongs to.
+function drawPartial(w, issued, json) {
+  if (issued !== w.issued) return; // a newer change is coming
+  w.partial = json;
+  w.partialDrawing ??= (async () => {
+    while (w.partial !== null && issued === w.issued) {
+      const { figure } = JSON.parse(w.partial);
+      w.partial = null;
+      await draw(w.chart, figure);
+      w.live = true;
+      w.el.dataset.partial = String(issued);
+    }
+  })()
+    .catch(() => {}) // the whole answer is drawn next, or reports its own failure
+    .finally(() => { w.partialDrawing = null; w.partial = null; });
 }
 
 function showFieldErrors(w, errors) {

@@ -233,9 +233,12 @@ async function gunzip(bytes) {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
+// A chart that streams (a sweep, point by point) posts each growing chart as a "partial" message
+// before the result; the result is run_json's answer, the same with or without them.
 function run({ id, name, params, seed }) {
   try {
-    self.postMessage({ type: "result", id, json: api.run_json(name, params, seed) });
+    const post = (json) => self.postMessage({ type: "partial", id, json });
+    self.postMessage({ type: "result", id, json: api.run_json_stream(name, params, seed, post) });
   } catch (error) {
     self.postMessage({ type: "result", id, error: String(error?.message ?? error) });
   }

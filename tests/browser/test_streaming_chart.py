@@ -1,0 +1,58 @@
+"""A sweep chart streams in the browser: its points are drawn as the worker computes them.
+
+Lesson 11's knee widget sweeps 13 simulated runs; after a change, the worker posts each growing
+chart before the answer (api.Session.run_json_stream). The page draws them while the chart is
+busy, then the answer: its chart must be the one CPython computes for the same scenario.
+"""
+
+from __future__ import annotations
+
+import json
+
+from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
+from playwright.sync_api import BrowserContext
+
+from simulators import api
+
+# Records, on each redraw of the widget (data-partial: a partial chart; data-drawn: the answer),
+# the attribute and the number of points plotly then holds.
+WATCH = """
+(figure) => {
+  window.streamed = [];
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      const points = figure.querySelector('.sim-chart').data.reduce((n, t) => n + (t.x?.length ?? 0), 0);
+      window.streamed.push([m.attributeName, points]);
+    }
+  }).observe(figure, { attributes: true, attributeFilter: ['data-partial', 'data-drawn'] });
+}
+"""
+
+
+def test_a_sweep_is_drawn_point_by_point_and_ends_on_the_whole_answer(
+    context: BrowserContext, site: Site, records: Records
+) -> None:
+    lesson = next(p for p in site.pages_with('data-sim="load_test"') if "/11-" in p)
+    page = context.new_page()
+    page.goto(site.url + lesson)
+    wait_ready(page)
+    page.wait_for_function("() => window.llmCourse.chartsLive", timeout=RUNTIME_LIMIT_MS)
+    figure = page.locator("figure#sim-knee")
+    figure.evaluate(WATCH)
+    values = {**json.loads(figure.get_attribute("data-params")), "num_requests": 400}
+    drawn = figure.get_attribute("data-drawn")
+    figure.locator("#sim-knee-num_requests").fill("400")
+    page.wait_for_function(
+        "([el, before]) => el.dataset.drawn !== before", arg=[figure.element_handle(), drawn], timeout=RUNTIME_LIMIT_MS
+    )
+    streamed = page.evaluate("() => window.streamed")
+    partial = [n for what, n in streamed if what == "data-partial"]
+    assert streamed[-1][0] == "data-drawn" and partial, streamed  # partial charts came first
+    assert all(a <= b for a, b in zip(partial, partial[1:], strict=False)) and partial[0] < streamed[-1][1]
+    view = values.pop("view")
+    expected = json.loads(api.run_json("load_test", json.dumps(values), 0, view))["figure"]["data"]
+    shown = figure.locator(".sim-chart").evaluate("el => el.data.map((t) => [t.x, t.y])")
+    assert shown == [[t["x"], t["y"]] for t in expected]
+    assert figure.locator(".sim-chart").get_attribute("aria-busy") is None  # no longer busy
+    page.close()
+    assert_clean(records)
