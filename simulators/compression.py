@@ -292,8 +292,8 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"a decode step up {by_batch[0]:.2f}x at batch 1 and {by_batch[-1]:.2f}x at batch {grid[-1]:,}: as the batch "
             "grows, the KV-cache reads (at short contexts, the matmuls' compute) take a larger share of the step, and "
             f"shrinking the weights saves less. At batch {grid[-1]:,} the schemes range from "
-            f"{min(last.values()):.2f}x ({min(last, key=last.get)}) to {max(last.values()):.2f}x "
-            f"({max(last, key=last.get)}). At this context BF16 holds at most {r['fit_batch_baseline']:,} sequences"
+            f"{min(last.values()):.2f}x ({min(last, key=lambda k: last[k])}) to {max(last.values()):.2f}x "
+            f"({max(last, key=lambda k: last[k])}). At this context BF16 holds at most {r['fit_batch_baseline']:,} sequences"
         )
         text += (
             "; points beyond that are roofline extrapolations, not batches one deployment can run."

@@ -151,13 +151,13 @@ def _estimate(drawn: list[tuple[int, int]], most: int, decode: Any, prefill: Any
     prefill_s = cm.roofline_s(*prefill(round(prompt)))
 
     def gap(b: int) -> float:
-        return b * prefill_s / steps + decode(b, round(prompt + steps / 2))
+        return float(b * prefill_s / steps + decode(b, round(prompt + steps / 2)))
 
     lo, hi = 1, most
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if gap(mid) <= itl_target else (lo, mid - 1)
-    return lo / (lo * prefill_s + steps * decode(lo, round(prompt + steps / 2)))
+    return float(lo / (lo * prefill_s + steps * decode(lo, round(prompt + steps / 2))))
 
 
 def replicas_needed(rate: float, b: Bounds) -> int:
