@@ -457,3 +457,33 @@ def test_f2_slots_rank_by_maximum_but_tie_under_the_slo_at_20_per_s() -> None:
     at30 = {"max_num_seqs": 256, "rate_per_s": 30, **slo}
     assert m("load_test", "ttft_s_p99", **at30) > 0.5 and m("load_test", "tpot_s_p99", **at30) > 0.025
     assert m("load_test", "ttft_s_mean", rate_per_s=18, **LT) > 0.5  # the quiz: both fail 500 ms
+
+
+def test_11_the_single_request_passes_the_lesson_slo_and_16_and_17_per_s_sit_below_the_knee() -> None:
+    # 11 "The bottleneck": alone, the running example passes "TTFT under 500 ms, TPOT under 20 ms".
+    assert m("generation", "ttft_s") < 0.5 and m("generation", "itl_s") < 0.02
+    # "16 requests/s, just below the knee"; "At 17 req/s, near the maximum of 64 slots".
+    top = m("load_test", "max_throughput_per_s", **LT)
+    assert 16 < 17 < top < 1.2 * 17
+    # "The metric that moves": 16 req/s is the row to plan with (most requests within the SLO),
+    # and the closed loop and the 256-slot maximum both overstate it.
+    at16 = {"rate_per_s": 16, "slo_tpot_s": 0.02, **LT}
+    assert m("load_test", "slo_attainment", **at16) > 0.9
+    g16 = m("load_test", "goodput_per_s", **at16)
+    assert m("load_test", "closed_loop_throughput_per_s", users=128, **LT) > g16
+    assert m("load_test", "max_throughput_per_s", max_num_seqs=256, **LT) > g16
+
+
+def test_11_the_drain_flag_catches_the_150_request_run_and_not_the_2000_request_one() -> None:
+    # "The widgets flag a drain over a quarter of the run": the 150-request run at 38 req/s is
+    # flagged, the 2,000-request one is not.
+    assert m("load_test", "drain_share", num_requests=150, rate_per_s=38) > 0.25
+    assert m("load_test", "drain_share", rate_per_s=38, **LT) < 0.25
+
+
+def test_f2_goodput_peaks_below_20_per_s_so_size_below_it() -> None:
+    # F2 exercise 3 and "The metric that moves": at 20 req/s fewer requests meet the SLO than at
+    # 19, and goodput is lower, so the page sizes below 20.
+    slo = {"max_num_seqs": 128, "slo_tpot_s": 0.025, **LT}
+    assert m("load_test", "goodput_per_s", rate_per_s=19, **slo) > m("load_test", "goodput_per_s", rate_per_s=20, **slo)
+    assert m("load_test", "slo_attainment", rate_per_s=19, **slo) > m("load_test", "slo_attainment", rate_per_s=20, **slo)
