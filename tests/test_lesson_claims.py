@@ -486,4 +486,6 @@ def test_f2_goodput_peaks_below_20_per_s_so_size_below_it() -> None:
     # 19, and goodput is lower, so the page sizes below 20.
     slo = {"max_num_seqs": 128, "slo_tpot_s": 0.025, **LT}
     assert m("load_test", "goodput_per_s", rate_per_s=19, **slo) > m("load_test", "goodput_per_s", rate_per_s=20, **slo)
-    assert m("load_test", "slo_attainment", rate_per_s=19, **slo) > m("load_test", "slo_attainment", rate_per_s=20, **slo)
+    assert m("load_test", "slo_attainment", rate_per_s=19, **slo) > m(
+        "load_test", "slo_attainment", rate_per_s=20, **slo
+    )
