@@ -489,3 +489,12 @@ def test_f2_goodput_peaks_below_20_per_s_so_size_below_it() -> None:
     assert m("load_test", "slo_attainment", rate_per_s=19, **slo) > m(
         "load_test", "slo_attainment", rate_per_s=20, **slo
     )
+
+
+def test_09_the_big_batch_fits_the_bf16_pool_and_an_fp8_cache_restores_the_int4_gain() -> None:
+    # 09 "Try it" 3: "{big} sequences of 2,000 tokens ... which even the bf16 pool ... holds".
+    big = scenario("09", "big")
+    assert big["batch_size"] * 2000 <= m("compression", "kv_token_capacity_baseline", **big, scheme="w4a16")
+    at1 = m("compression", "decode_speedup", scheme="w4a16")
+    at_big = m("compression", "decode_speedup", **big, scheme="w4a16")
+    assert at_big < at1 / 2 < m("compression", "decode_speedup", **big, scheme="w4a16", kv_fp8=True)
