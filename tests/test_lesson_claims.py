@@ -200,6 +200,13 @@ def test_10_the_busy_replica_waits_for_memory_and_preempts_at_1_gib() -> None:
     assert m("engine", "queue_s", **{**busy, "kv_budget_GiB": 4}) < m("engine", "queue_s", **busy)
     assert m("engine", "queue_s", **{**busy, "kv_budget_GiB": 1}) > m("engine", "queue_s", **busy)
     assert m("engine", "num_preemptions", **{**busy, "kv_budget_GiB": 1}) >= 1
+    # Answer 2 (review2): the default 1.5 GiB run is preempted already, the 4 GiB one never, and
+    # the preempted runs allocate more blocks than the 4 GiB one holds.
+    assert m("engine", "num_preemptions", **busy) >= 1
+    assert m("engine", "num_preemptions", **{**busy, "kv_budget_GiB": 4}) == 0
+    assert m("engine", "blocks_allocated", **busy) > m("engine", "blocks_allocated", **{**busy, "kv_budget_GiB": 4})
+    # Answer 1: alone, the chunked prefill is no slower than the cost model's single pass.
+    assert m("engine", "ttft_s", **{**busy, "num_background": 0}) <= m("generation", "ttft_s")
     assert m("engine", "num_prefill_chunks", **{**busy, "kv_budget_GiB": 1}) > m(
         "engine", "num_prefill_chunks", **{**busy, "num_background": 0}
     )
