@@ -505,3 +505,21 @@ def test_09_the_big_batch_fits_the_bf16_pool_and_an_fp8_cache_restores_the_int4_
     at1 = m("compression", "decode_speedup", scheme="w4a16")
     at_big = m("compression", "decode_speedup", **big, scheme="w4a16")
     assert at_big < at1 / 2 < m("compression", "decode_speedup", **big, scheme="w4a16", kv_fp8=True)
+
+
+def test_f5_a_thinking_answer_costs_over_a_hundred_plain_ones_at_the_batch_that_fits() -> None:
+    # F5 problem 7: the scenario's batch is the most whose 2,000 + 20,200-token caches fit, and a
+    # thousand thinking answers cost more than a hundred times a thousand plain ones.
+    thinking = scenario("F5", "thinking")
+    assert thinking["output_tokens"] == 20200
+    assert thinking["batch_size"] == m("slo", "max_batch_fits", output_tokens=20200) < 32
+    plain = m("slo", "cost_per_million_tokens_local_usd") * 200
+    assert m("slo", "cost_per_million_tokens_local_usd", **thinking) * 20200 > 100 * plain
+
+
+def test_05_a_512_token_chunk_is_a_little_longer_than_the_32_sequence_decode_step() -> None:
+    # 05 "When a prompt joins the decoding batch": 256 tokens < a batch-1 step; 512 tokens a little
+    # longer than the batch-32 decode step, so a step holding both costs about the larger.
+    step32 = m("generation", "itl_s", batch_size=32)
+    assert m("generation", "ttft_s", prompt_tokens=256) < m("generation", "itl_s")
+    assert step32 < m("generation", "ttft_s", prompt_tokens=512) < 1.5 * step32
