@@ -200,6 +200,13 @@ def test_10_the_busy_replica_waits_for_memory_and_preempts_at_1_gib() -> None:
     assert m("engine", "queue_s", **{**busy, "kv_budget_GiB": 4}) < m("engine", "queue_s", **busy)
     assert m("engine", "queue_s", **{**busy, "kv_budget_GiB": 1}) > m("engine", "queue_s", **busy)
     assert m("engine", "num_preemptions", **{**busy, "kv_budget_GiB": 1}) >= 1
+    # Answer 2 (review2): the default 1.5 GiB run is preempted already, the 4 GiB one never, and
+    # the preempted runs allocate more blocks than the 4 GiB one holds.
+    assert m("engine", "num_preemptions", **busy) >= 1
+    assert m("engine", "num_preemptions", **{**busy, "kv_budget_GiB": 4}) == 0
+    assert m("engine", "blocks_allocated", **busy) > m("engine", "blocks_allocated", **{**busy, "kv_budget_GiB": 4})
+    # Answer 1: alone, the chunked prefill is no slower than the cost model's single pass.
+    assert m("engine", "ttft_s", **{**busy, "num_background": 0}) <= m("generation", "ttft_s")
     assert m("engine", "num_prefill_chunks", **{**busy, "kv_budget_GiB": 1}) > m(
         "engine", "num_prefill_chunks", **{**busy, "num_background": 0}
     )
@@ -457,3 +464,64 @@ def test_f2_slots_rank_by_maximum_but_tie_under_the_slo_at_20_per_s() -> None:
     at30 = {"max_num_seqs": 256, "rate_per_s": 30, **slo}
     assert m("load_test", "ttft_s_p99", **at30) > 0.5 and m("load_test", "tpot_s_p99", **at30) > 0.025
     assert m("load_test", "ttft_s_mean", rate_per_s=18, **LT) > 0.5  # the quiz: both fail 500 ms
+
+
+def test_11_the_single_request_passes_the_lesson_slo_and_16_and_17_per_s_sit_below_the_knee() -> None:
+    # 11 "The bottleneck": alone, the running example passes "TTFT under 500 ms, TPOT under 20 ms".
+    assert m("generation", "ttft_s") < 0.5 and m("generation", "itl_s") < 0.02
+    # "16 requests/s, just below the knee"; "At 17 req/s, near the maximum of 64 slots".
+    top = m("load_test", "max_throughput_per_s", **LT)
+    assert 16 < 17 < top < 1.2 * 17
+    # "The metric that moves": 16 req/s is the row to plan with (most requests within the SLO),
+    # and the closed loop and the 256-slot maximum both overstate it.
+    at16 = {"rate_per_s": 16, "slo_tpot_s": 0.02, **LT}
+    assert m("load_test", "slo_attainment", **at16) > 0.9
+    g16 = m("load_test", "goodput_per_s", **at16)
+    assert m("load_test", "closed_loop_throughput_per_s", users=128, **LT) > g16
+    assert m("load_test", "max_throughput_per_s", max_num_seqs=256, **LT) > g16
+
+
+def test_11_the_drain_flag_catches_the_150_request_run_and_not_the_2000_request_one() -> None:
+    # "The widgets flag a drain over a quarter of the run": the 150-request run at 38 req/s is
+    # flagged, the 2,000-request one is not.
+    from simulators.load_test import DRAIN_DOMINATES
+
+    assert m("load_test", "drain_share", num_requests=150, rate_per_s=38) > DRAIN_DOMINATES == 0.25
+    assert m("load_test", "drain_share", rate_per_s=38, **LT) < DRAIN_DOMINATES
+
+
+def test_f2_goodput_peaks_below_20_per_s_so_size_below_it() -> None:
+    # F2 exercise 3 and "The metric that moves": at 20 req/s fewer requests meet the SLO than at
+    # 19, and goodput is lower, so the page sizes below 20.
+    slo = {"max_num_seqs": 128, "slo_tpot_s": 0.025, **LT}
+    assert m("load_test", "goodput_per_s", rate_per_s=19, **slo) > m("load_test", "goodput_per_s", rate_per_s=20, **slo)
+    assert m("load_test", "slo_attainment", rate_per_s=19, **slo) > m(
+        "load_test", "slo_attainment", rate_per_s=20, **slo
+    )
+
+
+def test_09_the_big_batch_fits_the_bf16_pool_and_an_fp8_cache_restores_the_int4_gain() -> None:
+    # 09 "Try it" 3: "{big} sequences of 2,000 tokens ... which even the bf16 pool ... holds".
+    big = scenario("09", "big")
+    assert big["batch_size"] * 2000 <= m("compression", "kv_token_capacity_baseline", **big, scheme="w4a16")
+    at1 = m("compression", "decode_speedup", scheme="w4a16")
+    at_big = m("compression", "decode_speedup", **big, scheme="w4a16")
+    assert at_big < at1 / 2 < m("compression", "decode_speedup", **big, scheme="w4a16", kv_fp8=True)
+
+
+def test_f5_a_thinking_answer_costs_over_a_hundred_plain_ones_at_the_batch_that_fits() -> None:
+    # F5 problem 7: the scenario's batch is the most whose 2,000 + 20,200-token caches fit, and a
+    # thousand thinking answers cost more than a hundred times a thousand plain ones.
+    thinking = scenario("F5", "thinking")
+    assert thinking["output_tokens"] == 20200
+    assert thinking["batch_size"] == m("slo", "max_batch_fits", output_tokens=20200) < 32
+    plain = m("slo", "cost_per_million_tokens_local_usd") * 200
+    assert m("slo", "cost_per_million_tokens_local_usd", **thinking) * 20200 > 100 * plain
+
+
+def test_05_a_512_token_chunk_is_a_little_longer_than_the_32_sequence_decode_step() -> None:
+    # 05 "When a prompt joins the decoding batch": 256 tokens < a batch-1 step; 512 tokens a little
+    # longer than the batch-32 decode step, so a step holding both costs about the larger.
+    step32 = m("generation", "itl_s", batch_size=32)
+    assert m("generation", "ttft_s", prompt_tokens=256) < m("generation", "itl_s")
+    assert step32 < m("generation", "ttft_s", prompt_tokens=512) < 1.5 * step32
