@@ -19,9 +19,9 @@ def lesson_with_quiz_and_chart(site: Site) -> str:
 def test_a_printed_lesson_keeps_charts_and_answers_and_drops_controls(context: BrowserContext, site: Site) -> None:
     page: Page = context.new_page()
     held: list = []
-    page.route(
-        "**/pyodide.asm.wasm", lambda route: held.append(route)
-    )  # held unanswered: the printout is the static page
+    # Held unanswered, the .wasm and its .gz copy (the worker fetches that first): the printout
+    # is the static page.
+    page.route("**/pyodide.asm.wasm*", lambda route: held.append(route))
     page.goto(site.url + lesson_with_quiz_and_chart(site))
     page.locator(".sim-static-chart").first.wait_for()
     counts = lambda *selectors: {s: page.evaluate(SHOWN, s) for s in selectors}  # noqa: E731

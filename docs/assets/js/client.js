@@ -176,7 +176,12 @@ function begin(cfg, resolve, reject) {
     }
     else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
     else if (data.type === "result") finish(data);
-    else if (data.type === "partial" && inFlight?.id === data.id) inFlight.onPartial?.(data.json);
+    else if (data.type === "partial" && inFlight?.id === data.id) {
+      // A streaming run that posts a point is alive: its time limit starts again from here.
+      clearTimeout(inFlight.timer);
+      inFlight.timer = setTimeout(cancel, inFlight.limitMs);
+      inFlight.onPartial?.(data.json);
+    }
     else if (data.type === "ready") {
       clearInterval(watchdog);
       runtime.readyAt = performance.now();
