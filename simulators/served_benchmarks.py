@@ -91,7 +91,7 @@ def draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     # The row's means are those of the requests sent, after the filter: shift the lognormals'
     # medians until the filtered sample has them (a few fixed-point steps).
     mu_i, mu_o = math.log(isl) - si * si / 2, math.log(osl) - so * so / 2
-    for _ in range(6):
+    for _ in range(20):
         rng = random.Random(SEED)
         out: list[tuple[int, int]] = []
         while len(out) < n:
