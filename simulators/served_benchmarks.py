@@ -86,6 +86,8 @@ def draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     d = dict(LENGTHS[kind])
     d["max_input"] = int(e.get("max_input_tokens", d["max_input"]))
     d["max_total"] = int(e.get("max_total_tokens", d["max_total"]))
+    if isl >= d["max_input"] or isl + osl >= d["max_total"]:
+        raise ValueError(f"measurement '{e.get('id')}': mean lengths {isl}/{osl} do not fit the caps of '{kind}'")
     si, so = _sigma(kind)
     fixed_out = bool(e.get("fixed_output"))
     # The row's means are those of the requests sent, after the filter: shift the lognormals'
