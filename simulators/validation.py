@@ -25,6 +25,7 @@ from typing import Any
 from . import benchmarks as bm
 from . import costmodel as cm
 from . import efficiency as ef
+from . import served_benchmarks as sb
 from .catalog import Gpu, Model, gpus, models
 
 
@@ -90,20 +91,20 @@ def _prefill_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
     return ef.step_time(p, *_mg(e), seqs, **_formats(e).kw()).time_s * 1e3  # type: ignore[arg-type]
 
 
+SERVED = ("arrival", "lengths", "requests")  # what a serving-level row must state (served_benchmarks.py)
+
+
+def _served(e: dict[str, Any], p: ef.EngineProfile) -> float:
+    """A serving-level row's figure from the event engine under the row's own conditions."""
+    need = SERVED if e.get("arrival") != "batch" else ("arrival", "lengths", "batch_size")
+    missing = [k for k in need if k not in e]
+    if missing:
+        raise ValueError(f"measurement '{e['id']}': a serving-level row needs {', '.join(missing)}")
+    return sb.run(e, p, schedule(e))
+
+
 def _offline(e: dict[str, Any], p: ef.EngineProfile) -> float:
-    isl, osl = int(e["input_tokens"]), int(e["output_tokens"])
-    b = _batch(e, p, isl + osl)
-    limit = e.get("tpot_limit_ms")
-    per_replica = bm.offline_throughput(
-        p,
-        *_mg(e),
-        _formats(e),
-        isl,
-        osl,
-        batch=b,
-        budget_profile=schedule(e),
-        tpot_limit_s=None if limit is None else float(limit) / 1e3,
-    )
+    per_replica = _served(e, p)
     tp = int(e.get("tp", 1))
     replicas = int(e.get("num_gpus", tp)) // tp
     total = per_replica * replicas
@@ -111,8 +112,7 @@ def _offline(e: dict[str, Any], p: ef.EngineProfile) -> float:
 
 
 def _batch_latency(e: dict[str, Any], p: ef.EngineProfile) -> float:
-    f = _formats(e)
-    return bm.batch_latency(p, *_mg(e), f, int(e["input_tokens"]), int(e["output_tokens"]), int(e["batch_size"]))
+    return _served(e, p)
 
 
 def _prompt_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:

@@ -1,0 +1,87 @@
+"""Serving-level validation rows run on the event engine under their own conditions."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from simulators import efficiency as ef
+from simulators import served_benchmarks as sb
+from simulators import validation
+from simulators.catalog import gpus, models
+
+SERVING = ("offline_output_tokens_per_s", "batch_latency_s")
+
+
+def _rows() -> list[dict]:
+    return [e for e in validation.measurements() if e["quantity"] in SERVING]
+
+
+def test_every_serving_row_states_its_conditions():
+    for e in _rows():
+        assert e["arrival"] in ("offline", "batch", "server"), e["id"]
+        assert e["lengths"] == "fixed" or e["lengths"] in sb.LENGTHS, e["id"]
+        assert e.get("lengths_source"), e["id"]
+        if e["arrival"] == "batch":
+            assert isinstance(e["batch_size"], int), e["id"]
+        else:
+            assert e["requests"] > 0, e["id"]
+        if e["arrival"] == "server":
+            assert e["ttft_limit_ms"] > 0 and e["tpot_limit_ms"] > 0, e["id"]
+
+
+def test_a_serving_row_without_conditions_is_refused():
+    e = dict(next(x for x in _rows() if x["arrival"] == "offline"))
+    del e["requests"]
+    with pytest.raises(ValueError, match="requests"):
+        validation.PREDICTIONS[e["quantity"]](e, ef.profile(validation.profile_of(e)))
+
+
+def test_profile_step_cost_matches_the_profile_step_time():
+    # The engine's linear form equals efficiency.step_time on random mixed batches: exactly for the
+    # memory side; the GEMM's small-M curve becomes a fixed term, exact for a batch of decodes.
+    m, g = models()["llama-3-8b"], gpus()["h100-sxm"]
+    for name in ("vllm", "trtllm", "sglang"):
+        p = ef.profile(name)
+        cost = sb.ProfileStepCost(p, m, g, None, weight_dtype="fp8", kv_dtype="fp8", tp=1)
+        rng = random.Random(1)
+        for _ in range(30):
+            b = rng.randint(1, 256)
+            decode = [(1, rng.randint(1, 4000)) for _ in range(b)]
+            want = ef.step_time(p, m, g, decode, weight_dtype="fp8", kv_dtype="fp8").time_s
+            assert cost.batch_time_s(decode) == pytest.approx(want, rel=1e-6)
+            mixed = decode + [(rng.randint(64, 4096), rng.randint(0, 2000))]
+            want = ef.step_time(p, m, g, mixed, weight_dtype="fp8", kv_dtype="fp8").time_s
+            assert cost.batch_time_s(mixed) == pytest.approx(want, rel=0.03)
+
+
+def test_sharegpt_lengths_keep_the_row_means_after_the_filter():
+    e = next(x for x in _rows() if x["lengths"] == "sharegpt")
+    drawn = sb.draw_lengths(e, e["requests"])
+    mean_in = sum(p for p, _ in drawn) / len(drawn)
+    mean_out = sum(o for _, o in drawn) / len(drawn)
+    assert mean_in == pytest.approx(e["input_tokens"], rel=0.02)
+    assert mean_out == pytest.approx(e["output_tokens"], rel=0.02)
+    assert all(4 <= p <= 1024 and o >= 4 and p + o <= 2048 for p, o in drawn)
+    # Heavy tailed: the median input is far below the mean.
+    assert sorted(p for p, _ in drawn)[len(drawn) // 2] < 0.6 * mean_in
+
+
+def test_spread_lengths_lower_offline_throughput_than_fixed_mean_lengths():
+    # Same means, same server: a spread of lengths drains unevenly and fills the KV cache unevenly.
+    e = dict(next(x for x in _rows() if x["lengths"] == "sharegpt"), requests=1500)
+    p, sched = ef.profile(validation.profile_of(e)), validation.schedule(e)
+    spread = sb.run(e, p, sched)
+    fixed = sb.run({**e, "lengths": "fixed"}, p, sched)
+    assert spread < fixed
+
+
+def test_server_rate_meets_its_bounds_and_stays_below_offline():
+    e = dict(next(x for x in _rows() if x["arrival"] == "server"), requests=400)
+    p, sched = ef.profile(validation.profile_of(e)), validation.schedule(e)
+    server = sb.run(e, p, sched)
+    offline = sb.run({**e, "arrival": "offline"}, p, sched)
+    assert 0 < server < offline
+    # A TPOT bound below any step time: no rate meets it.
+    assert sb.run({**e, "tpot_limit_ms": 0.5}, p, sched) == 0.0
