@@ -92,9 +92,11 @@ def test_with_the_network_off_every_lesson_opens_and_every_simulator_runs(
     lessons = sorted(p.parent.name for p in (site.dir / "lessons").glob("*/index.html"))
     assert len(lessons) >= 14
     untried = set(api.SIMULATORS)
-    for slug in lessons:
-        go(page, site, f"lessons/{slug}/")
-        page.locator(".lesson-head").wait_for(timeout=RUNTIME_LIMIT_MS)
+    # Then the tools pages: a simulator only a tool embeds (the cheapest-configuration search) runs too.
+    tools = sorted(p.parent.name for p in (site.dir / "tools").glob("*/index.html"))
+    for slug in [f"lessons/{name}/" for name in lessons] + [f"tools/{name}/" for name in tools]:
+        go(page, site, slug)
+        page.locator(".lesson-head" if slug.startswith("lessons/") else "h1").first.wait_for(timeout=RUNTIME_LIMIT_MS)
         assert page.locator("h1").count() == 1, slug
         for figure in page.locator("figure.sim").all():
             name = figure.get_attribute("data-sim")
