@@ -73,8 +73,10 @@ LENGTHS: dict[str, dict[str, Any]] = {
 def _sigma(kind: str) -> tuple[float, float]:
     d = LENGTHS[kind]
     if "sigma" in d:
-        return d["sigma"]
-    return tuple(math.sqrt(math.log(1 + cv * cv)) for cv in d["cv"])  # type: ignore[return-value]
+        s_in, s_out = d["sigma"]
+        return float(s_in), float(s_out)
+    cv_in, cv_out = d["cv"]
+    return math.sqrt(math.log(1 + cv_in * cv_in)), math.sqrt(math.log(1 + cv_out * cv_out))
 
 
 def draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
