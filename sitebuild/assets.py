@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import zipfile
@@ -119,16 +120,17 @@ def python_snapshot(archive: bytes, stdlib_zip: bytes, cache_dir: Path) -> tuple
     cached = cache_dir / f"python-snapshot-{inputs.hexdigest()[:16]}.gz"
     if not cached.is_file():
         cache_dir.mkdir(parents=True, exist_ok=True)
-        for old in cache_dir.glob("python-snapshot-*"):
-            old.unlink()
+        for old in cache_dir.glob("python-snapshot-*.gz"):  # not a concurrent build's work files
+            old.unlink(missing_ok=True)
+        work = cached.with_name(f"{cached.stem}-{os.getpid()}.work")  # two builds at once (pytest -n 2) never share one
         node = shutil.which("node")
         if node is None:
             raise BuildError("Node.js is needed to make the Python start-up snapshot: apt-get install -y nodejs")
-        archive_file = cached.with_suffix(".zip")
+        archive_file = work.with_suffix(".zip")
         archive_file.write_bytes(archive)
-        stdlib_file = cached.with_suffix(".stdlib")
+        stdlib_file = work.with_suffix(".stdlib")
         stdlib_file.write_bytes(stdlib_zip)
-        partial = cached.with_suffix(".partial")
+        partial = work.with_suffix(".partial")
         command = [
             node,
             str(SNAPSHOT_SCRIPT),

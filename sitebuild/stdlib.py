@@ -18,6 +18,7 @@ import ast
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import zipfile
@@ -98,9 +99,10 @@ def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str,
     cached = cache_dir / f"python-stdlib-{inputs.hexdigest()[:16]}.zip"
     if not cached.is_file():
         cache_dir.mkdir(parents=True, exist_ok=True)
-        for old in cache_dir.glob("python-stdlib-*"):
-            old.unlink()
-        archive_file = cached.with_suffix(".archive")
+        for old in cache_dir.glob("python-stdlib-*.zip"):  # not a concurrent build's work files
+            old.unlink(missing_ok=True)
+        work = cached.with_name(f"{cached.stem}-{os.getpid()}.work")  # two builds at once (pytest -n 2) never share one
+        archive_file = work.with_suffix(".archive")
         archive_file.write_bytes(archive)
         try:
             answer = run_in_pyodide(archive_file)
@@ -110,12 +112,12 @@ def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str,
         with zipfile.ZipFile(io.BytesIO(full)) as source:
             available = source.namelist()
         keep = members(answer["files"], imported_names(package_dir), available)
-        sources = cached.with_suffix(".sources")
+        sources = work.with_suffix(".sources")
         sources.write_bytes(reduce_zip(full, keep))
         try:
-            _node(COMPILE_SCRIPT, sources, cached.with_suffix(".partial"))
+            _node(COMPILE_SCRIPT, sources, work.with_suffix(".partial"))
         finally:
             sources.unlink()
-        cached.with_suffix(".partial").replace(cached)
+        work.with_suffix(".partial").replace(cached)  # atomic: a concurrent build reads old or new
     data = cached.read_bytes()
     return f"python-stdlib-{hashlib.sha256(data).hexdigest()[:12]}.zip", data
