@@ -237,13 +237,24 @@ def _server(e: dict[str, Any], spec: ProfiledSpec, lengths: list[tuple[int, int]
 
 def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
     """The row's published quantity, predicted by serving its requests under its conditions."""
-    key = (repr(sorted(e.items())), repr(p), sched.max_num_seqs, sched.max_num_batched_tokens)
+    key = repr((sorted(e.items()), p, sched.max_num_seqs, sched.max_num_batched_tokens))
     if key not in _RUNS:
         _RUNS[key] = _run(e, p, sched)
     return _RUNS[key]
 
 
-_RUNS: dict[tuple[Any, ...], float] = {}  # one simulation per row, profile and schedule
+_RUNS: dict[str, float] = {}  # one simulation per row, profile and schedule
+
+
+def known_runs() -> dict[str, float]:
+    """The runs made so far in this process, by key (the site build keeps them on disk between
+    builds, in its cache file named after the simulators' hash: sitebuild/sims.py)."""
+    return dict(_RUNS)
+
+
+def remember_runs(runs: dict[str, float]) -> None:
+    """Runs made earlier by this same code (`known_runs`), so they are not made again."""
+    _RUNS.update(runs)
 
 
 def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:

@@ -178,6 +178,13 @@ class Row:
 
 
 def rows() -> list[Row]:
+    """Every row with its predictions. Computed once per process (the serving rows run the event
+    engine: about 20 s); the rows are frozen, the list is the caller's."""
+    return list(_rows())
+
+
+@cache
+def _rows() -> tuple[Row, ...]:
     out = []
     for e in measurements():
         predict = PREDICTIONS[e["quantity"]]
@@ -199,7 +206,7 @@ def rows() -> list[Row]:
                 published=float(e["value"]),
             )
         )
-    return out
+    return tuple(out)
 
 
 @dataclass(frozen=True)
