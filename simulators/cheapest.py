@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,63 +208,87 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
                     continue
                 candidates.append((r * lay.num_gpus * lay.price_per_gpu_h, lay.label, lay, b, r))
     candidates.sort(key=lambda c: (c[0], c[1]))
-    ranked: list[dict[str, Any]] = []
-    confirmed = 0
-
-    def beaten(cost: float, name: str) -> bool:
-        """The table is full and a configuration costing at least `cost` would sort after its last
-        row (the table's order: price, then name)."""
-        return len(ranked) >= TOP and (cost, name) > (ranked[-1]["usd_per_hour"], ranked[-1]["config"])
 
     def runs_of(lay: ss.Layout, b: ss.Bounds) -> dict[int, dict[str, float]]:
         """Every engine run of this layout so far, by grid index (kept in the memo, for any target)."""
         runs: dict[int, dict[str, float]] = memo.get_or_make(("runs", *base, lay.label, b.num_blocks), dict)
         return runs
 
-    def served(lay: ss.Layout, b: ss.Bounds, k: int) -> dict[str, Any]:
+    def verdict(got: dict[str, float]) -> dict[str, Any]:
+        return ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s)
+
+    def served(lay: ss.Layout, b: ss.Bounds, k: int) -> dict[str, float]:
+        """The engine's run of one replica at grid rate k (made once, kept with the layout's runs)."""
         runs = runs_of(lay, b)
         if k not in runs:
             runs[k] = ss.engine_run(b.engine, drawn, ss.at_index(k), ARRIVALS_SEED)
-        got = runs[k]
-        return {
-            **ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s),
-            "load": ss.at_index(k) / b.rate_bound_per_s,
-        }
+        return runs[k]
 
-    def fails_already(lay: ss.Layout, b: ss.Bounds, k: int) -> bool:
-        """A run at this or a lower rate per replica missed the targets: a higher rate only loads
-        the replica more (meeting is taken as monotone in the rate, as the brute-force tests check)."""
-        return any(j <= k and not ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s)["meets"]
-                   for j, got in runs_of(lay, b).items())  # fmt: skip
+    def meets(lay: ss.Layout, b: ss.Bounds, k: int) -> bool:
+        """Whether one replica meets the targets at grid rate k: its run there; else a run that
+        missed at a lower rate (a higher rate only loads the replica more) or met at a higher one
+        answers (meeting is taken as monotone in the rate; the brute-force tests check it, and a
+        row's own run below settles any doubt); else the engine runs."""
+        runs = runs_of(lay, b)
+        if k not in runs:
+            if any(j < k and not verdict(got)["meets"] for j, got in runs.items()):
+                return False
+            if any(j > k and verdict(got)["meets"] for j, got in runs.items()):
+                return True
+        return bool(verdict(served(lay, b, k))["meets"])
+
+    while True:
+        ranked, confirmed, full = _rank(p, candidates, meets)
+        # The rows' own runs (the engine's figures); a row whose run misses after all is ranked again.
+        rows = [(lay, b, r, k, verdict(served(lay, b, k))) for _, _, lay, b, r, k in ranked]
+        if all(v["meets"] for *_, v in rows):
+            break
+    pruned += full
+    table = [
+        _row(p, lay, r, {**v, "load": ss.at_index(k) / b.rate_bound_per_s}, out_tokens) for lay, b, r, k, v in rows
+    ]
+    return _result(p, m.name, table, pruned, tried, confirmed, prices)
+
+
+Entry = tuple[float, str, ss.Layout, ss.Bounds, int, int]  # price, name, layout, bounds, replicas, grid index
+
+
+def _rank(
+    p: Params,
+    candidates: list[tuple[float, str, ss.Layout, ss.Bounds, int]],
+    meets: Callable[[ss.Layout, ss.Bounds, int], bool],
+) -> tuple[list[Entry], int, list[dict[str, Any]]]:
+    """The `TOP` cheapest layouts, each at its fewest replicas that meet, by (price, name); the
+    layouts confirmed; those that miss on up to max_gpus GPUs. Candidates come cheapest lower bound
+    first; the search stops when none left could sort before the last row."""
+    ranked: list[Entry] = []
+    confirmed = 0
+    full: list[dict[str, Any]] = []
+
+    def beaten(cost: float, name: str) -> bool:
+        """The table is full and a configuration costing at least `cost` sorts after its last row."""
+        return len(ranked) >= TOP and (cost, name) > ranked[-1][:2]
 
     for bound, _, lay, b, r in candidates:
-        if len(ranked) >= TOP and bound > ranked[-1]["usd_per_hour"]:
+        if len(ranked) >= TOP and bound > ranked[-1][0]:
             break
         if beaten(bound, _name(lay, r)):
             continue  # (a later candidate of the same bound may still sort before the last row)
         confirmed += 1
         # The layout's cheapest configuration: the fewest replicas, from the fewest its rate bound
-        # allows, whose share of the rate the engine serves within the targets. Beyond the last
-        # row's price it cannot enter the table.
+        # allows, whose share of the rate one replica serves within the targets. Beyond the last
+        # row it cannot enter the table.
         while r * lay.num_gpus <= p.max_gpus and not beaten(r * lay.num_gpus * lay.price_per_gpu_h, _name(lay, r)):
             k = ss.grid_index(p.request_rate_per_s / r)
-            if fails_already(lay, b, k):
-                r += 1
-                continue
-            v = served(lay, b, k)
-            if v["meets"]:
-                ranked = sorted(
-                    [*ranked, _row(p, lay, r, v, out_tokens)], key=lambda x: (x["usd_per_hour"], x["config"])
-                )
-                ranked = ranked[:TOP]
+            if meets(lay, b, k):
+                entry = (r * lay.num_gpus * lay.price_per_gpu_h, _name(lay, r), lay, b, r, k)
+                ranked = sorted([*ranked, entry], key=lambda e: e[:2])[:TOP]
                 break
             r += 1
         else:
             if r * lay.num_gpus > p.max_gpus:
-                pruned.append(
-                    {"config": lay.label, "why": f"misses the targets on up to {p.max_gpus} GPUs at this rate"}
-                )
-    return _result(p, m.name, ranked, pruned, tried, confirmed, prices)
+                full.append({"config": lay.label, "why": f"misses the targets on up to {p.max_gpus} GPUs at this rate"})
+    return ranked, confirmed, full
 
 
 def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
