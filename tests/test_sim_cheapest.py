@@ -190,3 +190,18 @@ def test_the_answer_does_not_depend_on_what_the_memo_already_holds():
         session.run_json("cheapest", json.dumps(kw))
     for kw in ({}, {"request_rate_per_s": 21.0}):
         assert session.run_json("cheapest", json.dumps(kw)) == api.run_json("cheapest", json.dumps(kw))
+
+
+def test_answers_from_earlier_runs_agree_with_a_fresh_search():
+    # One memo across rate and target changes, as on the page: verdicts taken from earlier runs
+    # (a miss at a lower rate per replica, a meet at a higher one) give the table a search with
+    # no memo gives.
+    from simulators.results_cache import LruCache
+
+    memo = LruCache(cheapest.MEMO_ENTRIES)
+    base = {**SMALL, "max_gpus": 4}
+    for change in ({}, {"request_rate_per_s": 10.0}, {"request_rate_per_s": 4.0}, {"request_rate_per_s": 12.0},
+                   {"tpot_slo_s": 0.03}, {"request_rate_per_s": 6.0, "tpot_slo_s": 0.03}):  # fmt: skip
+        p = params.parse(cheapest.Params, {**base, **change})
+        shared, fresh = cheapest.run(p, memo=memo), cheapest.run(p)
+        assert shared["table"] == fresh["table"]
