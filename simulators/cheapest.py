@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +64,7 @@ METRICS = {
     "layouts_confirmed": ("Layouts confirmed with the engine", "layouts"),
 }
 TOP = 3  # layouts listed: the three cheapest, each at its fewest replicas
-MEMO_ENTRIES = 512
+MEMO_ENTRIES = 1024  # one entry per layout: about 180 for a mixture of experts on every GPU
 ARRIVALS_SEED = 0  # the Poisson arrivals of every engine run (run's docstring)
 FORMATS = [("bf16", "BF16 only"), ("bf16,fp8", "BF16, and FP8 where the GPU has FP8 tensor cores"),
            ("bf16,fp8,int4", "BF16, FP8 and INT4 weight-only")]  # fmt: skip
@@ -190,17 +189,25 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     pruned: list[dict[str, Any]] = []
     candidates: list[tuple[float, str, ss.Layout, ss.Bounds, int]] = []
     tried = 0
+    runs_by: dict[str, dict[int, dict[str, float]]] = {}
+
+    def prepare(lay: ss.Layout) -> tuple[ss.Bounds | None, dict[int, dict[str, float]]]:
+        """One memo entry per layout: its bounds (None if vLLM would not start it) and, as they
+        are made, its engine runs by grid index (for any target)."""
+        a = ss.memory(m, lay, max_len)
+        return (ss.bounds(m, lay, a, drawn) if a is not None and a.fits else None), {}
+
     for gpu in allowed_gpus(p.gpus, prices):
         for dtype in ss.weight_formats(gpu, p.weight_formats):
             for tp, pp, dp, ep in ss.shapes(m, p.max_gpus):
                 lay = ss.Layout(gpu, tp, dtype, prices[gpu.id], pp, dp, ep)
                 why = _unusable(m, lay)
-                a = None if why else memo.get_or_make(("mem", *base, lay.label), lambda: ss.memory(m, lay, max_len))  # noqa: B023
-                if why or a is None or not a.fits:
+                made = (None, {}) if why else memo.get_or_make(("layout", *base, lay.label), lambda: prepare(lay))  # noqa: B023
+                b, runs_by[lay.label] = made
+                if b is None:
                     pruned.append({"config": lay.label, "why": why or "does not fit (vLLM would refuse to start)"})
                     continue
                 tried += 1
-                b = memo.get_or_make(("bounds", *base, lay.label), lambda: ss.bounds(m, lay, a, drawn))  # noqa: B023
                 r = ss.replicas_needed(p.request_rate_per_s, b)
                 why = _floors_miss(p, b, r * lay.num_gpus)
                 if why:
@@ -210,9 +217,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     candidates.sort(key=lambda c: (c[0], c[1]))
 
     def runs_of(lay: ss.Layout, b: ss.Bounds) -> dict[int, dict[str, float]]:
-        """Every engine run of this layout so far, by grid index (kept in the memo, for any target)."""
-        runs: dict[int, dict[str, float]] = memo.get_or_make(("runs", *base, lay.label, b.num_blocks), dict)
-        return runs
+        return runs_by[lay.label]
 
     def verdict(got: dict[str, float]) -> dict[str, Any]:
         return ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s)
@@ -238,7 +243,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
         return bool(verdict(served(lay, b, k))["meets"])
 
     while True:
-        ranked, confirmed, full = _rank(p, candidates, meets)
+        ranked, confirmed, full = ss.rank(candidates, meets, TOP, p.request_rate_per_s, p.max_gpus)
         # The rows' own runs (the engine's figures); a row whose run misses after all is ranked again.
         rows = [(lay, b, r, k, verdict(served(lay, b, k))) for _, _, lay, b, r, k in ranked]
         if all(v["meets"] for *_, v in rows):
@@ -250,50 +255,9 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     return _result(p, m.name, table, pruned, tried, confirmed, prices)
 
 
-Entry = tuple[float, str, ss.Layout, ss.Bounds, int, int]  # price, name, layout, bounds, replicas, grid index
-
-
-def _rank(
-    p: Params,
-    candidates: list[tuple[float, str, ss.Layout, ss.Bounds, int]],
-    meets: Callable[[ss.Layout, ss.Bounds, int], bool],
-) -> tuple[list[Entry], int, list[dict[str, Any]]]:
-    """The `TOP` cheapest layouts, each at its fewest replicas that meet, by (price, name); the
-    layouts confirmed; those that miss on up to max_gpus GPUs. Candidates come cheapest lower bound
-    first; the search stops when none left could sort before the last row."""
-    ranked: list[Entry] = []
-    confirmed = 0
-    full: list[dict[str, Any]] = []
-
-    def beaten(cost: float, name: str) -> bool:
-        """The table is full and a configuration costing at least `cost` sorts after its last row."""
-        return len(ranked) >= TOP and (cost, name) > ranked[-1][:2]
-
-    for bound, _, lay, b, r in candidates:
-        if len(ranked) >= TOP and bound > ranked[-1][0]:
-            break
-        if beaten(bound, _name(lay, r)):
-            continue  # (a later candidate of the same bound may still sort before the last row)
-        confirmed += 1
-        # The layout's cheapest configuration: the fewest replicas, from the fewest its rate bound
-        # allows, whose share of the rate one replica serves within the targets. Beyond the last
-        # row it cannot enter the table.
-        while r * lay.num_gpus <= p.max_gpus and not beaten(r * lay.num_gpus * lay.price_per_gpu_h, _name(lay, r)):
-            k = ss.grid_index(p.request_rate_per_s / r)
-            if meets(lay, b, k):
-                entry = (r * lay.num_gpus * lay.price_per_gpu_h, _name(lay, r), lay, b, r, k)
-                ranked = sorted([*ranked, entry], key=lambda e: e[:2])[:TOP]
-                break
-            r += 1
-        else:
-            if r * lay.num_gpus > p.max_gpus:
-                full.append({"config": lay.label, "why": f"misses the targets on up to {p.max_gpus} GPUs at this rate"})
-    return ranked, confirmed, full
-
-
 def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
     cost = r * lay.num_gpus * lay.price_per_gpu_h
-    return {"config": _name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
+    return {"config": ss.config_name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
             "pipeline_parallel_size": lay.pp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
             "replicas": r, "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.num_gpus, "usd_per_hour": cost,
             "usd_per_million_output_tokens": cost / (3600 * p.request_rate_per_s * out_tokens) * 1e6,
@@ -318,14 +282,6 @@ def _floors_miss(p: Params, b: ss.Bounds, gpus_needed: int) -> str:
     if gpus_needed > p.max_gpus:
         return f"the rate needs at least {gpus_needed} GPUs (a replica serves under {b.rate_bound_per_s:,.2f} req/s)"
     return ""
-
-
-def _name(lay: ss.Layout, replicas: int) -> str:
-    n = replicas * lay.num_gpus
-    shape = ", ".join([f"TP {lay.tp}"] + [f"PP {lay.pp}"] * (lay.pp > 1) + [f"DP {lay.dp}"] * (lay.dp > 1))
-    shape += " + EP" if lay.ep else ""
-    how = f"{replicas} replicas of {shape}" if replicas > 1 else shape
-    return f"{n} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
 
 
 def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[dict[str, Any]], tried: int,

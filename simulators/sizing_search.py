@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,6 +208,59 @@ def grid_index(rate: float) -> int:
 
 def at_index(k: int) -> float:
     return float(2 ** (k / GRID_PER_OCTAVE))
+
+
+def config_name(lay: Layout, replicas: int) -> str:
+    """How the table names a configuration: "4 x l40s (2 replicas of TP 2, fp8)"."""
+    n = replicas * lay.num_gpus
+    shape = ", ".join([f"TP {lay.tp}"] + [f"PP {lay.pp}"] * (lay.pp > 1) + [f"DP {lay.dp}"] * (lay.dp > 1))
+    shape += " + EP" if lay.ep else ""
+    how = f"{replicas} replicas of {shape}" if replicas > 1 else shape
+    return f"{n} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
+
+
+Entry = tuple[float, str, Layout, Bounds, int, int]  # price, name, layout, bounds, replicas, grid index
+
+
+def rank(
+    candidates: list[tuple[float, str, Layout, Bounds, int]],
+    meets: Callable[[Layout, Bounds, int], bool],
+    top: int,
+    rate: float,
+    max_gpus: int,
+) -> tuple[list[Entry], int, list[dict[str, Any]]]:
+    """The `top` cheapest layouts, each at its fewest replicas that meet (`meets` of one replica at
+    a grid index), by (price, name); the layouts confirmed; those that miss on up to max_gpus GPUs.
+    Candidates (lower-bound price, label, layout, bounds, fewest replicas the bound allows) come
+    cheapest bound first; the search stops when none left could sort before the last row."""
+    ranked: list[Entry] = []
+    confirmed = 0
+    full: list[dict[str, Any]] = []
+
+    def beaten(cost: float, name: str) -> bool:
+        """The table is full and a configuration costing at least `cost` sorts after its last row."""
+        return len(ranked) >= top and (cost, name) > ranked[-1][:2]
+
+    for bound, _, lay, b, r in candidates:
+        if len(ranked) >= top and bound > ranked[-1][0]:
+            break
+        if beaten(bound, config_name(lay, r)):
+            continue  # (a later candidate of the same bound may still sort before the last row)
+        confirmed += 1
+        # The layout's cheapest configuration: the fewest replicas, from the fewest its rate bound
+        # allows, whose share of the rate one replica serves within the targets. Beyond the last
+        # row it cannot enter the table.
+        while r * lay.num_gpus <= max_gpus and not beaten(r * lay.num_gpus * lay.price_per_gpu_h, config_name(lay, r)):
+            k = grid_index(rate / r)
+            if meets(lay, b, k):
+                entry = (r * lay.num_gpus * lay.price_per_gpu_h, config_name(lay, r), lay, b, r, k)
+                ranked = sorted([*ranked, entry], key=lambda e: e[:2])[:top]
+                break
+            r += 1
+        else:
+            if r * lay.num_gpus > max_gpus:
+                full.append({"config": lay.label, "why": f"misses the targets on up to {max_gpus} GPUs at this rate"})
+    return ranked, confirmed, full
 
 
 def grid_rate(rate: float) -> float:

@@ -14,6 +14,12 @@ Model (vLLM V1, `vllm/v1/worker/gpu_worker.py` determine_available_memory and
   to the stages before the last), the embedding to the first and the LM head to the last.
 - KV per rank: TP splits the KV heads; with fewer KV heads than ranks each rank keeps one
   (replicated). MLA keeps one latent per token, which every rank copies.
+- Expert parallelism and data-parallel attention (a mixture of experts): a MoE layer is sharded
+  over all tp x dp ranks, every expert split that many ways, or whole experts per rank with
+  --enable-expert-parallel (expert_share); attention, dense layers, shared experts, embedding and
+  head are split over TP and copied on each of the dp ranks, each of which is its own engine with
+  its own requests and KV cache (so an MLA latent is no longer copied: each rank holds its own
+  requests'). vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make.
 - Activation peak: the profile run is one forward pass of `max_num_batched_tokens` tokens and a
   sampler pass over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits (gpu_model_runner
   profile_run). vLLM measures it; we estimate it with constants fitted to v0.19.0's logs.

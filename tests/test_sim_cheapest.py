@@ -51,7 +51,7 @@ def _brute_force(kw):
                     got = ss.engine_run(b.engine, drawn, rate, 0)
                     v = ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s)
                     if rate < b.rate_bound_per_s and v["meets"]:
-                        name = cheapest._name(lay, r)
+                        name = ss.config_name(lay, r)
                         met.append(
                             (r * lay.num_gpus * lay.price_per_gpu_h, name, gpu.id, tp, r, v["ttft_s"], v["tpot_s"])
                         )
