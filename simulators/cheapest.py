@@ -3,22 +3,26 @@
 The reader gives a model, a request rate, the request lengths (fixed, or the course's Azure
 conversation workload), targets for the chosen percentile of TTFT and of ITL (here TPOT, the
 per-request mean gap between output tokens, what an SLO bounds), and optionally the GPUs allowed
-and their prices. The search (simulators/sizing_search.py) tries every GPU with a price x tensor-
-parallel size 1, 2, 4, 8 x weight format the GPU runs, keeps the layouts vLLM would start, drops
-those whose closed-form floors already miss a target, and confirms the rest with the event engine,
-cheapest lower bound first: for each, the highest rate per replica at which the engine meets the
-targets (independent of the request rate, so kept in the memo), hence the fewest data-parallel
-replicas. It stops when no unconfirmed layout can beat the cheapest found and `TOP` are listed:
-the first is the cheapest (as brute force over the engine finds, tests/test_sim_cheapest.py); the
-others are the cheapest of the layouts confirmed on the way, not necessarily the next cheapest.
+and their prices. The search (simulators/sizing_search.py) tries every GPU with a price x weight
+format the GPU runs x replica shape: tensor parallel 1-8 x pipeline parallel 1-8 and, for a mixture
+of experts, data-parallel attention with expert parallelism, at most 8 GPUs a replica
+(sizing_search.shapes). It keeps the layouts vLLM would start, drops those whose closed-form
+floors already miss a target, and confirms the rest with the event engine, cheapest lower bound
+first: for each, the highest rate per replica at which the engine meets the targets (independent
+of the request rate, so kept in the memo), hence the fewest replicas, i.e. the layout's cheapest
+configuration. It stops when no unconfirmed layout's lower bound is below the `TOP`-th cheapest
+found: the table is the `TOP` cheapest layouts, each at its fewest replicas, in order (as brute
+force over the engine over the same space finds, tests/test_sim_cheapest.py).
 
 Cost: GPUs x price per GPU-hour (data/gpu_prices.toml: one provider's list prices, cited there;
 the `prices` field replaces any of them); per million output tokens: USD per hour / (3600 x rate
 x mean output tokens) x 10^6 at the offered rate. Headroom: 1 - max(p-TTFT / target, p-ITL /
 target), the share of the tighter target left unused.
 
-Not searched: pipeline parallelism (the cost model does not yet time a pipeline's bubble, so a
-PP layout could not be confirmed), expert parallelism, disaggregated prefill, prefix caching.
+Not searched: replicas of more than 8 GPUs (one node), pipelines with data-parallel attention,
+tensor parallelism with expert parallelism and no DP (the same bytes and time as TP), disaggregated
+prefill, prefix caching. The engine runs a DP group as one scheduler with dp times one rank's
+limits (sizing_search.spec).
 The engine's runs are short (`num_requests`, 10% left out at each end): a configuration near
 its knee can pass a short run and fail a long one; raise num_requests to check the winner.
 
@@ -31,9 +35,7 @@ github.com/llm-d-incubation/llm-d-planner).
 from __future__ import annotations
 
 import json
-import math
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,9 +63,8 @@ METRICS = {
     "layouts_tried": ("Layouts that vLLM would start", "layouts"),
     "layouts_confirmed": ("Layouts confirmed with the engine", "layouts"),
 }
-TOP = 3  # configurations listed: the cheapest (proven), then the next cheapest of those confirmed
-LOW_OCTAVES = 8  # capacity searched down to 2^-8 of the rate bound
-MEMO_ENTRIES = 512
+TOP = 3  # layouts listed: the three cheapest, each at its fewest replicas
+MEMO_ENTRIES = 1024  # one entry per layout: about 180 for a mixture of experts on every GPU
 ARRIVALS_SEED = 0  # the Poisson arrivals of every engine run (run's docstring)
 FORMATS = [("bf16", "BF16 only"), ("bf16,fp8", "BF16, and FP8 where the GPU has FP8 tensor cores"),
            ("bf16,fp8,int4", "BF16, FP8 and INT4 weight-only")]  # fmt: skip
@@ -188,78 +189,77 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     pruned: list[dict[str, Any]] = []
     candidates: list[tuple[float, str, ss.Layout, ss.Bounds, int]] = []
     tried = 0
+    runs_by: dict[str, dict[int, dict[str, float]]] = {}
+
+    def prepare(lay: ss.Layout) -> tuple[ss.Bounds | None, dict[int, dict[str, float]]]:
+        """One memo entry per layout: its bounds (None if vLLM would not start it) and, as they
+        are made, its engine runs by grid index (for any target)."""
+        a = ss.memory(m, lay, max_len)
+        return (ss.bounds(m, lay, a, drawn) if a is not None and a.fits else None), {}
+
     for gpu in allowed_gpus(p.gpus, prices):
         for dtype in ss.weight_formats(gpu, p.weight_formats):
-            for tp in (t for t in ss.TP_SIZES if t <= p.max_gpus):
-                lay = ss.Layout(gpu, tp, dtype, prices[gpu.id])
+            for tp, pp, dp, ep in ss.shapes(m, p.max_gpus):
+                lay = ss.Layout(gpu, tp, dtype, prices[gpu.id], pp, dp, ep)
                 why = _unusable(m, lay)
-                a = None if why else memo.get_or_make(("mem", *base, lay.label), lambda: ss.memory(m, lay, max_len))  # noqa: B023
-                if why or a is None or not a.fits:
+                made = (None, {}) if why else memo.get_or_make(("layout", *base, lay.label), lambda: prepare(lay))  # noqa: B023
+                b, runs_by[lay.label] = made
+                if b is None:
                     pruned.append({"config": lay.label, "why": why or "does not fit (vLLM would refuse to start)"})
                     continue
                 tried += 1
-                b = memo.get_or_make(("bounds", *base, lay.label), lambda: ss.bounds(m, lay, a, drawn))  # noqa: B023
                 r = ss.replicas_needed(p.request_rate_per_s, b)
-                why = _floors_miss(p, b, r * tp)
+                why = _floors_miss(p, b, r * lay.num_gpus)
                 if why:
                     pruned.append({"config": lay.label, "why": why})
                     continue
-                candidates.append((r * tp * lay.price_per_gpu_h, lay.label, lay, b, r))
+                candidates.append((r * lay.num_gpus * lay.price_per_gpu_h, lay.label, lay, b, r))
     candidates.sort(key=lambda c: (c[0], c[1]))
-    ranked: list[dict[str, Any]] = []
-    confirmed = 0
 
-    def beaten(cost: float) -> bool:  # cannot be the cheapest, and the table is full
-        return len(ranked) >= TOP and cost > ranked[0]["usd_per_hour"]
+    def runs_of(lay: ss.Layout, b: ss.Bounds) -> dict[int, dict[str, float]]:
+        return runs_by[lay.label]
 
-    def served(lay: ss.Layout, b: ss.Bounds, rate: float) -> dict[str, Any]:
-        got = memo.get_or_make(
-            ("run", *base, lay.label, b.num_blocks, rate),
-            lambda: ss.engine_run(b.engine, drawn, rate, ARRIVALS_SEED),
-        )
-        return {**ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s), "load": rate / b.rate_bound_per_s}
+    def verdict(got: dict[str, float]) -> dict[str, Any]:
+        return ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s)
 
-    for bound, _, lay, b, r_lo in candidates:
-        if beaten(bound):
+    def served(lay: ss.Layout, b: ss.Bounds, k: int) -> dict[str, float]:
+        """The engine's run of one replica at grid rate k (made once, kept with the layout's runs)."""
+        runs = runs_of(lay, b)
+        if k not in runs:
+            runs[k] = ss.engine_run(b.engine, drawn, ss.at_index(k), ARRIVALS_SEED)
+        return runs[k]
+
+    def meets(lay: ss.Layout, b: ss.Bounds, k: int) -> bool:
+        """Whether one replica meets the targets at grid rate k: its run there; else a run that
+        missed at a lower rate (a higher rate only loads the replica more) or met at a higher one
+        answers (meeting is taken as monotone in the rate; the brute-force tests check it, and a
+        row's own run below settles any doubt); else the engine runs."""
+        runs = runs_of(lay, b)
+        if k not in runs:
+            if any(j < k and not verdict(got)["meets"] for j, got in runs.items()):
+                return False
+            if any(j > k and verdict(got)["meets"] for j, got in runs.items()):
+                return True
+        return bool(verdict(served(lay, b, k))["meets"])
+
+    while True:
+        ranked, confirmed, full = ss.rank(candidates, meets, TOP, p.request_rate_per_s, p.max_gpus)
+        # The rows' own runs (the engine's figures); a row whose run misses after all is ranked again.
+        rows = [(lay, b, r, k, verdict(served(lay, b, k))) for _, _, lay, b, r, k in ranked]
+        if all(v["meets"] for *_, v in rows):
             break
-        confirmed += 1
-        k = memo.get_or_make(("capacity", *base, lay.label, p.percentile, p.ttft_slo_s, p.tpot_slo_s),
-                             lambda: _capacity(p, lay, b, served))  # noqa: B023  # fmt: skip
-        if k is None:
-            pruned.append({"config": lay.label, "why": "misses the targets in the engine at any load tried"})
-            continue
-        r = max(r_lo, math.ceil(p.request_rate_per_s / ss.at_index(k)) - 1)
-        while ss.grid_index(p.request_rate_per_s / r) > k:
-            r += 1
-        while r * lay.tp <= p.max_gpus and not beaten(r * lay.tp * lay.price_per_gpu_h):
-            v = served(lay, b, ss.grid_rate(p.request_rate_per_s / r))
-            if v["meets"]:  # (always, unless the engine's answer is not monotone in the rate)
-                ranked = sorted(
-                    [*ranked, _row(p, lay, r, v, out_tokens)], key=lambda x: (x["usd_per_hour"], x["config"])
-                )
-                ranked = ranked[:TOP]
-                break
-            r += 1
-        else:
-            if r * lay.tp > p.max_gpus:
-                pruned.append({"config": lay.label, "why": f"needs more than {p.max_gpus} GPUs at this rate"})
-    return _result(p, m.name, ranked, pruned, tried, confirmed, prices)
-
-
-def _capacity(p: Params, lay: ss.Layout, b: ss.Bounds, served: Callable[..., dict[str, Any]]) -> int | None:
-    """The highest grid rate per replica (an index) at which the engine meets the targets, searched
-    from the closed-form estimate between the rate bound and 256 times less."""
-    high = ss.grid_index(b.rate_bound_per_s) - 1  # at or above the bound a queue grows without end
-    low = high - LOW_OCTAVES * ss.GRID_PER_OCTAVE
-    estimate = b.rate_estimate(p.tpot_slo_s)
-    guess = ss.grid_index(estimate) if estimate > 0 else high
-    return ss.highest_meeting(lambda k: bool(served(lay, b, ss.at_index(k))["meets"]), guess, low, high)
+    pruned += full
+    table = [
+        _row(p, lay, r, {**v, "load": ss.at_index(k) / b.rate_bound_per_s}, out_tokens) for lay, b, r, k, v in rows
+    ]
+    return _result(p, m.name, table, pruned, tried, confirmed, prices)
 
 
 def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
-    cost = r * lay.tp * lay.price_per_gpu_h
-    return {"config": _name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
-            "replicas": r, "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.tp, "usd_per_hour": cost,
+    cost = r * lay.num_gpus * lay.price_per_gpu_h
+    return {"config": ss.config_name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
+            "pipeline_parallel_size": lay.pp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
+            "replicas": r, "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.num_gpus, "usd_per_hour": cost,
             "usd_per_million_output_tokens": cost / (3600 * p.request_rate_per_s * out_tokens) * 1e6,
             "ttft_s": v["ttft_s"], "tpot_s": v["tpot_s"], "headroom": v["headroom"], "load": v["load"]}  # fmt: skip
 
@@ -268,7 +268,7 @@ def _unusable(m: Any, lay: ss.Layout) -> str:
     if m.num_heads % lay.tp:
         return f"TP {lay.tp} does not divide {m.num_heads} attention heads"
     try:
-        check_link(lay.gpu, lay.tp, "gpus")
+        check_link(lay.gpu, lay.num_gpus, "gpus")
     except ParamError as e:
         return e.message
     return ""
@@ -282,12 +282,6 @@ def _floors_miss(p: Params, b: ss.Bounds, gpus_needed: int) -> str:
     if gpus_needed > p.max_gpus:
         return f"the rate needs at least {gpus_needed} GPUs (a replica serves under {b.rate_bound_per_s:,.2f} req/s)"
     return ""
-
-
-def _name(lay: ss.Layout, replicas: int) -> str:
-    n = replicas * lay.tp
-    how = f"{replicas} replicas of TP {lay.tp}" if replicas > 1 else f"TP {lay.tp}"
-    return f"{n} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
 
 
 def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[dict[str, Any]], tried: int,
@@ -345,8 +339,8 @@ def summary(r: dict[str, Any], view: str) -> str:
     ]
     return (
         head
-        + "The cheapest, then the others the search confirmed on its way, by price (the search proves only the "
-        + "first; a layout that could not beat it was not run): "
+        + "The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
+        + "the last row was not run): "
         + "; ".join(lines)
         + f". {len(r['pruned'])} layouts were left out."
     )

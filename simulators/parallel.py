@@ -129,16 +129,23 @@ def rank_fit(
     sparse: bool = False,
     **vllm: Any,
 ) -> RankFit:
-    """vLLM's per-rank accounting for this layout; experts over tp x dp ranks free memory for KV,
-    and so does a 2:4 sparse checkpoint (its block matmuls at sparse24_bytes_per_value)."""
+    """vLLM's per-rank accounting for this layout (experts over tp x dp ranks: vm.account); a 2:4
+    sparse checkpoint frees more memory for KV (its block matmuls at sparse24_bytes_per_value)."""
     a = vm.account(
-        m, gpu, tp=lay.tp, pp=lay.pp, max_model_len=context, kv_dtype=kv_dtype, weight_dtype=weight_dtype, **vllm
+        m,
+        gpu,
+        tp=lay.tp,
+        pp=lay.pp,
+        dp=lay.dp,
+        ep=lay.ep,
+        max_model_len=context,
+        kv_dtype=kv_dtype,
+        weight_dtype=weight_dtype,
+        **vllm,
     )
     stage_share = max(s.num_layers for s in a.stages) / m.num_layers
     per_value = cm.block_bytes_per_value(weight_dtype)
     spread = 0.0
-    if lay.dp > 1:  # vm.account splits every expert over tp; they are over tp x dp ranks
-        spread = cm.routed_expert_params(m) * per_value * stage_share * (1 / lay.tp - 1 / (lay.tp * lay.dp))
     if sparse:
         saved = per_value - cm.block_bytes_per_value(weight_dtype, sparse=True)
         spread += cm.param_counts(m).block_linear * saved * stage_share / lay.tp
@@ -208,10 +215,7 @@ def pooled_kv_tokens(
     counts = vm.pp_layer_counts(m.num_layers, lay.pp)
     worst = 0
     for i, n in enumerate(counts):
-        w = vm.weight_bytes(m, weight_dtype, lay.tp, n, first=i == 0, last=i == lay.pp - 1)
-        if lay.dp > 1:
-            share = n / m.num_layers
-            w -= cm.routed_expert_params(m) * cm.block_bytes_per_value(weight_dtype) * share * (1 - 1 / lay.dp) / lay.tp
+        w = vm.weight_bytes(m, weight_dtype, lay.tp, n, first=i == 0, last=i == lay.pp - 1, dp=lay.dp, ep=lay.ep)
         per_token = cm.kv_bytes_per_token(m, kv_dtype) * n / m.num_layers * cm.kv_replication(m, lay.tp) / lay.tp
         kv = usable - w - cm.activation_bytes(m, tokens)
         held = int(kv // per_token) if kv > 0 and per_token else 0

@@ -14,6 +14,12 @@ Model (vLLM V1, `vllm/v1/worker/gpu_worker.py` determine_available_memory and
   to the stages before the last), the embedding to the first and the LM head to the last.
 - KV per rank: TP splits the KV heads; with fewer KV heads than ranks each rank keeps one
   (replicated). MLA keeps one latent per token, which every rank copies.
+- Expert parallelism and data-parallel attention (a mixture of experts): a MoE layer is sharded
+  over all tp x dp ranks, every expert split that many ways, or whole experts per rank with
+  --enable-expert-parallel (expert_share); attention, dense layers, shared experts, embedding and
+  head are split over TP and copied on each of the dp ranks, each of which is its own engine with
+  its own requests and KV cache (so an MLA latent is no longer copied: each rank holds its own
+  requests'). vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make.
 - Activation peak: the profile run is one forward pass of `max_num_batched_tokens` tokens and a
   sampler pass over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits (gpu_model_runner
   profile_run). vLLM measures it; we estimate it with constants fitted to v0.19.0's logs.
@@ -101,21 +107,39 @@ def page_bytes(m: Model, tp: int, kv_dtype: str, block_size: int) -> int:
     return int(2 * block_size * heads * m.head_dim * per_value)
 
 
-def weight_bytes(m: Model, weight_dtype: str, tp: int, layers: int, *, first: bool, last: bool) -> float:
+def expert_share(m: Model, tp: int, dp: int, ep: bool) -> float:
+    """Share of the routed experts the fullest rank holds.
+
+    vLLM shards a MoE layer over all tp x dp ranks (FusedMoEParallelConfig.make flattens TP across
+    DP: flatten_tp_size = dp x tp). Without expert parallelism every expert is split tp x dp ways;
+    with --enable-expert-parallel (ep_size = tp x dp, tp 1 inside the layer) each rank holds whole
+    experts, E // ep_size and one more on the first E % ep_size ranks (determine_expert_map).
+    Shared experts are built outside FusedMoE (deepseek_v2.py) and split over TP only.
+    """
+    ranks = tp * dp
+    if ep and m.is_moe:
+        return -(-m.num_experts // ranks) / m.num_experts
+    return 1 / ranks
+
+
+def weight_bytes(
+    m: Model, weight_dtype: str, tp: int, layers: int, *, first: bool, last: bool, dp: int = 1, ep: bool = False
+) -> float:
     """Weights one rank of a stage of `layers` layers holds.
 
     MXFP4 checkpoints (gpt-oss) quantise only the routed experts: attention, router, embedding
     and head stay bf16 (their quantization_config modules_to_not_convert). A vision tower is
-    loaded on the first stage, split over TP like the rest.
+    loaded on the first stage, split over TP like the rest. The routed experts are spread over
+    tp x dp ranks (expert_share); everything else is split over TP and copied on every
+    data-parallel rank.
     """
     p = cm.param_counts(m)
     share = layers / m.num_layers
     per_value = cm.block_bytes_per_value(weight_dtype)
-    linear = p.block_linear * per_value
-    if weight_dtype == "mxfp4" and m.is_moe:
-        experts = (m.num_layers - m.first_k_dense) * m.num_experts * 3 * m.hidden_size * m.moe_intermediate_size
-        linear = experts * per_value + (p.block_linear - experts) * cm.BF16_BYTES
-    block = linear * share / tp
+    routed = cm.routed_expert_params(m)
+    rest_value = cm.BF16_BYTES if weight_dtype == "mxfp4" and m.is_moe else per_value
+    experts = routed * per_value * expert_share(m, tp, dp, ep)
+    block = (experts + (p.block_linear - routed) * rest_value / tp) * share
     embed = (p.embedding + m.vision_params) * cm.BF16_BYTES / tp if first else 0.0
     head = cm.lm_head_params(m) * cm.BF16_BYTES / tp if last and (not m.tie_word_embeddings or not first) else 0.0
     return block + embed + head + p.other * share * cm.BF16_BYTES + rope_cache_bytes(m)
@@ -157,7 +181,11 @@ def activation_bytes(
 
 
 def non_torch_bytes(tp: int, pp: int) -> float:
-    """Memory the profile run grows outside PyTorch (NCCL buffers with TP), per GPU."""
+    """Memory the profile run grows outside PyTorch (NCCL buffers with TP), per GPU.
+
+    `tp` is the ranks a layer's collective spans: for a mixture of experts over dp data-parallel
+    ranks the MoE layers' all-reduce or all-to-all spans tp x dp, so the caller passes tp x dp
+    (an assumption: the fitted logs have no data parallelism)."""
     a = assumptions()["vllm_memory"]
     gib = a["non_torch_tp_GiB"] if tp > 1 else a["non_torch_pp_GiB"] if pp > 1 else a["non_torch_GiB"]
     return float(gib) * GiB
@@ -201,10 +229,17 @@ def account(
     kv_dtype: str = "bf16",
     weight_dtype: str = "bf16",
     block_size: int | None = None,
+    dp: int = 1,
+    ep: bool = False,
 ) -> VllmMemory:
     """vLLM's accounting for one deployment. Raises ValueError for a layout vLLM would refuse.
 
     A setting left as None takes `vllm serve`'s default on this GPU (serve_defaults).
+    `dp` data-parallel ranks (--data-parallel-size) each run their own engine: their own
+    requests, their own KV cache and batch limits, the attention and dense layers copied (split
+    over `tp` inside each), the routed experts spread over all tp x dp ranks (expert_share;
+    `ep` is --enable-expert-parallel). The figures and log lines are those of one DP rank's
+    engine, which each DP engine logs alike; the layout holds `dp` times its requests.
     """
     d = serve_defaults(gpu)
     if gpu_memory_utilization is None:
@@ -219,10 +254,16 @@ def account(
         raise ValueError(f"{m.num_heads} attention heads are not divisible by tensor_parallel_size {tp}")
     if pp > m.num_layers:
         raise ValueError(f"pipeline_parallel_size {pp} exceeds the model's {m.num_layers} layers")
+    if dp < 1:
+        raise ValueError(f"data_parallel_size must be at least 1, got {dp}")
+    if ep and not m.is_moe:
+        raise ValueError(f"{m.name} has no experts: --enable-expert-parallel needs a mixture of experts")
+    if ep and tp * dp > m.num_experts:
+        raise ValueError(f"tp x dp = {tp * dp} ranks exceed the model's {m.num_experts} experts")
     mem = assumptions()["vllm_memory"]
     total = gpu.visible_GiB * GiB
     requested = total * gpu_memory_utilization
-    non_torch = non_torch_bytes(tp, pp)
+    non_torch = non_torch_bytes(tp * dp if m.is_moe else tp, pp)
     page = page_bytes(m, tp, kv_dtype, block_size)
     stages: list[StageMemory] = []
     start = 0
@@ -231,7 +272,7 @@ def account(
         first, last = i == 0, i == pp - 1
         kinds = [k for k in m.kinds[start : start + n] if k != "none"]
         start += n
-        w = weight_bytes(m, weight_dtype, tp, n, first=first, last=last)
+        w = weight_bytes(m, weight_dtype, tp, n, first=first, last=last, dp=dp, ep=ep)
         act = activation_bytes(m, tp, pp, max_num_batched_tokens, max_num_seqs, last=last)
         kv = requested - w - act - non_torch
         if kinds:

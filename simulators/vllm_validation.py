@@ -74,6 +74,8 @@ def predict(entry: dict[str, Any]) -> vm.VllmMemory:
         max_num_seqs=entry["max_num_seqs"],
         kv_dtype="bf16" if entry["kv_cache_dtype"] == "auto" else entry["kv_cache_dtype"],
         weight_dtype=weight,
+        dp=entry.get("data_parallel_size", 1),
+        ep=entry.get("enable_expert_parallel", False),
     )
 
 
@@ -82,6 +84,10 @@ def rows() -> list[LogRow]:
     for e in logs():
         a = predict(e)
         layout = f"TP {e['tensor_parallel_size']}, PP {e['pipeline_parallel_size']}"
+        if e.get("data_parallel_size", 1) > 1:
+            layout += f", DP {e['data_parallel_size']}"
+        if e.get("enable_expert_parallel", False):
+            layout += ", EP"
         if e["kv_cache_dtype"] != "auto":
             layout += f", {e['kv_cache_dtype']} KV"
         out.append(
@@ -125,6 +131,12 @@ TITLES = {
 }
 
 
+def _log_link(source: str) -> str:
+    """A link to the log, or, for a public file the search index found without naming its
+    repository, the words that identify it (measurements.toml has them in full)."""
+    return f"[log]({source})" if source.startswith("https://") else "public file, no address (measurements.toml)"
+
+
 def _table(split: str) -> list[str]:
     chosen = [r for r in rows() if r.split == split]
     s = summary(split)
@@ -134,7 +146,7 @@ def _table(split: str) -> list[str]:
         lines.append(
             f"| {r.model} | {r.layout} | {r.vllm_version} | {r.what} | {r.predicted_tokens:,} | {r.logged_tokens:,} | "
             f"{r.error:+.1%} | {r.predicted_concurrency:.2f} | {r.logged_concurrency:.2f} | "
-            f"{r.predicted_available_GiB:.2f} / {r.logged_available_GiB:.2f} | [log]({r.source}) |"
+            f"{r.predicted_available_GiB:.2f} / {r.logged_available_GiB:.2f} | {_log_link(r.source)} |"
         )
     lines += [
         "",

@@ -14,7 +14,11 @@ def test_enough_logged_start_ups_covering_each_feature():
     kinds = [catalog.models()[e["model"]] for e in entries]
     assert any(m.is_moe for m in kinds) and any(m.kv_lora_rank for m in kinds)
     assert any("sliding" in m.kinds for m in kinds)
-    assert all(e["source"].startswith("https://") for e in entries)
+    # Every row links its log, except a public file the search index found without naming its
+    # repository: that row says so and quotes the file's title and index id instead.
+    unlinked = [e for e in entries if not e["source"].startswith("https://")]
+    assert all("index file id" in e["source"] and e["split"] == "held_out" for e in unlinked)
+    assert len(unlinked) <= 1
 
 
 def test_predicted_kv_tokens_match_the_logs():
@@ -24,10 +28,11 @@ def test_predicted_kv_tokens_match_the_logs():
     assert s["median_abs_error"] <= 0.03
     assert s["within_10_percent"] == s["points"]
     # The held-out rows were never used to set a constant; none may be off by more than 10%.
-    # Their median (4% on four Qwen3-14B start-ups, two of them releases that profile a larger
-    # activation peak) is reported, not asserted to meet the 3% target.
+    # Their median (8.0% on five start-ups: four Qwen3-14B, two of them releases that profile a
+    # larger activation peak, and Qwen3-235B on 8x L40S with expert parallelism at -9.0%) is
+    # reported, not asserted to meet the 3% target.
     held = vllm_validation.summary("held_out")
-    assert held["points"] >= 4 and held["within_10_percent"] == held["points"]
+    assert held["points"] >= 5 and held["within_10_percent"] == held["points"]
 
 
 def test_every_row_names_its_split_and_both_sets_are_shown():
@@ -50,7 +55,9 @@ def test_concurrency_follows_the_token_count(row):
 
 def test_the_table_renders_every_row():
     text = vllm_validation.render_markdown()
-    assert text.count("| [log](https://") == len(vllm_validation.logs())
+    linked = [e for e in vllm_validation.logs() if e["source"].startswith("https://")]
+    assert text.count("| [log](https://") == len(linked)
+    assert text.count("public file, no address") == len(vllm_validation.logs()) - len(linked)
     assert text.count("median |error|") == 2
 
 
