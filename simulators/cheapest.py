@@ -130,7 +130,7 @@ class Params:
     # CPython, past what the browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
     num_requests: int = param(300, label="Requests per engine run", min=100, max=2000, step=100, log=True)
 
-    def check(self) -> None:
+    def check(self, memo: LruCache[Any] | None = None) -> None:
         m = resolve_model(self.model)
         prices = parse_prices(self.prices)
         chosen = allowed_gpus(self.gpus, prices)
@@ -139,11 +139,18 @@ class Params:
         if self.lengths == "fixed" and self.prompt_tokens + self.output_tokens > m.max_context_tokens:
             raise ParamError("output_tokens", f"prompt plus output exceed {m.name}'s {m.max_context_tokens:,} tokens")
         if self.lengths == "fixed":  # what no configuration can do, whatever the rate
-            _impossible(self, m, chosen)
+            _impossible(self, m, chosen, memo)
 
 
-def _impossible(p: Params, m: Any, chosen: list[Gpu]) -> None:
-    best = ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, p.prompt_tokens + p.output_tokens)
+def _impossible(p: Params, m: Any, chosen: list[Gpu], memo: LruCache[Any] | None) -> None:
+    def best_case() -> dict[str, Any]:
+        context = p.prompt_tokens + p.output_tokens
+        return ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, context)
+
+    # Independent of the rate and the targets: a session works it out once per model, GPUs and lengths.
+    key = ("best_case", _key(p.model), tuple(g.id for g in chosen), p.max_gpus, p.weight_formats, p.prompt_tokens,
+           p.output_tokens)  # fmt: skip
+    best = best_case() if memo is None else memo.get_or_make(key, best_case)
     if not best["fits"]:
         raise ParamError(
             "max_gpus", f"{m.name} does not fit on {p.max_gpus} or fewer of the GPUs allowed in any weight format tried"
