@@ -330,9 +330,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return make_figure(
             data, layout(f"p{q} latency of each ranked configuration", f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
         )
-    data = [bar(names, [x["usd_per_hour"] for x in rows], "USD per hour", 0)]
+    # Horizontal bars with short labels (rank, GPUs, GPU id) that a phone's width holds; the whole
+    # configuration is in the hover text and the table. Listed bottom-up, so the cheapest is on top.
+    short = [f"{i + 1}. {x['num_gpus']} x {x['gpu_id']}" for i, x in enumerate(rows)][::-1]
+    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
+    cost = [x["usd_per_hour"] for x in rows][::-1]
+    data = [bar(cost, short, "USD per hour", 0, orientation="h", customdata=names[::-1], hovertemplate=hover)]
     title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: configurations meeting the p{r['percentile']} SLO"
-    return make_figure(data, layout(title, "", "USD per hour", xaxis={"type": "category"}))
+    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
