@@ -234,7 +234,7 @@ def _fit_figure(r: dict[str, Any]) -> dict[str, Any]:
     axis = {"type": "category"}
     return make_figure(
         data,
-        layout(title, "GPUs (tensor-parallel; PP: with pipeline stages)", "GB per GPU", barmode="stack", xaxis=axis),
+        layout(title, "GPUs (PP: with pipeline stages)", "GB per GPU", barmode="stack", xaxis=axis),
     )
 
 

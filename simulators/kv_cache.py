@@ -186,7 +186,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     data = [line(r["grid_tokens"], v["GiB"], name, i) for i, (name, v) in enumerate(r["variants"].items())]
     ends = [r["grid_tokens"][0], r["grid_tokens"][-1]]
     vllm, formula = r["vllm_budget_GiB"], r["formula_budget_GiB"]
-    data.append(line(ends, [vllm, vllm], f"KV cache vLLM leaves on {r['num_gpus']} x {r['gpu']}", 6))
+    data.append(
+        line(ends, [vllm, vllm], f"KV cache vLLM leaves ({r['num_gpus']} GPU{'s' if r['num_gpus'] > 1 else ''})", 6)
+    )
     data.append(line(ends, [formula, formula], f"Byte arithmetic on {r['gpu_memory_GiB']:g} GiB (upper bound)", 4))
     return make_figure(
         data, layout(f"KV cache per sequence, {r['model']} ({r['kv_dtype']})", "Context (tokens)", "GiB per sequence")
