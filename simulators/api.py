@@ -257,9 +257,11 @@ def run(
     if isinstance(params, dict) and EXPORT in params:
         params.pop(VIEW, None)
         return _export(name, mod, params.pop(EXPORT), params, seed)
+    # A check that accepts a memo shares the session's with run() (params.parse).
+    memo = cache.memo(name, mod.MEMO_ENTRIES) if cache is not None and _MEMO[name] else None
     try:
         chart = _chart(mod, view)
-        p = parse(mod.Params, params)
+        p = parse(mod.Params, params, memo=memo)
     except ParamErrors as e:
         return {"ok": False, "errors": e.errors}
     try:

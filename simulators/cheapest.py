@@ -131,7 +131,7 @@ class Params:
     # CPython, past what the browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
     num_requests: int = param(300, label="Requests per engine run", min=100, max=2000, step=100, log=True)
 
-    def check(self) -> None:
+    def check(self, memo: LruCache[Any] | None = None) -> None:
         m = resolve_model(self.model)
         prices = parse_prices(self.prices)
         chosen = allowed_gpus(self.gpus, prices)
@@ -140,11 +140,18 @@ class Params:
         if self.lengths == "fixed" and self.prompt_tokens + self.output_tokens > m.max_context_tokens:
             raise ParamError("output_tokens", f"prompt plus output exceed {m.name}'s {m.max_context_tokens:,} tokens")
         if self.lengths == "fixed":  # what no configuration can do, whatever the rate
-            _impossible(self, m, chosen)
+            _impossible(self, m, chosen, memo)
 
 
-def _impossible(p: Params, m: Any, chosen: list[Gpu]) -> None:
-    best = ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, p.prompt_tokens + p.output_tokens)
+def _impossible(p: Params, m: Any, chosen: list[Gpu], memo: LruCache[Any] | None) -> None:
+    def best_case() -> dict[str, Any]:
+        context = p.prompt_tokens + p.output_tokens
+        return ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, context)
+
+    # Independent of the rate and the targets: a session works it out once per model, GPUs and lengths.
+    key = ("best_case", _key(p.model), tuple(g.id for g in chosen), p.max_gpus, p.weight_formats, p.prompt_tokens,
+           p.output_tokens)  # fmt: skip
+    best = best_case() if memo is None else memo.get_or_make(key, best_case)
     if not best["fits"]:
         raise ParamError(
             "max_gpus", f"{m.name} does not fit on {p.max_gpus} or fewer of the GPUs allowed in any weight format tried"
@@ -317,9 +324,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return make_figure(
             data, layout(f"p{q} latency of each ranked configuration", f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
         )
-    data = [bar(names, [x["usd_per_hour"] for x in rows], "USD per hour", 0)]
+    # Horizontal bars with short labels (rank, GPUs, GPU id) that a phone's width holds; the whole
+    # configuration is in the hover text and the table. Listed bottom-up, so the cheapest is on top.
+    short = [f"{i + 1}. {x['num_gpus']} x {x['gpu_id']}" for i, x in enumerate(rows)][::-1]
+    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
+    cost = [x["usd_per_hour"] for x in rows][::-1]
+    data = [bar(cost, short, "USD per hour", 0, orientation="h", customdata=names[::-1], hovertemplate=hover)]
     title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: configurations meeting the p{r['percentile']} SLO"
-    return make_figure(data, layout(title, "", "USD per hour", xaxis={"type": "category"}))
+    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
 
 
 def summary(r: dict[str, Any], view: str) -> str:

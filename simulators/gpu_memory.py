@@ -1,10 +1,14 @@
 """GPU memory and the roofline: does the model fit, and which roof binds each phase.
 
-Fit: weights, the activation workspace and the KV cache of `batch_size` sequences of
-`context_tokens` against the memory of 1 to 8 GPUs (tensor parallel), as costmodel.memory_fit
-counts them: usable = capacity * gpu_memory_utilization (the rest is the reserve left to the CUDA
-context), and the KV budget is what weights and activations leave of it. The batch fits when its
-KV cache fits in that budget.
+Fit: weights, the activation peak, non-torch memory and the KV cache of `batch_size` sequences of
+`context_tokens` on each GPU of 1 to 8, as vLLM accounts for them at start-up
+(simulators/vllm_memory.py, at `vllm serve`'s defaults for the GPU, max_model_len = the context):
+the memory CUDA reports times gpu_memory_utilization, less the weights of the fullest rank, the
+profile run's activation peak (max_num_batched_tokens) and the non-torch memory; the rest is cut
+into KV blocks. The rest of the memory, (1 - utilisation), is the reserve (CUDA graphs, the CUDA
+context). N GPUs run tensor-parallel when N divides the attention heads, else with the largest TP
+size that does and pipeline stages for the rest (vLLM refuses an uneven head split). The batch
+fits when it is at most vLLM's maximum concurrency at that context.
 
 Roofline (Williams, Waterman and Patterson 2009): a step that does F FLOPs and moves B bytes
 cannot go faster than min(peak FLOP/s, bandwidth * F / B). The ridge point is peak / bandwidth
@@ -27,7 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import costmodel as cm
-from .catalog import resolve_gpu, resolve_model, running_example
+from . import vllm_memory as vm
+from .catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
+from .parallel import vllm_defaults
 from .params import dtype_choices, gpu_param, model_param, param
 from .plotting import bar, layout, line, markers
 from .plotting import figure as make_figure
@@ -38,13 +44,15 @@ DESCRIPTION = (
     "prefill and decode operating points."
 )
 METRICS = {
-    "weights_GB": ("Weights", "GB"),
-    "activations_GB": ("Activation workspace", "GB"),
-    "reserve_GB": ("Memory left unused (reserve)", "GB"),
-    "kv_budget_GB": ("Memory left for the KV cache (negative: weights do not fit)", "GB"),
-    "kv_demand_GB": ("KV cache of the batch", "GB"),
-    "kv_token_capacity": ("KV tokens that fit", "tokens"),
-    "max_batch_at_context": ("Sequences that fit at this context", "sequences"),
+    "weights_GB": ("Weights per GPU (the fullest)", "GB"),
+    "activations_GB": ("Activation peak per GPU (vLLM's profile run)", "GB"),
+    "non_torch_GB": ("Non-torch memory per GPU (NCCL, cuBLAS)", "GB"),
+    "reserve_GB": ("Memory vLLM leaves unused per GPU (1 - utilisation)", "GB"),
+    "kv_budget_GB": ("Memory left for the KV cache per GPU (negative: weights do not fit)", "GB"),
+    "kv_demand_GB": ("KV cache of the batch per GPU", "GB"),
+    "kv_token_capacity": ("GPU KV cache size, as vLLM would log it", "tokens"),
+    "max_concurrency": ("Maximum concurrency at this context, as vLLM would log it", "x"),
+    "max_batch_at_context": ("Whole sequences of this context that fit (vLLM's accounting)", "sequences"),
     "fits": ("The batch fits (1 yes, 0 no)", ""),
     "min_gpus_to_fit": ("Fewest GPUs (1-8) that fit the batch; 0: none", "GPUs"),
     "ridge_flop_per_byte": ("Ridge point; 0 when the GPU publishes no FLOPs", "FLOP/B"),
@@ -87,24 +95,44 @@ def _point(t: cm.StepTime) -> tuple[float, float]:
     return t.intensity_flop_per_byte, t.flops / t.time_s / 1e12
 
 
+def layout_for(m: Model, n: int) -> tuple[int, int]:
+    """(tp, pp) for n GPUs: the largest TP size dividing both n and the heads, stages for the rest."""
+    tp = max(t for t in range(1, n + 1) if n % t == 0 and m.num_heads % t == 0)
+    return tp, n // tp
+
+
+def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
+    """vLLM's accounting on n GPUs, per GPU (the rank with the least KV room); None-free plain data."""
+    tp, pp = layout_for(m, n)
+    row: dict[str, Any] = {"num_gpus": n, "tp": tp, "pp": pp, "capacity": gpu.visible_GiB * cm.GiB}
+    if pp > m.num_layers:
+        zero = dict.fromkeys(("weights", "activations", "non_torch", "kv_budget", "kv_demand", "reserve"), 0.0)
+        return {**row, **zero, "refused": True, "fits": False, "kv_token_capacity": 0, "max_concurrency": 0.0}
+    a = vm.account(
+        m, gpu, tp=tp, pp=pp, max_model_len=p.context_tokens, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype,
+        **vllm_defaults(gpu),
+    )  # fmt: skip
+    worst = min(a.stages, key=lambda s: s.kv_bytes)
+    # The batch's blocks on one rank, in the same page and group size as the pool they come from.
+    demand = p.batch_size * a.one_request_bytes
+    return {
+        **row,
+        "refused": False,
+        "weights": worst.weight_bytes,
+        "activations": worst.activation_bytes,
+        "non_torch": worst.non_torch_bytes,
+        "kv_budget": worst.kv_bytes,
+        "kv_demand": demand,
+        "reserve": worst.total_bytes - worst.requested_bytes,
+        "kv_token_capacity": a.kv_tokens,
+        "max_concurrency": a.max_concurrency,
+        "fits": worst.kv_bytes > 0 and p.batch_size <= a.max_concurrency,
+    }
+
+
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)
-    demand = p.batch_size * per_seq
-    bars = []
-    for n in range(1, MAX_GPUS + 1):
-        f = cm.memory_fit(m, gpu, num_gpus=n, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
-        bars.append(
-            {
-                "capacity": f.capacity_bytes,
-                "weights": f.weight_bytes,
-                "activations": f.activation_bytes,
-                "kv_budget": f.kv_bytes,
-                "reserve": f.capacity_bytes - f.usable_bytes,
-                "fits": f.fits and demand <= f.kv_bytes,
-                "kv_token_capacity": f.kv_token_capacity,
-            }
-        )
+    bars = [_bar(m, gpu, p, n) for n in range(1, MAX_GPUS + 1)]
     chosen = bars[p.num_gpus - 1]
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, "eff": cm.IDEAL}
     path = cm.matmul_path(gpu, p.weight_dtype)
@@ -126,11 +154,16 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             "its own KV cache, so bytes grow with the batch as fast as FLOPs do."
         )
     fewest = next((n for n, b in enumerate(bars, 1) if b["fits"]), 0)
+    if chosen["pp"] > 1:
+        notes.append(
+            f"vLLM splits the {m.num_heads} attention heads evenly, so {p.num_gpus} GPUs run as "
+            f"TP {chosen['tp']} x PP {chosen['pp']} (pipeline stages)."
+        )
     if fewest and m.num_heads % fewest:
         splits = [n for n in range(fewest, MAX_GPUS + 1) if m.num_heads % n == 0]
         notes.append(
-            f"Tensor parallelism splits the {m.num_heads} attention heads evenly, so an engine would use "
-            + (f"{splits[0]} GPUs rather than {fewest}." if splits else f"a split other than {fewest} GPUs.")
+            f"The fewest GPUs that fit, {fewest}, need pipeline stages; tensor parallelism alone needs "
+            + (f"{splits[0]}." if splits else "more than 8.")
         )
     if path != cm.precision(p.weight_dtype).tensor_core:
         notes.append(f"{gpu.name} has no {p.weight_dtype} tensor-core path: the matmuls run on its bf16 tensor cores.")
@@ -155,11 +188,13 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "metrics": {
             "weights_GB": chosen["weights"] / cm.GB,
             "activations_GB": chosen["activations"] / cm.GB,
+            "non_torch_GB": chosen["non_torch"] / cm.GB,
             "reserve_GB": chosen["reserve"] / cm.GB,
             "kv_budget_GB": chosen["kv_budget"] / cm.GB,
-            "kv_demand_GB": demand / cm.GB,
+            "kv_demand_GB": chosen["kv_demand"] / cm.GB,
             "kv_token_capacity": chosen["kv_token_capacity"],
-            "max_batch_at_context": chosen["kv_token_capacity"] // cm.kv_tokens_held(m, p.context_tokens),
+            "max_concurrency": chosen["max_concurrency"],
+            "max_batch_at_context": int(chosen["max_concurrency"]),
             "fits": int(chosen["fits"]),
             "min_gpus_to_fit": fewest,
             "ridge_flop_per_byte": ridge or 0.0,
@@ -175,21 +210,32 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
 
 
 def _fit_figure(r: dict[str, Any]) -> dict[str, Any]:
-    x = [f"{n} GPU{'s' if n > 1 else ''}" for n in range(1, len(r["bars"]) + 1)]
-    demand = r["metrics"]["kv_demand_GB"]
+    # Category labels (plotly would read "1" as a number): "3 PP" is 3 GPUs with pipeline stages.
+    x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in r["bars"]]
+    layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in r["bars"]]
+    hover = "%{x} GPUs, %{customdata}: %{y:.1f} GB<extra>%{fullData.name}</extra>"
+    gb = cm.GB
     parts = [
-        ("Weights", [b["weights"] / cm.GB for b in r["bars"]]),
-        ("Activations", [b["activations"] / cm.GB for b in r["bars"]]),
-        (f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens", [demand] * len(x)),
-        ("KV room left", [max(0.0, b["kv_budget"] / cm.GB - demand) for b in r["bars"]]),
-        ("Reserve (not used)", [b["reserve"] / cm.GB for b in r["bars"]]),
+        ("Weights", [b["weights"] / gb for b in r["bars"]]),
+        ("Activation peak", [b["activations"] / gb for b in r["bars"]]),
+        ("Non-torch", [b["non_torch"] / gb for b in r["bars"]]),
+        (
+            f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens",
+            [min(b["kv_demand"], max(0.0, b["kv_budget"])) / gb for b in r["bars"]],
+        ),
+        ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) / gb for b in r["bars"]]),
+        ("Reserve (1 - utilisation)", [b["reserve"] / gb for b in r["bars"]]),
     ]
-    data = [bar(x, y, name, i) for i, (name, y) in enumerate(parts)]
-    data.append(markers(x, [b["capacity"] / cm.GB for b in r["bars"]], "GPU memory", 6, mode="markers"))
+    data = [bar(x, y, name, i, customdata=layouts, hovertemplate=hover) for i, (name, y) in enumerate(parts)]
+    data.append(markers(x, [b["capacity"] / gb for b in r["bars"]], "Memory CUDA reports", 6, mode="markers"))
     title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: fits from {r['metrics']['min_gpus_to_fit']} GPU(s)"
     if not r["metrics"]["min_gpus_to_fit"]:
         title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: does not fit on 8 GPUs"
-    return make_figure(data, layout(title, "Tensor-parallel GPUs", "GB (all GPUs together)", barmode="stack"))
+    axis = {"type": "category"}
+    return make_figure(
+        data,
+        layout(title, "GPUs (PP: with pipeline stages)", "GB per GPU", barmode="stack", xaxis=axis),
+    )
 
 
 def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
@@ -234,15 +280,19 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     n = r["num_gpus"]
-    text = f"{r['model']} needs {m['weights_GB']:.1f} GB of {r['weight_dtype']} weights and {m['activations_GB']:.1f} GB of activations; "
+    text = (
+        f"On each of {n} x {r['gpu']}, vLLM's accounting holds {m['weights_GB']:.1f} GB of {r['weight_dtype']} weights, "
+        f"a {m['activations_GB']:.1f} GB activation peak and {m['non_torch_GB']:.1f} GB outside PyTorch; "
+    )
     if m["kv_budget_GB"] > 0:
         text += (
-            f"on {n} x {r['gpu']} that leaves {m['kv_budget_GB']:.1f} GB for the KV cache "
-            f"({m['kv_token_capacity']:,} tokens, {m['max_batch_at_context']:,} sequences of {r['context_tokens']:,}). "
+            f"that leaves {m['kv_budget_GB']:.1f} GB per GPU for the KV cache: vLLM would log {m['kv_token_capacity']:,} "
+            f"tokens and a maximum concurrency of {m['max_concurrency']:.2f}x at {r['context_tokens']:,} tokens "
+            f"({m['max_batch_at_context']:,} whole sequences). "
         )
     else:
-        text += f"on {n} x {r['gpu']} they exceed the usable memory by {-m['kv_budget_GB']:.1f} GB. "
-    text += f"A batch of {r['batch_size']:,} needs {m['kv_demand_GB']:.1f} GB of KV cache: it " + (
+        text += f"they exceed what vLLM may use by {-m['kv_budget_GB']:.1f} GB per GPU. "
+    text += f"A batch of {r['batch_size']:,} needs {m['kv_demand_GB']:.1f} GB of KV cache per GPU: it " + (
         "fits" if m["fits"] else "does not fit"
     )
     text += (

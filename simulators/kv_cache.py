@@ -1,9 +1,16 @@
 """KV cache: what one token costs in memory, how the bill grows, and how many sequences fit.
 
 Model: bytes per token from the model's shape (costmodel.kv_bytes_per_token); per sequence, that
-times the tokens held; the number of sequences at a given context is the KV budget left after
-weights and activations (costmodel.memory_fit) divided by one sequence's cache. The same shape
-is re-costed with the other attention designs (MHA, GQA, MQA, MLA) to show what each saves.
+times the tokens held. How many sequences fit is vLLM's start-up accounting per GPU rank
+(capacity.held: simulators/vllm_memory.py through parallel.rank_fit, at `vllm serve`'s defaults for the GPU,
+`num_gpus` as tensor parallelism and max_model_len = the context): the memory CUDA reports times
+gpu_memory_utilization, less the weights each rank holds, the activation peak of a profile run of
+max_num_batched_tokens and the non-torch memory, cut into 16-token blocks; a sequence takes whole
+blocks. These are the figures vLLM would log ("GPU KV cache size", "Maximum concurrency"). The
+lesson's byte arithmetic (costmodel.memory_fit: the data sheet's memory x utilisation, less
+weights and activations, divided by bytes per token) is kept beside them as `*_by_bytes`, an upper
+bound. The same shape is re-costed with the other attention designs (MHA, GQA, MQA, MLA) to show
+what each saves.
 The "work" view compares the FLOPs to generate with and without a cache
 (costmodel.generation_flops): linear against quadratic in the length.
 
@@ -18,9 +25,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from . import capacity
 from . import costmodel as cm
 from .catalog import Model, resolve_gpu, resolve_model, running_example
-from .parallel import Layout, vllm_kv_tokens
 from .params import dtype_choices, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line
@@ -31,10 +38,11 @@ METRICS = {
     "kv_bytes_per_token": ("KV cache per token", "B"),
     "kv_bytes_per_sequence": ("KV cache per sequence", "B"),
     "kv_GiB_per_sequence": ("KV cache per sequence", "GiB"),
-    "kv_token_capacity": ("KV tokens that fit", "tokens"),
-    "max_concurrent_sequences": ("Sequences that fit at this context", "sequences"),
-    "vllm_kv_tokens": ("KV tokens vLLM would log (its accounting, per GPU rank)", "tokens"),
-    "vllm_max_concurrent_sequences": ("Sequences of this context in vLLM's KV cache", "sequences"),
+    "kv_token_capacity": ("GPU KV cache size, as vLLM would log it", "tokens"),
+    "max_concurrency": ("Maximum concurrency at this context, as vLLM would log it", "x"),
+    "max_concurrent_sequences": ("Whole sequences of this context that fit (vLLM's accounting)", "sequences"),
+    "kv_token_capacity_by_bytes": ("KV tokens by byte arithmetic on the data sheet's memory (upper bound)", "tokens"),
+    "max_concurrent_sequences_by_bytes": ("Sequences by byte arithmetic (upper bound)", "sequences"),
     "weights_GB": ("Weights", "GB"),
     "flops_with_cache": ("Work to generate, with a KV cache", "FLOP"),
     "flops_without_cache": ("Work to generate, recomputing", "FLOP"),
@@ -97,8 +105,9 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)
     fit = cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
     held = cm.kv_tokens_held(m, p.context_tokens)
-    # What vLLM would log for the same GPUs as a tensor-parallel layout (deployment's accounting).
-    vllm_tokens = vllm_kv_tokens(m, gpu, Layout(p.num_gpus), weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
+    tokens, concurrency = capacity.held(
+        m, gpu, p.context_tokens, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype
+    )
     prompt = min(running_example()["prompt_tokens"], p.context_tokens)
     with_cache = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=True)
     without = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=False)
@@ -114,22 +123,31 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     if p.context_tokens > m.max_context_tokens:
         notes.append(f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer is extrapolation.")
     if m.num_heads % p.num_gpus:
-        notes.append(f"vLLM cannot split {m.name}'s {m.num_heads} attention heads over {p.num_gpus} GPUs.")
+        notes.append(
+            f"vLLM cannot split {m.name}'s {m.num_heads} attention heads over {p.num_gpus} GPUs: it refuses to start, "
+            "so no sequence fits; only the byte arithmetic is shown."
+        )
     if m.sliding_window:
         notes.append(
             f"{m.name} uses a {m.sliding_window:,}-token sliding window, so a sequence holds at most that many tokens of cache."
         )
+    if p.kv_dtype not in ("bf16", "fp8"):
+        notes.append(
+            f"vLLM has no {p.kv_dtype} KV cache (auto or fp8); its accounting is applied to the format as if it had."
+        )
     return {
         "model": m.name,
         "gpu": gpu.name,
+        "gpu_memory_GiB": gpu.memory_GiB,
         "attention": m.attention,
         "kv_dtype": p.kv_dtype,
         "context_tokens": p.context_tokens,
         "num_gpus": p.num_gpus,
         "grid_tokens": grid,
         "variants": variants,
-        "kv_budget_GiB": max(fit.kv_bytes, 0) / cm.GiB,
-        "vllm_budget_GiB": vllm_tokens * per_token * cm.kv_replication(m, p.num_gpus) / cm.GiB,
+        # Both budgets as the cache they hold, in sequence terms: tokens x one token's bytes.
+        "vllm_budget_GiB": tokens * per_token / cm.GiB,
+        "formula_budget_GiB": max(fit.kv_token_capacity, 0) * per_token / cm.GiB,
         "work_grid_tokens": grid,
         "work_with_cache": [
             cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=True) for c in grid
@@ -142,10 +160,11 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
             "kv_bytes_per_token": per_token,
             "kv_bytes_per_sequence": per_seq,
             "kv_GiB_per_sequence": per_seq / cm.GiB,
-            "kv_token_capacity": fit.kv_token_capacity,
-            "max_concurrent_sequences": fit.kv_token_capacity // held if fit.fits else 0,
-            "vllm_kv_tokens": vllm_tokens,
-            "vllm_max_concurrent_sequences": vllm_tokens // held if held else 0,
+            "kv_token_capacity": tokens,
+            "max_concurrency": concurrency,
+            "max_concurrent_sequences": int(concurrency),
+            "kv_token_capacity_by_bytes": fit.kv_token_capacity,
+            "max_concurrent_sequences_by_bytes": fit.kv_token_capacity // held if fit.fits and held else 0,
             "weights_GB": fit.weight_bytes / cm.GB,
             "flops_with_cache": with_cache,
             "flops_without_cache": without,
@@ -165,19 +184,12 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             data, layout(f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis={"type": "log"})
         )
     data = [line(r["grid_tokens"], v["GiB"], name, i) for i, (name, v) in enumerate(r["variants"].items())]
-    budget = r["kv_budget_GiB"]
+    ends = [r["grid_tokens"][0], r["grid_tokens"][-1]]
+    vllm, formula = r["vllm_budget_GiB"], r["formula_budget_GiB"]
     data.append(
-        line(
-            [r["grid_tokens"][0], r["grid_tokens"][-1]],
-            [budget, budget],
-            f"KV budget on {r['num_gpus']} x {r['gpu']}",
-            6,
-        )
+        line(ends, [vllm, vllm], f"KV cache vLLM leaves ({r['num_gpus']} GPU{'s' if r['num_gpus'] > 1 else ''})", 6)
     )
-    if r["vllm_budget_GiB"]:
-        vllm = r["vllm_budget_GiB"]
-        ends = [r["grid_tokens"][0], r["grid_tokens"][-1]]
-        data.append(line(ends, [vllm, vllm], "KV cache vLLM leaves (its accounting)", 7))
+    data.append(line(ends, [formula, formula], f"Byte arithmetic on {r['gpu_memory_GiB']:g} GiB (upper bound)", 4))
     return make_figure(
         data, layout(f"KV cache per sequence, {r['model']} ({r['kv_dtype']})", "Context (tokens)", "GiB per sequence")
     )
@@ -188,14 +200,11 @@ def summary(r: dict[str, Any], view: str) -> str:
     text = (
         f"{r['model']} ({r['attention']}) stores {m['kv_bytes_per_token']:,.0f} bytes of {r['kv_dtype']} KV cache per token, "
         f"so a {r['context_tokens']:,}-token sequence holds {m['kv_GiB_per_sequence']:.2f} GiB. "
-        f"After {m['weights_GB']:.1f} GB of weights, {r['num_gpus']} x {r['gpu']} has room for "
-        f"{m['kv_token_capacity']:,} tokens of cache: {m['max_concurrent_sequences']:,} sequences at this length. "
-    )
-    text += (
-        f"vLLM, which starts from the memory CUDA reports and profiles its activations, would log "
-        f"{m['vllm_kv_tokens']:,} tokens: {m['vllm_max_concurrent_sequences']:,} sequences. "
-        if m["vllm_kv_tokens"]
-        else ""
+        f"On {r['num_gpus']} x {r['gpu']}, after {m['weights_GB']:.1f} GB of weights, vLLM would log "
+        f"GPU KV cache size: {m['kv_token_capacity']:,} tokens, and a maximum concurrency of "
+        f"{m['max_concurrency']:.2f}x at this length: {m['max_concurrent_sequences']:,} whole sequences. "
+        f"Byte arithmetic on the data sheet's memory, an upper bound, gives {m['kv_token_capacity_by_bytes']:,} tokens "
+        f"({m['max_concurrent_sequences_by_bytes']:,} sequences). "
     )
     if view == "work":
         text += f"Generating without a cache costs {m['recompute_ratio']:,.0f} times the work of generating with one."

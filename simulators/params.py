@@ -15,6 +15,7 @@ exports the fields as JSON for the page, which renders the controls before Pytho
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -178,8 +179,11 @@ def _unit(meta: Mapping[str, Any]) -> str:
     return f" {meta['unit']}" if meta["unit"] else ""
 
 
-def parse(cls: type[T], raw: dict[str, Any]) -> T:
-    """Validate `raw` against `cls`; missing fields take their defaults."""
+def parse(cls: type[T], raw: dict[str, Any], *, memo: Any = None) -> T:
+    """Validate `raw` against `cls`; missing fields take their defaults.
+
+    A `check(self, memo=None)` that accepts a memo gets the caller's (the simulator's session
+    memo, as `run` does), so a costly rule that does not depend on every field is worked out once."""
     if not isinstance(raw, dict):
         raise ParamErrors([{"field": "", "message": "parameters must be a JSON object"}])
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
@@ -200,8 +204,9 @@ def parse(cls: type[T], raw: dict[str, Any]) -> T:
     params = cls(**values)
     check = getattr(params, "check", None)
     if check is not None:
+        kw = {"memo": memo} if "memo" in inspect.signature(check).parameters else {}
         try:
-            check()
+            check(**kw)
         except ParamError as e:
             raise ParamErrors([{"field": e.field, "message": e.message}]) from None
         except catalog.CatalogError as e:

@@ -33,6 +33,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from . import capacity
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
 from .params import engine_param, gpu_param, model_param, param
@@ -141,8 +142,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         short_step = cm.step_time(m, gpu, [(1, SHORT_CONTEXT)] * b, eff=eff).time_s
         short_verify = cm.step_time(m, gpu, [(g + 1, SHORT_CONTEXT)] * b, eff=eff).time_s
         batch_short.append(speedup(a, g, c, short_step, short_verify))
-    # The most sequences whose KV cache fits next to the weights at this context (0: none).
-    fit_batch = cm.memory_fit(m, gpu).kv_token_capacity // cm.kv_tokens_held(m, p.context_tokens)
+    # The most sequences whose KV cache fits next to the weights at this context, as vLLM counts (0: none).
+    fit_batch = capacity.most_sequences(m, gpu, p.context_tokens)
     e = expected_tokens(a, g)
     round_s = g * c * t_step + t_verify
     notes, batch_notes = [], []

@@ -204,18 +204,21 @@ def _not_fitting(text: str, sims: Simulators, name: str, metric: str, p: dict[st
     ]
 
 
-CAPACITY = {
-    ("kv_cache", "max_concurrent_sequences"): ("kv_cache", "kv_token_capacity", "context_tokens"),
-    ("gpu_memory", "max_batch_at_context"): ("gpu_memory", "kv_token_capacity", "context_tokens"),
+# A whole count of sequences and how to read its unrounded ratio: (simulator, ratio metric, None),
+# or (simulator, tokens metric, context parameter) for tokens over context.
+CAPACITY: dict[tuple[str, str], tuple[str, str, str | None]] = {
+    ("kv_cache", "max_concurrent_sequences"): ("kv_cache", "max_concurrency", None),
+    ("kv_cache", "max_concurrent_sequences_by_bytes"): ("kv_cache", "kv_token_capacity_by_bytes", "context_tokens"),
+    ("gpu_memory", "max_batch_at_context"): ("gpu_memory", "max_concurrency", None),
 }
 
 
 def _knife_edge(text: str, sims: Simulators, name: str, metric: str, p: dict[str, Any], fig: Figure) -> list[str]:
     if (name, metric) not in CAPACITY or len(fig.calls) != 1 or fig.value != int(fig.value):
         return []
-    sim, tokens_metric, context_key = CAPACITY[(name, metric)]
-    tokens = sims.run(sim, p)["metrics"][tokens_metric]
-    ratio = tokens / int(p[context_key])
+    sim, ratio_metric, context_key = CAPACITY[(name, metric)]
+    value = sims.run(sim, p)["metrics"][ratio_metric]
+    ratio = value / int(p[context_key]) if context_key else value
     count = math.floor(ratio)
     if not 0 < count < KNIFE_MAX_COUNT or (ratio - count) / ratio >= KNIFE_MARGIN:
         return []

@@ -63,6 +63,39 @@ def test_01_two_gpus_hold_no_128k_sequence_of_the_70b_model() -> None:
     assert m("kv_cache", "kv_token_capacity", **{**long70, "num_gpus": 8}) > 2 * four
 
 
+def test_01_eight_gpus_hold_ten_128k_requests_with_under_2_percent_to_spare() -> None:
+    # Try it 4: "eight {ratio}: a knife edge, with {whole} whole sequences and under 2% to spare";
+    # "With an FP8 cache, four GPUs hold" about twice the bf16 figure.
+    long70 = scenario("01", "long70")
+    eight = m("kv_cache", "max_concurrency", **{**long70, "num_gpus": 8})
+    whole = m("kv_cache", "max_concurrent_sequences", **{**long70, "num_gpus": 8})
+    assert whole == int(eight) and 0 < (eight - whole) / eight < 0.02
+    # The same figure as the deployment simulator's log line, and below the byte arithmetic.
+    assert m("kv_cache", "max_concurrency", **long70) == m("deployment", "max_concurrency", **scenario("01", "long70v"))
+    assert m("kv_cache", "max_concurrency", **long70) < m("kv_cache", "kv_token_capacity_by_bytes", **long70) / 131072
+
+
+def test_03_the_crossing_comes_sooner_than_at_peak_because_flops_fall_further_below_peak() -> None:
+    # "(lesson 02's roofline, at 100% of peak, says N: here the vLLM profile's achieved share of
+    # peak FLOPs is smaller than its share of peak bandwidth, so compute binds sooner)"
+    from simulators import costmodel as cm
+
+    eff = cm.efficiency(False, cm.DEFAULT_ENGINE)
+    assert eff.compute < eff.bandwidth
+    at_peak = m("gpu_memory", "decode_compute_bound_batch", context_tokens=128)
+    assert 0 < m("quantization", "compute_bound_batch", context_tokens=128, weight_dtype="bf16") < at_peak
+
+
+def test_02_three_h100s_hold_the_70b_model_only_as_pipeline_stages() -> None:
+    # Try it 4: "3 GPUs ... the chart runs them as three pipeline stages; with tensor parallelism
+    # alone vLLM needs 4."
+    answer = _answer("gpu_memory", model="llama-3.1-70b")
+    assert answer["metrics"]["min_gpus_to_fit"] == 3
+    bars = answer["result"]["bars"]
+    assert (bars[2]["tp"], bars[2]["pp"]) == (1, 3) and bars[2]["fits"]
+    assert bars[1]["fits"] is False and bars[3]["tp"] == 4 and bars[3]["fits"]
+
+
 def test_02_decode_step_never_compute_bound_at_400_or_2000_tokens() -> None:
     for context in (400, 2000):
         assert m("gpu_memory", "decode_ever_compute_bound", context_tokens=context) == 0

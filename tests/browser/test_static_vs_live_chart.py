@@ -61,7 +61,6 @@ def page(context: BrowserContext, site: Site) -> Page:
 KNOWN_MISMATCHES = {  # what differed when measured (static vs plotly)
     ("batching", "latency"): "y range lower end -1.62 vs -1.79 (log10 units)",
     ("cluster", "routers"): "plot width 570 vs 576 px",
-    ("cheapest", "cost"): "plot height 275 vs 340 px",
     ("cluster", "disagg"): "y range lower end 0.89 vs 0.80 (log10 units)",
     ("compression", "speed"): "plot height 200 vs 261 px",
     ("compression", "memory"): "plot width 620 vs 607 px",

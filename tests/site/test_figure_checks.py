@@ -17,8 +17,11 @@ from sitebuild.errors import LessonError
 from sitebuild.sims import Simulators
 
 SIMS = Simulators()
-# Three GPUs hold 2.002 sequences of 128k under vLLM v0.19's defaults (0.1% above 2): a knife edge.
-SEVENTY_B = 'model="llama-3.1-70b", context_tokens=131072, num_gpus=3'
+# In vLLM's accounting four H100s hold 5.009 requests of 90,000 tokens (0.2% above 5): a knife edge.
+SEVENTY_B = 'model="llama-3.1-70b", context_tokens=90000, num_gpus=4'
+# By byte arithmetic three GPUs hold 2.002 sequences of 128k (0.1% above 2), which vLLM would
+# not even start (64 heads over 3 GPUs): the formula's count is checked the same way.
+SEVENTY_B_FORMULA = 'model="llama-3.1-70b", context_tokens=131072, num_gpus=3'
 
 
 def render(tmp_path: Path, body: str, front: str = FRONT) -> str:
@@ -89,16 +92,24 @@ def test_a_tensor_parallel_70b_fits_where_one_gpu_does_not(tmp_path: Path) -> No
 
 
 def test_a_knife_edge_count_is_refused(tmp_path: Path) -> None:
-    body = f"Three GPUs hold {{{{ kv_cache.max_concurrent_sequences({SEVENTY_B}) }}}} sequences.\n"
+    body = f"Four GPUs hold {{{{ kv_cache.max_concurrent_sequences({SEVENTY_B}) }}}} sequences.\n"
     error = refused(tmp_path, body)
-    ratio = SIMS.run("kv_cache", {"model": "llama-3.1-70b", "context_tokens": 131072, "num_gpus": 3})["metrics"]
-    held = ratio["kv_token_capacity"] / 131072
+    held = SIMS.run("kv_cache", {"model": "llama-3.1-70b", "context_tokens": 90000, "num_gpus": 4})["metrics"]
+    assert 5 < held["max_concurrency"] < 5 * 1.02
+    assert f"{held['max_concurrency']:.2f} sequences" in error.message and "knife edge" in error.message
+
+
+def test_a_knife_edge_count_of_the_byte_arithmetic_is_refused(tmp_path: Path) -> None:
+    body = f"Three GPUs hold {{{{ kv_cache.max_concurrent_sequences_by_bytes({SEVENTY_B_FORMULA}) }}}} sequences.\n"
+    error = refused(tmp_path, body)
+    three = {"model": "llama-3.1-70b", "context_tokens": 131072, "num_gpus": 3}
+    held = SIMS.run("kv_cache", three)["metrics"]["kv_token_capacity_by_bytes"] / 131072
     assert f"{held:.2f} sequences" in error.message and "knife edge" in error.message
 
 
 def test_a_stated_margin_or_the_unrounded_ratio_passes(tmp_path: Path) -> None:
-    margin = f"Three GPUs hold at most {{{{ kv_cache.max_concurrent_sequences({SEVENTY_B}) }}}} sequences.\n"
-    ratio = f"Three GPUs hold {{{{ kv_cache.kv_token_capacity({SEVENTY_B}) / 131072 :.2f }}}} sequences' worth.\n"
+    margin = f"Four GPUs hold at most {{{{ kv_cache.max_concurrent_sequences({SEVENTY_B}) }}}} sequences.\n"
+    ratio = f"Four GPUs hold {{{{ kv_cache.max_concurrency({SEVENTY_B}) :.2f }}}} sequences' worth.\n"
     assert "at most" in render(tmp_path, margin)
     assert "worth" in render(tmp_path, ratio)
 

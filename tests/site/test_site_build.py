@@ -108,8 +108,8 @@ BROKEN = [
     ),
     (
         "knife-edge capacity in prose",
-        FRONT + '\nThree GPUs hold {{ kv_cache.max_concurrent_sequences(model="llama-3.1-70b", '
-        "context_tokens=131072, num_gpus=3) }} sequences.\n",
+        FRONT + '\nFour GPUs hold {{ kv_cache.max_concurrent_sequences(model="llama-3.1-70b", '
+        "context_tokens=90000, num_gpus=4) }} sequences.\n",
         12,
         "knife edge",
     ),

@@ -1,0 +1,17 @@
+"""The cheapest-deployment chart fits a phone: short, unique bar labels; the full configuration in the hover."""
+
+from simulators import api
+
+
+def test_bars_carry_short_unique_labels_and_the_full_configuration_in_the_hover() -> None:
+    answer = api.run("cheapest", {"gpus": "h100-sxm, l40s, rtx-3090", "num_requests": 100})
+    assert answer["ok"]
+    table = answer["result"]["table"]
+    (trace,) = answer["figure"]["data"]
+    assert trace["orientation"] == "h" and answer["figure"]["layout"]["yaxis"]["type"] == "category"
+    # Cheapest on top: plotly lists categories bottom-up, so the first row is the last label.
+    labels = trace["y"][::-1]
+    assert labels == [f"{i + 1}. {x['num_gpus']} x {x['gpu_id']}" for i, x in enumerate(table)]
+    assert len(set(labels)) == len(labels) and max(len(s) for s in labels) <= 20
+    assert trace["customdata"][::-1] == [x["config"] for x in table]
+    assert trace["x"][::-1] == [x["usd_per_hour"] for x in table]
