@@ -79,8 +79,18 @@ def _sigma(kind: str) -> tuple[float, float]:
     return math.sqrt(math.log(1 + cv_in * cv_in)), math.sqrt(math.log(1 + cv_out * cv_out))
 
 
+_LENGTHS: dict[tuple[str, int], list[tuple[int, int]]] = {}  # a row's draw, shared by its ideal and profile runs
+
+
 def draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     """The row's n (input, output) lengths: fixed, or a lognormal with the row's means, filtered."""
+    key = (repr(sorted(e.items())), n)
+    if key not in _LENGTHS:
+        _LENGTHS[key] = _draw_lengths(e, n)
+    return list(_LENGTHS[key])
+
+
+def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     isl, osl = int(e["input_tokens"]), int(e["output_tokens"])
     kind = e.get("lengths", "fixed")
     if kind == "fixed":
