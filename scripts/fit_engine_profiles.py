@@ -28,6 +28,7 @@ FITS = [
     ("vllm", "gemm_fp8", "mlperf41-llama2-70b-offline-8x-mi300x-vllm", 0.05, 1.0),
     ("trtllm", "bandwidth", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", 0.3, 1.0),
     ("trtllm", "gemm_fp8", "trtllm-llama31-8b-fp8-h100-sxm-2048-128", 0.05, 1.0),
+    ("llamacpp", "bandwidth", "llamacpp-llama3-8b-q4_0-rtx3090-pp512-ub1", 0.3, 1.0),
     ("llamacpp", "gemm_int8", "llamacpp-llama3-8b-q4_0-rtx4090-pp512-ub512", 0.05, 1.0),
     ("llamacpp", "gemm_m_half", "llamacpp-llama3-8b-q4_0-rtx4090-pp512-ub16", 1.0, 400.0),
 ]

@@ -7,6 +7,11 @@ data/engine_profiles.toml refines it for one engine (vLLM, SGLang, TensorRT-LLM,
     memory  = bytes / (peak bandwidth * bandwidth)
     step    = max(compute, memory) + communication + step_overhead
 
+communication is the cost model's ring all-reduce bandwidth term plus, under tensor parallelism,
+a latency per all-reduce (`allreduce_latency_us`, two all-reduces per layer: the alpha of an
+alpha-beta model). A step of at most `matvec_max_tokens` tokens runs matrix-vector kernels
+(llama.cpp's MMVQ) that stream the weights without tensor-core tiles, so it pays no small-M penalty.
+
 where M is the step's token count: gemm_efficiency = plateau(path) * M / (M + gemm_m_half), the
 plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only 4-bit GEMMs pay the
 `w4a16` factor. The times come from costmodel.step_time at ideal efficiency (every factor 1.0),
@@ -28,6 +33,7 @@ from .catalog import Gpu, Model
 
 FACTORS = ("bandwidth", "gemm_bf16", "gemm_fp8", "gemm_int8", "w4a16", "attention")
 WEIGHT_ONLY_4BIT = ("int4",)
+OPTIONAL = ("allreduce_latency_us", "matvec_max_tokens")  # each with a `<key>_source` when given
 
 
 @dataclass(frozen=True)
@@ -46,13 +52,17 @@ class EngineProfile:
     max_num_batched_tokens: int
     cuda_graphs: bool = True
     fp16_accumulate: bool = False
+    allreduce_latency_us: float = 0.0  # per tensor-parallel all-reduce, on top of its bandwidth term
+    matvec_max_tokens: int = 0  # steps of at most this many tokens run matrix-vector kernels
     quantized_path: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
     def gemm_efficiency(self, path: str, tokens: int) -> float:
         """Achieved share of the `path` tensor peak by a GEMM over `tokens` rows."""
         plateau = {"bf16": self.gemm_bf16, "fp8": self.gemm_fp8, "int8": self.gemm_int8}[path]
-        return plateau * tokens / (tokens + self.gemm_m_half) if self.gemm_m_half else plateau
+        if not self.gemm_m_half or tokens <= self.matvec_max_tokens:
+            return plateau
+        return plateau * tokens / (tokens + self.gemm_m_half)
 
 
 IDEAL = EngineProfile(
@@ -91,6 +101,11 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
     for key in FACTORS:
         if not 0 < d[key] <= 1:
             raise ProfileError(f"{where}: '{key}' must be in (0, 1], got {d[key]!r}")
+    for key in OPTIONAL:
+        if key in d and f"{key}_source" not in d:
+            raise ProfileError(f"{where}: '{key}' needs a '{key}_source'")
+        if key in d and not (isinstance(d[key], int | float) and d[key] >= 0):
+            raise ProfileError(f"{where}: '{key}' must be a number >= 0, got {d[key]!r}")
     return EngineProfile(
         id=pid,
         name=str(d["name"]),
@@ -99,6 +114,8 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
         max_num_batched_tokens=int(d["max_num_batched_tokens"]),
         cuda_graphs=bool(d.get("cuda_graphs", True)),
         fp16_accumulate=bool(d.get("fp16_accumulate", False)),
+        allreduce_latency_us=float(d.get("allreduce_latency_us", 0.0)),
+        matvec_max_tokens=int(d.get("matvec_max_tokens", 0)),
         quantized_path=dict(d.get("quantized_path", {})),
         sources={k[: -len("_source")]: v for k, v in d.items() if k.endswith("_source")},
     )
@@ -136,7 +153,13 @@ def ceiling(p: EngineProfile) -> EngineProfile:
         attention=1.0,
         gemm_m_half=0.0,
         step_overhead_us=0.0,
+        allreduce_latency_us=0.0,
     )
+
+
+def allreduce_latency_s(p: EngineProfile, m: Model, tp: int) -> float:
+    """Latency of one forward pass's tensor-parallel all-reduces: two per layer (Megatron-LM)."""
+    return 2 * m.num_layers * p.allreduce_latency_us * 1e-6 if tp > 1 else 0.0
 
 
 def linear_efficiency(p: EngineProfile) -> cm.Efficiency:
@@ -201,6 +224,6 @@ def step_time(
     return ProfileStep(
         compute_s=gemm_s / eff + base.attention_s / p.attention,
         memory_s=base.memory_s / p.bandwidth,
-        communication_s=base.communication_s,
+        communication_s=base.communication_s + allreduce_latency_s(p, m, tp),
         overhead_s=p.step_overhead_us * 1e-6,
     )

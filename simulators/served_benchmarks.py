@@ -79,8 +79,18 @@ def _sigma(kind: str) -> tuple[float, float]:
     return math.sqrt(math.log(1 + cv_in * cv_in)), math.sqrt(math.log(1 + cv_out * cv_out))
 
 
+_LENGTHS: dict[tuple[str, int], list[tuple[int, int]]] = {}  # a row's draw, shared by its ideal and profile runs
+
+
 def draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     """The row's n (input, output) lengths: fixed, or a lognormal with the row's means, filtered."""
+    key = (repr(sorted(e.items())), n)
+    if key not in _LENGTHS:
+        _LENGTHS[key] = _draw_lengths(e, n)
+    return list(_LENGTHS[key])
+
+
+def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     isl, osl = int(e["input_tokens"]), int(e["output_tokens"])
     kind = e.get("lengths", "fixed")
     if kind == "fixed":
@@ -114,7 +124,7 @@ class ProfileStepCost(StepCost):
 
     def __init__(self, profile: ef.EngineProfile, model: Any, gpu: Any, activation_dtype: str | None, **kw: Any):
         super().__init__(model, gpu, **kw)
-        flat = replace(profile, gemm_m_half=0.0, step_overhead_us=0.0)
+        flat = replace(profile, gemm_m_half=0.0, step_overhead_us=0.0, allreduce_latency_us=0.0)
         fmt = {k: kw[k] for k in ("weight_dtype", "kv_dtype", "tp") if k in kw}
 
         def step(seqs: list[tuple[int, int]]) -> ef.ProfileStep:
@@ -130,7 +140,8 @@ class ProfileStepCost(StepCost):
         # efficiency(M) = plateau M / (M + m_half): the GEMM time over M tokens is the plateau's
         # plus m_half tokens' worth, a fixed term per step; and the overhead after the roofline.
         self.fixed_compute = self.x * profile.gemm_m_half
-        self.overhead = profile.step_overhead_us * 1e-6
+        # and the all-reduces' latency, a fixed term per step (efficiency.allreduce_latency_s)
+        self.overhead = profile.step_overhead_us * 1e-6 + ef.allreduce_latency_s(profile, model, int(kw.get("tp", 1)))
         if self.moe or self.pp > 1:
             raise ValueError("served benchmarks: dense models without pipeline stages only")
 

@@ -101,3 +101,39 @@ def test_the_step_overhead_is_paid_once_per_forward_pass():
     line = cm.decode_line(M, H100, 8, eff=vllm)
     assert line.time_s(16_000) == pytest.approx(cm.decode_step_time(M, H100, [2000] * 8, eff=vllm).time_s)
     assert cm.step_time(M, H100, [(1, 0)], eff=course).overhead_s == 0.0
+
+
+def test_tensor_parallel_pays_two_allreduce_latencies_per_layer_and_one_gpu_none():
+    """The alpha of the alpha-beta all-reduce: 2 x layers x latency under TP, nothing at TP 1."""
+    m70 = catalog.models()["llama-3.1-70b"]
+    p = ef.profile("vllm")
+    assert p.allreduce_latency_us > 0 and p.sources["allreduce_latency_us"].strip()
+    seqs = [(1, 100)] * 8
+    with_lat = ef.step_time(p, m70, H100, seqs, tp=4)
+    without = ef.step_time(replace(p, allreduce_latency_us=0.0), m70, H100, seqs, tp=4)
+    expected = 2 * m70.num_layers * p.allreduce_latency_us * 1e-6  # computed from the definition
+    assert with_lat.communication_s - without.communication_s == pytest.approx(expected, rel=1e-9)
+    one = ef.step_time(p, M, H100, seqs)
+    assert one.communication_s == 0.0
+    assert ef.step_time(ef.ceiling(p), m70, H100, seqs, tp=4).time_s < with_lat.time_s  # the ceiling has none
+
+
+def test_llamacpp_small_batches_run_matrix_vector_kernels_without_the_small_m_penalty():
+    p = ef.profile("llamacpp")
+    assert p.matvec_max_tokens == 8 and p.sources["matvec_max_tokens"].strip()
+    for tokens in (1, 8):
+        assert p.gemm_efficiency("int8", tokens) == p.gemm_int8
+    assert p.gemm_efficiency("int8", 9) == pytest.approx(p.gemm_int8 * 9 / (9 + p.gemm_m_half))
+    # a batch-1 decode step is then memory-bound, as llama.cpp's MMVQ decode is
+    step = ef.step_time(p, M, RTX, [(1, 64)], weight_dtype="q4_0")
+    assert step.memory_s > step.compute_s
+
+
+def test_an_optional_profile_key_without_a_source_is_refused():
+    d = dict(ef._data()["vllm"])
+    del d["allreduce_latency_us_source"]
+    with pytest.raises(ef.ProfileError, match="allreduce_latency_us_source"):
+        ef._profile("x", d)
+    d = dict(ef._data()["vllm"], allreduce_latency_us=-1)
+    with pytest.raises(ef.ProfileError, match=">= 0"):
+        ef._profile("x", d)
