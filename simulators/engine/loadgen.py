@@ -138,6 +138,10 @@ class ServedMemo:
         self._drawn: dict[tuple[Any, ...], tuple[list[tuple[int, int]], Any]] = {}
         self._measured: dict[tuple[Any, ...], LoadRun] = {}  # keyed by the run and the statistics' options
 
+    def has(self, profile: str, lengths: Lengths, *, rate: float = 1.0, users: int = 1) -> bool:
+        """Whether this load is already simulated (run() would only measure it)."""
+        return (profile, lengths.key(), rate, users) in self._served
+
     def run(
         self,
         profile: str,
