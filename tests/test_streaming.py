@@ -11,7 +11,7 @@ import json
 import plotly.graph_objects as go
 import pytest
 
-from simulators import api, load_test
+from simulators import api, compare_benchmark, load_test
 
 SMALL = {"num_requests": 60, "rate_per_s": 12, "users": 16}
 # Points each swept chart gets: closed loop (knee) + open loop (+ the other lengths' open loop).
@@ -98,3 +98,37 @@ def test_with_the_ceiling_kept_the_sweep_comes_first_and_the_chosen_rate_last():
     assert _chosen(parts[-1]) == _chosen(answer["figure"]) == ([13, 13], _chosen(answer["figure"])[1])
     fresh = json.loads(api.run_json("load_test", json.dumps(again)))
     assert answer == fresh  # the order of the points changes nothing in the answer
+
+
+@pytest.mark.parametrize("view", [v for v, _ in compare_benchmark.VIEWS])
+def test_the_benchmark_comparison_streams_its_sweep_and_answers_as_without(view):
+    """compare_benchmark draws GuideLLM's sweep point by point, the ceiling's line last."""
+    params = json.dumps({"num_requests": 50, "max_num_seqs": 16, "view": view})
+    posted: list[str] = []
+    streamed = api.Session().run_json_stream("compare_benchmark", params, 0, posted.append)
+    assert streamed == api.run_json("compare_benchmark", params)
+    parts = [json.loads(p)["figure"] for p in posted]
+    answer = json.loads(streamed)
+    assert len(parts) == len(answer["result"]["sim"]) + 1  # each sweep point, then the ceiling
+    for before, after in zip(parts, parts[1:], strict=False):
+        assert all(b <= a for b, a in zip(_points(before), _points(after), strict=True))
+    assert _points(parts[0])[-1] == 0 and _points(parts[-2])[-1] == 0  # the ceiling's line comes last
+    assert parts[-1] == answer["figure"]
+
+
+def test_the_benchmark_comparison_keeps_its_runs_in_the_callers_memo_only():
+    """No module-global memo: a session's memo holds the runs (bounded by MEMO_ENTRIES), and a new
+    chart or report re-simulates nothing."""
+    session = api.Session()
+    memo = session.cache.memo("compare_benchmark", compare_benchmark.MEMO_ENTRIES)
+    for slots in (8, 9, 10, 11):
+        session.run_json("compare_benchmark", json.dumps({"num_requests": 50, "max_num_seqs": slots}))
+    assert len(memo) == compare_benchmark.MEMO_ENTRIES  # sweep and ceiling per scenario, the oldest gone
+    misses = memo.misses
+    session.run_json("compare_benchmark", json.dumps({"num_requests": 50, "max_num_seqs": 11, "view": "itl"}))
+    assert memo.misses == misses
+    assert not [
+        k
+        for k, v in vars(compare_benchmark).items()
+        if isinstance(v, dict) and k.startswith("_") and not k.startswith("__")
+    ]
