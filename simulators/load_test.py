@@ -418,7 +418,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                     f"At the chosen rate ({c['offered']:g} req/s)",
                     6,
                     mode="markers",
-                    text=["throughput", "goodput"],
+                    text=[f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")],
                 )
             )
         return make_figure(
@@ -468,6 +468,16 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             yaxis={"type": "log"},
         ),
     )
+
+
+def _flags(point: dict[str, float]) -> str:
+    """What a point's figures rest on, where it is too little (as _trust_sentence says it)."""
+    out = ""
+    if point["samples"] < FEW_SAMPLES:
+        out += f"; under {FEW_SAMPLES} requests"
+    if point["drain_share"] > DRAIN_DOMINATES:
+        out += f"; {point['drain_share']:.0%} of the run is the drain"
+    return out
 
 
 def summary(r: dict[str, Any], view: str) -> str:
