@@ -132,3 +132,26 @@ def test_the_benchmark_comparison_keeps_its_runs_in_the_callers_memo_only():
         for k, v in vars(compare_benchmark).items()
         if isinstance(v, dict) and k.startswith("_") and not k.startswith("__")
     ]
+
+
+def _pairs(trace):
+    return set(zip(trace.get("x") or [], trace.get("y") or [], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("load_test", {**SMALL, "view": v}) for v, _ in load_test.VIEWS]
+    + [("compare_benchmark", {"num_requests": 50, "max_num_seqs": 16, "view": "ttft"})],
+)
+def test_every_streamed_point_is_the_answers_point(name, params):
+    """What a partial chart shows is never revised: each of its points is, with the same values,
+    a point of the same trace in the whole answer's chart (new batch slots, a cold session)."""
+    posted: list[str] = []
+    answer = json.loads(api.Session().run_json_stream(name, json.dumps(params), 0, posted.append))
+    final = {t["name"]: _pairs(t) for t in answer["figure"]["data"]}
+    shown = 0
+    for part in posted:
+        for trace in json.loads(part)["figure"]["data"]:
+            assert _pairs(trace) <= final[trace["name"]], trace["name"]
+            shown += len(_pairs(trace))
+    assert shown > 0
