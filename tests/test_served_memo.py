@@ -24,7 +24,9 @@ def test_every_slo_gives_exactly_a_fresh_measurement(profile, load, warmup):
         assert kept == fresh
         assert list(kept.metrics) == list(fresh.metrics)  # same figures in the same order (the CSV's)
     strict = memo.run(profile, LENGTHS, slo=Slo(0.001, 0.0001), **load).metrics
-    assert strict["goodput_per_s"] == 0.0 < memo.run(profile, LENGTHS, slo=Slo(60.0, 1.0), **load).metrics["goodput_per_s"]
+    assert (
+        strict["goodput_per_s"] == 0.0 < memo.run(profile, LENGTHS, slo=Slo(60.0, 1.0), **load).metrics["goodput_per_s"]
+    )
 
 
 def test_a_new_slo_re_measures_only_what_depends_on_it(monkeypatch):
