@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -126,6 +127,11 @@ def p95(values: list[float]) -> float:
 
 def widget_figures(prefixes: list[str], count: int) -> None:
     print(f"\nlesson widgets: change -> chart, ms (first chart drawn / whole answer), {count} changes per row")
+    # What the figures rest on: with fewer than 20 changes a row's p95 is its slowest change, and a
+    # shared machine's load moves every figure (compare rows measured under the same load).
+    print(
+        f"load average at the start: {os.getloadavg()[0]:.1f}; p95 of {count} changes = the {'slowest' if count < 20 else 'p95'} one"
+    )
     print(f"{'widget':<40}{'control':<14}{'where':<9}{'first p50':>10}{'p95':>7}{'whole p50':>11}{'p95':>7}")
     firsts: list[float] = []
     for where_from, name, params, numeric in lesson_widgets(prefixes):
@@ -142,7 +148,8 @@ def widget_figures(prefixes: list[str], count: int) -> None:
                     f"{statistics.median(whole):>11.0f}{p95(whole):>7.0f}"
                 )
     print(
-        f"all changes: first chart p50 {statistics.median(firsts):.0f} ms, p95 {p95(firsts):.0f} ms (target p95 <= 150 ms)"
+        f"all changes: first chart p50 {statistics.median(firsts):.0f} ms, p95 {p95(firsts):.0f} ms of {len(firsts)} "
+        f"(target p95 <= 150 ms); load average at the end: {os.getloadavg()[0]:.1f}"
     )
 
 

@@ -64,6 +64,7 @@ from . import (
     speculative,
 )
 from .catalog import CatalogError
+from .engine import blockhash
 from .params import ParamErrors, parse, schema_fields
 from .results_cache import MAX_RESULTS, LruCache, ResultsCache
 
@@ -209,12 +210,31 @@ def _simulate(
     if _MEMO[name]:
         kw["memo"] = LruCache(mod.MEMO_ENTRIES) if cache is None else cache.memo(name, mod.MEMO_ENTRIES)
 
+    # The engine's block-hash chains: kept by the session like a memo, else for this call alone.
+    chains = blockhash.chain_store() if cache is None else cache.memo(CHAINS, blockhash.BLOCK_SIZES_KEPT)
+    with blockhash.kept_in(chains):  # type: ignore[arg-type]
+        return _simulate_with(mod, p, seed, view, cache, key, kw, partial)
+
+
+CHAINS = "engine.chains"  # the session memo that keeps the engine's block-hash chains
+
+
+def _simulate_with(
+    mod: ModuleType,
+    p: Any,
+    seed: int,
+    view: str | None,
+    cache: ResultsCache | None,
+    key: tuple[str, str, int],
+    kw: dict[str, Any],
+    partial: Partial | None,
+) -> dict[str, Any]:
     def simulate() -> dict[str, Any]:
         answer: dict[str, Any] = mod.run(p, seed=seed, **kw)
         return answer
 
     first: dict[str, Any] | None = None  # view_data's answer, computed before run()'s (streaming)
-    if partial is not None and view is not None and _STREAMS[name]:
+    if partial is not None and view is not None and _STREAMS[key[0]]:
         if cache is None or (*key, view) not in cache.results:
             first = mod.view_data(p, None, view, seed=seed, progress=lambda part: partial(mod.figure(part, view)), **kw)
     result: dict[str, Any] = simulate() if cache is None else cache.results.get_or_make(key, simulate)  # type: ignore[assignment]

@@ -15,6 +15,7 @@ simulated lengths are the chosen distribution, not the report's dataset.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from .load_test import CEILING_REQUESTS, FEW_SAMPLES, LENGTHS, _lengths
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line
+from .results_cache import LruCache
 
 TITLE = "Compare with your benchmark (GuideLLM report)"
 DESCRIPTION = "Open a GuideLLM report and see it over the sweep GuideLLM would run against the simulated server."
@@ -62,15 +64,18 @@ class Params:
                 raise ParamError("report", str(e)) from None
 
 
-_memo: dict[str, ServedMemo] = {}
+# The simulated runs, kept between calls in the caller's memo (api.Session gives one; none: kept
+# for this call alone), as load_test's: a scenario takes two entries (its sweep's runs and the
+# ceiling's), so the page's scenario and the reader's last few stay. A new report or chart
+# re-simulates nothing.
+MEMO_ENTRIES = 6
 
 
-def _memo_for(key: str, spec: EngineSpec, n: int, seed: int) -> ServedMemo:
-    if key not in _memo:
-        if len(_memo) > 4:
-            _memo.clear()
-        _memo[key] = ServedMemo(spec, n, seed)
-    return _memo[key]
+def _memo_for(p: Params, what: str, spec: EngineSpec, n: int, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
+    key = repr((p.model, p.gpu, p.max_num_seqs, seed, what, n))
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+    served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, n, seed))
+    return served
 
 
 def _point(run: LoadRun, label: str) -> dict[str, Any]:
@@ -110,20 +115,55 @@ def _report_points(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return rep, out
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def _simulated(
+    p: Params, seed: int, memo: LruCache[Any] | None, show: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """GuideLLM's sweep of the simulated server and its ceiling, `show`n after each point (the
+    sweep in GuideLLM's order, then the ceiling: its 2,000-request run comes last)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
     lengths = _lengths(p.lengths)
-    key = repr((p.model, p.gpu, p.max_num_seqs, seed))
-    memo = _memo_for(f"{key}/{p.num_requests}", spec, p.num_requests, seed)
-    sync = memo.run("synchronous", lengths)
-    top = memo.run("throughput", lengths)
-    runs = [_point(sync, "synchronous"), _point(top, "throughput")]
+    served = _memo_for(p, "sweep", spec, p.num_requests, seed, memo)
+    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "sim": []}
+    sync = served.run("synchronous", lengths)
+    out["sim"].append(_point(sync, "synchronous"))
+    show(out)
+    top = served.run("throughput", lengths)
+    out["sim"].append(_point(top, "throughput"))
+    show(out)
     for rate in sweep_rates(sync.rate, top.rate, SWEEP_SIZE):
-        runs.append(_point(memo.run("constant", lengths, rate=rate), f"constant@{rate:.3g}/s"))
-    ceiling_memo = _memo_for(f"{key}/ceiling", spec, CEILING_REQUESTS, seed)
-    ceiling = ceiling_memo.run("concurrent", lengths, users=2 * p.max_num_seqs).metrics["steady_throughput_per_s"]
-    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "sim": runs, "ceiling": ceiling}
+        out["sim"].append(_point(served.run("constant", lengths, rate=rate), f"constant@{rate:.3g}/s"))
+        show(out)
+    ceiling_memo = _memo_for(p, "ceiling", spec, CEILING_REQUESTS, seed, memo)
+    out["ceiling"] = ceiling_memo.run("concurrent", lengths, users=2 * p.max_num_seqs).metrics[
+        "steady_throughput_per_s"
+    ]
+    show(out)
+    return out
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Nothing beyond run()'s result; but streamed (`progress`), the sweep is simulated first into
+    the memo run() reads, and each growing chart is handed to `progress`, the report's points
+    drawn from the first one on. The answer does not depend on `progress`."""
+    if progress is not None:
+        report = _report_points(p.report)[1] if p.report.strip() else None
+        _simulated(p, seed, memo, lambda part: progress({**part, **({"report": report} if report else {})}))
+    return {}
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the simulated runs for the caller's next call (none: nothing is kept)."""
+    out = _simulated(p, seed, memo, lambda part: None)
+    runs, ceiling = out["sim"], out["ceiling"]
     metrics: dict[str, float] = {
         "sim_max_throughput_per_s": ceiling,
         "sim_sweep_top_per_s": max(r["throughput"] for r in runs),
@@ -166,7 +206,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 )
             )
         xs = [x["offered"] for _, pts, _ in series for x in pts]
-        data.append(line([min(xs), max(xs)], [r["ceiling"]] * 2, "Ceiling (cost model, every slot busy)", 4))
+        data.append(_ceiling(r, [min(xs), max(xs)], None))
         title, xt, yt, ylog = "Throughput per rate", "Offered rate (req/s)", "Achieved (req/s)", False
     else:
         k = view
@@ -184,7 +224,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                     )
                 )
         ys = [x[f"{k}_p99_ms"] for _, pts, _ in series for x in pts] or [1.0]
-        data.append(line([r["ceiling"]] * 2, [min(ys), max(ys)], "Ceiling (cost model, every slot busy)", 4))
+        data.append(_ceiling(r, None, [min(ys), max(ys)]))
         title, xt, yt, ylog = (
             f"{k.upper()} against throughput",
             "Achieved throughput (req/s)",
@@ -194,6 +234,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     return make_figure(
         data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": {"type": "log"}} if ylog else {}))
     )
+
+
+def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) -> dict[str, Any]:
+    """The ceiling's line, across `xs` or along `ys`; without points while it is simulated (streaming)."""
+    c = r.get("ceiling")
+    if c is None:
+        return line([], [], "Ceiling (cost model, every slot busy)", 4)
+    return line(xs or [c, c], ys or [c, c], "Ceiling (cost model, every slot busy)", 4)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -47,7 +47,7 @@ from .parallel import (
     tensor_parallel_param,
 )
 from .params import ParamError, gpu_param, model_param, param
-from .plotting import bar, layout, line
+from .plotting import bar, layout, line, markers
 from .plotting import figure as make_figure
 from .results_cache import LruCache
 
@@ -344,12 +344,23 @@ def view_data(
         for u in USERS:
             out["closed"].append(_point(served.run("concurrent", lengths, users=u, **kw)))
             show(out)
-    top = _ceiling_memo(p, spec, seed, memo).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
+    ceiling = _ceiling_memo(p, spec, seed, memo)
+    # The goodput chart marks the chosen rate (run()'s own run at it). It needs no ceiling run: when
+    # the ceiling is still to simulate (new batch slots), that point comes first, one run instead
+    # of two before the first chart; else the kept sweep points do, and it comes last.
+    chosen_first = view == "goodput" and not ceiling.has("concurrent", lengths, users=2 * p.max_num_seqs)
+    if chosen_first:
+        out["chosen"] = _point(served.run("poisson", lengths, rate=p.rate_per_s, **kw))
+        show(out)
+    top = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     cap = top.metrics["steady_throughput_per_s"]  # run()'s max_throughput_per_s
     sweep: list[LoadRun] = []
     for f in reversed(FRACTIONS):
         sweep.insert(0, served.run("poisson", lengths, rate=f * cap, **kw))
         out["open"].insert(0, _point(sweep[0]))
+        show(out)
+    if view == "goodput" and not chosen_first:
+        out["chosen"] = _point(served.run("poisson", lengths, rate=p.rate_per_s, **kw))
         show(out)
     if view == "lengths":
         other = _lengths("fixed" if p.lengths == "azure" else "azure")
@@ -361,6 +372,8 @@ def view_data(
         del answer["closed"]
     if view != "lengths":
         del answer["other"]
+    if view == "goodput":
+        answer["chosen"] = out["chosen"]
     answer["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
     answer["csv"] = to_csv([top, *sweep])
     return answer
@@ -396,6 +409,18 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 mode="lines+markers",
             ),
         ]
+        if "chosen" in r:  # the chosen rate's throughput and goodput (the key figures)
+            c = r["chosen"]
+            data.append(
+                markers(
+                    [c["offered"], c["offered"]],
+                    [c["throughput"], c["goodput"]],
+                    f"At the chosen rate ({c['offered']:g} req/s)",
+                    6,
+                    mode="markers",
+                    text=[f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")],
+                )
+            )
         return make_figure(
             data, layout("Goodput vs offered load (open loop, Poisson)", "Offered rate (req/s)", "Requests per second")
         )
@@ -443,6 +468,16 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             yaxis={"type": "log"},
         ),
     )
+
+
+def _flags(point: dict[str, float]) -> str:
+    """What a point's figures rest on, where it is too little (as _trust_sentence says it)."""
+    out = ""
+    if point["samples"] < FEW_SAMPLES:
+        out += f"; under {FEW_SAMPLES} requests"
+    if point["drain_share"] > DRAIN_DOMINATES:
+        out += f"; {point['drain_share']:.0%} of the run is the drain"
+    return out
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -67,14 +67,16 @@ def test_workload_is_seeded():
 
 
 def test_hash_chains_are_shared_by_block_size_bounded_and_change_no_answer(monkeypatch):
+    from simulators.engine import blockhash
     from simulators.engine import kv as kv_module
 
-    a, b, other = (
-        KVCacheManager(100, 16, prefix="hash"),
-        KVCacheManager(50, 16, prefix="radix"),
-        KVCacheManager(100, 8, prefix="hash"),
-    )
-    assert a.memo is b.memo is kv_module.chain_memo(16) and other.memo is not a.memo
+    with blockhash.kept_in(blockhash.chain_store()):  # a store, as api.Session and serve() give one
+        a, b, other = (
+            KVCacheManager(100, 16, prefix="hash"),
+            KVCacheManager(50, 16, prefix="radix"),
+            KVCacheManager(100, 8, prefix="hash"),
+        )
+        assert a.memo is b.memo is kv_module.chain_memo(16) and other.memo is not a.memo
     segs = ((901, 100), (902, 30))
     chain = a.hashes(segs, 130)
     assert b.memo[segs][0] is a.memo[segs][0]  # computed once, read by both caches

@@ -11,13 +11,13 @@ import json
 import plotly.graph_objects as go
 import pytest
 
-from simulators import api, load_test
+from simulators import api, compare_benchmark, load_test
 
 SMALL = {"num_requests": 60, "rate_per_s": 12, "users": 16}
 # Points each swept chart gets: closed loop (knee) + open loop (+ the other lengths' open loop).
 POINTS = {
     "knee": len(load_test.USERS) + len(load_test.FRACTIONS),
-    "goodput": len(load_test.FRACTIONS),
+    "goodput": len(load_test.FRACTIONS) + 1,  # and the chosen rate's point
     "lengths": 2 * len(load_test.FRACTIONS),
     "percentiles": 1,  # run()'s chart, from the run at the chosen rate alone, before the ceiling
 }
@@ -63,3 +63,95 @@ def test_bad_input_streams_nothing_and_answers_with_the_field():
     answer = json.loads(api.Session().run_json_stream("load_test", '{"num_requests": 5}', 0, posted.append))
     assert not answer["ok"] and answer["errors"][0]["field"] == "num_requests"
     assert not posted
+
+
+def _chosen(figure):
+    """The goodput chart's marker of the chosen rate: (x, y) or None when not drawn yet."""
+    marks = [t for t in figure["data"] if t["name"].startswith("At the chosen rate")]
+    return (marks[0]["x"], marks[0]["y"]) if marks else None
+
+
+def test_after_new_batch_slots_the_chosen_rate_comes_first_and_is_the_answers_point():
+    """New slots need a new ceiling run before any sweep point; the chosen rate's run does not, so
+    the first chart shows it, with the same values as the whole answer's chart and key figures."""
+    params = {**SMALL, "max_num_seqs": 48, "view": "goodput"}
+    posted: list[str] = []
+    answer = json.loads(api.Session().run_json_stream("load_test", json.dumps(params), 0, posted.append))
+    first = json.loads(posted[0])["figure"]
+    assert _points(first)[:2] == [0, 0]  # no sweep point yet: the ceiling was not needed
+    assert _chosen(first) == _chosen(answer["figure"])
+    m = answer["metrics"]
+    assert _chosen(first) == ([params["rate_per_s"]] * 2, [m["request_throughput_per_s"], m["goodput_per_s"]])
+
+
+def test_with_the_ceiling_kept_the_sweep_comes_first_and_the_chosen_rate_last():
+    """A new rate re-simulates one run (the chosen rate's): the kept sweep points are drawn at once."""
+    session = api.Session()
+    params = {**SMALL, "view": "goodput"}
+    session.run_json_stream("load_test", json.dumps(params), 0)
+    posted: list[str] = []
+    again = {**params, "rate_per_s": 13}
+    answer = json.loads(session.run_json_stream("load_test", json.dumps(again), 0, posted.append))
+    parts = [json.loads(p)["figure"] for p in posted]
+    assert _points(parts[0])[:2] == [1, 1] and _chosen(parts[0]) is None
+    assert [_chosen(f) for f in parts[:-1]] == [None] * (len(parts) - 1)
+    assert _chosen(parts[-1]) == _chosen(answer["figure"]) == ([13, 13], _chosen(answer["figure"])[1])
+    fresh = json.loads(api.run_json("load_test", json.dumps(again)))
+    assert answer == fresh  # the order of the points changes nothing in the answer
+
+
+@pytest.mark.parametrize("view", [v for v, _ in compare_benchmark.VIEWS])
+def test_the_benchmark_comparison_streams_its_sweep_and_answers_as_without(view):
+    """compare_benchmark draws GuideLLM's sweep point by point, the ceiling's line last."""
+    params = json.dumps({"num_requests": 50, "max_num_seqs": 16, "view": view})
+    posted: list[str] = []
+    streamed = api.Session().run_json_stream("compare_benchmark", params, 0, posted.append)
+    assert streamed == api.run_json("compare_benchmark", params)
+    parts = [json.loads(p)["figure"] for p in posted]
+    answer = json.loads(streamed)
+    assert len(parts) == len(answer["result"]["sim"]) + 1  # each sweep point, then the ceiling
+    for before, after in zip(parts, parts[1:], strict=False):
+        assert all(b <= a for b, a in zip(_points(before), _points(after), strict=True))
+    assert _points(parts[0])[-1] == 0 and _points(parts[-2])[-1] == 0  # the ceiling's line comes last
+    assert parts[-1] == answer["figure"]
+
+
+def test_the_benchmark_comparison_keeps_its_runs_in_the_callers_memo_only():
+    """No module-global memo: a session's memo holds the runs (bounded by MEMO_ENTRIES), and a new
+    chart or report re-simulates nothing."""
+    session = api.Session()
+    memo = session.cache.memo("compare_benchmark", compare_benchmark.MEMO_ENTRIES)
+    for slots in (8, 9, 10, 11):
+        session.run_json("compare_benchmark", json.dumps({"num_requests": 50, "max_num_seqs": slots}))
+    assert len(memo) == compare_benchmark.MEMO_ENTRIES  # sweep and ceiling per scenario, the oldest gone
+    misses = memo.misses
+    session.run_json("compare_benchmark", json.dumps({"num_requests": 50, "max_num_seqs": 11, "view": "itl"}))
+    assert memo.misses == misses
+    assert not [
+        k
+        for k, v in vars(compare_benchmark).items()
+        if isinstance(v, dict) and k.startswith("_") and not k.startswith("__")
+    ]
+
+
+def _pairs(trace):
+    return set(zip(trace.get("x") or [], trace.get("y") or [], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("load_test", {**SMALL, "view": v}) for v, _ in load_test.VIEWS]
+    + [("compare_benchmark", {"num_requests": 50, "max_num_seqs": 16, "view": "ttft"})],
+)
+def test_every_streamed_point_is_the_answers_point(name, params):
+    """What a partial chart shows is never revised: each of its points is, with the same values,
+    a point of the same trace in the whole answer's chart (new batch slots, a cold session)."""
+    posted: list[str] = []
+    answer = json.loads(api.Session().run_json_stream(name, json.dumps(params), 0, posted.append))
+    final = {t["name"]: _pairs(t) for t in answer["figure"]["data"]}
+    shown = 0
+    for part in posted:
+        for trace in json.loads(part)["figure"]["data"]:
+            assert _pairs(trace) <= final[trace["name"]], trace["name"]
+            shown += len(_pairs(trace))
+    assert shown > 0

@@ -35,8 +35,9 @@ waiting, running):
     loadgen.py    GuideLLM profiles and sweep; export with GuideLLM's metric names
     metrics.py    TTFT, TPOT, ITL, e2e, queueing; percentiles; goodput; Little's law
 
-Every RNG and counter is made inside a call. The one process-global object is blockhash's chain
-memo: a bounded cache of a pure function (a prompt's block hashes), so it changes no result.
+Every RNG and counter is made inside a call. Nothing is process-global: blockhash's chain memos
+(a bounded cache of a pure function, a prompt's block hashes, so they change no result) live in
+the store their caller passes (an api.Session's) or in one made for a serve() call.
 """
 
 from . import workload

@@ -4,9 +4,21 @@ A prompt is a sequence of segments (segment id, token count); a block's content 
 segment tokens it holds, and a full block's hash chains its parent's hash and its content (vLLM
 v1's block_hash), so equal hashes mean equal prefixes. Chains are pure functions of the segments
 and the block size, remembered in a memo shared by every cache of one block size.
+
+Who keeps the memos, and for how long, is the caller's choice, as for a simulator's MEMO_ENTRIES
+(results_cache.py): `kept_in(store)` makes the caches built inside it use `store`, a bounded
+LruCache of memos by block size. api.Session passes its own (so a reader's next change finds the
+chains of the prompts it served before, and they go with the session); a call without a session,
+and serve() called outside any store, get one for that call alone. Nothing is process-global.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from ..results_cache import LruCache
 
 Runs = tuple[tuple[int, int, int], ...]  # (segment id, start, end) token ranges in one block
 
@@ -53,9 +65,9 @@ class ChainMemo(dict[tuple[tuple[int, int], ...], Chain]):
     """Block-hash chains per prefix of segments, for one block size.
 
     A chain is a pure function of the segments and the block size, so one memo per block size
-    serves every cache, run and call: a reader's next change usually serves the same prompts
-    again (another rate, router or replica count) and finds their chains here. It is emptied
-    when the chains it holds pass MAX_BLOCKS blocks (a few MB in the reader's browser).
+    serves every cache of a store (see kept_in): a reader's next change usually serves the same
+    prompts again (another rate, router or replica count) and finds their chains here. It is
+    emptied when the chains it holds pass MAX_BLOCKS blocks (a few MB in the reader's browser).
     """
 
     MAX_BLOCKS = 500_000
@@ -105,9 +117,36 @@ def chain(memo: ChainMemo, segments: tuple[tuple[int, int], ...], bs: int) -> Ch
     return full, tail, hs
 
 
-_CHAINS: dict[int, ChainMemo] = {}
+# Block sizes whose memos a store keeps (a page's widgets use one or two): with MAX_BLOCKS each,
+# a store holds at most BLOCK_SIZES_KEPT * MAX_BLOCKS blocks' chains.
+BLOCK_SIZES_KEPT = 4
+ChainStore = LruCache[ChainMemo]
+_STORE: ContextVar[ChainStore | None] = ContextVar("chain_store", default=None)
+
+
+def chain_store() -> ChainStore:
+    """A new, empty store: memos for at most BLOCK_SIZES_KEPT block sizes."""
+    return LruCache(BLOCK_SIZES_KEPT)
+
+
+def current_store() -> ChainStore | None:
+    """The store the caches built now use, or None outside any kept_in()."""
+    return _STORE.get()
+
+
+@contextmanager
+def kept_in(store: ChainStore) -> Iterator[ChainStore]:
+    """Inside, every cache built without a memo of its own takes its block size's from `store`."""
+    token = _STORE.set(store)
+    try:
+        yield store
+    finally:
+        _STORE.reset(token)
 
 
 def chain_memo(block_size: int) -> ChainMemo:
-    """The shared chain memo for `block_size`."""
-    return _CHAINS.setdefault(block_size, ChainMemo())
+    """The chain memo for `block_size` from the current store; outside any, a new one of its own."""
+    store = _STORE.get()
+    if store is None:
+        return ChainMemo()
+    return store.get_or_make(block_size, ChainMemo)

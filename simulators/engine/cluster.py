@@ -29,6 +29,7 @@ from typing import Any
 from .. import costmodel as cm
 from ..catalog import Gpu, Model
 from ..parallel import Layout, pooled_kv_tokens
+from .blockhash import chain_store, current_store, kept_in
 from .eventloop import Router, simulate
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
@@ -222,8 +223,22 @@ def serve(
     keep_series=False leaves each replica's per-step `series` empty: for callers that read only
     the records and counters (it is one tuple per step, and nothing else depends on it).
 
-    Block-hash chains come from the memo shared by every cache of the block size (kv.chain_memo).
+    Block-hash chains come from the current chain store (blockhash.kept_in: the caller's, e.g. an
+    api.Session's), else from one made for this call, shared by its replicas.
     """
+    store = current_store()
+    if store is None:
+        with kept_in(chain_store()):
+            return serve(
+                requests,
+                spec,
+                num_replicas=num_replicas,
+                router=router,
+                num_prefill=num_prefill,
+                single_step=single_step,
+                keep_log=keep_log,
+                keep_series=keep_series,
+            )
     log: list[tuple[Any, ...]] | None = [] if keep_log else None
     cost = spec.step_cost()
     blocks = spec.blocks()  # the same for every replica (a memory fit: computed once)

@@ -206,6 +206,30 @@ def summarize(
     `recs` are the successful requests; `incomplete` those cut while running (their e2e ends at
     the cut); `dropped_arrivals` the start times of requests the server refused (errored).
     """
+    out, kept, attempted = summarize_apart(
+        recs,
+        warmup=warmup,
+        cooldown=cooldown,
+        dropped_arrivals=dropped_arrivals,
+        incomplete=incomplete,
+        max_seconds=max_seconds,
+        slots=slots,
+    )
+    return {**out, **slo_figures(kept, attempted, out["request_throughput_per_s"], slo)}
+
+
+def summarize_apart(
+    recs: list[RequestRecord],
+    *,
+    warmup: Phase | str | float | None = None,
+    cooldown: Phase | str | float | None = None,
+    dropped_arrivals: list[float] | None = None,
+    incomplete: list[RequestRecord] | None = None,
+    max_seconds: float | None = None,
+    slots: int = 0,
+) -> tuple[dict[str, float], list[RequestRecord], int]:
+    """summarize() but for the SLO's two figures, and what slo_figures() computes them from (the
+    requests measured, the requests attempted): a new SLO then re-measures nothing else."""
     errored = dropped_arrivals or []
     cut = incomplete or []
     warmup, cooldown = as_phase(warmup), as_phase(cooldown)
@@ -253,12 +277,17 @@ def summarize(
     out["drain_share"] = drain_s(spans, lo, hi, slots) / dur
     out["cache_hit_rate"] = sum([r.cached_tokens for r in kept]) / prompt if prompt else 0.0
     out["num_preemptions"] = sum([r.num_preemptions for r in kept])
+    return out, kept, len(kept) + n_err + n_inc
+
+
+def slo_figures(kept: list[RequestRecord], attempted: int, throughput: float, slo: Slo | None) -> dict[str, float]:
+    """SLO attainment (of the requests attempted) and goodput (the throughput's share that met it)."""
     slo = slo or Slo()
     good = [r for r in kept if slo.met(r)]
-    attempted = len(kept) + n_err + n_inc
-    out["slo_attainment"] = len(good) / attempted if attempted else 0.0
-    out["goodput_per_s"] = out["request_throughput_per_s"] * len(good) / len(kept) if kept else 0.0
-    return out
+    return {
+        "slo_attainment": len(good) / attempted if attempted else 0.0,
+        "goodput_per_s": throughput * len(good) / len(kept) if kept else 0.0,
+    }
 
 
 def drain_s(spans: list[tuple[float, float]], lo: float, hi: float, slots: int) -> float:

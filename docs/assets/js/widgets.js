@@ -9,12 +9,14 @@ import { draw, preload } from "./charts.js";
 // (client.js). A fixed debounce would instead delay every single change; with runs this short
 // the queue already keeps the worker from falling behind.
 const BUSY_MS = 150;
-// Once the runtime is ready, the first widget of each simulator runs its scenario up to this many
-// times in the background (a reader's change goes first), so that the WebAssembly engine has
-// compiled that simulator's hot paths with its optimising tier before the first change: the first
-// runs after a start are 2-4x slower. A run long enough to warm up by itself ends it. Each run
-// draws another random sample (seed 1, 2, ...): the worker's session keeps recent results, so
-// the same scenario again would be answered from memory and warm nothing up.
+// Once the runtime is ready, every widget runs its page's scenario once in the background (a
+// reader's change goes first), exactly as its first change will ask for it (seed 0, its values and
+// chart): the worker's session keeps that run's work, so the first change re-simulates only what
+// it changes instead of the whole scenario. The first widget of each simulator then runs it up to
+// this many times in all, so that the WebAssembly engine has compiled that simulator's hot paths
+// with its optimising tier before the first change: the first runs after a start are 2-4x slower.
+// A run long enough to warm up by itself ends it. Those further runs draw other random samples
+// (seed 1, 2, ...): the same scenario again would be answered from memory and warm nothing up.
 const WARM_UP_RUNS = 3;
 const WARM_ENOUGH_MS = 200;
 const CUSTOM = "__custom__";
@@ -313,17 +315,18 @@ function showStatus(w, status) {
     w.pending = false;
     rerun(w, false);
   }
-  if (ready && !warmed.has(w.name)) {
+  if (ready && !w.warmed) {
+    w.warmed = true;
+    warmUp(w, warmed.has(w.name) ? 1 : WARM_UP_RUNS);
     warmed.add(w.name);
-    warmUp(w);
   }
 }
 
-async function warmUp(w) {
-  for (let i = 0; i < WARM_UP_RUNS; i++) {
+async function warmUp(w, runs) {
+  for (let seed = 0; seed < runs; seed++) {
     const started = performance.now();
     try {
-      await run(`${w.key}#warm-up`, w.name, w.values, { background: true, seed: i + 1 });
+      await run(`${w.key}#warm-up`, w.name, w.values, { background: true, seed });
     } catch {
       return; // the runtime failed or was replaced: the reader's own runs report it
     }
