@@ -264,7 +264,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
 
 def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
     cost = r * lay.num_gpus * lay.price_per_gpu_h
-    return {"config": ss.config_name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
+    return {"config": ss.config_name(lay, r), "short": ss.short_name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
             "pipeline_parallel_size": lay.pp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
             "replicas": r, "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.num_gpus, "usd_per_hour": cost,
             "usd_per_million_output_tokens": cost / (3600 * p.request_rate_per_s * out_tokens) * 1e6,
@@ -324,9 +324,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return make_figure(
             data, layout(f"p{q} latency of each ranked configuration", f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
         )
-    # Horizontal bars with short labels (rank, GPUs, GPU id) that a phone's width holds; the whole
-    # configuration is in the hover text and the table. Listed bottom-up, so the cheapest is on top.
-    short = [f"{i + 1}. {x['num_gpus']} x {x['gpu_id']}" for i, x in enumerate(rows)][::-1]
+    # Horizontal bars with short labels (rank, GPUs, GPU id, layout) that a phone's width holds; the
+    # whole configuration is in the hover text and the table. Listed bottom-up: the cheapest on top.
+    short = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)][::-1]
     hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
     cost = [x["usd_per_hour"] for x in rows][::-1]
     data = [bar(cost, short, "USD per hour", 0, orientation="h", customdata=names[::-1], hovertemplate=hover)]

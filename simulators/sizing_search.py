@@ -219,6 +219,17 @@ def config_name(lay: Layout, replicas: int) -> str:
     return f"{n} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
 
 
+def short_name(lay: Layout, replicas: int) -> str:
+    """The chart's label, which a phone's width holds: "4 x l40s 2xTP2 fp8" (parallelism beyond
+    one GPU and a format other than bf16 only; "2x" = replicas)."""
+    shape = [f"TP{lay.tp}"] * (lay.tp > 1) + [f"PP{lay.pp}"] * (lay.pp > 1) + [f"DP{lay.dp}"] * (lay.dp > 1)
+    shape += ["EP"] * lay.ep
+    how = "-".join(shape) or "1 GPU"
+    how = f"{replicas}x{how}" if replicas > 1 else how
+    fmt = "" if lay.weight_dtype == "bf16" else f" {lay.weight_dtype}"
+    return f"{replicas * lay.num_gpus} x {lay.gpu.id} {how}{fmt}"
+
+
 Entry = tuple[float, str, Layout, Bounds, int, int]  # price, name, layout, bounds, replicas, grid index
 
 

@@ -11,7 +11,12 @@ def test_bars_carry_short_unique_labels_and_the_full_configuration_in_the_hover(
     assert trace["orientation"] == "h" and answer["figure"]["layout"]["yaxis"]["type"] == "category"
     # Cheapest on top: plotly lists categories bottom-up, so the first row is the last label.
     labels = trace["y"][::-1]
-    assert labels == [f"{i + 1}. {x['num_gpus']} x {x['gpu_id']}" for i, x in enumerate(table)]
-    assert len(set(labels)) == len(labels) and max(len(s) for s in labels) <= 20
+    assert [s.split(" ", 1)[0] for s in labels] == [f"{i + 1}." for i in range(len(table))]
+    for label, x in zip(labels, table, strict=True):  # GPUs, GPU id and the layout, as the table has them
+        assert label.startswith(f"{table.index(x) + 1}. {x['num_gpus']} x {x['gpu_id']} ")
+        assert (f"TP{x['tensor_parallel_size']}" in label) == (x["tensor_parallel_size"] > 1)
+        assert (f"PP{x['pipeline_parallel_size']}" in label) == (x["pipeline_parallel_size"] > 1)
+        assert (f"{x['replicas']}x" in label) == (x["replicas"] > 1)
+    assert len(set(labels)) == len(labels) and max(len(s) for s in labels) <= 28
     assert trace["customdata"][::-1] == [x["config"] for x in table]
     assert trace["x"][::-1] == [x["usd_per_hour"] for x in table]
