@@ -18,6 +18,7 @@ import visual
 from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
 from crawl import all_pages, axe_violations
 from playwright.sync_api import BrowserContext, Page, Route
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 WIDTHS = {1280: 720, 390: 844}
 PALETTES = ("light", "dark")
@@ -44,7 +45,15 @@ def ready(page: Page) -> None:
              (!document.querySelector("[data-course-offline]") || document.querySelector("[data-course-offline]").dataset.state)""",
         timeout=RUNTIME_LIMIT_MS,
     )
-    page.evaluate("() => document.fonts.ready")
+    page.wait_for_function("() => document.fonts.status === 'loaded'", timeout=RUNTIME_LIMIT_MS)
+
+
+def two_frames(page: Page) -> None:
+    """Two frames painted since now. Polled on animation frames with a limit that Playwright
+    enforces, so a page that stops painting fails the test instead of hanging the run (an awaited
+    requestAnimationFrame has no limit)."""
+    page.evaluate("() => { window.visualFrames = 0; }")
+    page.wait_for_function("() => ++window.visualFrames >= 3", polling="raf", timeout=RUNTIME_LIMIT_MS)
 
 
 def capture(page: Page, name: str, full: bool = False) -> bytes:
@@ -53,26 +62,46 @@ def capture(page: Page, name: str, full: bool = False) -> bytes:
     )
 
 
+def open_tab(context: BrowserContext, palette: str, held: list[Route]) -> Page:
+    page = context.new_page()
+    page.emulate_media(color_scheme=palette, reduced_motion="reduce")
+    # The Python runtime is held back: its WebAssembly, and the .gz copy the worker fetches first.
+    page.route("**/pyodide.asm.wasm*", lambda route: held.append(route))
+    return page
+
+
+def shoot(page: Page, site: Site, url: str, palette: str, taken: dict[str, Shot]) -> None:
+    page.set_viewport_size({"width": 1280, "height": WIDTHS[1280]})
+    page.goto(site.url + url)
+    for width, height in WIDTHS.items():
+        page.set_viewport_size({"width": width, "height": height})
+        ready(page)
+        two_frames(page)
+        layout = page.evaluate(visual.LAYOUT)
+        for full in (False, True) if url in FULL_PAGE else (False,):
+            name = shot_name(url, width, palette, full)
+            taken[name] = Shot(name, visual.compare(name, capture(page, name, full)), layout)
+
+
 @pytest.fixture(scope="module")
 def shots(context: BrowserContext, site: Site) -> dict[str, Shot]:
+    """Every page's shots. A page whose tab does not answer within the time limit is shot again in
+    a new tab, once (one CI run stood still in this fixture for an hour, cause unknown; every wait
+    here now has a limit); the comparison itself is never retried, and a second time-out fails."""
     taken: dict[str, Shot] = {}
     held: list[Route] = []
     for palette in PALETTES:
-        page = context.new_page()
-        page.emulate_media(color_scheme=palette, reduced_motion="reduce")
-        # The Python runtime is held back: its WebAssembly, and the .gz copy the worker fetches first.
-        page.route("**/pyodide.asm.wasm*", lambda route: held.append(route))
+        page = open_tab(context, palette, held)
         for url in all_pages(site):
-            page.set_viewport_size({"width": 1280, "height": WIDTHS[1280]})
-            page.goto(site.url + url)
-            for width, height in WIDTHS.items():
-                page.set_viewport_size({"width": width, "height": height})
-                ready(page)
-                page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
-                layout = page.evaluate(visual.LAYOUT)
-                for full in (False, True) if url in FULL_PAGE else (False,):
-                    name = shot_name(url, width, palette, full)
-                    taken[name] = Shot(name, visual.compare(name, capture(page, name, full)), layout)
+            try:
+                shoot(page, site, url, palette, taken)
+            except PlaywrightTimeoutError as error:
+                print(
+                    f"visual: {palette} {url or 'home'} timed out, shot again in a new tab: {error.message.splitlines()[0]}"
+                )
+                page.close()
+                page = open_tab(context, palette, held)
+                shoot(page, site, url, palette, taken)
         page.close()
     return taken
 
