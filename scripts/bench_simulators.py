@@ -2,6 +2,7 @@
 
     python scripts/bench_simulators.py [--runs 20]
     python scripts/bench_simulators.py --widgets 11,F2 [--changes 5]   # only the lessons' widgets
+    python scripts/bench_simulators.py --widgets tools/roofline-planner  # a docs/ page's widgets
 
 Also, per widget of the lessons named by --widgets (default 11 and F2) and per numeric control
 of it: change -> chart in the browser worker's api.Session, which already holds the page's
@@ -70,7 +71,9 @@ def lesson_widgets(prefixes: list[str]) -> list[tuple[str, str, dict, list[str]]
     lessons (read with the standard library alone, so that this runs in Pyodide too)."""
     out = []
     for prefix in prefixes:
-        for path in sorted((ROOT / "lessons").glob(f"{prefix}-*.md")):
+        # A lesson id ("11"), or a page under docs/ by its path ("tools/roofline-planner").
+        paths = [ROOT / "docs" / f"{prefix}.md"] if "/" in prefix else sorted((ROOT / "lessons").glob(f"{prefix}-*.md"))
+        for path in paths:
             block: list[str] | None = None
             for line in path.read_text().splitlines():
                 if block is None and line.strip() == "```sim":
@@ -79,7 +82,7 @@ def lesson_widgets(prefixes: list[str]) -> list[tuple[str, str, dict, list[str]]
                     spec = mini_yaml.loads("\n".join(block))
                     block = None
                     fields = {p["name"]: p for p in api.schema(spec["sim"])["params"]}
-                    numeric = [c for c in spec.get("controls", []) if fields.get(c, {}).get("type") in ("int", "float")]
+                    numeric = [c for c in spec.get("controls", list(fields)) if fields.get(c, {}).get("type") in ("int", "float")]
                     out.append(
                         (f"{path.stem}#{spec.get('id', spec['sim'])}", spec["sim"], spec.get("params", {}), numeric)
                     )
@@ -156,7 +159,10 @@ def widget_figures(prefixes: list[str], count: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--widgets", help="lesson ids whose widgets to time (default 11,F2), alone")
+    ap.add_argument(
+        "--widgets",
+        help="lesson ids or docs/ pages (tools/roofline-planner) whose widgets to time (default 11,F2), alone",
+    )
     ap.add_argument("--changes", type=int, default=5, help="changes per control and place (--widgets)")
     args = ap.parse_args()
     if args.widgets:

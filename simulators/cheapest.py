@@ -202,7 +202,11 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
         """One memo entry per layout: its bounds (None if vLLM would not start it) and, as they
         are made, its engine runs by grid index (for any target)."""
         a = ss.memory(m, lay, max_len)
-        return (ss.bounds(m, lay, a, drawn) if a is not None and a.fits else None), {}
+        if a is None or not a.fits:
+            return None, {}
+        # The layout's first spec, kept for its step cost (one per layout, whatever the lengths).
+        first = memo.get_or_make(("spec", _key(p.model), lay.label), lambda: ss.spec(m, lay, a.num_blocks))
+        return ss.bounds(m, lay, a, drawn, like=first), {}
 
     for gpu in allowed_gpus(p.gpus, prices):
         for dtype in ss.weight_formats(gpu, p.weight_formats):

@@ -40,6 +40,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from . import costmodel as cm
@@ -159,11 +160,29 @@ def spec(m: Model, layout: Layout, num_blocks: int) -> EngineSpec:
     )
 
 
-def bounds(m: Model, layout: Layout, a: vm.VllmMemory, drawn: list[tuple[int, int]]) -> Bounds:
-    """The floors and the rate bound of the module docstring, for the drawn (prompt, output) lengths."""
+@lru_cache(maxsize=8)
+def _draw_sums(drawn: tuple[tuple[int, int], ...]) -> tuple[int, float, float, float]:
+    """What bounds() needs of the drawn lengths, the same for every layout: the shortest prompt,
+    the mean prompt, the mean attention_keys(prompt, 0) and the mean decode steps (output - 1)."""
+    n = len(drawn)
+    return (
+        min(p for p, _ in drawn),
+        sum(p for p, _ in drawn) / n,
+        sum(attention_keys(p, 0) for p, _ in drawn) / n,
+        sum(o - 1 for _, o in drawn) / n,
+    )
+
+
+def bounds(
+    m: Model, layout: Layout, a: vm.VllmMemory, drawn: list[tuple[int, int]], like: EngineSpec | None = None
+) -> Bounds:
+    """The floors and the rate bound of the module docstring, for the drawn (prompt, output) lengths.
+    `like`: an earlier spec of the same layout, whose step cost the new one keeps."""
     engine = spec(m, layout, a.num_blocks)
+    if like is not None:
+        engine.adopt_step_cost(like)
     cost = engine.step_cost()
-    prompts = [p for p, _ in drawn]
+    shortest, mean_tokens, mean_keys, steps = _draw_sums(tuple(drawn))
     pp = layout.pp
 
     def prefill(p: int) -> tuple[float, float, float]:
@@ -177,14 +196,12 @@ def bounds(m: Model, layout: Layout, a: vm.VllmMemory, drawn: list[tuple[int, in
 
     # The shortest prompt's floors bound every request's, so they bound any percentile of any
     # subset (the engine's statistics leave out the warm-up and the cool-down).
-    shortest = min(prompts)
     one = (1, 1, shortest + 1, cost.held(shortest) + 1)
     ttft, tpot = floor(prefill(shortest)), floor(cost.parts(*one)) if pp > 1 else decode(1, shortest)
     blocks_each = -(-(shortest + 1) // engine.block_size)
     batch = max(1, min(engine.sched.max_num_seqs or 1, layout.dp * a.num_blocks // blocks_each))
-    steps = sum(o - 1 for _, o in drawn) / len(drawn)
     decode_rate = batch / (steps * decode(batch, shortest)) if steps > 0 else math.inf
-    compute = sum(prefill(p)[0] for p in prompts) / len(prompts)
+    compute = cost.mean_prefill_compute_s(mean_tokens, mean_keys)
     prefill_rate = pp / compute if compute > 0 else math.inf
     bound = min(decode_rate, prefill_rate)
     return Bounds(

@@ -207,3 +207,27 @@ def test_a_spec_makes_its_step_cost_once_and_a_changed_spec_its_own():
     two = dataclasses.replace(spec, tp=2)
     assert two.step_cost() is not spec.step_cost() and two.step_cost().kw["tp"] == 2
     assert two == EngineSpec(M, GPU, tp=2)  # the kept cost is not a field: equality is unchanged
+
+
+def test_a_spec_that_differs_in_blocks_only_adopts_a_kept_step_cost_and_a_different_one_is_refused():
+    first = EngineSpec(M, GPU, tp=2, num_blocks=1000)
+    other = EngineSpec(M, GPU, tp=2, num_blocks=2000, sched=SchedulerConfig(max_num_seqs=8))
+    other.adopt_step_cost(first)
+    assert other.step_cost() is first.step_cost()
+    fresh = EngineSpec(M, GPU, tp=2, num_blocks=2000).step_cost()
+    assert other.step_cost().batch_time_s([(300, 20), (1, 500)]) == fresh.batch_time_s([(300, 20), (1, 500)])
+    with pytest.raises(ValueError, match="different step costs"):
+        EngineSpec(M, GPU, tp=4).adopt_step_cost(first)
+
+
+@pytest.mark.parametrize("pp", [1, 2, 4])
+def test_the_mean_prefill_compute_in_closed_form_equals_the_mean_of_single_prefills(pp):
+    from simulators.engine.steptime import attention_keys
+
+    sc = StepCost(M, GPU, pp=pp)
+    draw = random.Random(pp)
+    prompts = [draw.randint(1, 8000) for _ in range(50)]
+    each = [sc.parts(p, 1, attention_keys(p, 0), p)[0] for p in prompts]
+    mean_keys = sum(attention_keys(p, 0) for p in prompts) / len(prompts)
+    closed = sc.mean_prefill_compute_s(sum(prompts) / len(prompts), mean_keys)
+    assert closed == pytest.approx(sum(each) / len(each), rel=1e-12)

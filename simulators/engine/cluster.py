@@ -105,6 +105,15 @@ class EngineSpec:
     def parallel(self) -> Layout:
         return Layout(self.tp, self.pp, self.dp, self.ep)
 
+    def adopt_step_cost(self, other: EngineSpec) -> None:
+        """Keep `other`'s step cost, which must be this spec's own: specs that differ only in KV
+        blocks or batch limits (which the step cost does not read) share one. The cheapest search
+        makes a spec per layout and request lengths; the cost is one per layout."""
+        mine = (self.model, self.gpu, self.weight_dtype, self.kv_dtype, self.ideal, self.parallel())
+        if mine != (other.model, other.gpu, other.weight_dtype, other.kv_dtype, other.ideal, other.parallel()):
+            raise ValueError("adopt_step_cost: the two specs make different step costs")
+        object.__setattr__(self, "_step_cost", other.step_cost())
+
 
 def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)) -> Router:
     """A fresh router (its state, e.g. round-robin's turn, lives inside this call).

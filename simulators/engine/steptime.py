@@ -90,6 +90,12 @@ class StepCost:
             self.u * tokens,
         )
 
+    def mean_prefill_compute_s(self, mean_tokens: float, mean_keys: float) -> float:
+        """The mean compute time of prefilling prompts each alone (one sequence, nothing cached),
+        given their mean length and mean attention_keys(p, 0): parts(p, 1, keys, p)[0] is linear
+        in both, and one sequence is one micro-batch."""
+        return self.x * mean_tokens + self.y + self.z * mean_keys
+
     def time_s(self, tokens: int, num_seqs: int, keys: float, kv: float) -> float:
         return cm.roofline_s(*self.parts(tokens, num_seqs, keys, kv))
 
