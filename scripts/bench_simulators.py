@@ -82,7 +82,11 @@ def lesson_widgets(prefixes: list[str]) -> list[tuple[str, str, dict, list[str]]
                     spec = mini_yaml.loads("\n".join(block))
                     block = None
                     fields = {p["name"]: p for p in api.schema(spec["sim"])["params"]}
-                    numeric = [c for c in spec.get("controls", list(fields)) if fields.get(c, {}).get("type") in ("int", "float")]
+                    numeric = [
+                        c
+                        for c in spec.get("controls", list(fields))
+                        if fields.get(c, {}).get("type") in ("int", "float")
+                    ]
                     out.append(
                         (f"{path.stem}#{spec.get('id', spec['sim'])}", spec["sim"], spec.get("params", {}), numeric)
                     )
