@@ -123,6 +123,9 @@ def _blocks(requested, stage, weights, page_all_layers):
 
 
 def test_deployment_deepseek_v3_dp8_ep_on_8_h200_per_rank_and_in_total():
+    # vLLM's docs/serving/expert_parallel_deployment.md serves DeepSeek-V3 exactly so (--tensor-parallel-size 1
+    # --data-parallel-size 8 --enable-expert-parallel): "attention weights are replicated across all
+    # GPUs, while the expert weights are split across GPUs. It will work on a H200 ... node with 8 GPUs".
     answer = _deploy(model="deepseek-v3", gpu="h200", data_parallel_size=8, enable_expert_parallel=True,
                      max_model_len=131072)  # fmt: skip
     x, stage = answer["metrics"], answer["result"]["stages"][0]
