@@ -135,10 +135,13 @@ def test_one_set_of_vllm_defaults_for_every_simulator():
     for small in (l4, a100):
         d = catalog.serve_defaults(small)
         assert (d["max_num_batched_tokens"], d["max_num_seqs"]) == (2048, 256)
-    # The deployment simulator's defaults and the accounting every fit check runs agree.
+    # The deployment simulator's defaults and the accounting every fit check runs agree: its batch
+    # limits are 0, "vllm serve's default for the GPU", which is 8,192 and 1,024 on an H100.
     m = catalog.models()["llama-3-8b"]
     p = deployment.Params()
-    assert (p.gpu_memory_utilization, p.max_num_seqs, p.max_num_batched_tokens) == (0.9, 1024, 8192)
+    assert (p.gpu_memory_utilization, p.max_num_seqs, p.max_num_batched_tokens) == (0.9, 0, 0)
+    assert deployment.batch_limits(h100, p) == (8192, 1024)
+    assert deployment.batch_limits(l4, p) == (2048, 256)
     a = vllm_memory.account(m, h100, max_model_len=2200)
     b = vllm_memory.account(
         m, h100, max_model_len=2200, gpu_memory_utilization=0.9, max_num_batched_tokens=8192, max_num_seqs=1024
@@ -155,3 +158,46 @@ def test_a_derived_cuda_total_is_said():
     assert not any(
         "derived" in n for n in api.run("deployment", {"gpu": "l4", "model": "llama-3.1-8b"})["result"]["notes"]
     )
+
+
+def test_batch_limits_left_at_zero_follow_vllm_serve_on_each_gpu():
+    # An L4 (22.03 GiB visible) is below 70 GiB: `vllm serve` profiles 2,048 tokens and 256
+    # sequences there, so deployment at its defaults must agree with the KV calculator's other
+    # widget (kv_cache, which runs vLLM's accounting at the GPU's defaults) and not use the H100's.
+    m, l4 = catalog.models()["llama-3.1-8b"], catalog.gpus()["l4"]
+    here = api.run("deployment", {"model": "llama-3.1-8b", "gpu": "l4", "max_model_len": 8192})
+    kv = api.run("kv_cache", {"model": "llama-3.1-8b", "gpu": "l4", "context_tokens": 8192})["metrics"]
+    assert here["metrics"]["kv_cache_tokens"] == kv["kv_token_capacity"]
+    assert here["metrics"]["max_concurrency"] == pytest.approx(kv["max_concurrency"])
+    small = vllm_memory.account(m, l4, max_model_len=8192, max_num_batched_tokens=2048, max_num_seqs=256)
+    large = vllm_memory.account(m, l4, max_model_len=8192, max_num_batched_tokens=8192, max_num_seqs=1024)
+    assert here["metrics"]["kv_cache_tokens"] == small.kv_tokens > large.kv_tokens
+    # The sampler's fp32 logits (12 bytes a logit in the fitted profile) for 1,024 - 256 fewer rows
+    # of Llama 3.1's 128,256-token vocabulary, and 55,000 bytes a token for 6,144 fewer tokens.
+    saved = (1024 - 256) * 128_256 * 12 + (8192 - 2048) * 55_000
+    assert large.stages[0].activation_bytes - small.stages[0].activation_bytes == pytest.approx(saved)
+    r = here["result"]
+    assert (r["max_num_batched_tokens"], r["max_num_seqs"]) == (2048, 256)
+    assert "vllm serve's defaults on this GPU, 2,048 batched tokens and 256 sequences" in here["summary"]
+    # An A100 80GB is large but excluded by name (EngineArgs: 'a100' not in the device name).
+    a100 = api.run("deployment", {"model": "llama-3.1-8b", "gpu": "a100-sxm-80gb"})["result"]
+    assert (a100["max_num_batched_tokens"], a100["max_num_seqs"]) == (2048, 256)
+
+
+def test_batch_limits_set_by_the_reader_are_used_and_said():
+    m, l4 = catalog.models()["llama-3.1-8b"], catalog.gpus()["l4"]
+    answer = api.run("deployment", {"model": "llama-3.1-8b", "gpu": "l4", "max_num_seqs": 64})
+    a = vllm_memory.account(m, l4, max_model_len=8192, max_num_batched_tokens=2048, max_num_seqs=64)
+    assert answer["metrics"]["kv_cache_tokens"] == a.kv_tokens
+    assert "2,048 batched tokens (vllm serve's default on this GPU) and 64 sequences (as set)" in answer["summary"]
+    # The CLI takes 0 (the default) and a value alike.
+    from simulators.__main__ import main
+
+    assert main(["run", "deployment", "--set", "gpu=l4", "--set", "max_num_batched_tokens=0"]) == 0
+    # vLLM refuses fewer batched tokens than sequences, the default sequences included.
+    low = api.run("deployment", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "max_num_batched_tokens": 512})
+    assert low["errors"][0]["field"] == "max_num_batched_tokens" and "1,024" in low["errors"][0]["message"]
+    ok = api.run("deployment", {"model": "llama-3.1-8b", "gpu": "l4", "max_num_batched_tokens": 512})
+    assert ok["ok"] and ok["result"]["max_num_seqs"] == 256
+    tiny = api.run("deployment", {"model": "llama-3.1-8b", "max_num_batched_tokens": 8})
+    assert tiny["errors"][0]["field"] == "max_num_batched_tokens"

@@ -11,7 +11,7 @@ computed by hand from the published config.json numbers, not from the code's par
 
 import pytest
 
-from simulators import catalog, parallel
+from simulators import api, catalog, parallel
 from simulators import vllm_memory as vm
 
 DSV3 = catalog.models()["deepseek-v3"]
@@ -102,3 +102,112 @@ def test_a_layout_vllm_would_refuse_raises():
         vm.account(catalog.models()["mixtral-8x7b"], H200, tp=4, dp=4, ep=True)  # 16 ranks, 8 experts
     with pytest.raises(ValueError, match="at least 1"):
         vm.account(DSV3, H200, dp=0)
+
+
+# The deployment simulator's data_parallel_size and enable_expert_parallel fields: one DP rank's
+# engine logs its own two lines (vllm/v1/engine/core.py _initialize_kv_caches runs per DP engine),
+# and the layout holds dp times its requests.
+
+
+def _deploy(**params):
+    answer = api.run("deployment", params)
+    assert answer["ok"], answer.get("errors")
+    return answer
+
+
+def _blocks(requested, stage, weights, page_all_layers):
+    """Whole KV blocks left on one GPU: requested less weights, the profiled activation peak and
+    non-torch memory (those two are the fitted profile, read off the answer's memory bar)."""
+    left = requested - weights - (stage["activation_GiB"] + stage["non_torch_GiB"]) * vm.GiB
+    return int(left // page_all_layers)
+
+
+def test_deployment_deepseek_v3_dp8_ep_on_8_h200_per_rank_and_in_total():
+    # vLLM's docs/serving/expert_parallel_deployment.md serves DeepSeek-V3 exactly so (--tensor-parallel-size 1
+    # --data-parallel-size 8 --enable-expert-parallel): "attention weights are replicated across all
+    # GPUs, while the expert weights are split across GPUs. It will work on a H200 ... node with 8 GPUs".
+    answer = _deploy(model="deepseek-v3", gpu="h200", data_parallel_size=8, enable_expert_parallel=True,
+                     max_model_len=131072)  # fmt: skip
+    x, stage = answer["metrics"], answer["result"]["stages"][0]
+    weights = ROUTED / 8 + SHARED + ATTN + DENSE + 2 * (EMBED + HEAD + ROUTER + NORMS) + ROPE  # fp8, as above
+    assert x["weights_GiB_per_gpu"] == pytest.approx(weights / vm.GiB, rel=1e-6)
+    assert stage["weights_GiB"] == pytest.approx(weights / vm.GiB, rel=1e-6)  # the memory bar, per GPU
+    requested = 0.9 * H200.visible_GiB * vm.GiB
+    blocks = _blocks(requested, stage, weights, 16 * (512 + 64) * 2 * L)  # bf16 latent, 61 layers
+    assert x["kv_cache_tokens"] == blocks * 16
+    assert x["max_concurrency"] == pytest.approx(blocks / (131072 // 16))  # one DP rank, as it logs
+    assert x["kv_cache_tokens_total"] == 8 * blocks * 16
+    assert x["max_concurrency_total"] == pytest.approx(8 * blocks / 8192)
+    assert x["num_gpus"] == 8
+    assert answer["result"]["log_lines"][2] == f"GPU KV cache size: {blocks * 16:,} tokens"
+    # The concurrency view is all DP ranks together.
+    by_length = {c["context_tokens"]: c["max_concurrency"] for c in answer["result"]["concurrency_by_context"]}
+    assert by_length[131072] == pytest.approx(x["max_concurrency_total"])
+    assert "Each of the 8 DP engines would log" in answer["summary"]
+    # TP 8 copies the latent on every rank, one engine: about five requests; DP 8 holds ~26.
+    tp8 = _deploy(model="deepseek-v3", gpu="h200", tensor_parallel_size=8, max_model_len=131072)["metrics"]
+    assert tp8["max_concurrency_total"] == tp8["max_concurrency"] < 6 < 25 < x["max_concurrency_total"] < 27
+
+
+def test_deployment_qwen3_235b_experts_split_over_ranks_attention_copied_per_dp_rank():
+    # bf16; 4 KV heads of 128: a DP rank keeps all 4 (no TP), 2 x 16 x 4 x 128 x 2 bytes a block and layer.
+    dp8 = _deploy(model="qwen3-235b-a22b", gpu="h200", data_parallel_size=8, enable_expert_parallel=True,
+                  max_model_len=32768)  # fmt: skip
+    dp4 = _deploy(model="qwen3-235b-a22b", gpu="h200", tensor_parallel_size=2, data_parallel_size=4,
+                  enable_expert_parallel=True, max_model_len=32768)  # fmt: skip
+    routed = 94 * 128 * 3 * 4096 * 1536
+    attention = 94 * (4096 * 64 * 128 * 2 + 2 * 4096 * 4 * 128)
+    embed_head = 2 * 151936 * 4096
+    small = 94 * (4096 * 128 + 2 * 4096 + 2 * 128) + 4096
+    rope = 40960 * 128 * 2
+    w8 = 2 * (routed / 8 + attention + embed_head + small) + rope
+    # TP 2 x DP 4: experts still over 8 GPUs; attention, embedding and head halved by TP; router and norms whole.
+    w4 = 2 * (routed / 8 + (attention + embed_head) / 2 + small) + rope
+    assert dp8["metrics"]["weights_GiB_per_gpu"] == pytest.approx(w8 / vm.GiB, rel=1e-3)
+    assert dp4["metrics"]["weights_GiB_per_gpu"] == pytest.approx(w4 / vm.GiB, rel=1e-3)
+    requested = 0.9 * H200.visible_GiB * vm.GiB
+    stage = dp8["result"]["stages"][0]
+    blocks = _blocks(requested, stage, dp8["metrics"]["weights_GiB_per_gpu"] * vm.GiB, 2 * 16 * 4 * 128 * 2 * 94)
+    assert dp8["metrics"]["kv_cache_tokens"] == blocks * 16
+    assert dp8["metrics"]["kv_cache_tokens_total"] == 8 * blocks * 16
+    # TP 2 halves each rank's KV heads (2 of 4) and DP 4 engines each log their own pool.
+    assert dp4["result"]["kv_heads_per_rank"] == 2
+    assert dp4["metrics"]["kv_cache_tokens_total"] == 4 * dp4["metrics"]["kv_cache_tokens"]
+
+
+def test_deployment_dp_without_ep_splits_every_expert_and_a_dense_model_is_replicated():
+    # Without --enable-expert-parallel a MoE layer is one tp x dp = 4-way tensor-parallel group.
+    m = catalog.models()["qwen3-30b-a3b"]
+    plain = _deploy(model="qwen3-30b-a3b", gpu="h100-sxm", data_parallel_size=4)
+    assert any("split over tp x dp = 4 GPUs" in n for n in plain["result"]["notes"])
+    assert plain["metrics"]["weights_GiB_per_gpu"] == pytest.approx(
+        vm.weight_bytes(m, "bf16", 1, m.num_layers, first=True, last=True, dp=4) / vm.GiB
+    )
+    # 128 experts over 3 ranks: the first two hold 43 (the figures are theirs), and it says so.
+    uneven = _deploy(model="qwen3-30b-a3b", gpu="h100-sxm", data_parallel_size=3, enable_expert_parallel=True)
+    assert any("43 of 128" in n and "one more" in n for n in uneven["result"]["notes"])
+    # A dense model: every DP rank a whole replica, so per GPU the same as one GPU, dp times the requests.
+    one = _deploy(model="llama-3.1-8b", gpu="l4")["metrics"]
+    two = _deploy(model="llama-3.1-8b", gpu="l4", data_parallel_size=2)["metrics"]
+    assert (
+        two["kv_cache_tokens"] == one["kv_cache_tokens"] and two["kv_cache_tokens_total"] == 2 * one["kv_cache_tokens"]
+    )
+    assert two["num_gpus"] == 2
+
+
+def test_deployment_refuses_layouts_vllm_would_refuse_as_field_errors():
+    def field(**params):
+        answer = api.run("deployment", params)
+        assert not answer["ok"]
+        return answer["errors"][0]["field"]
+
+    assert field(model="llama-3.1-8b", enable_expert_parallel=True) == "enable_expert_parallel"
+    # Mixtral has 8 experts: 16 GPUs of expert parallelism would leave some with none.
+    assert field(model="mixtral-8x7b", tensor_parallel_size=4, data_parallel_size=4,
+                 enable_expert_parallel=True) == "data_parallel_size"  # fmt: skip
+    assert field(model="mixtral-8x7b", tensor_parallel_size=16, enable_expert_parallel=True) == "tensor_parallel_size"
+    # Two DP ranks of DeepSeek-V3 hold half its experts each: 322 GiB a GPU does not fit an H200.
+    assert field(model="deepseek-v3", gpu="h200", data_parallel_size=2, max_model_len=4096) == "data_parallel_size"
+    # A MoE's expert layers span the DP ranks, so they need a link; the M2 Ultra publishes none.
+    assert field(model="qwen3-30b-a3b", gpu="m2-ultra", data_parallel_size=2) == "data_parallel_size"
+    assert field(model="qwen3-30b-a3b", data_parallel_size=0) == "data_parallel_size"

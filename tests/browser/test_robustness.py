@@ -244,5 +244,34 @@ def test_random_extreme_and_garbage_input(
     assert tab.evaluate("() => window.llmCourse.runtime.starts") == 1, "a run hit the time limit"
 
 
+def test_a_log_slider_starting_at_zero_has_a_zero_notch(
+    tab: Page, site: Site, cpython: Callable[[str, dict], dict]
+) -> None:
+    # deployment's batch limits: 0 is "vllm serve's default for the GPU", 1 to 4,096 a log scale.
+    go(tab, site, "tools/kv-cache-calculator/")
+    if tab.evaluate("() => window.llmCourse?.runtime?.state") != "ready":
+        wait_ready(tab)
+    settle(tab)
+    schema = api.schema("deployment")
+    figure = tab.locator("figure#sim-deploy-a")
+    base = json.loads(figure.get_attribute("data-params"))
+    fields = json.loads(figure.get_attribute("data-controls"))
+    figure.evaluate(HISTORY)
+    slider = figure.locator("input[type=range][aria-labelledby='sim-deploy-a-max_num_seqs-label']")
+    box = figure.locator("#sim-deploy-a-max_num_seqs")
+    low, high = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
+    assert low < 0 == math.log10(1) < high == pytest.approx(math.log10(4096))
+    for position, shown in ((high, "4096"), (0.0, "1"), (low, "0"), (math.log10(64), "64")):
+        slider.fill(str(position))
+        assert box.input_value() == shown
+        values = read_values(figure, schema, base)
+        answer = cpython("deployment", values)
+        expect(tab, figure, answer, "deployment", values, fields)
+    assert "64 sequences (as set)" in answer["summary"]
+    box.fill("0")  # typed: the slider goes back to its zero notch
+    assert float(slider.input_value()) == pytest.approx(low)
+    expect(tab, figure, cpython("deployment", read_values(figure, schema, base)), "deployment", values, fields)
+
+
 def test_no_request_left_the_site_and_no_error_happened(records: Records) -> None:
     assert_clean(records)

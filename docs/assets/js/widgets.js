@@ -195,14 +195,19 @@ function field(w, p) {
   return wrap;
 }
 
-const logScale = (p) => p.log && p.min > 0;
+// A log slider may start at 0 when 0 means "the default" (e.g. vLLM's batch limits for the GPU):
+// its first notch, a 50th of the track left of the smallest positive value (the step), is 0.
+const logLow = (p) => (p.min > 0 ? p.min : p.step > 0 ? p.step : 1);
+const logScale = (p) => p.log && p.min >= 0 && p.max > logLow(p);
+const zeroNotch = (p) => Math.log10(logLow(p)) - (Math.log10(p.max) - Math.log10(logLow(p))) / 50;
 
 function sliderRange(p) {
-  if (logScale(p)) return { min: String(Math.log10(p.min)), max: String(Math.log10(p.max)), step: "any" };
+  if (logScale(p)) return { min: String(p.min > 0 ? Math.log10(p.min) : zeroNotch(p)), max: String(Math.log10(p.max)), step: "any" };
   return { min: String(p.min), max: String(p.max), step: String(p.step ?? "any") };
 }
 
 function fromSlider(p, position) {
+  if (logScale(p) && p.min === 0 && Number(position) < Math.log10(logLow(p))) return 0;
   const value = logScale(p) ? 10 ** Number(position) : Number(position);
   return p.type === "int" ? Math.round(value) : Number(value.toPrecision(4));
 }
@@ -210,6 +215,7 @@ function fromSlider(p, position) {
 function setSlider(p, slider, value) {
   const n = Number(value);
   if (Number.isFinite(n) && n > 0) slider.value = logScale(p) ? Math.log10(n) : n;
+  else if (n === 0 && String(value).trim() !== "" && logScale(p) && p.min === 0) slider.value = zeroNotch(p);
 }
 
 function change(w, p, raw, json = false) {
