@@ -58,7 +58,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             data, layout(title, "Tokens per request (prompt + output)", "Requests at once", xaxis={"type": "category"})
         )
     alike = r["tensor_parallel_size"] * dp
-    names = [f"Stage {s['stage']} ({alike} GPU{'s' if alike > 1 else ''} alike)" for s in r["stages"]]
+    names = [f"Stage {s['stage']} ({f'{alike} GPUs alike' if alike > 1 else 'one GPU'})" for s in r["stages"]]
     parts = [
         ("Weights", "weights_GiB"),
         ("Activation peak", "activation_GiB"),
