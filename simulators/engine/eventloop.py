@@ -58,19 +58,18 @@ def simulate(
     done: list[Seq] = []
     dropped: list[Request] = []
     events = 0
+    heappush, heappop = heapq.heappush, heapq.heappop  # local names: this loop runs per event
 
     def push(evs: list[Event]) -> None:
         for t, prio, kind, obj in evs:
-            heapq.heappush(heap, (t, prio, next(counter), kind, obj))
+            heappush(heap, (t, prio, next(counter), kind, obj))
 
     while heap:
-        t, _, _, kind, obj = heapq.heappop(heap)
+        t, _, _, kind, obj = heappop(heap)
         events += 1
         if kind == ARRIVE:
-            if (
-                obj.prompt_tokens + obj.output_tokens > max_len
-                or kv0.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv0.num_blocks
-            ):
+            tokens = obj.prompt_tokens + obj.output_tokens
+            if tokens > max_len or kv0.blocks_for(tokens) > kv0.num_blocks:
                 _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
@@ -78,7 +77,9 @@ def simulate(
             # tokens are its own); only it can hit its blocks (kv.free_own).
             first = obj.segments[0] if obj.segments else None
             s.unique = first is None or (first[1] > 0 and firsts[first[0]] == 1)
-            push(route(s, replicas, t).add(s, t))
+            # Handlers return at most a few events, most often none or one: pushed inline.
+            for ev_t, prio, ev_kind, ev_obj in route(s, replicas, t).add(s, t):
+                heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
             continue
         if kind == KV_ARRIVE:
             push(obj[0].add(obj[1], t))
@@ -87,11 +88,13 @@ def simulate(
         rep, version = obj
         if version != rep.version:
             continue
-        push(rep.step_end(t))
+        for ev_t, prio, ev_kind, ev_obj in rep.step_end(t):
+            heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
         if rep.finished:
-            for s in rep.finished:
-                done.append(s)
-                push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
+            done += rep.finished
+            if followers:  # release the follow-ups of the finished ones (closed loop, conversations)
+                for s in rep.finished:
+                    push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
             rep.finished.clear()
         if rep.handoff:
             for s in rep.handoff:

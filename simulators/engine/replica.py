@@ -223,9 +223,10 @@ class Replica(Scheduler):
             self._cache_full_blocks(s, s.num_computed_tokens)
             if s.num_computed_tokens == s.prompt:
                 self._prefill_done(s, t)
-        for s in decode.pop_finished():
-            decode.leave(s, self.kv.blocks_for)
-            self._finish(s, t)
+        if decode.any_finished():  # most steps finish nothing: no generator for them
+            for s in decode.pop_finished():
+                decode.leave(s, self.kv.blocks_for)
+                self._finish(s, t)
         return self.plan(t)
 
     def _record(self, t: float, written: int = 0) -> None:
