@@ -46,10 +46,12 @@ class Pdf:
     __slots__ = ("cdf", "count", "probs", "values")
 
     def __init__(self, values: Sequence[float], weights: Sequence[float] | None = None, count: int | None = None):
+        distinct = False  # every value once, each weight 1.0: probabilities all 1 / n
         if weights is None:
             xs = sorted(values)
             if len(set(xs)) == len(xs):  # distinct values (the usual case): nothing to merge
                 vals, wts = xs, [1.0] * len(xs)
+                distinct = True
             else:
                 vals, wts = [], []
                 for x in xs:
@@ -59,14 +61,21 @@ class Pdf:
                         vals.append(x)
                         wts.append(1.0)
         else:
-            pairs = sorted(zip(values, weights, strict=True))
-            vals, wts = [], []
-            for x, w in pairs:
-                if vals and vals[-1] == x:
-                    wts[-1] += w
-                else:
-                    vals.append(x)
-                    wts.append(w)
+            if len(values) != len(weights):
+                raise ValueError("values and weights differ in length")
+            if len(set(values)) == len(values):
+                # Distinct values (the usual case): ordered by value alone, which is the pairs'
+                # order, and nothing to merge. A float key sorts several times faster than pairs.
+                order = sorted(range(len(values)), key=values.__getitem__)
+                vals, wts = [values[i] for i in order], [weights[i] for i in order]
+            else:
+                vals, wts = [], []
+                for x, w in sorted(zip(values, weights, strict=True)):
+                    if vals and vals[-1] == x:
+                        wts[-1] += w
+                    else:
+                        vals.append(x)
+                        wts.append(w)
             if min(wts, default=1.0) <= 0:
                 kept = [(x, w) for x, w in zip(vals, wts, strict=True) if w > 0]
                 vals, wts = [x for x, _ in kept], [w for _, w in kept]
@@ -75,7 +84,8 @@ class Pdf:
             wts = [1.0] * len(vals)
             total = float(len(vals))
         self.values = vals
-        self.probs = [w / total for w in wts]
+        # n ones sum to n exactly, so every probability is the same 1 / n (one division).
+        self.probs = [1.0 / total] * len(vals) if distinct and vals else [w / total for w in wts]
         self.cdf = list(accumulate(self.probs))
         self.count = len(values) if count is None else count
 
