@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import Counter
 from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
@@ -49,17 +50,14 @@ class Pdf:
         distinct = False  # every value once, each weight 1.0: probabilities all 1 / n
         if weights is None:
             xs = sorted(values)
-            if len(set(xs)) == len(xs):  # distinct values (the usual case): nothing to merge
+            # Equal values merged: a Counter of the sorted values keeps them in sorted order (its
+            # first-seen order), each with its count (k ones add up to exactly k).
+            counts = Counter(xs)
+            if len(counts) == len(xs):  # distinct values (the usual case): nothing to merge
                 vals, wts = xs, [1.0] * len(xs)
                 distinct = True
             else:
-                vals, wts = [], []
-                for x in xs:
-                    if vals and vals[-1] == x:
-                        wts[-1] += 1.0
-                    else:
-                        vals.append(x)
-                        wts.append(1.0)
+                vals, wts = list(counts), [float(c) for c in counts.values()]
         else:
             if len(values) != len(weights):
                 raise ValueError("values and weights differ in length")
