@@ -88,6 +88,13 @@ class DecodeSet:
             heapq.heappop(heap)
         return heap[0][0] - self.steps
 
+    def any_finished(self) -> bool:
+        """Whether a member has emitted its last token (pop_finished would yield something): the
+        heap's least step count is the earliest finish, stale entries' included (a stale entry
+        at or before `steps` only makes pop_finished drop it)."""
+        heap = self.finish_heap
+        return bool(heap) and heap[0][0] <= self.steps
+
     def pop_finished(self) -> Iterator[Seq]:
         """Members whose last token has been emitted, in finish order; the caller takes each out
         before asking for the next (a preempted and re-joined sequence has a stale entry too)."""

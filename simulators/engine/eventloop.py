@@ -1,7 +1,8 @@
 """The event loop that drives replicas: arrivals, step ends and KV hand-offs, in time order.
 
 The loop is SimPy's: a heap of (time, priority, seq_no, kind, payload), with seq_no from an
-itertools.count made per run so events are never compared and ties resolve in insertion order.
+itertools.count made per run so events are never compared and ties resolve in insertion order
+(the requests that arrive on their own wait beside it in a sorted list: see `simulate`).
 Handlers return the events they cause (Vidur's style). Kinds: ARRIVE (a request reaches the
 router), KV_ARRIVE (a prefilled sequence reaches a decode replica), STEP_END (a replica finishes
 the step or stride it planned; a replica that replans bumps its version, and the stale event is
@@ -47,30 +48,38 @@ def simulate(
     heap: list[tuple[float, int, int, int, Any]] = []
     followers: dict[int, list[Request]] = {}
     for r in requests:
-        if r.after is None:
-            heap.append((r.arrival_s, 0, next(counter), ARRIVE, r))
-        else:
+        if r.after is not None:
             followers.setdefault(r.after, []).append(r)
-    heapq.heapify(heap)
+    # Requests that arrive on their own are known in advance: they wait in a list sorted by
+    # arrival time (ties: their order in `requests`), not in the heap, which then holds only the
+    # few events the handlers cause (a small heap compares far fewer tuples). The next event is
+    # the earlier of the two heads; at equal times the listed arrival goes first, exactly as in
+    # one heap, where it would have priority 0 and a lower sequence number than any event pushed.
+    arrivals = sorted([r for r in requests if r.after is None], key=_arrival_s)
+    arrival_times = [r.arrival_s for r in arrivals]  # a list index is cheaper than a field read
+    next_arrival, num_arrivals = 0, len(arrivals)
     firsts = Counter(r.segments[0][0] for r in requests if r.segments)
     max_len = replicas[0].cfg.max_model_len
     kv0 = replicas[0].kv
     done: list[Seq] = []
     dropped: list[Request] = []
     events = 0
+    heappush, heappop = heapq.heappush, heapq.heappop  # local names: this loop runs per event
 
     def push(evs: list[Event]) -> None:
         for t, prio, kind, obj in evs:
-            heapq.heappush(heap, (t, prio, next(counter), kind, obj))
+            heappush(heap, (t, prio, next(counter), kind, obj))
 
-    while heap:
-        t, _, _, kind, obj = heapq.heappop(heap)
+    while heap or next_arrival < num_arrivals:
+        if next_arrival < num_arrivals and (not heap or arrival_times[next_arrival] <= heap[0][0]):
+            obj, t, kind = arrivals[next_arrival], arrival_times[next_arrival], ARRIVE
+            next_arrival += 1
+        else:
+            t, _, _, kind, obj = heappop(heap)
         events += 1
         if kind == ARRIVE:
-            if (
-                obj.prompt_tokens + obj.output_tokens > max_len
-                or kv0.blocks_for(obj.prompt_tokens + obj.output_tokens) > kv0.num_blocks
-            ):
+            tokens = obj.prompt_tokens + obj.output_tokens
+            if tokens > max_len or kv0.blocks_for(tokens) > kv0.num_blocks:
                 _drop(obj, t, followers, push, dropped)
                 continue
             s = Seq(obj, t)
@@ -78,7 +87,9 @@ def simulate(
             # tokens are its own); only it can hit its blocks (kv.free_own).
             first = obj.segments[0] if obj.segments else None
             s.unique = first is None or (first[1] > 0 and firsts[first[0]] == 1)
-            push(route(s, replicas, t).add(s, t))
+            # Handlers return at most a few events, most often none or one: pushed inline.
+            for ev_t, prio, ev_kind, ev_obj in route(s, replicas, t).add(s, t):
+                heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
             continue
         if kind == KV_ARRIVE:
             push(obj[0].add(obj[1], t))
@@ -87,11 +98,13 @@ def simulate(
         rep, version = obj
         if version != rep.version:
             continue
-        push(rep.step_end(t))
+        for ev_t, prio, ev_kind, ev_obj in rep.step_end(t):
+            heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
         if rep.finished:
-            for s in rep.finished:
-                done.append(s)
-                push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
+            done += rep.finished
+            if followers:  # release the follow-ups of the finished ones (closed loop, conversations)
+                for s in rep.finished:
+                    push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
             rep.finished.clear()
         if rep.handoff:
             for s in rep.handoff:
@@ -100,6 +113,10 @@ def simulate(
                 push([(t + (transfer_s(s) if transfer_s else 0.0), 0, KV_ARRIVE, (dest, s))])
             rep.handoff.clear()
     return done, dropped, events
+
+
+def _arrival_s(r: Request) -> float:
+    return r.arrival_s
 
 
 def _drop(

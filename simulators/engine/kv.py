@@ -93,6 +93,8 @@ class KVCacheManager:
 
     def num_available_after_ref(self, hashes: list[int]) -> int:
         """Blocks still available once `hashes` are referenced (free cached ones leave the queue)."""
+        if not hashes:  # no prefix hit (most admissions)
+            return self.num_free_blocks
         cached = self.cached
         return self.num_free_blocks - sum(1 for h in hashes if cached[h] == 0)
 
@@ -151,9 +153,13 @@ class KVCacheManager:
         """Return n blocks just taken to the head of the queue (a reservation not used)."""
         if n > 0:
             queue = self.free_queue
-            key = ("empty", next(self._runs))
-            queue[key] = n
-            queue.move_to_end(key, last=False)
+            head = next(iter(queue), None)
+            if type(head) is tuple and head[0] == "empty":  # empty blocks are alike: one run
+                queue[head] += n
+            else:
+                key = ("empty", next(self._runs))
+                queue[key] = n
+                queue.move_to_end(key, last=False)
             self.num_free_blocks += n
 
     # -- a unique sequence's cached blocks, counted, not hashed (see `free_own`) ------------------

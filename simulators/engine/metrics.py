@@ -296,11 +296,23 @@ def drain_s(spans: list[tuple[float, float]], lo: float, hi: float, slots: int) 
     end. A figure measured mostly over this drain is not the server's steady state."""
     if not spans:
         return 0.0
-    last_sent = max([a for a, _ in spans])
+    starts = sorted([a for a, _ in spans])
+    last_sent = starts[-1]
     full_until = lo
     if slots > 0:
-        n = 0
-        for t, d in sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans]):
+        # Starts and ends in time order, an end first at equal times (a request that ends when
+        # another starts frees its slot first): two sorted lists merged, cheaper than sorting
+        # (time, +1 / -1) pairs.
+        ends = sorted([b for _, b in spans])
+        n = i = j = 0
+        num = len(starts)
+        while i < num or j < num:
+            if i < num and (j == num or starts[i] < ends[j]):
+                t, d = starts[i], 1
+                i += 1
+            else:
+                t, d = ends[j], -1
+                j += 1
             if n >= slots:
                 full_until = t  # full up to this event
             n += d

@@ -119,7 +119,8 @@ class Replica(Scheduler):
     def _plan_stride(self, t: float) -> list[Event]:
         """Decode-only steps up to the next completion, the block supply, or a window edge."""
         kv, decode = self.kv, self.decode
-        kv.untake(self.reserved)  # a stride takes its blocks when it ends
+        if self.reserved:  # none when nothing waited (Scheduler.schedule)
+            kv.untake(self.reserved)  # a stride takes its blocks when it ends
         n = decode.steps_to_next_finish()
         growth = decode.num_seqs  # KV tokens held grow by this much per step
         window = self.window
@@ -205,8 +206,10 @@ class Replica(Scheduler):
         """The planned step or stride is over: advance state, finish sequences, plan again."""
         self.busy_s += t - self.plan_t0
         n, decode = self.plan_steps, self.decode
-        if self.plan_blocks < 0 and not self.kv.take(decode.blocks_needed(n)):  # a stride's blocks
-            raise RuntimeError("decode stride ran beyond the free blocks")  # a bug, never bad input
+        if self.plan_blocks < 0:  # a stride's blocks
+            need = decode.blocks_needed(n)
+            if need and not self.kv.take(need):
+                raise RuntimeError("decode stride ran beyond the free blocks")  # a bug, never bad input
         decode.steps += n
         decode.sum_context += decode.num_seqs * n
         if n:
@@ -223,9 +226,10 @@ class Replica(Scheduler):
             self._cache_full_blocks(s, s.num_computed_tokens)
             if s.num_computed_tokens == s.prompt:
                 self._prefill_done(s, t)
-        for s in decode.pop_finished():
-            decode.leave(s, self.kv.blocks_for)
-            self._finish(s, t)
+        if decode.any_finished():  # most steps finish nothing: no generator for them
+            for s in decode.pop_finished():
+                decode.leave(s, self.kv.blocks_for)
+                self._finish(s, t)
         return self.plan(t)
 
     def _record(self, t: float, written: int = 0) -> None:

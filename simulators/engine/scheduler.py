@@ -139,11 +139,14 @@ class Scheduler:
             need = decode.blocks_needed(1)
         if static and self.running and not self.prefilling:
             return [], True  # a static batch in flight: decode until it is done
+        if not self.waiting and not self.prefilling:  # decodes only (most steps): nothing to admit
+            # Nothing competes for blocks, so none is reserved: the stride that follows takes
+            # its blocks when it ends, from the head of the free queue, the same blocks a
+            # reservation would have taken first (Replica._plan_stride).
+            return [], decode.num_seqs > 0 and not static
         self.reserved = need
         if need:
             kv.take(need)
-        if not self.waiting and not self.prefilling:  # decodes only (most steps): nothing to admit
-            return [], decode.num_seqs > 0 and not static
         preempted = False
         if static:
             budget = 1 << 40
