@@ -70,6 +70,7 @@ def simulate(
         for t, prio, kind, obj in evs:
             heappush(heap, (t, prio, next(counter), kind, obj))
 
+    obj: Any  # a Request (ARRIVE), (replica, Seq) (KV_ARRIVE) or (replica, version) (STEP_END)
     while heap or next_arrival < num_arrivals:
         if next_arrival < num_arrivals and (not heap or arrival_times[next_arrival] <= heap[0][0]):
             obj, t, kind = arrivals[next_arrival], arrival_times[next_arrival], ARRIVE
