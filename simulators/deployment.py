@@ -36,7 +36,7 @@ from typing import Any
 
 from . import costmodel as cm
 from . import vllm_memory as vm
-from .catalog import Gpu, Model, gpus, resolve_gpu, resolve_model, running_example, serve_defaults
+from .catalog import Gpu, Model, assumptions, gpus, resolve_gpu, resolve_model, running_example, serve_defaults
 
 # The simulator's chart and words (api reads figure and summary from this module).
 from .deployment_view import figure, notes, summary  # noqa: F401
@@ -67,6 +67,16 @@ def _weight_choices() -> list[tuple[str, str]]:
 
 # vLLM's defaults on the running example's GPU (assumptions.toml [vllm_defaults], the one place).
 DEFAULTS = serve_defaults(gpus()[running_example()["gpu"]])
+
+
+def _serve_default(flag: str) -> str:
+    """A batch limit's help: what 0 stands for, read from assumptions.toml [vllm_defaults]."""
+    d = assumptions()["vllm_defaults"]
+    return (
+        f"0 takes vllm serve's default for the GPU ({d[flag + '_large']:,} on GPUs of {d['large_gpu_min_GiB']} GiB "
+        f"or more but an A100, else {d[flag + '_small']:,})"
+    )
+
 
 # The charts: memory per GPU, or requests held at each context length.
 VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")]
@@ -110,8 +120,7 @@ class Params:
         max=1_048_576,
         step=16,
         log=True,
-        help="--max-num-batched-tokens; 0 takes vllm serve's default for the GPU (8,192 on GPUs of 70 GiB or "
-        "more but an A100, else 2,048)",
+        help="--max-num-batched-tokens; " + _serve_default("max_num_batched_tokens"),
     )
     # Requests in one batch; sizes the sampler's logits (--max-num-seqs). 0: `vllm serve`'s default.
     max_num_seqs: int = param(
@@ -122,8 +131,7 @@ class Params:
         max=4096,
         step=1,
         log=True,
-        help="--max-num-seqs; 0 takes vllm serve's default for the GPU (1,024 on GPUs of 70 GiB or more but an "
-        "A100, else 256)",
+        help="--max-num-seqs; " + _serve_default("max_num_seqs"),
     )
     # "auto" stores K and V in the model's dtype (bf16); fp8 halves them (--kv-cache-dtype).
     kv_cache_dtype: str = param("auto", label="KV cache format", choices=[("auto", "auto (bf16)"), ("fp8", "fp8")])
