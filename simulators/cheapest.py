@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,10 +183,17 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+def run(
+    p: Params,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """The search. `seed` is not used: every engine run draws its arrivals from ARRIVALS_SEED, so
     the ranking does not move with the seed and every call (the page's warm-up runs included)
-    shares the memo's runs."""
+    shares the memo's runs. `progress`, if given, gets the search so far (what figure() draws:
+    the rows found and the lower bounds of the next layouts) before each layout is confirmed."""
     memo = memo if memo is not None else LruCache(MEMO_ENTRIES)
     m = resolve_model(p.model)
     prices = parse_prices(p.prices)
@@ -253,8 +261,14 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
                 return True
         return bool(verdict(served(lay, b, k))["meets"])
 
+    def confirming(ranked: list[ss.Entry], taken: int) -> None:
+        if progress is not None:
+            progress(_searching(p, m.name, ranked, candidates[taken:], len(candidates) - taken, runs_by))
+
     while True:
-        ranked, confirmed, full = ss.rank(candidates, meets, TOP, p.request_rate_per_s, p.max_gpus)
+        ranked, confirmed, full = ss.rank(
+            candidates, meets, TOP, p.request_rate_per_s, p.max_gpus, confirming if progress else None
+        )
         # The rows' own runs (the engine's figures); a row whose run misses after all is ranked again.
         rows = [(lay, b, r, k, verdict(served(lay, b, k))) for _, _, lay, b, r, k in ranked]
         if all(v["meets"] for *_, v in rows):
@@ -264,6 +278,46 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
         _row(p, lay, r, {**v, "load": ss.at_index(k) / b.rate_bound_per_s}, out_tokens) for lay, b, r, k, v in rows
     ]
     return _result(p, m.name, table, pruned, tried, confirmed, prices)
+
+
+def _searching(
+    p: Params,
+    model: str,
+    ranked: list[ss.Entry],
+    left: list[tuple[float, str, ss.Layout, ss.Bounds, int]],
+    layouts_left: int,
+    runs_by: dict[str, dict[int, dict[str, float]]],
+) -> dict[str, Any]:
+    """The search as it stands, for figure(): the rows found so far (with the engine's figures
+    where its run at the row's rate is kept) and, as "pending", the lower-bound prices of the
+    next `TOP` layouts the engine has still to confirm."""
+    rows = []
+    for cost, name, lay, _, r, k in ranked:
+        got = runs_by[lay.label].get(k)
+        v = ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s) if got else {}
+        rows.append({"config": name, "short": ss.short_name(lay, r), "usd_per_hour": cost, **v})
+    pending = [{"config": ss.config_name(lay, r), "short": ss.short_name(lay, r), "usd_per_hour": bound}
+               for bound, _, lay, _, r in left[:TOP]]  # fmt: skip
+    return {"model": model, "request_rate_per_s": p.request_rate_per_s, "percentile": p.percentile,
+            "ttft_slo_s": p.ttft_slo_s, "tpot_slo_s": p.tpot_slo_s, "table": rows, "pending": pending,
+            "layouts_left": layouts_left}  # fmt: skip
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Nothing beyond run()'s result; with `progress`, the search is run first (api calls this
+    before run()) and posts each stage: the chart shows the lower bounds at once and fills in as
+    the engine confirms layouts. run() then answers from the same memo without the engine."""
+    if progress is not None:
+        run(p, seed=seed, memo=memo, progress=progress)
+    return {}
 
 
 def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
@@ -316,6 +370,8 @@ def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[di
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if "pending" in r:
+        return _searching_figure(r, view)
     rows = r["table"]
     names = [x["config"] for x in rows]
     if view == "latency":
@@ -335,6 +391,32 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     cost = [x["usd_per_hour"] for x in rows][::-1]
     data = [bar(cost, short, "USD per hour", 0, orientation="h", customdata=names[::-1], hovertemplate=hover)]
     title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: configurations meeting the p{r['percentile']} SLO"
+    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
+
+
+def _searching_figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    """The chart while the engine confirms layouts (run's `progress`): the rows found so far and,
+    in the cost view, the lower bounds of the layouts next in line."""
+    rows, pending = r["table"], r["pending"]
+    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: searching ({r['layouts_left']} layouts still in line)"
+    if view == "latency":
+        run = [x for x in rows if "ttft_s" in x]
+        data = [
+            markers([x["tpot_s"] * 1e3 for x in run], [x["ttft_s"] * 1e3 for x in run], "Confirmed so far", 0,
+                    text=[str(i + 1) for i in range(len(run))]),
+            markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
+        ]  # fmt: skip
+        q = r["percentile"]
+        return make_figure(data, layout(title, f"p{q} ITL (ms)", f"p{q} TTFT (ms)"))
+    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
+    found = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)]
+    data = [
+        bar([x["usd_per_hour"] for x in rows][::-1], found[::-1], "Meets the targets (engine)", 0, orientation="h",
+            customdata=[x["config"] for x in rows][::-1], hovertemplate=hover),
+        bar([x["usd_per_hour"] for x in pending][::-1], [f"{x['short']} (bound)" for x in pending][::-1],
+            "Lower bound, not yet run", 1, orientation="h", customdata=[x["config"] for x in pending][::-1],
+            hovertemplate="%{customdata}: at least USD %{x:,.2f} per hour<extra></extra>"),
+    ]  # fmt: skip
     return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
 
 

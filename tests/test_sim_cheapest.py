@@ -205,3 +205,37 @@ def test_answers_from_earlier_runs_agree_with_a_fresh_search():
         p = params.parse(cheapest.Params, {**base, **change})
         shared, fresh = cheapest.run(p, memo=memo), cheapest.run(p)
         assert shared["table"] == fresh["table"]
+
+
+@pytest.mark.parametrize("view", [v for v, _ in cheapest.VIEWS])
+def test_the_streamed_search_shows_bounds_first_and_answers_as_the_plain_search(view):
+    """The page draws the search as it goes (api's partial charts): the first chart comes before the
+    engine runs, with the lower bounds of the layouts next in line; the answer is unchanged."""
+    kw = {**SMALL, "view": view}
+    posted: list[str] = []
+    streamed = api.Session().run_json_stream("cheapest", json.dumps(kw), 0, posted.append)
+    assert streamed == api.run_json("cheapest", json.dumps(kw))
+    parts = [json.loads(p)["figure"] for p in posted]
+    assert parts, "the search posts its progress"
+    for figure in parts:
+        go.Figure(figure)
+        assert "searching" in figure["layout"]["title"]["text"]
+    plain = _run(**SMALL)
+    # Before any layout is confirmed: nothing found yet, and (cost view) the cheapest bounds, each at
+    # most the price of the configuration the engine then confirmed for the same layout.
+    first = parts[0]["data"]
+    if view == "cost":
+        assert first[0]["x"] == [] and first[1]["x"]
+        bound_of = dict(zip(first[1]["customdata"], first[1]["x"], strict=True))
+        assert min(bound_of.values()) <= plain["table"][0]["usd_per_hour"]
+        layouts_left = [int(f["layout"]["title"]["text"].split("(")[1].split()[0]) for f in parts]
+        assert layouts_left == sorted(layouts_left, reverse=True) and len(set(layouts_left)) == len(parts)
+    else:
+        assert first[0]["x"] == [] and first[1]["x"] == [SMALL["tpot_slo_s"] * 1e3]
+
+
+def test_a_search_with_no_candidate_posts_nothing():
+    posted: list[str] = []
+    kw = {**SMALL, "max_gpus": 1, "request_rate_per_s": 500.0}
+    answer = json.loads(api.Session().run_json_stream("cheapest", json.dumps(kw), 0, posted.append))
+    assert answer["ok"] and not answer["result"]["found"] and not posted

@@ -56,3 +56,45 @@ def test_a_sweep_is_drawn_point_by_point_and_ends_on_the_whole_answer(
     assert figure.locator(".sim-chart").get_attribute("aria-busy") is None  # no longer busy
     page.close()
     assert_clean(records)
+
+
+TITLES = """
+(figure) => {
+  window.streamed = [];
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      window.streamed.push([m.attributeName, figure.querySelector('.sim-chart').layout.title.text]);
+    }
+  }).observe(figure, { attributes: true, attributeFilter: ['data-partial', 'data-drawn'] });
+}
+"""
+
+
+def test_the_cheapest_search_is_drawn_as_it_goes_and_ends_on_the_whole_answer(
+    context: BrowserContext, site: Site, records: Records
+) -> None:
+    """A tighter TTFT target makes the planner confirm some 30 layouts with the engine; the chart
+    shows the lower bounds and the rows found while it does, then the answer CPython computes."""
+    page = context.new_page()
+    page.goto(site.url + "tools/roofline-planner/")
+    wait_ready(page)
+    page.wait_for_function("() => window.llmCourse.chartsLive", timeout=RUNTIME_LIMIT_MS)
+    figure = page.locator("figure#sim-planner-cheapest")
+    figure.evaluate(TITLES)
+    values = {**json.loads(figure.get_attribute("data-params")), "ttft_slo_s": 0.06}
+    drawn = figure.get_attribute("data-drawn")
+    figure.locator("#sim-planner-cheapest-ttft_slo_s").fill("0.06")
+    page.wait_for_function(
+        "([el, before]) => el.dataset.drawn !== before", arg=[figure.element_handle(), drawn], timeout=RUNTIME_LIMIT_MS
+    )
+    streamed = page.evaluate("() => window.streamed")
+    partial = [title for what, title in streamed if what == "data-partial"]
+    assert streamed[-1][0] == "data-drawn" and partial, streamed
+    assert all("searching" in t for t in partial) and "searching" not in streamed[-1][1]
+    view = values.pop("view", None)
+    expected = json.loads(api.run_json("cheapest", json.dumps(values), 0, view))["figure"]["data"]
+    shown = figure.locator(".sim-chart").evaluate("el => el.data.map((t) => [t.x, t.y])")
+    assert shown == [[t["x"], t["y"]] for t in expected]
+    assert figure.locator(".sim-chart").get_attribute("aria-busy") is None
+    page.close()
+    assert_clean(records)
