@@ -12,8 +12,9 @@ the engine's all-reduce kernel reaches, `allreduce_bandwidth`) plus, under tenso
 a latency per all-reduce (`allreduce_latency_us`, two all-reduces per layer: the alpha of an
 alpha-beta model). overhead is the step's fixed cost plus, where a profile sets
 `layer_overhead_us`, a fixed time per layer (the kernels of one layer at a small batch take a time
-that does not fall with their bytes: launch gaps and latency floors). A step of at most `matvec_max_tokens` tokens runs matrix-vector kernels
-(llama.cpp's MMVQ) that stream the weights without tensor-core tiles, so it pays no small-M penalty.
+that does not fall with their bytes: launch gaps and latency floors). A step of at most
+`matvec_max_tokens` tokens runs matrix-vector kernels (llama.cpp's MMVQ) that stream the weights
+without tensor-core tiles, so it pays no small-M penalty.
 
 where M is the step's token count: gemm_efficiency = plateau(path) * M / (M + gemm_m_half), the
 plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only 4-bit GEMMs pay the
