@@ -7,10 +7,14 @@ data/engine_profiles.toml refines it for one engine (vLLM, SGLang, TensorRT-LLM,
     memory  = bytes / (peak bandwidth * bandwidth)
     step    = max(compute, memory) + communication + step_overhead
 
-communication is the cost model's ring all-reduce bandwidth term plus, under tensor parallelism,
+communication is the cost model's ring all-reduce bandwidth term (at the share of the link's rate
+the engine's all-reduce kernel reaches, `allreduce_bandwidth`) plus, under tensor parallelism,
 a latency per all-reduce (`allreduce_latency_us`, two all-reduces per layer: the alpha of an
-alpha-beta model). A step of at most `matvec_max_tokens` tokens runs matrix-vector kernels
-(llama.cpp's MMVQ) that stream the weights without tensor-core tiles, so it pays no small-M penalty.
+alpha-beta model). overhead is the step's fixed cost plus, where a profile sets
+`layer_overhead_us`, a fixed time per layer (the kernels of one layer at a small batch take a time
+that does not fall with their bytes: launch gaps and latency floors). A step of at most
+`matvec_max_tokens` tokens runs matrix-vector kernels (llama.cpp's MMVQ) that stream the weights
+without tensor-core tiles, so it pays no small-M penalty.
 
 where M is the step's token count: gemm_efficiency = plateau(path) * M / (M + gemm_m_half), the
 plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only 4-bit GEMMs pay the
@@ -33,7 +37,12 @@ from .catalog import Gpu, Model
 
 FACTORS = ("bandwidth", "gemm_bf16", "gemm_fp8", "gemm_int8", "w4a16", "attention")
 WEIGHT_ONLY_4BIT = ("int4",)
-OPTIONAL = ("allreduce_latency_us", "matvec_max_tokens")  # each with a `<key>_source` when given
+OPTIONAL = (
+    "allreduce_latency_us",
+    "matvec_max_tokens",
+    "layer_overhead_us",
+    "allreduce_bandwidth",
+)  # each with a `<key>_source` when given
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,8 @@ class EngineProfile:
     fp16_accumulate: bool = False
     allreduce_latency_us: float = 0.0  # per tensor-parallel all-reduce, on top of its bandwidth term
     matvec_max_tokens: int = 0  # steps of at most this many tokens run matrix-vector kernels
+    layer_overhead_us: float = 0.0  # fixed time per transformer layer per forward pass
+    allreduce_bandwidth: float = 1.0  # share of the link's one-way rate the engine's collectives reach
     quantized_path: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -106,6 +117,8 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
             raise ProfileError(f"{where}: '{key}' needs a '{key}_source'")
         if key in d and not (isinstance(d[key], int | float) and d[key] >= 0):
             raise ProfileError(f"{where}: '{key}' must be a number >= 0, got {d[key]!r}")
+    if "allreduce_bandwidth" in d and not 0 < d["allreduce_bandwidth"] <= 1:
+        raise ProfileError(f"{where}: 'allreduce_bandwidth' must be in (0, 1], got {d['allreduce_bandwidth']!r}")
     return EngineProfile(
         id=pid,
         name=str(d["name"]),
@@ -116,6 +129,8 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
         fp16_accumulate=bool(d.get("fp16_accumulate", False)),
         allreduce_latency_us=float(d.get("allreduce_latency_us", 0.0)),
         matvec_max_tokens=int(d.get("matvec_max_tokens", 0)),
+        layer_overhead_us=float(d.get("layer_overhead_us", 0.0)),
+        allreduce_bandwidth=float(d.get("allreduce_bandwidth", 1.0)),
         quantized_path=dict(d.get("quantized_path", {})),
         sources={k[: -len("_source")]: v for k, v in d.items() if k.endswith("_source")},
     )
@@ -154,12 +169,19 @@ def ceiling(p: EngineProfile) -> EngineProfile:
         gemm_m_half=0.0,
         step_overhead_us=0.0,
         allreduce_latency_us=0.0,
+        layer_overhead_us=0.0,
+        allreduce_bandwidth=1.0,
     )
 
 
 def allreduce_latency_s(p: EngineProfile, m: Model, tp: int) -> float:
     """Latency of one forward pass's tensor-parallel all-reduces: two per layer (Megatron-LM)."""
     return 2 * m.num_layers * p.allreduce_latency_us * 1e-6 if tp > 1 else 0.0
+
+
+def fixed_overhead_s(p: EngineProfile, m: Model) -> float:
+    """The time of a forward pass that no batch size changes: the step's and its layers' own."""
+    return (p.step_overhead_us + m.num_layers * p.layer_overhead_us) * 1e-6
 
 
 def linear_efficiency(p: EngineProfile) -> cm.Efficiency:
@@ -224,6 +246,6 @@ def step_time(
     return ProfileStep(
         compute_s=gemm_s / eff + base.attention_s / p.attention,
         memory_s=base.memory_s / p.bandwidth,
-        communication_s=base.communication_s + allreduce_latency_s(p, m, tp),
-        overhead_s=p.step_overhead_us * 1e-6,
+        communication_s=base.communication_s / p.allreduce_bandwidth + allreduce_latency_s(p, m, tp),
+        overhead_s=fixed_overhead_s(p, m),
     )

@@ -18,7 +18,8 @@ Conditions a row states (validation.py reads the rest: model, GPU, formats, tp, 
 - `arrival`: "offline" (every request queued at once), "batch" (one batch of `batch_size`
   started together: vLLM's latency benchmark) or "server" (Poisson arrivals at the highest rate
   whose 99th percentile TTFT and TPOT stay within `ttft_limit_ms` and `tpot_limit_ms`: MLPerf
-  Server's rule).
+  Server's rule), or "rate" (Poisson arrivals at the row's `request_rate` per second; the figure
+  is the median TPOT: sglang.bench_serving's online table).
 
 The engine's step time is the row's engine profile (efficiency.step_time), read off as the linear
 form the engine needs (ProfileStepCost): exact for plateau factors, per-path peaks, the W4A16 and
@@ -141,7 +142,9 @@ class ProfileStepCost(StepCost):
         # plus m_half tokens' worth, a fixed term per step; and the overhead after the roofline.
         self.fixed_compute = self.x * profile.gemm_m_half
         # and the all-reduces' latency, a fixed term per step (efficiency.allreduce_latency_s)
-        self.overhead = profile.step_overhead_us * 1e-6 + ef.allreduce_latency_s(profile, model, int(kw.get("tp", 1)))
+        self.overhead = ef.fixed_overhead_s(profile, model) + ef.allreduce_latency_s(
+            profile, model, int(kw.get("tp", 1))
+        )
         if self.moe or self.pp > 1:
             raise ValueError("served benchmarks: dense models without pipeline stages only")
 
@@ -246,6 +249,20 @@ def _server(e: dict[str, Any], spec: ProfiledSpec, lengths: list[tuple[int, int]
     return best
 
 
+def _median_tpot(e: dict[str, Any], spec: ProfiledSpec, lengths: list[tuple[int, int]]) -> float:
+    """Median TPOT (s) of Poisson arrivals at the row's request_rate (sglang.bench_serving: TPOT is
+    (latency - TTFT) / (output tokens - 1), over requests with more than one output token)."""
+    rate = float(e["request_rate"])
+    times = [0.0]
+    rng = random.Random(SEED)
+    for _ in range(len(lengths) - 1):
+        times.append(times[-1] + rng.expovariate(rate))
+    recs = serve(_requests(lengths, times), spec, keep_series=False).records
+    tpots = sorted(r.tpot_s for r in recs if r.tpot_s is not None)
+    mid = len(tpots) // 2
+    return tpots[mid] if len(tpots) % 2 else (tpots[mid - 1] + tpots[mid]) / 2
+
+
 def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
     """The row's published quantity, predicted by serving its requests under its conditions."""
     key = repr((sorted(e.items()), p, sched.max_num_seqs, sched.max_num_batched_tokens))
@@ -277,6 +294,8 @@ def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> flo
         return sum(r.e2e_s for r in recs) / len(recs)
     if arrival == "server":
         return _server(e, spec, lengths)
+    if arrival == "rate":
+        return _median_tpot(e, spec, lengths)
     if arrival != "offline":
-        raise ValueError(f"measurement '{e['id']}': arrival must be offline, batch or server, got {arrival!r}")
+        raise ValueError(f"measurement '{e['id']}': arrival must be offline, batch, server or rate, got {arrival!r}")
     return _throughput(serve(_requests(lengths, [0.0] * len(lengths)), spec, keep_series=False).records)

@@ -36,7 +36,8 @@ def test_the_ceiling_is_never_slower_than_the_profile(pid):
         real = ef.step_time(p, M, H100, seqs, weight_dtype="fp8", kv_dtype="fp8")
         top = ef.step_time(ef.ceiling(p), M, H100, seqs, weight_dtype="fp8", kv_dtype="fp8")
         assert top.time_s < real.time_s
-        assert top.overhead_s == 0 and real.overhead_s == pytest.approx(p.step_overhead_us * 1e-6)
+        fixed = (p.step_overhead_us + M.num_layers * p.layer_overhead_us) * 1e-6  # step's plus layers'
+        assert top.overhead_s == 0 and real.overhead_s == pytest.approx(fixed)
 
 
 def test_the_ideal_profile_reproduces_the_cost_models_ideal_step():
@@ -136,4 +137,47 @@ def test_an_optional_profile_key_without_a_source_is_refused():
         ef._profile("x", d)
     d = dict(ef._data()["vllm"], allreduce_latency_us=-1)
     with pytest.raises(ef.ProfileError, match=">= 0"):
+        ef._profile("x", d)
+
+
+def test_a_layer_overhead_adds_layers_times_its_time_to_every_step_whatever_the_batch():
+    """layer_overhead_us: a fixed time per layer and forward pass, 32 layers for Llama-3-8B."""
+    p = replace(ef.profile("vllm"), layer_overhead_us=50.0)
+    none = replace(p, layer_overhead_us=0.0)
+    assert M.num_layers == 32
+    for seqs in ([(1, 100)], [(1, 2000)] * 64, [(2048, 0)]):
+        a, b = ef.step_time(p, M, H100, seqs), ef.step_time(none, M, H100, seqs)
+        assert a.overhead_s - b.overhead_s == pytest.approx(32 * 50e-6)  # 1.6 ms
+        assert (a.compute_s, a.memory_s, a.communication_s) == (b.compute_s, b.memory_s, b.communication_s)
+    # vLLM and SGLang set it, each with a source naming its calibration rows; the ceiling drops it
+    for pid in ("vllm", "sglang"):
+        q = ef.profile(pid)
+        assert q.layer_overhead_us > 0 and "calibration rows" in q.sources["layer_overhead_us"]
+        assert ef.ceiling(q).layer_overhead_us == 0.0
+
+
+def test_the_allreduce_bandwidth_share_divides_the_ring_term_only():
+    """Under TP 4 a 1,000-token step all-reduces 1,000 x 8,192 bf16 values twice per layer (80):
+    the ring sends 1.5x each payload, at allreduce_bandwidth x 450 GB/s (NVLink 4, one way)."""
+    m70 = catalog.models()["llama-3.1-70b"]
+    assert (m70.hidden_size, m70.num_layers) == (8192, 80)
+    p = replace(ef.profile("vllm"), allreduce_latency_us=0.0, allreduce_bandwidth=0.5)
+    seqs = [(1000, 0)]
+    step = ef.step_time(p, m70, H100, seqs, tp=4)
+    ring = 2 * 80 * 1.5 * 1000 * 8192 * 2 / 450e9  # seconds at the full link rate: 8.74 ms
+    assert step.communication_s == pytest.approx(ring / 0.5, rel=1e-9)
+    full = ef.step_time(replace(p, allreduce_bandwidth=1.0), m70, H100, seqs, tp=4)
+    assert full.communication_s == pytest.approx(ring, rel=1e-9)
+    assert ef.step_time(p, M, H100, seqs).communication_s == 0.0  # one GPU: no all-reduce
+
+
+def test_the_allreduce_bandwidth_shares_follow_from_the_cited_microbenchmark():
+    """sglang PR #2904 at TP 4 on H100: 2 KiB -> 4 MiB of float32 takes 9.1 -> 40.2 us (vLLM's
+    kernel) and 4.8 -> 31.1 us (TensorRT-LLM's); the ring moves 1.5x the extra bytes."""
+    extra = 1.5 * (1_048_576 - 512) * 4
+    assert ef.profile("vllm").allreduce_bandwidth == pytest.approx(extra / 31.1e-6 / 450e9, abs=0.005)
+    assert ef.profile("trtllm").allreduce_bandwidth == pytest.approx(extra / 26.3e-6 / 450e9, abs=0.005)
+    assert ef.profile("llamacpp").allreduce_bandwidth == 1.0  # not set: the plain ring term
+    d = dict(ef._data()["vllm"], allreduce_bandwidth=1.5)
+    with pytest.raises(ef.ProfileError, match="allreduce_bandwidth"):
         ef._profile("x", d)

@@ -50,9 +50,16 @@ def test_no_measurement_beats_the_ideal_ceiling():
 
 def test_calibration_rows_are_fitted_and_the_exact_checks_hold():
     by_id = {r.id: r for r in validation.rows()}
+    # scripts/fit_engine_profiles.py solves a factor fitted on one row exactly; one fitted on
+    # several ("a+b") makes their ratios' geometric mean 1, leaving each its own residual.
+    spec = importlib.util.spec_from_file_location("fit", ROOT / "scripts" / "fit_engine_profiles.py")
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    joint = {one for _, _, ids, _, _ in fit.FITS if "+" in ids for one in ids.split("+")}
+    assert joint  # the layer overhead's rows
     for r in by_id.values():
         if r.role == "calibration":
-            assert abs(r.error) < 0.05, (r.id, r.error)  # scripts/fit_engine_profiles.py solves these
+            assert abs(r.error) < (0.10 if r.id in joint else 0.05), (r.id, r.error)
     assert by_id["claim-kv-llama3-8b"].predicted == 131_072
     assert by_id["claim-ridge-a100"].predicted == pytest.approx(153.0, abs=0.1)
     assert by_id["llamacpp-llama2-7b-params"].predicted == pytest.approx(6.74, abs=0.01)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -11,7 +12,7 @@ from simulators import served_benchmarks as sb
 from simulators import validation
 from simulators.catalog import gpus, models
 
-SERVING = ("offline_output_tokens_per_s", "batch_latency_s")
+SERVING = ("offline_output_tokens_per_s", "batch_latency_s", "median_tpot_ms")
 
 
 def _rows() -> list[dict]:
@@ -20,7 +21,7 @@ def _rows() -> list[dict]:
 
 def test_every_serving_row_states_its_conditions():
     for e in _rows():
-        assert e["arrival"] in ("offline", "batch", "server"), e["id"]
+        assert e["arrival"] in ("offline", "batch", "server", "rate"), e["id"]
         assert e["lengths"] == "fixed" or e["lengths"] in sb.LENGTHS, e["id"]
         assert e.get("lengths_source"), e["id"]
         if e["arrival"] == "batch":
@@ -29,6 +30,8 @@ def test_every_serving_row_states_its_conditions():
             assert e["requests"] > 0, e["id"]
         if e["arrival"] == "server":
             assert e["ttft_limit_ms"] > 0 and e["tpot_limit_ms"] > 0, e["id"]
+        if e["arrival"] == "rate":
+            assert e["request_rate"] > 0, e["id"]
 
 
 def test_a_serving_row_without_conditions_is_refused():
@@ -54,6 +57,16 @@ def test_profile_step_cost_matches_the_profile_step_time():
             mixed = decode + [(rng.randint(64, 4096), rng.randint(0, 2000))]
             want = ef.step_time(p, m, g, mixed, weight_dtype="fp8", kv_dtype="fp8").time_s
             assert cost.batch_time_s(mixed) == pytest.approx(want, rel=0.03)
+    # Under TP 4 the layer overhead, the all-reduce latency and its bandwidth share come along.
+    m70 = models()["llama-3.1-70b"]
+    for name in ("vllm", "sglang"):
+        p = ef.profile(name)
+        assert p.layer_overhead_us > 0 and p.allreduce_bandwidth < 1
+        cost = sb.ProfileStepCost(p, m70, g, None, weight_dtype="bf16", kv_dtype="bf16", tp=4)
+        for b in (1, 12, 240):
+            decode = [(1, 300 + i) for i in range(b)]
+            want = ef.step_time(p, m70, g, decode, tp=4).time_s
+            assert cost.batch_time_s(decode) == pytest.approx(want, rel=1e-6)
 
 
 def test_sharegpt_lengths_keep_the_row_means_after_the_filter():
@@ -85,3 +98,31 @@ def test_server_rate_meets_its_bounds_and_stays_below_offline():
     assert 0 < server < offline
     # A TPOT bound below any step time: no rate meets it.
     assert sb.run({**e, "tpot_limit_ms": 0.5}, p, sched) == 0.0
+
+
+def test_a_rate_row_reads_the_median_tpot_which_for_lone_requests_is_the_decode_step():
+    """Poisson arrivals 100 s apart on average: each request runs alone, so its TPOT is the mean
+    of its 10 decode steps at batch 1 (contexts 101 to 110), from efficiency.step_time."""
+    e = dict(next(x for x in _rows() if x["arrival"] == "rate"))
+    e.update(lengths="fixed", input_tokens=100, output_tokens=11, requests=3, request_rate=0.01)
+    p, sched = ef.profile(validation.profile_of(e)), validation.schedule(e)
+    m, g = models()[e["model"]], gpus()[e["gpu"]]
+    kw = {"weight_dtype": e["weight_dtype"], "kv_dtype": e["kv_dtype"], "tp": e["tp"]}
+    steps = [ef.step_time(p, m, g, [(1, 100 + k)], **kw).time_s for k in range(10)]
+    assert sb.run(e, p, sched) == pytest.approx(sum(steps) / 10, rel=1e-3)
+    assert validation.PREDICTIONS["median_tpot_ms"](e, p) == pytest.approx(1e3 * sum(steps) / 10, rel=1e-3)
+    with pytest.raises(ValueError, match="arrival must be"):
+        sb.run({**e, "arrival": "sometimes"}, p, sched)
+
+
+def test_a_fused_layers_row_pays_no_layer_overhead_and_others_pay_layers_times_it():
+    """gpt-fast compiles its decode step: the torchao rows skip vLLM's per-layer time. Without the
+    flag, the batch-1 decode of Llama-3-8B (32 layers) takes 32 x layer_overhead_us longer."""
+    e = next(x for x in validation.measurements() if x["id"] == "torchao-llama3-8b-bf16-a100")
+    assert e["fused_layers"] and "torch.compile" in e["fused_layers_source"]
+    p = ef.profile("vllm")
+    rate = validation.PREDICTIONS[e["quantity"]]
+    fused = rate(e, p)
+    assert fused == rate(e, dataclasses.replace(p, layer_overhead_us=0.0))
+    unfused = rate({**e, "fused_layers": False}, p)
+    assert 1 / unfused - 1 / fused == pytest.approx(32 * p.layer_overhead_us * 1e-6, rel=1e-9)
