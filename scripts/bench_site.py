@@ -217,14 +217,11 @@ def tabs(browser_context: BrowserContext, pages: list[str], url: str, count: int
 
 
 def distinct_values(first: float, param: dict, count: int) -> list[float]:
-    """`count` different valid values near `first`: steps of 1 (ints) or 1% (floats), up, then down."""
-    if param["type"] == "int":
-        candidates = [first + k for k in range(1, count + 1)] + [first - k for k in range(1, count + 1)]
-        candidates = [int(v) for v in candidates if param["min"] <= v <= param["max"]]
-    else:
-        step = abs(first) * 0.01 or (param["max"] - param["min"]) / 1000
-        candidates = [first + k * step for k in range(1, count + 1)] + [first - k * step for k in range(1, count + 1)]
-        candidates = [v for v in candidates if param["min"] <= v <= param["max"]]
+    """`count` different valid values near `first`: steps of 1 (ints) or 1% (floats), up and down in
+    turn (a value just past a model's own limit on one side still leaves the other side)."""
+    step = 1 if param["type"] == "int" else abs(first) * 0.01 or (param["max"] - param["min"]) / 1000
+    candidates = [first + sign * k * step for k in range(1, count + 1) for sign in (1, -1)]
+    candidates = [int(v) if param["type"] == "int" else v for v in candidates if param["min"] <= v <= param["max"]]
     if not candidates:
         raise SystemExit(f"{param['name']}: no other valid value near {first}")
     return candidates[:count]  # a short range (GPUs 1-8) gives fewer changes: its row says how many

@@ -20,7 +20,7 @@ serving/data_parallel_deployment.md and expert_parallel_deployment.md). The log 
 rank's (the one holding the most experts); the layout holds dp times its requests.
 
 max_num_batched_tokens and max_num_seqs left at 0 take `vllm serve`'s defaults for the GPU
-(catalog.serve_defaults: 8,192 and 1,024 on GPUs of 70 GiB or more but an A100, 2,048 and 256
+(catalog.serve_defaults: 8,192 and 1,024 on GPUs of 70 GiB or more, the A100 excepted, 2,048 and 256
 below), as kv_cache, gpu_memory and the engine do; the answer says which values were used.
 
 References: 1) vllm-project/vllm, vllm/v1/worker/gpu_worker.py (determine_available_memory),
@@ -74,7 +74,7 @@ def _serve_default(flag: str) -> str:
     d = assumptions()["vllm_defaults"]
     return (
         f"0 takes vllm serve's default for the GPU ({d[flag + '_large']:,} on GPUs of {d['large_gpu_min_GiB']} GiB "
-        f"or more but an A100, else {d[flag + '_small']:,})"
+        f"or more, the A100 excepted; else {d[flag + '_small']:,})"
     )
 
 
@@ -114,7 +114,7 @@ class Params:
     # 0: what `vllm serve` picks on this GPU (serve_defaults), as kv_cache and gpu_memory use.
     max_num_batched_tokens: int = param(
         0,
-        label="Max batched tokens (0: vllm serve's default)",
+        label="Max batched tokens",
         unit="tokens",
         min=0,
         max=1_048_576,
@@ -125,7 +125,7 @@ class Params:
     # Requests in one batch; sizes the sampler's logits (--max-num-seqs). 0: `vllm serve`'s default.
     max_num_seqs: int = param(
         0,
-        label="Max sequences (0: vllm serve's default)",
+        label="Max sequences",
         unit="sequences",
         min=0,
         max=4096,

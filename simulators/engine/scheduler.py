@@ -85,7 +85,7 @@ class SchedulerConfig:
 
 def vllm_serve_defaults(gpu: Any) -> tuple[int, int]:
     """`vllm serve`'s (max_num_batched_tokens, max_num_seqs) on `gpu` (catalog.serve_defaults, read
-    from assumptions.toml [vllm_defaults]: larger budgets on GPUs of 70 GiB or more but an A100)."""
+    from assumptions.toml [vllm_defaults]: larger budgets on GPUs of 70 GiB or more, the A100 excepted)."""
     d = serve_defaults(gpu)
     return int(d["max_num_batched_tokens"]), int(d["max_num_seqs"])
 
