@@ -29,31 +29,41 @@ WATCH = """
 """
 
 
+def _change_and_watch(context: BrowserContext, site: Site, path: str, widget: str, watch: str, field: str, value: str):
+    """Open `path`, record the widget's redraws with `watch`, set `field` to `value` and wait for
+    the answer: (page, figure, scenario after the change, recorded redraws)."""
+    page = context.new_page()
+    page.goto(site.url + path)
+    wait_ready(page)
+    page.wait_for_function("() => window.llmCourse.chartsLive", timeout=RUNTIME_LIMIT_MS)
+    figure = page.locator(f"figure#sim-{widget}")
+    figure.evaluate(watch)
+    values = {**json.loads(figure.get_attribute("data-params")), field: json.loads(value)}
+    drawn = figure.get_attribute("data-drawn")
+    figure.locator(f"#sim-{widget}-{field}").fill(value)
+    page.wait_for_function(
+        "([el, before]) => el.dataset.drawn !== before", arg=[figure.element_handle(), drawn], timeout=RUNTIME_LIMIT_MS
+    )
+    return page, figure, values, page.evaluate("() => window.streamed")
+
+
+def _shows_cpython_answer(figure, sim: str, values: dict) -> None:
+    view = values.pop("view", None)
+    expected = json.loads(api.run_json(sim, json.dumps(values), 0, view))["figure"]["data"]
+    shown = figure.locator(".sim-chart").evaluate("el => el.data.map((t) => [t.x, t.y])")
+    assert shown == [[t["x"], t["y"]] for t in expected]
+    assert figure.locator(".sim-chart").get_attribute("aria-busy") is None  # no longer busy
+
+
 def test_a_sweep_is_drawn_point_by_point_and_ends_on_the_whole_answer(
     context: BrowserContext, site: Site, records: Records
 ) -> None:
     lesson = next(p for p in site.pages_with('data-sim="load_test"') if "/11-" in p)
-    page = context.new_page()
-    page.goto(site.url + lesson)
-    wait_ready(page)
-    page.wait_for_function("() => window.llmCourse.chartsLive", timeout=RUNTIME_LIMIT_MS)
-    figure = page.locator("figure#sim-knee")
-    figure.evaluate(WATCH)
-    values = {**json.loads(figure.get_attribute("data-params")), "num_requests": 400}
-    drawn = figure.get_attribute("data-drawn")
-    figure.locator("#sim-knee-num_requests").fill("400")
-    page.wait_for_function(
-        "([el, before]) => el.dataset.drawn !== before", arg=[figure.element_handle(), drawn], timeout=RUNTIME_LIMIT_MS
-    )
-    streamed = page.evaluate("() => window.streamed")
+    page, figure, values, streamed = _change_and_watch(context, site, lesson, "knee", WATCH, "num_requests", "400")
     partial = [n for what, n in streamed if what == "data-partial"]
     assert streamed[-1][0] == "data-drawn" and partial, streamed  # partial charts came first
     assert all(a <= b for a, b in zip(partial, partial[1:], strict=False)) and partial[0] < streamed[-1][1]
-    view = values.pop("view")
-    expected = json.loads(api.run_json("load_test", json.dumps(values), 0, view))["figure"]["data"]
-    shown = figure.locator(".sim-chart").evaluate("el => el.data.map((t) => [t.x, t.y])")
-    assert shown == [[t["x"], t["y"]] for t in expected]
-    assert figure.locator(".sim-chart").get_attribute("aria-busy") is None  # no longer busy
+    _shows_cpython_answer(figure, "load_test", values)
     page.close()
     assert_clean(records)
 
@@ -75,26 +85,12 @@ def test_the_cheapest_search_is_drawn_as_it_goes_and_ends_on_the_whole_answer(
 ) -> None:
     """A tighter TTFT target makes the planner confirm some 30 layouts with the engine; the chart
     shows the lower bounds and the rows found while it does, then the answer CPython computes."""
-    page = context.new_page()
-    page.goto(site.url + "tools/roofline-planner/")
-    wait_ready(page)
-    page.wait_for_function("() => window.llmCourse.chartsLive", timeout=RUNTIME_LIMIT_MS)
-    figure = page.locator("figure#sim-planner-cheapest")
-    figure.evaluate(TITLES)
-    values = {**json.loads(figure.get_attribute("data-params")), "ttft_slo_s": 0.06}
-    drawn = figure.get_attribute("data-drawn")
-    figure.locator("#sim-planner-cheapest-ttft_slo_s").fill("0.06")
-    page.wait_for_function(
-        "([el, before]) => el.dataset.drawn !== before", arg=[figure.element_handle(), drawn], timeout=RUNTIME_LIMIT_MS
+    page, figure, values, streamed = _change_and_watch(
+        context, site, "tools/roofline-planner/", "planner-cheapest", TITLES, "ttft_slo_s", "0.06"
     )
-    streamed = page.evaluate("() => window.streamed")
     partial = [title for what, title in streamed if what == "data-partial"]
     assert streamed[-1][0] == "data-drawn" and partial, streamed
     assert all("searching" in t for t in partial) and "searching" not in streamed[-1][1]
-    view = values.pop("view", None)
-    expected = json.loads(api.run_json("cheapest", json.dumps(values), 0, view))["figure"]["data"]
-    shown = figure.locator(".sim-chart").evaluate("el => el.data.map((t) => [t.x, t.y])")
-    assert shown == [[t["x"], t["y"]] for t in expected]
-    assert figure.locator(".sim-chart").get_attribute("aria-busy") is None
+    _shows_cpython_answer(figure, "cheapest", values)
     page.close()
     assert_clean(records)
