@@ -121,20 +121,27 @@ def weight_formats(gpu: Gpu, asked: str) -> list[str]:
 
 def memory(m: Model, layout: Layout, max_model_len: int) -> vm.VllmMemory | None:
     """vLLM's accounting for one replica (one DP rank's engine), or None when vLLM would refuse the shape."""
-    tokens, seqs = vllm_serve_defaults(layout.gpu)
+    return _memory(m, layout.gpu, layout.tp, layout.pp, layout.dp, layout.ep, layout.weight_dtype, max_model_len)
+
+
+@lru_cache(maxsize=512)  # best_case and the search account the same layouts (not the price) in one change
+def _memory(
+    m: Model, gpu: Gpu, tp: int, pp: int, dp: int, ep: bool, weight_dtype: str, max_model_len: int
+) -> vm.VllmMemory | None:
+    tokens, seqs = vllm_serve_defaults(gpu)
     try:
         return vm.account(
             m,
-            layout.gpu,
-            tp=layout.tp,
-            pp=layout.pp,
-            dp=layout.dp,
-            ep=layout.ep,
-            gpu_memory_utilization=serve_defaults(layout.gpu)["gpu_memory_utilization"],
+            gpu,
+            tp=tp,
+            pp=pp,
+            dp=dp,
+            ep=ep,
+            gpu_memory_utilization=serve_defaults(gpu)["gpu_memory_utilization"],
             max_model_len=max_model_len,
             max_num_batched_tokens=tokens,
             max_num_seqs=seqs,
-            weight_dtype=layout.weight_dtype,
+            weight_dtype=weight_dtype,
         )
     except ValueError:
         return None
