@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -229,11 +230,7 @@ def _server(e: dict[str, Any], spec: ProfiledSpec, lengths: list[tuple[int, int]
     lo, best = 0.0, 0.0
 
     def meets(rate: float) -> float | None:
-        times = [0.0]
-        rng = random.Random(SEED)
-        for _ in range(n - 1):
-            times.append(times[-1] + rng.expovariate(rate))
-        recs = serve(_requests(lengths, times), spec, keep_series=False).records
+        recs = serve(_requests(lengths, _poisson_times(n, rate)), spec, keep_series=False).records
         if len(recs) < n:
             return None
         ok = _p99([r.ttft_s for r in recs]) <= ttft and _p99([r.tpot_s or 0.0 for r in recs]) <= tpot
@@ -252,15 +249,18 @@ def _server(e: dict[str, Any], spec: ProfiledSpec, lengths: list[tuple[int, int]
 def _median_tpot(e: dict[str, Any], spec: ProfiledSpec, lengths: list[tuple[int, int]]) -> float:
     """Median TPOT (s) of Poisson arrivals at the row's request_rate (sglang.bench_serving: TPOT is
     (latency - TTFT) / (output tokens - 1), over requests with more than one output token)."""
-    rate = float(e["request_rate"])
+    times = _poisson_times(len(lengths), float(e["request_rate"]))
+    recs = serve(_requests(lengths, times), spec, keep_series=False).records
+    return statistics.median(r.tpot_s for r in recs if r.tpot_s is not None)  # numpy's median, as bench_serving's
+
+
+def _poisson_times(n: int, rate: float) -> list[float]:
+    """Arrival times of n requests, Poisson at `rate` per second from 0 (the same draw for every rate)."""
     times = [0.0]
     rng = random.Random(SEED)
-    for _ in range(len(lengths) - 1):
+    for _ in range(n - 1):
         times.append(times[-1] + rng.expovariate(rate))
-    recs = serve(_requests(lengths, times), spec, keep_series=False).records
-    tpots = sorted(r.tpot_s for r in recs if r.tpot_s is not None)
-    mid = len(tpots) // 2
-    return tpots[mid] if len(tpots) % 2 else (tpots[mid - 1] + tpots[mid]) / 2
+    return times
 
 
 def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
