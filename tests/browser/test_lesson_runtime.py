@@ -232,6 +232,8 @@ def test_a_run_past_the_time_limit_is_cancelled_and_the_worker_replaced(page: Pa
     page.evaluate("() => { window.llmCourse.runtime.runLimitMs = 10000; }")
     wait_ready(page)
     assert page.evaluate("() => window.llmCourse.runtime.starts") == 2
+    # The restart's own status messages did not wipe out why the chart did not change.
+    assert "ran longer than" in status.inner_text()
     change_and_wait(figure, field, param["default"])
 
 

@@ -241,6 +241,9 @@ async function rerun(w, fromUser) {
     json = await run(w.key, w.name, values, { onPartial: (part) => drawPartial(w, issued, part) });
     await w.partialDrawing; // the answer's chart is drawn after the partial ones
   } catch (error) {
+    // Kept as the widget's notice, so the runtime's restart messages (showStatus) do not wipe it
+    // out within a moment; the reader's next change clears it.
+    w.notice = error.message;
     return setText(w.el.querySelector(".sim-status"), error.message);
   } finally {
     clearTimeout(busy);
