@@ -5,14 +5,17 @@ data/engine_profiles.toml refines it for one engine (vLLM, SGLang, TensorRT-LLM,
 
     compute = GEMM time / gemm_efficiency(path, M) + attention time / attention
     memory  = bytes / (peak bandwidth * bandwidth)
-    step    = max(compute, memory) + communication + step_overhead
+    step    = max(compute, memory) + communication + step_overhead + activation traffic
 
 communication is the cost model's ring all-reduce bandwidth term (at the share of the link's rate
 the engine's all-reduce kernel reaches, `allreduce_bandwidth`) plus, under tensor parallelism,
 a latency per all-reduce (`allreduce_latency_us`, two all-reduces per layer: the alpha of an
 alpha-beta model). overhead is the step's fixed cost plus, where a profile sets
 `layer_overhead_us`, a fixed time per layer (the kernels of one layer at a small batch take a time
-that does not fall with their bytes: launch gaps and latency floors). A step of at most
+that does not fall with their bytes: launch gaps and latency floors) and, where a profile sets
+`activation_io`, the activation traffic between a layer's kernels (norms, rotary, SwiGLU and each
+GEMM's input and output, per token: activation_values), memory-bound and serial with the GEMMs,
+which matters most in long prefills with FP8 GEMMs. A step of at most
 `matvec_max_tokens` tokens runs matrix-vector kernels (llama.cpp's MMVQ) that stream the weights
 without tensor-core tiles, so it pays no small-M penalty.
 
@@ -42,6 +45,7 @@ OPTIONAL = (
     "matvec_max_tokens",
     "layer_overhead_us",
     "allreduce_bandwidth",
+    "activation_io",
 )  # each with a `<key>_source` when given
 
 
@@ -65,6 +69,7 @@ class EngineProfile:
     matvec_max_tokens: int = 0  # steps of at most this many tokens run matrix-vector kernels
     layer_overhead_us: float = 0.0  # fixed time per transformer layer per forward pass
     allreduce_bandwidth: float = 1.0  # share of the link's one-way rate the engine's collectives reach
+    activation_io: float = 0.0  # passes of activation traffic between a layer's kernels (0: none counted)
     quantized_path: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -131,6 +136,7 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
         matvec_max_tokens=int(d.get("matvec_max_tokens", 0)),
         layer_overhead_us=float(d.get("layer_overhead_us", 0.0)),
         allreduce_bandwidth=float(d.get("allreduce_bandwidth", 1.0)),
+        activation_io=float(d.get("activation_io", 0.0)),
         quantized_path=dict(d.get("quantized_path", {})),
         sources={k[: -len("_source")]: v for k, v in d.items() if k.endswith("_source")},
     )
@@ -171,6 +177,7 @@ def ceiling(p: EngineProfile) -> EngineProfile:
         allreduce_latency_us=0.0,
         layer_overhead_us=0.0,
         allreduce_bandwidth=1.0,
+        activation_io=0.0,
     )
 
 
@@ -184,6 +191,42 @@ def fixed_overhead_s(p: EngineProfile, m: Model) -> float:
     return (p.step_overhead_us + m.num_layers * p.layer_overhead_us) * 1e-6
 
 
+ACTIVATION_BYTES = 2  # activations pass between kernels in BF16
+
+
+def activation_values(m: Model, tp: int) -> float:
+    """Activation values one token writes and reads between the kernels of a forward pass, per rank.
+
+    A Llama-style layer runs, besides its GEMMs: two fused residual-add + RMSNorm kernels (each
+    reads the token's hidden state and residual and writes both: 4 d), rotary embedding in place
+    on q and k (read and write), attention (reads q, writes its output; the KV cache is counted
+    elsewhere) and the SwiGLU activation (reads gate and up, writes their product: 3 I); each GEMM
+    reads its input and writes its output. That is 12 d + (6 q + 4 kv + 6 I) / tp values, where
+    q and kv are the query and key-value widths and I the MLP width (a token's active experts' for
+    a mixture of experts); d-wide tensors are whole on every tensor-parallel rank, the others split.
+    A two-matrix GELU MLP has 4 I instead of 6 I. The kernels are vLLM's own
+    (csrc/layernorm_kernels.cu fused_add_rms_norm, csrc/pos_encoding_kernels.cu rotary_embedding,
+    csrc/activation_kernels.cu silu_and_mul); fusing more of them, as a compiled step does, moves less.
+    """
+    q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    per_i = 6 if m.mlp == "swiglu" else 4
+    total = 0.0
+    for layer in range(m.num_layers):
+        moe = m.is_moe and layer >= m.first_k_dense
+        width = m.moe_intermediate_size * (m.num_experts_per_tok + m.num_shared_experts) if moe else m.intermediate_size
+        total += 12 * m.hidden_size + (6 * q + 4 * kv + per_i * width) / tp
+    return total
+
+
+def activation_s(p: EngineProfile, m: Model, gpu: Gpu, tokens: int, tp: int) -> float:
+    """Time of a step's activation traffic between kernels: serial with the GEMMs, at the profile's
+    bandwidth share (memory-bound elementwise kernels); none in the ceiling (perfect fusion)."""
+    if not p.activation_io:
+        return 0.0
+    moved = p.activation_io * activation_values(m, tp) * ACTIVATION_BYTES * tokens
+    return moved / (gpu.hbm_bandwidth_GBps * cm.GB * p.bandwidth)
+
+
 def linear_efficiency(p: EngineProfile) -> cm.Efficiency:
     """The profile's plateau factors (BF16 GEMM plateau) and step overhead as a cost-model Efficiency."""
     return cm.Efficiency(p.bandwidth, p.gemm_bf16, p.step_overhead_us * 1e-6)
@@ -195,10 +238,11 @@ class ProfileStep:
     memory_s: float
     communication_s: float
     overhead_s: float
+    activation_s: float = 0.0  # activation traffic between kernels (activation_s()), serial
 
     @property
     def time_s(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.communication_s + self.overhead_s
+        return max(self.compute_s, self.memory_s) + self.communication_s + self.overhead_s + self.activation_s
 
 
 def _path(p: EngineProfile, gpu: Gpu, weight_dtype: str, base_path: str) -> str:
@@ -248,4 +292,5 @@ def step_time(
         memory_s=base.memory_s / p.bandwidth,
         communication_s=base.communication_s / p.allreduce_bandwidth + allreduce_latency_s(p, m, tp),
         overhead_s=fixed_overhead_s(p, m),
+        activation_s=activation_s(p, m, gpu, tokens, tp),
     )

@@ -137,7 +137,8 @@ class ProfileStepCost(StepCost):
         self.x = b.compute_s - a.compute_s - 2 * self.z
         self.y = a.compute_s - self.x - self.z
         self.v = d.memory_s - a.memory_s
-        self.u = a.communication_s
+        # activation traffic between kernels is, like the all-reduces, linear in tokens and serial
+        self.u = a.communication_s + ef.activation_s(flat, model, gpu, 1, int(kw.get("tp", 1)))
         self._weights = {1: a.memory_s - self.v}
         # efficiency(M) = plateau M / (M + m_half): the GEMM time over M tokens is the plateau's
         # plus m_half tokens' worth, a fixed term per step; and the overhead after the roofline.

@@ -181,3 +181,29 @@ def test_the_allreduce_bandwidth_shares_follow_from_the_cited_microbenchmark():
     d = dict(ef._data()["vllm"], allreduce_bandwidth=1.5)
     with pytest.raises(ef.ProfileError, match="allreduce_bandwidth"):
         ef._profile("x", d)
+
+
+def test_activation_values_count_a_llama_layers_tensors_between_its_kernels():
+    # Llama-3-8B (config.json): d 4096, 32 query heads and 8 KV heads of 128, SwiGLU width 14,336.
+    # Per token and layer: two fused add + norm kernels (4 d each), rotary on q and k (read and
+    # write), the four GEMMs' inputs and outputs, attention's q in and output out, SiLU-and-mul (3 I).
+    d, q, kv, inter = 4096, 4096, 1024, 14336
+    by_hand = 8 * d + 2 * (q + kv) + (d + q + 2 * kv) + 2 * q + (q + d) + (d + 2 * inter) + 3 * inter + (inter + d)
+    assert ef.activation_values(M, 1) == 32 * by_hand == 32 * 163_840
+    # Under tensor parallelism the d-wide tensors stay whole on every rank; the rest split.
+    assert ef.activation_values(M, 2) == 32 * (12 * d + (6 * q + 4 * kv + 6 * inter) / 2)
+
+
+def test_activation_traffic_is_serial_per_token_and_absent_from_the_ceiling():
+    p = ef.profile("trtllm")
+    one, many = (ef.step_time(p, M, H100, [(n, 0)], weight_dtype="fp8", kv_dtype="fp8") for n in (1024, 4096))
+    bytes_per_token = ef.activation_values(M, 1) * ef.ACTIVATION_BYTES
+    assert one.activation_s == pytest.approx(1024 * bytes_per_token / (H100.hbm_bandwidth_GBps * 1e9 * p.bandwidth))
+    assert many.activation_s == pytest.approx(4 * one.activation_s)
+    assert many.time_s == pytest.approx(
+        max(many.compute_s, many.memory_s) + many.communication_s + many.overhead_s + many.activation_s
+    )
+    top = ef.step_time(ef.ceiling(p), M, H100, [(4096, 0)], weight_dtype="fp8", kv_dtype="fp8")
+    assert top.activation_s == 0
+    none = ef.step_time(replace(p, activation_io=0.0), M, H100, [(4096, 0)], weight_dtype="fp8", kv_dtype="fp8")
+    assert none.activation_s == 0 and many.time_s - none.time_s == pytest.approx(many.activation_s)

@@ -44,9 +44,11 @@ def test_a_serving_row_without_conditions_is_refused():
 def test_profile_step_cost_matches_the_profile_step_time():
     # The engine's linear form equals efficiency.step_time on random mixed batches: exactly for the
     # memory side; the GEMM's small-M curve becomes a fixed term, exact for a batch of decodes.
+    # The activation traffic between kernels is a term per token, as the all-reduces are.
     m, g = models()["llama-3-8b"], gpus()["h100-sxm"]
     for name in ("vllm", "trtllm", "sglang"):
         p = ef.profile(name)
+        assert p.activation_io > 0
         cost = sb.ProfileStepCost(p, m, g, None, weight_dtype="fp8", kv_dtype="fp8", tp=1)
         rng = random.Random(1)
         for _ in range(30):
