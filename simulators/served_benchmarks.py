@@ -14,7 +14,8 @@ Conditions a row states (validation.py reads the rest: model, GPU, formats, tp, 
 - `max_input_tokens`, `max_total_tokens`, `fixed_output`: the data set's caps, and outputs all
   `output_tokens` long (MLPerf llama3.1-8b);
 - `requests`: how many requests are simulated (the benchmark's own count where small enough,
-  else a stated sample of it: `benchmark_requests` keeps the benchmark's count);
+  else a stated sample of it: `benchmark_requests` keeps the benchmark's count), or "batch": one
+  batch of the row's `batch_size` (a static-batching benchmark, e.g. QServe's tables);
 - `arrival`: "offline" (every request queued at once), "batch" (one batch of `batch_size`
   started together: vLLM's latency benchmark) or "server" (Poisson arrivals at the highest rate
   whose 99th percentile TTFT and TPOT stay within `ttft_limit_ms` and `tpot_limit_ms`: MLPerf

@@ -100,6 +100,8 @@ def _served(e: dict[str, Any], p: ef.EngineProfile) -> float:
     missing = [k for k in need if k not in e]
     if missing:
         raise ValueError(f"measurement '{e['id']}': a serving-level row needs {', '.join(missing)}")
+    if e.get("requests") == "batch":  # one static batch: the row's batch (in-flight batching off)
+        e = dict(e, requests=_batch(e, p, int(e["input_tokens"]) + int(e["output_tokens"])))
     return sb.run(e, p, schedule(e))
 
 

@@ -27,7 +27,7 @@ def test_every_serving_row_states_its_conditions():
         if e["arrival"] == "batch":
             assert isinstance(e["batch_size"], int), e["id"]
         else:
-            assert e["requests"] > 0, e["id"]
+            assert e["requests"] == "batch" or e["requests"] > 0, e["id"]
         if e["arrival"] == "server":
             assert e["ttft_limit_ms"] > 0 and e["tpot_limit_ms"] > 0, e["id"]
         if e["arrival"] == "rate":
@@ -39,6 +39,18 @@ def test_a_serving_row_without_conditions_is_refused():
     del e["requests"]
     with pytest.raises(ValueError, match="requests"):
         validation.PREDICTIONS[e["quantity"]](e, ef.profile(validation.profile_of(e)))
+
+
+def test_requests_batch_serves_one_batch_of_the_rows_batch_size():
+    # "batch": one static batch of batch_size requests; "fit" resolves to the sequences the KV
+    # cache holds at the row's lengths, the same count the row would state as a number.
+    e = dict(next(x for x in _rows() if x.get("requests") == "batch"))
+    p = ef.profile(validation.profile_of(e))
+    n = validation._batch(e, p, e["input_tokens"] + e["output_tokens"])
+    assert n > 1
+    predict = validation.PREDICTIONS[e["quantity"]]
+    assert predict(e, p) == predict(dict(e, requests=n), p)
+    assert predict(e, p) != predict(dict(e, requests=n + n // 2), p)  # a half batch more: a tail
 
 
 def test_profile_step_cost_matches_the_profile_step_time():
