@@ -43,6 +43,7 @@ GPU_NUMBER_KEYS = (
     "interconnect_GBps",
     "host_link_GBps",
     "tdp_W",
+    "sm_count",
 )
 GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source", "cuda_total_source")
 
@@ -76,6 +77,9 @@ class Gpu:
     # memory_GiB (ECC, firmware and driver reservations). None: not measured, memory_GiB is used.
     cuda_total_GiB: float | None = None
     cuda_total_source: str = ""
+    # Streaming multiprocessors (compute units) of the part; None where not catalogued. Engines
+    # whose batch-1 kernels stream at a fixed rate per SM use it (efficiency.matvec_bandwidth).
+    sm_count: float | None = None
 
     @property
     def cuda_total_derived(self) -> bool:

@@ -181,3 +181,35 @@ def test_the_allreduce_bandwidth_shares_follow_from_the_cited_microbenchmark():
     d = dict(ef._data()["vllm"], allreduce_bandwidth=1.5)
     with pytest.raises(ef.ProfileError, match="allreduce_bandwidth"):
         ef._profile("x", d)
+
+
+def test_a_per_sm_cap_slows_only_matrix_vector_steps_on_gpus_with_few_sms_for_their_bandwidth():
+    """matvec_GBps_per_sm: a step of at most matvec_max_tokens tokens streams at most SMs x rate.
+    With 8 GB/s per SM an H100 SXM (132 SMs) streams at most 1,056 GB/s, below 0.87 of its 3,350,
+    and an RTX 4090 (128 SMs) 1,024 GB/s, above 0.87 of its 1,008: only the H100 is slowed."""
+    base = ef.profile("llamacpp")
+    p = replace(base, matvec_GBps_per_sm=8.0)
+    assert H100.sm_count == 132 and RTX.sm_count == 128
+    ideal = cm.step_time(M, H100, [(1, 64)], weight_dtype="q4_0", eff=cm.IDEAL).memory_s  # bytes at peak
+    capped = ef.step_time(p, M, H100, [(1, 64)], weight_dtype="q4_0")
+    assert capped.memory_s == pytest.approx(ideal * 3350 / (132 * 8.0), rel=1e-9)
+    assert capped.memory_s > ef.step_time(base, M, H100, [(1, 64)], weight_dtype="q4_0").memory_s
+    for gpu, seqs in ((RTX, [(1, 64)]), (H100, [(9, 64)]), (H100, [(512, 0)])):  # not bound / not matvec
+        assert ef.step_time(p, M, gpu, seqs, weight_dtype="q4_0") == ef.step_time(
+            base, M, gpu, seqs, weight_dtype="q4_0"
+        )
+    # no SM count (Apple's GPU), no rate, or the ceiling: no cap
+    m2 = catalog.gpus()["m2-ultra"]
+    assert m2.sm_count is None and ef.matvec_bandwidth_GBps(p, m2, 1) is None
+    assert ef.matvec_bandwidth_GBps(replace(p, matvec_GBps_per_sm=0.0), H100, 1) is None
+    assert ef.ceiling(p).matvec_GBps_per_sm == 0.0 and ef.matvec_bandwidth_GBps(ef.ceiling(p), H100, 1) is None
+
+
+def test_sm_counts_are_catalogued_with_their_source():
+    """Streaming-multiprocessor counts as the cited spec tables give them."""
+    expected = {"h100-sxm": 132, "h100-pcie": 114, "a100-sxm-80gb": 108, "rtx-3090": 82, "rtx-4090": 128}
+    gpus = catalog.gpus()
+    for gid, sms in expected.items():
+        assert gpus[gid].sm_count == sms and "SM" in gpus[gid].source, gid
+    with pytest.raises(catalog.CatalogError, match="sm_count"):
+        catalog.gpu_from_dict({"memory_GiB": 24, "hbm_bandwidth_GBps": 900, "sm_count": "many"})
