@@ -44,6 +44,7 @@ GPU_NUMBER_KEYS = (
     "host_link_GBps",
     "tdp_W",
     "sm_count",
+    "boost_clock_MHz",
 )
 GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source", "cuda_total_source")
 
@@ -77,9 +78,11 @@ class Gpu:
     # memory_GiB (ECC, firmware and driver reservations). None: not measured, memory_GiB is used.
     cuda_total_GiB: float | None = None
     cuda_total_source: str = ""
-    # Streaming multiprocessors (compute units) of the part; None where not catalogued. Engines
-    # whose batch-1 kernels stream at a fixed rate per SM use it (efficiency.matvec_bandwidth).
+    # Streaming multiprocessors and their maximum boost clock (MHz); None where not catalogued.
+    # Engines whose batch-1 kernels stream a fixed number of bytes per SM and cycle use them
+    # (efficiency.matvec_bandwidth_GBps).
     sm_count: float | None = None
+    boost_clock_MHz: float | None = None
 
     @property
     def cuda_total_derived(self) -> bool:

@@ -14,9 +14,11 @@ alpha-beta model). overhead is the step's fixed cost plus, where a profile sets
 `layer_overhead_us`, a fixed time per layer (the kernels of one layer at a small batch take a time
 that does not fall with their bytes: launch gaps and latency floors). A step of at most
 `matvec_max_tokens` tokens runs matrix-vector kernels (llama.cpp's MMVQ) that stream the weights
-without tensor-core tiles, so it pays no small-M penalty; where a profile sets `matvec_GBps_per_sm`
-and the GPU lists its SM count, such a step streams at most SMs x that rate (Little's law: each SM
-keeps a bounded number of bytes in flight, so a GPU whose bandwidth outgrows its SMs is not filled).
+without tensor-core tiles, so it pays no small-M penalty; where a profile sets
+`matvec_bytes_per_sm_cycle` and the GPU lists its SM count and boost clock, such a step streams at
+most SMs x clock x that many bytes (Little's law: each SM keeps a bounded number of bytes in flight
+for a memory latency of a roughly fixed number of cycles, so a GPU whose bandwidth outgrows its SMs
+and clock is not filled).
 
 where M is the step's token count: gemm_efficiency = plateau(path) * M / (M + gemm_m_half), the
 plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only 4-bit GEMMs pay the
@@ -44,7 +46,7 @@ OPTIONAL = (
     "matvec_max_tokens",
     "layer_overhead_us",
     "allreduce_bandwidth",
-    "matvec_GBps_per_sm",
+    "matvec_bytes_per_sm_cycle",
 )  # each with a `<key>_source` when given
 
 
@@ -68,7 +70,7 @@ class EngineProfile:
     matvec_max_tokens: int = 0  # steps of at most this many tokens run matrix-vector kernels
     layer_overhead_us: float = 0.0  # fixed time per transformer layer per forward pass
     allreduce_bandwidth: float = 1.0  # share of the link's one-way rate the engine's collectives reach
-    matvec_GBps_per_sm: float = 0.0  # most a matrix-vector step streams per SM, GB/s (0: no cap)
+    matvec_bytes_per_sm_cycle: float = 0.0  # most a matrix-vector step streams per SM and cycle (0: no cap)
     quantized_path: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -135,7 +137,7 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
         matvec_max_tokens=int(d.get("matvec_max_tokens", 0)),
         layer_overhead_us=float(d.get("layer_overhead_us", 0.0)),
         allreduce_bandwidth=float(d.get("allreduce_bandwidth", 1.0)),
-        matvec_GBps_per_sm=float(d.get("matvec_GBps_per_sm", 0.0)),
+        matvec_bytes_per_sm_cycle=float(d.get("matvec_bytes_per_sm_cycle", 0.0)),
         quantized_path=dict(d.get("quantized_path", {})),
         sources={k[: -len("_source")]: v for k, v in d.items() if k.endswith("_source")},
     )
@@ -176,16 +178,19 @@ def ceiling(p: EngineProfile) -> EngineProfile:
         allreduce_latency_us=0.0,
         layer_overhead_us=0.0,
         allreduce_bandwidth=1.0,
-        matvec_GBps_per_sm=0.0,
+        matvec_bytes_per_sm_cycle=0.0,
     )
 
 
 def matvec_bandwidth_GBps(p: EngineProfile, gpu: Gpu, tokens: int) -> float | None:
-    """The most a step of `tokens` tokens streams on `gpu` (GB/s) when it runs matrix-vector
-    kernels with a per-SM cap; None where no cap applies (larger steps, no rate, no SM count)."""
-    if not p.matvec_GBps_per_sm or not gpu.sm_count or tokens > p.matvec_max_tokens:
+    """The most a step of `tokens` tokens streams on `gpu` (GB/s) when it runs matrix-vector kernels
+    that keep a bounded number of bytes in flight per SM: SMs x boost clock x bytes per SM-cycle.
+    None where no cap applies (larger steps, no such factor, no SM count or clock for the GPU)."""
+    if not p.matvec_bytes_per_sm_cycle or tokens > p.matvec_max_tokens:
         return None
-    return gpu.sm_count * p.matvec_GBps_per_sm
+    if not gpu.sm_count or not gpu.boost_clock_MHz:
+        return None
+    return gpu.sm_count * gpu.boost_clock_MHz * 1e-3 * p.matvec_bytes_per_sm_cycle
 
 
 def allreduce_latency_s(p: EngineProfile, m: Model, tp: int) -> float:
