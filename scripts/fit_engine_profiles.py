@@ -34,6 +34,13 @@ FITS = [
     ("llamacpp", "gemm_int8", "llamacpp-llama3-8b-q4_0-rtx4090-pp512-ub512", 0.05, 1.0),
     ("llamacpp", "gemm_m_half", "llamacpp-llama3-8b-q4_0-rtx4090-pp512-ub16", 1.0, 400.0),
     (
+        "llamacpp",
+        "matvec_bytes_per_sm_cycle",
+        "llamacpp-stream-llama3-8b-a100-sxm-tg512+llamacpp-stream-llama3-8b-h100-pcie-tg512",
+        0.5,
+        40.0,
+    ),
+    (
         "vllm",
         "layer_overhead_us",
         "vllm060-llama31-8b-a100-sharegpt-rps4-tpot+vllm060-llama31-70b-h100-tp4-sharegpt-rps4-tpot",

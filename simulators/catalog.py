@@ -43,6 +43,8 @@ GPU_NUMBER_KEYS = (
     "interconnect_GBps",
     "host_link_GBps",
     "tdp_W",
+    "sm_count",
+    "boost_clock_MHz",
 )
 GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source", "cuda_total_source")
 
@@ -76,6 +78,11 @@ class Gpu:
     # memory_GiB (ECC, firmware and driver reservations). None: not measured, memory_GiB is used.
     cuda_total_GiB: float | None = None
     cuda_total_source: str = ""
+    # Streaming multiprocessors and their maximum boost clock (MHz); None where not catalogued.
+    # Engines whose batch-1 kernels stream a fixed number of bytes per SM and cycle use them
+    # (efficiency.matvec_bandwidth_GBps).
+    sm_count: float | None = None
+    boost_clock_MHz: float | None = None
 
     @property
     def cuda_total_derived(self) -> bool:

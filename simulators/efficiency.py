@@ -17,7 +17,11 @@ that does not fall with their bytes: launch gaps and latency floors) and, where 
 GEMM's input and output, per token: activation_values), memory-bound and serial with the GEMMs,
 which matters most in long prefills with FP8 GEMMs. A step of at most
 `matvec_max_tokens` tokens runs matrix-vector kernels (llama.cpp's MMVQ) that stream the weights
-without tensor-core tiles, so it pays no small-M penalty.
+without tensor-core tiles, so it pays no small-M penalty; where a profile sets
+`matvec_bytes_per_sm_cycle` and the GPU lists its SM count and boost clock, such a step streams at
+most SMs x clock x that many bytes (Little's law: each SM keeps a bounded number of bytes in flight
+for a memory latency of a roughly fixed number of cycles, so a GPU whose bandwidth outgrows its SMs
+and clock is not filled).
 
 where M is the step's token count: gemm_efficiency = plateau(path) * M / (M + gemm_m_half), the
 plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only 4-bit GEMMs pay the
@@ -46,6 +50,7 @@ OPTIONAL = (
     "layer_overhead_us",
     "allreduce_bandwidth",
     "activation_io",
+    "matvec_bytes_per_sm_cycle",
 )  # each with a `<key>_source` when given
 
 
@@ -70,6 +75,7 @@ class EngineProfile:
     layer_overhead_us: float = 0.0  # fixed time per transformer layer per forward pass
     allreduce_bandwidth: float = 1.0  # share of the link's one-way rate the engine's collectives reach
     activation_io: float = 0.0  # passes of activation traffic between a layer's kernels (0: none counted)
+    matvec_bytes_per_sm_cycle: float = 0.0  # most a matrix-vector step streams per SM and cycle (0: no cap)
     quantized_path: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -137,6 +143,7 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
         layer_overhead_us=float(d.get("layer_overhead_us", 0.0)),
         allreduce_bandwidth=float(d.get("allreduce_bandwidth", 1.0)),
         activation_io=float(d.get("activation_io", 0.0)),
+        matvec_bytes_per_sm_cycle=float(d.get("matvec_bytes_per_sm_cycle", 0.0)),
         quantized_path=dict(d.get("quantized_path", {})),
         sources={k[: -len("_source")]: v for k, v in d.items() if k.endswith("_source")},
     )
@@ -178,7 +185,19 @@ def ceiling(p: EngineProfile) -> EngineProfile:
         layer_overhead_us=0.0,
         allreduce_bandwidth=1.0,
         activation_io=0.0,
+        matvec_bytes_per_sm_cycle=0.0,
     )
+
+
+def matvec_bandwidth_GBps(p: EngineProfile, gpu: Gpu, tokens: int) -> float | None:
+    """The most a step of `tokens` tokens streams on `gpu` (GB/s) when it runs matrix-vector kernels
+    that keep a bounded number of bytes in flight per SM: SMs x boost clock x bytes per SM-cycle.
+    None where no cap applies (larger steps, no such factor, no SM count or clock for the GPU)."""
+    if not p.matvec_bytes_per_sm_cycle or tokens > p.matvec_max_tokens:
+        return None
+    if not gpu.sm_count or not gpu.boost_clock_MHz:
+        return None
+    return gpu.sm_count * gpu.boost_clock_MHz * 1e-3 * p.matvec_bytes_per_sm_cycle
 
 
 def allreduce_latency_s(p: EngineProfile, m: Model, tp: int) -> float:
@@ -287,9 +306,13 @@ def step_time(
     eff = p.gemm_efficiency(path, tokens)
     if weight_dtype in WEIGHT_ONLY_4BIT:
         eff *= p.w4a16
+    memory_s = base.memory_s / p.bandwidth
+    cap = matvec_bandwidth_GBps(p, gpu, tokens)
+    if cap is not None:  # base.memory_s is the bytes at peak bandwidth
+        memory_s = max(memory_s, base.memory_s * gpu.hbm_bandwidth_GBps / cap)
     return ProfileStep(
         compute_s=gemm_s / eff + base.attention_s / p.attention,
-        memory_s=base.memory_s / p.bandwidth,
+        memory_s=memory_s,
         communication_s=base.communication_s / p.allreduce_bandwidth + allreduce_latency_s(p, m, tp),
         overhead_s=fixed_overhead_s(p, m),
         activation_s=activation_s(p, m, gpu, tokens, tp),

@@ -121,6 +121,15 @@ def _prompt_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
     return bm.prompt_rate(p, *_mg(e), _formats(e), int(e["prompt_tokens"]), int(e["ubatch"]))
 
 
+def _matvec_stream(e: dict[str, Any], p: ef.EngineProfile) -> float:
+    """GB/s a one-token (matrix-vector) decode step streams: its bytes over its memory time."""
+    seqs = [(1, int(e["context_tokens"]))]
+    m, g = _mg(e)
+    real = ef.step_time(p, m, g, seqs, **_formats(e).kw()).memory_s  # type: ignore[arg-type]
+    ideal = ef.step_time(ef.ceiling(p), m, g, seqs, **_formats(e).kw()).memory_s  # type: ignore[arg-type]
+    return g.hbm_bandwidth_GBps * ideal / real
+
+
 # Each quantity a measurement can name, as a function of (measurement, engine profile).
 PREDICTIONS: dict[str, Callable[[dict[str, Any], ef.EngineProfile], float]] = {
     "decode_tokens_per_s": _decode_rate,
@@ -128,6 +137,7 @@ PREDICTIONS: dict[str, Callable[[dict[str, Any], ef.EngineProfile], float]] = {
     "prefill_ms": _prefill_ms,
     "offline_output_tokens_per_s": _offline,
     "prompt_tokens_per_s": _prompt_rate,
+    "matvec_stream_GBps": _matvec_stream,
     "batch_latency_s": _batch_latency,
     "median_tpot_ms": lambda e, p: _served(e, p) * 1e3,
     "weight_GiB": lambda e, p: cm.weight_bytes(models()[e["model"]], e.get("weight_dtype", "bf16")) / cm.GiB,
@@ -154,7 +164,7 @@ def _wrap(
 
 
 PREDICTIONS = {q: _wrap(fn) for q, fn in PREDICTIONS.items()}
-RATES = ("decode_tokens_per_s", "offline_output_tokens_per_s", "prompt_tokens_per_s")
+RATES = ("decode_tokens_per_s", "offline_output_tokens_per_s", "prompt_tokens_per_s", "matvec_stream_GBps")
 TIMES = ("decode_step_ms", "prefill_ms", "batch_latency_s", "median_tpot_ms")
 ROLES = ("calibration", "held_out", "check")
 

@@ -207,3 +207,55 @@ def test_activation_traffic_is_serial_per_token_and_absent_from_the_ceiling():
     assert top.activation_s == 0
     none = ef.step_time(replace(p, activation_io=0.0), M, H100, [(4096, 0)], weight_dtype="fp8", kv_dtype="fp8")
     assert none.activation_s == 0 and many.time_s - none.time_s == pytest.approx(many.activation_s)
+
+
+def test_a_per_sm_cycle_cap_slows_only_matrix_vector_steps_on_gpus_with_few_sms_for_their_bandwidth():
+    """matvec_bytes_per_sm_cycle: a step of at most matvec_max_tokens tokens streams at most
+    SMs x boost clock x that many bytes. At 4 bytes an H100 SXM (132 SMs, 1,980 MHz) streams at most
+    1,045 GB/s, below 0.87 of its 3,350, and an RTX 4090 (128 SMs, 2,520 MHz) 1,290 GB/s, above 0.87
+    of its 1,008: only the H100 is slowed."""
+    base = replace(ef.profile("llamacpp"), matvec_bytes_per_sm_cycle=0.0)
+    p = replace(base, matvec_bytes_per_sm_cycle=4.0)
+    assert (H100.sm_count, H100.boost_clock_MHz, RTX.sm_count, RTX.boost_clock_MHz) == (132, 1980, 128, 2520)
+    ideal = cm.step_time(M, H100, [(1, 64)], weight_dtype="q4_0", eff=cm.IDEAL).memory_s  # bytes at peak
+    capped = ef.step_time(p, M, H100, [(1, 64)], weight_dtype="q4_0")
+    assert capped.memory_s == pytest.approx(ideal * 3350 / (132 * 1.980 * 4.0), rel=1e-9)
+    assert capped.memory_s > ef.step_time(base, M, H100, [(1, 64)], weight_dtype="q4_0").memory_s
+    for gpu, seqs in ((RTX, [(1, 64)]), (H100, [(9, 64)]), (H100, [(512, 0)])):  # not bound / not matvec
+        assert ef.step_time(p, M, gpu, seqs, weight_dtype="q4_0") == ef.step_time(
+            base, M, gpu, seqs, weight_dtype="q4_0"
+        )
+    # no SM count or clock (Apple's GPU), no factor, or the ceiling: no cap
+    m2 = catalog.gpus()["m2-ultra"]
+    assert m2.sm_count is None and ef.matvec_bandwidth_GBps(p, m2, 1) is None
+    assert ef.matvec_bandwidth_GBps(base, H100, 1) is None
+    assert ef.ceiling(p).matvec_bytes_per_sm_cycle == 0.0 and ef.matvec_bandwidth_GBps(ef.ceiling(p), H100, 1) is None
+
+
+def test_llamacpp_sets_the_cap_from_calibration_rows_and_it_spares_its_rtx3090_row():
+    """The fitted bytes per SM-cycle name their calibration rows; on the RTX 3090 (82 SMs, 1,695 MHz)
+    the cap stays above the bandwidth share fitted there, so that row still sets the share alone."""
+    p = ef.profile("llamacpp")
+    assert p.matvec_bytes_per_sm_cycle > 0 and "calibration rows" in p.sources["matvec_bytes_per_sm_cycle"]
+    rtx3090 = catalog.gpus()["rtx-3090"]
+    assert ef.matvec_bandwidth_GBps(p, rtx3090, 1) > p.bandwidth * rtx3090.hbm_bandwidth_GBps
+    for pid in ("vllm", "sglang", "trtllm"):  # engines without the factor keep their bandwidth share
+        assert ef.matvec_bandwidth_GBps(ef.profile(pid), H100, 1) is None
+
+
+def test_sm_counts_and_clocks_are_catalogued_with_their_source():
+    """Streaming-multiprocessor counts and boost clocks as the cited spec tables give them."""
+    expected = {
+        "h100-sxm": (132, 1980),
+        "h100-pcie": (114, 1755),
+        "a100-sxm-80gb": (108, 1410),
+        "rtx-3090": (82, 1695),
+        "rtx-4090": (128, 2520),
+    }
+    gpus = catalog.gpus()
+    for gid, (sms, mhz) in expected.items():
+        g = gpus[gid]
+        assert (g.sm_count, g.boost_clock_MHz) == (sms, mhz), gid
+        assert "SM count" in g.source and "boost clock" in g.source, gid
+    with pytest.raises(catalog.CatalogError, match="sm_count"):
+        catalog.gpu_from_dict({"memory_GiB": 24, "hbm_bandwidth_GBps": 900, "sm_count": "many"})

@@ -114,3 +114,22 @@ def test_the_script_is_importable_and_renders_the_same_text():
     spec.loader.exec_module(mod)
     assert mod.render_markdown() == validation.render_markdown()
     assert mod.OUTPUT == ROOT / "docs" / "validation-table.md"
+
+
+def test_the_streaming_rate_row_predicts_the_smaller_of_bandwidth_share_and_sm_cap():
+    """A matvec_stream_GBps row: GB/s of a one-token step = min(bandwidth share x peak,
+    SMs x boost clock x bytes per SM-cycle); the ideal column is the peak."""
+    by_id = {r.id: r for r in validation.rows()}
+    p = validation.ef.profile("llamacpp")
+    for rid, gid in (
+        ("llamacpp-stream-llama3-8b-a100-sxm-tg512", "a100-sxm-80gb"),
+        ("llamacpp-stream-llama3-8b-h100-pcie-tg512", "h100-pcie"),
+    ):
+        g = validation.gpus()[gid]
+        r = by_id[rid]
+        expected = min(
+            p.bandwidth * g.hbm_bandwidth_GBps, g.sm_count * g.boost_clock_MHz * 1e-3 * p.matvec_bytes_per_sm_cycle
+        )
+        assert r.role == "calibration" and r.quantity in validation.RATES
+        assert r.predicted == pytest.approx(expected, rel=1e-9)
+        assert r.ideal == pytest.approx(g.hbm_bandwidth_GBps, rel=1e-9)
