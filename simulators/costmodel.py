@@ -421,13 +421,20 @@ def step_time(
     # call per sequence (steps of thousands of sequences are costed in inner loops).
     per_key = attention_flops_per_key(m)
     attention = sum([per_key * (q * c + q * (q + 1) / 2) for q, c in seqs])
+    held: dict[int, int] = {}  # kv_tokens_held walks every layer: once per distinct context
+    kv_tokens = 0
+    for q, c in seqs:
+        h = held.get(c)
+        if h is None:
+            h = held[c] = kv_tokens_held(m, c)
+        kv_tokens += h + q
     return _step_time(
         m,
         gpu,
         tokens=sum(q for q, _ in seqs),
         num_seqs=len(seqs),
         attention_flops=attention,
-        kv_tokens=sum(kv_tokens_held(m, c) + q for q, c in seqs),
+        kv_tokens=kv_tokens,
         weight_dtype=weight_dtype,
         kv_dtype=kv_dtype,
         activation_dtype=activation_dtype,

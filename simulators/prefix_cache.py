@@ -18,8 +18,10 @@ al. 2024, SGLang: Efficient Execution of Structured Language Model Programs (arX
 
 from __future__ import annotations
 
+import json
 import random
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from . import costmodel as cm
@@ -29,6 +31,7 @@ from .engine.cluster import fit_error
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
+from .results_cache import LruCache
 
 TITLE = "Prefix caching: none, block hashing, radix tree"
 DESCRIPTION = "Shared system prompts, few-shot blocks, conversations and agent loops: how much prefill a prefix cache saves, and what eviction costs."
@@ -120,6 +123,21 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: in
     }
 
 
+# The served trace per cache and memory size, kept in the caller's memo (api.Session) so that the
+# pressure chart's full-memory point is run()'s own runs, whichever of the two comes first.
+MEMO_ENTRIES = 16
+
+
+def _served(p: Params, seed: int, mode: str, blocks: int, memo: LruCache[Any] | None) -> dict[str, float]:
+    def make() -> dict[str, float]:
+        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+        return _serve(_trace(p, seed), m, gpu, mode, blocks, p.block_size)
+
+    if memo is None:
+        return make()
+    return memo.get_or_make(json.dumps([asdict(p), seed, mode, blocks], sort_keys=True, default=str), make)
+
+
 def _trace(p: Params, seed: int) -> list[workload.Request]:
     m = resolve_model(p.model)
     rng = random.Random(seed)
@@ -139,11 +157,16 @@ def _trace(p: Params, seed: int) -> list[workload.Request]:
     ).requests
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def _capacity(p: Params, m: Any) -> int:
+    """Tokens the KV memory holds."""
+    return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the served traces for view_data() and the caller's next call (none: nothing kept)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    reqs = _trace(p, seed)
-    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
-    results = {mode: _serve(reqs, m, gpu, mode, capacity // p.block_size, p.block_size) for mode, _ in MODES}
+    blocks = _capacity(p, m) // p.block_size
+    results = {mode: _served(p, seed, mode, blocks, memo) for mode, _ in MODES}
     metrics: dict[str, float] = {}
     for mode in ("off", "hash", "radix"):
         metrics[f"ttft_{mode}_s_p50"] = results[mode]["ttft_p50"]
@@ -163,26 +186,31 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def view_data(p: Params, result: dict[str, Any], view: str, *, seed: int = 0) -> dict[str, Any]:
-    """What only the pressure chart draws: hit rates with less KV memory (the trace served again)."""
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """What only the pressure chart draws: hit rates with less KV memory (the trace served again).
+
+    It reads nothing from `result`: the full-memory point is run()'s runs, through the memo, so api
+    may call it first. `progress`, if given, gets the chart so far after each memory size, smallest
+    first: the page draws the points as they come. The answer does not depend on `progress`."""
     if view != "pressure":
         return {}
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    reqs = _trace(p, seed)
-    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
-    pressure = []
+    m = resolve_model(p.model)
+    capacity = _capacity(p, m)
+    pressure: list[dict[str, float]] = []
     for f in PRESSURE:
         blocks = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
-        # The full-memory point is run()'s: the same requests on the same blocks.
-        hit = {
-            mode: (
-                result["modes"][mode]
-                if blocks == capacity // p.block_size
-                else _serve(reqs, m, gpu, mode, blocks, p.block_size)
-            )["hit_rate"]
-            for mode in ("hash", "radix")
-        }
+        hit = {mode: _served(p, seed, mode, blocks, memo)["hit_rate"] for mode in ("hash", "radix")}
         pressure.append({"GiB": blocks * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB, **hit})
+        if progress is not None:
+            progress({"pressure": list(pressure)})
     return {"pressure": pressure}
 
 

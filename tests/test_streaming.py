@@ -155,3 +155,26 @@ def test_every_streamed_point_is_the_answers_point(name, params):
             assert _pairs(trace) <= final[trace["name"]], trace["name"]
             shown += len(_pairs(trace))
     assert shown > 0
+
+
+def test_the_prefix_cache_pressure_chart_streams_its_memory_sizes_and_shares_runs_full_memory_point():
+    """One point per memory size, smallest first; the streamed answer is the plain one, and the
+    full-memory point has run()'s hit rates (view_data now runs before run(), through the memo)."""
+    from simulators import prefix_cache
+
+    params = json.dumps({"sharing": "multi_turn", "num_requests": 40, "view": "pressure"})
+    posted: list[str] = []
+    session = api.Session()
+    streamed = session.run_json_stream("prefix_cache", params, 0, posted.append)
+    assert streamed == api.run_json("prefix_cache", params)
+    parts = [json.loads(p)["figure"] for p in posted]
+    assert [len(f["data"][0]["x"]) for f in parts] == list(range(1, len(prefix_cache.PRESSURE) + 1))
+    assert parts[-1] == json.loads(streamed)["figure"]
+    answer = json.loads(streamed)
+    points = answer["result"]["pressure"]
+    full = max(points, key=lambda x: x["GiB"])
+    assert (full["hash"], full["radix"]) == (answer["metrics"]["hit_rate_hash"], answer["metrics"]["hit_rate_radix"])
+    other: list[str] = []
+    hits = json.dumps({"sharing": "multi_turn", "num_requests": 40, "view": "hits"})
+    assert session.run_json_stream("prefix_cache", hits, 0, other.append) == api.run_json("prefix_cache", hits)
+    assert not other  # the other charts do not stream
