@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -100,30 +101,59 @@ class _Routed(NamedTuple):
 
 # Router runs kept between calls in the caller's memo (api.Session gives one): neither the chart nor
 # the split into prefill and decode replicas changes them, so a change of the split re-serves only
-# the disaggregated run (one of six). Keyed by every parameter the runs depend on; one scenario kept.
-MEMO_ENTRIES = 1
+# the disaggregated run (one of six). Keyed by every parameter the runs depend on and the router;
+# one scenario kept: its trace and each router's run.
+MEMO_ENTRIES = len(ROUTERS) + 1
 
 
-def _routed(p: Params, seed: int, memo: LruCache[Any]) -> _Routed:
-    key = json.dumps(
-        [
-            p.model,
-            p.gpu,
-            p.num_replicas,
-            p.sharing,
-            p.num_prefixes,
-            p.shared_tokens,
-            p.num_requests,
-            p.rate_per_s,
-            seed,
-        ],
-        sort_keys=True,
-    )
-    routed: _Routed = memo.get_or_make(key, lambda: _route(p, seed))
-    return routed
+def _scenario_key(p: Params, seed: int) -> list[Any]:
+    return [
+        p.model,
+        p.gpu,
+        p.num_replicas,
+        p.sharing,
+        p.num_prefixes,
+        p.shared_tokens,
+        p.num_requests,
+        p.rate_per_s,
+        seed,
+    ]
 
 
-def _route(p: Params, seed: int) -> _Routed:
+def _routed(
+    p: Params, seed: int, memo: LruCache[Any], progress: Callable[[dict[str, Any]], None] | None = None
+) -> _Routed:
+    """Every router's run, from the memo where kept; `progress` gets the routers chart's data after
+    each router (what figure() draws for the routers and balance views)."""
+    key = _scenario_key(p, seed)
+    reqs, spec = memo.get_or_make(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
+    routers: dict[str, Any] = {}
+    metrics: dict[str, float] = {}
+    summaries: dict[str, dict[str, float]] = {}
+    for name in ROUTERS:
+
+        def make(n: str = name) -> tuple[dict[str, Any], dict[str, float], dict[str, float]]:
+            return _route(p, reqs, spec, n)
+
+        router_key = json.dumps([*key, name], sort_keys=True)
+        kept = router_key in memo
+        got = memo.get_or_make(router_key, make)
+        routers[name], summaries[name] = got[0], got[2]
+        metrics.update(got[1])
+        if progress is not None and not kept:  # kept runs are drawn with the answer, at once
+            progress(
+                {
+                    "num_replicas": p.num_replicas,
+                    "sharing": p.sharing,
+                    "routers": dict(routers),
+                    "metrics": dict(metrics),
+                }
+            )
+    return _Routed(reqs, spec, routers, metrics, summaries["least_queue"])
+
+
+def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]:
+    """The trace every router serves, and the replicas' engine."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     rng = random.Random(seed)
     lengths = workload.Lengths(
@@ -142,22 +172,43 @@ def _route(p: Params, seed: int) -> _Routed:
     spec = EngineSpec(
         m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), prefix="hash", **layout_of(p).cost_kw()
     )
-    routers: dict[str, Any] = {}
-    metrics: dict[str, float] = {}
-    summaries: dict[str, dict[str, float]] = {}
-    for name in ROUTERS:
-        served = serve(reqs, spec, num_replicas=p.num_replicas, router=name, keep_series=False)
-        s = summaries[name] = summarize(served.records)
-        counts = [0] * p.num_replicas
-        for r in served.records:
-            counts[r.replica] += 1
-        hits = sum(rep.hit_tokens for rep in served.replicas)
-        computed = sum(rep.prefill_tokens for rep in served.replicas)
-        routers[name] = {"counts": counts, "ttft": [s["ttft_s_p50"], s["ttft_s_p90"], s["ttft_s_p99"]]}
-        metrics[f"hit_rate_{name}"] = hits / (hits + computed) if hits + computed else 0.0
-        metrics[f"ttft_{name}_s_p99"] = s["ttft_s_p99"]
-        metrics[f"imbalance_{name}"] = max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0
-    return _Routed(reqs, spec, routers, metrics, summaries["least_queue"])
+    return reqs, spec
+
+
+def _route(
+    p: Params, reqs: list[workload.Request], spec: EngineSpec, name: str
+) -> tuple[dict[str, Any], dict[str, float], dict[str, float]]:
+    """One router's run: its chart entry, its metrics and its summary."""
+    served = serve(reqs, spec, num_replicas=p.num_replicas, router=name, keep_series=False)
+    s = summarize(served.records)
+    counts = [0] * p.num_replicas
+    for r in served.records:
+        counts[r.replica] += 1
+    hits = sum(rep.hit_tokens for rep in served.replicas)
+    computed = sum(rep.prefill_tokens for rep in served.replicas)
+    metrics = {
+        f"hit_rate_{name}": hits / (hits + computed) if hits + computed else 0.0,
+        f"ttft_{name}_s_p99": s["ttft_s_p99"],
+        f"imbalance_{name}": max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0,
+    }
+    return {"counts": counts, "ttft": [s["ttft_s_p50"], s["ttft_s_p90"], s["ttft_s_p99"]]}, metrics, s
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Nothing beyond run()'s result. With `progress`, the routers and balance charts are run first,
+    one router at a time through the memo (run() then reuses them), and each growing chart is posted:
+    api calls this before run() when the page streams."""
+    if progress is not None and memo is not None and view in ("routers", "balance"):
+        _routed(p, seed, memo, progress)
+    return {}
 
 
 def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
@@ -197,10 +248,11 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    names = [ROUTER_NAMES[n] for n in ROUTERS]
+    done = [n for n in ROUTERS if n in r["routers"]]  # all of them, but while the routers stream
+    names = [ROUTER_NAMES[n] for n in done]
     if view == "balance":
         data = [
-            bar(names, [r["routers"][n]["counts"][i] for n in ROUTERS], f"Replica {i + 1}", i)
+            bar(names, [r["routers"][n]["counts"][i] for n in done], f"Replica {i + 1}", i)
             for i in range(r["num_replicas"])
         ]
         return make_figure(data, layout("Requests per replica, per router", "Router", "Requests", barmode="group"))
@@ -228,8 +280,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     m = r["metrics"]
     data = [
         # Offset groups put the two bars side by side although they hang on different y axes.
-        bar(names, [m[f"hit_rate_{n}"] for n in ROUTERS], "Cache hit rate", 0, offsetgroup="hits"),
-        bar(names, [m[f"ttft_{n}_s_p99"] for n in ROUTERS], "p99 TTFT (s)", 1, yaxis="y2", offsetgroup="ttft"),
+        bar(names, [m[f"hit_rate_{n}"] for n in done], "Cache hit rate", 0, offsetgroup="hits"),
+        bar(names, [m[f"ttft_{n}_s_p99"] for n in done], "p99 TTFT (s)", 1, yaxis="y2", offsetgroup="ttft"),
     ]
     return make_figure(
         data,

@@ -178,3 +178,23 @@ def test_the_prefix_cache_pressure_chart_streams_its_memory_sizes_and_shares_run
     hits = json.dumps({"sharing": "multi_turn", "num_requests": 40, "view": "hits"})
     assert session.run_json_stream("prefix_cache", hits, 0, other.append) == api.run_json("prefix_cache", hits)
     assert not other  # the other charts do not stream
+
+
+@pytest.mark.parametrize("view", ["routers", "balance"])
+def test_the_cluster_router_charts_stream_one_router_at_a_time(view):
+    """Each router's run is posted as it ends (the chart gains its category); the streamed answer is
+    the plain one, and a new split into prefill and decode replicas re-serves no router."""
+    from simulators.engine.cluster import ROUTERS
+
+    params = {"num_requests": 40, "num_replicas": 3, "view": view}
+    posted: list[str] = []
+    session = api.Session()
+    streamed = session.run_json_stream("cluster", json.dumps(params), 0, posted.append)
+    assert streamed == api.run_json("cluster", json.dumps(params))
+    parts = [json.loads(p)["figure"] for p in posted]
+    assert [len(f["data"][0]["x"]) for f in parts] == list(range(1, len(ROUTERS) + 1))
+    assert parts[-1] == json.loads(streamed)["figure"]
+    again: list[str] = []
+    split = json.dumps({**params, "num_replicas": 3, "num_prefill": 2})
+    assert session.run_json_stream("cluster", split, 0, again.append) == api.run_json("cluster", split)
+    assert not again  # the kept routers are drawn at once
