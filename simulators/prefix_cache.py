@@ -135,7 +135,10 @@ def _served(p: Params, seed: int, mode: str, blocks: int, memo: LruCache[Any] | 
 
     if memo is None:
         return make()
-    return memo.get_or_make(json.dumps([asdict(p), seed, mode, blocks], sort_keys=True, default=str), make)
+    kept: dict[str, float] = memo.get_or_make(
+        json.dumps([asdict(p), seed, mode, blocks], sort_keys=True, default=str), make
+    )
+    return kept
 
 
 def _trace(p: Params, seed: int) -> list[workload.Request]:
