@@ -102,8 +102,8 @@ class _Routed(NamedTuple):
 # Router runs kept between calls in the caller's memo (api.Session gives one): neither the chart nor
 # the split into prefill and decode replicas changes them, so a change of the split re-serves only
 # the disaggregated run (one of six). Keyed by every parameter the runs depend on and the router;
-# one scenario kept: its trace and each router's run.
-MEMO_ENTRIES = len(ROUTERS) + 1
+# one scenario kept: its trace, each router's run and the disaggregated run (of the latest split).
+MEMO_ENTRIES = len(ROUTERS) + 2
 
 
 def _scenario_key(p: Params, seed: int) -> list[Any]:
@@ -125,19 +125,12 @@ def _routed(
 ) -> _Routed:
     """Every router's run, from the memo where kept; `progress` gets the routers chart's data after
     each router (what figure() draws for the routers and balance views)."""
-    key = _scenario_key(p, seed)
-    reqs, spec = memo.get_or_make(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
+    reqs, spec = memo.get_or_make(json.dumps(_scenario_key(p, seed), sort_keys=True), lambda: _scenario(p, seed))
     routers: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     summaries: dict[str, dict[str, float]] = {}
     for name in ROUTERS:
-
-        def make(n: str = name) -> tuple[dict[str, Any], dict[str, float], dict[str, float]]:
-            return _route(p, reqs, spec, n)
-
-        router_key = json.dumps([*key, name], sort_keys=True)
-        kept = router_key in memo
-        got = memo.get_or_make(router_key, make)
+        got, kept = _router(p, seed, memo, name)
         routers[name], summaries[name] = got[0], got[2]
         metrics.update(got[1])
         if progress is not None and not kept:  # kept runs are drawn with the answer, at once
@@ -150,6 +143,19 @@ def _routed(
                 }
             )
     return _Routed(reqs, spec, routers, metrics, summaries["least_queue"])
+
+
+Run = tuple[dict[str, Any], dict[str, float], dict[str, float]]  # chart entry, metrics, summary
+
+
+def _router(p: Params, seed: int, memo: LruCache[Any], name: str) -> tuple[Run, bool]:
+    """One router's run through the memo, and whether it was kept already."""
+    key = _scenario_key(p, seed)
+    reqs, spec = memo.get_or_make(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
+    router_key = json.dumps([*key, name], sort_keys=True)
+    kept = router_key in memo
+    got: Run = memo.get_or_make(router_key, lambda: _route(p, reqs, spec, name))
+    return got, kept
 
 
 def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]:
@@ -175,9 +181,7 @@ def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]
     return reqs, spec
 
 
-def _route(
-    p: Params, reqs: list[workload.Request], spec: EngineSpec, name: str
-) -> tuple[dict[str, Any], dict[str, float], dict[str, float]]:
+def _route(p: Params, reqs: list[workload.Request], spec: EngineSpec, name: str) -> Run:
     """One router's run: its chart entry, its metrics and its summary."""
     served = serve(reqs, spec, num_replicas=p.num_replicas, router=name, keep_series=False)
     s = summarize(served.records)
@@ -208,31 +212,54 @@ def view_data(
     api calls this before run() when the page streams."""
     if progress is not None and memo is not None and view in ("routers", "balance"):
         _routed(p, seed, memo, progress)
+    if progress is not None and memo is not None and view == "disagg":
+        head = {"num_replicas": p.num_replicas, "num_prefill": p.num_prefill}
+        (_, _, least_queue), kept = _router(p, seed, memo, "least_queue")
+        modes = {"colocated": _percentiles(least_queue)}
+        if not kept:
+            progress({**head, "modes": modes})
+        kept = _disaggregated_key(p, seed) in memo
+        modes["disaggregated"] = _percentiles(_disaggregated(p, seed, memo))
+        if not kept:
+            progress({**head, "modes": modes})
     return {}
+
+
+def _percentiles(s: dict[str, float]) -> dict[str, list[float]]:
+    """What the disaggregation chart draws of one run: median and p99 TTFT and TPOT."""
+    return {k: [s[f"{k}_s_p50"], s[f"{k}_s_p99"]] for k in ("ttft", "tpot")}
+
+
+def _disaggregated(p: Params, seed: int, memo: LruCache[Any]) -> dict[str, float]:
+    """The same trace on the same replicas split into prefill and decode pools (kept in the memo)."""
+    key = _scenario_key(p, seed)
+    reqs, spec = memo.get_or_make(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
+
+    def make() -> dict[str, float]:
+        served = serve(
+            reqs, spec, num_replicas=p.num_replicas, router="least_queue", num_prefill=p.num_prefill, keep_series=False
+        )
+        return summarize(served.records)
+
+    got: dict[str, float] = memo.get_or_make(_disaggregated_key(p, seed), make)
+    return got
+
+
+def _disaggregated_key(p: Params, seed: int) -> str:
+    return json.dumps([*_scenario_key(p, seed), "disaggregated", p.num_prefill], sort_keys=True)
 
 
 def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
     """`memo` keeps the router runs for the caller's next call (none: nothing is kept)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    routed = _routed(p, seed, LruCache(MEMO_ENTRIES) if memo is None else memo)
+    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+    routed = _routed(p, seed, memo)
     metrics = dict(routed.metrics)  # the kept runs' figures stay as they were
     modes = {}
     for mode in ("colocated", "disaggregated"):
         # Colocated is the least-queue router's run: the same requests, replicas and router.
-        if mode == "colocated":
-            s = routed.colocated
-        else:
-            s = summarize(
-                serve(
-                    routed.reqs,
-                    routed.spec,
-                    num_replicas=p.num_replicas,
-                    router="least_queue",
-                    num_prefill=p.num_prefill,
-                    keep_series=False,
-                ).records
-            )
-        modes[mode] = {k: [s[f"{k}_s_p50"], s[f"{k}_s_p99"]] for k in ("ttft", "tpot")}
+        s = routed.colocated if mode == "colocated" else _disaggregated(p, seed, memo)
+        modes[mode] = _percentiles(s)
         metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
         metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]
     return {
@@ -248,7 +275,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    done = [n for n in ROUTERS if n in r["routers"]]  # all of them, but while the routers stream
+    done = [n for n in ROUTERS if n in r.get("routers", {})]  # all of them, but while they stream
     names = [ROUTER_NAMES[n] for n in done]
     if view == "balance":
         data = [
@@ -266,6 +293,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                     ("disaggregated", f"{r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode"),
                 )
             )
+            if k in r["modes"]  # both, but while they stream
         ]
         return make_figure(
             data,

@@ -135,10 +135,12 @@ def _served(p: Params, seed: int, mode: str, blocks: int, memo: LruCache[Any] | 
 
     if memo is None:
         return make()
-    kept: dict[str, float] = memo.get_or_make(
-        json.dumps([asdict(p), seed, mode, blocks], sort_keys=True, default=str), make
-    )
+    kept: dict[str, float] = memo.get_or_make(_key(p, seed, mode, blocks), make)
     return kept
+
+
+def _key(p: Params, seed: int, mode: str, blocks: int) -> str:
+    return json.dumps([asdict(p), seed, mode, blocks], sort_keys=True, default=str)
 
 
 def _trace(p: Params, seed: int) -> list[workload.Request]:
@@ -203,6 +205,10 @@ def view_data(
     It reads nothing from `result`: the full-memory point is run()'s runs, through the memo, so api
     may call it first. `progress`, if given, gets the chart so far after each memory size, smallest
     first: the page draws the points as they come. The answer does not depend on `progress`."""
+    if view in ("ttft", "hits"):
+        if progress is not None and memo is not None:
+            _stream_modes(p, seed, view, memo, progress)
+        return {}
     if view != "pressure":
         return {}
     m = resolve_model(p.model)
@@ -215,6 +221,22 @@ def view_data(
         if progress is not None:
             progress({"pressure": list(pressure)})
     return {"pressure": pressure}
+
+
+def _stream_modes(
+    p: Params, seed: int, view: str, memo: LruCache[Any], progress: Callable[[dict[str, Any]], None]
+) -> None:
+    """run()'s charts drawn one cache mode at a time (the cheapest, no cache, first for TTFT), each
+    run kept in the memo for run(); a mode already kept is drawn with the answer, at once."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    blocks = _capacity(p, m) // p.block_size
+    order = ("off", "hash", "radix") if view == "ttft" else ("hash", "radix")
+    done: dict[str, dict[str, float]] = {}
+    for mode in order:
+        kept = _key(p, seed, mode, blocks) in memo
+        done[mode] = _served(p, seed, mode, blocks, memo)
+        if not kept:
+            progress({"model": m.name, "gpu": gpu.name, "sharing": p.sharing, "modes": dict(done)})
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -236,7 +258,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             ),
         )
     if view == "hits":
-        modes = ["hash", "radix"]
+        modes = [x for x in ("hash", "radix") if x in r["modes"]]  # both, but while they stream
         data = [
             bar(
                 [names[x] for x in modes],
@@ -258,6 +280,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     data = [
         bar(labels, [r["modes"][mode][f"ttft_{q}"] for q in labels], names[mode], i)
         for i, (mode, _) in enumerate(MODES)
+        if mode in r["modes"]  # every mode, but while they stream
     ]
     return make_figure(
         data, layout(f"Time to first token, {r['model']} on {r['gpu']}", "Percentile", "TTFT (s)", barmode="group")

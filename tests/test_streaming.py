@@ -157,44 +157,64 @@ def test_every_streamed_point_is_the_answers_point(name, params):
     assert shown > 0
 
 
-def test_the_prefix_cache_pressure_chart_streams_its_memory_sizes_and_shares_runs_full_memory_point():
-    """One point per memory size, smallest first; the streamed answer is the plain one, and the
-    full-memory point has run()'s hit rates (view_data now runs before run(), through the memo)."""
+@pytest.mark.parametrize(
+    ("view", "grows"),
+    [
+        ("ttft", lambda f: len(f["data"])),  # one group of bars per cache mode, no cache first
+        ("hits", lambda f: len(f["data"][0]["x"])),  # one bar per cache
+        ("pressure", lambda f: len(f["data"][0]["x"])),  # one point per memory size
+    ],
+)
+def test_the_prefix_cache_charts_stream_and_share_runs_with_run(view, grows):
+    """Each chart grows one run at a time; the streamed answer is the plain one; the pressure chart's
+    full-memory point has run()'s hit rates (view_data runs before run(), through the memo); and a
+    kept scenario posts nothing."""
     from simulators import prefix_cache
 
-    params = json.dumps({"sharing": "multi_turn", "num_requests": 40, "view": "pressure"})
+    params = json.dumps({"sharing": "multi_turn", "num_requests": 40, "view": view})
     posted: list[str] = []
     session = api.Session()
     streamed = session.run_json_stream("prefix_cache", params, 0, posted.append)
     assert streamed == api.run_json("prefix_cache", params)
     parts = [json.loads(p)["figure"] for p in posted]
-    assert [len(f["data"][0]["x"]) for f in parts] == list(range(1, len(prefix_cache.PRESSURE) + 1))
+    expected = {"ttft": len(prefix_cache.MODES), "hits": 2, "pressure": len(prefix_cache.PRESSURE)}[view]
+    assert [grows(f) for f in parts] == list(range(1, expected + 1))
     assert parts[-1] == json.loads(streamed)["figure"]
     answer = json.loads(streamed)
-    points = answer["result"]["pressure"]
-    full = max(points, key=lambda x: x["GiB"])
-    assert (full["hash"], full["radix"]) == (answer["metrics"]["hit_rate_hash"], answer["metrics"]["hit_rate_radix"])
-    other: list[str] = []
-    hits = json.dumps({"sharing": "multi_turn", "num_requests": 40, "view": "hits"})
-    assert session.run_json_stream("prefix_cache", hits, 0, other.append) == api.run_json("prefix_cache", hits)
-    assert not other  # the other charts do not stream
+    if view == "pressure":
+        full = max(answer["result"]["pressure"], key=lambda x: x["GiB"])
+        assert (full["hash"], full["radix"]) == (
+            answer["metrics"]["hit_rate_hash"],
+            answer["metrics"]["hit_rate_radix"],
+        )
+    again: list[str] = []
+    assert session.run_json_stream("prefix_cache", params, 0, again.append) == streamed
+    assert not again
 
 
-@pytest.mark.parametrize("view", ["routers", "balance"])
-def test_the_cluster_router_charts_stream_one_router_at_a_time(view):
-    """Each router's run is posted as it ends (the chart gains its category); the streamed answer is
-    the plain one, and a new split into prefill and decode replicas re-serves no router."""
+@pytest.mark.parametrize(
+    ("view", "grows", "count"),
+    [
+        ("routers", lambda f: len(f["data"][0]["x"]), 5),  # one router after another
+        ("balance", lambda f: len(f["data"][0]["x"]), 5),
+        ("disagg", lambda f: len(f["data"]), 2),  # colocated, then disaggregated
+    ],
+)
+def test_the_cluster_charts_stream_one_run_at_a_time(view, grows, count):
+    """Each run is posted as it ends; the streamed answer is the plain one, and a new split into
+    prefill and decode replicas re-serves no router (only the disaggregated run is new)."""
     from simulators.engine.cluster import ROUTERS
 
+    assert len(ROUTERS) == 5
     params = {"num_requests": 40, "num_replicas": 3, "view": view}
     posted: list[str] = []
     session = api.Session()
     streamed = session.run_json_stream("cluster", json.dumps(params), 0, posted.append)
     assert streamed == api.run_json("cluster", json.dumps(params))
     parts = [json.loads(p)["figure"] for p in posted]
-    assert [len(f["data"][0]["x"]) for f in parts] == list(range(1, len(ROUTERS) + 1))
+    assert [grows(f) for f in parts] == list(range(1, count + 1))
     assert parts[-1] == json.loads(streamed)["figure"]
     again: list[str] = []
-    split = json.dumps({**params, "num_replicas": 3, "num_prefill": 2})
+    split = json.dumps({**params, "num_prefill": 2})
     assert session.run_json_stream("cluster", split, 0, again.append) == api.run_json("cluster", split)
-    assert not again  # the kept routers are drawn at once
+    assert len(again) == (1 if view == "disagg" else 0)  # kept routers are drawn at once
