@@ -18,8 +18,10 @@ Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq
 
 from __future__ import annotations
 
+import json
 import random
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from . import costmodel as cm
@@ -30,6 +32,7 @@ from .parallel import check_serving, layout_of, pipeline_parallel_param, pooled_
 from .params import gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
+from .results_cache import LruCache
 
 TITLE = "Reasoning workloads: 2k in, 20k out"
 DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
@@ -120,12 +123,35 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) ->
     }
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+# The served traces of the latest scenario (chat; reasoning at each draft length, 0 = none), kept in
+# the caller's memo (api.Session) so that the charts can be drawn run by run before run() answers.
+MEMO_ENTRIES = len(DRAFTS) + 3
+
+
+def _key(p: Params, seed: int, kind: str, k: int) -> str:
+    return json.dumps([asdict(p), seed, kind, k], sort_keys=True, default=str)
+
+
+def _served(p: Params, seed: int, kind: str, k: int, memo: LruCache[Any] | None) -> dict[str, Any]:
+    """_serve of the `kind` trace with k draft tokens, from the memo where kept."""
+
+    def make() -> dict[str, Any]:
+        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+        return _serve(_trace(kind, p, seed, m), m, gpu, p, k)
+
+    if memo is None:
+        return make()
+    got: dict[str, Any] = memo.get_or_make(_key(p, seed, kind, k), make)
+    return got
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the served traces for view_data() and the caller's next call (none: nothing kept)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    chat_reqs, reason_reqs = _trace("azure", p, seed, m), _trace("reasoning", p, seed, m)
-    chat = _serve(chat_reqs, m, gpu, p, 0)
-    plain = _serve(reason_reqs, m, gpu, p, 0)
-    spec = _serve(reason_reqs, m, gpu, p, p.num_speculative_tokens) if p.num_speculative_tokens else plain
+    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+    chat = _served(p, seed, "azure", 0, memo)
+    plain = _served(p, seed, "reasoning", 0, memo)
+    spec = _served(p, seed, "reasoning", p.num_speculative_tokens, memo) if p.num_speculative_tokens else plain
     per_token = cm.kv_bytes_per_token(m)
     capacity = pooled_kv_tokens(m, gpu, layout_of(p), weight_dtype="bf16", kv_dtype="bf16")
     sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
@@ -163,14 +189,44 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def view_data(p: Params, result: dict[str, Any], view: str, *, seed: int = 0) -> dict[str, Any]:
-    """What only the speculation chart draws: the reasoning trace served again for each k in DRAFTS."""
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """What only the speculation chart draws: the reasoning trace served again for each k in DRAFTS.
+
+    It reads nothing from `result` (the runs come from the memo), so api may call it first. With
+    `progress`, each chart is posted as its runs end: the speculation sweep point by point, and
+    run()'s own charts (time, batch) one traffic kind at a time; a run already kept is drawn with
+    the answer, at once. The answer does not depend on `progress`."""
+    post = progress or (lambda part: None)
+    if view in ("time", "batch"):
+        if progress is not None:
+            m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+            part: dict[str, Any] = {"model": m.name, "gpu": gpu.name}
+            runs = [("chat", "azure", 0), ("reasoning", "reasoning", 0)]
+            if view == "time":
+                runs.append(("speculative", "reasoning", p.num_speculative_tokens))
+            for name, kind, k in runs:
+                kept = memo is not None and _key(p, seed, kind, k) in memo
+                part[name] = _served(p, seed, kind, k, memo)
+                if not kept:
+                    post(dict(part))
+        return {}
     if view != "speculation":
         return {}
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    reqs = _trace("reasoning", p, seed, m)
-    plain = result["reasoning"]["e2e_mean"]
-    return {"sweep": [{"k": k, "e2e": _serve(reqs, m, gpu, p, k)["e2e_mean"] if k else plain} for k in DRAFTS]}
+    sweep: list[dict[str, float]] = []
+    for k in DRAFTS:
+        kept = memo is not None and _key(p, seed, "reasoning", k) in memo
+        sweep.append({"k": k, "e2e": _served(p, seed, "reasoning", k, memo)["e2e_mean"]})
+        if not kept:
+            post({"sweep": list(sweep), "acceptance_rate": p.acceptance_rate})
+    return {"sweep": sweep}
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -193,10 +249,15 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data = [
             line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, shape="hv")
             for i, (k, name) in enumerate((("chat", "Chat"), ("reasoning", "Reasoning")))
+            if k in r  # both, but while they stream
         ]
         return make_figure(data, layout("Sequences running over time (same arrivals)", "Time (s)", "Sequences"))
-    names = ["Chat", "Reasoning", "Reasoning + speculation"]
-    parts = [r["chat"], r["reasoning"], r["speculative"]]
+    shown = [
+        (n, k)
+        for n, k in (("Chat", "chat"), ("Reasoning", "reasoning"), ("Reasoning + speculation", "speculative"))
+        if k in r
+    ]
+    names, parts = [n for n, _ in shown], [r[k] for _, k in shown]  # all three, but while they stream
     data = [
         bar(names, [x["queue_mean"] for x in parts], "Queueing", 3),
         bar(names, [x["ttft_mean"] - x["queue_mean"] for x in parts], "Prefill (to first token)", 1),

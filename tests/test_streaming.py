@@ -218,3 +218,33 @@ def test_the_cluster_charts_stream_one_run_at_a_time(view, grows, count):
     split = json.dumps({**params, "num_prefill": 2})
     assert session.run_json_stream("cluster", split, 0, again.append) == api.run_json("cluster", split)
     assert len(again) == (1 if view == "disagg" else 0)  # kept routers are drawn at once
+
+
+@pytest.mark.parametrize(
+    ("view", "grows", "count"),
+    [
+        ("time", lambda f: len(f["data"][0]["x"]), 3),  # chat, reasoning, reasoning with speculation
+        ("batch", lambda f: len(f["data"]), 2),  # chat's line, then reasoning's
+        ("speculation", lambda f: len(f["data"][0]["x"]), 7),  # one point per draft length
+    ],
+)
+def test_the_reasoning_charts_stream_one_run_at_a_time(view, grows, count):
+    """Each served trace is posted as it ends; the streamed answer is the plain one; a kept scenario
+    posts nothing, and the speculation sweep reuses run()'s runs at 0 and at the chosen draft length."""
+    from simulators import reasoning
+
+    assert len(reasoning.DRAFTS) == 7
+    params = json.dumps({"num_requests": 20, "view": view})
+    posted: list[str] = []
+    session = api.Session()
+    streamed = session.run_json_stream("reasoning", params, 0, posted.append)
+    assert streamed == api.run_json("reasoning", params)
+    parts = [json.loads(p)["figure"] for p in posted]
+    assert [grows(f) for f in parts] == list(range(1, count + 1))
+    assert parts[-1] == json.loads(streamed)["figure"]
+    again: list[str] = []
+    assert session.run_json_stream("reasoning", params, 0, again.append) == streamed and not again
+    if view == "time":  # now the sweep needs only the draft lengths run() did not serve (0 and 4 are kept)
+        sweep: list[str] = []
+        session.run_json_stream("reasoning", json.dumps({"num_requests": 20, "view": "speculation"}), 0, sweep.append)
+        assert len(sweep) == len(reasoning.DRAFTS) - 2
