@@ -92,8 +92,6 @@ class Params:
 
 
 class _Routed(NamedTuple):
-    reqs: list[workload.Request]
-    spec: EngineSpec
     routers: dict[str, Any]
     metrics: dict[str, float]
     colocated: dict[str, float]  # the least-queue router's summary
@@ -125,7 +123,6 @@ def _routed(
 ) -> _Routed:
     """Every router's run, from the memo where kept; `progress` gets the routers chart's data after
     each router (what figure() draws for the routers and balance views)."""
-    reqs, spec = memo.get_or_make(json.dumps(_scenario_key(p, seed), sort_keys=True), lambda: _scenario(p, seed))
     routers: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     summaries: dict[str, dict[str, float]] = {}
@@ -142,7 +139,7 @@ def _routed(
                     "metrics": dict(metrics),
                 }
             )
-    return _Routed(reqs, spec, routers, metrics, summaries["least_queue"])
+    return _Routed(routers, metrics, summaries["least_queue"])
 
 
 Run = tuple[dict[str, Any], dict[str, float], dict[str, float]]  # chart entry, metrics, summary
