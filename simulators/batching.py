@@ -23,9 +23,11 @@ Generative Models (OSDI), iteration-level scheduling; 2) Kwon et al. 2023 (arXiv
 
 from __future__ import annotations
 
+import json
 import math
 import random
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .catalog import resolve_gpu, resolve_model
@@ -35,6 +37,7 @@ from .parallel import check_serving, layout_of, pipeline_parallel_param, tensor_
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
+from .results_cache import LruCache
 
 TITLE = "Static vs continuous batching"
 DESCRIPTION = (
@@ -113,52 +116,105 @@ def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_
     return time_average([(t, running) for t, _, _, _, _, running in series]) / max_num_seqs
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    rng = random.Random(seed)
-    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    reqs = workload.build(rng, p.num_requests, _lengths(p), times).requests
-    out: dict[str, Any] = {
-        "model": m.name,
-        "gpu": gpu.name,
-        "max_num_seqs": p.max_num_seqs,
-        "rate_per_s": p.rate_per_s,
-    }
-    metrics: dict[str, float] = {}
-    for policy in ("static", "continuous"):
+POLICIES = ("static", "continuous")  # served and drawn in this order (static is the cheaper run)
+
+# Runs kept between calls in the caller's memo (api.Session gives one), so that view_data() can
+# stream the chart one scheduler at a time and run() then reuses both runs: one scenario's trace
+# and its two runs.
+MEMO_ENTRIES = 1 + len(POLICIES)
+
+
+def _key(p: Params, seed: int, what: str) -> str:
+    return json.dumps([asdict(p), seed, what], sort_keys=True, default=str)
+
+
+def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:
+    def make() -> list[workload.Request]:
+        rng = random.Random(seed)
+        times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+        return workload.build(rng, p.num_requests, _lengths(p), times).requests
+
+    got: list[workload.Request] = memo.get_or_make(_key(p, seed, "trace"), make)
+    return got
+
+
+def _served(p: Params, seed: int, policy: str, memo: LruCache[Any]) -> tuple[dict[str, Any], dict[str, float]]:
+    """One scheduler's run of the trace, from the memo where kept: its chart entry and metrics."""
+
+    def make() -> tuple[dict[str, Any], dict[str, float]]:
+        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
         spec = EngineSpec(
             m,
             gpu,
             SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
             **layout_of(p).cost_kw(),
         )
-        served = serve(reqs, spec)
+        served = serve(_trace(p, seed, memo), spec)
         s = summarize(served.records)
         rep = served.replicas[0]
         occ = slot_occupancy(rep.series, p.max_num_seqs)
         # Throughput over the whole run: every request, first arrival to last completion.
         recs = served.records
         makespan = max(x.arrival_s + x.e2e_s for x in recs) - min(x.arrival_s for x in recs) if recs else 1.0
-        out[policy] = {
+        entry = {
             "series": downsample([(t, slots, running) for t, slots, _, _, _, running in rep.series]),
             "ttft": [s["ttft_s_p50"], s["ttft_s_p90"], s["ttft_s_p99"]],
             "e2e": [s["e2e_s_p50"], s["e2e_s_p90"], s["e2e_s_p99"]],
             "makespan_s": makespan,
             "num_dropped": len(served.dropped),
         }
-        metrics.update(
-            {
-                f"throughput_{policy}_per_s": len(served.records) / makespan,
-                f"tokens_{policy}_per_s": sum(x.output_tokens for x in served.records) / makespan,
-                f"ttft_{policy}_s_p50": s["ttft_s_p50"],
-                f"ttft_{policy}_s_p99": s["ttft_s_p99"],
-                f"e2e_{policy}_s_p99": s["e2e_s_p99"],
-                f"slot_occupancy_{policy}": occ,
-            }
-        )
+        metrics = {
+            f"throughput_{policy}_per_s": len(recs) / makespan,
+            f"tokens_{policy}_per_s": sum(x.output_tokens for x in recs) / makespan,
+            f"ttft_{policy}_s_p50": s["ttft_s_p50"],
+            f"ttft_{policy}_s_p99": s["ttft_s_p99"],
+            f"e2e_{policy}_s_p99": s["e2e_s_p99"],
+            f"slot_occupancy_{policy}": occ,
+        }
+        return entry, metrics
+
+    got: tuple[dict[str, Any], dict[str, float]] = memo.get_or_make(_key(p, seed, policy), make)
+    return got
+
+
+def _head(p: Params) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    return {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the trace and both runs for the caller's next call (none: nothing is kept)."""
+    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+    out = _head(p)
+    metrics: dict[str, float] = {}
+    for policy in POLICIES:
+        out[policy], more = _served(p, seed, policy, memo)
+        metrics.update(more)
     metrics["throughput_gain"] = metrics["throughput_continuous_per_s"] / metrics["throughput_static_per_s"]
     out["metrics"] = metrics
     return out
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Nothing beyond run()'s result. With `progress` (api calls this before run() when the page
+    streams), both charts are drawn one scheduler at a time as its run ends, static first, through
+    the memo that run() then reuses; a run already kept is drawn with the answer, at once."""
+    if progress is not None and memo is not None:
+        part = _head(p)
+        for policy in POLICIES:
+            kept = _key(p, seed, policy) in memo
+            part[policy] = _served(p, seed, policy, memo)[0]
+            if not kept:
+                progress(dict(part))
+    return {}
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -166,7 +222,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         labels = ["TTFT p50", "TTFT p90", "TTFT p99", "E2E p50", "E2E p90", "E2E p99"]
         data = [
             bar(labels, r[k]["ttft"] + r[k]["e2e"], f"{k.capitalize()} batching", i)
-            for i, k in enumerate(("static", "continuous"))
+            for i, k in enumerate(POLICIES)
+            if k in r  # both, but while they stream
         ]
         return make_figure(
             data,
@@ -178,14 +235,15 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 yaxis={"type": "log"},
             ),
         )
-    st, co = r["static"]["series"], r["continuous"]["series"]
+    st, co = r["static"]["series"], r.get("continuous", {}).get("series")  # no continuous run yet while streaming
     data = [
         line(
             [x[0] for x in st], [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"
         ),
         line([x[0] for x in st], [x[1] for x in st], "Static: slots held by the batch", 3, shape="hv"),
-        line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, shape="hv"),
     ]
+    if co is not None:
+        data.append(line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, shape="hv"))
     return make_figure(
         data,
         layout(

@@ -21,9 +21,10 @@ lengths from the WildChat paper, Table 1 (reference section 8), fitted as lognor
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from . import costmodel as cm
@@ -34,6 +35,7 @@ from .engine.metrics import downsample, time_average
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
+from .results_cache import LruCache
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = (
@@ -102,35 +104,65 @@ def _run(reqs: list[workload.Request], spec: EngineSpec) -> dict[str, Any]:
     }
 
 
-def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], Callable[[str, int], EngineSpec]]:
-    """The seeded trace, and the engine for a layout and block size on the KV budget."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
+def _make_trace(p: Params, seed: int) -> list[workload.Request]:
+    """The seeded trace."""
     rng = random.Random(seed)
     times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    reqs = workload.build(rng, p.num_requests, workload.Lengths(p.lengths, 0, 0), times).requests
-    sched = SchedulerConfig(max_num_seqs=1024, max_model_len=p.max_model_len)
-
-    def spec(layout_: str, bs: int) -> EngineSpec:
-        return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=capacity // bs)
-
-    return reqs, spec
+    return workload.build(rng, p.num_requests, workload.Lengths(p.lengths, 0, 0), times).requests
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
+    """The engine for a layout and block size on the KV budget."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
-    reqs, spec = _scenario(p, seed)
-    contiguous = _run(reqs, spec("contiguous", p.block_size))
-    paged = _run(reqs, spec("paged", p.block_size))
+    sched = SchedulerConfig(max_num_seqs=1024, max_model_len=p.max_model_len)
+    return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=capacity // bs)
+
+
+LAYOUTS = ("contiguous", "paged")  # served and drawn in this order (contiguous is the cheaper run)
+
+# Kept between calls in the caller's memo (api.Session gives one), so that view_data() can stream
+# the memory chart one allocator at a time and run() then reuses the runs: one scenario's trace
+# and its two runs.
+MEMO_ENTRIES = 1 + len(LAYOUTS)
+
+
+def _key(p: Params, seed: int, what: str) -> str:
+    return json.dumps([asdict(p), seed, what], sort_keys=True, default=str)
+
+
+def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:
+    got: list[workload.Request] = memo.get_or_make(_key(p, seed, "trace"), lambda: _make_trace(p, seed))
+    return got
+
+
+def _served(p: Params, seed: int, layout_: str, memo: LruCache[Any]) -> dict[str, Any]:
+    """One allocator's run at the page's block size, from the memo where kept."""
+
+    def make() -> dict[str, Any]:
+        return _run(_trace(p, seed, memo), _engine(p, layout_, p.block_size))
+
+    got: dict[str, Any] = memo.get_or_make(_key(p, seed, layout_), make)
+    return got
+
+
+def _head(p: Params) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    return {"model": m.name, "gpu": gpu.name, "block_size": p.block_size, "max_model_len": p.max_model_len}
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps both runs for the caller's next call (none: nothing is kept)."""
+    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+    m = resolve_model(p.model)
+    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
+    contiguous, paged = (_served(p, seed, layout_, memo) for layout_ in LAYOUTS)
+    reqs = _trace(p, seed, memo)
     # Block tables of the first requests, each caught halfway through its answer.
     kept = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
     table = [r.prompt_tokens + r.output_tokens // 2 for r in kept]
     return {
-        "model": m.name,
-        "gpu": gpu.name,
-        "block_size": p.block_size,
-        "max_model_len": p.max_model_len,
+        **_head(p),
         "contiguous": contiguous,
         "paged": paged,
         "block_sweep": [],
@@ -148,14 +180,33 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def view_data(p: Params, result: dict[str, Any], view: str, *, seed: int = 0) -> dict[str, Any]:
-    """What only the block-size chart draws: the paged engine re-run for each of BLOCK_SIZES."""
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """What only the block-size chart draws: the paged engine re-run for each of BLOCK_SIZES.
+
+    With `progress` (api calls this before run() when the page streams), the memory chart is drawn
+    one allocator at a time as its run ends, contiguous first, through the memo run() then reuses;
+    a run already kept is drawn with the answer, at once. The answer does not depend on `progress`."""
+    if view == "memory" and progress is not None and memo is not None:
+        part = _head(p)
+        for layout_ in LAYOUTS:
+            kept = _key(p, seed, layout_) in memo
+            part[layout_] = _served(p, seed, layout_, memo)
+            if not kept:
+                progress(dict(part))
     if view != "block_size":
         return {}
-    reqs, spec = _scenario(p, seed)
+    reqs = _make_trace(p, seed) if memo is None else _trace(p, seed, memo)
     sweep = []
     for bs in BLOCK_SIZES:
-        r = _run(reqs, spec("paged", bs))
+        r = _run(reqs, _engine(p, "paged", bs))
         sweep.append({"block_size": bs, "utilization": r["utilization"], "max_concurrent": r["max_concurrent"]})
     return {"block_sweep": sweep}
 
@@ -251,6 +302,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         )
     data = []
     for i, (name, key) in enumerate((("Contiguous", "contiguous"), ("Paged", "paged"))):
+        if key not in r:  # both, but while they stream
+            continue
         s = r[key]["series"]
         data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, shape="hv"))
         data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, shape="hv"))

@@ -248,3 +248,32 @@ def test_the_reasoning_charts_stream_one_run_at_a_time(view, grows, count):
         sweep: list[str] = []
         session.run_json_stream("reasoning", json.dumps({"num_requests": 20, "view": "speculation"}), 0, sweep.append)
         assert len(sweep) == len(reasoning.DRAFTS) - 2
+
+
+@pytest.mark.parametrize(
+    ("name", "view", "grows", "count"),
+    [
+        ("batching", "occupancy", lambda f: len(f["data"]), 2),  # static's two lines, then continuous's
+        ("batching", "latency", lambda f: len(f["data"]), 2),  # static's bars, then continuous's
+        ("paged_kv", "memory", lambda f: len(f["data"]), 2),  # contiguous's two lines, then paged's
+        ("paged_kv", "blocks", lambda f: 0, 0),  # the block tables need no run: nothing to stream
+    ],
+)
+def test_the_two_engine_charts_stream_one_run_at_a_time(name, view, grows, count):
+    """Batching (static, then continuous) and paged KV (contiguous, then paged): each run is posted
+    as it ends, the streamed answer is the plain one, and a kept scenario posts nothing."""
+    params = json.dumps({"num_requests": 40, "view": view})
+    posted: list[str] = []
+    session = api.Session()
+    streamed = session.run_json_stream(name, params, 0, posted.append)
+    assert streamed == api.run_json(name, params) == api.Session().run_json(name, params)
+    parts = [json.loads(p)["figure"] for p in posted]
+    assert len(parts) == count
+    for f in parts:
+        go.Figure(f)
+    if count:
+        first, last = (grows(f) for f in (parts[0], parts[-1]))
+        assert 0 < first < last
+        assert parts[-1] == json.loads(streamed)["figure"]
+    again: list[str] = []
+    assert session.run_json_stream(name, params, 0, again.append) == streamed and not again
