@@ -116,12 +116,23 @@ class Chunk(NamedTuple):
     pz: tuple[float, ...]  # sum p_i z_i under the baseline's distribution p
 
 
-# Draws kept between calls in the caller's memo (api.Session gives one), not answers: a chunk
-# depends only on (seed, chunk index), never on a control, so a change of num_positions draws at
-# most one new chunk and a change of any other control none; run() still scores every position
-# each time. The bound holds one seed's MAX_POSITIONS (a run reads its chunks in order, so a
-# smaller bound would evict each one just before it is needed): about 9 MB in the reader's browser.
-MEMO_ENTRIES = MAX_POSITIONS // CHUNK
+# Kept between calls in the caller's memo (api.Session gives one), in two stores of their own,
+# per chunk: its draws, which depend only on (seed, chunk index), never on a control; and its
+# scores, which depend on the draws and the three damage controls, never on num_positions (a
+# position's scores are its own). So a change of num_positions draws and scores at most one new
+# chunk, and a change of any other control scores every chunk again from the kept draws. Each
+# store holds one seed's MAX_POSITIONS (a run reads its chunks in order, so a smaller bound would
+# evict each one just before it is needed); two stores, so that new scores never evict draws:
+# about 9 MB of draws in the reader's browser, the scores a few hundred KB.
+MEMO_ENTRIES = 2
+CHUNKS = MAX_POSITIONS // CHUNK
+
+
+def stores(memo: LruCache[Any]) -> tuple[LruCache[Chunk], LruCache[Scores]]:
+    """The memo's two stores: the draws by (seed, chunk), the scores by (seed, chunk, controls)."""
+    draws: LruCache[Chunk] = memo.get_or_make("draws", lambda: LruCache(CHUNKS))
+    scores: LruCache[Scores] = memo.get_or_make("scores", lambda: LruCache(CHUNKS))
+    return draws, scores
 
 
 def chunk(seed: int, index: int) -> Chunk:
@@ -173,40 +184,63 @@ class Positions(NamedTuple):
     agree: list[bool]  # the two models' greedy picks agree
 
 
+class Scores(NamedTuple):
+    """A whole chunk's per-position results under one set of damage controls (see Positions)."""
+
+    kl: list[float]
+    damaged: list[bool]
+    nll_base: tuple[float, ...]  # the draws' own (shared, not copied)
+    nll_opt: list[float]
+    agree: list[bool]
+
+
+def score(c: Chunk, noise: float, frac: float, margin: float) -> Scores:
+    """Every position of a chunk, optimised model against baseline (the module docstring's KL)."""
+    out = Scores([], [], c.nll, [], [])
+    kls, nll_opt, agree = out.kl, out.nll_opt, out.agree
+    base, pb, zs = c.base, c.pb, c.z
+    # The whole chunk at once: the optimised logits y, and p_i expm1(d_i) with d = noise * z.
+    opt = [x + noise * z for x, z in zip(base, zs, strict=True)]
+    grow = [pi * expm1(noise * z) for pi, z in zip(pb, zs, strict=True)]
+    hits = [u < frac for u in c.u]
+    for k in range(CHUNK):
+        if hits[k]:
+            two = k * VOCAB + c.second[k]
+            opt[two] = opt[k * VOCAB + c.first[k]] + margin
+            grow[two] = pb[two] * expm1(opt[two] - base[two])
+    for k in range(CHUNK):
+        at = k * VOCAB
+        y = opt[at : at + VOCAB]
+        lift = log1p(fsum(grow[at : at + VOCAB]))  # L(y) - L(x)
+        shift = noise * c.pz[k]  # sum p_i d_i without damage
+        if hits[k]:
+            two = at + c.second[k]
+            shift += pb[two] * (opt[two] - base[two] - noise * zs[two])
+        kls.append(lift - shift)
+        nll_opt.append(c.lse[k] + lift - y[c.token[k]])
+        agree.append(y.index(max(y)) == c.first[k])
+    out.damaged.extend(hits)
+    return out
+
+
 def positions(p: Params, seed: int = 0, memo: LruCache[Any] | None = None) -> Positions:
-    """Score every position: the draws come from the memo, the rest is computed each run."""
-    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
-    noise, frac, margin = p.noise_scale, p.damaged_fraction, p.damage_margin
+    """Score every position: draws and scores come from the memo where kept (see MEMO_ENTRIES)."""
+    draws, scores = stores(LruCache(MEMO_ENTRIES) if memo is None else memo)
+    controls = (p.noise_scale, p.damaged_fraction, p.damage_margin)
     out = Positions([], [], [], [], [])
-    kls, damaged, nll_opt, agree = out.kl, out.damaged, out.nll_opt, out.agree
     for start in range(0, p.num_positions, CHUNK):
         index = start // CHUNK
-        c: Chunk = keep.get_or_make((seed, index), lambda index=index: chunk(seed, index))  # type: ignore[misc]
+
+        def make(index: int = index) -> Scores:
+            return score(draws.get_or_make((seed, index), lambda: chunk(seed, index)), *controls)
+
+        got = scores.get_or_make((seed, index, *controls), make)
         m = min(CHUNK, p.num_positions - start)
-        size = m * VOCAB
-        base, pb, zs = (c.base, c.pb, c.z) if m == CHUNK else (c.base[:size], c.pb[:size], c.z[:size])
-        # A whole chunk at once: the optimised logits y, and p_i expm1(d_i) with d = noise * z.
-        opt = [x + noise * z for x, z in zip(base, zs, strict=True)]
-        grow = [pi * expm1(noise * z) for pi, z in zip(pb, zs, strict=True)]
-        hits = [u < frac for u in c.u[:m]]
-        for k in range(m):
-            if hits[k]:
-                two = k * VOCAB + c.second[k]
-                opt[two] = opt[k * VOCAB + c.first[k]] + margin
-                grow[two] = pb[two] * expm1(opt[two] - base[two])
-        for k in range(m):
-            at = k * VOCAB
-            y = opt[at : at + VOCAB]
-            lift = log1p(fsum(grow[at : at + VOCAB]))  # L(y) - L(x)
-            shift = noise * c.pz[k]  # sum p_i d_i without damage
-            if hits[k]:
-                two = at + c.second[k]
-                shift += pb[two] * (opt[two] - base[two] - noise * zs[two])
-            kls.append(lift - shift)
-            nll_opt.append(c.lse[k] + lift - y[c.token[k]])
-            agree.append(y.index(max(y)) == c.first[k])
-        damaged.extend(hits)
-        out.nll_base.extend(c.nll[:m])
+        out.kl.extend(got.kl[:m])
+        out.damaged.extend(got.damaged[:m])
+        out.nll_base.extend(got.nll_base[:m])
+        out.nll_opt.extend(got.nll_opt[:m])
+        out.agree.extend(got.agree[:m])
     return out
 
 

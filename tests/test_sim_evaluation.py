@@ -137,26 +137,30 @@ def test_an_unrelated_control_reuses_the_draws_and_changes_nothing():
         ev.Params(num_positions=300, damaged_fraction=0.1, noise_scale=0.4, damage_margin=3.0),
     )
     memo = LruCache(ev.MEMO_ENTRIES)
+    draws, scores = ev.stores(memo)
     first_a = ev.run(a, seed=4, memo=memo)
-    assert memo.misses == 300 // ev.CHUNK
+    assert draws.misses == scores.misses == 300 // ev.CHUNK
     run_b = ev.run(b, seed=4, memo=memo)
-    assert memo.misses == 300 // ev.CHUNK  # noise and margin drew nothing new
+    assert draws.misses == 300 // ev.CHUNK  # noise and margin drew nothing new
+    assert scores.misses == 2 * 300 // ev.CHUNK  # but scored every chunk again
     again_a = ev.run(a, seed=4, memo=memo)
+    assert scores.misses == 2 * 300 // ev.CHUNK  # a's scores were kept
     assert again_a == first_a == ev.run(a, seed=4)  # and no memo: drawn afresh
     for p, r in ((a, again_a), (b, run_b)):
         for key, value in _reference(p, 4).items():
             assert r["metrics"][key] == value, key
 
 
-def test_one_more_position_draws_at_most_one_chunk():
+def test_one_more_position_draws_and_scores_at_most_one_chunk():
     memo = LruCache(ev.MEMO_ENTRIES)
+    draws, scores = ev.stores(memo)
     ev.run(ev.Params(num_positions=600), seed=5, memo=memo)
-    misses = memo.misses
+    misses = draws.misses, scores.misses
     ev.run(ev.Params(num_positions=601), seed=5, memo=memo)
-    assert memo.misses == misses + 1
+    assert (draws.misses, scores.misses) == (misses[0] + 1, misses[1] + 1)
     ev.run(ev.Params(num_positions=649), seed=5, memo=memo)
     ev.run(ev.Params(num_positions=550), seed=5, memo=memo)
-    assert memo.misses == misses + 1
+    assert (draws.misses, scores.misses) == (misses[0] + 1, misses[1] + 1)
 
 
 def test_a_shorter_run_is_the_start_of_a_longer_one():
@@ -171,9 +175,22 @@ def test_a_shorter_run_is_the_start_of_a_longer_one():
     assert r_long["metrics"]["ppl_baseline"] != r_short["metrics"]["ppl_baseline"]  # a longer text, not a copy
 
 
-def test_the_memo_holds_one_full_run():
+def test_the_memo_holds_one_full_run_and_new_scores_never_evict_draws():
+    """A reader's mix of changes (the slider's end, other controls at other lengths) draws each
+    chunk once: the scores of earlier controls are evicted, never the draws."""
     memo = LruCache(ev.MEMO_ENTRIES)
-    ev.run(ev.Params(num_positions=ev.MAX_POSITIONS), seed=7, memo=memo)
-    ev.run(ev.Params(num_positions=ev.MAX_POSITIONS, noise_scale=0.3), seed=7, memo=memo)
-    assert memo.misses == ev.MAX_POSITIONS // ev.CHUNK  # the second run drew nothing: all kept
+    draws, scores = ev.stores(memo)
+    n = ev.MAX_POSITIONS
+    ev.run(ev.Params(num_positions=n), seed=7, memo=memo)
+    ev.run(ev.Params(num_positions=n, noise_scale=0.3), seed=7, memo=memo)
+    assert draws.misses == n // ev.CHUNK  # the second run drew nothing: all kept
+    for p in (
+        ev.Params(num_positions=n - 1),
+        *(ev.Params(num_positions=n, noise_scale=x) for x in (0.06, 0.07)),
+        *(ev.Params(damaged_fraction=x) for x in (0.0, 0.01, 0.02)),
+        ev.Params(num_positions=2000),
+    ):
+        ev.run(p, seed=7, memo=memo)
+    assert draws.misses == n // ev.CHUNK
+    assert len(memo) == ev.MEMO_ENTRIES and len(draws) == len(scores) == ev.CHUNKS
     assert ev.Params.__dataclass_fields__["num_positions"].metadata["max"] == ev.MAX_POSITIONS
