@@ -216,10 +216,13 @@ def view_data(
     pressure: list[dict[str, float]] = []
     for f in PRESSURE:
         blocks = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
-        hit = {mode: _served(p, seed, mode, blocks, memo)["hit_rate"] for mode in ("hash", "radix")}
-        pressure.append({"GiB": blocks * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB, **hit})
-        if progress is not None:
-            progress({"pressure": list(pressure)})
+        point = {"GiB": blocks * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB}
+        pressure.append(point)
+        for mode in ("hash", "radix"):
+            kept = memo is not None and _key(p, seed, mode, blocks) in memo
+            point[mode] = _served(p, seed, mode, blocks, memo)["hit_rate"]
+            if progress is not None and not kept:  # one cache's point at a time
+                progress({"pressure": [dict(x) for x in pressure]})
     return {"pressure": pressure}
 
 
@@ -242,11 +245,12 @@ def _stream_modes(
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     names = dict(MODES)
     if view == "pressure":
-        xs = [x["GiB"] for x in r["pressure"]]
-        data = [
-            line(xs, [x[mode] for x in r["pressure"]], names[mode], i, mode="lines+markers")
-            for i, mode in enumerate(("hash", "radix"))
-        ]
+        data = []
+        for i, mode in enumerate(("hash", "radix")):
+            points = [x for x in r["pressure"] if mode in x]  # all, but while they stream
+            data.append(
+                line([x["GiB"] for x in points], [x[mode] for x in points], names[mode], i, mode="lines+markers")
+            )
         return make_figure(
             data,
             layout(

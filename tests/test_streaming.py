@@ -162,7 +162,7 @@ def test_every_streamed_point_is_the_answers_point(name, params):
     [
         ("ttft", lambda f: len(f["data"])),  # one group of bars per cache mode, no cache first
         ("hits", lambda f: len(f["data"][0]["x"])),  # one bar per cache
-        ("pressure", lambda f: len(f["data"][0]["x"])),  # one point per memory size
+        ("pressure", lambda f: sum(len(t["x"]) for t in f["data"])),  # one point per memory size and cache
     ],
 )
 def test_the_prefix_cache_charts_stream_and_share_runs_with_run(view, grows):
@@ -177,7 +177,7 @@ def test_the_prefix_cache_charts_stream_and_share_runs_with_run(view, grows):
     streamed = session.run_json_stream("prefix_cache", params, 0, posted.append)
     assert streamed == api.run_json("prefix_cache", params)
     parts = [json.loads(p)["figure"] for p in posted]
-    expected = {"ttft": len(prefix_cache.MODES), "hits": 2, "pressure": len(prefix_cache.PRESSURE)}[view]
+    expected = {"ttft": len(prefix_cache.MODES), "hits": 2, "pressure": 2 * len(prefix_cache.PRESSURE)}[view]
     assert [grows(f) for f in parts] == list(range(1, expected + 1))
     assert parts[-1] == json.loads(streamed)["figure"]
     answer = json.loads(streamed)
