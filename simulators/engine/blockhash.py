@@ -96,23 +96,26 @@ def chain(memo: ChainMemo, segments: tuple[tuple[int, int], ...], bs: int) -> Ch
     full, tail, hs = memo[segments[:k]] if k else ([], (), [])
     for i in range(k, len(segments)):
         full, hs = list(full), list(hs)
-        cur = list(tail)
-        room = bs - sum(hi - lo for _, lo, hi in cur)
         seg_id, n = segments[i]
-        start = 0
         parent = hs[-1] if hs else 0
-        while start < n:
-            take = min(n - start, room)
-            cur.append((seg_id, start, start + take))
-            start += take
-            room -= take
-            if room == 0:
-                runs = tuple(cur)
+        start = 0
+        if tail and n:  # first fill the part-filled block the previous segments left
+            room = bs - sum(hi - lo for _, lo, hi in tail)
+            start = min(n, room)
+            tail = (*tail, (seg_id, 0, start))
+            if start == room:
+                parent = hash((parent, tail))
+                full.append((parent, tail))
+                hs.append(parent)
+                tail = ()
+        if not tail:  # then whole blocks of this segment alone, and what is left of it
+            stop = start + (n - start) // bs * bs
+            for lo in range(start, stop, bs):
+                runs = ((seg_id, lo, lo + bs),)
                 parent = hash((parent, runs))
                 full.append((parent, runs))
                 hs.append(parent)
-                cur, room = [], bs
-        tail = tuple(cur)
+            tail = ((seg_id, stop, n),) if stop < n else ()
         memo.keep(segments[: i + 1], (full, tail, hs))
     return full, tail, hs
 
