@@ -13,8 +13,12 @@ and here: EngineSpec.prefix).
 import collections
 import random
 
+import pytest
+
 from simulators.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, eventloop, serve, workload
+from simulators.engine import cluster as cluster_module
+from simulators.engine.kv import KVCacheManager
 from simulators.engine.workload import Request
 
 M, GPU = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
@@ -78,6 +82,65 @@ def test_blocks_only_their_own_request_can_hit_are_counted_exactly_as_hashed_one
     assert counted[2][0] > 0 and counted[2][2] > 0 and counted[2][3] > 0  # preempts, re-hits, evicts
     monkeypatch.setattr(eventloop, "Counter", lambda firsts: collections.defaultdict(lambda: 2))
     assert run() == counted
+
+
+class PerBlockQueue(KVCacheManager):
+    """vLLM v1's free queue taken literally (block_pool.py): one entry per free cached block, each
+    reference counted one by one. KVCacheManager keeps the blocks a sequence frees together as
+    one entry (kv.unref); this is the reference it must agree with."""
+
+    def num_available_after_ref(self, hashes):
+        return self.num_free_blocks - sum(1 for h in hashes if self.cached[h] == 0)
+
+    def ref(self, hashes):
+        for h in hashes:
+            if self.cached[h] == 0:  # touch(): a hit takes a free block out of the queue
+                del self.free_queue[h]
+                self.num_free_blocks -= 1
+            self.cached[h] += 1
+
+    def unref(self, hashes):
+        for h in reversed(hashes):  # free_blocks(): the tail block first
+            self.cached[h] -= 1
+            if not self.cached[h]:
+                self.free_queue[h] = 1
+                self.num_free_blocks += 1
+
+    def _touch(self, h):
+        if h in self.free_queue:
+            self.free_queue.move_to_end(h)
+
+
+@pytest.mark.parametrize("prefix", ["hash", "radix"])
+def test_blocks_freed_together_are_queued_evicted_and_hit_as_one_by_one(monkeypatch, prefix):
+    # Shared system prompts and multi-turn conversations on a pool tight enough to preempt and
+    # evict (hits on blocks freed by several sequences, hits that end inside a freed chain,
+    # evictions that eat a chain from its end): the same records, events, hits, re-hits and
+    # evictions as the literal per-block queue.
+    rng = random.Random(8)
+    for sharing in ("system", "multi_turn"):
+        n = 120
+        reqs = workload.build(
+            rng,
+            n,
+            workload.azure_lengths(),
+            workload.arrival_times(rng, n, "poisson", 40),
+            sharing=sharing,
+            num_prefixes=3,
+        ).requests
+        spec = EngineSpec(M, GPU, SchedulerConfig(max_num_seqs=48), num_blocks=700, prefix=prefix)
+
+        def run(reqs=reqs, spec=spec):
+            served = serve(reqs, spec, keep_log=True)
+            rep = served.replicas[0]
+            counts = (rep.num_preemptions, rep.hit_tokens, rep.rehit_tokens, rep.kv.num_evictions, served.events)
+            return served.records, served.log, counts
+
+        grouped = run()
+        assert grouped[2][1] > 0 and grouped[2][3] > 0  # hits and evictions
+        monkeypatch.setattr(cluster_module, "KVCacheManager", PerBlockQueue)
+        assert run() == grouped
+        monkeypatch.undo()
 
 
 def test_without_prefix_caching_a_preempted_request_recomputes_everything():

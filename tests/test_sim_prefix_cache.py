@@ -7,18 +7,36 @@ from simulators.engine.kv import KVCacheManager, block_runs
 from simulators.params import parse
 
 
-def test_block_hash_chain_matches_a_direct_computation():
+def test_block_keys_are_equal_exactly_when_the_prefixes_are():
     # 3 segments: 20 + 30 + 7 tokens in 16-token blocks -> blocks 0..2 full, block 3 has 9 tokens.
     kv = KVCacheManager(100, 16, prefix="hash")
     segs = ((5, 20), (6, 30), (7, 7))
     chain = kv.hashes(segs, 57)
-    direct, parent = [], 0
-    for runs in block_runs(segs, 16, 57):
-        parent = hash((parent, runs))
-        direct.append((parent, runs))
-    assert chain == direct
+    assert [runs for _, runs in chain] == block_runs(segs, 16, 57)
     assert [sum(hi - lo for _, lo, hi in r) for _, r in chain] == [16, 16, 16, 9]
     assert kv.hashes(segs + ((8, 40),), 57) == chain  # a longer prompt shares the same prefix chain
+    assert chain[3][0] == hash((chain[2][0], chain[3][1]))  # a part-filled block: parent and content
+
+    # Against the tokens themselves, over random prompts that share segments (one id, one text):
+    # two full blocks have one key exactly when every token up to their end is the same.
+    rng = random.Random(2)
+    prompts = []
+    for _ in range(300):
+        segs = [(rng.randrange(4), rng.choice((5, 16, 20, 33)))]
+        while len(segs) < rng.randrange(1, 6):
+            segs.append((rng.randrange(3) + 10 * len(segs), rng.choice((0, 3, 16, 21, 40))))
+        prompts.append(tuple(segs))
+    for bs in (1, 4, 16):
+        kv = KVCacheManager(100, bs, prefix="hash")
+        seen: dict[int, tuple] = {}
+        texts: dict[tuple, int] = {}
+        for segs in prompts:
+            tokens = tuple((s, i) for s, n in segs for i in range(n))  # token i of segment s
+            for i, key in enumerate(kv._chain(segs)[0]):
+                prefix = tokens[: (i + 1) * bs]
+                assert seen.setdefault(key, prefix) == prefix  # one key, one prefix
+                assert texts.setdefault(prefix, key) == key  # one prefix, one key
+        assert len(seen) == len(texts) > 50
 
 
 def test_shared_system_prompt_hits_and_full_hit_recomputes_last_token():

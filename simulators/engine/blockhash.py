@@ -1,15 +1,30 @@
-"""Block contents and block-hash chains for the prefix cache (kv.py).
+"""Block contents and block keys for the prefix cache (kv.py).
 
-A prompt is a sequence of segments (segment id, token count); a block's content is the runs of
-segment tokens it holds, and a full block's hash chains its parent's hash and its content (vLLM
-v1's block_hash), so equal hashes mean equal prefixes. Chains are pure functions of the segments
-and the block size, remembered in a memo shared by every cache of one block size.
+A prompt is a sequence of segments (segment id, token count): a segment id names its tokens, so
+two segments with one id hold the same tokens as far as both go. A block's content is the runs of
+segment tokens it holds; the prefix cache needs, for each full block, a key that is equal for two
+blocks exactly when all the tokens up to the block's end are (vLLM v1's block_hash chains its
+parent's hash and its content for that: equal hashes mean equal prefixes).
 
-Who keeps the memos, and for how long, is the caller's choice, as for a simulator's MEMO_ENTRIES
-(results_cache.py): `kept_in(store)` makes the caches built inside it use `store`, a bounded
-LruCache of memos by block size. api.Session passes its own (so a reader's next change finds the
-chains of the prompts it served before, and they go with the session); a call without a session,
-and serve() called outside any store, get one for that call alone. Nothing is process-global.
+Here a full block's key names the same thing without hashing each block: the tokens up to the end
+of block i are fixed by i and the segment its last token lies in, together with every segment
+before that one (whole, with its length). So the key of block i is
+
+    key = (hash(segments before, segment id) << INDEX_BITS) + i
+
+one hash per segment, and the keys of all the blocks that end in a segment are a range of ints,
+made at C speed. Blocks are equal, and keys, exactly when their prefixes are (up to a collision of
+64-bit hashes of distinct segment prefixes); the prefix cache's hits, evictions and LRU order
+depend only on that equality, so this gives the same answers as hashing each block. The
+part-filled last block of a sequence (radix mode keeps it) is keyed by hash((parent key, runs)).
+
+Chains are pure functions of the segments and the block size, remembered in a memo shared by every
+cache of one block size. Who keeps the memos, and for how long, is the caller's choice, as for a
+simulator's MEMO_ENTRIES (results_cache.py): `kept_in(store)` makes the caches built inside it use
+`store`, a bounded LruCache of memos by block size. api.Session passes its own (so a reader's next
+change finds the chains of the prompts it served before, and they go with the session); a call
+without a session, and serve() called outside any store, get one for that call alone. Nothing is
+process-global.
 """
 
 from __future__ import annotations
@@ -58,11 +73,31 @@ def is_prefix(short: Runs, long: Runs) -> bool:
     return True
 
 
-Chain = tuple[list[tuple[int, Runs]], Runs, list[int]]  # full blocks, tail runs, full blocks' hashes
+def block_content(segments: tuple[tuple[int, int], ...], block_size: int, index: int, upto: int) -> Runs:
+    """The runs of block `index` of the first `upto` tokens (shorter than a block at the end)."""
+    start, stop = index * block_size, min((index + 1) * block_size, upto)
+    runs: list[tuple[int, int, int]] = []
+    at = 0  # tokens before the segment
+    for seg_id, n in segments:
+        lo, hi = max(start - at, 0), min(stop - at, n)
+        if lo < hi:
+            runs.append((seg_id, lo, hi))
+        at += n
+        if at >= stop:
+            break
+    return tuple(runs)
+
+
+# Bits of a key that hold the block's index: blocks of a sequence up to 2**20 (a million tokens at
+# one token per block).
+INDEX_BITS = 20
+MAX_BLOCKS_PER_SEQUENCE = 1 << INDEX_BITS
+
+Chain = tuple[list[int], Runs, int]  # full blocks' keys, the part-filled tail's runs, the segments' hash
 
 
 class ChainMemo(dict[tuple[tuple[int, int], ...], Chain]):
-    """Block-hash chains per prefix of segments, for one block size.
+    """Block keys per prefix of segments, for one block size.
 
     A chain is a pure function of the segments and the block size, so one memo per block size
     serves every cache of a store (see kept_in): a reader's next change usually serves the same
@@ -85,39 +120,33 @@ class ChainMemo(dict[tuple[tuple[int, int], ...], Chain]):
 
 
 def chain(memo: ChainMemo, segments: tuple[tuple[int, int], ...], bs: int) -> Chain:
-    """Full-block chain of all the segments, the runs of the part-filled tail block, and the
-    full blocks' hashes alone (a list of ints: the cache's hot loops read only those)."""
+    """The full blocks' keys of all the segments (see the module docstring), the runs of the
+    part-filled tail block, and a hash of the segments (whole) that later segments' keys build on."""
     known = memo.get(segments)
     if known is not None:  # the usual case: admission attempts and routers ask again and again
         return known
     k = len(segments)
     while k and segments[:k] not in memo:
         k -= 1
-    full, tail, hs = memo[segments[:k]] if k else ([], (), [])
+    keys, tail, prefix = memo[segments[:k]] if k else ([], (), 0)
     for i in range(k, len(segments)):
-        full, hs = list(full), list(hs)
         seg_id, n = segments[i]
-        parent = hs[-1] if hs else 0
-        start = 0
-        if tail and n:  # first fill the part-filled block the previous segments left
-            room = bs - sum(hi - lo for _, lo, hi in tail)
-            start = min(n, room)
-            tail = (*tail, (seg_id, 0, start))
-            if start == room:
-                parent = hash((parent, tail))
-                full.append((parent, tail))
-                hs.append(parent)
+        if n:  # an empty segment holds no token: the chain is the one before it
+            before = len(keys) * bs + sum(hi - lo for _, lo, hi in tail)  # tokens before the segment
+            first, last = len(keys), (before + n) // bs  # the full blocks that end in this segment
+            if last > MAX_BLOCKS_PER_SEQUENCE:
+                raise ValueError(f"more than {MAX_BLOCKS_PER_SEQUENCE:,} blocks in one sequence")
+            base = hash((prefix, seg_id)) << INDEX_BITS
+            keys = [*keys, *range(base + first, base + last)]
+            if (before + n) % bs == 0:
                 tail = ()
-        if not tail:  # then whole blocks of this segment alone, and what is left of it
-            stop = start + (n - start) // bs * bs
-            for lo in range(start, stop, bs):
-                runs = ((seg_id, lo, lo + bs),)
-                parent = hash((parent, runs))
-                full.append((parent, runs))
-                hs.append(parent)
-            tail = ((seg_id, stop, n),) if stop < n else ()
-        memo.keep(segments[: i + 1], (full, tail, hs))
-    return full, tail, hs
+            elif last > first:  # the tail block starts inside this segment
+                tail = ((seg_id, last * bs - before, n),)
+            else:  # the segment ends inside the tail block it started in
+                tail = (*tail, (seg_id, 0, n))
+            prefix = hash((prefix, seg_id, n))
+        memo.keep(segments[: i + 1], (keys, tail, prefix))
+    return keys, tail, prefix
 
 
 # Block sizes whose memos a store keeps (a page's widgets use one or two): with MAX_BLOCKS each,

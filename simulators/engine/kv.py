@@ -8,12 +8,13 @@
                  seq B  [B0 B1 . . . . . . . . . . . . . . . . .]   admission, mostly empty
 
 Blocks are counted, not named, unless the prefix cache needs a name for them: a cached block is
-an entry of `cached`, its `block_hash` mapped to its `ref_cnt` (running sequences using it); a
-part-filled one (radix) also keeps its content and token count in `part_filled`. As in vLLM v1's
-block pool there is one free-block queue, `free_queue`, least recently freed first: runs of
-empty blocks (a counter under a ("empty", n) key) and cached blocks no sequence references (their
-hash). A sequence frees its blocks to the tail, last block first; allocation takes from the head,
-evicting a cached block it finds there; a prefix hit takes its blocks out of the queue.
+an entry of `cached`, its key (blockhash.py; vLLM's block_hash) mapped to its `ref_cnt` (running
+sequences using it); a part-filled one (radix) also keeps its content and token count in
+`part_filled`. As in vLLM v1's block pool there is one free-block queue, `free_queue`, least
+recently freed first: runs of empty blocks (a counter under a ("empty", n) key) and cached blocks
+no sequence references (their key). A sequence frees its blocks to the tail, last block first;
+allocation takes from the head, evicting a cached block it finds there; a prefix hit takes its
+blocks out of the queue.
 Invariant (tests): free-queue blocks + referenced cached + private (uncached blocks held by
 sequences) == num_blocks.
 
@@ -26,8 +27,9 @@ exactly as it would the blocks, and on readmission it takes back what is left (`
 every block (a test forces both ways), at the cost of one queue entry instead of one per block.
 
 Prefix cache modes:
-- "hash" (vLLM v1): the hash of a full block chains its parent's hash and its content, so equal
-  hashes mean equal prefixes; only full blocks are cached and matched.
+- "hash" (vLLM v1): a full block's key is equal to another's exactly when their prefixes are
+  (vLLM chains its parent's hash and its content; blockhash.py names the same prefix with one
+  hash per segment); only full blocks are cached and matched.
 - "radix" (SGLang RadixAttention): matching is token-exact, so a prompt also reuses the
   part-filled last block of a cached prefix (copied into a block of its own, as a radix tree
   with page size 1 would share it without copying). Eviction is the same LRU over unreferenced
@@ -49,7 +51,7 @@ import itertools
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from .blockhash import Chain, ChainMemo, Runs, block_runs, chain, chain_memo, is_prefix
+from .blockhash import Chain, ChainMemo, Runs, block_content, block_runs, chain, chain_memo, is_prefix
 
 __all__ = ["KVCacheManager", "ChainMemo", "block_runs", "chain_memo"]
 
@@ -64,9 +66,14 @@ class KVCacheManager:
     # "off", "hash" or "radix".
     prefix: str = "off"
     num_free_blocks: int = 0  # blocks in free_queue: empty ones and unreferenced cached ones
-    cached: dict[int, int] = field(default_factory=dict)  # block hash -> ref_cnt
-    # The free-block queue, least recently freed first: block hash -> 1, or ("empty", n) -> count.
+    cached: dict[int, int] = field(default_factory=dict)  # block key -> ref_cnt
+    # The free-block queue, least recently freed first: ("empty", n), ("own", seq id) or
+    # ("chain", n) -> its count of blocks, or a single cached block's key -> 1 (see `unref`).
     free_queue: OrderedDict[int | tuple[str, int], int] = field(default_factory=OrderedDict)
+    # The cached blocks of each ("chain", n) entry, in chain order (evicted from the end), and the
+    # entry each such block is in (an entry for a block held again is stale until it is freed).
+    chains: dict[int, list[int]] = field(default_factory=dict)
+    chain_of: dict[int, int] = field(default_factory=dict)
     partial: dict[int, list[int]] = field(default_factory=dict)  # parent hash -> part-filled children
     part_filled: dict[int, tuple[Runs, int]] = field(default_factory=dict)  # part-filled block -> (runs, tokens)
     num_evictions: int = 0
@@ -74,7 +81,7 @@ class KVCacheManager:
     memo: ChainMemo | None = None
 
     def __post_init__(self) -> None:
-        self._runs = itertools.count()  # names of runs of empty blocks in the queue
+        self._runs = itertools.count()  # names of the queue's runs of blocks (empty ones, chains)
         self.num_free_blocks = 0
         self.give_back(self.num_blocks)
         if self.memo is None:
@@ -95,8 +102,7 @@ class KVCacheManager:
         """Blocks still available once `hashes` are referenced (free cached ones leave the queue)."""
         if not hashes:  # no prefix hit (most admissions)
             return self.num_free_blocks
-        cached = self.cached
-        return self.num_free_blocks - sum(1 for h in hashes if cached[h] == 0)
+        return self.num_free_blocks - (len(hashes) - self._held(hashes, 0))
 
     def num_used(self) -> int:
         """Blocks held by running sequences (private or referenced cached blocks)."""
@@ -111,7 +117,7 @@ class KVCacheManager:
         self.num_free_blocks -= n
         queue = self.free_queue
         head = next(iter(queue))
-        if type(head) is tuple and queue[head] > n:  # the usual case: empty blocks at the head
+        if type(head) is tuple and head[0] != "chain" and queue[head] > n:  # usually empty blocks
             queue[head] -= n
             if head[0] == "own":
                 self.num_evictions += n
@@ -119,6 +125,19 @@ class KVCacheManager:
         evicted = 0
         while n:
             key, count = queue.popitem(last=False)
+            if type(key) is tuple and key[0] == "chain":  # cached blocks freed together: the last first
+                run = self.chains[key[1]]
+                gone = min(count, n)
+                self._evict(run[count - gone :])
+                del run[count - gone :]
+                evicted += gone
+                n -= gone
+                if run:
+                    queue[key] = len(run)
+                    queue.move_to_end(key, last=False)
+                else:
+                    del self.chains[key[1]]
+                continue
             if type(key) is tuple:  # a run of empty blocks, or of a unique sequence's cached ones
                 if key[0] == "own":
                     evicted += min(count, n)
@@ -129,14 +148,20 @@ class KVCacheManager:
                 n -= count
                 continue
             assert isinstance(key, int)
-            del self.cached[key]  # a cached block no one references: evicted
+            self._evict((key,))  # a cached block no one references
             evicted += 1
             n -= 1
+        self.num_evictions += evicted
+        return True
+
+    def _evict(self, keys: list[int] | tuple[int, ...]) -> None:
+        """Forget cached blocks no one references (their queue entries are gone already)."""
+        for key in keys:
+            del self.cached[key]
+            self.chain_of.pop(key, None)
             if key in self.part_filled:
                 del self.part_filled[key]
                 self._forget_partial(key)
-        self.num_evictions += evicted
-        return True
 
     def give_back(self, n: int) -> None:
         """Free n private blocks: empty blocks at the tail of the queue (most recently freed)."""
@@ -190,30 +215,25 @@ class KVCacheManager:
 
     # -- prefix cache -------------------------------------------------------------------------
 
-    def hashes(self, segments: tuple[tuple[int, int], ...], upto: int) -> list[tuple[int, Runs]]:
-        """(block_hash, runs) for each block of the first `upto` tokens (a chain: parent, content).
+    def block(self, segments: tuple[tuple[int, int], ...], index: int, upto: int) -> tuple[int, Runs]:
+        """(key, runs) of block `index` of the first `upto` tokens: a full block's key from the
+        chain (blockhash), a part-filled one's hash((parent key, runs))."""
+        runs = block_content(segments, self.block_size, index, upto)
+        if (index + 1) * self.block_size <= upto:
+            return self._chain(segments)[0][index], runs
+        parent = self._chain(segments)[0][index - 1] if index else 0
+        return hash((parent, runs)), runs
 
-        Chains are remembered per prefix of segments, so a conversation's next turn hashes only
-        its new segments (hashing stays proportional to new tokens, not to history).
+    def hashes(self, segments: tuple[tuple[int, int], ...], upto: int) -> list[tuple[int, Runs]]:
+        """(key, runs) for each block of the first `upto` tokens, the last one maybe part-filled.
+
+        Chains are remembered per prefix of segments, so a conversation's next turn keys only its
+        new segments (the work stays proportional to new segments, not to history).
         """
-        full, tail, _ = self._chain(segments)
-        n_full, rem = divmod(upto, self.block_size)
-        out = full[:n_full]
-        if rem:
-            runs = full[n_full][1] if n_full < len(full) else tail
-            cut, left = [], rem
-            for seg_id, lo, hi in runs:
-                take = min(hi - lo, left)
-                cut.append((seg_id, lo, lo + take))
-                left -= take
-                if not left:
-                    break
-            parent = out[-1][0] if out else 0
-            out.append((hash((parent, tuple(cut))), tuple(cut)))
-        return out
+        return [self.block(segments, i, upto) for i in range(-(-upto // self.block_size))]
 
     def _chain(self, segments: tuple[tuple[int, int], ...]) -> Chain:
-        """Full-block chain of all the segments, the part-filled tail's runs, the hashes alone."""
+        """The full blocks' keys of all the segments, the part-filled tail's runs, their hash."""
         assert self.memo is not None  # set in __post_init__
         return chain(self.memo, segments, self.block_size)
 
@@ -223,7 +243,7 @@ class KVCacheManager:
             return [], 0
         bs = self.block_size
         n_full, rem = divmod(prompt_tokens, bs)
-        hs = self._chain(segments)[2]
+        hs = self._chain(segments)[0]
         # Plain loops over dicts of ints: this runs for every admission attempt and, with a
         # prefix-aware router, for every replica per arrival. (Pyodide runs such bytecode faster
         # than C helpers called through method wrappers, map or takewhile: measured 2-3x.)
@@ -249,7 +269,7 @@ class KVCacheManager:
         hit = hs[:n]
         tokens = n * bs
         if self.prefix == "radix" and n < n_full + (rem > 0):
-            want = self.hashes(segments, prompt_tokens)[n][1]
+            want = self.block(segments, n, prompt_tokens)[1]
             best = 0
             for ph in self.partial.get(hit[-1] if hit else 0, ()):
                 runs, held = self.part_filled[ph]
@@ -267,29 +287,100 @@ class KVCacheManager:
         return hit, tokens
 
     def _touch(self, h: int) -> None:
-        if h in self.free_queue:
-            self.free_queue.move_to_end(h)
+        """A free part-filled block found again: it goes to the tail of the queue, on its own."""
+        queue = self.free_queue
+        if self.cached.get(h) != 0:  # held: not in the queue
+            return
+        n = self.chain_of.pop(h, None)
+        if n is None:
+            queue.move_to_end(h)
+            return
+        run = self.chains[n]
+        assert run[-1] == h  # the last block of the sequence that freed it
+        run.pop()
+        self._recount(n)
+        queue[h] = 1
+
+    def _recount(self, n: int) -> None:
+        """The queue entry of chain n after blocks left it (the entry goes once it is empty)."""
+        if self.chains[n]:
+            self.free_queue[("chain", n)] = len(self.chains[n])  # in place: it keeps its turn
+        else:
+            del self.free_queue[("chain", n)]
+            del self.chains[n]
+
+    # Every sequence holding a cached block holds the blocks before it in its chain (`owned` is a
+    # prefix of its chain, see Scheduler), so ref counts never grow along a chain: the blocks of a
+    # list with more than k references are a leading run, found by bisection.
+    def _held(self, hashes: list[int], k: int) -> int:
+        """How many leading blocks of a chain's `hashes` have more than k references."""
+        cached = self.cached
+        lo, hi = 0, len(hashes)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if cached[hashes[mid]] > k:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
     def ref(self, hashes: list[int]) -> None:
-        cached, queue = self.cached, self.free_queue
-        for h in hashes:
-            n = cached[h]
-            if n == 0:  # a hit on a free cached block takes it out of the queue
+        """A sequence holds the leading blocks of a chain (a prefix hit): the free ones among them
+        (the last ones) leave the queue."""
+        cached = self.cached
+        held = self._held(hashes, 0)
+        for h in hashes[:held]:
+            cached[h] += 1
+        free = hashes[held:]
+        if free:
+            self._unqueue(free)
+            cached.update(dict.fromkeys(free, 1))
+            self.num_free_blocks -= len(free)
+
+    def _unqueue(self, free: list[int]) -> None:
+        """Take free cached blocks, consecutive blocks of one chain, out of the queue. Each chain
+        entry they are in loses its first blocks: a hit is a chain's prefix, and an entry holds
+        consecutive blocks of a chain (see `unref`), so where the hit enters an entry is its start."""
+        queue, chains, chain_of = self.free_queue, self.chains, self.chain_of
+        i = 0
+        while i < len(free):
+            h = free[i]
+            n = chain_of.get(h)
+            if n is None:  # a single block (a part-filled one found again)
                 del queue[h]
-                self.num_free_blocks -= 1
-            cached[h] = n + 1
+                i += 1
+                continue
+            run = chains[n]
+            assert run[0] == h
+            # How far the hit and the entry agree: until their chains part, and never again after.
+            lo, hi = 1, min(len(run), len(free) - i)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if run[mid - 1] == free[i + mid - 1]:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            del run[:lo]
+            self._recount(n)
+            i += lo
 
     def unref(self, hashes: list[int]) -> None:
-        # Tail blocks first, so that LRU eviction takes the ends of prefixes before their roots.
-        cached, queue = self.cached, self.free_queue
-        freed = 0
-        for h in reversed(hashes):
-            n = cached[h] - 1
-            cached[h] = n
-            if not n:
-                queue[h] = 1
-                freed += 1
-        self.num_free_blocks += freed
+        """A sequence lets go of a chain's leading blocks. Those it alone held (the last ones) are
+        free: one queue entry, ("chain", n), in the place their single entries would take (vLLM
+        frees the tail block first, so that LRU eviction takes the ends of prefixes before their
+        roots); eviction eats the entry from its end, and a hit takes blocks from its start."""
+        cached = self.cached
+        held = self._held(hashes, 1)
+        for h in hashes[:held]:
+            cached[h] -= 1
+        freed = hashes[held:]
+        if freed:
+            cached.update(dict.fromkeys(freed, 0))
+            n = next(self._runs)
+            self.chains[n] = freed
+            self.chain_of.update(dict.fromkeys(freed, n))
+            self.free_queue[("chain", n)] = len(freed)
+            self.num_free_blocks += len(freed)
 
     def cache_blocks(
         self, segments: tuple[tuple[int, int], ...], upto: int, start: int, owned: list[int], *, final: bool = False
@@ -304,7 +395,7 @@ class KVCacheManager:
         are appended to `owned`.
         """
         n_full, rem = divmod(upto, self.block_size)
-        hs = self._chain(segments)[2]
+        hs = self._chain(segments)[0]
         cached = self.cached
         stop = start
         if self.num_evictions:
@@ -319,7 +410,7 @@ class KVCacheManager:
         owned.extend(new)
         converted = len(new)
         if stop == n_full and rem and final and self.prefix == "radix" and start <= n_full:
-            h, runs = self.hashes(segments, upto)[n_full]
+            h, runs = self.block(segments, n_full, upto)
             if h not in cached:
                 cached[h] = 1
                 self.part_filled[h] = (runs, rem)
