@@ -71,9 +71,9 @@ class KVCacheManager:
     # ("chain", n) -> its count of blocks, or a single cached block's key -> 1 (see `unref`).
     free_queue: OrderedDict[int | tuple[str, int], int] = field(default_factory=OrderedDict)
     # The cached blocks of each ("chain", n) entry, in chain order (evicted from the end), and the
-    # entry each such block is in (an entry for a block held again is stale until it is freed).
+    # entry of each entry's first and last block (a hit enters an entry at its first block).
     chains: dict[int, list[int]] = field(default_factory=dict)
-    chain_of: dict[int, int] = field(default_factory=dict)
+    ends: dict[int, int] = field(default_factory=dict)
     partial: dict[int, list[int]] = field(default_factory=dict)  # parent hash -> part-filled children
     part_filled: dict[int, tuple[Runs, int]] = field(default_factory=dict)  # part-filled block -> (runs, tokens)
     num_evictions: int = 0
@@ -128,6 +128,7 @@ class KVCacheManager:
             if type(key) is tuple and key[0] == "chain":  # cached blocks freed together: the last first
                 run = self.chains[key[1]]
                 gone = min(count, n)
+                self._forget_ends(run)
                 self._evict(run[count - gone :])
                 del run[count - gone :]
                 evicted += gone
@@ -135,6 +136,7 @@ class KVCacheManager:
                 if run:
                     queue[key] = len(run)
                     queue.move_to_end(key, last=False)
+                    self.ends[run[0]] = self.ends[run[-1]] = key[1]
                 else:
                     del self.chains[key[1]]
                 continue
@@ -158,7 +160,6 @@ class KVCacheManager:
         """Forget cached blocks no one references (their queue entries are gone already)."""
         for key in keys:
             del self.cached[key]
-            self.chain_of.pop(key, None)
             if key in self.part_filled:
                 del self.part_filled[key]
                 self._forget_partial(key)
@@ -291,20 +292,28 @@ class KVCacheManager:
         queue = self.free_queue
         if self.cached.get(h) != 0:  # held: not in the queue
             return
-        n = self.chain_of.pop(h, None)
+        n = self.ends.get(h)
         if n is None:
             queue.move_to_end(h)
             return
         run = self.chains[n]
         assert run[-1] == h  # the last block of the sequence that freed it
+        self._forget_ends(run)
         run.pop()
         self._recount(n)
         queue[h] = 1
 
+    def _forget_ends(self, run: list[int]) -> None:
+        """Before blocks leave a chain entry: its first and last block are about to change."""
+        del self.ends[run[0]]
+        self.ends.pop(run[-1], None)  # the same block when the entry has one
+
     def _recount(self, n: int) -> None:
         """The queue entry of chain n after blocks left it (the entry goes once it is empty)."""
-        if self.chains[n]:
-            self.free_queue[("chain", n)] = len(self.chains[n])  # in place: it keeps its turn
+        run = self.chains[n]
+        if run:
+            self.free_queue[("chain", n)] = len(run)  # in place: it keeps its turn
+            self.ends[run[0]] = self.ends[run[-1]] = n
         else:
             del self.free_queue[("chain", n)]
             del self.chains[n]
@@ -341,17 +350,18 @@ class KVCacheManager:
         """Take free cached blocks, consecutive blocks of one chain, out of the queue. Each chain
         entry they are in loses its first blocks: a hit is a chain's prefix, and an entry holds
         consecutive blocks of a chain (see `unref`), so where the hit enters an entry is its start."""
-        queue, chains, chain_of = self.free_queue, self.chains, self.chain_of
+        queue, chains, ends = self.free_queue, self.chains, self.ends
         i = 0
         while i < len(free):
             h = free[i]
-            n = chain_of.get(h)
+            n = ends.get(h)
             if n is None:  # a single block (a part-filled one found again)
                 del queue[h]
                 i += 1
                 continue
             run = chains[n]
             assert run[0] == h
+            self._forget_ends(run)
             # How far the hit and the entry agree: until their chains part, and never again after.
             lo, hi = 1, min(len(run), len(free) - i)
             while lo < hi:
@@ -378,7 +388,7 @@ class KVCacheManager:
             cached.update(dict.fromkeys(freed, 0))
             n = next(self._runs)
             self.chains[n] = freed
-            self.chain_of.update(dict.fromkeys(freed, n))
+            self.ends[freed[0]] = self.ends[freed[-1]] = n
             self.free_queue[("chain", n)] = len(freed)
             self.num_free_blocks += len(freed)
 
