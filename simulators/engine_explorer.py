@@ -49,6 +49,7 @@ from typing import Any
 from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model, running_example
 from .engine import EngineSpec, SchedulerConfig, serve, workload
+from .engine.metrics import downsample
 from .engine.steptime import StepCost, attention_keys
 from .parallel import (
     check_serving,
@@ -171,6 +172,9 @@ def operating_point(
     return out
 
 
+SERIES_POINTS = 600  # points per line of the request view's lower chart, at most
+
+
 def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     n = p.num_background
@@ -214,7 +218,12 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     t0, t1 = rec.arrival_s, rec.arrival_s + rec.e2e_s
     pad = 0.05 * (t1 - t0)
     rep = served.replicas[0]
-    series = [(t, used / blocks, running) for t, _, _, used, _, running in rep.series if t0 - pad <= t <= t1 + pad]
+    # One point per step in the window, thinned to what a chart's width shows (a one-token-a-step
+    # budget runs thousands of steps; 2,000 points per line cost the page more than the run).
+    series = downsample(
+        [(t, used / blocks, running) for t, _, _, used, _, running in rep.series if t0 - pad <= t <= t1 + pad],
+        SERIES_POINTS,
+    )
     return {
         "events": events,
         "phases": phases,
