@@ -85,3 +85,24 @@ def test_both_views_draw_only_trace_types_the_browser_bundle_has():
     for view in ("request", "operating_points"):
         fig = json.loads(api.run_json("engine", json.dumps({"view": view})))["figure"]
         assert {t.get("type", "scatter") for t in fig["data"]} <= {"scatter", "bar", "pie"}
+
+
+def test_a_tiny_step_budget_draws_its_many_chunks_as_few_bars_and_loses_no_time():
+    """At a 16-token budget the followed prompt is cut into ~125 chunks: back-to-back chunks are
+    drawn as one bar (a hundred one-pixel patterned bars cost the page tens of ms), covering the
+    same time, and their labels count every chunk; the per-step series is thinned to 600 points."""
+    import re
+
+    p = {"prompt_tokens": 2000, "kv_budget_GiB": 1.5, "num_background": 60, "rate_per_s": 12, "view": "request"}
+    small = api.run("engine", {**p, "max_num_batched_tokens": 16})
+    assert small["ok"] and small["metrics"]["num_prefill_chunks"] > ex.MAX_CHUNK_BARS
+    bars = next(t for t in small["figure"]["data"] if t.get("name") == "Prefill chunk")
+    assert len(bars["x"]) < ex.MAX_CHUNK_BARS
+    phases = [(a, b) for k, a, b in small["result"]["follow"]["phases"] if k == "chunk"]
+    assert abs(sum(bars["x"]) - sum(b - a for a, b in phases)) < 1e-9
+    counted = sum(int(re.search(r"(\d+) chunks", label).group(1)) for label in bars["text"])
+    assert counted == len(phases)
+    assert len(small["result"]["follow"]["series"]) == ex.SERIES_POINTS
+    big = api.run("engine", {**p, "max_num_batched_tokens": 512})  # a few chunks: one bar each
+    bars = next(t for t in big["figure"]["data"] if t.get("name") == "Prefill chunk")
+    assert len(bars["x"]) == big["metrics"]["num_prefill_chunks"] <= ex.MAX_CHUNK_BARS
