@@ -23,11 +23,10 @@ Generative Models (OSDI), iteration-level scheduling; 2) Kwon et al. 2023 (arXiv
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from .catalog import resolve_gpu, resolve_model
@@ -37,7 +36,7 @@ from .parallel import check_serving, layout_of, pipeline_parallel_param, tensor_
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
-from .results_cache import LruCache
+from .results_cache import LruCache, run_key
 
 TITLE = "Static vs continuous batching"
 DESCRIPTION = (
@@ -125,7 +124,7 @@ MEMO_ENTRIES = 1 + len(POLICIES)
 
 
 def _key(p: Params, seed: int, what: str) -> str:
-    return json.dumps([asdict(p), seed, what], sort_keys=True, default=str)
+    return run_key(p, seed, what)
 
 
 def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:

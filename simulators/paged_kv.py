@@ -21,10 +21,9 @@ lengths from the WildChat paper, Table 1 (reference section 8), fitted as lognor
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from . import costmodel as cm
@@ -35,7 +34,7 @@ from .engine.metrics import downsample, time_average
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
-from .results_cache import LruCache
+from .results_cache import LruCache, run_key
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = (
@@ -128,7 +127,7 @@ MEMO_ENTRIES = 1 + len(LAYOUTS)
 
 
 def _key(p: Params, seed: int, what: str) -> str:
-    return json.dumps([asdict(p), seed, what], sort_keys=True, default=str)
+    return run_key(p, seed, what)
 
 
 def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:

@@ -18,10 +18,9 @@ al. 2024, SGLang: Efficient Execution of Structured Language Model Programs (arX
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from . import costmodel as cm
@@ -31,7 +30,7 @@ from .engine.cluster import fit_error
 from .params import ParamError, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
-from .results_cache import LruCache
+from .results_cache import LruCache, run_key
 
 TITLE = "Prefix caching: none, block hashing, radix tree"
 DESCRIPTION = "Shared system prompts, few-shot blocks, conversations and agent loops: how much prefill a prefix cache saves, and what eviction costs."
@@ -140,7 +139,7 @@ def _served(p: Params, seed: int, mode: str, blocks: int, memo: LruCache[Any] | 
 
 
 def _key(p: Params, seed: int, mode: str, blocks: int) -> str:
-    return json.dumps([asdict(p), seed, mode, blocks], sort_keys=True, default=str)
+    return run_key(p, seed, mode, blocks)
 
 
 def _trace(p: Params, seed: int) -> list[workload.Request]:

@@ -18,10 +18,9 @@ Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from . import costmodel as cm
@@ -32,7 +31,7 @@ from .parallel import check_serving, layout_of, pipeline_parallel_param, pooled_
 from .params import gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
-from .results_cache import LruCache
+from .results_cache import LruCache, run_key
 
 TITLE = "Reasoning workloads: 2k in, 20k out"
 DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
@@ -129,7 +128,7 @@ MEMO_ENTRIES = len(DRAFTS) + 3
 
 
 def _key(p: Params, seed: int, kind: str, k: int) -> str:
-    return json.dumps([asdict(p), seed, kind, k], sort_keys=True, default=str)
+    return run_key(p, seed, kind, k)
 
 
 def _served(p: Params, seed: int, kind: str, k: int, memo: LruCache[Any] | None) -> dict[str, Any]:

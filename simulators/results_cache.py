@@ -20,9 +20,11 @@ Results are shared, not copied: a caller must not change a result it was handed 
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from dataclasses import asdict
+from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
 
@@ -63,6 +65,12 @@ class LruCache(Generic[V]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def run_key(params: Any, seed: int, *what: Any) -> str:
+    """A memo key for one run of a scenario: every parameter (a dataclass), the seed, and what
+    the run is (a policy, a cache mode, a memory size...), as canonical JSON."""
+    return json.dumps([asdict(params), seed, *what], sort_keys=True, default=str)
 
 
 class ResultsCache:
