@@ -123,17 +123,13 @@ POLICIES = ("static", "continuous")  # served and drawn in this order (static is
 MEMO_ENTRIES = 1 + len(POLICIES)
 
 
-def _key(p: Params, seed: int, what: str) -> str:
-    return run_key(p, seed, what)
-
-
 def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:
     def make() -> list[workload.Request]:
         rng = random.Random(seed)
         times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
         return workload.build(rng, p.num_requests, _lengths(p), times).requests
 
-    got: list[workload.Request] = memo.get_or_make(_key(p, seed, "trace"), make)
+    got: list[workload.Request] = memo.get_or_make(run_key(p, seed, "trace"), make)
     return got
 
 
@@ -172,7 +168,7 @@ def _served(p: Params, seed: int, policy: str, memo: LruCache[Any]) -> tuple[dic
         }
         return entry, metrics
 
-    got: tuple[dict[str, Any], dict[str, float]] = memo.get_or_make(_key(p, seed, policy), make)
+    got: tuple[dict[str, Any], dict[str, float]] = memo.get_or_make(run_key(p, seed, policy), make)
     return got
 
 
@@ -209,7 +205,7 @@ def view_data(
     if progress is not None and memo is not None:
         part = _head(p)
         for policy in POLICIES:
-            kept = _key(p, seed, policy) in memo
+            kept = run_key(p, seed, policy) in memo
             part[policy] = _served(p, seed, policy, memo)[0]
             if not kept:
                 progress(dict(part))

@@ -126,12 +126,8 @@ LAYOUTS = ("contiguous", "paged")  # served and drawn in this order (contiguous 
 MEMO_ENTRIES = 1 + len(LAYOUTS)
 
 
-def _key(p: Params, seed: int, what: str) -> str:
-    return run_key(p, seed, what)
-
-
 def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:
-    got: list[workload.Request] = memo.get_or_make(_key(p, seed, "trace"), lambda: _make_trace(p, seed))
+    got: list[workload.Request] = memo.get_or_make(run_key(p, seed, "trace"), lambda: _make_trace(p, seed))
     return got
 
 
@@ -141,7 +137,7 @@ def _served(p: Params, seed: int, layout_: str, memo: LruCache[Any]) -> dict[str
     def make() -> dict[str, Any]:
         return _run(_trace(p, seed, memo), _engine(p, layout_, p.block_size))
 
-    got: dict[str, Any] = memo.get_or_make(_key(p, seed, layout_), make)
+    got: dict[str, Any] = memo.get_or_make(run_key(p, seed, layout_), make)
     return got
 
 
@@ -196,7 +192,7 @@ def view_data(
     if view == "memory" and progress is not None and memo is not None:
         part = _head(p)
         for layout_ in LAYOUTS:
-            kept = _key(p, seed, layout_) in memo
+            kept = run_key(p, seed, layout_) in memo
             part[layout_] = _served(p, seed, layout_, memo)
             if not kept:
                 progress(dict(part))
