@@ -124,22 +124,18 @@ class KVCacheManager:
             return True
         evicted = 0
         while n:
-            key, count = queue.popitem(last=False)
+            key = next(iter(queue))
             if type(key) is tuple and key[0] == "chain":  # cached blocks freed together: the last first
                 run = self.chains[key[1]]
-                gone = min(count, n)
+                gone = min(len(run), n)
                 self._forget_ends(run)
-                self._evict(run[count - gone :])
-                del run[count - gone :]
+                self._evict(run[len(run) - gone :])
+                del run[len(run) - gone :]
+                self._recount(key[1])  # what is left keeps its place at the head
                 evicted += gone
                 n -= gone
-                if run:
-                    queue[key] = len(run)
-                    queue.move_to_end(key, last=False)
-                    self.ends[run[0]] = self.ends[run[-1]] = key[1]
-                else:
-                    del self.chains[key[1]]
                 continue
+            key, count = queue.popitem(last=False)
             if type(key) is tuple:  # a run of empty blocks, or of a unique sequence's cached ones
                 if key[0] == "own":
                     evicted += min(count, n)
