@@ -7,6 +7,7 @@ time-limit tests add the few starts they are about.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -144,13 +145,13 @@ def test_an_invalid_typed_value_shows_the_message_next_to_the_field(page: Page) 
     assert field.get_attribute("aria-invalid") is None
 
 
-# Records every run the page posts to its worker: [simulator, seed].
+# Records every run the page posts to its worker: [simulator, seed, kept in the session].
 RECORD_RUNS = """
 window.runsPosted = [];
 const PageWorker = window.Worker;
 window.Worker = class extends PageWorker {
   postMessage(message, ...rest) {
-    if (message?.type === "run") window.runsPosted.push([message.name, message.seed]);
+    if (message?.type === "run") window.runsPosted.push([message.name, message.seed, message.keep]);
     return super.postMessage(message, ...rest);
   }
 };
@@ -168,19 +169,27 @@ def test_the_address_reproduces_the_scenario_in_a_fresh_tab(page: Page, context:
     fresh.wait_for_function("el => el.dataset.drawn !== '0'", arg=copy.element_handle(), timeout=RUNTIME_LIMIT_MS)
     assert chart_state(copy)[0] == shared
     # Every widget warms up on its page's scenario exactly as its first change will find it (seed
-    # 0, the reader's sample: the session keeps that work); further warm-up runs draw other samples
-    # (seeds 1, 2, ...: the same scenario again would be answered from memory and warm nothing up).
+    # 0, the reader's sample, kept in the session); further warm-up runs draw other samples (seeds
+    # 1, 2, ...) and keep nothing, so the session still holds the reader's scenario.
     fresh.wait_for_function("() => window.llmCourse.runtime.background === 0", timeout=RUNTIME_LIMIT_MS)
     runs = fresh.evaluate("() => window.runsPosted")
     sims = fresh.evaluate("() => [...document.querySelectorAll('figure.sim')].map((f) => f.dataset.sim)")
-    assert {name for name, seed in runs if seed == 0} == set(sims), runs
-    assert runs.count([copy.get_attribute("data-sim"), 0]) >= 2  # the address's scenario, then its warm-up
-    warm = {}
-    for name, seed in runs:
-        if seed:
-            warm.setdefault(name, []).append(seed)
-    # (none when a seed-0 run already took long enough to warm the engine up: widgets.js)
-    assert all(seeds == list(range(1, len(seeds) + 1)) for seeds in warm.values()), runs
+    assert {name for name, seed, _ in runs if seed == 0} == set(sims), runs
+    assert runs.count([copy.get_attribute("data-sim"), 0, True]) >= 2  # the address's scenario, then its warm-up
+    assert all(keep == (seed == 0) for _, seed, keep in runs), runs
+    # Every widget warms up, not only a simulator's first: up to WARM_UP_RUNS further runs, ended
+    # early only by one longer than WARM_ENOUGH_MS (Python's own time, from the worker).
+    source = (ROOT / "docs/assets/js/widgets.js").read_text()
+    most, enough = (int(re.search(rf"const {name} = (\d+);", source)[1]) for name in ("WARM_UP_RUNS", "WARM_ENOUGH_MS"))
+    timed: dict[str, list[tuple[int, int]]] = {}
+    for key, seed, ms in fresh.evaluate("() => window.llmCourse.warmUps"):
+        timed.setdefault(key.split("#")[-1], []).append((seed, ms))
+    widgets = fresh.evaluate("() => [...document.querySelectorAll('figure.sim')].map((f) => f.dataset.widget)")
+    assert set(timed) == set(widgets), timed
+    for widget, done in timed.items():
+        assert [seed for seed, _ in done] == list(range(len(done))), (widget, done)
+        assert len(done) == 1 + most or done[-1][1] > enough, (widget, done)
+        assert all(0 <= ms <= enough for _, ms in done[:-1]), (widget, done)
     fresh.close()
 
 

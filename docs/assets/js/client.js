@@ -215,15 +215,18 @@ export function retry() {
 // A `background` run (the widgets' warm-up) waits until no reader's request is waiting. `seed`
 // picks the random sample (0, the one every page and test shows, unless a warm-up asks otherwise).
 // `limitMs` replaces the time limit for this run (a file asked for on purpose may take longer).
-// `onPartial` gets each partial answer (JSON: {"ok", "partial", "figure"}) of a chart that streams.
-export function run(key, name, params, { background = false, seed = 0, limitMs = runtime.runLimitMs, onPartial = null } = {}) {
+// `onPartial` gets each partial answer (JSON: {"ok", "partial", "figure"}) of a chart that streams;
+// `onTimed`, the ms Python took to answer (the worker's own clock: no queueing, no drawing).
+// `keep: false` runs it without the worker's session: nothing of it is kept (a warm-up run must not
+// push the reader's scenario out of the session's memory).
+export function run(key, name, params, { background = false, seed = 0, limitMs = runtime.runLimitMs, onPartial = null, onTimed = null, keep = true } = {}) {
   const waiting = queue.find((job) => job.key === key);
   if (waiting) {
     queue = queue.filter((job) => job !== waiting);
     waiting.resolve(null);
   }
   return new Promise((resolve, reject) => {
-    queue.push({ key, name, params, background, seed, limitMs, onPartial, resolve, reject });
+    queue.push({ key, name, params, background, seed, limitMs, onPartial, onTimed, keep, resolve, reject });
     pump();
   });
 }
@@ -235,16 +238,19 @@ function pump() {
   queue = queue.filter((job) => job !== inFlight);
   inFlight.id = nextId++;
   inFlight.timer = setTimeout(cancel, inFlight.limitMs);
-  worker.postMessage({ type: "run", id: inFlight.id, name: inFlight.name, params: JSON.stringify(inFlight.params), seed: inFlight.seed });
+  worker.postMessage({ type: "run", id: inFlight.id, name: inFlight.name, params: JSON.stringify(inFlight.params), seed: inFlight.seed, keep: inFlight.keep });
 }
 
-function finish({ id, json, error }) {
+function finish({ id, json, error, ms }) {
   if (!inFlight || inFlight.id !== id) return;
   const job = inFlight;
   inFlight = null;
   clearTimeout(job.timer);
   if (error) job.reject(new Error(error));
-  else job.resolve(json);
+  else {
+    job.onTimed?.(ms);
+    job.resolve(json);
+  }
   pump();
 }
 

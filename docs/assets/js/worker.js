@@ -1,10 +1,12 @@
 // The Pyodide worker (a module Web Worker). Start-up in stages, then request/response by id.
 // It knows no simulator by name: it forwards (name, params JSON) to the run_json of one
-// simulators.api.Session, which keeps recent results (a chart switch only draws again).
+// simulators.api.Session, which keeps recent results (a chart switch only draws again), or, for a
+// run asked not to be kept (the widgets' warm-up), to simulators.api.run_json, which keeps nothing.
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { check, unpack } from "./snapshot_format.mjs";
 
 let api = null;
+let keepNothing = null; // simulators.api.run_json
 
 self.onmessage = ({ data }) => {
   if (data.type === "start") start(data);
@@ -168,7 +170,9 @@ async function start({ indexURL, archiveURL, dataURL, stdLibURL, snapshotURL, st
     pyodide.unpackArchive(await archive, "zip", { extractDir: "/home/pyodide/course" });
     stage(3, "Importing the simulators");
     pyodide.runPython("import sys\nif '/home/pyodide/course' not in sys.path: sys.path.insert(0, '/home/pyodide/course')");
-    api = pyodide.pyimport("simulators.api").Session();
+    const module = pyodide.pyimport("simulators.api");
+    api = module.Session();
+    keepNothing = module.run_json;
     downloads.clear(); // Pyodide has what it asked for
     self.postMessage({ type: "ready", fromSnapshot });
   } catch (error) {
@@ -234,11 +238,14 @@ async function gunzip(bytes) {
 }
 
 // A chart that streams (a sweep, point by point) posts each growing chart as a "partial" message
-// before the result; the result is run_json's answer, the same with or without them.
-function run({ id, name, params, seed }) {
+// before the result; the result is run_json's answer, the same with or without them, and the ms
+// Python took (the widgets' warm-up reads it: time on the page's thread includes its drawing).
+function run({ id, name, params, seed, keep = true }) {
   try {
     const post = (json) => self.postMessage({ type: "partial", id, json });
-    self.postMessage({ type: "result", id, json: api.run_json_stream(name, params, seed, post) });
+    const started = performance.now();
+    const json = keep ? api.run_json_stream(name, params, seed, post) : keepNothing(name, params, seed);
+    self.postMessage({ type: "result", id, json, ms: performance.now() - started });
   } catch (error) {
     self.postMessage({ type: "result", id, error: String(error?.message ?? error) });
   }
