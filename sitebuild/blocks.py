@@ -46,11 +46,18 @@ class Block(NamedTuple):
     render: Callable[[str, Page], str]
     # Whether `{{ … }}` build-time numbers are expanded in the YAML first (a quiz's answers).
     numbers: bool = False
+    # A check of the block's source lines before that expansion (BlockError if bad): a quiz's
+    # numeric answers must be computed, not typed (quiz_block.check_source).
+    check_source: Callable[[list[str]], None] | None = None
 
 
 BLOCKS: dict[str, Block] = {
     "sim": Block(lambda source, page: sim_block.render(source, page.sims, page.used_ids, page.scenarios)),
-    "quiz": Block(lambda source, page: quiz_block.render(source, page.quiz_counter), numbers=True),
+    "quiz": Block(
+        lambda source, page: quiz_block.render(source, page.quiz_counter),
+        numbers=True,
+        check_source=quiz_block.check_source,
+    ),
     "checklist": Block(lambda source, page: checklist_block.render(source, page.used_ids)),
 }
 

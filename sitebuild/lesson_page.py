@@ -74,6 +74,11 @@ def render_body(
                 raise LessonError(path, line_no, f"```{item.lang} block is never closed")
             # Quiz answers and explanations may hold build-time numbers too: `answer: {{ … }}`.
             body = item.content
+            try:
+                if kind.check_source is not None:
+                    kind.check_source(body)
+            except block_yaml.BlockError as exc:
+                raise LessonError(path, line_no + 1 + exc.offset, str(exc)) from None
             if kind.numbers:
                 body = [_expand(text, path, line_no + 1 + k, sims, scenarios, text) for k, text in enumerate(body)]
             try:

@@ -5,6 +5,7 @@
       type: number
       answer: 131072
       tolerance: 0.02          # relative; default 0.01
+      definitional: the product of the model's own shape figures, checked by hand
       explanation: 2 (K and V) × 32 layers × 8 KV heads × 128 × 2 bytes.
     - q: Which roof binds a batch-1 decode step?
       type: choice
@@ -17,17 +18,23 @@
     ```
 
 Question text, explanations and reasons are Markdown (math included).
+
+A numeric answer is computed, not typed: `answer: {{ generation.ttft_s() * 1000 }}` under the
+conditions the question states, so that it moves with the cost model and the page's widgets. A
+literal number is refused unless the question says why it is definitional (`definitional:` a
+reason, e.g. "2 of every 4 weights", or arithmetic on figures the question itself gives).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
 from sitebuild.block_yaml import BlockError, compose
 
-NUMBER_KEYS = {"q", "type", "answer", "tolerance", "explanation"}
+NUMBER_KEYS = {"q", "type", "answer", "tolerance", "explanation", "definitional"}
 CHOICE_KEYS = {"q", "type", "options"}
 OPTION_KEYS = {"text", "correct", "why"}
 
@@ -41,6 +48,32 @@ def render(source: str, counter: list[int]) -> str:
         parts.append(_question(question, lines[index], counter[0]))
     parts.append("</div>")
     return "\n".join(parts)
+
+
+_QUESTION = re.compile(r"^\s*-\s+q:")
+_ANSWER = re.compile(r"^\s*(?:-\s+)?answer:\s*(.*?)\s*$")
+_DEFINITIONAL = re.compile(r"^\s*definitional:\s*\S")
+
+
+def check_source(lines: list[str]) -> None:
+    """Refuse a numeric answer typed as a literal (before `{{ … }}` is expanded) in a question
+    without a `definitional:` reason: a typed key goes stale when the cost model moves."""
+    starts = [i for i, line in enumerate(lines) if _QUESTION.match(line)] or [0]
+    for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        item = lines[start:end]
+        if any(_DEFINITIONAL.match(line) for line in item):
+            continue
+        for k, line in enumerate(item):
+            match = _ANSWER.match(line)
+            if match and "{{" not in match.group(1) and _NUMBER.fullmatch(match.group(1)):
+                raise BlockError(
+                    start + k,
+                    f"the answer {match.group(1)} is typed, not computed: write it as a {{{{ … }}}} expression "
+                    "under the question's own conditions, or give 'definitional:' with the reason it cannot move",
+                )
+
+
+_NUMBER = re.compile(r"[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def _read(source: str) -> tuple[list[dict[str, Any]], list[int]]:
@@ -68,6 +101,8 @@ def _number(question: dict[str, Any], line: int, number: int) -> str:
         raise BlockError(line, "a number question needs a numeric 'answer' and a 'tolerance' >= 0")
     if not isinstance(question.get("explanation"), str):
         raise BlockError(line, "a number question needs an 'explanation'")
+    if "definitional" in question and not (isinstance(question["definitional"], str) and question["definitional"]):
+        raise BlockError(line, "'definitional:' needs the reason the answer cannot move")
     qid = f"quiz-{number}"
     return "\n".join(
         [

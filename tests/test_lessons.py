@@ -118,3 +118,44 @@ def test_no_regex_backreference_left_in_prose(lesson):
     text = re.sub(r"\$[^$\n]+\$", " ", text)
     left = re.findall(r".{0,30}\\[1-9](?![0-9]).{0,30}", text)
     assert not left, f"{lesson.src_uri}: {left}"
+
+
+NUMBER = re.compile(r"(?<![\w.])(-?\d{1,3}(?:[,\u2009\u202f\u00a0]\d{3})*(?:\.\d+)?|-?\d+(?:\.\d+)?)(\s*%)?")
+
+
+def _numbers(text):
+    """Every number written in `text` (thousands separators allowed; a percentage also as a fraction)."""
+    found = []
+    for digits, percent in NUMBER.findall(text.replace("{,}", ",")):
+        value = float(re.sub(r"[,\u2009\u202f\u00a0]", "", digits))
+        found += [value, value / 100] if percent else [value]
+    return found
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_every_numeric_key_is_stated_in_its_explanation(lesson):
+    """The key a reader is marked against is the figure the explanation works out: a key computed
+    under other conditions than the explanation's (a stale literal, another scenario) fails here."""
+    for q in (q for quiz in blocks(lesson, "quiz") for q in quiz if q["type"] == "number"):
+        key, tol = float(q["answer"]), max(q.get("tolerance", 0.01), 0.005)
+        stated = _numbers(q["explanation"])
+        assert any(abs(n - key) <= tol * abs(key) for n in stated), (
+            f"{lesson.src_uri}: key {key:g} not in the explanation of {q['q']!r} (it states {stated})"
+        )
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_numbers_in_choice_options_are_the_pages_own(lesson):
+    """An option that quotes a speed-up (N×) quotes one the page's prose states (widget answers
+    included): a stale figure in a distractor misleads as much as in a key."""
+    scenarios = lesson_page.resolve_scenarios(lesson, SIMS)
+    page = expressions.expand(FENCE.sub(" ", lesson.body), SIMS, scenarios)
+    quizzes = blocks(lesson, "quiz")
+    said = [float(n) for n in re.findall(r"(\d+(?:\.\d+)?)\s*×", page)]
+    for q in (q for quiz in quizzes for q in quiz if q["type"] == "choice"):
+        for o in q["options"]:
+            for n in re.findall(r"(\d+(?:\.\d+)?)\s*×", o["text"]):
+                value = float(n)
+                assert any(abs(v - value) <= 0.02 * value for v in said), (
+                    f"{lesson.src_uri}: option {o['text']!r} quotes {n}×, which the page never states"
+                )
