@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import costmodel as cm
 from . import sizing_search as ss
 from .catalog import Gpu, _load, gpus, resolve_model, running_example
 from .engine import workload
@@ -330,6 +331,9 @@ def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float
 
 
 def _unusable(m: Any, lay: ss.Layout) -> str:
+    missing = cm.missing_compute_figure(lay.gpu, lay.weight_dtype)
+    if missing:  # a prefill priced as a memory-only floor would win the search on missing data
+        return f"skipped: {lay.gpu.name} has no published {missing}, so its prefill cannot be priced"
     if m.num_heads % lay.tp:
         return f"TP {lay.tp} does not divide {m.num_heads} attention heads"
     try:
@@ -428,7 +432,7 @@ def summary(r: dict[str, Any], view: str) -> str:
     )
     if not r["found"]:
         why = "; ".join(f"{x['config']}: {x['why']}" for x in r["pruned"][:6])
-        return head + f"No configuration meets these targets. Why each was left out: {why}."
+        return head + f"No configuration meets these targets. Why each was left out: {why}." + _skipped(r["pruned"])
     lines = [
         f"{i + 1}. {x['config']}: USD {x['usd_per_hour']:,.2f}/h, USD {x['usd_per_million_output_tokens']:,.3f} per "
         f"million output tokens, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, "
@@ -441,4 +445,11 @@ def summary(r: dict[str, Any], view: str) -> str:
         + "the last row was not run): "
         + "; ".join(lines)
         + f". {len(r['pruned'])} layouts were left out."
+        + _skipped(r["pruned"])
     )
+
+
+def _skipped(pruned: list[dict[str, Any]]) -> str:
+    """The GPUs left out for a missing catalogue figure, named (never ranked on a memory-only floor)."""
+    whys = dict.fromkeys(x["why"].removeprefix("skipped: ") for x in pruned if x["why"].startswith("skipped: "))
+    return "".join(f" Skipped: {why}." for why in whys)

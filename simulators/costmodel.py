@@ -287,30 +287,25 @@ class Efficiency:
     bandwidth: float
     compute: float
     # Fixed time every forward pass pays (launches, scheduler, sampling): an engine profile's
-    # step overhead (simulators/efficiency.py); 0 for the ideal ceiling and the course's factors.
+    # step overhead (simulators/efficiency.py); 0 for the ideal ceiling.
     overhead_s: float = 0.0
 
 
 IDEAL = Efficiency(1.0, 1.0)
 
-
-def default_efficiency() -> Efficiency:
-    """The sourced defaults of data/assumptions.toml."""
-    e = assumptions()["efficiency"]
-    return Efficiency(float(e["bandwidth"]), float(e["compute"]))
-
-
 DEFAULT_ENGINE = "vllm"
 
 
-def efficiency(ideal: bool, engine: str = "course") -> Efficiency:
-    """Ideal, the course's defaults, or an engine profile's plateau factors and step overhead
-    (simulators/efficiency.py). Simulators with an engine choice default to DEFAULT_ENGINE
-    (params.engine_param); callers without one keep the course's factors."""
+def default_efficiency() -> Efficiency:
+    """The default engine's (DEFAULT_ENGINE) factors: what every time a reader sees is priced with
+    unless a simulator's engine choice or "ideal" says otherwise."""
+    return efficiency(False, DEFAULT_ENGINE)
+
+
+def efficiency(ideal: bool, engine: str = DEFAULT_ENGINE) -> Efficiency:
+    """Ideal, or an engine profile's plateau factors and step overhead (simulators/efficiency.py)."""
     if ideal:
         return IDEAL
-    if engine == "course":
-        return default_efficiency()
     from . import efficiency as profiles  # imports this module: resolved at call time
 
     return profiles.linear_efficiency(profiles.profile(engine))
@@ -381,6 +376,16 @@ def matmul_path(gpu: Gpu, weight_dtype: str, activation_dtype: str | None = None
     if precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:
         return "bf16"
     return path
+
+
+def missing_compute_figure(gpu: Gpu, weight_dtype: str = "bf16") -> str:
+    """The tensor-throughput key a compute-bound answer on `gpu` needs and the catalogue lacks
+    ("" when it has them): without it a prefill could only be priced as a memory-only floor."""
+    path = matmul_path(gpu, weight_dtype)
+    for p in dict.fromkeys((path, "bf16")):
+        if gpu.peak_tflops(p) is None:
+            return "dense_bf16_tflops" if p == "bf16" else f"dense_{p}_{'tops' if p == 'int8' else 'tflops'}"
+    return ""
 
 
 def link_GBps_one_way(gpu: Gpu) -> float | None:

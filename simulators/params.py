@@ -242,9 +242,7 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
 def engine_choices() -> list[tuple[str, str]]:
     from . import efficiency
 
-    return [("course", "Course's earlier factors (one bandwidth and one compute factor)")] + [
-        (pid, prof.name) for pid, prof in efficiency.profiles().items()
-    ]
+    return [(pid, prof.name) for pid, prof in efficiency.profiles().items()]
 
 
 def engine_param(**kw: Any) -> Any:

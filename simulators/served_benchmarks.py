@@ -152,14 +152,14 @@ class ProfileStepCost(StepCost):
             raise ValueError("served benchmarks: dense models without pipeline stages only")
 
     def parts(self, tokens: int, num_seqs: int, keys: float, kv: float) -> tuple[float, float, float]:
-        c, m, comm = super().parts(tokens, num_seqs, keys, kv)
-        return c + self.fixed_compute, m, comm + self.overhead
+        c, m, comm = super().parts(tokens, num_seqs, keys, kv)  # comm includes self.overhead
+        return c + self.fixed_compute, m, comm
 
     def decode_stride(
         self, batch: int, sum_context: int, sum_held: int, held_growth: int, q: int = 1
     ) -> tuple[float, float, float, float, float]:
         c0, c1, m0, m1, comm = super().decode_stride(batch, sum_context, sum_held, held_growth, q)
-        return c0 + self.fixed_compute, c1, m0, m1, comm + self.overhead
+        return c0 + self.fixed_compute, c1, m0, m1, comm
 
 
 @dataclass(frozen=True)

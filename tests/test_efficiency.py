@@ -77,7 +77,9 @@ def test_fp16_accumulate_uses_the_geforce_fp16_rate_and_the_catalogue_has_it():
 
 
 def test_simulators_take_an_engine_choice():
-    assert cm.efficiency(False, "course") == cm.default_efficiency()
+    assert cm.efficiency(False, "vllm") == cm.default_efficiency()  # no second set of factors
+    with pytest.raises(ef.ProfileError, match="unknown engine 'course'"):
+        cm.efficiency(False, "course")
     assert cm.efficiency(True, "vllm") == cm.IDEAL
     p = ef.profile("trtllm")
     assert cm.efficiency(False, "trtllm") == cm.Efficiency(p.bandwidth, p.gemm_bf16, p.step_overhead_us * 1e-6)
@@ -92,7 +94,7 @@ def test_simulators_with_an_engine_choice_default_to_the_vllm_profile():
 
 def test_the_step_overhead_is_paid_once_per_forward_pass():
     """A profile's overhead adds to every step's time, prefill and decode alike, and not to its roofs."""
-    course, vllm = cm.efficiency(False, "course"), cm.efficiency(False, "vllm")
+    vllm = cm.efficiency(False, "vllm")
     no_overhead = cm.Efficiency(vllm.bandwidth, vllm.compute)
     for seqs in ([(2048, 0)], [(1, 2000)] * 8):
         with_it = cm.step_time(M, H100, seqs, eff=vllm)
@@ -101,7 +103,7 @@ def test_the_step_overhead_is_paid_once_per_forward_pass():
         assert (with_it.compute_s, with_it.memory_s) == (without.compute_s, without.memory_s)
     line = cm.decode_line(M, H100, 8, eff=vllm)
     assert line.time_s(16_000) == pytest.approx(cm.decode_step_time(M, H100, [2000] * 8, eff=vllm).time_s)
-    assert cm.step_time(M, H100, [(1, 0)], eff=course).overhead_s == 0.0
+    assert cm.step_time(M, H100, [(1, 0)], eff=cm.IDEAL).overhead_s == 0.0
 
 
 def test_tensor_parallel_pays_two_allreduce_latencies_per_layer_and_one_gpu_none():

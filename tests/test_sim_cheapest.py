@@ -239,3 +239,22 @@ def test_a_search_with_no_candidate_posts_nothing():
     kw = {**SMALL, "max_gpus": 1, "request_rate_per_s": 500.0}
     answer = json.loads(api.Session().run_json_stream("cheapest", json.dumps(kw), 0, posted.append))
     assert answer["ok"] and not answer["result"]["found"] and not posted
+
+
+def test_a_gpu_without_a_compute_figure_is_skipped_and_named_never_ranked():
+    """The A10G's vendor publishes no tensor rate: its prefill could only be priced as a memory-only
+    floor, which would win the search on missing data (review 2026-12-03, B-02). Given a price, it
+    is left out with the missing key named, and the search ranks what it can price."""
+    r = _run(**{**SMALL, "gpus": "a10g, l40s", "prices": "a10g=0.5, l40s=1.0"})
+    assert all("a10g" not in row["config"] for row in r["table"]) and r["found"]
+    skipped = [x for x in r["pruned"] if x["config"].startswith("a10g")]
+    assert skipped and all("dense_bf16_tflops" in x["why"] for x in skipped)
+    assert "Skipped: NVIDIA A10G (AWS G5) has no published dense_bf16_tflops" in cheapest.summary(r, "cost")
+
+
+def test_every_gpu_the_default_search_ranks_has_its_compute_roof():
+    r = _run()
+    gpus = catalog.gpus()
+    for row in r["table"]:
+        gpu = gpus[row["config"].split(" x ")[1].split(" ")[0]]
+        assert gpu.peak_tflops("bf16") is not None, row["config"]

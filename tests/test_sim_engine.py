@@ -74,11 +74,13 @@ def test_small_kv_memory_preempts_and_the_readmission_finds_its_own_blocks():
     assert r["metrics"]["num_preemptions"] >= 1 and "preempt" in kinds
     assert r["metrics"]["blocks_allocated"] > math.ceil((3000 + 199) / 16)
     # Prefix caching is on (vLLM V1's default): readmitted, it finds its own full blocks in the
-    # cache and computes only the rest of its prompt, not the whole prompt again.
+    # cache and computes only the rest of its sequence (its prompt and the tokens it had made
+    # before it was preempted), not the whole prompt again.
     after = kinds.index("preempt")
     readmit = next(x for _, w, x in r["follow"]["events"][after:] if w == "admit")
     computed = sum(x for _, w, x in r["follow"]["events"][after:] if w == "chunk")
-    assert readmit > 0 and readmit % 16 == 0 and readmit + computed == 3000
+    assert readmit > 0 and readmit % 16 == 0 and 0 < computed < 3000
+    assert 3000 <= readmit + computed < 3000 + 200
 
 
 def test_both_views_draw_only_trace_types_the_browser_bundle_has():

@@ -57,6 +57,8 @@ class StepCost:
         # Memory: a = W + v, d = W + 2v; communication: u per token.
         self.v = d.memory_s - a.memory_s
         self.u = a.communication_s
+        # The engine's fixed time per forward pass (its profile's step overhead), after the roofline.
+        self.overhead = a.overhead_s
         self.moe = model.is_moe
         self._weights: dict[int, float] = {1: a.memory_s - self.v}
         self.window = model.sliding_window
@@ -81,13 +83,13 @@ class StepCost:
             return (
                 (self.x * tokens + self.y * num_seqs + self.z * keys) / mb,
                 self.weights_s(-(-tokens // mb)) + self.v * kv / mb,
-                (self.u + self.hop) * tokens / mb,
+                (self.u + self.hop) * tokens / mb + self.overhead,
             )
         return (
             self.x * tokens + self.y * num_seqs + self.z * keys,
             (self.weights_s(tokens) if self.moe else self._weights[1])
             + self.v * kv,  # once per step: no call for a dense model
-            self.u * tokens,
+            self.u * tokens + self.overhead,
         )
 
     def mean_prefill_compute_s(self, mean_tokens: float, mean_keys: float) -> float:
@@ -123,10 +125,10 @@ class StepCost:
         if self.pp > 1:  # a pipeline round: see parts()
             mb = self.micro_batches(batch)
             m0 = self.weights_s(-(-tokens // mb)) + self.v * (sum_held + tokens) / mb
-            comm = (self.u + self.hop) * tokens / mb
+            comm = (self.u + self.hop) * tokens / mb + self.overhead
             return c0 / mb, self.z * q * batch / mb, m0, self.v * held_growth / mb, comm
         m0 = (self.weights_s(tokens) if self.moe else self._weights[1]) + self.v * (sum_held + tokens)
-        return c0, self.z * q * batch, m0, self.v * held_growth, self.u * tokens
+        return c0, self.z * q * batch, m0, self.v * held_growth, self.u * tokens + self.overhead
 
 
 def stride_time_s(c0: float, c1: float, m0: float, m1: float, comm: float, n: int) -> float:
