@@ -327,7 +327,7 @@ _IGNORED = {
     "vision_config",
 }
 _PLAIN_MLP_TYPES = {"gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon"}
-_CATALOGUE_ONLY = {"name", "source", "published_params_B", "id"}
+_CATALOGUE_ONLY = {"name", "source", "published_params_B", "id", "hf_ids"}
 
 
 def _int(where: str, key: str, value: Any, *, minimum: int = 1) -> int:
@@ -441,6 +441,26 @@ def models() -> dict[str, Model]:
                 f"model '{mid}': unknown key(s) {', '.join(m.ignored_keys)} (not read by the cost model)"
             )
     return out
+
+
+@cache
+def hf_repos() -> dict[str, str]:
+    """Hugging Face repository (lower case) -> catalogue model id, from each entry's `hf_ids`."""
+    out: dict[str, str] = {}
+    for mid, entry in _load("models.toml").items():
+        for repo in entry.get("hf_ids", []):
+            if repo.lower() in out:
+                raise CatalogError(f"model '{mid}': hf_ids repeats '{repo}' (also in '{out[repo.lower()]}')")
+            out[repo.lower()] = mid
+    return out
+
+
+def model_for_repo(repo: str) -> Model | None:
+    """The catalogue entry a Hugging Face repository id (or a local path ending in it) names; None if none."""
+    key = repo.strip().rstrip("/").lower()
+    by_name = {r.split("/")[-1]: mid for r, mid in hf_repos().items()}  # a local copy keeps the name
+    mid = hf_repos().get("/".join(key.split("/")[-2:])) or by_name.get(key.split("/")[-1])
+    return models()[mid] if mid else models().get(key)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -56,10 +56,13 @@ def param(
     custom: str | None = None,
     log: bool = False,
     file: str | None = None,
+    lines: int = 0,
 ) -> Any:
     """A dataclass field with UI metadata. `custom` ("model" or "gpu") also accepts an object.
     `file` (a text field: the accepted file types, e.g. ".json,.yaml") makes the page offer a file
-    input whose text becomes the value; the file is read in the page and never sent anywhere."""
+    input whose text becomes the value; the file is read in the page and never sent anywhere.
+    `lines` (a text field) makes it a box of that many lines the reader can paste into (with
+    `file`, beside the file input)."""
     meta = {
         "label": label,
         "unit": unit,
@@ -71,6 +74,7 @@ def param(
         "custom": custom,
         "log": log,
         "file": file,
+        "lines": lines,
     }
     return dataclasses.field(default=default, metadata=meta)
 
@@ -230,6 +234,8 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
         }
         if meta.get("file"):
             entry["file"] = meta["file"]
+        if meta.get("lines"):
+            entry["lines"] = meta["lines"]
         if entry["type"] in ("int", "float"):
             entry.update(min=meta["min"], max=meta["max"], step=meta["step"], log=meta["log"])
         choices = _choices(meta)

@@ -175,15 +175,24 @@ function field(w, p) {
     const input = tag("input", { id, type: "file", accept: p.file, "aria-describedby": describedBy });
     const clear = tag("button", { type: "button", class: "md-button" }, "Clear");
     const status = tag("span", { class: "sim-file-status", "aria-live": "polite" });
+    // With `lines`, a box to paste into as well; a file read fills it.
+    const area = p.lines ? tag("textarea", { rows: String(p.lines), "aria-label": `${p.label}: paste`, "aria-describedby": describedBy }) : null;
+    area?.addEventListener("input", () => change(w, p, area.value));
     input.addEventListener("change", async () => {
       const f = input.files?.[0];
       const text = f ? await f.text() : "";
+      if (area) area.value = text;
       setText(status, f ? `${f.name}: ${Math.max(1, Math.round(f.size / 1024))} KB, read in this page only` : "");
       change(w, p, text);
     });
-    clear.addEventListener("click", () => { input.value = ""; setText(status, ""); change(w, p, ""); });
-    setValue = (v) => { if (!v) { input.value = ""; setText(status, ""); } };
-    inputs.push(input, clear, status);
+    clear.addEventListener("click", () => { input.value = ""; if (area) area.value = ""; setText(status, ""); change(w, p, ""); });
+    setValue = (v) => { if (area) area.value = v; if (!v) { input.value = ""; setText(status, ""); } };
+    inputs.push(input, clear, status, ...(area ? [area] : []));
+  } else if (p.lines) {
+    const area = tag("textarea", { id, rows: String(p.lines), spellcheck: "false", "aria-describedby": describedBy });
+    area.addEventListener("input", () => change(w, p, area.value));
+    setValue = (v) => { area.value = v; };
+    inputs.push(area);
   } else {
     const box = tag("input", { id, type: "text", "aria-describedby": describedBy });
     box.addEventListener("input", () => change(w, p, box.value));

@@ -1,0 +1,238 @@
+"""A deployment as it is run: a server's command line and the start-up lines vLLM logs.
+
+`parse_command(text)` reads a `vllm serve` command line (or `python -m vllm.entrypoints.openai.api_server`),
+an SGLang `launch_server` one or a llama.cpp `llama-server` one, for the flags they share, into
+vLLM's names (the deployment simulator's fields). A flag the course does not model is listed as
+ignored, never refused; a modelled flag with a bad value raises ValueError naming the flag.
+
+`parse_log(text)` reads what vLLM prints while it starts: its version, the non-default arguments,
+the weights loaded, the activation peak, the KV cache memory and size, the maximum concurrency and
+the CUDA-graph estimate. A log of another engine, or one cut before the KV cache line, raises
+ValueError saying so.
+
+References: 1) vllm-project/vllm, vllm/engine/arg_utils.py (the flags and their short forms),
+vllm/v1/core/kv_cache_utils.py and vllm/v1/worker/gpu_worker.py (the log lines); 2) SGLang
+server arguments (python/sglang/srt/server_args.py); 3) llama.cpp tools/server README.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+# flag -> (vLLM's name, kind). Kinds: int, frac (0-1], kv (a KV cache format), str, on, off.
+_VLLM: dict[str, tuple[str, str]] = {
+    "--tensor-parallel-size": ("tensor_parallel_size", "int"), "-tp": ("tensor_parallel_size", "int"),
+    "--pipeline-parallel-size": ("pipeline_parallel_size", "int"), "-pp": ("pipeline_parallel_size", "int"),
+    "--data-parallel-size": ("data_parallel_size", "int"), "-dp": ("data_parallel_size", "int"),
+    "--enable-expert-parallel": ("enable_expert_parallel", "on"),
+    "--max-model-len": ("max_model_len", "int"),
+    "--gpu-memory-utilization": ("gpu_memory_utilization", "frac"),
+    "--max-num-seqs": ("max_num_seqs", "int"),
+    "--max-num-batched-tokens": ("max_num_batched_tokens", "int"),
+    "--kv-cache-dtype": ("kv_cache_dtype", "kv"),
+    "--quantization": ("quantization", "str"), "-q": ("quantization", "str"),
+    "--block-size": ("block_size", "int"),
+    "--enable-prefix-caching": ("enable_prefix_caching", "on"),
+    "--no-enable-prefix-caching": ("enable_prefix_caching", "off"),
+    "--speculative-config": ("speculative_config", "str"),
+    "--model": ("model", "str"),
+}  # fmt: skip
+_SGLANG: dict[str, tuple[str, str]] = {
+    "--model-path": ("model", "str"), "--model": ("model", "str"),
+    "--tp": ("tensor_parallel_size", "int"), "--tp-size": ("tensor_parallel_size", "int"),
+    "--pp-size": ("pipeline_parallel_size", "int"),
+    "--dp": ("data_parallel_size", "int"), "--dp-size": ("data_parallel_size", "int"),
+    "--context-length": ("max_model_len", "int"),
+    "--mem-fraction-static": ("gpu_memory_utilization", "frac"),
+    "--max-running-requests": ("max_num_seqs", "int"),
+    "--chunked-prefill-size": ("max_num_batched_tokens", "int"),
+    "--kv-cache-dtype": ("kv_cache_dtype", "kv"),
+    "--quantization": ("quantization", "str"),
+    "--disable-radix-cache": ("enable_prefix_caching", "off"),
+    "--speculative-algorithm": ("speculative_config", "str"),
+}  # fmt: skip
+_LLAMACPP: dict[str, tuple[str, str]] = {
+    "-m": ("model", "str"), "--model": ("model", "str"), "-hf": ("model", "str"), "--hf-repo": ("model", "str"),
+    "-c": ("max_model_len", "int"), "--ctx-size": ("max_model_len", "int"),
+    "-np": ("max_num_seqs", "int"), "--parallel": ("max_num_seqs", "int"),
+    "-b": ("max_num_batched_tokens", "int"), "--batch-size": ("max_num_batched_tokens", "int"),
+    "-ctk": ("kv_cache_dtype", "kv"), "--cache-type-k": ("kv_cache_dtype", "kv"),
+}  # fmt: skip
+FLAGS = {"vllm": _VLLM, "sglang": _SGLANG, "llamacpp": _LLAMACPP}
+# KV cache formats each engine names, as the course's: auto (the model's bf16) or fp8.
+_KV = {
+    "auto": "auto",
+    "bf16": "auto",
+    "f16": "auto",
+    "fp16": "auto",
+    "fp8": "fp8",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+}
+_KV_LLAMACPP = {"q8_0": "fp8"}  # 8-bit cache entries: the same bytes as FP8
+
+
+@dataclass
+class Serve:
+    engine: str  # "vllm", "sglang" or "llamacpp"
+    model: str
+    settings: dict[str, Any] = field(default_factory=dict)  # vLLM's names (deployment's fields)
+    ignored: list[str] = field(default_factory=list)  # flags the course does not model
+    tokens: list[str] = field(default_factory=list)  # the command line, split
+
+    def command_with(self, flag: str, value: str | None = None) -> str:
+        """The same command line with `flag` (and `value`) set, any earlier setting of it removed."""
+        names = FLAGS[self.engine]
+        target = names.get(flag, (flag, ""))[0]
+        out: list[str] = []
+        skip = False
+        for i, tok in enumerate(self.tokens):
+            if skip:
+                skip = False
+                continue
+            name = tok.split("=", 1)[0]
+            if name in names and names[name][0] == target and i > 0:
+                kind = names[name][1]
+                skip = "=" not in tok and kind not in ("on", "off")
+                continue
+            out.append(tok)
+        out += [flag] + ([value] if value is not None else [])
+        return shlex.join(out)
+
+
+def _engine(tokens: list[str]) -> tuple[str, int]:
+    """(engine, index of the first argument after the program and its subcommand)."""
+    words = [t.rsplit("/", 1)[-1] for t in tokens[:4]]
+    if words[:2] == ["vllm", "serve"]:
+        return "vllm", 2
+    if "vllm.entrypoints.openai.api_server" in words:
+        return "vllm", words.index("vllm.entrypoints.openai.api_server") + 1
+    if "sglang.launch_server" in words:
+        return "sglang", words.index("sglang.launch_server") + 1
+    if words[0] in ("llama-server", "server"):
+        return "llamacpp", 1
+    raise ValueError(
+        f"'{' '.join(tokens[:3])}' is not a server command this page reads: start with `vllm serve MODEL`, "
+        "`python -m sglang.launch_server --model-path MODEL` or `llama-server -m MODEL`"
+    )
+
+
+def _value(flag: str, kind: str, raw: str, engine: str) -> Any:
+    if kind == "int":
+        if not re.fullmatch(r"\d+", raw) or int(raw) < 1:
+            raise ValueError(f"{flag}: '{raw}' is not a whole number of at least 1")
+        return int(raw)
+    if kind == "frac":
+        try:
+            v = float(raw)
+        except ValueError:
+            v = -1.0
+        if not 0 < v <= 1:
+            raise ValueError(f"{flag}: '{raw}' is not a fraction between 0 and 1")
+        return v
+    if kind == "kv":
+        known = {**_KV, **(_KV_LLAMACPP if engine == "llamacpp" else {})}
+        if raw.lower() not in known:
+            raise ValueError(f"{flag}: '{raw}' is not a KV cache format the course models ({', '.join(known)})")
+        return known[raw.lower()]
+    return raw
+
+
+def parse_command(text: str) -> Serve:
+    """A server command line (backslash line breaks allowed) into a Serve; ValueError names the flag."""
+    try:
+        # a line break after a backslash continues the line (a one-line box drops the break itself)
+        tokens = shlex.split(re.sub(r"\\[ \t]*\r?\n|\\[ \t]+", " ", text))
+    except ValueError as e:
+        raise ValueError(f"the command line cannot be split into words: {e}") from None
+    if not tokens:
+        raise ValueError("paste the command line that starts the server")
+    engine, i = _engine(tokens)
+    names = FLAGS[engine]
+    serve = Serve(engine, "", tokens=tokens)
+    if engine == "vllm" and i < len(tokens) and not tokens[i].startswith("-"):
+        serve.model, i = tokens[i], i + 1
+    while i < len(tokens):
+        tok = tokens[i]
+        flag, eq, inline = tok.partition("=")
+        i += 1
+        if flag not in names:
+            takes = not eq and i < len(tokens) and not tokens[i].startswith("-")
+            serve.ignored.append(tok + (f" {tokens[i]}" if takes else ""))
+            i += 1 if takes else 0
+            continue
+        name, kind = names[flag]
+        if kind in ("on", "off"):
+            serve.settings[name] = kind == "on"
+            continue
+        if not eq:
+            if i >= len(tokens):
+                raise ValueError(f"{flag}: a value is missing at the end of the command line")
+            inline, i = tokens[i], i + 1
+        value = _value(flag, kind, inline, engine)
+        if name == "model":
+            serve.model = value
+        else:
+            serve.settings[name] = value
+    if not serve.model:
+        raise ValueError("no model is named: give it after `vllm serve`, or with --model-path / -m")
+    return serve
+
+
+# ---- the start-up log ------------------------------------------------------------------------
+
+_LOG = {
+    "version": r"(?:version |Initializing a V1 LLM engine \(v)(\d+\.\d+\.\d+[\w.+-]*)",
+    "weights_GiB": r"Model loading took ([\d.]+) GiB",
+    "activation_peak_GiB": r"torch peak memory increase: ([\d.]+) ?GiB",
+    "non_torch_GiB": r"non-torch forward increase memory: ([\d.]+) ?GiB",
+    "kv_cache_GiB": r"Available KV cache memory: ([\d.]+) GiB",
+    "kv_tokens": r"GPU KV cache size: ([\d,]+) tokens",
+    "cuda_graph_GiB": r"Estimated CUDA graph memory: ([\d.]+) GiB|Graph capturing finished in \d+ secs?, took ([\d.]+) GiB",
+}
+_CONCURRENCY = r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"
+_ARGS = r"non-default args: (\{.*\})"
+
+
+def parse_log(text: str) -> dict[str, Any]:
+    """What a vLLM start-up log states, by name; each figure with the line (1-based) it came from."""
+    lines = text.splitlines()
+    out: dict[str, Any] = {"lines": {}}
+
+    def find(pattern: str) -> tuple[re.Match[str], int] | None:
+        for n, line in enumerate(lines, 1):
+            m = re.search(pattern, line)
+            if m:
+                return m, n
+        return None
+
+    for key, pattern in _LOG.items():
+        hit = find(pattern)
+        if hit:
+            value = next(g for g in hit[0].groups() if g is not None)
+            out[key] = value if key == "version" else float(value.replace(",", ""))
+            out["lines"][key] = hit[1]
+    hit = find(_CONCURRENCY)
+    if hit:
+        out["max_model_len"], out["max_concurrency"] = int(hit[0][1].replace(",", "")), float(hit[0][2])
+        out["lines"]["max_concurrency"] = hit[1]
+    hit = find(_ARGS)
+    if hit:
+        try:
+            out["args"] = ast.literal_eval(hit[0][1])
+        except (ValueError, SyntaxError):
+            raise ValueError(f"log line {hit[1]}: the non-default args cannot be read") from None
+    if "kv_tokens" not in out:
+        other = "SGLang" if "sglang" in text.lower() else "llama.cpp" if "llama_" in text else ""
+        if other:
+            raise ValueError(f"this looks like a {other} log: the page reads vLLM's start-up log")
+        seen = "weights" if "weights_GiB" in out else "no vLLM line"
+        raise ValueError(
+            f"no 'GPU KV cache size: N tokens' line ({seen} found): paste the log up to the line "
+            "'Maximum concurrency for … tokens per request'"
+        )
+    return out

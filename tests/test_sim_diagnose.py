@@ -1,0 +1,114 @@
+"""Why is my model slow?: real vLLM start-up logs and GuideLLM reports, parsed and diagnosed."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simulators import api, serve_command
+
+DATA = Path(__file__).parent / "data"
+BASE = "--max-model-len 8192 --gpu-memory-utilization 0.95 --no-enable-prefix-caching"
+LLAMA = f"vllm serve meta-llama/Llama-3.1-8B-Instruct {BASE}"
+# tests/data/vllm_logs/README.md: each log and the command line it was started with.
+LOGS = {
+    "llama31-8b-tp1": LLAMA,
+    "llama31-8b-tp2": f"{LLAMA} --tensor-parallel-size 2",
+    "llama31-8b-pp2": f"{LLAMA} --pipeline-parallel-size 2",
+    "llama31-8b-kvfp8": f"{LLAMA} --dtype bfloat16 --kv-cache-dtype fp8",
+    "qwen25-7b-tp1": f"vllm serve Qwen/Qwen2.5-7B-Instruct {BASE}",
+    "mixtral-8x7b-tp2": f"vllm serve mistralai/Mixtral-8x7B-Instruct-v0.1 {BASE} --tensor-parallel-size 2",
+    "phi-4-tp1": f"vllm serve microsoft/phi-4 {BASE}",
+}
+REPORTS = ["v0.5.0.dev0-danielkorat-gpt-oss-20b.json", "v0.8.1-mock-server.json"]
+
+
+def diagnose(**params):
+    answer = json.loads(api.run_json("diagnose", json.dumps(params)))
+    assert answer["ok"], answer
+    return answer
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_each_published_log_is_parsed_and_its_kv_cache_predicted_within_the_tested_error(name):
+    log = (DATA / "vllm_logs" / f"{name}.log").read_text()
+    parsed = serve_command.parse_log(log)
+    assert parsed["version"] == "0.19.0"
+    # The log's own non-default args are the command line's flags (the README's pairing).
+    settings = serve_command.parse_command(LOGS[name]).settings
+    for flag in ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization"):
+        assert parsed["args"].get(flag, settings.get(flag)) == settings.get(flag, parsed["args"].get(flag)), flag
+    r = diagnose(command=LOGS[name], log=log)
+    m = r["metrics"]
+    assert m["logged_kv_tokens"] == parsed["kv_tokens"]
+    # The deployment simulator's tested error on published logs (tests/test_vllm_validation.py): 10%.
+    assert abs(m["kv_tokens_error"]) < 0.10, m
+    assert not [g for g in r["result"]["gaps"] if "KV cache differs" in g or "started with" in g]
+    assert r["result"]["levers"]
+    assert r["result"]["ignored_flags"] == (["--dtype bfloat16"] if "--dtype" in LOGS[name] else [])
+
+
+def test_the_log_and_the_command_line_that_disagree_are_named():
+    log = (DATA / "vllm_logs" / "llama31-8b-tp2.log").read_text()
+    r = diagnose(command=LLAMA, log=log)  # the log is a TP 2 server, the command line TP 1
+    assert any("tensor_parallel_size=2" in g for g in r["result"]["gaps"])
+
+
+@pytest.mark.parametrize("report", REPORTS)
+def test_guidellm_reports_are_read_and_their_figures_diagnosed(report):
+    text = (DATA / "guidellm" / report).read_text()
+    r = diagnose(command="vllm serve openai/gpt-oss-20b -tp 4", report=text)
+    obs = r["result"]["observed"]
+    assert obs["ttft_s"] > 0 and obs["rate_per_s"] > 0 and "itl_s" in obs
+    m = r["metrics"]
+    assert m["observed_ttft_s"] == obs["ttft_s"] and m["observed_itl_s"] == obs["itl_s"]
+    # A gap beyond the +-35% yardstick is named with where to look.
+    ratio = obs["itl_s"] / m["predicted_itl_s"]
+    named = [g for g in r["result"]["gaps"] if g.startswith("your ITL")]
+    assert bool(named) == (abs(ratio - 1) > 0.35)
+
+
+def test_levers_are_command_lines_ranked_by_their_effect_on_the_binding_figure():
+    # The running example at 10 req/s, observed ITL 20 ms of a 25 ms target (0.8) and TTFT 100 of
+    # 500 ms (0.2): ITL binds, so levers on ITL come first, fastest first.
+    r = diagnose(rate_per_s=10, itl_p50_ms=20, ttft_p50_ms=100)["result"]
+    levers = r["levers"]
+    on_binding = [x for x in levers if x["key"] == r["binding"]]
+    assert r["binding"] == "itl_s" and levers[: len(on_binding)] == on_binding
+    assert [x["change"] for x in on_binding] == sorted(x["change"] for x in on_binding)
+    for x in levers:
+        assert x["command"].startswith("vllm serve meta-llama/Meta-Llama-3-8B-Instruct")
+        assert (Path(__file__).parent.parent / "lessons" / f"{x['lesson']}.md").exists()
+    fp8 = next(x for x in levers if x["lever"] == "FP8 KV cache")
+    assert fp8["command"].endswith("--kv-cache-dtype fp8") and "2.0x the requests" in fp8["note"]
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "words"),
+    [
+        ({"command": "vllm serve meta-llama/Meta-Llama-3-8B-Instruct -tp two"}, "command", "-tp: 'two'"),
+        ({"command": "docker run vllm"}, "command", "not a server command"),
+        ({"command": "vllm serve acme/secret-model"}, "config", "paste its config.json"),
+        ({"log": "INFO sglang server started\nKV Cache is allocated. #tokens: 400000"}, "log", "SGLang log"),
+        ({"log": "INFO Model loading took 14.99 GiB memory"}, "log", "no 'GPU KV cache size"),
+        ({"report": '{"benchmarks": [{"metrics": {}'}, "report", ""),
+        ({"command": "vllm serve meta-llama/Meta-Llama-3-8B-Instruct -tp 3"}, "command", "vLLM would not start"),
+    ],
+)
+def test_bad_input_names_its_field(params, field, words):
+    answer = json.loads(api.run_json("diagnose", json.dumps(params)))
+    assert not answer["ok"]
+    err = answer["errors"][0]
+    assert err["field"] == field and words in err["message"], err
+
+
+def test_a_pasted_config_json_serves_a_model_outside_the_catalogue():
+    config = (DATA / "configs" / "qwen3-8b.json").read_text()
+    r = diagnose(command="vllm serve /models/my-finetune --max-model-len 4096", config=config)
+    assert r["result"]["model"] and r["metrics"]["predicted_kv_tokens"] > 0
+
+
+def test_ignored_flags_are_listed_not_refused():
+    r = diagnose(command="vllm serve meta-llama/Meta-Llama-3-8B-Instruct --trust-remote-code --port 8001")
+    assert r["result"]["ignored_flags"] == ["--trust-remote-code", "--port 8001"]
+    assert "Ignored flags (not modelled): --trust-remote-code, --port 8001" in r["summary"]
