@@ -14,6 +14,11 @@ matter (`scenarios:`): `**peak` passes all of them (parameters after it override
 `peak.batch_size` prints one, so a sentence's stated condition and its figure come from the same
 place.
 
+`spread(EXPRESSION, seeds=N)` evaluates the expression under seeds 0 to N-1 (N from 2 to 20) and
+prints the lowest and highest value, "0.22–0.75" (each with the format spec): a figure read off a
+run near capacity moves with the seed (queued requests are not independent samples), so a sentence
+quotes its range, never one seed's value (DESIGN.md, contract 7).
+
 `heldout.STATISTIC` is the validation page's held-out band (simulators.validation.band), computed
 at build time from data/measurements.toml: `median_error` (median |error| of the held-out speed
 points), `within_35` (their share within ±35%), `points`, `engines`, `gpus`. A time predicted as
@@ -60,6 +65,21 @@ def held_out_band() -> dict[str, float]:
         "engines": len(b.engines),
         "gpus": len(b.gpus),
     }
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The lowest and highest value of an expression over `seeds` seeds (`spread(…)`)."""
+
+    low: float
+    high: float
+    seeds: int
+
+    def __format__(self, spec: str) -> str:
+        return f"{format(self.low, spec)}–{format(self.high, spec)}"
+
+
+SPREAD_SEEDS = (2, 20)
 
 
 @dataclass
@@ -123,12 +143,17 @@ def raw_value(
     return _value(tree.body, sims, scenarios or {}, calls if calls is not None else [])
 
 
-def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: list) -> Any:
+def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: list, seed: int = 0) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
-        left, right = _value(node.left, sims, scenarios, calls), _value(node.right, sims, scenarios, calls)
+        left = _value(node.left, sims, scenarios, calls, seed)
+        right = _value(node.right, sims, scenarios, calls, seed)
+        if isinstance(left, Spread) or isinstance(right, Spread):
+            raise ValueError("spread(…) is a whole figure: put the arithmetic inside it")
         return OPERATORS[type(node.op)](left, right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "spread":
+        return _spread(node, sims, scenarios, calls)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == HELD_OUT:
         stats = held_out_band()
         if node.attr not in stats:
@@ -147,15 +172,32 @@ def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: list) 
         and isinstance(node.func.value, ast.Name)
         and not node.args
     ):
-        return _metric(node.func.value.id, node.func.attr, node.keywords, sims, scenarios, calls)
+        return _metric(node.func.value.id, node.func.attr, node.keywords, sims, scenarios, calls, seed)
     raise ValueError(
         f"unsupported expression {ast.unparse(node)!r}: write simulator.metric(param=value, …), "
         "optionally with arithmetic on plain numbers"
     )
 
 
+def _spread(node: ast.Call, sims: Simulators, scenarios: Scenarios, calls: list) -> Spread:
+    seeds = [k for k in node.keywords if k.arg == "seeds"]
+    n = seeds[0].value.value if seeds and isinstance(seeds[0].value, ast.Constant) else None
+    low, high = SPREAD_SEEDS
+    nested = any(isinstance(x, ast.Name) and x.id == "spread" for x in ast.walk(node.args[0])) if node.args else False
+    if len(node.args) != 1 or len(node.keywords) != 1 or not isinstance(n, int) or not low <= n <= high or nested:
+        raise ValueError(f"write spread(simulator.metric(…), seeds=N) with N from {low} to {high}, not nested")
+    values = [float(_value(node.args[0], sims, scenarios, calls, s)) for s in range(n)]
+    return Spread(min(values), max(values), n)
+
+
 def _metric(
-    name: str, metric: str, keywords: list[ast.keyword], sims: Simulators, scenarios: Scenarios, calls: list
+    name: str,
+    metric: str,
+    keywords: list[ast.keyword],
+    sims: Simulators,
+    scenarios: Scenarios,
+    calls: list,
+    seed: int = 0,
 ) -> Any:
     if name not in sims.schemas:
         raise ValueError(f"unknown simulator {name!r} (known: {', '.join(sorted(sims.schemas))})")
@@ -177,10 +219,11 @@ def _metric(
         except ValueError:
             raise ValueError(f"{name}: value of {keyword.arg!r} must be a literal") from None
     try:
-        metrics = sims.run(name, params)["metrics"]
+        metrics = sims.run(name, params, seed)["metrics"]
     except SimulatorRunError as exc:
         raise ValueError(f"{name}: {exc}") from None
     if metric not in metrics:
         raise ValueError(f"{name} has no metric {metric!r} (metrics: {', '.join(metrics)})")
-    calls.append((name, metric, params))
+    if not seed:  # the figure checks read each run once
+        calls.append((name, metric, params))
     return metrics[metric]

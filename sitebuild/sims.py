@@ -45,13 +45,13 @@ class Simulators:
             {k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)}
         )
 
-    def run(self, name: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The parsed `run_json` answer for these parameters (seed 0), cached per build."""
+    def run(self, name: str, params: dict[str, Any], seed: int = 0) -> dict[str, Any]:
+        """The parsed `run_json` answer for these parameters and seed, cached per build."""
         params_json = json.dumps(params, sort_keys=True)
-        key = f"{name}\n{params_json}"
+        key = f"{name}\n{params_json}" + (f"\nseed {seed}" if seed else "")
         if key not in self._runs:
             if key not in self._saved:
-                self._saved[key] = self._session.run_json(name, params_json, 0)
+                self._saved[key] = self._session.run_json(name, params_json, seed)
             self._runs[key] = json.loads(self._saved[key])
         answer = self._runs[key]
         if not answer["ok"]:
