@@ -1,0 +1,84 @@
+"""The contributor's fast loop (`./dev test --fast`): check only what the work tree changed.
+
+    python scripts/fast_check.py [--base REF]     # changes against REF (default: HEAD) and untracked files
+
+- each changed lesson is rendered as the build renders it (numbers, widgets and quizzes run, so a
+  wrong expression or a typed quiz key fails with file:line), then its anatomy and claim tests run
+  (tests/test_lessons.py, tests/test_lesson_claims.py, selected by the lesson's id);
+- each changed simulator module runs its own tests/test_sim_<name>.py and the contract tests;
+- a change to a catalogue (simulators/data) runs the catalogue and contract tests;
+- ruff checks the changed Python files.
+The full suite (`./dev test`, browser tests included) stays what CI runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def changed(base: str) -> list[str]:
+    def git(*args: str) -> list[str]:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        return [line for line in out.splitlines() if line]
+
+    return sorted(set(git("diff", "--name-only", base)) | set(git("ls-files", "--others", "--exclude-standard")))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="HEAD", help="git reference to compare with (default: HEAD)")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    files = [f for f in changed(args.base) if (ROOT / f).exists()]
+    print(f"changed against {args.base}: {len(files)} file(s)")
+    lessons = [Path(f).stem.split("-")[0] for f in files if f.startswith("lessons/") and f.endswith(".md")]
+    sims = [Path(f).stem for f in files if f.startswith("simulators/") and f.endswith(".py")]
+    data = any(f.startswith("simulators/data/") for f in files)
+    tests: list[str] = [f for f in files if f.startswith("tests/test_") and f.endswith(".py")]
+    selectors: list[str] = []
+    if lessons:
+        from sitebuild import lesson_page
+        from sitebuild.course import load_course
+        from sitebuild.errors import BuildError
+        from sitebuild.sims import Simulators
+
+        course, sims_cache = load_course(ROOT / "lessons"), Simulators()
+        for lesson in course.lessons:
+            if lesson.id in lessons:
+                try:
+                    lesson_page.render(lesson, course, sims_cache)
+                except BuildError as e:
+                    print(f"error: {e}", file=sys.stderr)
+                    return 1
+                print(f"rendered lesson {lesson.id}")
+        tests += ["tests/test_lessons.py", "tests/test_lesson_claims.py"]
+        selectors += [lid.replace(".", "_") for lid in lessons] + lessons
+    for name in sims:
+        own = f"tests/test_sim_{name}.py"
+        tests += [own] if (ROOT / own).exists() else []
+    if sims or data:
+        tests += ["tests/test_simulator_contract.py"] + (["tests/test_catalog.py"] if data else [])
+    py = [f for f in files if f.endswith(".py")]
+    if py and subprocess.run([sys.executable, "-m", "ruff", "check", *py], cwd=ROOT).returncode:
+        return 1
+    tests = sorted(set(tests))
+    if tests:
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
+        if selectors and not sims and not data:
+            cmd += ["-k", " or ".join(dict.fromkeys(selectors))]
+        code = subprocess.run(cmd, cwd=ROOT).returncode
+        if code not in (0, 5):
+            return code
+    print(f"fast check done in {time.perf_counter() - start:.0f} s (the full suite: ./dev test)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
