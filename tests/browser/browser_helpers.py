@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from playwright.sync_api import Page
+from playwright.sync_api import BrowserContext, Page
 
 from sitebuild.course import id_order
 
@@ -50,6 +50,22 @@ def watch(page: Page, records: Records) -> None:
 
 def wait_ready(page: Page) -> None:
     page.wait_for_function("() => window.llmCourse?.runtime?.state === 'ready'", timeout=RUNTIME_LIMIT_MS)
+
+
+def wait_redrawn(page: Page, before: str | None) -> None:
+    """Until the page's first widget has drawn an answer other than the one drawn at `before`."""
+    fig = page.locator("figure.sim").first
+    page.wait_for_function(
+        "([el, before]) => el.dataset.drawn !== before", arg=[fig.element_handle(), before], timeout=RUNTIME_LIMIT_MS
+    )
+
+
+def open_tool(context: BrowserContext, site: Site, path: str) -> Page:
+    """A tab on a tools page, its Python runtime ready."""
+    tab = context.new_page()
+    tab.goto(site.url + path)
+    wait_ready(tab)
+    return tab
 
 
 def assert_clean(records: Records) -> None:

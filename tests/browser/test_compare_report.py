@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
+from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, open_tool, wait_redrawn
 from playwright.sync_api import BrowserContext, Page, expect
 
 REPORT = Path(__file__).parent.parent / "data" / "guidellm" / "v0.6.0-mock-server.json"
@@ -15,17 +15,7 @@ REPORT = Path(__file__).parent.parent / "data" / "guidellm" / "v0.6.0-mock-serve
 
 @pytest.fixture(scope="module")
 def page(context: BrowserContext, site: Site) -> Page:
-    tab = context.new_page()
-    tab.goto(site.url + "tools/compare-benchmark/")
-    wait_ready(tab)
-    return tab
-
-
-def _redrawn(page: Page, before: str | None) -> None:
-    fig = page.locator("figure.sim").first
-    page.wait_for_function(
-        "([el, before]) => el.dataset.drawn !== before", arg=[fig.element_handle(), before], timeout=RUNTIME_LIMIT_MS
-    )
+    return open_tool(context, site, "tools/compare-benchmark/")
 
 
 def test_a_real_report_is_read_in_the_page_and_drawn_over_the_sweep(page: Page, records: Records) -> None:
@@ -35,7 +25,7 @@ def test_a_real_report_is_read_in_the_page_and_drawn_over_the_sweep(page: Page, 
     sent_before = len(records.requests)
     before = fig.get_attribute("data-drawn")
     file_input.set_input_files(str(REPORT))
-    _redrawn(page, before)
+    wait_redrawn(page, before)
     expect(fig.locator(".sim-summary")).to_contain_text("Your report (GuideLLM 0.6.0)")
     names = page.evaluate("el => el.querySelector('.js-plotly-plot').data.map(t => t.name)", fig.element_handle())
     assert any(n.startswith("Your report") for n in names) and any(n.startswith("Simulated") for n in names)

@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
+from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, open_tool, wait_redrawn
 from playwright.sync_api import BrowserContext, Page, expect
 
 DATA = Path(__file__).parent.parent / "data"
@@ -23,17 +23,7 @@ COMMAND = (
 
 @pytest.fixture(scope="module")
 def page(context: BrowserContext, site: Site) -> Page:
-    tab = context.new_page()
-    tab.goto(site.url + "tools/diagnose/")
-    wait_ready(tab)
-    return tab
-
-
-def _redrawn(page: Page, before: str | None) -> None:
-    fig = page.locator("figure.sim").first
-    page.wait_for_function(
-        "([el, before]) => el.dataset.drawn !== before", arg=[fig.element_handle(), before], timeout=RUNTIME_LIMIT_MS
-    )
+    return open_tool(context, site, "tools/diagnose/")
 
 
 def test_a_command_line_a_log_and_a_report_give_the_ranked_levers(page: Page, records: Records) -> None:
@@ -43,14 +33,14 @@ def test_a_command_line_a_log_and_a_report_give_the_ranked_levers(page: Page, re
     sent_before = len(records.requests)
     before = fig.get_attribute("data-drawn")
     command.fill(COMMAND)
-    _redrawn(page, before)
+    wait_redrawn(page, before)
     before = fig.get_attribute("data-drawn")
     fig.get_by_label("vLLM start-up log: paste").fill(LOG)
-    _redrawn(page, before)
+    wait_redrawn(page, before)
     expect(fig.locator(".sim-summary")).to_contain_text("your log: 1,044,688")
     before = fig.get_attribute("data-drawn")
     fig.locator("input[type=file]").nth(2).set_input_files(str(REPORT))  # config, log, report
-    _redrawn(page, before)
+    wait_redrawn(page, before)
     summary = fig.locator(".sim-summary")
     expect(summary).to_contain_text("Levers, ranked: 1. ")
     text = summary.inner_text()
