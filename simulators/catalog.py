@@ -157,8 +157,17 @@ def serve_defaults(gpu: Gpu) -> dict[str, float]:
 
 @cache
 def gpus() -> dict[str, Gpu]:
-    """Every catalogue GPU by id, in file order."""
-    return {gid: gpu_from_dict(entry, gid) for gid, entry in _load("gpus.toml").items()}
+    """Every catalogue GPU by id, in file order; an entry without a `source` is refused."""
+    entries = _load("gpus.toml")
+    _sourced("gpus.toml", "GPU", entries)
+    return {gid: gpu_from_dict(entry, gid) for gid, entry in entries.items()}
+
+
+def _sourced(file: str, kind: str, entries: dict[str, Any]) -> None:
+    """Every catalogue entry names where its figures come from (a reader's custom one need not)."""
+    for eid, entry in entries.items():
+        if not str(entry.get("source", "")).strip():
+            raise CatalogError(f"{file}: {kind} '{eid}' has no 'source': say where its figures come from")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,7 +443,9 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
 @cache
 def models() -> dict[str, Model]:
     """Every catalogue model by id, in file order; a catalogue entry may not carry unread keys."""
-    out = {mid: model_from_config(entry, mid) for mid, entry in _load("models.toml").items()}
+    entries = _load("models.toml")
+    _sourced("models.toml", "model", entries)
+    out = {mid: model_from_config(entry, mid) for mid, entry in entries.items()}
     for mid, m in out.items():
         if m.ignored_keys:
             raise CatalogError(
