@@ -251,7 +251,16 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: throughput, TTFT and busy slots (occupancy), or the percentiles drawn (latency)."""
     m = r["metrics"]
+    if view == "latency":
+        st, co = r["static"], r["continuous"]
+        return (
+            f"With {r['max_num_seqs']} slots at {r['rate_per_s']:g} requests per second, TTFT at p50, p90 and p99 is "
+            f"{_seconds(co['ttft'])} s with continuous batching against {_seconds(st['ttft'])} s with static batching; "
+            f"end to end, {_seconds(co['e2e'])} s against {_seconds(st['e2e'])} s. Static batching makes new requests "
+            "wait for the slowest member of the batch in flight."
+        )
     return (
         f"With {r['max_num_seqs']} slots at {r['rate_per_s']:g} requests per second, continuous batching completes "
         f"{m['throughput_continuous_per_s']:.2f} requests/s against {m['throughput_static_per_s']:.2f} for static batching "
@@ -260,3 +269,8 @@ def summary(r: dict[str, Any], view: str) -> str:
         f"wait for the slowest member of the batch in flight. Slots are busy {m['slot_occupancy_continuous']:.0%} of the time "
         f"with continuous batching and {m['slot_occupancy_static']:.0%} with static batching."
     )
+
+
+def _seconds(xs: list[float]) -> str:
+    """Percentiles in seconds, as "0.03 / 0.09 / 0.18"."""
+    return " / ".join(f"{x:.2f}" for x in xs)

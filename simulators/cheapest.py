@@ -425,6 +425,7 @@ def _searching_figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the ranked prices (cost), or each layout's latency against the targets (latency)."""
     q = r["percentile"]
     head = (
         f"{r['model']} at {r['request_rate_per_s']:g} requests/s, p{q} TTFT within {r['ttft_slo_s'] * 1e3:,.0f} ms "
@@ -432,7 +433,25 @@ def summary(r: dict[str, Any], view: str) -> str:
     )
     if not r["found"]:
         why = "; ".join(f"{x['config']}: {x['why']}" for x in r["pruned"][:6])
-        return head + f"No configuration meets these targets. Why each was left out: {why}." + _skipped(r["pruned"])
+        none = "No configuration meets these targets" + (", so the chart has no points" if view == "latency" else "")
+        return head + f"{none}. Why each was left out: {why}." + _skipped(r["pruned"])
+    if view == "latency":
+        rows = r["table"]
+        tight = min(range(len(rows)), key=lambda i: rows[i]["headroom"])
+        points = [
+            f"{i + 1}. {x['config']}: p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, "
+            f"headroom {x['headroom']:.0%} (USD {x['usd_per_hour']:,.2f}/h, USD "
+            f"{x['usd_per_million_output_tokens']:,.3f} per million output tokens)"
+            for i, x in enumerate(rows)
+        ]
+        return (
+            head
+            + "Each ranked layout's latency, against the targets that mark the corner of the allowed box: "
+            + "; ".join(points)
+            + f". Layout {tight + 1} is closest to a target, with {rows[tight]['headroom']:.0%} of the tighter "
+            + "target left."
+            + _skipped(r["pruned"])
+        )
     lines = [
         f"{i + 1}. {x['config']}: USD {x['usd_per_hour']:,.2f}/h, USD {x['usd_per_million_output_tokens']:,.3f} per "
         f"million output tokens, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, "

@@ -245,6 +245,8 @@ def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) 
 
 
 def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the scenario, then the chart's own figures for the simulated sweep and the
+    report (TTFT or ITL against throughput, or achieved against offered rate), then the caveats."""
     m = r["metrics"]
     sim = r["sim"]
     text = (
@@ -252,15 +254,37 @@ def summary(r: dict[str, Any], view: str) -> str:
         f"{len(sim)} benchmarks, up to {m['sim_sweep_top_per_s']:.1f} requests/s measured, against a steady-state "
         f"ceiling of {m['sim_max_throughput_per_s']:.1f}."
     )
+    text += f" Simulated, {_drawn(sim, view)}"
     if "report" not in r:
         return text + " Open a GuideLLM report (JSON or YAML) to draw it over the sweep; it is read in this page only."
     few = [x for x in r["report"] if x["samples"] < FEW_SAMPLES]
     text += (
-        f" Your report (GuideLLM {r['report_version']}): {int(m['report_benchmarks'])} benchmarks, up to "
-        f"{m['report_top_per_s']:.1f} requests/s."
+        f" Your report (GuideLLM {r['report_version']}): {int(m['report_benchmarks'])} "
+        f"benchmark{'s' if m['report_benchmarks'] != 1 else ''}, up to "
+        f"{m['report_top_per_s']:.1f} requests/s; {_drawn(r['report'], view)}"
     )
-    if few:
+    if few and view != "throughput":
         text += (
             f" {len(few)} of its points rest on fewer than {FEW_SAMPLES} requests: their p99 is one or two requests."
         )
     return text + " The simulation has no client, network or tokenizer delays, and its lengths are not your dataset's."
+
+
+def _drawn(pts: list[dict[str, Any]], view: str) -> str:
+    """One series of the chart in words, a sentence: its lowest and highest point by throughput (TTFT,
+    ITL), or each benchmark's achieved rate, by the rate offered (throughput)."""
+    if view == "throughput":
+        rates = "; ".join(f"{x['label']} {x['throughput']:.2f}" for x in sorted(pts, key=lambda x: x["offered"]))
+        return f"requests/s achieved per benchmark, by the rate offered: {rates}."
+    k = view
+    lo, hi = min(pts, key=lambda x: x["throughput"]), max(pts, key=lambda x: x["throughput"])
+
+    def at(x: dict[str, Any]) -> str:
+        return (
+            f"p50 {x[f'{k}_p50_ms']:,.1f} ms and p99 {x[f'{k}_p99_ms']:,.1f} ms at {x['throughput']:.2f} requests/s "
+            f"({x['label']})"
+        )
+
+    if lo is hi:
+        return f"{k.upper()} is {at(lo)}."
+    return f"{k.upper()} goes from {at(lo)} to {at(hi)}."

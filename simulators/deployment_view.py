@@ -92,10 +92,28 @@ def _limits(r: dict[str, Any]) -> str:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the memory of each GPU, the batch limits and vLLM's log lines (memory), or
+    the requests of each length the KV cache holds at once (concurrency)."""
     x = r["metrics"]
     dp = r["data_parallel_size"]
     shape = f"TP {r['tensor_parallel_size']}, PP {r['pipeline_parallel_size']}" + (f", DP {dp}" if dp > 1 else "")
     shape += ", EP" if r["enable_expert_parallel"] else ""
+    if view == "concurrency":
+        held = ", ".join(
+            f"{c['context_tokens']:,} tokens {c['max_concurrency']:,.1f}" for c in r["concurrency_by_context"]
+        )
+        tokens = (
+            f"{x['kv_cache_tokens']:,} tokens per DP rank, {x['kv_cache_tokens_total']:,} in all"
+            if dp > 1
+            else f"{x['kv_cache_tokens']:,} tokens"
+        )
+        return (
+            f"Requests held at once by length (prompt + output){', all DP ranks together' if dp > 1 else ''}: "
+            f"{held}. {r['model']} on {x['num_gpus']} x {r['gpu']} ({shape}) keeps "
+            f"{x['kv_cache_GiB_per_gpu']:.2f} GiB of KV cache per GPU, {tokens}; at --max-model-len "
+            f"{r['max_model_len']:,} vLLM would log a maximum concurrency of {x['max_concurrency']:.2f}x"
+            f"{' per engine' if dp > 1 else ''}."
+        )
     logged = "vLLM would log" if dp == 1 else f"Each of the {dp} DP engines would log"
     total = (
         f" All {dp} DP ranks together: {x['kv_cache_tokens_total']:,} tokens, {x['max_concurrency_total']:.2f} "
@@ -110,7 +128,5 @@ def summary(r: dict[str, Any], view: str) -> str:
         + _limits(r)
         + f"{logged}: "
         + "; ".join(r["log_lines"][2:])
-        + f".{total} Requests held at once by length{' (all DP ranks)' if dp > 1 else ''}: "
-        + ", ".join(f"{x['context_tokens']:,} tokens {x['max_concurrency']:,.1f}" for x in r["concurrency_by_context"])
-        + "."
+        + f".{total}"
     )

@@ -313,7 +313,41 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: reserved against used KV (memory), the drawn block tables (blocks), or
+    utilisation by block size (block_size)."""
     m = r["metrics"]
+    bs = r["block_size"]
+    if view == "blocks":
+        tokens = r["table_tokens"]
+        width = -(-r["max_model_len"] // bs)
+        if not tokens:
+            return f"No request of the trace fits {r['max_model_len']:,} tokens, so there is no block table to draw."
+        blocks = sum(-(-t // bs) for t in tokens)
+        empty = blocks * bs - sum(tokens)
+        return (
+            f"Block tables of the first {len(tokens)} requests, each halfway through its answer "
+            f"({min(tokens):,} to {max(tokens):,} tokens). Paged with {bs}-token blocks, they hold {blocks:,} blocks "
+            f"in all, {empty:,} token slots of them empty (only in each sequence's last block, "
+            f"{empty / (blocks * bs):.0%}). Contiguous, each reserves {width:,} blocks ({r['max_model_len']:,} tokens) "
+            f"whatever its length, {len(tokens) * width:,} blocks in all, of which {len(tokens) * width - blocks:,} "
+            "are never written."
+        )
+    if view == "block_size":
+        sweep = r["block_sweep"]
+        by_size = ", ".join(f"{x['block_size']} {x['utilization']:.0%}" for x in sweep)
+        first, last = sweep[0], sweep[-1]
+        most = (
+            f"the most requests at once stay at {first['max_concurrent']:.0f}"
+            if first["max_concurrent"] == last["max_concurrent"]
+            else f"the most requests at once go from {first['max_concurrent']:.0f} with {first['block_size']}-token "
+            f"blocks to {last['max_concurrent']:.0f} with {last['block_size']}-token ones"
+        )
+        return (
+            f"Share of reserved KV memory holding tokens by block size (tokens): {by_size}, against "
+            f"{m['kv_utilization_contiguous']:.0%} with {r['max_model_len']:,}-token contiguous reservations. Larger "
+            f"blocks leave more of each sequence's last block empty; {most}. What smaller blocks cost "
+            "(longer block tables, slower kernels) is not in the cost model."
+        )
     return (
         f"Reserving {r['max_model_len']:,} tokens per request, only {m['kv_utilization_contiguous']:.0%} of the reserved KV "
         f"memory holds tokens and at most {m['max_concurrent_contiguous']:.0f} requests run at once. With {r['block_size']}-token "

@@ -317,9 +317,19 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{m['demo_int4_group_max_abs_error']:.2f} sigma in INT4 with groups: finer scales protect the other weights, "
             "not the ones sharing a scale with the outlier."
         )
+    elif view == "formats":  # the weight memory of every format, the chosen one's first
+        sizes = "; ".join(
+            f"{name} {gb:.1f} GB ({bits:g} bits)"
+            for name, gb, bits in zip(r["format_names"], r["weights_GB"], r["bits_per_weight"], strict=True)
+        )
+        text = (
+            f"{fmt} stores {m['bits_per_weight']:g} bits per weight: {r['model']} shrinks from "
+            f"{m['weights_bf16_GB']:.1f} GB to {m['weights_GB']:.1f} GB ({m['weights_GB'] / m['weights_bf16_GB']:.0%}). "
+            f"Weight memory per format, with bits per weight: {sizes}."
+        )
     elif m["speedup_stops_paying_batch"]:
         text += f"The decode speed-up falls below {r['worthwhile_speedup']:g}x from batch {m['speedup_stops_paying_batch']:,}. "
     else:
         text += f"The decode speed-up stays above {r['worthwhile_speedup']:g}x up to batch 4,096. "
-    notes = [] if view == "demo" else r["notes"]  # the notes are about the speed-up, not the demo
+    notes = [] if view in ("demo", "formats") else r["notes"]  # the notes are about the speed-up
     return text.strip() + "".join(" " + n for n in notes)

@@ -274,13 +274,53 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: where a request's time goes (time), mean end-to-end time by draft length
+    (speculation), or the sequences running over time and what holds them (batch)."""
     m = r["metrics"]
+    if view == "speculation":
+        sweep = r["sweep"]
+        best = min(sweep, key=lambda x: x["e2e"])
+        plain = next(x["e2e"] for x in sweep if x["k"] == 0)
+        by_k = "; ".join(f"{x['k']}: {x['e2e']:,.0f} s" for x in sweep)
+        text = (
+            f"Mean end-to-end time of a reasoning request at {r['acceptance_rate']:.0%} acceptance, by draft tokens "
+            f"per step (0: no speculation): {by_k}. The shortest is at {best['k']} draft tokens, "
+            f"{plain / best['e2e']:.2f}x faster than without speculation"
+        )
+        if r["k"]:
+            text += (
+                f"; the chosen {r['k']} ({m['tokens_per_step']:.2f} tokens per step) gives "
+                f"{m['speculation_speedup']:.2f}x"
+            )
+        return text + "." + "".join(" " + n for n in r["notes"])
+    if view == "batch":
+        runs = {k: r[k]["series"] for k in ("chat", "reasoning")}
+        peak = {k: max((x[1] for x in s), default=0) for k, s in runs.items()}
+        end = {k: s[-1][0] if s else 0.0 for k, s in runs.items()}
+        preempted = int(m["num_preemptions_reasoning"])
+        return (
+            f"Sequences running over time, same arrivals: chat peaks at {peak['chat']:,} running at once and is done "
+            f"at {end['chat']:,.0f} s; reasoning peaks at {peak['reasoning']:,} and is done at "
+            f"{end['reasoning']:,.0f} s. A slot turns over {m['turnover_reasoning_per_slot_min']:.2f} times a minute "
+            f"instead of {m['turnover_chat_per_slot_min']:.1f}. Each reasoning sequence ends with "
+            f"{m['kv_GiB_per_sequence_reasoning']:.2f} GiB of KV (chat {m['kv_GiB_per_sequence_chat']:.2f} GiB), so "
+            f"the KV memory holds {m['max_sequences_reasoning']:,.0f} of them against {m['max_sequences_chat']:,.0f}"
+            + (
+                f"; reasoning requests were preempted {preempted:,} time{'s' if preempted != 1 else ''} and recomputed."
+                if preempted
+                else "."
+            )
+        ) + "".join(" " + n for n in r["notes"])
+    names = (("chat", "chat"), ("reasoning", "reasoning"), ("speculative", "reasoning with speculation"))
+    split = "; ".join(
+        f"{name} {r[k]['queue_mean']:,.1f} / {r[k]['ttft_mean'] - r[k]['queue_mean']:,.2f} / "
+        f"{r[k]['e2e_mean'] - r[k]['ttft_mean']:,.1f} s"
+        for k, name in names
+    )
     return (
         f"A reasoning request spends {m['decode_share_reasoning']:.1%} of its {m['e2e_reasoning_s_mean']:,.0f} s decoding "
         f"(prefill is {m['prefill_share_reasoning']:.2%}); a chat request {m['decode_share_chat']:.0%} of {m['e2e_chat_s_mean']:,.1f} s. "
-        f"A slot turns over {m['turnover_reasoning_per_slot_min']:.2f} times a minute instead of {m['turnover_chat_per_slot_min']:.1f}. "
-        f"Each reasoning sequence ends with {m['kv_GiB_per_sequence_reasoning']:.2f} GiB of KV (chat {m['kv_GiB_per_sequence_chat']:.2f} GiB), "
-        f"so the KV memory holds {m['max_sequences_reasoning']:,.0f} of them against {m['max_sequences_chat']:,.0f}. "
+        f"Mean queueing / prefill / decode per request: {split}. "
         f"Speculating {r['k']} tokens at {r['acceptance_rate']:.0%} acceptance ({m['tokens_per_step']:.2f} tokens per step) "
         f"makes reasoning requests {m['speculation_speedup']:.2f}x faster end to end."
     ) + "".join(" " + n for n in r["notes"])

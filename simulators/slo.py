@@ -287,25 +287,45 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: cost against batch, then the latency sample (cost), or the sampled TTFT or
+    TPOT distribution against its target (ttft, tpot)."""
     m, q = r["metrics"], r["percentile"]
     local, hosted = m["cost_per_million_tokens_local_usd"], m["cost_per_million_tokens_hosted_usd"]
+    goodput = (
+        f"The p{q} SLO is {'met' if m['slo_met'] else 'missed'}; {m['goodput_fraction']:.1%} of requests meet both "
+        f"targets, a goodput of {m['goodput_rps']:,.2f} requests/s."
+    )
+    if view in ("ttft", "tpot"):
+        k, name, digits = view, view.upper(), 0 if view == "ttft" else 1
+        target, at_q = r[f"{k}_slo_s"], m[f"{k}_p{q}_s"]
+        long = f"{r['long_prefill_s'] * 1e3:,.0f} ms"
+        if k == "ttft":
+            why = f"a request that waits behind the prefill of a long prompt takes {long} more."
+        elif r["batch_size"] > 1:
+            why = f"a request whose decoding another request's long prefill pauses once adds that {long}, spread over its output."
+        else:
+            why = "at batch 1 no other request runs, so no prefill pauses a decode: the spread is the jitter alone."
+        return (
+            f"{name} of the sampled requests for {r['model']} on one {r['gpu']} at batch {r['batch_size']}: mean "
+            f"{m[f'{k}_mean_s'] * 1e3:,.{digits}f} ms, p{q} {at_q * 1e3:,.{digits}f} ms, p99 "
+            f"{m[f'{k}_p99_s'] * 1e3:,.{digits}f} ms, against a target of {target * 1e3:,.{digits}f} ms "
+            f"(p{q} {'within' if at_q <= target else 'over'} it). The sample spreads around the cost model's "
+            f"{r[f'model_{k}_s'] * 1e3:,.1f} ms; {why} " + goodput + "".join(" " + n for n in r["notes"])
+        )
     text = (
         f"{r['model']} on one {r['gpu']} at batch {r['batch_size']} makes {m['local_tokens_per_s']:,.0f} output "
         f"tokens/s while busy: at {r['utilization']:.0%} utilisation a million tokens cost ${local:,.2f} locally "
         f"against an assumed ${hosted:,.2f} hosted. "
     )
-    if view == "cost":
-        best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
-        text += (
-            f"Larger batches share each weight read: the cost falls to ${best[0]:,.2f} at batch {best[1]:,}, "
-            f"while TPOT grows from {r['sweep_tpot_s'][0] * 1e3:,.1f} ms to {r['sweep_tpot_s'][-1] * 1e3:,.0f} ms. "
-        )
+    best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
+    text += (
+        f"Larger batches share each weight read: the cost falls to ${best[0]:,.2f} at batch {best[1]:,}, "
+        f"while TPOT grows from {r['sweep_tpot_s'][0] * 1e3:,.1f} ms to {r['sweep_tpot_s'][-1] * 1e3:,.0f} ms. "
+    )
     text += (
         f"TTFT: mean {m['ttft_mean_s'] * 1e3:,.0f} ms, p{q} {m[f'ttft_p{q}_s'] * 1e3:,.0f} ms, "
         f"p99 {m['ttft_p99_s'] * 1e3:,.0f} ms (target {r['ttft_slo_s'] * 1e3:,.0f} ms). "
         f"TPOT: mean {m['tpot_mean_s'] * 1e3:,.1f} ms, p{q} {m[f'tpot_p{q}_s'] * 1e3:,.1f} ms, "
-        f"p99 {m['tpot_p99_s'] * 1e3:,.1f} ms (target {r['tpot_slo_s'] * 1e3:,.1f} ms). "
-        f"The p{q} SLO is {'met' if m['slo_met'] else 'missed'}; {m['goodput_fraction']:.1%} of requests meet both "
-        f"targets, a goodput of {m['goodput_rps']:,.2f} requests/s."
+        f"p99 {m['tpot_p99_s'] * 1e3:,.1f} ms (target {r['tpot_slo_s'] * 1e3:,.1f} ms). " + goodput
     )
     return text + "".join(" " + n for n in r["notes"])
