@@ -290,7 +290,29 @@ def run(
         result = _simulate(name, mod, p, seed, chart, cache, partial)
     except CatalogError as e:
         return {"ok": False, "errors": [{"field": "", "message": str(e)}]}
-    return {"ok": True, "metrics": result["metrics"], "result": result, **_draw(mod, result, chart)}
+    drawn = _draw(mod, result, chart)
+    priced = _priced_by(p)
+    if priced:  # each answer says which profile priced its times (one speed model, a named choice)
+        drawn["summary"] = f"{drawn['summary']} Times priced with {priced}."
+    return {
+        "ok": True,
+        "metrics": result["metrics"],
+        "result": result,
+        **drawn,
+        **({"priced_by": priced} if priced else {}),
+    }
+
+
+def _priced_by(p: Any) -> str:
+    """The engine profile (or the ideal ceiling) whose factors priced a run's times; "" if none."""
+    engine = getattr(p, "engine", None)
+    if not isinstance(engine, str):
+        return ""
+    if getattr(p, "ideal", False):
+        return "ideal hardware (100% of peak, no overhead)"
+    from . import efficiency
+
+    return f"the {efficiency.profile(engine).name} profile"
 
 
 def _export(name: str, mod: ModuleType, kind: Any, params: dict[str, Any], seed: int) -> dict[str, Any]:

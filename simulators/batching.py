@@ -33,7 +33,7 @@ from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, serve, workload
 from .engine.metrics import describe, downsample, time_average
 from .parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
-from .params import ParamError, gpu_param, model_param, param
+from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 from .results_cache import LruCache, run_key
@@ -68,6 +68,8 @@ VIEWS = [("occupancy", "Busy slots over time"), ("latency", "Latency percentiles
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
     # Requests in the trace (both schedulers get the same ones).
     num_requests: int = param(200, label="Requests", min=10, max=2000, step=10, log=True)
     # Open-loop Poisson arrival rate.
@@ -142,6 +144,7 @@ def _served(p: Params, seed: int, policy: str, memo: LruCache[Any]) -> tuple[dic
             m,
             gpu,
             SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
+            engine=p.engine,
             **layout_of(p).cost_kw(),
         )
         served = serve(_trace(p, seed, memo), spec)

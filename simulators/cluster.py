@@ -26,7 +26,7 @@ from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from .engine.cluster import ROUTERS
 from .parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
-from .params import ParamError, gpu_param, model_param, param
+from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import PERCENT, bar, layout
 from .plotting import figure as make_figure
 from .results_cache import LruCache
@@ -68,6 +68,8 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
     num_replicas: int = param(4, label="Replicas", min=2, max=32, step=1)
     sharing: str = param("system", label="Workload", choices=SHARING)
     # Distinct system prompts: more than the replicas can all cache spreads the hits thin.
@@ -173,7 +175,12 @@ def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]
         shared_tokens=p.shared_tokens,
     ).requests
     spec = EngineSpec(
-        m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), prefix="hash", **layout_of(p).cost_kw()
+        m,
+        gpu,
+        SchedulerConfig(max_model_len=m.max_context_tokens),
+        prefix="hash",
+        engine=p.engine,
+        **layout_of(p).cost_kw(),
     )
     return reqs, spec
 

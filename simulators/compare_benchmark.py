@@ -25,7 +25,7 @@ from .engine.cluster import fit_error
 from .engine.loadgen import LoadRun, ServedMemo, sweep_rates
 from .guidellm_read import ReportError, read
 from .load_test import CEILING_REQUESTS, FEW_SAMPLES, LENGTHS, _lengths
-from .params import ParamError, gpu_param, model_param, param
+from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line
 from .results_cache import LruCache
@@ -47,6 +47,8 @@ SWEEP_SIZE = 10  # GuideLLM's default
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
     max_num_seqs: int = param(256, label="Server batch slots", min=1, max=1024, step=1, log=True)
     lengths: str = param("azure", label="Lengths", choices=LENGTHS)
     num_requests: int = param(300, label="Requests per simulated run", min=50, max=2000, step=10, log=True)
@@ -121,7 +123,9 @@ def _simulated(
     """GuideLLM's sweep of the simulated server and its ceiling, `show`n after each point (the
     sweep in GuideLLM's order, then the ceiling: its 2,000-request run comes last)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    spec = EngineSpec(m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens))
+    spec = EngineSpec(
+        m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens), engine=p.engine
+    )
     lengths = _lengths(p.lengths)
     served = _memo_for(p, "sweep", spec, p.num_requests, seed, memo)
     out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "sim": []}

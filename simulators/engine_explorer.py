@@ -60,7 +60,7 @@ from .parallel import (
     pooled_kv_tokens,
     tensor_parallel_param,
 )
-from .params import ParamError, dtype_choices, gpu_param, model_param, param
+from .params import ParamError, dtype_choices, engine_param, gpu_param, model_param, param
 from .plotting import MARKERS, PALETTE, layout, line
 from .plotting import figure as make_figure
 
@@ -99,6 +99,8 @@ EX = running_example()
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
     # The parallel layout of a replica, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
@@ -195,6 +197,7 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
         weight_dtype=p.weight_dtype,
         kv_dtype=p.kv_dtype,
         block_size=p.block_size,
+        engine=p.engine,
         **layout_of(p).cost_kw(),
         num_blocks=blocks,
     )
@@ -243,7 +246,9 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     lay = layout_of(p)
-    cost = EngineSpec(m, gpu, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype, **lay.cost_kw()).step_cost()
+    cost = EngineSpec(
+        m, gpu, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype, engine=p.engine, **lay.cost_kw()
+    ).step_cost()
     capacity = pooled_kv_tokens(m, gpu, lay, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
     grid = [
         {"batch": b, "context": c, **operating_point(cost, capacity, b, c, p.output_tokens, p.prefix_share)}

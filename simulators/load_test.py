@@ -46,7 +46,7 @@ from .parallel import (
     pipeline_parallel_param,
     tensor_parallel_param,
 )
-from .params import ParamError, gpu_param, model_param, param
+from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line, markers
 from .plotting import figure as make_figure
 from .results_cache import LruCache
@@ -102,6 +102,8 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
     # Requests per benchmark run.
     num_requests: int = param(150, label="Requests per run", min=20, max=2000, step=10, log=True)
     # The open-loop Poisson rate the single-rate figures are taken at.
@@ -198,6 +200,7 @@ def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Length
         m,
         gpu,
         SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
+        engine=p.engine,
         **layout_of(p).cost_kw(),
     )
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
@@ -268,6 +271,7 @@ def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
         m,
         gpu,
         SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
+        engine=p.engine,
         **layout_of(p).cost_kw(),
     )
     return guidellm_report_mod.sweep_report(spec, p.num_requests, _lengths(p.lengths), seed)

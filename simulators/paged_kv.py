@@ -31,7 +31,7 @@ from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, serve, workload
 from .engine.cluster import fit_error
 from .engine.metrics import describe, downsample, time_average
-from .params import ParamError, gpu_param, model_param, param
+from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 from .results_cache import LruCache, run_key
@@ -66,6 +66,8 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
     # KV memory given to the cache (the rest of the GPU holds weights and activations).
     kv_budget_GiB: float = param(4.0, label="KV memory", unit="GiB", min=0.25, max=200.0, step=0.25, log=True)
     # Length every contiguous reservation is made for (vLLM --max-model-len).
@@ -115,7 +117,7 @@ def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
     sched = SchedulerConfig(max_num_seqs=1024, max_model_len=p.max_model_len)
-    return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=capacity // bs)
+    return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=capacity // bs, engine=p.engine)
 
 
 LAYOUTS = ("contiguous", "paged")  # served and drawn in this order (contiguous is the cheaper run)

@@ -27,7 +27,7 @@ from . import costmodel as cm
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from .engine.cluster import fit_error
-from .params import ParamError, gpu_param, model_param, param
+from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 from .results_cache import LruCache, run_key
@@ -70,6 +70,8 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
     # Which prompt structure the traffic shares.
     sharing: str = param("multi_turn", label="Workload", choices=SHARING)
     # Requests, follow-up turns included. At most 500: the pressure view serves the trace 9
@@ -101,9 +103,17 @@ class Params:
             )
 
 
-def _serve(reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: int, bs: int) -> dict[str, float]:
+def _serve(
+    reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: int, bs: int, engine: str
+) -> dict[str, float]:
     spec = EngineSpec(
-        m, gpu, SchedulerConfig(max_model_len=m.max_context_tokens), block_size=bs, prefix=mode, num_blocks=blocks
+        m,
+        gpu,
+        SchedulerConfig(max_model_len=m.max_context_tokens),
+        block_size=bs,
+        prefix=mode,
+        num_blocks=blocks,
+        engine=engine,
     )
     served = serve(reqs, spec)
     s = summarize(served.records)
@@ -130,7 +140,7 @@ MEMO_ENTRIES = 16
 def _served(p: Params, seed: int, mode: str, blocks: int, memo: LruCache[Any] | None) -> dict[str, float]:
     def make() -> dict[str, float]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        return _serve(_trace(p, seed), m, gpu, mode, blocks, p.block_size)
+        return _serve(_trace(p, seed), m, gpu, mode, blocks, p.block_size, p.engine)
 
     if memo is None:
         return make()

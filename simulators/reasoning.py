@@ -28,7 +28,7 @@ from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from .engine.metrics import downsample
 from .parallel import check_serving, layout_of, pipeline_parallel_param, pooled_kv_tokens, tensor_parallel_param
-from .params import gpu_param, model_param, param
+from .params import engine_param, gpu_param, model_param, param
 from .plotting import bar, layout, line
 from .plotting import figure as make_figure
 from .results_cache import LruCache, run_key
@@ -68,6 +68,8 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
     # Requests in each trace (chat and reasoning get the same count and arrival times).
     num_requests: int = param(40, label="Requests", min=5, max=1000, step=5, log=True)
     rate_per_s: float = param(0.5, label="Arrival rate", unit="req/s", min=0.01, max=50.0, step=0.01, log=True)
@@ -102,7 +104,7 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) ->
         acceptance_rate=p.acceptance_rate,
         draft_cost_ratio=p.draft_cost_ratio,
     )
-    served = serve(reqs, EngineSpec(m, gpu, sched, **layout_of(p).cost_kw()))
+    served = serve(reqs, EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw()))
     recs = served.records
     s = summarize(recs)
     rep = served.replicas[0]

@@ -46,7 +46,7 @@ from . import costmodel as cm
 from . import stats
 from .catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from .deployment import held_requests
-from .params import ParamError, gpu_param, model_param, param
+from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line, markers
 
@@ -87,6 +87,8 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
     # Prompt and answer of each request (the running example by default).
     prompt_tokens: int = param(
         running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, log=True
@@ -141,9 +143,10 @@ class Params:
 
 def server(m: Model, gpu: Gpu, p: Params, batch: int) -> dict[str, float]:
     """Steady-state TTFT, TPOT and throughput of the continuous-batching server (docstring)."""
-    prefill_s = cm.prefill_time(m, gpu, p.prompt_tokens).time_s
+    eff = cm.efficiency(False, p.engine)
+    prefill_s = cm.prefill_time(m, gpu, p.prompt_tokens, eff=eff).time_s
     steps = p.output_tokens - 1
-    step_s = cm.decode_line(m, gpu, batch).time_s(batch * (p.prompt_tokens + steps / 2))
+    step_s = cm.decode_line(m, gpu, batch, eff=eff).time_s(batch * (p.prompt_tokens + steps / 2))
     cycle_s = batch * prefill_s + steps * step_s
     tokens_per_s = batch * p.output_tokens / cycle_s
     cost = p.gpu_price_per_hour_usd / 3600 / (tokens_per_s * p.utilization) * 1e6
@@ -165,7 +168,7 @@ def _cdf(values: list[float]) -> tuple[list[float], list[float]]:
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     s = server(m, gpu, p, p.batch_size)
-    long_prefill_s = cm.prefill_time(m, gpu, p.long_prompt_tokens).time_s
+    long_prefill_s = cm.prefill_time(m, gpu, p.long_prompt_tokens, eff=cm.efficiency(False, p.engine)).time_s
     rng = random.Random(seed)
     ttft, tpot, good = [], [], 0
     for _ in range(p.num_requests):

@@ -39,3 +39,25 @@ def test_no_second_set_of_factors():
     """The old course pair (0.70 / 0.70, no overhead) is gone: the default is the vLLM profile's."""
     assert cm.default_efficiency() == cm.efficiency(False, cm.DEFAULT_ENGINE)
     assert cm.default_efficiency().overhead_s > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("load_test", {"num_requests": 200}),
+        ("engine", {"num_background": 0}),
+        ("slo", {}),
+        ("batching", {}),
+        ("generation", {}),
+    ],
+)
+def test_the_engine_is_a_choice_and_every_answer_names_the_profile_that_priced_it(name, params):
+    """Issue 29, item 2: every timing simulator takes the engine; SGLang's profile (a smaller step
+    overhead) gives other times than vLLM's, and the answer says which profile priced them."""
+    from simulators import efficiency
+
+    vllm = api.run(name, params)
+    sglang = api.run(name, {**params, "engine": "sglang"})
+    assert vllm["metrics"] != sglang["metrics"]
+    assert vllm["priced_by"] == f"the {efficiency.profile('vllm').name} profile"
+    assert sglang["summary"].endswith(f"Times priced with the {efficiency.profile('sglang').name} profile.")

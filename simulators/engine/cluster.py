@@ -50,6 +50,8 @@ class EngineSpec:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     ideal: bool = False
+    # The engine profile whose factors price each step (costmodel.efficiency); "vllm" by default.
+    engine: str = cm.DEFAULT_ENGINE
     tp: int = 1
     # Pipeline stages, data-parallel attention ranks and expert parallelism (simulators/parallel.py).
     pp: int = 1
@@ -83,7 +85,7 @@ class EngineSpec:
                 self.gpu,
                 weight_dtype=self.weight_dtype,
                 kv_dtype=self.kv_dtype,
-                eff=cm.efficiency(self.ideal),
+                eff=cm.efficiency(self.ideal, self.engine),
                 **self.parallel().cost_kw(),
             )
             object.__setattr__(self, "_step_cost", cost)
