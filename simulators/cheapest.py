@@ -96,12 +96,18 @@ def parse_prices(text: str) -> dict[str, float]:
     return prices
 
 
-def allowed_gpus(text: str, prices: dict[str, float]) -> list[Gpu]:
+def requested_gpus(text: str) -> list[Gpu]:
+    """The GPUs a search was asked for: "all", or catalogue ids separated by commas."""
     ids = list(gpus()) if text.strip() in ("", "all") else [x.strip() for x in text.split(",") if x.strip()]
     unknown = [g for g in ids if g not in gpus()]
     if unknown:
         raise ParamError("gpus", f"unknown GPU {', '.join(unknown)}; known: {', '.join(gpus())}")
-    return [gpus()[g] for g in ids if g in prices]
+    return [gpus()[g] for g in ids]
+
+
+def allowed_gpus(text: str, prices: dict[str, float]) -> list[Gpu]:
+    """Those of them with a price (the others are named as skipped)."""
+    return [g for g in requested_gpus(text) if g.id in prices]
 
 
 @dataclass(frozen=True)
@@ -234,6 +240,7 @@ def run(
                     pruned.append({"config": lay.label, "why": why})
                     continue
                 candidates.append((r * lay.num_gpus * lay.price_per_gpu_h, lay.label, lay, b, r))
+    pruned += [{"config": g.id, "why": NO_PRICE} for g in requested_gpus(p.gpus) if g.id not in prices]
     candidates.sort(key=lambda c: (c[0], c[1]))
 
     def runs_of(lay: ss.Layout, b: ss.Bounds) -> dict[int, dict[str, float]]:
@@ -463,12 +470,18 @@ def summary(r: dict[str, Any], view: str) -> str:
         + "The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
         + "the last row was not run): "
         + "; ".join(lines)
-        + f". {len(r['pruned'])} layouts were left out."
+        + f". {sum(x['why'] != NO_PRICE for x in r['pruned'])} layouts were left out."
         + _skipped(r["pruned"])
     )
 
 
+NO_PRICE = "skipped: no price (gpu_prices.toml, or Your prices)"
+
+
 def _skipped(pruned: list[dict[str, Any]]) -> str:
-    """The GPUs left out for a missing catalogue figure, named (never ranked on a memory-only floor)."""
+    """The GPUs left out for a missing figure or price, named (never ranked on a memory-only floor)."""
+    unpriced = [x["config"] for x in pruned if x["why"] == NO_PRICE]
     whys = dict.fromkeys(x["why"].removeprefix("skipped: ") for x in pruned if x["why"].startswith("skipped: "))
-    return "".join(f" Skipped: {why}." for why in whys)
+    whys.pop(NO_PRICE.removeprefix("skipped: "), None)
+    text = "".join(f" Skipped: {why}." for why in whys)
+    return text + (f" Not searched, no price: {', '.join(unpriced)} (add one in Your prices)." if unpriced else "")

@@ -258,3 +258,10 @@ def test_every_gpu_the_default_search_ranks_has_its_compute_roof():
     for row in r["table"]:
         gpu = gpus[row["config"].split(" x ")[1].split(" ")[0]]
         assert gpu.peak_tflops("bf16") is not None, row["config"]
+
+
+def test_gpus_without_a_price_are_named_as_not_searched():
+    """Review C-6: a GPU without a price was left out of the search silently."""
+    r = _run(**{**SMALL, "gpus": "l40s, h100-sxm, t4"})
+    assert {"config": "t4", "why": cheapest.NO_PRICE} in r["pruned"]
+    assert "Not searched, no price: t4" in cheapest.summary(r, "cost")
