@@ -123,8 +123,12 @@ def on_build_error(error: Exception) -> None:
         _build.sims.save()
 
 
+DIAGNOSE = "tools/diagnose.md"
+
+
 def _nav(course: Course, docs_dir: Path) -> list[Any]:
     chapters = [{f"{c.id} · {c.name}": [x.src_uri for x in c.lessons]} for c in course.chapters if c.lessons]
     others = sorted(p.name for p in docs_dir.glob("*.md") if p.name not in ("index.md", *PARTIALS))
-    tools = sorted(f"tools/{p.name}" for p in (docs_dir / "tools").glob("*.md"))
+    # "Why is my model slow?" first: the tools' entry for a reader who starts from a deployment.
+    tools = sorted((f"tools/{p.name}" for p in (docs_dir / "tools").glob("*.md")), key=lambda t: (t != DIAGNOSE, t))
     return [{"Course map": "index.md"}, *chapters, *([{"Tools": tools}] if tools else []), {"About this site": others}]

@@ -87,6 +87,7 @@ def test_navigation_has_tools_and_the_guides():
     nav = hooks._nav(course, DOCS)
     sections = {k: v for entry in nav for k, v in entry.items()}
     assert sections["Tools"] == [
+        "tools/diagnose.md",
         "tools/batching-simulator.md",
         "tools/compare-benchmark.md",
         "tools/kv-cache-calculator.md",
