@@ -260,7 +260,7 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
     data = [bar([x["change"] for x in levers], [x["lever"] for x in levers], "Predicted change", 0, orientation="h")]
     lay = layout(
         f"Levers ranked by their effect on {levers[0]['binding'] if levers else 'the binding figure'}",
-        "change (negative is faster)",
+        "predicted change (negative: faster)",
         "",
         xaxis={"tickformat": "+.0%"},
         yaxis={"autorange": "reversed"},
@@ -272,7 +272,7 @@ def summary(r: dict[str, Any], view: str = "levers") -> str:
     m, p = r["metrics"], r["predicted"]
     head = (
         f"{r['model']} on {r['gpu']} ({r['engine']}, {r['weight_dtype']} weights, {r['kv_dtype']} KV cache) at "
-        f"{m['batch']:.0f} requests in flight: predicted TTFT {p['ttft_s'] * 1e3:,.1f} ms unqueued and ITL "
+        f"{m['batch']:.0f} request{'s' if m['batch'] != 1 else ''} in flight: predicted TTFT {p['ttft_s'] * 1e3:,.1f} ms unqueued and ITL "
         f"{p['itl_s'] * 1e3:,.2f} ms; the KV cache holds {m['predicted_kv_tokens']:,.0f} tokens"
         + (f" (your log: {m['logged_kv_tokens']:,.0f}, {m['kv_tokens_error']:+.1%})" if m["logged_kv_tokens"] else "")
         + f", {m['kv_capacity_use']:.0%} of it in use. "

@@ -201,11 +201,11 @@ def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[d
     other = _other_gpu(d, b, binding)
     if other:
         add(
-            f"Another GPU: {other[0].name}",
+            f"Another GPU: {other[0].id}",
             shlex.join(d.serve.tokens),
             other[1],
             "02-gpu-memory",
-            note="same flags; the catalogue's fastest that fits",
+            note=f"{other[0].name}, same flags; the catalogue's fastest that fits",
         )
     if b >= 4:
         fewer = replace(d.serve, settings={**s, "max_num_seqs": b // 2})
