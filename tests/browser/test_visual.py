@@ -64,6 +64,11 @@ def capture(page: Page, name: str, full: bool = False) -> bytes:
 
 def open_tab(context: BrowserContext, palette: str, held: list[Route]) -> Page:
     page = context.new_page()
+    # mkdocs-material keeps a palette chosen once in localStorage ("…__palette"), which then wins over
+    # the emulated colour scheme: without this, the "dark" shots were of the light palette.
+    page.add_init_script(
+        "Object.keys(localStorage).filter(k => k.endsWith('__palette')).forEach(k => localStorage.removeItem(k))"
+    )
     page.emulate_media(color_scheme=palette, reduced_motion="reduce")
     # The Python runtime is held back: its WebAssembly, and the .gz copy the worker fetches first.
     page.route("**/pyodide.asm.wasm*", lambda route: held.append(route))
