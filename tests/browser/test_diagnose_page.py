@@ -6,7 +6,7 @@ a message on its field and the text the reader pasted is kept."""
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import unquote_plus
 
 import pytest
 from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, open_tool, wait_redrawn
@@ -48,7 +48,7 @@ def test_a_command_line_a_log_and_a_report_give_the_ranked_levers(page: Page, re
     names = page.evaluate("el => el.querySelector('.js-plotly-plot').data[0].y", fig.element_handle())
     assert "FP8 KV cache" in names
     # The texts pasted are not in the address, and no request went out with them.
-    address = unquote(page.url)
+    address = unquote_plus(page.url)
     assert "tensor-parallel-size 2" in address and '"log"' not in address and '"report"' not in address
     assert all("KV cache" not in url and "benchmarks" not in url for url in records.requests[sent_before:])
 
