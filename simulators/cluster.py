@@ -116,6 +116,8 @@ def _scenario_key(p: Params, seed: int) -> list[Any]:
         p.shared_tokens,
         p.num_requests,
         p.rate_per_s,
+        p.engine,  # the profile and the layout price every step
+        repr(layout_of(p)),
         seed,
     ]
 

@@ -74,7 +74,7 @@ MEMO_ENTRIES = 6
 
 
 def _memo_for(p: Params, what: str, spec: EngineSpec, n: int, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
-    key = repr((p.model, p.gpu, p.max_num_seqs, seed, what, n))
+    key = repr((p.model, p.gpu, p.engine, p.max_num_seqs, seed, what, n))
     keep = LruCache(MEMO_ENTRIES) if memo is None else memo
     served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, n, seed))
     return served

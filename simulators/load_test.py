@@ -154,7 +154,7 @@ def _lengths(kind: str) -> workload.Lengths:
 # The simulated runs of the latest scenario, kept between calls in the caller's memo (api.Session
 # gives one). A reader changes one control at a time: a new rate re-simulates one run of the
 # sixteen, new users one, a new SLO, warm-up or chart none. Only what decides a run keys it (model,
-# GPU, batch slots, requests, seed); the answers are exactly a fresh computation's. A scenario
+# GPU, engine profile, layout, batch slots, requests, seed); the answers are exactly a fresh computation's. A scenario
 # takes two entries: its runs (at most 24 runs' records, ~7 MB at 1,000 requests) and the runs
 # its maximum is read from. Eight: the widgets of one page share the simulator's memo (lesson 11:
 # 64 and 256 slots) and the page's warm-up runs other seeds; with two, each of those evicted the
@@ -163,7 +163,11 @@ MEMO_ENTRIES = 8
 
 
 def _memo(p: Params, spec: EngineSpec, seed: int, n: int, memo: LruCache[Any] | None) -> ServedMemo:
-    key = json.dumps([p.model, p.gpu, p.max_num_seqs, n, seed], sort_keys=True)
+    # the engine profile and the GPU layout price every step, so they key the runs too
+    lay = layout_of(p)
+    key = json.dumps(
+        [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs, n, seed], sort_keys=True
+    )
     keep = LruCache(MEMO_ENTRIES) if memo is None else memo
     served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, n, seed))
     return served
