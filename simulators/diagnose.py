@@ -253,6 +253,11 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
         m = r["metrics"]
         if m["logged_kv_tokens"]:
             rows.append(("KV cache (k tokens)", m["predicted_kv_tokens"] / 1e3, m["logged_kv_tokens"] / 1e3))
+        if not rows:  # no evidence yet: the model's own figures, to hold yours against
+            p = r["predicted"]
+            names, pred = ["TTFT p50 (ms)", "ITL p50 (ms)"], [p["ttft_s"] * 1e3, p["itl_s"] * 1e3]
+            title = "The model's figures (give a log, a report or figures to compare)"
+            return make_figure([bar(names, pred, "Predicted", 0)], layout(title, "", "ms", barmode="group"))
         names, pred, seen = [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows]
         data = [bar(names, pred, "Predicted", 0), bar(names, seen, "Observed", 1)]
         return make_figure(data, layout("Predicted against observed", "", "value (unit in the label)", barmode="group"))
@@ -288,7 +293,11 @@ def summary(r: dict[str, Any], view: str = "levers") -> str:
     if view == "evidence":
         return head + (
             " ".join(g[0].upper() + g[1:] + "." for g in r["gaps"])
-            or "Every figure you gave is within ±35% of the model's."
+            or (
+                "Every figure you gave is within ±35% of the model's."
+                if r["observed"].get("ttft_s") or r["observed"].get("itl_s") or m["logged_kv_tokens"]
+                else "No evidence given yet: paste vLLM's start-up log or a GuideLLM report, or type a measured TTFT or ITL."
+            )
         )
     ranked = "; ".join(
         f"{i + 1}. {x['lever']}: {x['figure']} {x['before_s'] * 1e3:,.2f} → {x['after_s'] * 1e3:,.2f} ms ({x['change']:+.0%}; "
