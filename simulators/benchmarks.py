@@ -61,12 +61,12 @@ def prefill_time_per_prompt(
     """Seconds of forward passes one prompt costs when prompts are packed `budget` tokens per pass."""
     if input_tokens <= budget:
         per_pass = max(1, budget // input_tokens)
-        return ef.step_time(p, m, gpu, [(input_tokens, 0)] * per_pass, **f.kw()).time_s / per_pass  # type: ignore[arg-type]
+        return cm.step_time(m, gpu, [(input_tokens, 0)] * per_pass, **f.kw(), eff=p).time_s / per_pass  # type: ignore[arg-type]
     chunks = math.ceil(input_tokens / budget)
     total = 0.0
     for k in range(chunks):
         q = min(budget, input_tokens - k * budget)
-        total += ef.step_time(p, m, gpu, [(q, k * budget)], **f.kw()).time_s  # type: ignore[arg-type]
+        total += cm.step_time(m, gpu, [(q, k * budget)], **f.kw(), eff=p).time_s  # type: ignore[arg-type]
     return total
 
 
@@ -94,7 +94,7 @@ def offline_throughput(
     context = input_tokens + output_tokens // 2
 
     def cohort_s(b: int) -> float:
-        decode = ef.step_time(p, m, gpu, [(1, context)] * b, **f.kw()).time_s  # type: ignore[arg-type]
+        decode = cm.step_time(m, gpu, [(1, context)] * b, **f.kw(), eff=p).time_s  # type: ignore[arg-type]
         return b * per_prompt + output_tokens * decode
 
     b = b_max
@@ -115,7 +115,7 @@ def prompt_rate(p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, prompt_toke
     total, done = 0.0, 0
     while done < prompt_tokens:
         q = min(ubatch, prompt_tokens - done)
-        total += ef.step_time(p, m, gpu, [(q, done)], **f.kw()).time_s  # type: ignore[arg-type]
+        total += cm.step_time(m, gpu, [(q, done)], **f.kw(), eff=p).time_s  # type: ignore[arg-type]
         done += q
     return prompt_tokens / total
 
@@ -127,10 +127,10 @@ def batch_latency(
     prefill of every prompt (packed per max_num_batched_tokens), then output - 1 decode steps."""
     prefill = batch * prefill_time_per_prompt(p, m, gpu, f, input_tokens, p.max_num_batched_tokens)
     context = input_tokens + output_tokens // 2
-    decode = ef.step_time(p, m, gpu, [(1, context)] * batch, **f.kw()).time_s  # type: ignore[arg-type]
+    decode = cm.step_time(m, gpu, [(1, context)] * batch, **f.kw(), eff=p).time_s  # type: ignore[arg-type]
     return prefill + (output_tokens - 1) * decode
 
 
 def decode_rate(p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, context_tokens: int, batch: int = 1) -> float:
     """Tokens per second of `batch` sequences decoding at `context_tokens` of context."""
-    return batch / ef.step_time(p, m, gpu, [(1, context_tokens)] * batch, **f.kw()).time_s  # type: ignore[arg-type]
+    return batch / cm.step_time(m, gpu, [(1, context_tokens)] * batch, **f.kw(), eff=p).time_s  # type: ignore[arg-type]

@@ -137,7 +137,7 @@ class Params:
     # Requests per engine run (10% left out at each end).
     # Capped at 2,000 (load_test's longest run): at 4,000 a fresh search took 2.5-2.8 s of CPU in
     # CPython, past what the browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
-    num_requests: int = param(300, label="Requests per engine run", min=100, max=2000, step=100, log=True)
+    num_requests: int = param(300, label="Requests per engine run", min=100, max=1000, step=100, log=True)
 
     def check(self, memo: LruCache[Any] | None = None) -> None:
         m = resolve_model(self.model)

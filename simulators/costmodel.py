@@ -1,11 +1,13 @@
 """The one cost model: bytes, FLOPs and time of transformer inference on a GPU.
 
 Every time, byte and FLOP figure in the course comes from the small pure functions below, fed by
-the catalogues (`catalog.py`). The model is a roofline per forward pass (Williams, Waterman and
-Patterson 2009): a step takes as long as the slower of its compute and its memory traffic,
+the catalogues (`catalog.py`) and an engine profile. The model is a roofline per forward pass
+(Williams, Waterman and Patterson 2009): a step takes as long as the slower of its compute and its
+memory traffic, then what cannot overlap them,
 
-    time_s = max(flops / (peak_flops * compute_efficiency),
-                 bytes / (peak_bandwidth * bandwidth_efficiency)) + communication_s
+    time_s = max(flops / (peak_flops * gemm_efficiency(M)),
+                 bytes / (peak_bandwidth * bandwidth_efficiency))
+             + communication_s + activation_s + overhead_s
 
 and both parts are reported, so a lesson can show which roof binds.
 
@@ -30,9 +32,13 @@ bringing q_i new tokens on top of c_i tokens already in its KV cache):
   mixture of experts, data-parallel attention with expert parallelism (all-to-all dispatch and
   combine) are costed by the formulas of parallel_time.py, with their sources.
 
-Left out, on purpose: kernel launch and scheduling overhead, activation traffic, the softmax,
-norms and rotary embeddings (all small next to the matmuls and the weight stream), and overlap
-of communication with compute. The validation page measures the cost of these omissions.
+What the hardware reaches is the engine profile's (`eff`, simulators/efficiency.py): a share of
+peak bandwidth, a GEMM efficiency per tensor-core path that falls at small M (the block GEMMs' M
+is the step's tokens, the LM head's its sequences), an attention efficiency, the activation
+traffic between kernels, a fixed time per pass and per layer, and the all-reduces' latency. The
+ideal ceiling sets every factor to 1.0 and every fixed cost to 0. Left out: the softmax's own
+time and overlap of communication with compute. The validation page measures what the
+omissions and the fitted factors cost.
 
 Weights in a quantised format are the block matmuls only; the embedding table and the LM head
 stay in bf16, as LLM Compressor's recipes do (`ignore=["lm_head"]`).
@@ -45,6 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import efficiency as profiles
 from . import parallel_time as pt
 from .catalog import Gpu, Model, Precision, assumptions, precisions, serve_defaults
 
@@ -281,34 +288,26 @@ def attention_flops(m: Model, new_tokens: int, cached_tokens: int = 0) -> float:
 # Time
 
 
-@dataclass(frozen=True)
-class Efficiency:
-    # Achieved fraction of peak memory bandwidth and of peak tensor throughput (0-1].
-    bandwidth: float
-    compute: float
-    # Fixed time every forward pass pays (launches, scheduler, sampling): an engine profile's
-    # step overhead (simulators/efficiency.py); 0 for the ideal ceiling.
-    overhead_s: float = 0.0
-
-
-IDEAL = Efficiency(1.0, 1.0)
-
-DEFAULT_ENGINE = "vllm"
+# An engine profile (simulators/efficiency.py, data/engine_profiles.toml) is the efficiency every
+# time is priced with: achieved shares of peak per kernel path, the GEMM's small-M curve, fixed
+# costs per pass and per layer, activation traffic. It is an input here; that module imports
+# nothing from this one.
+Efficiency = profiles.EngineProfile
+IDEAL = profiles.IDEAL
+DEFAULT_ENGINE = profiles.DEFAULT
 
 
 def default_efficiency() -> Efficiency:
-    """The default engine's (DEFAULT_ENGINE) factors: what every time a reader sees is priced with
+    """The default engine's (DEFAULT_ENGINE) profile: what every time a reader sees is priced with
     unless a simulator's engine choice or "ideal" says otherwise."""
-    return efficiency(False, DEFAULT_ENGINE)
+    return profiles.profile(DEFAULT_ENGINE)
 
 
 def efficiency(ideal: bool, engine: str = DEFAULT_ENGINE) -> Efficiency:
-    """Ideal, or an engine profile's plateau factors and step overhead (simulators/efficiency.py)."""
-    if ideal:
-        return IDEAL
-    from . import efficiency as profiles  # imports this module: resolved at call time
-
-    return profiles.linear_efficiency(profiles.profile(engine))
+    """An engine's profile, or with `ideal` its ceiling: the same kernel paths, every factor 1.0
+    and no fixed cost (the physical floor of that engine's times)."""
+    p = profiles.profile(engine)
+    return profiles.ceiling(p) if ideal else p
 
 
 def roofline_s(compute_s: float, memory_s: float, communication_s: float = 0.0) -> float:
@@ -345,11 +344,21 @@ class StepTime:
     matmul_path: str  # tensor-core path the matmuls ran on: "bf16", "fp8" or "int8"
     # Of compute_s, the attention FLOPs' share (engine profiles give attention its own efficiency).
     attention_s: float = 0.0
-    overhead_s: float = 0.0  # the engine's fixed time per forward pass (Efficiency.overhead_s)
+    # The engine's fixed time per forward pass: its step overhead and a fixed time per layer
+    # (efficiency.fixed_overhead_s); the all-reduces' latency is in communication_s.
+    overhead_s: float = 0.0
+    # Activation traffic between a layer's kernels (norms, rotary, SwiGLU, GEMM inputs and outputs):
+    # memory-bound elementwise work, serial with the GEMMs (activation_s).
+    activation_s: float = 0.0
 
     @property
     def time_s(self) -> float:
-        return roofline_s(self.compute_s, self.memory_s, self.communication_s) + self.overhead_s
+        return roofline_s(self.compute_s, self.memory_s, self.communication_s) + self.overhead_s + self.activation_s
+
+    @property
+    def serial_s(self) -> float:
+        """What runs after the roofline, not overlapped: communication, activation traffic, fixed costs."""
+        return self.communication_s + self.activation_s + self.overhead_s
 
     @property
     def bound(self) -> str:
@@ -513,12 +522,30 @@ def _step_time(
     block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
     bf16_peak = gpu.peak_tflops("bf16")
     known = block_peak is not None and bf16_peak is not None
+    # The M of one rank's GEMMs in one micro-batch: every new token for the block GEMMs, one row
+    # per sequence for the LM head (only a chunk's last token needs logits).
+    local_tokens, local_seqs = tokens / (dp * mb), logits_tokens / (dp * mb)
     compute_s = attention_s = 0.0
     if block_peak is not None and bf16_peak is not None:
-        compute_s = block_flops / (block_peak * 1e12) + other_flops / (bf16_peak * 1e12)
-        compute_s /= ranks * eff.compute * mb
-        attention_s = attention_flops / (bf16_peak * 1e12) / (ranks * eff.compute * mb)
-    memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * GB * eff.bandwidth)
+        kernel_path = _kernel_path(eff, gpu, weight_dtype, path)
+        # The engine's kernels may run another path than the formats imply (quantized_path).
+        block_peak *= _kernel_peak(eff, gpu, kernel_path) / (gpu.peak_tflops(path) or 1.0)
+        block_eff = eff.gemm_efficiency(kernel_path, local_tokens)
+        if weight_dtype in profiles.WEIGHT_ONLY_4BIT:
+            block_eff *= eff.w4a16
+        head_eff = eff.gemm_efficiency("bf16", local_seqs)
+        per_rank = 1e12 * ranks * mb
+        attention_s = attention_flops / (bf16_peak * per_rank) / eff.attention
+        compute_s = (
+            block_flops / (block_peak * per_rank * block_eff)
+            + head * logits_tokens / (_kernel_peak(eff, gpu, "bf16") * per_rank * head_eff)
+            + attention_s
+        )
+    ideal_memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * GB)
+    memory_s = ideal_memory_s / eff.bandwidth
+    cap = profiles.matvec_bandwidth_GBps(eff, gpu, local_tokens)
+    if cap is not None:  # matrix-vector kernels that cannot fill the bandwidth
+        memory_s = max(memory_s, ideal_memory_s * gpu.hbm_bandwidth_GBps / cap)
     comm_s = 0.0
     if tp * pp * dp > 1:
         link = link_GBps_one_way(gpu)
@@ -536,7 +563,10 @@ def _step_time(
             comm_s += pt.tp_allreduce_s(tokens, m.hidden_size, moe_layers, ranks, link) / 2
         else:
             comm_s = pt.tp_allreduce_s(tokens, m.hidden_size, m.num_layers, tp, link)
-        comm_s = comm_s / mb + pt.pp_send_s(local / mb, m.hidden_size, pp, link)
+        # The collectives at the share of the link the engine's kernels reach, and their latency;
+        # the pipeline's point-to-point sends at the link's rate.
+        comm_s = comm_s / (mb * eff.allreduce_bandwidth) + profiles.allreduce_latency_s(eff, m, tp)
+        comm_s += pt.pp_send_s(local / mb, m.hidden_size, pp, link)
     return StepTime(
         compute_s=compute_s,
         memory_s=memory_s,
@@ -546,8 +576,33 @@ def _step_time(
         compute_known=known,
         matmul_path=path,
         attention_s=attention_s,
-        overhead_s=eff.overhead_s,
+        overhead_s=profiles.fixed_overhead_s(eff, m),
+        activation_s=activation_s(eff, m, gpu, local_tokens, tp),
     )
+
+
+def _kernel_path(p: Efficiency, gpu: Gpu, weight_dtype: str, path: str) -> str:
+    """The tensor-core path the engine's kernels use for these weights (falls back to `path`)."""
+    kernel = p.quantized_path.get(weight_dtype, path)
+    return kernel if gpu.peak_tflops(kernel) is not None else path
+
+
+def _kernel_peak(p: Efficiency, gpu: Gpu, path: str) -> float:
+    if path == "bf16" and p.fp16_accumulate and gpu.dense_fp16_acc_tflops:
+        return gpu.dense_fp16_acc_tflops
+    return gpu.peak_tflops(path) or 0.0
+
+
+ACTIVATION_BYTES = 2  # activations pass between kernels in BF16
+
+
+def activation_s(p: Efficiency, m: Model, gpu: Gpu, tokens: float, tp: int) -> float:
+    """Time of a step's activation traffic between kernels (efficiency.activation_values per token):
+    serial with the GEMMs, at the profile's bandwidth share; none in the ceiling (perfect fusion)."""
+    if not p.activation_io:
+        return 0.0
+    moved = p.activation_io * profiles.activation_values(m, tp) * ACTIVATION_BYTES * tokens
+    return moved / (gpu.hbm_bandwidth_GBps * GB * p.bandwidth)
 
 
 def prefill_time(m: Model, gpu: Gpu, prompt_tokens: int, **kw: object) -> StepTime:
@@ -632,7 +687,7 @@ def decode_line(m: Model, gpu: Gpu, batch_size: int, **kw: object) -> DecodeLine
         compute_per_token_s=one.compute_s - base.compute_s,
         memory_base_s=base.memory_s,
         memory_per_token_s=one.memory_s - base.memory_s,
-        communication_s=base.communication_s,
+        communication_s=base.communication_s + base.activation_s,
         overhead_s=base.overhead_s,
     )
 

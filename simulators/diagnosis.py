@@ -64,7 +64,7 @@ def speed(d: Deployment, batch: int, prefix_cached: int = 0) -> dict[str, float]
         "weights_s": bare.memory_s,
         "kv_s": step.memory_s - bare.memory_s,
         "compute_over_s": max(0.0, step.compute_s - step.memory_s),
-        "overhead_s": step.overhead_s + step.communication_s,
+        "overhead_s": step.serial_s,
         "prefill_share": busy,
         "stall_itl_s": step.time_s + chunk,  # a decode step that carries a prefill (chunk)
     }

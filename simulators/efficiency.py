@@ -1,45 +1,41 @@
 """Engine profiles: the achieved fraction of peak for what actually runs, per engine.
 
-costmodel.step_time is a roofline with one bandwidth and one compute efficiency. A profile from
-data/engine_profiles.toml refines it for one engine (vLLM, SGLang, TensorRT-LLM, llama.cpp):
+A profile from data/engine_profiles.toml (vLLM, SGLang, TensorRT-LLM, llama.cpp) is the input
+costmodel.step_time prices every forward pass with; this module holds the data and the few
+formulas that depend on the profile and the model alone, and imports nothing from the cost model:
 
     compute = GEMM time / gemm_efficiency(path, M) + attention time / attention
     memory  = bytes / (peak bandwidth * bandwidth)
-    step    = max(compute, memory) + communication + step_overhead + activation traffic
+    step    = max(compute, memory) + communication + fixed overhead + activation traffic
 
 communication is the cost model's ring all-reduce bandwidth term (at the share of the link's rate
 the engine's all-reduce kernel reaches, `allreduce_bandwidth`) plus, under tensor parallelism,
 a latency per all-reduce (`allreduce_latency_us`, two all-reduces per layer: the alpha of an
-alpha-beta model). overhead is the step's fixed cost plus, where a profile sets
+alpha-beta model). The fixed overhead is the step's own plus, where a profile sets
 `layer_overhead_us`, a fixed time per layer (the kernels of one layer at a small batch take a time
-that does not fall with their bytes: launch gaps and latency floors) and, where a profile sets
+that does not fall with their bytes: launch gaps and latency floors). Where a profile sets
 `activation_io`, the activation traffic between a layer's kernels (norms, rotary, SwiGLU and each
-GEMM's input and output, per token: activation_values), memory-bound and serial with the GEMMs,
-which matters most in long prefills with FP8 GEMMs. A step of at most
-`matvec_max_tokens` tokens runs matrix-vector kernels (llama.cpp's MMVQ) that stream the weights
-without tensor-core tiles, so it pays no small-M penalty; where a profile sets
-`matvec_bytes_per_sm_cycle` and the GPU lists its SM count and boost clock, such a step streams at
-most SMs x clock x that many bytes (Little's law: each SM keeps a bounded number of bytes in flight
-for a memory latency of a roughly fixed number of cycles, so a GPU whose bandwidth outgrows its SMs
-and clock is not filled).
+GEMM's input and output, per token: activation_values) is memory-bound and serial with the GEMMs,
+which matters most in long prefills with FP8 GEMMs. A step of at most `matvec_max_tokens` tokens
+runs matrix-vector kernels (llama.cpp's MMVQ) that stream the weights without tensor-core tiles,
+so it pays no small-M penalty; where a profile sets `matvec_bytes_per_sm_cycle` and the GPU lists
+its SM count and boost clock, such a step streams at most SMs x clock x that many bytes (Little's
+law: each SM keeps a bounded number of bytes in flight for a memory latency of a roughly fixed
+number of cycles, so a GPU whose bandwidth outgrows its SMs and clock is not filled).
 
-where M is the step's token count: gemm_efficiency = plateau(path) * M / (M + gemm_m_half), the
-plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only 4-bit GEMMs pay the
-`w4a16` factor. The times come from costmodel.step_time at ideal efficiency (every factor 1.0),
-so no formula of the cost model is restated here. `IDEAL` is the ceiling: every factor 1.0 and no
-overhead. `linear_efficiency(profile)` gives the plateau factors as a costmodel.Efficiency for the
-simulators whose engine needs a step time linear in the batch (simulators/engine).
+M is the step's token count (per rank and micro-batch): gemm_efficiency = plateau(path) * M /
+(M + gemm_m_half), the plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only
+4-bit GEMMs pay the `w4a16` factor. `IDEAL` is the ceiling: every factor 1.0 and no overhead.
 """
 
 from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
-from . import costmodel as cm
 from .catalog import Gpu, Model
 
 FACTORS = ("bandwidth", "gemm_bf16", "gemm_fp8", "gemm_int8", "w4a16", "attention")
@@ -79,7 +75,7 @@ class EngineProfile:
     quantized_path: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
-    def gemm_efficiency(self, path: str, tokens: int) -> float:
+    def gemm_efficiency(self, path: str, tokens: float) -> float:
         """Achieved share of the `path` tensor peak by a GEMM over `tokens` rows."""
         plateau = {"bf16": self.gemm_bf16, "fp8": self.gemm_fp8, "int8": self.gemm_int8}[path]
         if not self.gemm_m_half or tokens <= self.matvec_max_tokens:
@@ -155,7 +151,7 @@ def profiles() -> dict[str, EngineProfile]:
     return {pid: _profile(pid, d) for pid, d in _data().items()}
 
 
-DEFAULT = cm.DEFAULT_ENGINE
+DEFAULT = "vllm"  # the engine every time is priced with unless a simulator's choice says otherwise
 
 
 def profile(name: str) -> EngineProfile:
@@ -189,7 +185,7 @@ def ceiling(p: EngineProfile) -> EngineProfile:
     )
 
 
-def matvec_bandwidth_GBps(p: EngineProfile, gpu: Gpu, tokens: int) -> float | None:
+def matvec_bandwidth_GBps(p: EngineProfile, gpu: Gpu, tokens: float) -> float | None:
     """The most a step of `tokens` tokens streams on `gpu` (GB/s) when it runs matrix-vector kernels
     that keep a bounded number of bytes in flight per SM: SMs x boost clock x bytes per SM-cycle.
     None where no cap applies (larger steps, no such factor, no SM count or clock for the GPU)."""
@@ -210,9 +206,7 @@ def fixed_overhead_s(p: EngineProfile, m: Model) -> float:
     return (p.step_overhead_us + m.num_layers * p.layer_overhead_us) * 1e-6
 
 
-ACTIVATION_BYTES = 2  # activations pass between kernels in BF16
-
-
+@lru_cache(maxsize=256)
 def activation_values(m: Model, tp: int) -> float:
     """Activation values one token writes and reads between the kernels of a forward pass, per rank.
 
@@ -235,85 +229,3 @@ def activation_values(m: Model, tp: int) -> float:
         width = m.moe_intermediate_size * (m.num_experts_per_tok + m.num_shared_experts) if moe else m.intermediate_size
         total += 12 * m.hidden_size + (6 * q + 4 * kv + per_i * width) / tp
     return total
-
-
-def activation_s(p: EngineProfile, m: Model, gpu: Gpu, tokens: int, tp: int) -> float:
-    """Time of a step's activation traffic between kernels: serial with the GEMMs, at the profile's
-    bandwidth share (memory-bound elementwise kernels); none in the ceiling (perfect fusion)."""
-    if not p.activation_io:
-        return 0.0
-    moved = p.activation_io * activation_values(m, tp) * ACTIVATION_BYTES * tokens
-    return moved / (gpu.hbm_bandwidth_GBps * cm.GB * p.bandwidth)
-
-
-def linear_efficiency(p: EngineProfile) -> cm.Efficiency:
-    """The profile's plateau factors (BF16 GEMM plateau) and step overhead as a cost-model Efficiency."""
-    return cm.Efficiency(p.bandwidth, p.gemm_bf16, p.step_overhead_us * 1e-6)
-
-
-@dataclass(frozen=True)
-class ProfileStep:
-    compute_s: float
-    memory_s: float
-    communication_s: float
-    overhead_s: float
-    activation_s: float = 0.0  # activation traffic between kernels (activation_s()), serial
-
-    @property
-    def time_s(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.communication_s + self.overhead_s + self.activation_s
-
-
-def _path(p: EngineProfile, gpu: Gpu, weight_dtype: str, base_path: str) -> str:
-    """The tensor-core path the profile's kernels use for these weights (falls back to the cost model's)."""
-    path = p.quantized_path.get(weight_dtype, base_path)
-    return path if gpu.peak_tflops(path) is not None else base_path
-
-
-def _peak(p: EngineProfile, gpu: Gpu, path: str) -> float:
-    if path == "bf16" and p.fp16_accumulate and gpu.dense_fp16_acc_tflops:
-        return gpu.dense_fp16_acc_tflops
-    return gpu.peak_tflops(path) or 0.0
-
-
-def step_time(
-    p: EngineProfile,
-    m: Model,
-    gpu: Gpu,
-    seqs: list[tuple[int, int]],
-    *,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-    activation_dtype: str | None = None,
-    tp: int = 1,
-) -> ProfileStep:
-    """One forward pass over `seqs` ((new, cached) tokens per sequence) as engine `p` runs it."""
-    base = cm.step_time(
-        m,
-        gpu,
-        seqs,
-        weight_dtype=weight_dtype,
-        kv_dtype=kv_dtype,
-        activation_dtype=activation_dtype,
-        eff=cm.IDEAL,
-        tp=tp,
-    )
-    tokens = sum(q for q, _ in seqs)
-    gemm_s = base.compute_s - base.attention_s
-    path = _path(p, gpu, weight_dtype, base.matmul_path)
-    if base.compute_known:
-        gemm_s *= (gpu.peak_tflops(base.matmul_path) or 1.0) / (_peak(p, gpu, path) or 1.0)
-    eff = p.gemm_efficiency(path, tokens)
-    if weight_dtype in WEIGHT_ONLY_4BIT:
-        eff *= p.w4a16
-    memory_s = base.memory_s / p.bandwidth
-    cap = matvec_bandwidth_GBps(p, gpu, tokens)
-    if cap is not None:  # base.memory_s is the bytes at peak bandwidth
-        memory_s = max(memory_s, base.memory_s * gpu.hbm_bandwidth_GBps / cap)
-    return ProfileStep(
-        compute_s=gemm_s / eff + base.attention_s / p.attention,
-        memory_s=memory_s,
-        communication_s=base.communication_s / p.allreduce_bandwidth + allreduce_latency_s(p, m, tp),
-        overhead_s=fixed_overhead_s(p, m),
-        activation_s=activation_s(p, m, gpu, tokens, tp),
-    )

@@ -22,10 +22,8 @@ Conditions a row states (validation.py reads the rest: model, GPU, formats, tp, 
   Server's rule), or "rate" (Poisson arrivals at the row's `request_rate` per second; the figure
   is the median TPOT: sglang.bench_serving's online table).
 
-The engine's step time is the row's engine profile (efficiency.step_time), read off as the linear
-form the engine needs (ProfileStepCost): exact for plateau factors, per-path peaks, the W4A16 and
-attention factors; the GEMM's small-M curve (gemm_m_half) becomes its affine equivalent, a fixed
-compute term per step, and the step overhead a fixed term after the roofline.
+The engine's step time is the row's engine profile, priced by costmodel.step_time and read off as
+the linear form the engine needs (engine/steptime.py), as for every simulator.
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from dataclasses import dataclass, replace
 from typing import Any
 
 from . import efficiency as ef
@@ -41,7 +38,6 @@ from .catalog import gpus, models
 from .engine.cluster import EngineSpec, serve
 from .engine.metrics import RequestRecord
 from .engine.scheduler import SchedulerConfig
-from .engine.steptime import StepCost
 from .engine.workload import AZURE_CONV_OUTPUT, AZURE_CONV_PROMPT, Request
 
 SEED = 16
@@ -122,70 +118,7 @@ def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     return out
 
 
-class ProfileStepCost(StepCost):
-    """The engine's linear step cost with an engine profile's factors (efficiency.step_time)."""
-
-    def __init__(self, profile: ef.EngineProfile, model: Any, gpu: Any, activation_dtype: str | None, **kw: Any):
-        super().__init__(model, gpu, **kw)
-        flat = replace(profile, gemm_m_half=0.0, step_overhead_us=0.0, allreduce_latency_us=0.0)
-        fmt = {k: kw[k] for k in ("weight_dtype", "kv_dtype", "tp") if k in kw}
-
-        def step(seqs: list[tuple[int, int]]) -> ef.ProfileStep:
-            return ef.step_time(flat, model, gpu, seqs, activation_dtype=activation_dtype, **fmt)
-
-        a, b, d = step([(1, 0)]), step([(2, 0)]), step([(1, 1)])
-        self.z = d.compute_s - a.compute_s
-        self.x = b.compute_s - a.compute_s - 2 * self.z
-        self.y = a.compute_s - self.x - self.z
-        self.v = d.memory_s - a.memory_s
-        # activation traffic between kernels is, like the all-reduces, linear in tokens and serial
-        self.u = a.communication_s + ef.activation_s(flat, model, gpu, 1, int(kw.get("tp", 1)))
-        self._weights = {1: a.memory_s - self.v}
-        # efficiency(M) = plateau M / (M + m_half): the GEMM time over M tokens is the plateau's
-        # plus m_half tokens' worth, a fixed term per step; and the overhead after the roofline.
-        self.fixed_compute = self.x * profile.gemm_m_half
-        # and the all-reduces' latency, a fixed term per step (efficiency.allreduce_latency_s)
-        self.overhead = ef.fixed_overhead_s(profile, model) + ef.allreduce_latency_s(
-            profile, model, int(kw.get("tp", 1))
-        )
-        if self.moe or self.pp > 1:
-            raise ValueError("served benchmarks: dense models without pipeline stages only")
-
-    def parts(self, tokens: int, num_seqs: int, keys: float, kv: float) -> tuple[float, float, float]:
-        c, m, comm = super().parts(tokens, num_seqs, keys, kv)  # comm includes self.overhead
-        return c + self.fixed_compute, m, comm
-
-    def decode_stride(
-        self, batch: int, sum_context: int, sum_held: int, held_growth: int, q: int = 1
-    ) -> tuple[float, float, float, float, float]:
-        c0, c1, m0, m1, comm = super().decode_stride(batch, sum_context, sum_held, held_growth, q)
-        return c0 + self.fixed_compute, c1, m0, m1, comm
-
-
-@dataclass(frozen=True)
-class ProfiledSpec(EngineSpec):
-    """An EngineSpec whose step time is an engine profile's (the engine itself is unchanged)."""
-
-    profile: ef.EngineProfile = ef.IDEAL
-    activation_dtype: str | None = None
-
-    def step_cost(self) -> StepCost:
-        cost = self.__dict__.get("_profile_cost")
-        if cost is None:
-            cost = ProfileStepCost(
-                self.profile,
-                self.model,
-                self.gpu,
-                self.activation_dtype,
-                weight_dtype=self.weight_dtype,
-                kv_dtype=self.kv_dtype,
-                **self.parallel().cost_kw(),
-            )
-            object.__setattr__(self, "_profile_cost", cost)
-        return cost
-
-
-def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, max_len: int) -> ProfiledSpec:
+def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, max_len: int) -> EngineSpec:
     """The row's server: model, GPU, formats, tensor parallel, the benchmark's scheduler caps;
     `max_len`: the longest request (a benchmark sets its engine's max sequence length to fit)."""
     m, g = models()[e["model"]], gpus()[e["gpu"]]
@@ -194,7 +127,7 @@ def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, ma
         max_num_batched_tokens=sched.max_num_batched_tokens,
         max_model_len=max_len,
     )
-    return ProfiledSpec(
+    return EngineSpec(
         m,
         g,
         cfg,
@@ -222,7 +155,7 @@ def _p99(xs: list[float]) -> float:
     return s[min(len(s) - 1, math.ceil(0.99 * len(s)) - 1)]
 
 
-def _server(e: dict[str, Any], spec: ProfiledSpec, lengths: list[tuple[int, int]]) -> float:
+def _server(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
     """Highest Poisson rate whose p99 TTFT and TPOT meet the bounds: its output tokens per second."""
     ttft, tpot = float(e["ttft_limit_ms"]) / 1e3, float(e["tpot_limit_ms"]) / 1e3
     n = len(lengths)
@@ -248,7 +181,7 @@ def _server(e: dict[str, Any], spec: ProfiledSpec, lengths: list[tuple[int, int]
     return best
 
 
-def _median_tpot(e: dict[str, Any], spec: ProfiledSpec, lengths: list[tuple[int, int]]) -> float:
+def _median_tpot(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
     """Median TPOT (s) of Poisson arrivals at the row's request_rate (sglang.bench_serving: TPOT is
     (latency - TTFT) / (output tokens - 1), over requests with more than one output token)."""
     times = _poisson_times(len(lengths), float(e["request_rate"]))

@@ -360,7 +360,10 @@ def best_case(
 def _over_pp(t: cm.StepTime, pp: int) -> float:
     """A one-pass step's time with every part over pp (pp = 1: t.time_s)."""
     return (
-        (cm.roofline_s(t.compute_s / pp, t.memory_s / pp, t.communication_s / pp) + t.overhead_s / pp)
+        (
+            cm.roofline_s(t.compute_s / pp, t.memory_s / pp, t.communication_s / pp)
+            + (t.overhead_s + t.activation_s) / pp
+        )
         if pp > 1
         else t.time_s
     )

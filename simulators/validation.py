@@ -88,7 +88,7 @@ def _decode_step_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
 
 def _prefill_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
     seqs = [(int(e["context_tokens"]), 0)] * int(e.get("batch_size", 1))
-    return ef.step_time(p, *_mg(e), seqs, **_formats(e).kw()).time_s * 1e3  # type: ignore[arg-type]
+    return cm.step_time(*_mg(e), seqs, **_formats(e).kw(), eff=p).time_s * 1e3  # type: ignore[arg-type]
 
 
 SERVED = ("arrival", "lengths", "requests")  # what a serving-level row must state (served_benchmarks.py)
@@ -125,8 +125,8 @@ def _matvec_stream(e: dict[str, Any], p: ef.EngineProfile) -> float:
     """GB/s a one-token (matrix-vector) decode step streams: its bytes over its memory time."""
     seqs = [(1, int(e["context_tokens"]))]
     m, g = _mg(e)
-    real = ef.step_time(p, m, g, seqs, **_formats(e).kw()).memory_s  # type: ignore[arg-type]
-    ideal = ef.step_time(ef.ceiling(p), m, g, seqs, **_formats(e).kw()).memory_s  # type: ignore[arg-type]
+    real = cm.step_time(m, g, seqs, **_formats(e).kw(), eff=p).memory_s  # type: ignore[arg-type]
+    ideal = cm.step_time(m, g, seqs, **_formats(e).kw(), eff=ef.ceiling(p)).memory_s  # type: ignore[arg-type]
     return g.hbm_bandwidth_GBps * ideal / real
 
 

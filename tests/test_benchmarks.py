@@ -4,6 +4,7 @@ import pytest
 
 from simulators import benchmarks as bm
 from simulators import catalog
+from simulators import costmodel as cm
 from simulators import efficiency as ef
 
 M, H100 = catalog.models()["llama-3-8b"], catalog.gpus()["h100-sxm"]
@@ -45,7 +46,7 @@ def test_batch_latency_is_prefill_plus_output_minus_one_decode_steps():
     f = bm.Formats()
     one = bm.batch_latency(p, M, H100, f, 32, 2, 8)
     two = bm.batch_latency(p, M, H100, f, 32, 4, 8)  # two more decode steps, context 33 instead of 32
-    step = ef.step_time(p, M, H100, [(1, 32 + 4 // 2)] * 8).time_s
+    step = cm.step_time(M, H100, [(1, 32 + 4 // 2)] * 8, eff=p).time_s
     prefill = 8 * bm.prefill_time_per_prompt(p, M, H100, f, 32, p.max_num_batched_tokens)
     assert two == pytest.approx(prefill + 3 * step)
     assert one < two

@@ -31,7 +31,7 @@ def _metrics(name, **params):
 def test_generation_never_beats_the_ideal_gpu(gpu):
     for fmt, engine in itertools.product(FORMATS, ENGINES):
         got = _metrics("generation", gpu=gpu, weight_dtype=fmt, engine=engine)
-        floor = _metrics("generation", gpu=gpu, weight_dtype=fmt, ideal=True)
+        floor = _metrics("generation", gpu=gpu, weight_dtype=fmt, engine=engine, ideal=True)
         if got is None:
             continue
         for key in TIMES["generation"]:

@@ -86,8 +86,8 @@ def test_fp8_on_a100_falls_back_to_bf16_tensor_cores():
 
 def test_tensor_parallel_adds_communication():
     m70 = catalog.models()["llama-3.1-70b"]
-    one = cm.decode_step_time(m70, H100, [1000] * 16)
-    four = cm.decode_step_time(m70, H100, [1000] * 16, tp=4)
+    one = cm.decode_step_time(m70, H100, [1000] * 16, eff=cm.IDEAL)
+    four = cm.decode_step_time(m70, H100, [1000] * 16, tp=4, eff=cm.IDEAL)
     assert four.memory_s == pytest.approx(one.memory_s / 4)
     # 2 all-reduces per layer x 80 layers of 16 x 8192 x 2 B, ring factor 2 x 3/4, at 450 GB/s.
     assert four.communication_s == pytest.approx(2 * 80 * 16 * 8192 * 2 * 1.5 / 450e9)

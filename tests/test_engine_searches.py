@@ -157,9 +157,19 @@ def _records(n, rate):
 # --- what they mean on the simulated server ------------------------------------------------------
 
 
+def _max_rate():
+    """The spec's most requests per second: 500 requests queued at once, over the time they take."""
+    from simulators.engine.cluster import serve
+    from simulators.engine.loadgen import requests_for
+
+    recs = serve(requests_for("poisson", random.Random(0), 500, FIXED, rate=1e9), _spec()).records
+    return len(recs) / max(r.arrival_s + r.e2e_s for r in recs)
+
+
 def test_over_saturation_stops_a_growing_queue_not_a_steady_one():
     cfg = OverSaturation()
-    over, state = constrained_run("poisson", _spec(), 2000, FIXED, 0, rate=36.0, over_saturation=cfg)
+    top = _max_rate()
+    over, state = constrained_run("poisson", _spec(), 2000, FIXED, 0, rate=2 * top, over_saturation=cfg)
     # Twice the maximum: the backlog grows, TTFT and concurrency climb; stopped after min_seconds.
     assert state["is_over_saturated"] and cfg.min_seconds <= state["stop_s"] < cfg.min_seconds + 5
     assert state["concurrent_slope"] > 0 and state["ttft_slope"] > 0
@@ -168,7 +178,7 @@ def test_over_saturation_stops_a_growing_queue_not_a_steady_one():
     # 2.5 s, but flat: the users wait instead of the queue growing) are not stopped. (With 256
     # users or more, all sent at once, the first wave still drains at 30 s and it fires: so it
     # would on a real server.)
-    for profile, kw in (("poisson", {"rate": 14.0}), ("concurrent", {"users": 128})):
+    for profile, kw in (("poisson", {"rate": 0.8 * top}), ("concurrent", {"users": 128})):
         run, st = constrained_run(profile, _spec(), 2000, FIXED, 0, over_saturation=cfg, **kw)
         assert not st["is_over_saturated"] and run.metrics["num_incomplete"] == 0, profile
     closed = constrained_run("concurrent", _spec(), 2000, FIXED, 0, users=128)[0]

@@ -36,9 +36,71 @@ def test_chunking_a_compute_bound_prompt_never_makes_its_first_token_earlier(gpu
 
 
 def test_no_second_set_of_factors():
-    """The old course pair (0.70 / 0.70, no overhead) is gone: the default is the vLLM profile's."""
-    assert cm.default_efficiency() == cm.efficiency(False, cm.DEFAULT_ENGINE)
-    assert cm.default_efficiency().overhead_s > 0
+    """The old course pair (0.70 / 0.70, no overhead) and the profile's linear form are gone: the
+    default is the vLLM profile itself, small-M curve and fixed costs included."""
+    p = cm.default_efficiency()
+    assert p is cm.efficiency(False, cm.DEFAULT_ENGINE)
+    assert p.gemm_m_half > 0 and p.step_overhead_us > 0 and p.layer_overhead_us > 0 and p.activation_io > 0
+
+
+# Attributes only the cost model (and the module that loads the profiles) may read: a time priced
+# anywhere else would be a second speed model.
+FACTORS = {
+    "gemm_bf16", "gemm_fp8", "gemm_int8", "gemm_m_half", "w4a16", "gemm_efficiency", "step_overhead_us",
+    "layer_overhead_us", "allreduce_latency_us", "allreduce_bandwidth", "activation_io",
+    "matvec_bytes_per_sm_cycle", "bandwidth",
+}  # fmt: skip
+
+
+def test_no_module_but_the_cost_model_reads_efficiency_factors():
+    import ast
+    import pathlib
+
+    root = pathlib.Path(cm.__file__).parent
+    readers = set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in FACTORS:
+                readers.add(path.relative_to(root).as_posix())
+    assert readers == {"costmodel.py", "efficiency.py"}
+
+
+def _random_batches(rng, n):
+    for _ in range(n):
+        size = rng.choice([1, 2, 3, 8, 9, 12, 16, 64, 256])
+        yield [(rng.choice([1, 1, 1, 2, rng.randint(1, 4000)]), rng.randint(0, 8000)) for _ in range(size)]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm", "llamacpp"])
+@pytest.mark.parametrize(
+    ("model", "gpu", "kw"),
+    [
+        ("llama-3-8b", "h100-sxm", {}),
+        ("llama-3-8b", "h100-sxm", {"weight_dtype": "fp8", "kv_dtype": "fp8"}),
+        ("llama-3-8b", "rtx-4090", {"weight_dtype": "q4_0"}),
+        ("llama-3-8b", "a100-sxm-80gb", {"weight_dtype": "int4"}),
+        ("llama-3.1-70b", "h100-sxm", {"tp": 4}),
+        ("llama-3.1-70b", "h100-sxm", {"tp": 2, "pp": 2}),
+        ("mixtral-8x7b", "h100-sxm", {"tp": 2}),
+        ("mixtral-8x7b", "h100-sxm", {"dp": 2, "ep": True}),
+    ],
+)
+def test_the_engines_linear_form_stays_within_two_percent_of_the_one_function(engine, model, gpu, kw):
+    """The engine prices a step from coefficients read off costmodel.step_time (engine/steptime.py):
+    on random mixed batches (1 to 256 sequences, prefill chunks to 4,000 tokens, contexts to 8,000)
+    its time stays within 2% of the function's, for every engine, format and layout."""
+    import random
+
+    from simulators.catalog import gpus, models
+    from simulators.engine.steptime import StepCost
+
+    m, g, eff = models()[model], gpus()[gpu], cm.efficiency(False, engine)
+    cost = StepCost(m, g, eff=eff, **kw)
+    worst = 0.0
+    for seqs in _random_batches(random.Random(f"{engine}{model}{kw}"), 60):
+        exact = cm.step_time(m, g, seqs, eff=eff, **kw).time_s
+        worst = max(worst, abs(cost.batch_time_s(seqs) / exact - 1))
+    assert worst <= 0.02
 
 
 @pytest.mark.parametrize(

@@ -45,18 +45,25 @@ def test_fp8_on_an_a100_shrinks_weights_but_not_prefill():
     h100 = _run(scheme="w8a8-fp8", gpu="h100-sxm")
     a100 = _run(scheme="w8a8-fp8", gpu="a100-sxm-80gb")
     assert h100["matmul_path"] == "fp8" and a100["matmul_path"] == "bf16"
-    # Prefill of 2,000 tokens is compute-bound: twice the tensor rate on the H100, nothing on the A100.
-    assert h100["metrics"]["prefill_speedup"] == pytest.approx(1.93, abs=0.05)
+    # Prefill of 2,000 tokens is compute-bound: at peak, twice the tensor rate on the H100 (less the
+    # BF16 attention); the vLLM profile's FP8 GEMMs reach a smaller share of their peak and its
+    # activation traffic and fixed costs do not shrink, so it gains less; nothing on the A100.
+    ideal = _run(scheme="w8a8-fp8", gpu="h100-sxm", ideal=True)["metrics"]["prefill_speedup"]
+    assert ideal == pytest.approx(1.93, abs=0.05)
+    assert 1.1 < h100["metrics"]["prefill_speedup"] < ideal
     assert a100["metrics"]["prefill_speedup"] == pytest.approx(1.0, abs=1e-6)
     # Batch-1 decode is memory-bound: both gain from half the weight bytes.
-    assert a100["metrics"]["decode_speedup"] > 1.7
+    assert a100["metrics"]["decode_speedup"] > 1.4  # less than the byte ratio: the fixed costs stay
     assert any("no FP8 tensor-core" in n for n in a100["notes"])
 
 
 def test_weight_only_int4_helps_decode_not_prefill_and_fades_with_batch():
     r = _run(scheme="w4a16")
-    assert r["metrics"]["prefill_speedup"] == pytest.approx(1.0, abs=1e-6)
-    assert r["metrics"]["decode_speedup"] > 2.5
+    # Weight-only INT4 multiplies on the BF16 tensor cores: no faster at peak, and the profile's
+    # dequantising GEMMs (its w4a16 factor) make a compute-bound prefill slower.
+    assert _run(scheme="w4a16", ideal=True)["metrics"]["prefill_speedup"] == pytest.approx(1.0, abs=1e-6)
+    assert r["metrics"]["prefill_speedup"] < 1.0
+    assert r["metrics"]["decode_speedup"] > 1.5
     by_batch = r["schemes"]["w4a16"]["decode_speedup_by_batch"]
     assert all(b <= a + 1e-9 for a, b in zip(by_batch, by_batch[1:], strict=False))
     assert by_batch[-1] < 1.2

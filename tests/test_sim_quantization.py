@@ -49,16 +49,20 @@ def test_memory_bound_speedup_is_the_byte_ratio():
     int4 = cm.decode_step_time(LLAMA3_8B, H100, [2000], weight_dtype="int4", eff=eff)
     m = _run(weight_dtype="int4", batch_size=1)["metrics"]
     assert m["decode_speedup"] == pytest.approx(bf16.time_s / int4.time_s, rel=1e-12)
-    assert 2.5 < m["decode_speedup"] < course["decode_speedup"] < 3.5
+    assert 1.5 < m["decode_speedup"] < course["decode_speedup"] < 3.5
 
 
 def test_compute_bound_prefill_gains_only_with_low_precision_tensor_cores():
-    # W4A16 multiplies on the bf16 tensor cores: a compute-bound prefill takes exactly as long.
-    m = _run(weight_dtype="int4")["metrics"]
+    # W4A16 multiplies on the bf16 tensor cores: at peak a compute-bound prefill takes exactly as
+    # long; the profile's dequantising kernels (its w4a16 factor) make it slower.
+    m = _run(weight_dtype="int4", ideal=True)["metrics"]
     assert m["prefill_speedup"] == pytest.approx(1.0, abs=1e-12) and m["low_precision_tensor_cores"] == 0
-    # W8A8 FP8 on an H100 doubles the matmul rate (attention stays bf16, so a bit less than 2x).
+    assert _run(weight_dtype="int4")["metrics"]["prefill_speedup"] < 1.0
+    # W8A8 FP8 on an H100 doubles the matmul peak (attention stays bf16, so a bit less than 2x at
+    # peak); the profile's FP8 GEMMs reach less of theirs and its fixed costs stay, so less again.
+    top = _run(weight_dtype="fp8", ideal=True)["metrics"]["prefill_speedup"]
     m = _run(weight_dtype="fp8")["metrics"]
-    assert 1.5 < m["prefill_speedup"] < 2.0 and m["low_precision_tensor_cores"] == 1
+    assert 1.5 < top < 2.0 and 1.1 < m["prefill_speedup"] < top and m["low_precision_tensor_cores"] == 1
     # An A100 has no FP8 tensor cores: FP8 runs weight-only, saving bytes but no compute time.
     r = _run(weight_dtype="fp8", gpu="a100-sxm-80gb")
     assert r["metrics"]["prefill_speedup"] == pytest.approx(1.0, abs=1e-12)

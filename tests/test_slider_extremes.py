@@ -18,9 +18,9 @@ from simulators import api
 
 # CPU seconds (time.process_time, so that other processes on a busy machine do not count) per run:
 # a run that would reach the browser's 10 s run limit (Pyodide is 2-3x slower than CPython). The
-# slowest ends today (load_test at 2,000 requests in its "lengths" view, reasoning at 1,000) take
-# about 1.5 s, and up to 2.7 s of CPU on a shared machine under load; scripts/bench_simulators.py
-# prints the figures.
+# slowest ends today (cheapest at 1,000 requests per engine run, load_test at 2,000 requests in its
+# "lengths" view, reasoning at 1,000) take about 1.5-2.7 s, more on a shared machine under load;
+# scripts/bench_simulators.py prints the figures.
 LIMIT_S = 4.0
 
 SCHEMAS = api.schemas()

@@ -7,10 +7,12 @@ import random
 
 import pytest
 
+from simulators import costmodel as cm
 from simulators import efficiency as ef
 from simulators import served_benchmarks as sb
 from simulators import validation
 from simulators.catalog import gpus, models
+from simulators.engine.steptime import StepCost
 
 SERVING = ("offline_output_tokens_per_s", "batch_latency_s", "median_tpot_ms")
 
@@ -53,33 +55,33 @@ def test_requests_batch_serves_one_batch_of_the_rows_batch_size():
     assert predict(e, p) != predict(dict(e, requests=n + n // 2), p)  # a half batch more: a tail
 
 
-def test_profile_step_cost_matches_the_profile_step_time():
-    # The engine's linear form equals efficiency.step_time on random mixed batches: exactly for the
-    # memory side; the GEMM's small-M curve becomes a fixed term, exact for a batch of decodes.
-    # The activation traffic between kernels is a term per token, as the all-reduces are.
+def test_the_engines_step_cost_matches_the_profiles_step_time():
+    # The engine's linear form equals costmodel.step_time with the row's profile on random mixed
+    # batches: the GEMM's small-M curve is a fixed term per pass, the activation traffic between
+    # kernels a term per token, as the all-reduces are.
     m, g = models()["llama-3-8b"], gpus()["h100-sxm"]
     for name in ("vllm", "trtllm", "sglang"):
         p = ef.profile(name)
         assert p.activation_io > 0
-        cost = sb.ProfileStepCost(p, m, g, None, weight_dtype="fp8", kv_dtype="fp8", tp=1)
+        cost = StepCost(m, g, eff=p, weight_dtype="fp8", kv_dtype="fp8", tp=1)
         rng = random.Random(1)
         for _ in range(30):
             b = rng.randint(1, 256)
             decode = [(1, rng.randint(1, 4000)) for _ in range(b)]
-            want = ef.step_time(p, m, g, decode, weight_dtype="fp8", kv_dtype="fp8").time_s
+            want = cm.step_time(m, g, decode, weight_dtype="fp8", kv_dtype="fp8", eff=p).time_s
             assert cost.batch_time_s(decode) == pytest.approx(want, rel=1e-6)
             mixed = decode + [(rng.randint(64, 4096), rng.randint(0, 2000))]
-            want = ef.step_time(p, m, g, mixed, weight_dtype="fp8", kv_dtype="fp8").time_s
-            assert cost.batch_time_s(mixed) == pytest.approx(want, rel=0.03)
+            want = cm.step_time(m, g, mixed, weight_dtype="fp8", kv_dtype="fp8", eff=p).time_s
+            assert cost.batch_time_s(mixed) == pytest.approx(want, rel=1e-6)
     # Under TP 4 the layer overhead, the all-reduce latency and its bandwidth share come along.
     m70 = models()["llama-3.1-70b"]
     for name in ("vllm", "sglang"):
         p = ef.profile(name)
         assert p.layer_overhead_us > 0 and p.allreduce_bandwidth < 1
-        cost = sb.ProfileStepCost(p, m70, g, None, weight_dtype="bf16", kv_dtype="bf16", tp=4)
+        cost = StepCost(m70, g, eff=p, weight_dtype="bf16", kv_dtype="bf16", tp=4)
         for b in (1, 12, 240):
             decode = [(1, 300 + i) for i in range(b)]
-            want = ef.step_time(p, m70, g, decode, tp=4).time_s
+            want = cm.step_time(m70, g, decode, tp=4, eff=p).time_s
             assert cost.batch_time_s(decode) == pytest.approx(want, rel=1e-6)
 
 
@@ -122,7 +124,7 @@ def test_a_rate_row_reads_the_median_tpot_which_for_lone_requests_is_the_decode_
     p, sched = ef.profile(validation.profile_of(e)), validation.schedule(e)
     m, g = models()[e["model"]], gpus()[e["gpu"]]
     kw = {"weight_dtype": e["weight_dtype"], "kv_dtype": e["kv_dtype"], "tp": e["tp"]}
-    steps = [ef.step_time(p, m, g, [(1, 100 + k)], **kw).time_s for k in range(10)]
+    steps = [cm.step_time(m, g, [(1, 100 + k)], **kw, eff=p).time_s for k in range(10)]
     assert sb.run(e, p, sched) == pytest.approx(sum(steps) / 10, rel=1e-3)
     assert validation.PREDICTIONS["median_tpot_ms"](e, p) == pytest.approx(1e3 * sum(steps) / 10, rel=1e-3)
     with pytest.raises(ValueError, match="arrival must be"):

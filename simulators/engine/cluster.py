@@ -52,6 +52,9 @@ class EngineSpec:
     ideal: bool = False
     # The engine profile whose factors price each step (costmodel.efficiency); "vllm" by default.
     engine: str = cm.DEFAULT_ENGINE
+    # A profile given whole (the validation's refits) prices the steps instead of `engine`'s.
+    profile: cm.Efficiency | None = None
+    activation_dtype: str | None = None  # None: the weights' format where the GPU multiplies it (W8A8)
     tp: int = 1
     # Pipeline stages, data-parallel attention ranks and expert parallelism (simulators/parallel.py).
     pp: int = 1
@@ -85,11 +88,16 @@ class EngineSpec:
                 self.gpu,
                 weight_dtype=self.weight_dtype,
                 kv_dtype=self.kv_dtype,
-                eff=cm.efficiency(self.ideal, self.engine),
+                activation_dtype=self.activation_dtype,
+                eff=self.efficiency(),
                 **self.parallel().cost_kw(),
             )
             object.__setattr__(self, "_step_cost", cost)
         return cost
+
+    def efficiency(self) -> cm.Efficiency:
+        """The profile that prices this spec's steps."""
+        return self.profile or cm.efficiency(self.ideal, self.engine)
 
     def blocks(self) -> int:
         if self.num_blocks is not None:
@@ -111,8 +119,11 @@ class EngineSpec:
         """Keep `other`'s step cost, which must be this spec's own: specs that differ only in KV
         blocks or batch limits (which the step cost does not read) share one. The cheapest search
         makes a spec per layout and request lengths; the cost is one per layout."""
-        mine = (self.model, self.gpu, self.weight_dtype, self.kv_dtype, self.ideal, self.parallel())
-        if mine != (other.model, other.gpu, other.weight_dtype, other.kv_dtype, other.ideal, other.parallel()):
+
+        def key(s: EngineSpec) -> tuple[Any, ...]:
+            return (s.model, s.gpu, s.weight_dtype, s.kv_dtype, s.activation_dtype, s.efficiency(), s.parallel())
+
+        if key(self) != key(other):
             raise ValueError("adopt_step_cost: the two specs make different step costs")
         object.__setattr__(self, "_step_cost", other.step_cost())
 

@@ -1,25 +1,32 @@
 """Step time of a mixed batch in O(1): the cost model's `step_time`, read off as a linear form.
 
-`costmodel.step_time(model, gpu, seqs)` walks a list of (new_tokens, cached_tokens) pairs. The
-engine needs the same figure thousands of times per run, for batches it keeps as running sums,
-so it asks the cost model once for a few tiny batches and reads off the coefficients (as
-`costmodel.decode_line` does). Nothing here restates a formula: every coefficient is a
-difference of two `step_time` answers. For a batch with
+`costmodel.step_time(model, gpu, seqs, eff=profile)` walks a list of (new_tokens, cached_tokens)
+pairs and prices the pass with an engine profile. The engine needs the same figure thousands of
+times per run, for batches it keeps as running sums, so it asks the cost model once for a few
+small batches and reads off the coefficients (as `costmodel.decode_line` does). Nothing here
+restates a formula: every coefficient is solved from `step_time` answers. For a batch with
 
     tokens = sum q_i            num_seqs = len(seqs)
     keys   = sum (q_i c_i + q_i (q_i + 1) / 2)     (attention: query j sees c_i + j keys)
     kv     = sum (held(c_i) + q_i)                 (KV tokens read and written)
 
-step_time is  max(x tokens + y num_seqs + z keys,  W(tokens) + v kv) + u tokens,
-exactly, because compute is linear in tokens, logits rows and attention keys; memory is the
-weights streamed (a constant, or for a mixture of experts a function of the token count that
-is asked of the cost model and remembered) plus KV bytes; tensor-parallel traffic is linear in
-tokens. `tests/test_engine_core.py` (test_linear_step_cost_equals_step_time) checks the identity
-against `step_time` on random batches.
+step_time is  max(x tokens + y num_seqs + z keys + F,  W(tokens) + v kv) + u tokens + fixed,
+
+exactly, for a dense model: compute is linear in tokens, logits rows and attention keys, and the
+GEMM's small-M curve (efficiency plateau x M / (M + m_half)) adds m_half tokens' worth, a fixed F
+per pass; memory is the weights streamed (a constant, or for a mixture of experts a function of
+the token count that is asked of the cost model and remembered) plus KV bytes; tensor-parallel
+traffic and activation traffic are linear in tokens; the engine's fixed costs and the
+all-reduces' latency are `fixed`. A profile whose small steps run matrix-vector kernels
+(llama.cpp: at most matvec_max_tokens tokens, no small-M curve, a bandwidth cap) has a second set
+of coefficients for those steps. `tests/test_engine_core.py` checks the identity against
+`step_time` on random batches, and `tests/test_one_speed_model.py` that a run's steps stay within
+2% of it for every engine, dense and mixture of experts, with and without pipeline stages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import costmodel as cm
@@ -32,8 +39,62 @@ def attention_keys(new_tokens: int, cached_tokens: int) -> int:
     return new_tokens * cached_tokens + new_tokens * (new_tokens + 1) // 2
 
 
+def _solve(rows: list[list[float]], rhs: list[float]) -> list[float]:
+    """x with rows . x = rhs (Gaussian elimination with partial pivoting; 4 x 4 at most)."""
+    n = len(rows)
+    a = [list(r) + [v] for r, v in zip(rows, rhs, strict=True)]
+    for i in range(n):
+        k = max(range(i, n), key=lambda r: abs(a[r][i]))
+        a[i], a[k] = a[k], a[i]
+        for r in range(i + 1, n):
+            f = a[r][i] / a[i][i]
+            a[r] = [x - f * y for x, y in zip(a[r], a[i], strict=True)]
+    x = [0.0] * n
+    for i in reversed(range(n)):
+        x[i] = (a[i][n] - sum(a[i][j] * x[j] for j in range(i + 1, n))) / a[i][i]
+    return x
+
+
+class _Coefficients:
+    """The linear form's coefficients, solved from four step_time answers around the batch `base`:
+    base; its first sequence one token longer; its first sequence with one token cached; base and
+    one more one-token sequence. A profile's kernel regimes (matrix-vector steps) hold throughout,
+    so the base is chosen inside the regime the coefficients are for."""
+
+    def __init__(
+        self,
+        step: Callable[[list[tuple[int, int]]], cm.StepTime],
+        held: Callable[[int], int],
+        base: list[tuple[int, int]],
+    ):
+        (q, c), rest = base[0], base[1:]
+        probes = [base, [(q + 1, c), *rest], [(q, c + 1), *rest], [*base, (1, 0)]]
+        feats = []  # (tokens, seqs, keys, kv) of each probe
+        for seqs in probes:
+            feats.append(
+                (
+                    sum(n for n, _ in seqs),
+                    len(seqs),
+                    sum(attention_keys(n, k) for n, k in seqs),
+                    sum(held(k) + n for n, k in seqs),
+                )
+            )
+        times = [step(seqs) for seqs in probes]
+        self.x, self.y, self.z, self.fixed_compute = _solve(
+            [[t, n, k, 1.0] for t, n, k, _ in feats], [t.compute_s for t in times]
+        )
+        # Memory: W + v kv (the first and third probes differ in KV read only).
+        (a, _, d, _), (fa, _, fd, _) = times, feats
+        self.v = (d.memory_s - a.memory_s) / (fd[3] - fa[3]) if fd[3] != fa[3] else 0.0
+        self.weights = a.memory_s - self.v * fa[3]
+        # After the roofline: u per token (communication, activation traffic) and a fixed part.
+        after = [t.communication_s + t.activation_s for t in times[:2]]
+        self.u = (after[1] - after[0]) / (feats[1][0] - fa[0])
+        self.overhead = after[0] - self.u * fa[0] + a.overhead_s
+
+
 class StepCost:
-    """Linear form of `costmodel.step_time` for one model, GPU and set of options."""
+    """Linear form of `costmodel.step_time` for one model, GPU, engine profile and set of options."""
 
     def __init__(self, model: Model, gpu: Gpu, **kw: Any):
         self.model, self.gpu, self.kw = model, gpu, kw
@@ -48,55 +109,65 @@ class StepCost:
             return cm.step_time(model, gpu, seqs, **one_pass)
 
         self._step = step
-        a, b, d = step([(1, 0)]), step([(2, 0)]), step([(1, 1)])
-        self.compute_known = a.compute_known
-        # Compute: a = x + y + z, b = 2x + y + 3z, d = x + y + 2z.
-        self.z = d.compute_s - a.compute_s
-        self.x = b.compute_s - a.compute_s - 2 * self.z
-        self.y = a.compute_s - self.x - self.z
-        # Memory: a = W + v, d = W + 2v; communication: u per token.
-        self.v = d.memory_s - a.memory_s
-        self.u = a.communication_s
-        # The engine's fixed time per forward pass (its profile's step overhead), after the roofline.
-        self.overhead = a.overhead_s
+        self.compute_known = step([(1, 0)]).compute_known
+        # Steps of at most `matvec` tokens (per rank and micro-batch) run matrix-vector kernels, and
+        # so does an LM head over at most that many sequences: a set of coefficients per regime.
+        eff = kw.get("eff") or cm.default_efficiency()
+        self.matvec = mv = eff.matvec_max_tokens * self.dp
+        c = _Coefficients(step, self.held, [(1, 0)] * (mv + 1))
+        self.small = _Coefficients(step, self.held, [(1, 0)]) if mv else c  # tokens <= matvec
+        self.few = _Coefficients(step, self.held, [(mv + 1, 0)]) if mv else c  # sequences <= matvec
+        self.x, self.y, self.z, self.fixed_compute = c.x, c.y, c.z, c.fixed_compute
+        self.v, self.u, self.overhead, self.weights = c.v, c.u, c.overhead, c.weights
         self.moe = model.is_moe
-        self._weights: dict[int, float] = {1: a.memory_s - self.v}
+        self._moe_weights: dict[int, float] = {}
         self.window = model.sliding_window
+
+    def _set(self, tokens: int, seqs: int) -> StepCost | _Coefficients:
+        """The coefficients of a pass over `tokens` tokens of `seqs` sequences (per micro-batch):
+        this object's own when both are above `matvec`."""
+        if seqs > self.matvec:
+            return self
+        return self.small if tokens <= self.matvec else self.few
 
     def weights_s(self, tokens: int) -> float:
         """Time to stream the weights one pass over `tokens` tokens reads."""
+        c = self._set(tokens, tokens)
         if not self.moe:
-            return self._weights[1]
-        w = self._weights.get(tokens)
+            return c.weights
+        w = self._moe_weights.get(tokens)
         if w is None:
-            w = self._step([(tokens, 0)]).memory_s - self.v * tokens
-            self._weights[tokens] = w
+            w = self._step([(tokens, 0)]).memory_s - c.v * tokens
+            self._moe_weights[tokens] = w
         return w
 
     def micro_batches(self, num_seqs: int) -> int:
         return pt.micro_batches(-(-num_seqs // self.dp), self.pp)
 
     def parts(self, tokens: int, num_seqs: int, keys: float, kv: float) -> tuple[float, float, float]:
-        """(compute_s, memory_s, communication_s) of a batch given its four sums."""
+        """(compute_s, memory_s, after_s) of a batch given its four sums; after_s (communication,
+        activation traffic and fixed costs) runs after the roofline."""
         if self.pp > 1:
             mb = self.micro_batches(num_seqs)
+            c = self._set(-(-tokens // mb), -(-num_seqs // mb))
             return (
-                (self.x * tokens + self.y * num_seqs + self.z * keys) / mb,
-                self.weights_s(-(-tokens // mb)) + self.v * kv / mb,
-                (self.u + self.hop) * tokens / mb + self.overhead,
+                (c.x * tokens + c.y * num_seqs + c.z * keys) / mb + c.fixed_compute,
+                self.weights_s(-(-tokens // mb)) + c.v * kv / mb,
+                (c.u + self.hop) * tokens / mb + c.overhead,
             )
+        c = self if num_seqs > self.matvec else self._set(tokens, num_seqs)
         return (
-            self.x * tokens + self.y * num_seqs + self.z * keys,
-            (self.weights_s(tokens) if self.moe else self._weights[1])
-            + self.v * kv,  # once per step: no call for a dense model
-            self.u * tokens + self.overhead,
+            c.x * tokens + c.y * num_seqs + c.z * keys + c.fixed_compute,
+            (self.weights_s(tokens) if self.moe else c.weights) + c.v * kv,  # no call for a dense model
+            c.u * tokens + c.overhead,
         )
 
     def mean_prefill_compute_s(self, mean_tokens: float, mean_keys: float) -> float:
         """The mean compute time of prefilling prompts each alone (one sequence, nothing cached),
         given their mean length and mean attention_keys(p, 0): parts(p, 1, keys, p)[0] is linear
-        in both, and one sequence is one micro-batch."""
-        return self.x * mean_tokens + self.y + self.z * mean_keys
+        in both (above `matvec` tokens), and one sequence is one micro-batch."""
+        c = self.few  # one sequence, more than `matvec` tokens
+        return c.x * mean_tokens + c.y + c.z * mean_keys + c.fixed_compute
 
     def time_s(self, tokens: int, num_seqs: int, keys: float, kv: float) -> float:
         return cm.roofline_s(*self.parts(tokens, num_seqs, keys, kv))
@@ -113,7 +184,7 @@ class StepCost:
     def decode_stride(
         self, batch: int, sum_context: int, sum_held: int, held_growth: int, q: int = 1
     ) -> tuple[float, float, float, float, float]:
-        """Step k of a decode stride as affine pieces: (compute0, compute1, memory0, memory1, comm).
+        """Step k of a decode stride as affine pieces: (compute0, compute1, memory0, memory1, after).
 
         Each of `batch` sequences brings q new tokens (1 for plain decode, k + 1 for a speculative
         verify pass) and its context grows by one token per step, so at step k the batch has
@@ -121,14 +192,18 @@ class StepCost:
         (batch, less the sequences capped by a sliding window).
         """
         tokens = batch * q
-        c0 = self.x * tokens + self.y * batch + self.z * (q * sum_context + batch * q * (q + 1) // 2)
+        keys = q * sum_context + batch * q * (q + 1) // 2
         if self.pp > 1:  # a pipeline round: see parts()
             mb = self.micro_batches(batch)
-            m0 = self.weights_s(-(-tokens // mb)) + self.v * (sum_held + tokens) / mb
-            comm = (self.u + self.hop) * tokens / mb + self.overhead
-            return c0 / mb, self.z * q * batch / mb, m0, self.v * held_growth / mb, comm
-        m0 = (self.weights_s(tokens) if self.moe else self._weights[1]) + self.v * (sum_held + tokens)
-        return c0, self.z * q * batch, m0, self.v * held_growth, self.u * tokens + self.overhead
+            c = self._set(-(-tokens // mb), -(-batch // mb))
+            c0 = (c.x * tokens + c.y * batch + c.z * keys) / mb + c.fixed_compute
+            m0 = self.weights_s(-(-tokens // mb)) + c.v * (sum_held + tokens) / mb
+            after = (c.u + self.hop) * tokens / mb + c.overhead
+            return c0, c.z * q * batch / mb, m0, c.v * held_growth / mb, after
+        c = self if batch > self.matvec else self._set(tokens, batch)
+        c0 = c.x * tokens + c.y * batch + c.z * keys + c.fixed_compute
+        m0 = (self.weights_s(tokens) if self.moe else c.weights) + c.v * (sum_held + tokens)
+        return c0, c.z * q * batch, m0, c.v * held_growth, c.u * tokens + c.overhead
 
 
 def stride_time_s(c0: float, c1: float, m0: float, m1: float, comm: float, n: int) -> float:
