@@ -64,7 +64,8 @@ from . import (
     sparsity,
     speculative,
 )
-from .catalog import CatalogError
+from . import costmodel as cm
+from .catalog import CatalogError, resolve_gpu
 from .engine import blockhash
 from .params import ParamErrors, parse, schema_fields
 from .results_cache import MAX_RESULTS, LruCache, ResultsCache
@@ -286,6 +287,9 @@ def run(
         p = parse(mod.Params, params, memo=memo)
     except ParamErrors as e:
         return {"ok": False, "errors": e.errors}
+    unpriced = _missing_figure(p)
+    if unpriced:
+        return {"ok": False, "errors": [unpriced]}
     try:
         result = _simulate(name, mod, p, seed, chart, cache, partial)
     except CatalogError as e:
@@ -300,6 +304,24 @@ def run(
         "result": result,
         **drawn,
         **({"priced_by": priced} if priced else {}),
+    }
+
+
+def _missing_figure(p: Any) -> dict[str, str] | None:
+    """A field error on `gpu` where a timing simulator (one with an engine) runs on a GPU whose
+    catalogue entry, or the reader's custom GPU, lacks the tensor rate its times need: without it
+    a time could only be a memory-only floor (issue 29: complete figures, or a refusal)."""
+    gpu_value = getattr(p, "gpu", None)
+    if not isinstance(getattr(p, "engine", None), str) or gpu_value is None:
+        return None
+    gpu = resolve_gpu(gpu_value)
+    missing = cm.missing_compute_figure(gpu, getattr(p, "weight_dtype", "bf16"))
+    if not missing:
+        return None
+    return {
+        "field": "gpu",
+        "message": f"{gpu.name} has no '{missing}' in the catalogue, and every time needs it (without it a "
+        "prefill could only be priced as a memory-only floor): pick another GPU, or give a custom GPU that rate",
     }
 
 

@@ -54,3 +54,19 @@ def test_the_searched_gpus_all_have_a_compute_roof():
     skipped = {g for g in catalog.gpus() if g not in GPUS}
     assert skipped == {g for g, gpu in catalog.gpus().items() if gpu.peak_tflops("bf16") is None}
     assert "rtx-3090" in GPUS  # the GA102 whitepaper's 71 dense BF16 TFLOPS (review B-02)
+
+
+def test_a_time_on_a_gpu_without_a_tensor_rate_is_refused_with_the_figure_named():
+    """Issue 29, item 3: a GPU whose catalogue entry (or a reader's custom GPU) lacks the tensor
+    rate gets a field error naming it from every simulator that prices a time; the memory
+    simulators still answer, as memory needs no rate."""
+    timing = [name for name, s in api.schemas().items() if {"engine", "gpu"} <= {p["name"] for p in s["params"]}]
+    assert {"generation", "engine", "load_test", "slo", "quantization"} <= set(timing)
+    custom = {"name": "No-rate GPU", "memory_GiB": 80, "hbm_bandwidth_GBps": 3000}
+    for name in timing:
+        for gpu in ("m2-ultra", custom):
+            answer = api.run(name, {"gpu": gpu})
+            assert not answer["ok"], (name, gpu)
+            assert answer["errors"][0]["field"] == "gpu" and "dense_bf16_tflops" in answer["errors"][0]["message"]
+    for name in ("kv_cache", "gpu_memory", "deployment"):
+        assert api.run(name, {"gpu": "m2-ultra"})["ok"], name
