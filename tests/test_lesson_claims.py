@@ -128,23 +128,29 @@ def test_00_2_goodput_is_zero_at_the_largest_batch_that_fits_and_positive_at_32(
     logged = m("deployment", "max_concurrency", max_model_len=2200)
     assert full["batch_size"] <= logged < full["batch_size"] + 1
     assert m("slo", "goodput_rps", **full) == 0
-    assert m("slo", "goodput_rps", batch_size=32) > m("slo", "goodput_rps", batch_size=128)
+    assert m("slo", "goodput_rps", **scenario("00.2", "chosen")) > m("slo", "goodput_rps", batch_size=128)
     assert m("slo", "local_tokens_per_s", **full) > m("slo", "local_tokens_per_s", batch_size=128)
 
 
-def test_00_2_the_p90_tpot_target_is_crossed_between_batch_36_and_40() -> None:
-    # "batch 32 meets p90 TPOT <= 30 ms ... the limit lies between 36 and 40, and 48 already misses";
-    # "goodput peaks just below the crossing and falls after it".
+def test_00_2_the_p90_tpot_target_is_crossed_between_batch_26_and_28() -> None:
+    # "After: batch 24, which meets p90 TPOT <= 30 ms with some margin (the limit lies between 26 and
+    # 28). The simulator opens at batch 32, which misses it"; "goodput barely moves across the
+    # crossing ... Past it goodput falls ... while throughput keeps rising".
     target = 0.030
-    assert m("slo", "slo_met", batch_size=32) == 1
-    assert m("slo", "tpot_p90_s", batch_size=36) <= target < m("slo", "tpot_p90_s", batch_size=40)
-    assert m("slo", "slo_met", batch_size=48) == 0
-    assert m("slo", "goodput_rps", batch_size=36) > m("slo", "goodput_rps", batch_size=48)
-    # one speed model: the batch-32 median TTFT is not below the batch-1 prefill (review A-3)
-    assert m("slo", "ttft_p50_s") >= m("generation", "ttft_s")
-    assert m("slo", "goodput_rps", batch_size=48) > m("slo", "goodput_rps", batch_size=64)
-    # "one request in twenty waits behind a ... s prefill": p99 TTFT far above the mean.
-    assert m("slo", "ttft_p99_s") > 5 * m("slo", "ttft_mean_s")
+    chosen = scenario("00.2", "chosen")
+    assert m("slo", "slo_met", **chosen) == 1 and m("slo", "tpot_p90_s", **chosen) < 0.95 * target
+    assert m("slo", "tpot_p90_s", batch_size=26) <= target < m("slo", "tpot_p90_s", batch_size=28)
+    assert m("slo", "slo_met", batch_size=32) == 0 and m("slo", "slo_met") == 0  # the default is batch 32
+    near = [m("slo", "goodput_rps", batch_size=b) for b in (chosen["batch_size"], 28, 32)]
+    assert max(near) < 1.05 * min(near)
+    assert min(near) > m("slo", "goodput_rps", batch_size=48) > m("slo", "goodput_rps", batch_size=64)
+    assert m("slo", "local_tokens_per_s", batch_size=64) > m("slo", "local_tokens_per_s", batch_size=48)
+    # one speed model: the table's median TTFT is not below the batch-1 prefill (review A-3)
+    assert m("slo", "ttft_p50_s", **chosen) >= m("generation", "ttft_s")
+    # "one request in twenty waits behind a ... s prefill": p99 TTFT far above the mean; "the same
+    # server meets the SLO at p90 but misses it at p99"; p95 (Try it 2) misses it too.
+    assert m("slo", "ttft_p99_s", **chosen) > 5 * m("slo", "ttft_mean_s", **chosen)
+    assert m("slo", "ttft_p90_s", **chosen) <= 0.5 < m("slo", "ttft_p95_s", **chosen)
 
 
 # --- 03, 04: compression gains fade with the batch ------------------------------------------------
@@ -444,6 +450,23 @@ def test_07_the_cache_keeps_the_queue_away_at_40_per_second_and_agents_hit_more_
     assert m("prefix_cache", "ttft_hash_s_p99", sharing="agent", turns=8) < m(
         "prefix_cache", "ttft_off_s_p99", sharing="agent", turns=8
     )
+
+
+def test_07_a_cached_system_prompt_leaves_a_little_more_than_a_cold_1000_token_prefill() -> None:
+    # 07 "What a hit saves", table and quiz 1: with the first 1,000 tokens cached, the pass over the
+    # user's 1,000 (whose queries read the cached keys) costs a little more than a cold 1,000-token
+    # prefill, so the saving is at most ttft(2000) - ttft(1000), under half; "up to" rows are bounds.
+    from simulators import costmodel as cm
+    from simulators.catalog import resolve_gpu, resolve_model
+
+    llama, h100, vllm = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm"), cm.efficiency(False, "vllm")
+    cold = m("generation", "ttft_s", prompt_tokens=1000)
+    cached = cm.step_time(llama, h100, [(1000, 1000)], eff=vllm).time_s
+    assert cold < cached < 1.05 * cold  # within the quiz's 5% tolerance
+    assert 0.4 < 1 - cached / m("generation", "ttft_s") < 1 - cold / m("generation", "ttft_s") < 0.5
+    cached64 = cm.step_time(llama, h100, [(1000, 1000)] * 64, eff=vllm).time_s
+    saved64 = m("generation", "ttft_s", batch_size=64) - m("generation", "ttft_s", batch_size=64, prompt_tokens=1000)
+    assert m("generation", "ttft_s", batch_size=64) - cached64 <= saved64
 
 
 # --- 11 and F2: load tests on 2,000-request runs ---------------------------------------------------
