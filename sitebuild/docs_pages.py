@@ -70,7 +70,7 @@ def error_band() -> str:
     """The band of the validation table, in words, computed on the held-out rows only (never typed)."""
     from simulators import validation
 
-    held, calib = validation.band("held_out"), validation.band("calibration")
+    held, calib, twins = (validation.band(r) for r in ("held_out", "calibration", "same_source"))
     every = validation.rows()
     checks = [r for r in every if r.role == "check" and not r.is_speed]
     worst = max((r for r in every if r.role == "held_out" and r.is_speed), key=lambda r: abs(r.error), default=None)
@@ -80,6 +80,9 @@ def error_band() -> str:
         + (f" The largest miss is *{worst.what}* ({worst.error:+.0%})." if worst else ""),
         f"- **Speed, calibration.** The {calib.points} rows the factors were fitted on land within "
         f"{calib.median_abs_error:.0%} (median |error|); they are shown apart and do not count in the band.",
+        f"- **Speed, same source as a calibration row.** {twins.points} rows were not fitted on but come from "
+        f"the submission, campaign or table of a row that was; they land within {twins.median_abs_error:.0%} "
+        "(median |error|), which says how much closer a twin of the fit lands than an independent source.",
     ]
     if checks:
         off = max(checks, key=lambda r: abs(r.error))
