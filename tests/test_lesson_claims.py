@@ -590,7 +590,15 @@ def test_09_the_big_batch_fits_the_bf16_pool_and_an_fp8_cache_restores_the_int4_
     assert big["batch_size"] * 2000 <= m("compression", "kv_token_capacity_baseline", **big, scheme="w4a16")
     at1 = m("compression", "decode_speedup", scheme="w4a16")
     at_big = m("compression", "decode_speedup", **big, scheme="w4a16")
-    assert at_big < at1 / 2 < m("compression", "decode_speedup", **big, scheme="w4a16", kv_fp8=True)
+    # "falls from … to …"; the FP8 cache "brings the gain to …, above batch 1's, where the fixed
+    # cost per step weighs more" (at batch 1 it is well under the byte ratio, the ideal figure).
+    assert at_big < 0.7 * at1 < at1 < m("compression", "decode_speedup", **big, scheme="w4a16", kv_fp8=True)
+    assert at1 < 0.7 * m("compression", "decode_speedup", scheme="w4a16", ideal=True)
+    # Experiment 1 and "Which scheme": W4A16 prefill is slower than bf16 under the profile (its
+    # kernels unpack weights), 1.0x at peak; FP8 W8A8 gains on prefill, less than at peak.
+    assert m("compression", "prefill_speedup", scheme="w4a16") < 1
+    assert abs(m("compression", "prefill_speedup", scheme="w4a16", ideal=True) - 1) < 0.01
+    assert 1 < m("compression", "prefill_speedup") < m("compression", "prefill_speedup", ideal=True)
 
 
 def test_f5_a_thinking_answer_costs_over_a_hundred_plain_ones_at_the_batch_that_fits() -> None:
