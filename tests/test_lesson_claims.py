@@ -332,6 +332,15 @@ def test_f4_speculation_gain_falls_with_acceptance() -> None:
     assert m("reasoning", "speculation_speedup") > m("reasoning", "speculation_speedup", acceptance_rate=0.6) > 1
 
 
+def test_f4_a_90_s_decode_needs_speculation_on_one_h100() -> None:
+    # F4 "Decode is the whole request": the fixed cost per step alone sums to tens of seconds over
+    # 20,000 steps, FP8 weights still leave well over 90 s, speculation at 08's defaults (mean
+    # context 12,000 tokens) gets under it.
+    fixed = m("generation", "ttft_s", prompt_tokens=1) - m("generation", "prefill_memory_s", prompt_tokens=1)
+    assert 30 < fixed * 20000 < 90 < m("generation", "e2e_s", output_tokens=20000, weight_dtype="fp8")
+    assert m("speculative", "itl_s", context_tokens=12000) * 20000 < 90
+
+
 def test_f4_reasoning_caches_outgrow_memory_and_slot_caps_do_not_help() -> None:
     # Answer 1: "some are preempted and wait"; answer 3: the H200 holds more sequences and finishes sooner.
     assert m("reasoning", "num_preemptions_reasoning") >= 1
