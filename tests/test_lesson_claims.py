@@ -301,7 +301,10 @@ def test_f1_running_example_at_batch_64_is_tensorrt_llm_at_0_4_and_sglang_at_0_8
     int4_at1 = m("generation", "itl_s") / m("generation", "itl_s", weight_dtype="int4")
     ideal = m("generation", "itl_s", ideal=True) / m("generation", "itl_s", ideal=True, weight_dtype="int4")
     assert int4_at1 < 0.7 * ideal
-    assert m("generation", "itl_s", batch_size=64) / m("generation", "itl_s", batch_size=64, weight_dtype="int4") < int4_at1
+    assert (
+        m("generation", "itl_s", batch_size=64) / m("generation", "itl_s", batch_size=64, weight_dtype="int4")
+        < int4_at1
+    )
 
 
 # --- 12: routing and disaggregation ---------------------------------------------------------------
