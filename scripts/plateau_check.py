@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simulators import load_test  # noqa: E402
-from simulators.engine import EngineSpec, SchedulerConfig  # noqa: E402
+from simulators.engine import EngineSpec, SchedulerConfig, workload  # noqa: E402
 from simulators.engine.cluster import serve  # noqa: E402
 from simulators.engine.loadgen import cut_at, measure, requests_for  # noqa: E402
 from simulators.engine.metrics import window  # noqa: E402
@@ -59,7 +59,7 @@ def main() -> int:
     for kind in ("azure", "fixed"):
         q = load_test.Params(lengths=kind)
         cap = load_test.run(q, seed=0)["metrics"]["max_throughput_per_s"]
-        lengths = load_test._lengths(kind)
+        lengths = workload.lengths_for(kind)
         long = measure(
             serve(requests_for("poisson", _rng(), args.long, lengths, rate=2 * cap), spec), "poisson", 2 * cap
         )

@@ -21,7 +21,8 @@ class CatalogError(ValueError):
 
 
 @cache
-def _load(name: str) -> dict[str, Any]:
+def data_file(name: str) -> dict[str, Any]:
+    """A data file of simulators/data (a TOML catalogue), parsed; read once per process."""
     text = resources.files("simulators").joinpath("data").joinpath(name).read_text(encoding="utf-8")
     return tomllib.loads(text)
 
@@ -158,7 +159,7 @@ def serve_defaults(gpu: Gpu) -> dict[str, float]:
 @cache
 def gpus() -> dict[str, Gpu]:
     """Every catalogue GPU by id, in file order; an entry without a `source` is refused."""
-    entries = _load("gpus.toml")
+    entries = data_file("gpus.toml")
     _sourced("gpus.toml", "GPU", entries)
     return {gid: gpu_from_dict(entry, gid) for gid, entry in entries.items()}
 
@@ -443,7 +444,7 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
 @cache
 def models() -> dict[str, Model]:
     """Every catalogue model by id, in file order; a catalogue entry may not carry unread keys."""
-    entries = _load("models.toml")
+    entries = data_file("models.toml")
     _sourced("models.toml", "model", entries)
     out = {mid: model_from_config(entry, mid) for mid, entry in entries.items()}
     for mid, m in out.items():
@@ -458,7 +459,7 @@ def models() -> dict[str, Model]:
 def hf_repos() -> dict[str, str]:
     """Hugging Face repository (lower case) -> catalogue model id, from each entry's `hf_ids`."""
     out: dict[str, str] = {}
-    for mid, entry in _load("models.toml").items():
+    for mid, entry in data_file("models.toml").items():
         for repo in entry.get("hf_ids", []):
             if repo.lower() in out:
                 raise CatalogError(f"model '{mid}': hf_ids repeats '{repo}' (also in '{out[repo.lower()]}')")
@@ -502,17 +503,17 @@ class Precision:
 
 @cache
 def precisions() -> dict[str, Precision]:
-    return {pid: Precision(id=pid, **entry) for pid, entry in _load("precisions.toml").items()}
+    return {pid: Precision(id=pid, **entry) for pid, entry in data_file("precisions.toml").items()}
 
 
 @cache
 def assumptions() -> dict[str, Any]:
-    return _load("assumptions.toml")
+    return data_file("assumptions.toml")
 
 
 @cache
 def running_example() -> dict[str, Any]:
-    return _load("running_example.toml")
+    return data_file("running_example.toml")
 
 
 def resolve_gpu(value: str | dict[str, Any]) -> Gpu:

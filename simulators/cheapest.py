@@ -42,7 +42,7 @@ from typing import Any
 
 from . import costmodel as cm
 from . import sizing_search as ss
-from .catalog import Gpu, _load, gpus, resolve_model, running_example
+from .catalog import Gpu, data_file, gpus, resolve_model, running_example
 from .engine import workload
 from .parallel import check_link
 from .params import ParamError, model_param, param
@@ -74,7 +74,7 @@ VIEWS = [("cost", "Price of each configuration"), ("latency", "Latency against t
 
 
 def default_prices() -> dict[str, float]:
-    table = _load("gpu_prices.toml")
+    table = data_file("gpu_prices.toml")
     return {gid: float(v["usd_per_hour"]) for gid, v in table.items() if isinstance(v, dict)}
 
 

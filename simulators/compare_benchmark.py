@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .catalog import resolve_gpu, resolve_model
-from .engine import EngineSpec, SchedulerConfig
+from .engine import EngineSpec, SchedulerConfig, workload
 from .engine.cluster import fit_error
 from .engine.loadgen import LoadRun, ServedMemo, sweep_rates
 from .guidellm_read import ReportError, read
-from .load_test import CEILING_REQUESTS, FEW_SAMPLES, LENGTHS, _lengths
+from .load_test import CEILING_REQUESTS, FEW_SAMPLES, LENGTHS
 from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line
@@ -126,7 +126,7 @@ def _simulated(
     spec = EngineSpec(
         m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens), engine=p.engine
     )
-    lengths = _lengths(p.lengths)
+    lengths = workload.lengths_for(p.lengths)
     served = _memo_for(p, "sweep", spec, p.num_requests, seed, memo)
     out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "sim": []}
     sync = served.run("synchronous", lengths)

@@ -30,13 +30,11 @@ M is the step's token count (per rank and micro-batch): gemm_efficiency = platea
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
-from importlib import resources
 from typing import Any
 
-from .catalog import Gpu, Model
+from .catalog import Gpu, Model, data_file
 
 FACTORS = ("bandwidth", "gemm_bf16", "gemm_fp8", "gemm_int8", "w4a16", "attention")
 WEIGHT_ONLY_4BIT = ("int4",)
@@ -103,10 +101,8 @@ class ProfileError(ValueError):
     pass
 
 
-@cache
 def _data() -> dict[str, Any]:
-    text = resources.files("simulators").joinpath("data").joinpath("engine_profiles.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return data_file("engine_profiles.toml")
 
 
 def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:

@@ -130,7 +130,7 @@ class Params:
         m = resolve_model(self.model)
         check_serving(m, resolve_gpu(self.gpu), layout_of(self))
         # Requests longer than the context are dropped; when the typical one is, none is served.
-        typical = _lengths("fixed") if self.lengths == "fixed" else None
+        typical = workload.lengths_for("fixed") if self.lengths == "fixed" else None
         need = typical.prompt + typical.output if typical else _azure_median()
         if need > m.max_context_tokens:
             raise ParamError(
@@ -141,14 +141,6 @@ class Params:
 
 def _azure_median() -> float:
     return math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
-
-
-def _lengths(kind: str) -> workload.Lengths:
-    if kind == "fixed":  # the lognormal fits' means, e^(mu + sigma^2 / 2), capped as the trace is
-        mu_p, s_p = workload.AZURE_CONV_PROMPT
-        mu_o, s_o = workload.AZURE_CONV_OUTPUT
-        return workload.Lengths("fixed", round(math.exp(mu_p + s_p**2 / 2)), round(math.exp(mu_o + s_o**2 / 2)))
-    return workload.azure_lengths()
 
 
 # The simulated runs of the latest scenario, kept between calls in the caller's memo (api.Session
@@ -208,7 +200,7 @@ def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Length
         **layout_of(p).cost_kw(),
     )
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
-    return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, _lengths(p.lengths)
+    return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, workload.lengths_for(p.lengths)
 
 
 def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
@@ -278,7 +270,7 @@ def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
         engine=p.engine,
         **layout_of(p).cost_kw(),
     )
-    return guidellm_report_mod.sweep_report(spec, p.num_requests, _lengths(p.lengths), seed)
+    return guidellm_report_mod.sweep_report(spec, p.num_requests, workload.lengths_for(p.lengths), seed)
 
 
 # Files the page offers for download (api.EXPORT), made only when asked: GuideLLM's report of
@@ -371,7 +363,7 @@ def view_data(
         out["chosen"] = _point(served.run("poisson", lengths, rate=p.rate_per_s, **kw))
         show(out)
     if view == "lengths":
-        other = _lengths("fixed" if p.lengths == "azure" else "azure")
+        other = workload.lengths_for("fixed" if p.lengths == "azure" else "azure")
         for f in reversed(FRACTIONS):
             out["other"].insert(0, _point(served.run("poisson", other, rate=f * cap, **kw)))
             show(out)

@@ -16,29 +16,30 @@ from __future__ import annotations
 
 import re
 import statistics
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from . import benchmarks as bm
 from . import costmodel as cm
 from . import efficiency as ef
 from . import served_benchmarks as sb
-from .catalog import Gpu, Model, gpus, models
+from .catalog import Gpu, Model, data_file, gpus, models
 
 
-@cache
 def _data() -> dict[str, Any]:
-    text = resources.files("simulators").joinpath("data").joinpath("measurements.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return data_file("measurements.toml")
 
 
 def measurements() -> list[dict[str, Any]]:
     """Every published point, in file order."""
     return list(_data()["measurement"])
+
+
+def vllm_logs() -> list[dict[str, Any]]:
+    """The vLLM start-up logs whose KV cache sizes the memory accounting is checked against."""
+    return list(_data().get("vllm_log", []))
 
 
 def skipped() -> list[dict[str, Any]]:

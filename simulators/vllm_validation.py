@@ -21,7 +21,7 @@ from typing import Any
 
 from . import vllm_memory as vm
 from .catalog import gpus, models
-from .validation import _data
+from .validation import vllm_logs
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ SPLITS = ("calibration", "held_out")
 
 def logs() -> list[dict[str, Any]]:
     """Every published vLLM start-up, in file order."""
-    entries = list(_data().get("vllm_log", []))
+    entries = vllm_logs()
     for e in entries:
         if e.get("split") not in SPLITS:
             raise ValueError(f"[[vllm_log]] {e.get('id')}: split must be one of {SPLITS}, got {e.get('split')!r}")

@@ -195,6 +195,6 @@ def test_new_formats_store_what_their_sources_say():
 def test_an_entry_without_a_source_is_refused_where_it_is_loaded(monkeypatch, loader, file, entry):
     """Review C-4: a missing source reached the CLI and the build; loading now refuses it, naming the
     file, the entry and the key."""
-    monkeypatch.setattr(catalog, "_load", lambda name: {"new-entry": dict(entry)} if name == file else {})
+    monkeypatch.setattr(catalog, "data_file", lambda name: {"new-entry": dict(entry)} if name == file else {})
     with pytest.raises(catalog.CatalogError, match=rf"{file}: .* 'new-entry' has no 'source'"):
         getattr(catalog, loader).__wrapped__()

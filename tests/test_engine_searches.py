@@ -14,7 +14,7 @@ from guidellm.utils.statistics import wilson_interval as gl_wilson
 
 from simulators import load_test
 from simulators.catalog import resolve_gpu, resolve_model
-from simulators.engine import EngineSpec, SchedulerConfig, Slo
+from simulators.engine import EngineSpec, SchedulerConfig, Slo, workload
 from simulators.engine.saturation import (
     OverSaturation,
     SlopeChecker,
@@ -38,7 +38,7 @@ def _spec(slots=64):
     return EngineSpec(m, resolve_gpu(p.gpu), SchedulerConfig(max_num_seqs=slots, max_model_len=m.max_context_tokens))
 
 
-FIXED = load_test._lengths("fixed")
+FIXED = workload.lengths_for("fixed")
 
 
 # --- the ports against GuideLLM's own code -------------------------------------------------------

@@ -152,9 +152,9 @@ def test_a_reader_price_replaces_the_default_and_changes_the_ranking():
 
 
 def test_the_price_table_cites_its_source():
-    from simulators.catalog import _load
+    from simulators.catalog import data_file
 
-    table = _load("gpu_prices.toml")
+    table = data_file("gpu_prices.toml")
     assert "runpod" in table["source"]
     for gid, row in table.items():
         if isinstance(row, dict):

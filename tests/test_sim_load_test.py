@@ -6,7 +6,7 @@ import random
 
 from simulators import api, load_test
 from simulators.catalog import resolve_gpu, resolve_model
-from simulators.engine import EngineSpec, SchedulerConfig, serve
+from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
 from simulators.engine.export import GUIDELLM_NAMES
 from simulators.engine.loadgen import requests_for, run_profile
 from simulators.engine.workload import Request
@@ -81,7 +81,7 @@ def test_a_conversation_ends_with_its_dropped_turn():
 def test_one_closed_loop_user_completes_every_request_that_fits():
     # Azure lengths: a few of 1,000 draws exceed the 8,192-token context. Every other request
     # completes (it was 291 of 1,000 when a drop ended the user's loop), and the run says so.
-    lengths = load_test._lengths("azure")
+    lengths = workload.lengths_for("azure")
     run = run_profile("concurrent", SPEC, 1000, lengths, 0, users=1)
     too_long = sum(
         1
@@ -158,7 +158,7 @@ def test_maximum_throughput_agrees_with_the_long_run_plateau():
     # Issue 14's acceptance: within 10% (it was 22.9 req/s against a 17.7 req/s plateau, 29%).
     p, spec = _default_spec()
     cap = load_test.run(p, seed=0)["metrics"]["max_throughput_per_s"]
-    plateau = _plateau(spec, load_test._lengths(p.lengths), 3 * cap)
+    plateau = _plateau(spec, workload.lengths_for(p.lengths), 3 * cap)
     assert abs(cap / plateau - 1) < 0.10, (cap, plateau)
 
 
@@ -169,7 +169,7 @@ def test_an_overloaded_short_run_does_not_collapse():
     p, spec = _default_spec()
     cap = load_test.run(p, seed=0)["metrics"]["max_throughput_per_s"]
     for kind in ("azure", "fixed"):
-        lengths = load_test._lengths(kind)
+        lengths = workload.lengths_for(kind)
         got = [
             run_profile("poisson", spec, 150, lengths, 0, rate=f * cap).metrics["request_throughput_per_s"]
             for f in (1.5, 2, 3)
@@ -179,12 +179,12 @@ def test_an_overloaded_short_run_does_not_collapse():
     # measured: the last batch drains with slots empty, which GuideLLM's window keeps, as a real
     # run would); with the heavy-tailed Azure lengths the few longest answers drain alone at the
     # end (37% below), and the run says so (drain_share).
-    fixed = load_test._lengths("fixed")
+    fixed = workload.lengths_for("fixed")
     short = run_profile("poisson", spec, 150, fixed, 0, rate=2 * cap).metrics
     assert abs(short["request_throughput_per_s"] / _plateau(spec, fixed, 2 * cap) - 1) < 0.16
-    azure = run_profile("poisson", spec, 150, load_test._lengths("azure"), 0, rate=2 * cap).metrics
+    azure = run_profile("poisson", spec, 150, workload.lengths_for("azure"), 0, rate=2 * cap).metrics
     assert azure["drain_share"] > load_test.DRAIN_DOMINATES
-    long = run_profile("poisson", spec, 2000, load_test._lengths("azure"), 0, rate=2 * cap).metrics
+    long = run_profile("poisson", spec, 2000, workload.lengths_for("azure"), 0, rate=2 * cap).metrics
     assert long["drain_share"] < load_test.DRAIN_DOMINATES
 
 

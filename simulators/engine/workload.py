@@ -145,6 +145,16 @@ def azure_lengths(prompt_cap: int = 1 << 20, output_cap: int = AZURE_CONV_OUTPUT
     return Lengths("azure", 0, 0, prompt_cap=prompt_cap, output_cap=output_cap)
 
 
+def lengths_for(kind: str) -> Lengths:
+    """The load tests' two length choices: "azure" (the trace's lognormal fits) or "fixed" (every
+    request at those fits' means, e^(mu + sigma^2 / 2))."""
+    if kind == "fixed":
+        mu_p, s_p = AZURE_CONV_PROMPT
+        mu_o, s_o = AZURE_CONV_OUTPUT
+        return Lengths("fixed", round(math.exp(mu_p + s_p**2 / 2)), round(math.exp(mu_o + s_o**2 / 2)))
+    return azure_lengths()
+
+
 def build(
     rng: random.Random,
     n: int,
