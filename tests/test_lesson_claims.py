@@ -139,6 +139,8 @@ def test_00_2_the_p90_tpot_target_is_crossed_between_batch_26_and_28() -> None:
     target = 0.030
     chosen = scenario("00.2", "chosen")
     assert m("slo", "slo_met", **chosen) == 1 and m("slo", "tpot_p90_s", **chosen) < 0.95 * target
+    # "That is under 90% although each p90 holds on its own"
+    assert m("slo", "goodput_fraction", **chosen) < 0.9
     assert m("slo", "tpot_p90_s", batch_size=26) <= target < m("slo", "tpot_p90_s", batch_size=28)
     assert m("slo", "slo_met", batch_size=32) == 0 and m("slo", "slo_met") == 0  # the default is batch 32
     near = [m("slo", "goodput_rps", batch_size=b) for b in (chosen["batch_size"], 28, 32)]
