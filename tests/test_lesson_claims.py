@@ -85,14 +85,16 @@ def test_01_eight_gpus_hold_ten_128k_requests_with_under_2_percent_to_spare() ->
 
 
 def test_03_the_crossing_comes_sooner_than_at_peak_because_flops_fall_further_below_peak() -> None:
-    # "(lesson 02's roofline, at 100% of peak, says N: here the vLLM profile's achieved share of
-    # peak FLOPs is smaller than its share of peak bandwidth, so compute binds sooner)"
+    # "(lesson 02's roofline, at 100% of peak, says N: here the profile's GEMMs reach a smaller share
+    # of peak FLOPs, 0.62 at large batches and less at small ones, than its 0.75 share of peak
+    # bandwidth, so compute binds sooner)"
     from simulators import costmodel as cm
 
     eff = cm.efficiency(False, cm.DEFAULT_ENGINE)
-    assert eff.compute < eff.bandwidth
     at_peak = m("gpu_memory", "decode_compute_bound_batch", context_tokens=128)
-    assert 0 < m("quantization", "compute_bound_batch", context_tokens=128, weight_dtype="bf16") < at_peak
+    bf16 = m("quantization", "compute_bound_batch", context_tokens=128, weight_dtype="bf16")
+    assert 0 < bf16 < at_peak
+    assert eff.gemm_efficiency("bf16", bf16) < eff.gemm_bf16 == 0.62 < eff.bandwidth == 0.75
 
 
 def test_02_three_h100s_hold_the_70b_model_only_as_pipeline_stages() -> None:
@@ -167,10 +169,26 @@ def test_00_2_the_p90_tpot_target_is_crossed_between_batch_26_and_28() -> None:
 # --- 03, 04: compression gains fade with the batch ------------------------------------------------
 
 
-def test_03_int4_gain_fades_with_batch_and_w4a16_prefill_gains_nothing() -> None:
+def test_03_int4_gain_fades_with_batch_and_w4a16_prefill_is_slower() -> None:
     full = scenario("03", "int4_full")
     assert m("quantization", "decode_speedup") > m("quantization", "decode_speedup", **full) > 1
-    assert m("generation", "ttft_s", weight_dtype="int4") >= m("generation", "ttft_s")
+    # "rises to ... ms with INT4 W4A16, whose kernels dequantise as they multiply ... at peak, INT4
+    # ties bf16"; Experiment 1: the fixed cost per step keeps batch 1 well below the ideal gain.
+    assert m("generation", "ttft_s", weight_dtype="int4") > 1.1 * m("generation", "ttft_s")
+    ideal = m("generation", "ttft_s", ideal=True)
+    assert abs(m("generation", "ttft_s", weight_dtype="int4", ideal=True) - ideal) < 0.01 * ideal
+    assert m("quantization", "decode_speedup", ideal=True) > 1.5 * m("quantization", "decode_speedup")
+
+
+def test_03_w8a8_prefill_gains_less_than_the_peak_ratio() -> None:
+    # "FP8's 1.33x is well short of the peak ratio, 1.93x (not 2x ...)": the profile's FP8 GEMM
+    # plateau (2 x 0.455 / 0.62 = 1.47x on the GEMMs) and the fixed and activation costs cut it.
+    for gpu, fmt in (("h100-sxm", "fp8"), ("a100-sxm-80gb", "int8")):
+        real = m("generation", "ttft_s", gpu=gpu) / m("generation", "ttft_s", gpu=gpu, weight_dtype=fmt)
+        peak = m("generation", "ttft_s", gpu=gpu, ideal=True) / m(
+            "generation", "ttft_s", gpu=gpu, weight_dtype=fmt, ideal=True
+        )
+        assert 1.2 < real < 2 * 0.455 / 0.62 < 1.8 < peak < 2
 
 
 def test_03_int4_full_is_the_most_vllm_holds_with_int4_weights() -> None:
@@ -444,7 +462,9 @@ def test_03_at_short_context_and_large_batch_int4_stops_paying_and_fp8_w8a8_does
         "quantization", "compute_bound_batch", context_tokens=128, weight_dtype="bf16"
     )
     short = {"context_tokens": 128, "batch_size": 1024}
-    assert m("quantization", "decode_speedup", **short) < 1.05
+    assert m("quantization", "decode_speedup", **short) < 1  # "Once both are, W4A16 loses"
+    both = m("quantization", "compute_bound_batch", context_tokens=128, weight_dtype="bf16")
+    assert m("quantization", "decode_speedup", context_tokens=128, batch_size=both) < 1
     assert m("quantization", "decode_speedup", **short, weight_dtype="fp8") > 1.1
 
 
