@@ -22,9 +22,8 @@ from typing import Any
 from .catalog import resolve_gpu, resolve_model
 from .engine import EngineSpec, SchedulerConfig, workload
 from .engine.cluster import fit_error
-from .engine.loadgen import LoadRun, ServedMemo, sweep_rates
+from .engine.loadgen import CEILING_REQUESTS, FEW_SAMPLES, LoadRun, ServedMemo, sweep_rates
 from .guidellm_read import ReportError, read
-from .load_test import CEILING_REQUESTS, FEW_SAMPLES, LENGTHS
 from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line
@@ -50,7 +49,7 @@ class Params:
     # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     max_num_seqs: int = param(256, label="Server batch slots", min=1, max=1024, step=1, log=True)
-    lengths: str = param("azure", label="Lengths", choices=LENGTHS)
+    lengths: str = param("azure", label="Lengths", choices=workload.LENGTH_CHOICES)
     num_requests: int = param(300, label="Requests per simulated run", min=50, max=2000, step=10, log=True)
     # The report's text: the page reads the chosen file and passes its content; empty: none.
     report: str = param("", label="GuideLLM report (JSON or YAML)", file=".json,.yaml,.yml")

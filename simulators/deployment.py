@@ -210,14 +210,6 @@ def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
     )
 
 
-def held_requests(m: Model, gpu: Gpu, context_tokens: int, **settings: Any) -> float:
-    """Requests of `context_tokens` one engine (one DP rank) holds at once in vLLM's accounting, at
-    `vllm serve`'s defaults for the GPU unless `settings` (Params fields) say otherwise; 0 when
-    nothing fits."""
-    p = Params(model=m, gpu=gpu, max_model_len=context_tokens, **settings)
-    return _account(m, gpu, p).max_concurrency
-
-
 def fit_problem(m: Model, gpu: Gpu, p: Params) -> None:
     """Raise a field error when vLLM would refuse to start with this layout."""
     a = _account(m, gpu, p)

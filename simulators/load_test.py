@@ -35,7 +35,7 @@ from typing import Any
 
 from . import guidellm_report as guidellm_report_mod
 from .catalog import resolve_gpu, resolve_model
-from .engine import EngineSpec, SchedulerConfig, Slo, workload
+from .engine import EngineSpec, SchedulerConfig, Slo, loadgen, workload
 from .engine.export import guidellm_record, to_csv
 from .engine.loadgen import LoadRun, ServedMemo
 from .parallel import (
@@ -83,10 +83,7 @@ WARMUPS = [
     ("5s", "5 seconds"),
     ("20s", "20 seconds"),
 ]
-CEILING_REQUESTS = 2000  # the maximum is read on a run this long (steady state, not start-up and drain)
-FEW_SAMPLES = 100  # a p99 from fewer requests rests on one or two of them
 DRAIN_DOMINATES = 0.25  # share of the window after the server stops being full
-LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed at the Azure means")]
 
 
 # The charts figure() draws, (value, label): the first is the default.
@@ -111,7 +108,7 @@ class Params:
     # Closed loop: concurrent users, each waiting for its answer before sending again. The
     # default, as many users as batch slots, is also a point of the closed-loop curve (USERS).
     users: int = param(64, label="Concurrent users (closed loop)", min=1, max=1024, step=1, log=True)
-    lengths: str = param("azure", label="Lengths", choices=LENGTHS)
+    lengths: str = param("azure", label="Lengths", choices=workload.LENGTH_CHOICES)
     # Server batch slots (vLLM --max-num-seqs): past them, requests queue.
     max_num_seqs: int = param(64, label="Server batch slots", min=1, max=1024, step=1, log=True)
     # SLO for goodput: both bounds must hold.
@@ -166,8 +163,8 @@ def _memo(p: Params, spec: EngineSpec, seed: int, n: int, memo: LruCache[Any] | 
 
 
 def _ceiling_memo(p: Params, spec: EngineSpec, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
-    """The runs the maximum is read from: at least CEILING_REQUESTS requests."""
-    return _memo(p, spec, seed, max(p.num_requests, CEILING_REQUESTS), memo)
+    """The runs the maximum is read from: at least loadgen.CEILING_REQUESTS requests."""
+    return _memo(p, spec, seed, max(p.num_requests, loadgen.CEILING_REQUESTS), memo)
 
 
 def _served_memo(p: Params, spec: EngineSpec, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
@@ -248,7 +245,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
         "num_dropped": a["num_dropped"],
         "ttft_samples": a["ttft_s_count"],
         "drain_share": a["drain_share"],
-        "few_samples_for_p99": float(a["ttft_s_count"] < FEW_SAMPLES),
+        "few_samples_for_p99": float(a["ttft_s_count"] < loadgen.FEW_SAMPLES),
     }
     out["num_requests"] = p.num_requests
     out["max_context_tokens"] = m.max_context_tokens
@@ -473,8 +470,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 def _flags(point: dict[str, float]) -> str:
     """What a point's figures rest on, where it is too little (as _trust_sentence says it)."""
     out = ""
-    if point["samples"] < FEW_SAMPLES:
-        out += f"; under {FEW_SAMPLES} requests"
+    if point["samples"] < loadgen.FEW_SAMPLES:
+        out += f"; under {loadgen.FEW_SAMPLES} requests"
     if point["drain_share"] > DRAIN_DOMINATES:
         out += f"; {point['drain_share']:.0%} of the run is the drain"
     return out
@@ -552,7 +549,7 @@ def _trust_sentence(r: dict[str, Any]) -> str:
         )
     if m["few_samples_for_p99"]:
         out.append(
-            f"Caution: a p99 of {int(m['ttft_samples'])} requests is set by one or two of them; run at least {FEW_SAMPLES}."
+            f"Caution: a p99 of {int(m['ttft_samples'])} requests is set by one or two of them; run at least {loadgen.FEW_SAMPLES}."
         )
     if m["drain_share"] > DRAIN_DOMINATES:
         out.append(

@@ -24,7 +24,7 @@ Z, Z' standard normal (a lognormal spread whose median is the cost-model value);
 independent Bernoulli(tail_probability): the request waited behind, or had its decoding paused once
 by, the prefill of a long prompt of `long_prompt_tokens` (costed by the cost model). At batch 1 no
 other request runs, so stall_i = 0. The largest batch that fits (`max_batch_fits`) is vLLM's count
-at its defaults (deployment.held_requests: KV blocks left after weights, the profiled activation
+at its defaults (vllm_memory.account: KV blocks left after weights, the profiled activation
 peak and non-torch memory on one GPU, divided by the blocks of one request). Percentiles are
 nearest-rank: pXX is the ceil(XX / 100 * n)-th smallest value. The SLO holds when the chosen
 percentile of TTFT and of TPOT are both within target; goodput counts the requests that meet both
@@ -44,8 +44,8 @@ from typing import Any
 
 from . import costmodel as cm
 from . import stats
+from . import vllm_memory as vm
 from .catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
-from .deployment import held_requests
 from .params import ParamError, engine_param, gpu_param, model_param, param
 from .plotting import figure as make_figure
 from .plotting import layout, line, markers
@@ -188,8 +188,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     slo_met = percentile(ttft, q) <= p.ttft_slo_s and percentile(tpot, q) <= p.tpot_slo_s
     request_rate = s["tokens_per_s"] / p.output_tokens
     # The sweep stops where the KV cache of the batch no longer fits, in vLLM's accounting at its
-    # defaults (deployment.held_requests: requests of prompt + output tokens held at once).
-    fit_batch = int(held_requests(m, gpu, p.prompt_tokens + p.output_tokens))
+    # defaults (vllm_memory.account: requests of prompt + output tokens held at once).
+    fit_batch = int(vm.account(m, gpu, max_model_len=p.prompt_tokens + p.output_tokens).max_concurrency)
     # Batch 1 stays in the sweep even when nothing fits, so the chart still shows the bound.
     batches = [b for b in BATCH_SWEEP if b < fit_batch] + [max(fit_batch, 1)]
     sweep = [server(m, gpu, p, b) for b in batches]

@@ -348,6 +348,25 @@ def test_f1_running_example_at_batch_64_is_tensorrt_llm_at_0_4_and_sglang_at_0_8
     )
 
 
+# --- F6: reproducing torchao's rows and a blog's 13 ms ---------------------------------------------
+
+
+def test_f6_torchao_rows_match_only_without_vllms_layer_time_and_13_ms_is_batch_32() -> None:
+    # "Priced as torchao ran it, without that term [75 us per layer, 32 layers], the prediction is
+    # 95.8 tokens/s" (a match by construction); the widget's vLLM default predicts fewer than
+    # torchao measured, for bf16 (95.64) and INT8 (153.03); INT8 "reaches 0.90 of the prediction".
+    a100 = {"gpu": "a100-sxm-80gb", "prompt_tokens": 100}
+    layer_time = 32 * 75e-6
+    fused = 1 / (m("generation", "itl_s", **a100) - layer_time)
+    assert abs(fused / 95.64 - 1) < 0.01
+    assert 1 / m("generation", "itl_s", **a100) < 95.64
+    int8 = m("generation", "itl_s", **a100, weight_dtype="int8")
+    assert 1 / int8 < 153.03 and 0.85 < 153.03 * (int8 - layer_time) < 0.95
+    # Answer 3: 13 ms is over 35% above the batch-1 prediction and within 5% of batch 32's.
+    assert 0.013 > 1.35 * m("generation", "itl_s")
+    assert abs(0.013 / m("generation", "itl_s", batch_size=32) - 1) < 0.05
+
+
 # --- 12: routing and disaggregation ---------------------------------------------------------------
 
 

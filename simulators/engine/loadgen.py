@@ -42,6 +42,9 @@ from .cluster import EngineSpec, Served, serve
 from .metrics import Phase, RequestRecord, Slo, as_phase, slo_figures, summarize_apart
 from .workload import Lengths, Request, arrival_times
 
+CEILING_REQUESTS = 2000  # a server's maximum is read on a run this long (steady state, not start-up and drain)
+FEW_SAMPLES = 100  # a p99 from fewer requests rests on one or two of them
+
 PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
 SWEEP_SIZE = 10  # GuideLLM's default number of benchmarks in a sweep (synchronous and throughput included)
 

@@ -145,6 +145,9 @@ def azure_lengths(prompt_cap: int = 1 << 20, output_cap: int = AZURE_CONV_OUTPUT
     return Lengths("azure", 0, 0, prompt_cap=prompt_cap, output_cap=output_cap)
 
 
+LENGTH_CHOICES = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed at the Azure means")]
+
+
 def lengths_for(kind: str) -> Lengths:
     """The load tests' two length choices: "azure" (the trace's lognormal fits) or "fixed" (every
     request at those fits' means, e^(mu + sigma^2 / 2))."""
