@@ -348,6 +348,16 @@ def test_f1_running_example_at_batch_64_is_tensorrt_llm_at_0_4_and_sglang_at_0_8
     )
 
 
+# --- F3: what an INT4 evaluation costs ------------------------------------------------------------
+
+
+def test_f3_int4_decodes_faster_but_its_kl_prefills_are_slower() -> None:
+    # "the inter-token latency falls from 9.09 ms to 4.96 ms"; "What it costs": the INT4 model's
+    # prefills take longer than the bf16 ones ("weight-only INT4 prefill is slower, lesson 03").
+    assert m("generation", "itl_s", weight_dtype="int4") < m("generation", "itl_s")
+    assert m("generation", "ttft_s", weight_dtype="int4") > m("generation", "ttft_s")
+
+
 # --- F6: reproducing torchao's rows and a blog's 13 ms ---------------------------------------------
 
 
@@ -389,6 +399,28 @@ def test_12_one_prefill_pod_queues() -> None:
     p = {"num_replicas": 4, "num_requests": 400, "rate_per_s": 60, "num_prefill": 1}
     assert m("cluster", "ttft_disaggregated_s_p99", **p) > m("cluster", "ttft_colocated_s_p99", **p)
     assert m("cluster", "tpot_disaggregated_s_p99", **p) < m("cluster", "tpot_colocated_s_p99", **p)
+    # Answer 4: no split beats colocated on both; at 3 + 1 the lone decode pod is swamped.
+    for k in (2, 3):
+        q = {**p, "num_prefill": k}
+        assert m("cluster", "ttft_disaggregated_s_p99", **q) > m("cluster", "ttft_colocated_s_p99", **q) or m(
+            "cluster", "tpot_disaggregated_s_p99", **q
+        ) > m("cluster", "tpot_colocated_s_p99", **q)
+    assert m("cluster", "tpot_disaggregated_s_p99", **{**p, "num_prefill": 3}) > 3 * m(
+        "cluster", "tpot_colocated_s_p99", **p
+    )
+
+
+def test_12_pure_prefix_routing_piles_one_shared_prompt_on_the_replicas_that_cached_it_first() -> None:
+    # Answer 2: "those that cached it first take the load: the busiest gets 4.2x the mean (8x would
+    # be all)"; its p99 TTFT rises above round robin's, and the weighted router's stays between.
+    one = {"sharing": "system", "num_prefixes": 1, "num_replicas": 8, "num_requests": 400, "rate_per_s": 20}
+    busiest = m("cluster", "imbalance_prefix", **one)
+    assert 2 < busiest < 8 and m("cluster", "imbalance_weighted", **one) < busiest
+    assert (
+        m("cluster", "ttft_prefix_s_p99", **one)
+        > m("cluster", "ttft_weighted_s_p99", **one)
+        > m("cluster", "ttft_round_robin_s_p99", **one)
+    )
 
 
 # --- F4: speculation on reasoning requests --------------------------------------------------------
