@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simulators.catalog import resolve_gpu, resolve_model  # noqa: E402
+from simulators.benchmark.loadgen import run_profile  # noqa: E402
+from simulators.core.catalog import resolve_gpu, resolve_model  # noqa: E402
 from simulators.engine import EngineSpec, SchedulerConfig, serve, summarize, workload  # noqa: E402
-from simulators.engine.loadgen import run_profile  # noqa: E402
 
 
 def timed(reqs: list[workload.Request], spec: EngineSpec, repeats: int) -> tuple[float, int, int]:

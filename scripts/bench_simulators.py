@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from simulators import api, mini_yaml  # noqa: E402
+from simulators import api  # noqa: E402
+from simulators.core import mini_yaml  # noqa: E402
 
 
 def bench(name: str, runs: int) -> list[float]:

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from simulators import efficiency as ef  # noqa: E402
-from simulators import validation  # noqa: E402
+from simulators.benchmark import validation  # noqa: E402
+from simulators.core import efficiency as ef  # noqa: E402
 
 # (profile, factor, calibration row id, low, high)
 FITS = [

@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simulators import load_test  # noqa: E402
+from simulators.benchmark.loadgen import cut_at, measure, requests_for  # noqa: E402
 from simulators.engine import EngineSpec, SchedulerConfig, workload  # noqa: E402
 from simulators.engine.cluster import serve  # noqa: E402
-from simulators.engine.loadgen import cut_at, measure, requests_for  # noqa: E402
 from simulators.engine.metrics import window  # noqa: E402
+from simulators.sims import load_test  # noqa: E402
 
 MULTIPLES = (1.5, 2.0, 3.0)
 

@@ -58,7 +58,7 @@ def engine_runs(n_configs: int = 160):
     """(key, serve() call) for random small engine configurations: records, log, series, counters."""
     import random
 
-    from simulators.catalog import resolve_gpu, resolve_model
+    from simulators.core.catalog import resolve_gpu, resolve_model
     from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
 
     gpu = resolve_gpu("h100-sxm")

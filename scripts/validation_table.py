@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from simulators.validation import render_markdown  # noqa: E402
+from simulators.benchmark.validation import render_markdown  # noqa: E402
 
 OUTPUT = ROOT / "docs" / "validation-table.md"
 

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _read_report(path: str, as_json: bool) -> int:
-    from .guidellm_read import ReportError, read
+    from .benchmark.guidellm_read import ReportError, read
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -134,8 +134,8 @@ def _guidellm_report(name: str, params: dict[str, object], seed: int) -> int:
     if name != "load_test":
         print(f"error: --format guidellm is for load_test, not {name}", file=sys.stderr)
         return 2
-    from . import load_test
     from .params import ParamError, ParamErrors, parse
+    from .sims import load_test
 
     try:
         p = parse(load_test.Params, params)

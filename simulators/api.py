@@ -42,7 +42,12 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from . import (
+from .core import costmodel as cm
+from .core.catalog import CatalogError, resolve_gpu
+from .engine import blockhash
+from .params import ParamErrors, parse, schema_fields
+from .results_cache import MAX_RESULTS, LruCache, ResultsCache
+from .sims import (
     batching,
     cheapest,
     cluster,
@@ -64,11 +69,6 @@ from . import (
     sparsity,
     speculative,
 )
-from . import costmodel as cm
-from .catalog import CatalogError, resolve_gpu
-from .engine import blockhash
-from .params import ParamErrors, parse, schema_fields
-from .results_cache import MAX_RESULTS, LruCache, ResultsCache
 
 SIMULATORS: dict[str, ModuleType] = {
     "batching": batching,
@@ -332,7 +332,7 @@ def _priced_by(p: Any) -> str:
         return ""
     if getattr(p, "ideal", False):
         return "ideal hardware (100% of peak, no overhead)"
-    from . import efficiency
+    from .core import efficiency
 
     return f"the {efficiency.profile(engine).name} profile"
 
@@ -427,3 +427,45 @@ def evaluate(name: str, seed: int = 0, **params: Any) -> dict[str, Any]:
     if not answer["ok"]:
         raise ValueError("; ".join(f"{e['field'] or name}: {e['message']}" for e in answer["errors"]))
     return answer
+
+
+# ---- build-time pages (the site build reaches the simulators through this module only) ----
+
+
+def validation_page() -> dict[str, str]:
+    """The validation page's generated parts: its table, the band in words, the vLLM log table."""
+    from .benchmark import validation, vllm_validation
+
+    return {
+        "table": validation.render_markdown().split("\n", 1)[1],  # without the "do not edit" comment
+        "band": validation.band_summary(),
+        "vllm_table": vllm_validation.render_markdown(),
+    }
+
+
+def held_out_band() -> dict[str, float]:
+    """The held-out band's statistics a lesson may quote (`heldout.*`)."""
+    from .benchmark.validation import band
+
+    b = band("held_out")
+    return {
+        "median_error": b.median_abs_error,
+        "within_35": b.within_35,
+        "points": float(b.points),
+        "engines": float(len(b.engines)),
+        "gpus": float(len(b.gpus)),
+    }
+
+
+def measurement_runs() -> dict[str, float]:
+    """The validation rows' engine runs made in this process (the build keeps them between builds)."""
+    from .benchmark import served_benchmarks
+
+    return served_benchmarks.known_runs()
+
+
+def remember_measurement_runs(runs: dict[str, float]) -> None:
+    """Runs made earlier by this same code, so they are not made again."""
+    from .benchmark import served_benchmarks
+
+    served_benchmarks.remember_runs(runs)

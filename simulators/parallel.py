@@ -18,12 +18,11 @@ How a layout changes a step's time is costmodel.step_time's (parallel_time.py ha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from . import costmodel as cm
-from . import vllm_memory as vm
-from .catalog import Gpu, Model, resolve_gpu, serve_defaults
+from .core import costmodel as cm
+from .core.catalog import Gpu, Model, resolve_gpu
+from .core.layout import Layout, RankFit, pooled_kv_tokens, rank_fit
 from .params import ParamError, param
 
 
@@ -47,26 +46,6 @@ def data_parallel_param() -> Any:
 def expert_parallel_param() -> Any:
     """Whole experts spread over tp x dp ranks instead of every expert split (--enable-expert-parallel)."""
     return param(False, label="Expert parallel (MoE)", help="--enable-expert-parallel")
-
-
-@dataclass(frozen=True)
-class Layout:
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    ep: bool = False
-
-    @property
-    def num_gpus(self) -> int:
-        return self.tp * self.pp * self.dp
-
-    def cost_kw(self) -> dict[str, Any]:
-        """The layout as costmodel.step_time's keywords."""
-        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep}
-
-    def describe(self) -> str:
-        parts = [f"TP {self.tp}"] + [f"PP {self.pp}"] * (self.pp > 1) + [f"DP {self.dp}"] * (self.dp > 1)
-        return f"{self.num_gpus} GPU{'s' if self.num_gpus > 1 else ''} ({', '.join(parts)}{', EP' if self.ep else ''})"
 
 
 def layout_of(p: Any) -> Layout:
@@ -108,54 +87,6 @@ def grow_field(lay: Layout, alone: str = "tensor_parallel_size") -> str:
     return "pipeline_parallel_size" if lay.pp > 1 else "data_parallel_size" if lay.tp == 1 else "tensor_parallel_size"
 
 
-@dataclass(frozen=True)
-class RankFit:
-    """What one GPU rank holds, vLLM's accounting, and the requests the whole layout holds."""
-
-    memory: vm.VllmMemory
-    weight_bytes: float  # the fullest rank's
-    kv_blocks: int  # per attention rank
-    max_concurrency: float  # requests of the context, all dp attention ranks together
-
-
-def rank_fit(
-    m: Model,
-    gpu: Gpu,
-    lay: Layout,
-    *,
-    weight_dtype: str,
-    kv_dtype: str,
-    context: int,
-    sparse: bool = False,
-    **vllm: Any,
-) -> RankFit:
-    """vLLM's per-rank accounting for this layout (experts over tp x dp ranks: vm.account); a 2:4
-    sparse checkpoint frees more memory for KV (its block matmuls at sparse24_bytes_per_value)."""
-    a = vm.account(
-        m,
-        gpu,
-        tp=lay.tp,
-        pp=lay.pp,
-        dp=lay.dp,
-        ep=lay.ep,
-        max_model_len=context,
-        kv_dtype=kv_dtype,
-        weight_dtype=weight_dtype,
-        **vllm,
-    )
-    stage_share = max(s.num_layers for s in a.stages) / m.num_layers
-    per_value = cm.block_bytes_per_value(weight_dtype)
-    spread = 0.0
-    if sparse:
-        saved = per_value - cm.block_bytes_per_value(weight_dtype, sparse=True)
-        spread += cm.param_counts(m).block_linear * saved * stage_share / lay.tp
-    worst = min(a.stages, key=lambda s: s.kv_bytes)
-    blocks = max(0, int((worst.kv_bytes + spread) // (a.page_bytes * a.group_size)))
-    if not spread:
-        blocks = a.num_blocks
-    return RankFit(a, worst.weight_bytes - spread, blocks, lay.dp * blocks / a.blocks_per_request)
-
-
 def check_layout(
     m: Model,
     gpu: Gpu,
@@ -190,39 +121,6 @@ def check_fit(m: Model, gpu: Gpu, tp: int, *, weight_dtype: str, kv_dtype: str, 
     check_layout(m, gpu, Layout(tp), weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context, batch=batch)
 
 
-def kv_token_capacity(m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str, kv_dtype: str, context: int) -> int:
-    """KV tokens the layout holds, all attention ranks together, in vLLM's 16-token blocks."""
-    fit = rank_fit(m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context)
-    return lay.dp * (fit.kv_blocks // fit.memory.num_groups) * 16
-
-
-def pooled_kv_tokens(
-    m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str, kv_dtype: str, max_num_batched_tokens: int | None = None
-) -> int:
-    """KV tokens by the course's byte arithmetic (costmodel.memory_fit), taken per GPU rank.
-
-    One GPU: memory_fit itself. More: each rank's memory x utilisation, less the fullest rank's
-    weights and one activation workspace, holds its share of every token's KV (replicated KV
-    heads and MLA latents count on every rank); dp attention ranks hold their own requests.
-    """
-    if lay.num_gpus == 1:
-        return cm.memory_fit(
-            m, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype, max_num_batched_tokens=max_num_batched_tokens
-        ).kv_token_capacity
-    d = serve_defaults(gpu)  # vLLM's defaults, one place (assumptions.toml [vllm_defaults])
-    tokens = int(d["max_num_batched_tokens"]) if max_num_batched_tokens is None else max_num_batched_tokens
-    usable = gpu.memory_GiB * cm.GiB * d["gpu_memory_utilization"]
-    counts = vm.pp_layer_counts(m.num_layers, lay.pp)
-    worst = 0
-    for i, n in enumerate(counts):
-        w = vm.weight_bytes(m, weight_dtype, lay.tp, n, first=i == 0, last=i == lay.pp - 1, dp=lay.dp, ep=lay.ep)
-        per_token = cm.kv_bytes_per_token(m, kv_dtype) * n / m.num_layers * cm.kv_replication(m, lay.tp) / lay.tp
-        kv = usable - w - cm.activation_bytes(m, tokens)
-        held = int(kv // per_token) if kv > 0 and per_token else 0
-        worst = held if i == 0 else min(worst, held)
-    return lay.dp * worst
-
-
 def check_serving(m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> None:
     """Field errors for a serving simulator's layout: the shape, then room for 4,096 KV tokens."""
     check_shape(m, gpu, lay)
@@ -235,26 +133,3 @@ def check_serving(m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str = "bf16"
         f"{gpu.name} leave room for only {tokens:,} tokens of KV cache. Use more GPUs (tensor or pipeline "
         "parallel), a smaller model or a larger GPU.",
     )
-
-
-def vllm_defaults(gpu: Gpu) -> dict[str, Any]:
-    """`vllm serve`'s limits on this GPU and the course's gpu_memory_utilization, as deployment uses them."""
-    from .engine.scheduler import vllm_serve_defaults  # the engine imports this module
-
-    tokens, seqs = vllm_serve_defaults(gpu)
-    util = serve_defaults(gpu)["gpu_memory_utilization"]
-    return {"gpu_memory_utilization": util, "max_num_batched_tokens": tokens, "max_num_seqs": seqs}
-
-
-def vllm_kv_tokens(
-    m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16", sparse: bool = False
-) -> int:
-    """KV tokens vLLM would log for this layout ("GPU KV cache size"), all attention ranks together,
-    at `vllm serve`'s defaults for the GPU (0 when the weights leave no room)."""
-    if m.num_heads % lay.tp or lay.pp > m.num_layers:
-        return 0
-    context = min(m.max_context_tokens, 8192)
-    fit = rank_fit(
-        m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context, sparse=sparse, **vllm_defaults(gpu)
-    )
-    return lay.dp * (fit.kv_blocks // fit.memory.num_groups) * 16

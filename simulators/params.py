@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from . import catalog
+from .core import catalog
 
 T = TypeVar("T")
 Choices = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]]
@@ -246,7 +246,7 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
 
 
 def engine_choices() -> list[tuple[str, str]]:
-    from . import efficiency
+    from .core import efficiency
 
     return [(pid, prof.name) for pid, prof in efficiency.profiles().items()]
 
@@ -257,6 +257,6 @@ def engine_param(**kw: Any) -> Any:
         "help",
         "Engine profile: its bandwidth and BF16 GEMM plateau factors and step overhead (data/engine_profiles.toml).",
     )
-    from .costmodel import DEFAULT_ENGINE
+    from .core.costmodel import DEFAULT_ENGINE
 
     return param(DEFAULT_ENGINE, label="Engine", choices=engine_choices, **kw)

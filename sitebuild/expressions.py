@@ -19,7 +19,7 @@ prints the lowest and highest value, "0.22–0.75" (each with the format spec): 
 run near capacity moves with the seed (queued requests are not independent samples), so a sentence
 quotes its range, never one seed's value (DESIGN.md, contract 7).
 
-`heldout.STATISTIC` is the validation page's held-out band (simulators.validation.band), computed
+`heldout.STATISTIC` is the validation page's held-out band (simulators.benchmark.validation.band), computed
 at build time from data/measurements.toml: `median_error` (median |error| of the held-out speed
 points), `within_35` (their share within ±35%), `points`, `engines`, `gpus`. A time predicted as
 T was measured between T × (1 - e) and T × (1 + e) for a point of |error| e, so a lesson quotes a
@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from simulators import api
 from sitebuild.sims import SimulatorRunError, Simulators
 
 EXPRESSION = re.compile(r"\{\{(.*?)\}\}")
@@ -55,16 +56,7 @@ HELD_OUT = "heldout"
 @cache
 def held_out_band() -> dict[str, float]:
     """The held-out band's statistics a lesson can quote (see the module docstring)."""
-    from simulators.validation import band
-
-    b = band("held_out")
-    return {
-        "median_error": b.median_abs_error,
-        "within_35": b.within_35,
-        "points": b.points,
-        "engines": len(b.engines),
-        "gpus": len(b.gpus),
-    }
+    return api.held_out_band()
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from simulators import api
+
 SERVED = "served_benchmarks\n"  # the cache's keys for the validation's serving runs
 
 
@@ -29,8 +31,6 @@ class SimulatorRunError(Exception):
 class Simulators:
     def __init__(self, cache_file: Path | None = None) -> None:
         """`cache_file` keeps answers between builds; without one (tests), nothing is kept."""
-        from simulators import api
-
         self._session = api.Session()
         self.schemas: dict[str, dict[str, Any]] = api.schemas()
         self._cache_file = cache_file
@@ -39,9 +39,7 @@ class Simulators:
         )
         self._runs: dict[str, dict[str, Any]] = {}
         # The validation page's serving rows (the event engine, ~20 s) are kept in the same file.
-        from simulators import served_benchmarks
-
-        served_benchmarks.remember_runs(
+        api.remember_measurement_runs(
             {k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)}
         )
 
@@ -66,9 +64,7 @@ class Simulators:
         for old in self._cache_file.parent.glob("sim-runs-*.json"):
             if old != self._cache_file:
                 old.unlink()
-        from simulators import served_benchmarks
-
-        self._saved.update({SERVED + k: repr(v) for k, v in served_benchmarks.known_runs().items()})
+        self._saved.update({SERVED + k: repr(v) for k, v in api.measurement_runs().items()})
         partial = self._cache_file.with_suffix(f".{os.getpid()}.partial")
         partial.write_text(json.dumps(self._saved))
         partial.replace(self._cache_file)  # atomic: a concurrent build reads old or new, never half

@@ -2,10 +2,10 @@
 
 import pytest
 
-from simulators import benchmarks as bm
-from simulators import catalog
-from simulators import costmodel as cm
-from simulators import efficiency as ef
+from simulators.benchmark import benchmarks as bm
+from simulators.core import catalog
+from simulators.core import costmodel as cm
+from simulators.core import efficiency as ef
 
 M, H100 = catalog.models()["llama-3-8b"], catalog.gpus()["h100-sxm"]
 FP8 = bm.Formats(weight_dtype="fp8", kv_dtype="fp8")

@@ -1,4 +1,4 @@
-"""Simulators that cost any batch say when it does not fit (simulators/capacity.py)."""
+"""Simulators that cost any batch say when it does not fit (simulators/core/capacity.py)."""
 
 import json
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from simulators import catalog
-from simulators import costmodel as cm
+from simulators.core import catalog
+from simulators.core import costmodel as cm
 
 REQUIRED_GPUS = [
     "h100-sxm",

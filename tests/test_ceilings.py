@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from simulators import api, catalog
-from simulators import costmodel as cm
+from simulators import api
+from simulators.core import catalog
+from simulators.core import costmodel as cm
 from simulators.params import engine_choices
 
 ENGINES = [e for e, _ in engine_choices()]

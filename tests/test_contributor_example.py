@@ -25,8 +25,8 @@ def guide_blocks() -> dict[str, str]:
 
 
 def module_block() -> tuple[str, str]:
-    """(module name, source) of the guide's example module: the block titled simulators/<name>.py."""
-    found = [(t, c) for t, c in guide_blocks().items() if re.fullmatch(r"simulators/\w+\.py", t)]
+    """(module name, source) of the guide's example module: the block titled simulators/sims/<name>.py."""
+    found = [(t, c) for t, c in guide_blocks().items() if re.fullmatch(r"simulators/sims/\w+\.py", t)]
     assert len(found) == 1, f"expected one example module block in {GUIDE.name}, found {[t for t, _ in found]}"
     title, code = found[0]
     return Path(title).stem, code
@@ -39,10 +39,10 @@ def registration_lines() -> list[str]:
 
 
 def register(api_source: str, name: str, lines: list[str]) -> str:
-    """Apply the guide's two lines: the import into `from . import (`, the entry into SIMULATORS."""
+    """Apply the guide's two lines: the import into `from .sims import (`, the entry into SIMULATORS."""
     import_line = next(line for line in lines if line.strip() == f"{name},")
     entry_line = next(line for line in lines if line.strip().startswith(f'"{name}":'))
-    opening_import, opening_dict = "from . import (\n", "SIMULATORS: dict[str, ModuleType] = {\n"
+    opening_import, opening_dict = "from .sims import (\n", "SIMULATORS: dict[str, ModuleType] = {\n"
     assert opening_import in api_source and opening_dict in api_source, (
         "api.py no longer has the shape the guide describes"
     )
@@ -61,8 +61,8 @@ def test_the_guide_example_builds_a_working_simulator(tmp_path: Path) -> None:
     name, code = module_block()
     package = tmp_path / "simulators"
     shutil.copytree(ROOT / "simulators", package, ignore=shutil.ignore_patterns("__pycache__"))
-    assert not (package / f"{name}.py").exists(), f"{name} is already a real simulator; pick another example name"
-    (package / f"{name}.py").write_text(code, encoding="utf-8")
+    assert not (package / "sims" / f"{name}.py").exists(), f"{name} is already a real simulator; pick another name"
+    (package / "sims" / f"{name}.py").write_text(code, encoding="utf-8")
     api = package / "api.py"
     api.write_text(register(api.read_text(encoding="utf-8"), name, registration_lines()), encoding="utf-8")
 

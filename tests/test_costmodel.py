@@ -2,8 +2,8 @@
 
 import pytest
 
-from simulators import catalog
-from simulators import costmodel as cm
+from simulators.core import catalog
+from simulators.core import costmodel as cm
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 H100 = catalog.gpus()["h100-sxm"]
@@ -139,8 +139,8 @@ def test_speculative_expectation_is_the_sum_of_acceptance_powers_and_one_formula
     # Time per token: (verify + k drafts at c of a step) / E. 10 ms step, 14 ms verify, k = 4,
     # c = 0.05, a = 0.8: (14 + 4 x 0.5) / 3.3616 = 4.7596 ms.
     assert cm.speculative_time_per_token_s(0.010, 0.014, 4, 0.05, 0.8) == pytest.approx(0.016 / 3.3616)
-    from simulators import speculative
     from simulators.engine import SchedulerConfig
+    from simulators.sims import speculative
 
     assert SchedulerConfig(num_speculative_tokens=4, acceptance_rate=0.8).tokens_per_step() == pytest.approx(3.3616)
     assert speculative.expected_tokens(0.8, 4) == pytest.approx(3.3616)

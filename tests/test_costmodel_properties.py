@@ -5,8 +5,8 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulators import catalog
-from simulators import costmodel as cm
+from simulators.core import catalog
+from simulators.core import costmodel as cm
 
 models = st.sampled_from(list(catalog.models().values()))
 gpus = st.sampled_from([g for g in catalog.gpus().values() if g.dense_bf16_tflops])

@@ -2,8 +2,8 @@
 
 import pytest
 
-from simulators import catalog
-from simulators import costmodel as cm
+from simulators.core import catalog
+from simulators.core import costmodel as cm
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 H100 = catalog.gpus()["h100-sxm"]

@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import pytest
 
-from simulators import catalog
-from simulators import costmodel as cm
-from simulators import efficiency as ef
+from simulators.core import catalog
+from simulators.core import costmodel as cm
+from simulators.core import efficiency as ef
 
 M, H100, RTX = catalog.models()["llama-3-8b"], catalog.gpus()["h100-sxm"], catalog.gpus()["rtx-4090"]
 
@@ -86,7 +86,7 @@ def test_simulators_take_an_engine_choice():
 
 
 def test_simulators_with_an_engine_choice_default_to_the_vllm_profile():
-    from simulators import generation
+    from simulators.sims import generation
 
     assert cm.DEFAULT_ENGINE == "vllm" == ef.DEFAULT
     assert generation.Params().engine == "vllm"

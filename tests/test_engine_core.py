@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from simulators import costmodel as cm
-from simulators.catalog import resolve_gpu, resolve_model
+from simulators.core import costmodel as cm
+from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from simulators.engine.metrics import littles_law
 from simulators.engine.steptime import StepCost, stride_time_s

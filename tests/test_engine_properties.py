@@ -5,7 +5,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simulators.catalog import resolve_gpu, resolve_model
+from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
 
 M, GPU = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")

@@ -15,7 +15,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simulators.catalog import resolve_gpu, resolve_model
+from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
 from simulators.engine.reference import serve_reference
 

@@ -1,5 +1,5 @@
 """GuideLLM 0.8.1's goodput and knee profiles, over_saturation constraint and rampup
-(simulators/engine/searches.py, saturation.py): the ports agree with GuideLLM's own functions,
+(simulators/benchmark/searches.py, saturation.py): the ports agree with GuideLLM's own functions,
 and on the simulated server they mean what GuideLLM means."""
 
 import random
@@ -12,17 +12,8 @@ from guidellm.scheduler.strategies import AsyncConstantStrategy
 from guidellm.utils.statistics import approx_t_ppf as gl_t_ppf
 from guidellm.utils.statistics import wilson_interval as gl_wilson
 
-from simulators import load_test
-from simulators.catalog import resolve_gpu, resolve_model
-from simulators.engine import EngineSpec, SchedulerConfig, Slo, workload
-from simulators.engine.saturation import (
-    OverSaturation,
-    SlopeChecker,
-    approx_t_ppf,
-    constant_rampup_times,
-    detect,
-)
-from simulators.engine.searches import (
+from simulators.benchmark.saturation import OverSaturation, SlopeChecker, approx_t_ppf, constant_rampup_times, detect
+from simulators.benchmark.searches import (
     adaptive_grid,
     constrained_run,
     find_throughput_knee,
@@ -30,6 +21,9 @@ from simulators.engine.searches import (
     knee_search,
     wilson_interval,
 )
+from simulators.core.catalog import resolve_gpu, resolve_model
+from simulators.engine import EngineSpec, SchedulerConfig, Slo, workload
+from simulators.sims import load_test
 
 
 def _spec(slots=64):
@@ -148,8 +142,8 @@ def test_detector_stops_where_guidellms_constraint_stops(monkeypatch):
 
 
 def _records(n, rate):
+    from simulators.benchmark.loadgen import requests_for
     from simulators.engine.cluster import serve
-    from simulators.engine.loadgen import requests_for
 
     return serve(requests_for("poisson", random.Random(0), n, FIXED, rate=rate), _spec()).records
 
@@ -159,8 +153,8 @@ def _records(n, rate):
 
 def _max_rate():
     """The spec's most requests per second: 500 requests queued at once, over the time they take."""
+    from simulators.benchmark.loadgen import requests_for
     from simulators.engine.cluster import serve
-    from simulators.engine.loadgen import requests_for
 
     recs = serve(requests_for("poisson", random.Random(0), 500, FIXED, rate=1e9), _spec()).records
     return len(recs) / max(r.arrival_s + r.e2e_s for r in recs)
@@ -221,8 +215,8 @@ def test_goodput_finds_the_most_users_meeting_the_slo():
 
 
 def test_concurrent_rampup_staggers_the_first_users():
-    from simulators.engine.loadgen import requests_for
-    from simulators.engine.saturation import with_rampup
+    from simulators.benchmark.loadgen import requests_for
+    from simulators.benchmark.saturation import with_rampup
 
     reqs = requests_for("concurrent", random.Random(0), 40, FIXED, users=16)
     staggered = with_rampup("concurrent", reqs, rate=1.0, users=16, rampup=8.0)

@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from simulators.catalog import resolve_gpu, resolve_model
+from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, eventloop, serve, workload
 from simulators.engine import cluster as cluster_module
 from simulators.engine.kv import KVCacheManager

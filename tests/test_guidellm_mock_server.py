@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from simulators.engine.loadgen import fixed_latency_served, measure
+from simulators.benchmark.loadgen import fixed_latency_served, measure
 from simulators.engine.metrics import RequestRecord, summarize
 
 TTFT_MS, ITL_MS, OUTPUT_TOKENS, SECONDS, RATE = 250.0, 50.0, 8, 5, 5.0

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from guidellm.benchmark import GenerativeBenchmarksReport
 
-from simulators import guidellm_read, load_test
+from simulators.benchmark import guidellm_read
 from simulators.params import parse
+from simulators.sims import load_test
 
 DATA = Path(__file__).parent / "data" / "guidellm"
 ROOT = Path(__file__).parent.parent

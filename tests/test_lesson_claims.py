@@ -88,7 +88,7 @@ def test_03_the_crossing_comes_sooner_than_at_peak_because_flops_fall_further_be
     # "(lesson 02's roofline, at 100% of peak, says N: here the profile's GEMMs reach a smaller share
     # of peak FLOPs, 0.62 at large batches and less at small ones, than its 0.75 share of peak
     # bandwidth, so compute binds sooner)"
-    from simulators import costmodel as cm
+    from simulators.core import costmodel as cm
 
     eff = cm.efficiency(False, cm.DEFAULT_ENGINE)
     at_peak = m("gpu_memory", "decode_compute_bound_batch", context_tokens=128)
@@ -305,7 +305,7 @@ def test_10_the_busy_replica_waits_for_memory_and_preempts_at_1_gib() -> None:
     # Answer 1: alone, the chunked prefill is slower than the cost model's single pass: each extra
     # chunk pays the profile's fixed 3.0 ms per pass again, plus a little for 512-token GEMMs
     # running further below peak (one speed model, so chunking cannot look free).
-    from simulators import catalog, efficiency
+    from simulators.core import catalog, efficiency
 
     fixed = efficiency.fixed_overhead_s(efficiency.profile("vllm"), catalog.models()["llama-3-8b"])
     assert abs(fixed - 0.003) < 1e-9  # "the vLLM profile's fixed 3.0 ms per pass"
@@ -489,8 +489,9 @@ def test_00_2_the_course_takes_percentiles_by_nearest_rank() -> None:
     import math
     import random
 
-    from simulators import slo, stats
+    from simulators.core import stats
     from simulators.engine import metrics
+    from simulators.sims import slo
 
     rng = random.Random(7)
     values = [rng.lognormvariate(0, 0.3) for _ in range(997)]  # 997: q * n is never a whole number
@@ -579,8 +580,8 @@ def test_07_a_cached_system_prompt_leaves_a_little_more_than_a_cold_1000_token_p
     # 07 "What a hit saves", table and quiz 1: with the first 1,000 tokens cached, the pass over the
     # user's 1,000 (whose queries read the cached keys) costs a little more than a cold 1,000-token
     # prefill, so the saving is at most ttft(2000) - ttft(1000), under half; "up to" rows are bounds.
-    from simulators import costmodel as cm
-    from simulators.catalog import resolve_gpu, resolve_model
+    from simulators.core import costmodel as cm
+    from simulators.core.catalog import resolve_gpu, resolve_model
 
     llama, h100, vllm = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm"), cm.efficiency(False, "vllm")
     cold = m("generation", "ttft_s", prompt_tokens=1000)
@@ -691,7 +692,7 @@ def test_11_the_single_request_passes_the_lesson_slo_and_12_and_13_per_s_sit_bel
 def test_11_the_drain_flag_catches_the_150_request_run_and_not_the_2000_request_one() -> None:
     # "The widgets flag a drain over a quarter of the run": the 150-request run at 38 req/s is
     # flagged, the 2,000-request one is not.
-    from simulators.load_test import DRAIN_DOMINATES
+    from simulators.sims.load_test import DRAIN_DOMINATES
 
     assert m("load_test", "drain_share", num_requests=150, rate_per_s=38) > DRAIN_DOMINATES == 0.25
     assert m("load_test", "drain_share", rate_per_s=38, **LT) < DRAIN_DOMINATES
@@ -740,8 +741,8 @@ def test_05_a_512_token_chunk_is_a_little_longer_than_the_32_sequence_decode_ste
     # 05 "When a prompt joins the decoding batch": every pass pays about 3 ms of fixed cost, so the
     # 192-token chunk takes a little more than a batch-1 step over a near-empty cache; 512 tokens
     # take longer than the batch-32 decode step, yet a step holding both costs about the larger.
-    from simulators import costmodel as cm
-    from simulators.catalog import resolve_gpu, resolve_model
+    from simulators.core import costmodel as cm
+    from simulators.core.catalog import resolve_gpu, resolve_model
 
     near_empty = m("generation", "itl_s", prompt_tokens=1, output_tokens=2)
     fixed = m("generation", "ttft_s", prompt_tokens=1) - m("generation", "prefill_memory_s", prompt_tokens=1)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from simulators import catalog
-from simulators import costmodel as cm
+from simulators.core import catalog
+from simulators.core import costmodel as cm
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("measure_gpu", ROOT / "scripts" / "measure_gpu.py")

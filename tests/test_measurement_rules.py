@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from simulators.benchmark.loadgen import cut_at, sweep_rates
 from simulators.engine.cluster import Served
-from simulators.engine.loadgen import cut_at, sweep_rates
 from simulators.engine.metrics import Phase, RequestRecord, summarize, window
 
 

@@ -6,7 +6,7 @@ looked faster than one pass)."""
 import pytest
 
 from simulators import api
-from simulators import costmodel as cm
+from simulators.core import costmodel as cm
 
 ALONE = {"num_background": 0, "prefix_share": 0.0, "max_num_batched_tokens": 8192}
 
@@ -56,13 +56,13 @@ def test_no_module_but_the_cost_model_reads_efficiency_factors():
     import ast
     import pathlib
 
-    root = pathlib.Path(cm.__file__).parent
+    root = pathlib.Path(cm.__file__).parent.parent  # the package
     readers = set()
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and node.attr in FACTORS:
                 readers.add(path.relative_to(root).as_posix())
-    assert readers == {"costmodel.py", "efficiency.py"}
+    assert readers == {"core/costmodel.py", "core/efficiency.py"}
 
 
 def _random_batches(rng, n):
@@ -91,7 +91,7 @@ def test_the_engines_linear_form_stays_within_two_percent_of_the_one_function(en
     its time stays within 2% of the function's, for every engine, format and layout."""
     import random
 
-    from simulators.catalog import gpus, models
+    from simulators.core.catalog import gpus, models
     from simulators.engine.steptime import StepCost
 
     m, g, eff = models()[model], gpus()[gpu], cm.efficiency(False, engine)
@@ -116,7 +116,7 @@ def test_the_engines_linear_form_stays_within_two_percent_of_the_one_function(en
 def test_the_engine_is_a_choice_and_every_answer_names_the_profile_that_priced_it(name, params):
     """Issue 29, item 2: every timing simulator takes the engine; SGLang's profile (a smaller step
     overhead) gives other times than vLLM's, and the answer says which profile priced them."""
-    from simulators import efficiency
+    from simulators.core import efficiency
 
     vllm = api.run(name, params)
     sglang = api.run(name, {**params, "engine": "sglang"})

@@ -10,9 +10,10 @@ import random
 
 import pytest
 
-from simulators import api, catalog
-from simulators import costmodel as cm
-from simulators import parallel_time as pt
+from simulators import api
+from simulators.core import catalog
+from simulators.core import costmodel as cm
+from simulators.core import parallel_time as pt
 from simulators.engine.steptime import StepCost
 
 H100 = catalog.resolve_gpu("h100-sxm")

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from simulators import api, params
-from simulators import sizing_search as ss
+from simulators.benchmark import sizing_search as ss
 
 SMALL = {"gpus": "h100-sxm, l40s", "num_requests": 100}
 
@@ -48,7 +48,7 @@ def test_field_errors_are_the_same_with_the_memo_warm_or_cold() -> None:
 
 
 def test_a_check_without_a_memo_parameter_is_called_as_before() -> None:
-    from simulators import deployment
+    from simulators.sims import deployment
 
     with pytest.raises(params.ParamErrors) as caught:  # 32 heads do not split over 3 GPUs
         params.parse(deployment.Params, {"tensor_parallel_size": 3}, memo=object())

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from simulators import api, catalog
-from simulators import costmodel as cm
+from simulators import api
+from simulators.core import catalog
+from simulators.core import costmodel as cm
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 # Published totals, billions of parameters (model cards; vision towers excluded where noted).

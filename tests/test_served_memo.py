@@ -4,10 +4,10 @@ goodput): the percentiles, the window and the throughput are measured once per r
 
 import pytest
 
-from simulators import load_test
+from simulators.benchmark.loadgen import ServedMemo, run_profile
 from simulators.engine import Slo
-from simulators.engine.loadgen import ServedMemo, run_profile
 from simulators.params import parse
+from simulators.sims import load_test
 
 P = parse(load_test.Params, {"num_requests": 80, "max_num_seqs": 16})
 SPEC, _, _, LENGTHS = load_test._server(P)
@@ -30,7 +30,7 @@ def test_every_slo_gives_exactly_a_fresh_measurement(profile, load, warmup):
 
 
 def test_a_new_slo_re_measures_only_what_depends_on_it(monkeypatch):
-    from simulators.engine import loadgen
+    from simulators.benchmark import loadgen
 
     memo = ServedMemo(SPEC, 80, 0)
     calls = []

@@ -2,11 +2,11 @@
 
 import pytest
 
-from simulators import batching
-from simulators.catalog import resolve_gpu, resolve_model
+from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve
 from simulators.engine.workload import Request
 from simulators.params import parse
+from simulators.sims import batching
 
 
 def test_continuous_beats_static_under_load_and_ties_when_idle():

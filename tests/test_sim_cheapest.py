@@ -5,8 +5,10 @@ import json
 import plotly.graph_objects as go
 import pytest
 
-from simulators import api, catalog, cheapest, params
-from simulators import sizing_search as ss
+from simulators import api, params
+from simulators.benchmark import sizing_search as ss
+from simulators.core import catalog
+from simulators.sims import cheapest
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 # A small case to check by hand: two GPU types, at most two GPUs, BF16 only, short fixed requests.
@@ -152,7 +154,7 @@ def test_a_reader_price_replaces_the_default_and_changes_the_ranking():
 
 
 def test_the_price_table_cites_its_source():
-    from simulators.catalog import data_file
+    from simulators.core.catalog import data_file
 
     table = data_file("gpu_prices.toml")
     assert "runpod" in table["source"]

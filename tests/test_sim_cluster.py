@@ -1,8 +1,9 @@
 """cluster: prefix-aware routing finds more cache hits than blind routing; disaggregation trades TTFT for TPOT."""
 
-from simulators import api, cluster
+from simulators import api
 from simulators.params import parse
 from simulators.results_cache import LruCache
+from simulators.sims import cluster
 
 
 def test_prefix_aware_routing_hits_more_and_round_robin_balances_best():

@@ -2,9 +2,10 @@
 
 import pytest
 
-from simulators import api, catalog, params
-from simulators import compression as comp
-from simulators import costmodel as cm
+from simulators import api, params
+from simulators.core import catalog
+from simulators.core import costmodel as cm
+from simulators.sims import compression as comp
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 

@@ -4,8 +4,10 @@ import json
 
 import pytest
 
-from simulators import api, catalog, deployment, vllm_memory
-from simulators import costmodel as cm
+from simulators import api
+from simulators.core import catalog, vllm_memory
+from simulators.core import costmodel as cm
+from simulators.sims import deployment
 
 GiB = 2**30
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from simulators import api, serve_command
+from simulators import api
+from simulators.benchmark import serve_command
 
 DATA = Path(__file__).parent / "data"
 BASE = "--max-model-len 8192 --gpu-memory-utilization 0.95 --no-enable-prefix-caching"

@@ -4,11 +4,11 @@ import json
 import math
 
 from simulators import api
-from simulators import costmodel as cm
-from simulators import engine_explorer as ex
-from simulators.catalog import resolve_gpu, resolve_model
+from simulators.core import costmodel as cm
+from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec
 from simulators.params import parse
+from simulators.sims import engine_explorer as ex
 
 M, GPU = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
 

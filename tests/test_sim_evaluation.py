@@ -8,8 +8,8 @@ import random
 import numpy as np
 from guidellm.schemas.base.statistics import DistributionSummary
 
-from simulators import evaluation as ev
 from simulators.results_cache import LruCache
+from simulators.sims import evaluation as ev
 
 
 def test_no_damage_no_noise_is_identical():

@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from simulators import api, catalog, params
-from simulators import costmodel as cm
-from simulators import gpu_memory as gm
+from simulators import api, params
+from simulators.core import catalog
+from simulators.core import costmodel as cm
+from simulators.sims import gpu_memory as gm
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 H100 = catalog.gpus()["h100-sxm"]

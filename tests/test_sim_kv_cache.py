@@ -2,9 +2,10 @@
 
 import pytest
 
-from simulators import api, catalog
-from simulators import kv_cache as kc
-from simulators import vllm_memory as vm
+from simulators import api
+from simulators.core import catalog
+from simulators.core import vllm_memory as vm
+from simulators.sims import kv_cache as kc
 
 H100 = catalog.gpus()["h100-sxm"]
 

@@ -4,12 +4,13 @@ long for the context are dropped, counted, and do not stop a closed-loop user.""
 import dataclasses
 import random
 
-from simulators import api, load_test
-from simulators.catalog import resolve_gpu, resolve_model
+from simulators import api
+from simulators.benchmark.export import GUIDELLM_NAMES
+from simulators.benchmark.loadgen import requests_for, run_profile
+from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
-from simulators.engine.export import GUIDELLM_NAMES
-from simulators.engine.loadgen import requests_for, run_profile
 from simulators.engine.workload import Request
+from simulators.sims import load_test
 
 
 def _result(params, seed=0):
@@ -191,7 +192,7 @@ def test_an_overloaded_short_run_does_not_collapse():
 def test_steady_throughput_by_hand():
     # Completions at 1, 2, ..., 11 s: the 20% and 80% quantiles are 3 s and 9 s, and the six
     # completions in (3, 9] give 1 per second. All at one instant: the whole run's rate.
-    from simulators.engine.loadgen import steady_throughput
+    from simulators.benchmark.loadgen import steady_throughput
     from simulators.engine.metrics import RequestRecord
 
     def rec(end: float) -> RequestRecord:
@@ -223,7 +224,7 @@ def test_fixed_lengths_with_few_requests_still_have_a_maximum():
 
 
 def test_a_change_that_leaves_the_runs_alone_reuses_them_and_answers_as_a_fresh_run(monkeypatch):
-    from simulators.engine import loadgen
+    from simulators.benchmark import loadgen
 
     calls = []
     real = loadgen.serve

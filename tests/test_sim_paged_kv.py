@@ -2,8 +2,9 @@
 
 import json
 
-from simulators import api, paged_kv
+from simulators import api
 from simulators.params import parse
+from simulators.sims import paged_kv
 
 
 def test_contiguous_reservation_wastes_most_memory_and_paging_almost_none():

@@ -2,9 +2,10 @@
 
 import random
 
-from simulators import api, prefix_cache
+from simulators import api
 from simulators.engine.kv import KVCacheManager, block_runs
 from simulators.params import parse
+from simulators.sims import prefix_cache
 
 
 def test_block_keys_are_equal_exactly_when_the_prefixes_are():
@@ -121,7 +122,7 @@ def _linear_match(kv, segments, prompt_tokens):
 
 def test_match_and_caching_shortcuts_before_the_first_eviction_agree_with_a_plain_scan():
     # Before any eviction match() bisects and cache_blocks() skips its scan; after, both scan.
-    from simulators.catalog import resolve_gpu, resolve_model
+    from simulators.core.catalog import resolve_gpu, resolve_model
     from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
 
     m = resolve_model("llama-3-8b")

@@ -5,10 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from simulators import api, catalog, params
-from simulators import costmodel as cm
-from simulators import quantization as qz
+from simulators import api, params
+from simulators.core import catalog
+from simulators.core import costmodel as cm
 from simulators.results_cache import LruCache
+from simulators.sims import quantization as qz
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 H100 = catalog.gpus()["h100-sxm"]

@@ -1,8 +1,8 @@
 """reasoning: decode dominates, slots turn over slowly, KV per sequence limits concurrency, speculation helps."""
 
-from simulators import reasoning
 from simulators.engine.scheduler import SchedulerConfig
 from simulators.params import parse
+from simulators.sims import reasoning
 
 
 def test_reasoning_traffic_is_decode_and_memory_bound():

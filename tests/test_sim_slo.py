@@ -7,8 +7,10 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from simulators import api, catalog, params, slo
-from simulators import costmodel as cm
+from simulators import api, params
+from simulators.core import catalog
+from simulators.core import costmodel as cm
+from simulators.sims import slo
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 H100 = catalog.gpus()["h100-sxm"]
@@ -146,8 +148,8 @@ def test_batch_one_has_no_one_to_stall_it():
 def test_the_largest_batch_is_vllms_count_of_requests_held():
     # vLLM v0.19 on one H100 at its defaults: KV blocks over the blocks one 2,200-token request
     # takes (vllm_memory.account, the deployment simulator's accounting), rounded down.
-    from simulators import vllm_memory as vm
-    from simulators.catalog import serve_defaults
+    from simulators.core import vllm_memory as vm
+    from simulators.core.catalog import serve_defaults
 
     d = serve_defaults(H100)
     a = vm.account(

@@ -6,10 +6,11 @@ import random
 import numpy as np
 import pytest
 
-from simulators import api, catalog, params
-from simulators import costmodel as cm
-from simulators import sparsity as sp
+from simulators import api, params
+from simulators.core import catalog
+from simulators.core import costmodel as cm
 from simulators.results_cache import LruCache
+from simulators.sims import sparsity as sp
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 H100 = catalog.gpus()["h100-sxm"]

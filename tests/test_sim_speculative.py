@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from simulators import api, params
-from simulators import speculative as spec
+from simulators.sims import speculative as spec
 
 
 def _run(**kw):

@@ -7,7 +7,7 @@ import random
 import pytest
 from guidellm.schemas.base import statistics as guidellm_stats
 
-from simulators import stats
+from simulators.core import stats
 
 DS = guidellm_stats.DistributionSummary
 

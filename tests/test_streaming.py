@@ -11,7 +11,8 @@ import json
 import plotly.graph_objects as go
 import pytest
 
-from simulators import api, compare_benchmark, load_test
+from simulators import api
+from simulators.sims import compare_benchmark, load_test
 
 SMALL = {"num_requests": 60, "rate_per_s": 12, "users": 16}
 # Points each swept chart gets: closed loop (knee) + open loop (+ the other lengths' open loop).
@@ -169,7 +170,7 @@ def test_the_prefix_cache_charts_stream_and_share_runs_with_run(view, grows):
     """Each chart grows one run at a time; the streamed answer is the plain one; the pressure chart's
     full-memory point has run()'s hit rates (view_data runs before run(), through the memo); and a
     kept scenario posts nothing."""
-    from simulators import prefix_cache
+    from simulators.sims import prefix_cache
 
     params = json.dumps({"sharing": "multi_turn", "num_requests": 40, "view": view})
     posted: list[str] = []
@@ -231,7 +232,7 @@ def test_the_cluster_charts_stream_one_run_at_a_time(view, grows, count):
 def test_the_reasoning_charts_stream_one_run_at_a_time(view, grows, count):
     """Each served trace is posted as it ends; the streamed answer is the plain one; a kept scenario
     posts nothing, and the speculation sweep reuses run()'s runs at 0 and at the chosen draft length."""
-    from simulators import reasoning
+    from simulators.sims import reasoning
 
     assert len(reasoning.DRAFTS) == 7
     params = json.dumps({"num_requests": 20, "view": view})

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from simulators import validation
+from simulators.benchmark import validation
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from simulators import costmodel as cm
-from simulators import efficiency as ef
-from simulators import served_benchmarks as sb
-from simulators import validation
-from simulators.catalog import gpus, models
+from simulators.benchmark import served_benchmarks as sb
+from simulators.benchmark import validation
+from simulators.core import costmodel as cm
+from simulators.core import efficiency as ef
+from simulators.core.catalog import gpus, models
 from simulators.engine.steptime import StepCost
 
 SERVING = ("offline_output_tokens_per_s", "batch_latency_s", "median_tpot_ms")

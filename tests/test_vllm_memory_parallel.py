@@ -11,8 +11,9 @@ computed by hand from the published config.json numbers, not from the code's par
 
 import pytest
 
-from simulators import api, catalog, parallel
-from simulators import vllm_memory as vm
+from simulators import api, parallel
+from simulators.core import catalog
+from simulators.core import vllm_memory as vm
 
 DSV3 = catalog.models()["deepseek-v3"]
 QWEN235 = catalog.models()["qwen3-235b-a22b"]

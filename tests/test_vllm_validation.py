@@ -2,7 +2,8 @@
 
 import pytest
 
-from simulators import catalog, vllm_validation
+from simulators.benchmark import vllm_validation
+from simulators.core import catalog
 
 
 def test_enough_logged_start_ups_covering_each_feature():
@@ -66,7 +67,7 @@ def test_llama4_scout_weights_include_the_rotary_table_vllm_builds_per_rank():
     # (llm-d-planner accuracy/results/v0.19.0/logs, ...llama-4-scout--h100-80gb--tp4pp1dp1--8192.log).
     # The bf16 parameters alone give 50.6 GiB; the cos/sin table of 10,485,760 positions x 128
     # dims x 2 bytes (2.5 GiB, not split by TP) closes the gap.
-    from simulators import vllm_memory as vm
+    from simulators.core import vllm_memory as vm
 
     m = catalog.models()["llama-4-scout"]
     assert vm.rope_cache_bytes(m) == 10_485_760 * 128 * 2

@@ -4,7 +4,7 @@ prefix_cache, engine, load_test, cluster, reasoning).
 
 Public API (everything a simulator module needs):
 
-    from simulators.engine import EngineSpec, SchedulerConfig, serve, summarize, workload
+    from . import EngineSpec, SchedulerConfig, serve, summarize, workload
 
     spec = EngineSpec(model, gpu, SchedulerConfig(max_num_seqs=256), block_size=16,
                       layout="paged" | "contiguous", prefix="off" | "hash" | "radix")

@@ -26,9 +26,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import costmodel as cm
-from ..catalog import Gpu, Model
-from ..parallel import Layout, pooled_kv_tokens
+from ..core import costmodel as cm
+from ..core.catalog import Gpu, Model
+from ..core.layout import Layout, pooled_kv_tokens
 from .blockhash import chain_store, current_store, kept_in
 from .eventloop import Router, simulate
 from .kv import KVCacheManager

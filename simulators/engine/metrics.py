@@ -17,7 +17,7 @@ first token, ITL from the first token on). Warm-up and cool-down are none by def
 `Phase`: a fraction of the run, seconds, or a number of requests (TransientPhaseConfig).
 Throughput is GuideLLM's rate distribution mean: completions inside the window over the window.
 Concurrency is time-weighted (requests in flight, averaged over time). Percentiles follow the
-project's one rule (simulators/stats.py: the first value whose weighted CDF reaches q).
+project's one rule (simulators/core/stats.py: the first value whose weighted CDF reaches q).
 
 Statuses: a request that finished is successful; one cut by `max_seconds` while running is
 incomplete; one the server refused (longer than the context) is errored. Goodput (DistServe) is
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .. import stats
+from ..core import stats
 from .scheduler import Seq
 
 STATS = ("mean", "p50", "p90", "p95", "p99")

@@ -30,7 +30,7 @@ import heapq
 import itertools
 from collections import deque
 
-from .. import costmodel as cm
+from ..core import costmodel as cm
 from .cluster import EngineSpec
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import costmodel as cm
+from ..core import costmodel as cm
 from .kv import KVCacheManager
 from .scheduler import Scheduler, SchedulerConfig
 from .sequence import Seq

@@ -29,8 +29,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from .. import costmodel as cm
-from ..catalog import serve_defaults
+from ..core import costmodel as cm
+from ..core.catalog import serve_defaults
 from .decodeset import DecodeSet
 from .kv import KVCacheManager
 from .sequence import Seq

@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import costmodel as cm
-from .. import parallel_time as pt
-from ..catalog import Gpu, Model
+from ..core import costmodel as cm
+from ..core import parallel_time as pt
+from ..core.catalog import Gpu, Model
 
 
 def attention_keys(new_tokens: int, cached_tokens: int) -> int:

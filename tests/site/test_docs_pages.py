@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from simulators import api, catalog, validation, vllm_validation
+from simulators import api
+from simulators.benchmark import validation, vllm_validation
+from simulators.core import catalog
 from sitebuild import docs_pages, hooks
 from sitebuild.course import load_course
 
@@ -66,7 +68,7 @@ def test_the_tool_pages_json_examples_are_accepted_by_the_simulators(page):
 
 def test_the_kv_calculator_example_model_matches_its_published_size():
     # Mistral-Nemo is a 12B model (mistralai/Mistral-Nemo-Base-2407): the pasted shape must say so.
-    from simulators import costmodel as cm
+    from simulators.core import costmodel as cm
 
     config = next(b for b in json_blocks(DOCS / "tools" / "kv-cache-calculator.md") if "num_hidden_layers" in b)
     assert cm.param_counts(catalog.model_from_config(config)).total / 1e9 == pytest.approx(12.2, abs=0.1)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lesson_fixtures import FRONT
 
-from simulators import validation
+from simulators.benchmark import validation
 from sitebuild import course, expressions
 from sitebuild.sims import Simulators
 

@@ -1,0 +1,241 @@
+"""The diagnosis of one deployment: its memory, its speed at an operating point, the gaps between
+what it logs or measures and what the cost model predicts, and the levers that would move it.
+
+A library of the "Why is my model slow?" simulator (simulators/sims/diagnose.py, whose docstring states
+the model); every time comes from costmodel at the engine's profile, every byte of memory from
+vllm_memory's accounting of vLLM's start-up.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..core import costmodel as cm
+from ..core import vllm_memory as vm
+from ..core.catalog import Gpu, Model, gpus, serve_defaults
+from . import serve_command as sc
+
+BAND = 0.35  # the validation page's yardstick: a gap beyond it is named
+
+
+@dataclass(frozen=True)
+class Deployment:
+    serve: sc.Serve
+    model: Model
+    gpu: Gpu
+    engine: str
+    weight_dtype: str
+    kv_dtype: str
+    tp: int
+    pp: int
+    log: dict[str, Any] | None
+    observed: dict[str, float]
+
+
+def memory(d: Deployment) -> vm.VllmMemory:
+    s = d.serve.settings
+    return vm.account(
+        d.model, d.gpu, tp=d.tp, pp=d.pp, dp=int(s.get("data_parallel_size", 1)),
+        ep=bool(s.get("enable_expert_parallel", False)), gpu_memory_utilization=s.get("gpu_memory_utilization"),
+        max_model_len=int(s.get("max_model_len", min(d.model.max_context_tokens, 131_072))),
+        max_num_batched_tokens=s.get("max_num_batched_tokens"), max_num_seqs=s.get("max_num_seqs"),
+        kv_dtype=d.kv_dtype, weight_dtype=d.weight_dtype, block_size=s.get("block_size"),
+    )  # fmt: skip
+
+
+def speed(d: Deployment, batch: int, prefix_cached: int = 0) -> dict[str, float]:
+    """Predicted times at `batch` requests in flight (see the module docstring)."""
+    prompt, out = int(d.observed["prompt_tokens"]), int(d.observed["output_tokens"])
+    kw: dict[str, Any] = dict(weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, tp=d.tp, pp=d.pp)
+    kw["eff"] = cm.efficiency(False, d.engine)
+    prefill = cm.step_time(d.model, d.gpu, [(prompt - prefix_cached, prefix_cached)], **kw)
+    ctx = prompt + out // 2
+    step = cm.decode_step_time(d.model, d.gpu, [ctx] * batch, **kw)
+    bare = cm.decode_step_time(d.model, d.gpu, [0] * batch, **kw)  # the same step, no KV to read
+    busy = min(0.95, d.observed.get("rate_per_s", 0.0) * prefill.time_s)
+    budget = limit(d, "max_num_batched_tokens")
+    chunk = cm.step_time(d.model, d.gpu, [(min(prompt, budget), 0)], **kw).time_s
+    return {
+        "ttft_s": prefill.time_s,
+        "itl_s": step.time_s / (1 - busy),
+        "step_s": step.time_s,
+        "weights_s": bare.memory_s,
+        "kv_s": step.memory_s - bare.memory_s,
+        "compute_over_s": max(0.0, step.compute_s - step.memory_s),
+        "overhead_s": step.serial_s,
+        "prefill_share": busy,
+        "stall_itl_s": step.time_s + chunk,  # a decode step that carries a prefill (chunk)
+    }
+
+
+def limit(d: Deployment, flag: str) -> int:
+    """A batch limit as the server runs it: the flag, or `vllm serve`'s default on this GPU."""
+    return int(d.serve.settings.get(flag) or serve_defaults(d.gpu)[flag])
+
+
+def _disagree(args: dict[str, Any], settings: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Flags the log's non-default args and the command line set differently (the log's wins)."""
+    out: dict[str, tuple[Any, Any]] = {}
+    for flag in (
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "max_model_len",
+        "gpu_memory_utilization",
+        "kv_cache_dtype",
+    ):
+        if (
+            flag in args
+            and args[flag] != settings.get(flag, args[flag])
+            and not (flag == "kv_cache_dtype" and args[flag] == "auto")
+        ):
+            out[flag] = (args[flag], settings[flag])
+        elif flag in args and flag not in settings and flag != "kv_cache_dtype":
+            out[flag] = (args[flag], "its default")
+    return out
+
+
+def gaps(
+    obs: dict[str, float], now: dict[str, float], a: vm.VllmMemory, log: dict[str, Any] | None, settings: dict[str, Any]
+) -> list[str]:
+    out = []
+    checks = [
+        (
+            "ttft_s",
+            "TTFT",
+            "look at queueing (a rate near capacity), a token budget that splits the prompt, or a cold prefix cache",
+        ),
+        (
+            "itl_s",
+            "ITL",
+            "look at the batch (more requests in flight than stated), long contexts, preemptions or CPU time per step",
+        ),
+    ]
+    for key, name, where in checks:
+        if obs.get(key):
+            r = obs[key] / now[key]
+            if r > 1 + BAND:
+                out.append(f"your {name} is {r:.1f}x the model's: {where}")
+            elif r < 1 - BAND:
+                out.append(
+                    f"your {name} is {r:.2f}x the model's, faster than it predicts: a prefix cache hit, speculative decoding or shorter requests than stated?"
+                )
+    if log:
+        for flag, said in _disagree(log.get("args", {}), settings).items():
+            out.append(
+                f"your log was started with {flag}={said[0]!r}, your command line says {said[1]!r}: diagnose the server the log is from"
+            )
+        err = a.kv_tokens / log["kv_tokens"] - 1
+        if abs(err) > 0.10:  # the deployment simulator's tested error on published logs
+            out.append(
+                f"the KV cache differs from your log by {err:+.0%} (line {log['lines']['kv_tokens']}): check the flags, the GPU and the vLLM version ({log.get('version', '?')})"
+            )
+    return out
+
+
+def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[dict[str, Any]]:
+    s, m, out = d.serve.settings, d.model, []
+    name = "ITL" if binding == "itl_s" else "TTFT"
+
+    def add(lever: str, command: str, after: dict[str, float], lesson: str, key: str = binding, note: str = "") -> None:
+        before = now[key]
+        out.append({"lever": lever, "command": command, "figure": {"itl_s": "ITL", "ttft_s": "TTFT", "stall_itl_s": "ITL of a step that carries a prefill"}[key],
+                    "key": key, "before_s": before, "after_s": after[key], "change": after[key] / before - 1, "lesson": lesson, "note": note})  # fmt: skip
+
+    if d.kv_dtype != "fp8":
+        fp8kv = replace(d, kv_dtype="fp8")
+        held = memory(fp8kv).max_concurrency / max(memory(d).max_concurrency, 1e-9)
+        add(
+            "FP8 KV cache",
+            d.serve.command_with("--kv-cache-dtype", "fp8"),
+            speed(fp8kv, b),
+            "03-quantization",
+            note=f"holds {held:.1f}x the requests",
+        )
+    if d.weight_dtype == "bf16" and d.gpu.peak_tflops("fp8"):
+        add(
+            "FP8 weights (W8A8)",
+            d.serve.command_with("--quantization", "fp8"),
+            speed(replace(d, weight_dtype="fp8"), b),
+            "03-quantization",
+            note="a quality check is part of the change (lesson F3)",
+        )
+    if m.num_heads % (2 * d.tp) == 0 and cm.link_GBps_one_way(d.gpu):
+        try:
+            memory(replace(d, tp=2 * d.tp))
+            add(
+                f"Tensor parallel {2 * d.tp}",
+                d.serve.command_with("--tensor-parallel-size", str(2 * d.tp)),
+                speed(replace(d, tp=2 * d.tp), b),
+                "02-gpu-memory",
+                note="twice the GPUs",
+            )
+        except ValueError:
+            pass
+    if d.observed["prompt_tokens"] > 512 and limit(d, "max_num_batched_tokens") > 512:
+        small = replace(d, serve=replace(d.serve, settings={**s, "max_num_batched_tokens": 512}))
+        add(
+            "Token budget 512 (chunked prefill)",
+            d.serve.command_with("--max-num-batched-tokens", "512"),
+            speed(small, b),
+            "05-continuous-batching",
+            key="stall_itl_s",
+            note="TTFT grows by a step overhead per chunk",
+        )
+    if s.get("enable_prefix_caching") is False:
+        half = int(d.observed["prompt_tokens"]) // 2
+        add(
+            "Prefix caching",
+            d.serve.command_with("--enable-prefix-caching"),
+            speed(d, b, prefix_cached=half),
+            "07-prefix-caching",
+            key="ttft_s",
+            note="if half of each prompt is a shared prefix",
+        )
+    if b <= 16:
+        step = now["step_s"]
+        per_token = cm.speculative_time_per_token_s(step, step, 4, 0.05, 0.7)
+        add("Speculative decoding (4 draft tokens)", d.serve.command_with("--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4}'),
+            {**now, "itl_s": per_token * now["itl_s"] / step}, "08-speculative-decoding", key="itl_s", note="at an acceptance rate of 0.7, a memory-bound verify pass")  # fmt: skip
+    other = _other_gpu(d, b, binding)
+    if other:
+        add(
+            f"Another GPU: {other[0].id}",
+            shlex.join(d.serve.tokens),
+            other[1],
+            "02-gpu-memory",
+            note=f"{other[0].name}, same flags; the catalogue's fastest that fits",
+        )
+    if b >= 4:
+        fewer = replace(d.serve, settings={**s, "max_num_seqs": b // 2})
+        add(
+            f"Fewer requests per batch ({b // 2})",
+            fewer.command_with("--max-num-seqs", str(b // 2)),
+            speed(replace(d, serve=fewer), b // 2),
+            "00.2-local-models-and-slos",
+            note="half the throughput per GPU",
+        )
+    for x in out:
+        x["binding"] = name
+    return out
+
+
+def _other_gpu(d: Deployment, b: int, binding: str) -> tuple[Gpu, dict[str, float]] | None:
+    best: tuple[Gpu, dict[str, float]] | None = None
+    for g in gpus().values():
+        if (
+            g.id == d.gpu.id
+            or cm.missing_compute_figure(g, d.weight_dtype)
+            or (d.tp > 1 and not cm.link_GBps_one_way(g))
+        ):
+            continue
+        try:
+            if memory(replace(d, gpu=g)).kv_tokens < b * (d.observed["prompt_tokens"] + d.observed["output_tokens"]):
+                continue
+        except ValueError:
+            continue
+        t = speed(replace(d, gpu=g), b)
+        if best is None or t[binding] < best[1][binding]:
+            best = (g, t)
+    return best

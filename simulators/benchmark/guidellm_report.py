@@ -1,0 +1,222 @@
+"""Simulated load-test runs written as a GuideLLM 0.8.1 benchmark report (JSON).
+
+The layout is the one `guidellm run --output kind=json` writes (metadata version 2; read by
+`GenerativeBenchmarksReport.load_file`, src/guidellm/benchmark/schemas/report.py): `benchmarks[]`
+with `config.strategy` (type_, streams, rate), `scheduler_metrics`, and
+`metrics.<name>.{successful, incomplete, errored, total}`, each a DistributionSummary
+(stats.summary). Values use GuideLLM's units: seconds for request_latency, milliseconds for the
+`_ms` metrics, requests or tokens per second for the rates.
+
+What a simulation cannot mean as GuideLLM means it: there is no client, so no dispatch delay,
+no network and no tokenizer; times start at 0 instead of the epoch; `requests` (per-request
+samples) is left empty, as GuideLLM's own `--metrics sample_size=0` does.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from ..core import stats
+from ..engine.metrics import RequestRecord, overlapping, window
+
+SCHEMA_VERSION = 2
+WRITER = "0.8.1"  # the GuideLLM release whose layout this is
+STATUSES = ("successful", "incomplete", "errored", "total")
+
+
+# Per-modality counters GuideLLM's report carries (null where nothing was measured; a
+# simulation counts no words, characters, images, audio or tool calls).
+_MODALITIES = {
+    "text": ("tokens", "words", "characters"),
+    "image": ("tokens", "images", "pixels", "bytes"),
+    "video": ("tokens", "frames", "seconds", "bytes"),
+    "audio": ("tokens", "samples", "seconds", "bytes"),
+    "tool_call": ("tokens", "mixed_tokens", "count"),
+}
+_MODALITY_FIELDS = [f"{d}{s}" for d in ("input", "output", "total") for s in ("", "_per_second", "_concurrency")]
+
+
+def _status(
+    fn: Any, ok: list[RequestRecord], cut: list[RequestRecord], weighted: bool = False
+) -> dict[str, dict[str, Any]]:
+    def one(recs: list[RequestRecord]) -> dict[str, Any]:
+        pairs = [fn(r) for r in recs]
+        if weighted:
+            return stats.summary([v for v, _ in pairs], [w for _, w in pairs])
+        return stats.summary(pairs)
+
+    return {"successful": one(ok), "incomplete": one(cut), "errored": stats.summary([]), "total": one([*ok, *cut])}
+
+
+def _rates(events_of: Any, ok: list[RequestRecord], cut: list[RequestRecord], lo: float, hi: float) -> dict[str, Any]:
+    def one(recs: list[RequestRecord]) -> dict[str, Any]:
+        return stats.rate_summary([e for r in recs for e in events_of(r)], lo, hi)
+
+    return {"successful": one(ok), "incomplete": one(cut), "errored": stats.summary([]), "total": one([*ok, *cut])}
+
+
+def _end(r: RequestRecord) -> list[tuple[float, float]]:
+    return [(r.arrival_s + r.e2e_s, 1.0)]
+
+
+def _out_tokens(r: RequestRecord) -> list[tuple[float, float]]:
+    t0, t1, n = r.arrival_s + r.ttft_s, r.arrival_s + r.e2e_s, r.output_tokens
+    if n <= 1 or t1 <= t0:
+        return [(t1, float(n))]
+    return [(t0, 1.0)] + [(t0 + (t1 - t0) * k / (n - 1), 1.0) for k in range(1, n)]
+
+
+def _itl_ms(r: RequestRecord) -> tuple[float, float]:
+    return ((r.tpot_s or 0.0) * 1e3, r.output_tokens - 1.0)
+
+
+def benchmark(
+    profile: str,
+    rate: float,
+    streams: int,
+    ok: list[RequestRecord],
+    cut: list[RequestRecord],
+    errored: list[float],
+    index: int,
+) -> dict[str, Any]:
+    """One `benchmarks[]` entry: a profile's run, measured over GuideLLM's window."""
+    lo, hi = window([*ok, *cut], extra_starts=errored)
+    ok, cut = overlapping(ok, lo, hi), overlapping(cut, lo, hi)
+    n_err = len(errored)
+    spans = [(r.arrival_s, r.arrival_s + r.e2e_s) for r in [*ok, *cut]]
+    conc = stats.concurrency_summary(spans, lo, hi) if spans else stats.summary([])
+    strategy: dict[str, Any] = {"type_": profile, "streams": streams}
+    if profile in ("constant", "poisson"):
+        strategy["rate"] = rate
+    empty = stats.summary([])
+    metrics: dict[str, Any] = {
+        "request_totals": {
+            "successful": len(ok),
+            "incomplete": len(cut),
+            "errored": n_err,
+            "total": len(ok) + len(cut) + n_err,
+        },
+        "requests_per_second": _rates(_end, ok, cut, lo, hi),
+        "request_concurrency": {"successful": conc, "incomplete": empty, "errored": empty, "total": conc},
+        "request_latency": _status(lambda r: r.e2e_s, ok, cut),
+        "request_streaming_iterations_count": _status(lambda r: float(r.output_tokens), ok, cut),
+        "prompt_token_count": _status(lambda r: float(r.prompt_tokens), ok, cut),
+        "output_token_count": _status(lambda r: float(r.output_tokens), ok, cut),
+        "total_token_count": _status(lambda r: float(r.prompt_tokens + r.output_tokens), ok, cut),
+        "time_to_first_token_ms": _status(lambda r: r.ttft_s * 1e3, ok, cut),
+        "time_to_first_output_token_ms": _status(lambda r: r.ttft_s * 1e3, ok, cut),
+        "time_per_output_token_ms": _status(
+            lambda r: (r.e2e_s * 1e3 / max(r.output_tokens, 1), float(r.output_tokens)), ok, cut, True
+        ),
+        "inter_token_latency_ms": _status(_itl_ms, ok, cut, True),
+        "time_to_last_round_trip_ms": _status(lambda r: 0.0, [], []),
+        "avg_round_trip_time_ms": _status(lambda r: 0.0, [], []),
+        "prompt_tokens_per_second": _rates(
+            lambda r: [(r.arrival_s + r.ttft_s, float(r.prompt_tokens))], ok, cut, lo, hi
+        ),
+        "output_tokens_per_second": _rates(_out_tokens, ok, cut, lo, hi),
+        "tokens_per_second": _rates(
+            lambda r: [(r.arrival_s + r.ttft_s, float(r.prompt_tokens)), *_out_tokens(r)], ok, cut, lo, hi
+        ),
+        "output_tokens_per_iteration": _status(lambda r: 1.0, ok, cut),
+        "iter_tokens_per_iteration": _status(lambda r: 1.0, ok, cut),
+        **{kind: {unit: dict.fromkeys(_MODALITY_FIELDS) for unit in units} for kind, units in _MODALITIES.items()},
+    }
+    made = {"successful": len(ok), "errored": n_err, "incomplete": len(cut), "total": len(ok) + len(cut) + n_err}
+    sched = {
+        "start_time": lo,
+        "request_start_time": lo,
+        "measure_start_time": lo,
+        "measure_end_time": hi,
+        "request_end_time": hi,
+        "end_time": hi,
+        "requests_made": made,
+        **dict.fromkeys(
+            (
+                "queued_time_avg",
+                "resolve_start_delay_avg",
+                "resolve_targeted_start_delay_avg",
+                "request_start_delay_avg",
+                "request_targeted_start_delay_avg",
+                "request_time_avg",
+                "resolve_end_delay_avg",
+                "resolve_time_avg",
+                "finalized_delay_avg",
+                "processed_delay_avg",
+            ),
+            0.0,
+        ),
+    }
+    return {
+        "type_": "generative_benchmark",
+        "config": {
+            "run_id": "simulated",
+            "run_index": index,
+            "strategy": strategy,
+            "constraints": {},
+            "profile": {"kind": profile},
+            "requests": {"kind": "simulated"},
+            "backend": {"kind": "simulated"},
+            "environment": {"kind": "simulated"},
+        },
+        "scheduler_state": {},
+        "scheduler_metrics": sched,
+        "metrics": metrics,
+        "requests": {"successful": [], "errored": [], "incomplete": [], "total": None},
+        "start_time": lo,
+        "end_time": hi,
+        "duration": hi - lo,
+        "warmup_duration": 0.0,
+        "cooldown_duration": 0.0,
+    }
+
+
+def report(
+    benchmarks: list[dict[str, Any]],
+    *,
+    model: str,
+    gpu: str,
+    profile: dict[str, Any] | None = None,
+    mean_lengths: tuple[int, int] = (0, 0),
+) -> dict[str, Any]:
+    """The whole report: metadata, the run's configuration (what was simulated: the model and GPU
+    are labels, the target names the simulator), the benchmarks."""
+    labels = {"simulated": "true", "model": model, "gpu": gpu}
+    spec = {
+        "backend": {"kind": "openai_http", "target": "simulated://simulators.sims.load_test", "model": model},
+        "profile": profile or {"kind": "sweep"},
+        "data": [{"kind": "synthetic_text", "prompt_tokens": mean_lengths[0], "output_tokens": mean_lengths[1]}],
+    }
+    return {
+        "metadata": {"version": SCHEMA_VERSION, "guidellm_version": WRITER},
+        "config": {"metadata": {"labels": labels}, "spec": spec},
+        "benchmarks": benchmarks,
+        "conclusions": [],
+    }
+
+
+def sweep_report(spec: Any, n: int, lengths: Any, seed: int, *, sweep_size: int = 10) -> dict[str, Any]:
+    """GuideLLM's default sweep (synchronous, throughput, then constant rates between their
+    measured rates) of the simulated server, as the report `guidellm run --profile sweep` writes."""
+    from ..engine.cluster import serve
+    from .loadgen import cut_at, measure, requests_for, sweep_rates
+
+    recs: list[RequestRecord] = []
+
+    def one(profile: str, rate: float, index: int) -> tuple[dict[str, Any], float]:
+        served = serve(requests_for(profile, random.Random(seed), n, lengths, rate=rate), spec, keep_series=False)
+        ok, cut, err = cut_at(served, None)
+        recs[:] = ok
+        achieved = measure(served, profile, rate).metrics["request_throughput_per_s"]
+        streams = 1 if profile == "synchronous" else n if profile == "throughput" else 0
+        return benchmark(profile, rate, streams, ok, cut, err, index), achieved
+
+    sync, sync_rate = one("synchronous", 0.0, 0)
+    top, top_rate = one("throughput", 0.0, 1)
+    benches = [sync, top]
+    for i, rate in enumerate(sweep_rates(sync_rate, top_rate, sweep_size)):
+        benches.append(one("constant", rate, i + 2)[0])
+    k = max(len(recs), 1)
+    mean_lengths = (round(sum(r.prompt_tokens for r in recs) / k), round(sum(r.output_tokens for r in recs) / k))
+    return report(benches, model=spec.model.name, gpu=spec.gpu.name, mean_lengths=mean_lengths)

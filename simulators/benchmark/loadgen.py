@@ -1,0 +1,378 @@
+"""Load generation as GuideLLM does it: profiles and a rate sweep (the export: engine/export.py).
+
+Profiles (GuideLLM `--profile`):
+- synchronous: one request at a time; the next is sent when the previous one ends.
+- concurrent: N users in a closed loop, each sending its next request when its last one ends.
+- throughput: every request at once (the server's maximum, queueing included).
+- constant: open loop, requests exactly 1/rate apart.
+- poisson: open loop, exponential gaps at the rate (the honest model of independent users).
+- sweep: synchronous and throughput first, then open-loop runs at GuideLLM's rates:
+  `linspace(synchronous rate, throughput rate, sweep_size - 1)[1:]` (benchmark/profiles/sweep.py),
+  so the last open-loop rate is the throughput profile's measured rate; constant by default.
+- throughput with `max_concurrency`: everything sent at once, at most that many in flight (the
+  same arrangement as that many closed-loop users).
+
+Replay: `fixed_latency_served(arrivals=...)` answers given send times with a fixed-latency server
+(GuideLLM's mock server), which the mock-server test compares with a real GuideLLM run.
+GuideLLM's goodput and knee profiles, over_saturation stopping and rampup: engine/searches.py and
+engine/saturation.py.
+
+Constraints (GuideLLM scheduler/constraints): `max_requests` is the run's length; `max_seconds`
+stops sending at that time after the first start and cuts the requests still running there:
+they are *incomplete* (their latency ends at the cut), outside the successful statistics.
+
+Closed loop (synchronous, concurrent) cannot show overload: when the server slows down the
+users send less, so the queue never grows. Open loop (constant, poisson) keeps sending, so past
+capacity the queue and the latency grow without bound: the knee.
+
+Reference: vllm-project/guidellm 0.8.1, src/guidellm/benchmark/profiles/ (sweep.py,
+throughput.py, concurrent.py), scheduler/constraints/request.py, benchmark/schemas/.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import heapq
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine.cluster import EngineSpec, Served, serve
+from ..engine.metrics import Phase, RequestRecord, Slo, as_phase, slo_figures, summarize_apart
+from ..engine.workload import Lengths, Request, arrival_times
+
+CEILING_REQUESTS = 2000  # a server's maximum is read on a run this long (steady state, not start-up and drain)
+FEW_SAMPLES = 100  # a p99 from fewer requests rests on one or two of them
+
+PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
+SWEEP_SIZE = 10  # GuideLLM's default number of benchmarks in a sweep (synchronous and throughput included)
+
+
+def requests_for(
+    profile: str,
+    rng: random.Random,
+    n: int,
+    lengths: Lengths,
+    *,
+    rate: float = 1.0,
+    users: int = 1,
+    max_concurrency: int = 0,
+) -> list[Request]:
+    """n requests arranged by a profile (closed-loop chains use Request.after)."""
+    drawn = [lengths.draw(rng) for _ in range(n)]
+    return arrange(profile, drawn, rng, rate=rate, users=users, max_concurrency=max_concurrency)
+
+
+def arrange(
+    profile: str,
+    drawn: list[tuple[int, int]],
+    rng: random.Random,
+    *,
+    rate: float = 1.0,
+    users: int = 1,
+    max_concurrency: int = 0,
+) -> list[Request]:
+    """requests_for, given the (prompt, output) lengths already drawn from `rng`."""
+    n = len(drawn)
+    if profile == "throughput" and max_concurrency > 0:
+        profile, users = "concurrent", max_concurrency
+    if profile in ("synchronous", "concurrent"):
+        users = 1 if profile == "synchronous" else max(1, users)
+        out = []
+        for i, (p, o) in enumerate(drawn):
+            prev = i - users if i >= users else None
+            out.append(Request(i, 0.0, p, o, ((i + 1, p),), after=prev))
+        return out
+    if profile == "throughput":
+        times = [0.0] * n
+    else:
+        times = arrival_times(rng, n, "constant" if profile == "constant" else "poisson", rate)
+    return [Request(i, times[i], p, o, ((i + 1, p),)) for i, (p, o) in enumerate(drawn)]
+
+
+@dataclass(frozen=True)
+class LoadRun:
+    profile: str
+    rate: float  # offered rate for open loop; achieved rate for closed loop and throughput
+    metrics: dict[str, float]
+    concurrency: float  # requests in flight, time-weighted mean over the window (GuideLLM's)
+
+
+def run_profile(
+    profile: str,
+    spec: EngineSpec,
+    n: int,
+    lengths: Lengths,
+    seed: int,
+    *,
+    rate: float = 1.0,
+    users: int = 1,
+    warmup: Phase | str | float | None = None,
+    cooldown: Phase | str | float | None = None,
+    slo: Slo | None = None,
+    max_seconds: float | None = None,
+) -> LoadRun:
+    served = serve(
+        requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec, keep_series=False
+    )
+    slots = spec.sched.max_num_seqs
+    return measure(
+        served, profile, rate, warmup=warmup, cooldown=cooldown, slo=slo, max_seconds=max_seconds, slots=slots
+    )
+
+
+class ServedMemo:
+    """run_profile for one server, run length and seed, simulating each distinct load only once.
+
+    Warm-up, cool-down and the SLO only change the statistics, not the run, so two figures
+    of the same load (with and without warm-up; a sweep point that is also the chosen one)
+    share one simulation; and the statistics of one load under the same options are measured
+    once (a new rate re-measures only its own run, not the whole sweep). Answers are exactly
+    run_profile's (shared, not copied: callers only read them).
+    """
+
+    def __init__(self, spec: EngineSpec, n: int, seed: int):
+        self.spec, self.n, self.seed = spec, n, seed
+        # Keyed by what decides a run, so equal samplers made by different calls share runs.
+        self._served: dict[tuple[str, tuple[Any, ...], float, int], Served] = {}
+        # Every run draws its lengths first from a fresh Random(seed): draw them once per
+        # distribution, and keep the generator's state after them for the arrival times.
+        self._drawn: dict[tuple[Any, ...], tuple[list[tuple[int, int]], Any]] = {}
+        self._measured: dict[tuple[Any, ...], LoadRun] = {}  # keyed by the run and the statistics' options
+        self._apart: dict[tuple[Any, ...], Apart] = {}  # the same but for the SLO (measure_apart)
+
+    def has(self, profile: str, lengths: Lengths, *, rate: float = 1.0, users: int = 1) -> bool:
+        """Whether this load is already simulated (run() would only measure it)."""
+        return (profile, lengths.key(), rate, users) in self._served
+
+    def run(
+        self,
+        profile: str,
+        lengths: Lengths,
+        *,
+        rate: float = 1.0,
+        users: int = 1,
+        warmup: Phase | str | float | None = None,
+        cooldown: Phase | str | float | None = None,
+        slo: Slo | None = None,
+        max_seconds: float | None = None,
+    ) -> LoadRun:
+        key = (profile, lengths.key(), rate, users)
+        if key not in self._served:
+            if key[1] not in self._drawn:
+                rng = random.Random(self.seed)
+                self._drawn[key[1]] = ([lengths.draw(rng) for _ in range(self.n)], rng.getstate())
+            drawn, state = self._drawn[key[1]]
+            rng = random.Random()
+            rng.setstate(state)
+            # measure() reads only the records, the dropped requests and the event count: no
+            # per-step series is recorded, and the replicas (their KV state) are not kept.
+            served = serve(arrange(profile, drawn, rng, rate=rate, users=users), self.spec, keep_series=False)
+            self._served[key] = dataclasses.replace(served, replicas=[], log=[])
+        # The statistics but the SLO's are measured once per window; a new SLO counts only which
+        # requests meet it (a reader dragging the SLO re-measures no percentile).
+        window = (key, as_phase(warmup), as_phase(cooldown), max_seconds)
+        options = (window, slo)
+        if options not in self._measured:
+            if len(self._measured) >= 256:  # a reader dragging the SLO: keep the memory bounded
+                self._measured.clear()
+                self._apart.clear()
+            if window not in self._apart:
+                self._apart[window] = measure_apart(
+                    self._served[key],
+                    profile,
+                    rate,
+                    warmup=warmup,
+                    cooldown=cooldown,
+                    max_seconds=max_seconds,
+                    slots=self.spec.sched.max_num_seqs,
+                )
+            self._measured[options] = with_slo(self._apart[window], slo)
+        return self._measured[options]
+
+
+def measure(
+    served: Served,
+    profile: str,
+    rate: float,
+    *,
+    warmup: Phase | str | float | None = None,
+    cooldown: Phase | str | float | None = None,
+    slo: Slo | None = None,
+    max_seconds: float | None = None,
+    slots: int = 0,
+) -> LoadRun:
+    """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize);
+    `slots` (the server's batch slots) dates the drain (metrics.drain_s)."""
+    apart = measure_apart(served, profile, rate, warmup=warmup, cooldown=cooldown, max_seconds=max_seconds, slots=slots)
+    return with_slo(apart, slo)
+
+
+@dataclass(frozen=True)
+class Apart:
+    """A run measured but for the SLO: metrics.summarize_apart's parts and measure()'s own figures."""
+
+    profile: str
+    rate: float
+    summary: dict[str, float]
+    kept: list[RequestRecord]
+    attempted: int
+    more: dict[str, float]
+
+
+def measure_apart(
+    served: Served,
+    profile: str,
+    rate: float,
+    *,
+    warmup: Phase | str | float | None = None,
+    cooldown: Phase | str | float | None = None,
+    max_seconds: float | None = None,
+    slots: int = 0,
+) -> Apart:
+    """measure() without the SLO: every statistic that does not depend on it, once."""
+    recs, cut, dropped = cut_at(served, max_seconds)
+    summary, kept, attempted = summarize_apart(
+        recs,
+        warmup=as_phase(warmup),
+        cooldown=as_phase(cooldown),
+        dropped_arrivals=dropped,
+        incomplete=cut,
+        max_seconds=max_seconds,
+        slots=slots,
+    )
+    more = {
+        "num_dropped": len(served.dropped),
+        "steady_throughput_per_s": steady_throughput(served.records),
+        "events": served.events,
+    }
+    return Apart(profile, rate, summary, kept, attempted, more)
+
+
+def with_slo(a: Apart, slo: Slo | None) -> LoadRun:
+    """The LoadRun of a run measured apart, under `slo` (exactly measure()'s answer)."""
+    met = {**a.summary, **slo_figures(a.kept, a.attempted, a.summary["request_throughput_per_s"], slo), **a.more}
+    achieved = met["request_throughput_per_s"]
+    offered = a.rate if a.profile in ("constant", "poisson") else achieved
+    return LoadRun(a.profile, offered, met, met["concurrency_mean"])
+
+
+def cut_at(served: Served, max_seconds: float | None) -> tuple[list[RequestRecord], list[RequestRecord], list[float]]:
+    """(successful, incomplete, errored start times) under GuideLLM's max_seconds constraint.
+
+    Nothing is sent after first start + max_seconds; a request still running then is incomplete,
+    its e2e cut there (and its TTFT too, if its first token had not come)."""
+    dropped = [r.arrival_s for r in served.dropped]
+    if not max_seconds:
+        return served.records, [], dropped
+    starts = [r.arrival_s for r in served.records] + dropped
+    stop = (min(starts) if starts else 0.0) + max_seconds
+    done, cut = [], []
+    for r in served.records:
+        if r.arrival_s > stop:
+            continue
+        if r.arrival_s + r.e2e_s <= stop:
+            done.append(r)
+        else:
+            e2e = stop - r.arrival_s
+            cut.append(r._replace(e2e_s=e2e, ttft_s=min(r.ttft_s, e2e)))
+    return done, cut, [t for t in dropped if t <= stop]
+
+
+def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
+    """Completions per second between the `trim` and 1 - `trim` quantiles of completion times.
+
+    Counting completions over the middle of the completion timeline leaves out the start-up
+    (nothing has finished yet) and the drain (fewer requests than slots), whatever the arrival
+    pattern; when every request finishes at the same instant it falls back to the whole run.
+    """
+    ends = sorted([r.arrival_s + r.e2e_s for r in recs])
+    if len(ends) < 2:
+        return 0.0
+    lo, hi = ends[int(trim * (len(ends) - 1))], ends[int((1 - trim) * (len(ends) - 1))]
+    if hi - lo > 1e-9 * max(1.0, hi):
+        return (bisect.bisect_right(ends, hi) - bisect.bisect_right(ends, lo)) / (hi - lo)  # lo < t <= hi
+    start = min([r.arrival_s for r in recs])
+    return len(ends) / max(ends[-1] - start, 1e-12)
+
+
+def sweep_rates(sync_rate: float, throughput_rate: float, sweep_size: int = SWEEP_SIZE) -> list[float]:
+    """GuideLLM's sweep rates: linspace(sync, throughput, sweep_size - 1) without its first."""
+    k = sweep_size - 1
+    if k < 2:
+        return []
+    rates = [sync_rate + (throughput_rate - sync_rate) * i / (k - 1) for i in range(1, k)]
+    return [r for r in rates if r > 0]  # GuideLLM stops at a rate that is not positive
+
+
+def sweep(
+    spec: EngineSpec,
+    n: int,
+    lengths: Lengths,
+    seed: int,
+    *,
+    sweep_size: int = SWEEP_SIZE,
+    open_profile: str = "constant",
+    warmup: Phase | str | float | None = None,
+    cooldown: Phase | str | float | None = None,
+    slo: Slo | None = None,
+) -> list[LoadRun]:
+    """GuideLLM's sweep, in its order: synchronous, throughput, then the open-loop rates."""
+    kw: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "slo": slo}
+    sync = run_profile("synchronous", spec, n, lengths, seed, **kw)
+    top = run_profile("throughput", spec, n, lengths, seed, **kw)
+    runs = [sync, top]
+    for rate in sweep_rates(sync.rate, top.rate, sweep_size):
+        runs.append(run_profile(open_profile, spec, n, lengths, seed, rate=rate, **kw))
+    return runs
+
+
+def fixed_latency_served(
+    profile: str,
+    n: int,
+    *,
+    ttft_s: float,
+    itl_s: float,
+    output_tokens: int,
+    prompt_tokens: int = 0,
+    rate: float = 1.0,
+    streams: int = 1,
+    max_concurrency: int = 0,
+    seed: int = 0,
+    arrivals: list[float] | None = None,
+) -> Served:
+    """A server with fixed latencies (GuideLLM's `mock-server --ttft-ms --itl-ms --output-tokens`):
+    each request takes ttft_s to its first token and itl_s per token after it, once one of
+    `max_concurrency` slots is free (0: no limit; a waiting request's TTFT includes the wait).
+    `profile` arranges n requests as GuideLLM's profiles do (closed loop: `streams` users);
+    `arrivals` replays given send times instead (GuideLLM's replay profile)."""
+    e2e_service = ttft_s + itl_s * (output_tokens - 1)
+    slots: list[float] = [0.0] * max_concurrency if max_concurrency > 0 else []
+    rng = random.Random(seed)
+    closed = profile in ("synchronous", "concurrent") or (profile == "throughput" and streams > 1)
+    users = 1 if profile == "synchronous" else max(1, streams)
+    if closed:
+        ready = [0.0] * users  # when each user sends its next request
+        heapq.heapify(ready)
+    elif arrivals is not None:
+        times, n = sorted(arrivals), len(arrivals)
+    elif profile == "throughput":
+        times = [0.0] * n
+    else:
+        times = arrival_times(rng, n, "constant" if profile == "constant" else "poisson", rate)
+    recs: list[RequestRecord] = []
+    for i in range(n):
+        sent = heapq.heappop(ready) if closed else times[i]
+        start = sent
+        if slots:
+            start = max(sent, heapq.heappop(slots))
+        end = start + e2e_service
+        if slots:
+            heapq.heappush(slots, end)
+        if closed:
+            heapq.heappush(ready, end)
+        ttft = start - sent + ttft_s
+        tpot = itl_s if output_tokens > 1 else None
+        recs.append(RequestRecord(i, sent, start - sent, ttft, end - sent, tpot, prompt_tokens, output_tokens, 0, 0, 0))
+    return Served(recs, [], 0, [], [])

@@ -1,0 +1,236 @@
+"""Serving-level published benchmarks, run on the event engine under their own conditions.
+
+A serving figure (offline throughput, a server scenario's throughput under latency bounds, the
+latency of a batch started together) depends on how the benchmark fed the engine: the lengths of
+its requests (a heavy-tailed distribution keeps fewer sequences in flight and leaves a drain at
+the end, which a closed form at the mean lengths misses), how many requests it sent and when.
+Each such row of data/measurements.toml states those conditions; `run(row, profile)` serves the
+row's requests with `engine.serve` (the entry point every simulator uses) and measures the
+benchmark's figure from the records.
+
+Conditions a row states (validation.py reads the rest: model, GPU, formats, tp, scheduler caps):
+- `lengths`: "fixed" (every request `input_tokens` in, `output_tokens` out), or a named
+  distribution of LENGTHS below with those means, drawn with a fixed seed;
+- `max_input_tokens`, `max_total_tokens`, `fixed_output`: the data set's caps, and outputs all
+  `output_tokens` long (MLPerf llama3.1-8b);
+- `requests`: how many requests are simulated (the benchmark's own count where small enough,
+  else a stated sample of it: `benchmark_requests` keeps the benchmark's count), or "batch": one
+  batch of the row's `batch_size` (a static-batching benchmark, e.g. QServe's tables);
+- `arrival`: "offline" (every request queued at once), "batch" (one batch of `batch_size`
+  started together: vLLM's latency benchmark) or "server" (Poisson arrivals at the highest rate
+  whose 99th percentile TTFT and TPOT stay within `ttft_limit_ms` and `tpot_limit_ms`: MLPerf
+  Server's rule), or "rate" (Poisson arrivals at the row's `request_rate` per second; the figure
+  is the median TPOT: sglang.bench_serving's online table).
+
+The engine's step time is the row's engine profile, priced by costmodel.step_time and read off as
+the linear form the engine needs (engine/steptime.py), as for every simulator.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from typing import Any
+
+from ..core import efficiency as ef
+from ..core.catalog import gpus, models
+from ..engine.cluster import EngineSpec, serve
+from ..engine.metrics import RequestRecord
+from ..engine.scheduler import SchedulerConfig
+from ..engine.workload import AZURE_CONV_OUTPUT, AZURE_CONV_PROMPT, Request
+
+SEED = 16
+
+# Length distributions: (input sigma, output sigma) of ln(tokens) for a lognormal with the row's
+# means, filters (min tokens, max input, max input + output) and the source of each.
+LENGTHS: dict[str, dict[str, Any]] = {
+    "sharegpt": {
+        # WildChat paper Table 1 (reference section 8): ShareGPT user turns 94.46 +- 626.39,
+        # assistant turns 348.45 +- 269.93 tokens: coefficients of variation 6.63 and 0.775.
+        "cv": (626.39 / 94.46, 269.93 / 348.45),
+        # vLLM / SGLang sample_sharegpt_requests: drop prompt or output under 4 tokens, prompt over
+        # 1,024 or prompt + output over 2,048 (vllm benchmarks/benchmark_serving.py; SGLang's
+        # bench_serving.py copied it).
+        "min": 4,
+        "max_input": 1024,
+        "max_total": 2048,
+        "source": "ShareGPT spread: WildChat (Zhao et al. 2024) Table 1; filter: vLLM/SGLang sample_sharegpt_requests",
+    },
+    "conversation": {
+        # Azure LLM inference trace 2023, conversation: lognormal sigmas of ln(tokens)
+        # (engine/workload.py, reference section 8); shape only: the means are the row's.
+        "sigma": (AZURE_CONV_PROMPT[1], AZURE_CONV_OUTPUT[1]),
+        "min": 1,
+        "max_input": 1 << 20,  # a row states its data set's caps (max_input_tokens, max_total_tokens)
+        "max_total": 1 << 20,
+        "source": "spread of the Azure LLM inference trace 2023 (conversation), assumed for a data set whose spread we could not read",
+    },
+}
+
+
+def _sigma(kind: str) -> tuple[float, float]:
+    d = LENGTHS[kind]
+    if "sigma" in d:
+        s_in, s_out = d["sigma"]
+        return float(s_in), float(s_out)
+    cv_in, cv_out = d["cv"]
+    return math.sqrt(math.log(1 + cv_in * cv_in)), math.sqrt(math.log(1 + cv_out * cv_out))
+
+
+_LENGTHS: dict[tuple[str, int], list[tuple[int, int]]] = {}  # a row's draw, shared by its ideal and profile runs
+
+
+def draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
+    """The row's n (input, output) lengths: fixed, or a lognormal with the row's means, filtered."""
+    key = (repr(sorted(e.items())), n)
+    if key not in _LENGTHS:
+        _LENGTHS[key] = _draw_lengths(e, n)
+    return list(_LENGTHS[key])
+
+
+def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
+    isl, osl = int(e["input_tokens"]), int(e["output_tokens"])
+    kind = e.get("lengths", "fixed")
+    if kind == "fixed":
+        return [(isl, osl)] * n
+    d = dict(LENGTHS[kind])
+    d["max_input"] = int(e.get("max_input_tokens", d["max_input"]))
+    d["max_total"] = int(e.get("max_total_tokens", d["max_total"]))
+    if isl >= d["max_input"] or isl + osl >= d["max_total"]:
+        raise ValueError(f"measurement '{e.get('id')}': mean lengths {isl}/{osl} do not fit the caps of '{kind}'")
+    si, so = _sigma(kind)
+    fixed_out = bool(e.get("fixed_output"))
+    # The row's means are those of the requests sent, after the filter: shift the lognormals'
+    # medians until the filtered sample has them (a few fixed-point steps).
+    mu_i, mu_o = math.log(isl) - si * si / 2, math.log(osl) - so * so / 2
+    for _ in range(20):
+        rng = random.Random(SEED)
+        out: list[tuple[int, int]] = []
+        while len(out) < n:
+            p = round(rng.lognormvariate(mu_i, si))
+            o = osl if fixed_out else round(rng.lognormvariate(mu_o, so))
+            if p < d["min"] or o < d["min"] or p > d["max_input"] or p + o > d["max_total"]:
+                continue  # the benchmark's own filter: such a request is never sent
+            out.append((p, o))
+        mi, mo = (sum(x[k] for x in out) / n for k in (0, 1))
+        mu_i, mu_o = mu_i + math.log(isl / mi), mu_o + math.log(osl / mo)
+    return out
+
+
+def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, max_len: int) -> EngineSpec:
+    """The row's server: model, GPU, formats, tensor parallel, the benchmark's scheduler caps;
+    `max_len`: the longest request (a benchmark sets its engine's max sequence length to fit)."""
+    m, g = models()[e["model"]], gpus()[e["gpu"]]
+    cfg = SchedulerConfig(
+        max_num_seqs=sched.max_num_seqs,
+        max_num_batched_tokens=sched.max_num_batched_tokens,
+        max_model_len=max_len,
+    )
+    return EngineSpec(
+        m,
+        g,
+        cfg,
+        weight_dtype=e.get("weight_dtype", "bf16"),
+        kv_dtype=e.get("kv_dtype", "bf16"),
+        tp=int(e.get("tp", 1)),
+        profile=p,
+        activation_dtype=e.get("activation_dtype"),
+    )
+
+
+def _requests(lengths: list[tuple[int, int]], times: list[float]) -> list[Request]:
+    return [Request(i, t, p, o, ((i + 1, p),)) for i, ((p, o), t) in enumerate(zip(lengths, times, strict=True))]
+
+
+def _throughput(recs: list[RequestRecord]) -> float:
+    """Output tokens over the run: first send to last completion (MLPerf's and trtllm-bench's count)."""
+    start = min(r.arrival_s for r in recs)
+    end = max(r.arrival_s + r.e2e_s for r in recs)
+    return sum(r.output_tokens for r in recs) / (end - start)
+
+
+def _p99(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, math.ceil(0.99 * len(s)) - 1)]
+
+
+def _server(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
+    """Highest Poisson rate whose p99 TTFT and TPOT meet the bounds: its output tokens per second."""
+    ttft, tpot = float(e["ttft_limit_ms"]) / 1e3, float(e["tpot_limit_ms"]) / 1e3
+    n = len(lengths)
+    offline = serve(_requests(lengths, [0.0] * n), spec, keep_series=False).records
+    mean_out = sum(o for _, o in lengths) / n
+    hi = _throughput(offline) / mean_out  # requests per second: no rate above the offline one holds
+    lo, best = 0.0, 0.0
+
+    def meets(rate: float) -> float | None:
+        recs = serve(_requests(lengths, _poisson_times(n, rate)), spec, keep_series=False).records
+        if len(recs) < n:
+            return None
+        ok = _p99([r.ttft_s for r in recs]) <= ttft and _p99([r.tpot_s or 0.0 for r in recs]) <= tpot
+        return _throughput(recs) if ok else None
+
+    for _ in range(int(e.get("rate_steps", 7))):
+        mid = (lo + hi) / 2 if lo else hi * 0.5
+        got = meets(mid)
+        if got is None:
+            hi = mid
+        else:
+            lo, best = mid, got
+    return best
+
+
+def _median_tpot(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
+    """Median TPOT (s) of Poisson arrivals at the row's request_rate (sglang.bench_serving: TPOT is
+    (latency - TTFT) / (output tokens - 1), over requests with more than one output token)."""
+    times = _poisson_times(len(lengths), float(e["request_rate"]))
+    recs = serve(_requests(lengths, times), spec, keep_series=False).records
+    return statistics.median(r.tpot_s for r in recs if r.tpot_s is not None)  # numpy's median, as bench_serving's
+
+
+def _poisson_times(n: int, rate: float) -> list[float]:
+    """Arrival times of n requests, Poisson at `rate` per second from 0 (the same draw for every rate)."""
+    times = [0.0]
+    rng = random.Random(SEED)
+    for _ in range(n - 1):
+        times.append(times[-1] + rng.expovariate(rate))
+    return times
+
+
+def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
+    """The row's published quantity, predicted by serving its requests under its conditions."""
+    key = repr((sorted(e.items()), p, sched.max_num_seqs, sched.max_num_batched_tokens))
+    if key not in _RUNS:
+        _RUNS[key] = _run(e, p, sched)
+    return _RUNS[key]
+
+
+_RUNS: dict[str, float] = {}  # one simulation per row, profile and schedule
+
+
+def known_runs() -> dict[str, float]:
+    """The runs made so far in this process, by key (the site build keeps them on disk between
+    builds, in its cache file named after the simulators' hash: sitebuild/sims.py)."""
+    return dict(_RUNS)
+
+
+def remember_runs(runs: dict[str, float]) -> None:
+    """Runs made earlier by this same code (`known_runs`), so they are not made again."""
+    _RUNS.update(runs)
+
+
+def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
+    arrival = e.get("arrival", "offline")
+    lengths = draw_lengths(e, int(e["batch_size"]) if arrival == "batch" else int(e["requests"]))
+    spec = spec_for(e, p, sched, max(a + b for a, b in lengths))
+    if arrival == "batch":
+        recs = serve(_requests(lengths, [0.0] * len(lengths)), spec, keep_series=False).records
+        return sum(r.e2e_s for r in recs) / len(recs)
+    if arrival == "server":
+        return _server(e, spec, lengths)
+    if arrival == "rate":
+        return _median_tpot(e, spec, lengths)
+    if arrival != "offline":
+        raise ValueError(f"measurement '{e['id']}': arrival must be offline, batch, server or rate, got {arrival!r}")
+    return _throughput(serve(_requests(lengths, [0.0] * len(lengths)), spec, keep_series=False).records)

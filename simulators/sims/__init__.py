@@ -1,0 +1,1 @@
+"""One module per simulator (registered in simulators/api.py): Params, run, figure, summary."""

@@ -1,0 +1,279 @@
+"""Static vs continuous batching: the same trace through both schedulers.
+
+Model: one replica (the serving engine, simulators/engine) receives the same seeded open-loop
+trace twice. Static batching admits up to `max_num_seqs` waiting requests only when the engine
+is empty, prefills them together and decodes until the longest is done; a finished sequence's
+slot idles until then (its tokens still stream to its user). Continuous (iteration-level)
+batching re-plans every step: finished sequences leave and waiting ones join at once, with
+chunked prefill sharing steps with decodes. Every step time comes from the cost model
+(costmodel.step_time for the batch's actual composition); KV is paged with vLLM's defaults.
+Assumptions: static batching pays no padding (finished slots cost no compute), which flatters it.
+Throughput here is every request over the makespan (first arrival to last completion).
+
+Slot occupancy is time-weighted: the engine samples each step's state at the step's *start*, after
+scheduling, and the sample holds until the next one, so a slot counts as busy during every step
+that processes its sequence, prefill included. (Sampling at each step's end would draw a static
+batch's long prefill step as the empty engine before it and count those slots idle.) A static
+batch's slot is idle from its sequence's last token to the end of the batch's longest answer.
+
+References: 1) Yu et al. 2022, Orca: A Distributed Serving System for Transformer-Based
+Generative Models (OSDI), iteration-level scheduling; 2) Kwon et al. 2023 (arXiv 2309.06180);
+3) Azure LLM inference trace 2023 for the default lengths (reference section 8).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.catalog import resolve_gpu, resolve_model
+from ..engine import EngineSpec, SchedulerConfig, serve, workload
+from ..engine.metrics import describe, downsample, time_average
+from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
+from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import bar, layout, line
+from ..plotting import figure as make_figure
+from ..results_cache import LruCache, run_key
+
+TITLE = "Static vs continuous batching"
+DESCRIPTION = (
+    "The same requests through a scheduler that waits for the whole batch and one that refills slots every step."
+)
+METRICS = {
+    "throughput_static_per_s": ("Static: requests per second", "req/s"),
+    "throughput_continuous_per_s": ("Continuous: requests per second", "req/s"),
+    "throughput_gain": ("Continuous / static throughput", "x"),
+    "tokens_static_per_s": ("Static: output tokens per second", "tokens/s"),
+    "tokens_continuous_per_s": ("Continuous: output tokens per second", "tokens/s"),
+    "ttft_static_s_p50": ("Static: median TTFT", "s"),
+    "ttft_continuous_s_p50": ("Continuous: median TTFT", "s"),
+    "ttft_static_s_p99": ("Static: p99 TTFT", "s"),
+    "ttft_continuous_s_p99": ("Continuous: p99 TTFT", "s"),
+    "e2e_static_s_p99": ("Static: p99 end-to-end", "s"),
+    "e2e_continuous_s_p99": ("Continuous: p99 end-to-end", "s"),
+    "slot_occupancy_static": ("Static: busy share of batch slots", ""),
+    "slot_occupancy_continuous": ("Continuous: busy share of batch slots", ""),
+}
+LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed"), ("uniform", "Uniform +-50%")]
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [("occupancy", "Busy slots over time"), ("latency", "Latency percentiles")]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
+    # Requests in the trace (both schedulers get the same ones).
+    num_requests: int = param(200, label="Requests", min=10, max=2000, step=10, log=True)
+    # Open-loop Poisson arrival rate.
+    rate_per_s: float = param(8.0, label="Arrival rate", unit="req/s", min=0.1, max=200.0, step=0.1, log=True)
+    # Batch slots: the most sequences decoded together (vLLM --max-num-seqs).
+    max_num_seqs: int = param(32, label="Batch slots", unit="sequences", min=1, max=1024, step=1, log=True)
+    # Length distribution; fixed and uniform use the two means below.
+    lengths: str = param("azure", label="Lengths", choices=LENGTHS)
+    prompt_tokens: int = param(1000, label="Prompt (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
+    output_tokens: int = param(200, label="Output (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+
+    def check(self) -> None:
+        m = resolve_model(self.model)
+        check_serving(m, resolve_gpu(self.gpu), layout_of(self))
+        median = math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
+        if self.lengths == "azure" and median > m.max_context_tokens:
+            # Requests longer than the context are dropped: most of the trace would be.
+            raise ParamError(
+                "lengths",
+                f"the Azure trace's median request ({median:,.0f} tokens) is longer than {m.name}'s "
+                f"{m.max_context_tokens:,}-token context",
+            )
+        if self.lengths != "azure" and 1.5 * (self.prompt_tokens + self.output_tokens) > m.max_context_tokens:
+            raise ParamError(
+                "output_tokens",
+                f"prompt plus output (up to 1.5x for uniform) must fit {m.name}'s {m.max_context_tokens:,}-token context",
+            )
+
+
+def _lengths(p: Params) -> workload.Lengths:
+    if p.lengths == "azure":
+        return workload.azure_lengths()
+    return workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
+
+
+def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_seqs: int) -> float:
+    """Busy share of the batch slots: sequences running (prefilling or decoding), time-weighted.
+
+    `series` is a replica's, one sample per step at its start (see the module docstring), from
+    the first step to the engine's last idle moment.
+    """
+    return time_average([(t, running) for t, _, _, _, _, running in series]) / max_num_seqs
+
+
+POLICIES = ("static", "continuous")  # served and drawn in this order (static is the cheaper run)
+
+# Runs kept between calls in the caller's memo (api.Session gives one), so that view_data() can
+# stream the chart one scheduler at a time and run() then reuses both runs: one scenario's trace
+# and its two runs.
+MEMO_ENTRIES = 1 + len(POLICIES)
+
+
+def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:
+    def make() -> list[workload.Request]:
+        rng = random.Random(seed)
+        times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+        return workload.build(rng, p.num_requests, _lengths(p), times).requests
+
+    got: list[workload.Request] = memo.get_or_make(run_key(p, seed, "trace"), make)
+    return got
+
+
+def _served(p: Params, seed: int, policy: str, memo: LruCache[Any]) -> tuple[dict[str, Any], dict[str, float]]:
+    """One scheduler's run of the trace, from the memo where kept: its chart entry and metrics."""
+
+    def make() -> tuple[dict[str, Any], dict[str, float]]:
+        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+        spec = EngineSpec(
+            m,
+            gpu,
+            SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
+            engine=p.engine,
+            **layout_of(p).cost_kw(),
+        )
+        served = serve(_trace(p, seed, memo), spec)
+        rep = served.replicas[0]
+        occ = slot_occupancy(rep.series, p.max_num_seqs)
+        # Every request counts: the run has no warm-up or cool-down to leave out, so these are
+        # summarize()'s figures without the 44 others it computes (~11 of a 2,000-request
+        # static run's ~65 ms in Pyodide).
+        recs = served.records
+        ttft, e2e = describe([x.ttft_s for x in recs]), describe([x.e2e_s for x in recs])
+        # Throughput over the whole run: every request, first arrival to last completion.
+        makespan = max(x.arrival_s + x.e2e_s for x in recs) - min(x.arrival_s for x in recs) if recs else 1.0
+        entry = {
+            "series": downsample([(t, slots, running) for t, slots, _, _, _, running in rep.series]),
+            "ttft": [ttft["p50"], ttft["p90"], ttft["p99"]],
+            "e2e": [e2e["p50"], e2e["p90"], e2e["p99"]],
+            "makespan_s": makespan,
+            "num_dropped": len(served.dropped),
+        }
+        metrics = {
+            f"throughput_{policy}_per_s": len(recs) / makespan,
+            f"tokens_{policy}_per_s": sum(x.output_tokens for x in recs) / makespan,
+            f"ttft_{policy}_s_p50": ttft["p50"],
+            f"ttft_{policy}_s_p99": ttft["p99"],
+            f"e2e_{policy}_s_p99": e2e["p99"],
+            f"slot_occupancy_{policy}": occ,
+        }
+        return entry, metrics
+
+    got: tuple[dict[str, Any], dict[str, float]] = memo.get_or_make(run_key(p, seed, policy), make)
+    return got
+
+
+def _head(p: Params) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    return {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the trace and both runs for the caller's next call (none: nothing is kept)."""
+    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+    out = _head(p)
+    metrics: dict[str, float] = {}
+    for policy in POLICIES:
+        out[policy], more = _served(p, seed, policy, memo)
+        metrics.update(more)
+    metrics["throughput_gain"] = metrics["throughput_continuous_per_s"] / metrics["throughput_static_per_s"]
+    out["metrics"] = metrics
+    return out
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Nothing beyond run()'s result. With `progress` (api calls this before run() when the page
+    streams), both charts are drawn one scheduler at a time as its run ends, static first, through
+    the memo that run() then reuses; a run already kept is drawn with the answer, at once."""
+    if progress is not None and memo is not None:
+        part = _head(p)
+        for policy in POLICIES:
+            kept = run_key(p, seed, policy) in memo
+            part[policy] = _served(p, seed, policy, memo)[0]
+            if not kept:
+                progress(dict(part))
+    return {}
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "latency":
+        labels = ["TTFT p50", "TTFT p90", "TTFT p99", "E2E p50", "E2E p90", "E2E p99"]
+        data = [
+            bar(labels, r[k]["ttft"] + r[k]["e2e"], f"{k.capitalize()} batching", i)
+            for i, k in enumerate(POLICIES)
+            if k in r  # both, but while they stream
+        ]
+        return make_figure(
+            data,
+            layout(
+                f"Latency percentiles, {r['model']} on {r['gpu']}",
+                "Metric",
+                "Seconds",
+                barmode="group",
+                yaxis={"type": "log"},
+            ),
+        )
+    st, co = r["static"]["series"], r.get("continuous", {}).get("series")  # no continuous run yet while streaming
+    data = [
+        line(
+            [x[0] for x in st], [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"
+        ),
+        line([x[0] for x in st], [x[1] for x in st], "Static: slots held by the batch", 3, shape="hv"),
+    ]
+    if co is not None:
+        data.append(line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, shape="hv"))
+    return make_figure(
+        data,
+        layout(
+            f"Batch slots over time ({r['max_num_seqs']} slots, {r['rate_per_s']:g} req/s)", "Time (s)", "Sequences"
+        ),
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: throughput, TTFT and busy slots (occupancy), or the percentiles drawn (latency)."""
+    m = r["metrics"]
+    if view == "latency":
+        st, co = r["static"], r["continuous"]
+        return (
+            f"With {r['max_num_seqs']} slots at {r['rate_per_s']:g} requests per second, TTFT at p50, p90 and p99 is "
+            f"{_seconds(co['ttft'])} s with continuous batching against {_seconds(st['ttft'])} s with static batching; "
+            f"end to end, {_seconds(co['e2e'])} s against {_seconds(st['e2e'])} s. Static batching makes new requests "
+            "wait for the slowest member of the batch in flight."
+        )
+    return (
+        f"With {r['max_num_seqs']} slots at {r['rate_per_s']:g} requests per second, continuous batching completes "
+        f"{m['throughput_continuous_per_s']:.2f} requests/s against {m['throughput_static_per_s']:.2f} for static batching "
+        f"({m['throughput_gain']:.2f}x). Median TTFT is {m['ttft_continuous_s_p50']:.2f} s against {m['ttft_static_s_p50']:.2f} s, "
+        f"p99 TTFT {m['ttft_continuous_s_p99']:.2f} s against {m['ttft_static_s_p99']:.2f} s: static batching makes new requests "
+        f"wait for the slowest member of the batch in flight. Slots are busy {m['slot_occupancy_continuous']:.0%} of the time "
+        f"with continuous batching and {m['slot_occupancy_static']:.0%} with static batching."
+    )
+
+
+def _seconds(xs: list[float]) -> str:
+    """Percentiles in seconds, as "0.03 / 0.09 / 0.18"."""
+    return " / ".join(f"{x:.2f}" for x in xs)

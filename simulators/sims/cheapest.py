@@ -1,0 +1,487 @@
+"""Cheapest deployment: the GPU, count, parallelism and weight format that meet a TTFT / ITL SLO at a rate.
+
+The reader gives a model, a request rate, the request lengths (fixed, or the course's Azure
+conversation workload), targets for the chosen percentile of TTFT and of ITL (here TPOT, the
+per-request mean gap between output tokens, what an SLO bounds), and optionally the GPUs allowed
+and their prices. The search (simulators/benchmark/sizing_search.py) tries every GPU with a price x weight
+format the GPU runs x replica shape: tensor parallel 1-8 x pipeline parallel 1-8 and, for a mixture
+of experts, data-parallel attention with expert parallelism, at most 8 GPUs a replica
+(sizing_search.shapes). It keeps the layouts vLLM would start, drops those whose closed-form
+floors already miss a target, and confirms the rest with the event engine, cheapest lower bound
+first: for each, the highest rate per replica at which the engine meets the targets (independent
+of the request rate, so kept in the memo), hence the fewest replicas, i.e. the layout's cheapest
+configuration. It stops when no unconfirmed layout's lower bound is below the `TOP`-th cheapest
+found: the table is the `TOP` cheapest layouts, each at its fewest replicas, in order (as brute
+force over the engine over the same space finds, tests/test_sim_cheapest.py).
+
+Cost: GPUs x price per GPU-hour (data/gpu_prices.toml: one provider's list prices, cited there;
+the `prices` field replaces any of them); per million output tokens: USD per hour / (3600 x rate
+x mean output tokens) x 10^6 at the offered rate. Headroom: 1 - max(p-TTFT / target, p-ITL /
+target), the share of the tighter target left unused.
+
+Not searched: replicas of more than 8 GPUs (one node), pipelines with data-parallel attention,
+tensor parallelism with expert parallelism and no DP (the same bytes and time as TP), disaggregated
+prefill, prefix caching. The engine runs a DP group as one scheduler with dp times one rank's
+limits (sizing_search.spec).
+The engine's runs are short (`num_requests`, 10% left out at each end): a configuration near
+its knee can pass a short run and fail a long one; raise num_requests to check the winner.
+
+References: 1) vllm-project/vllm, vllm/v1/worker/gpu_worker.py (memory); 2) Zhong et al. 2024,
+DistServe (arXiv 2401.09670), goodput under TTFT and TPOT SLOs; 3) NVIDIA AIConfigurator and
+llm-d-planner, which search the same space (github.com/ai-dynamo/aiconfigurator,
+github.com/llm-d-incubation/llm-d-planner).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..benchmark import sizing_search as ss
+from ..core import costmodel as cm
+from ..core.catalog import Gpu, data_file, gpus, resolve_model, running_example
+from ..engine import workload
+from ..parallel import check_link
+from ..params import ParamError, model_param, param
+from ..plotting import bar, layout, markers
+from ..plotting import figure as make_figure
+from ..results_cache import LruCache
+
+TITLE = "Cheapest deployment for an SLO"
+DESCRIPTION = (
+    "The GPU, count, tensor parallelism and weight format that meet a TTFT and ITL target at a request "
+    "rate for the least money, found with the cost model and confirmed with the serving engine."
+)
+METRICS = {
+    "usd_per_hour": ("Cheapest configuration: price", "USD/h"),
+    "usd_per_million_output_tokens": ("Cheapest: cost per million output tokens", "USD"),
+    "num_gpus": ("Cheapest: GPUs", "GPUs"),
+    "ttft_s": ("Cheapest: TTFT at the percentile", "s"),
+    "tpot_s": ("Cheapest: ITL (TPOT) at the percentile", "s"),
+    "headroom": ("Cheapest: share of the tighter target left", ""),
+    "layouts_tried": ("Layouts that vLLM would start", "layouts"),
+    "layouts_confirmed": ("Layouts confirmed with the engine", "layouts"),
+}
+TOP = 3  # layouts listed: the three cheapest, each at its fewest replicas
+MEMO_ENTRIES = 1024  # one entry per layout: about 180 for a mixture of experts on every GPU
+ARRIVALS_SEED = 0  # the Poisson arrivals of every engine run (run's docstring)
+FORMATS = [("bf16", "BF16 only"), ("bf16,fp8", "BF16, and FP8 where the GPU has FP8 tensor cores"),
+           ("bf16,fp8,int4", "BF16, FP8 and INT4 weight-only")]  # fmt: skip
+VIEWS = [("cost", "Price of each configuration"), ("latency", "Latency against the targets")]
+
+
+def default_prices() -> dict[str, float]:
+    table = data_file("gpu_prices.toml")
+    return {gid: float(v["usd_per_hour"]) for gid, v in table.items() if isinstance(v, dict)}
+
+
+def parse_prices(text: str) -> dict[str, float]:
+    """The reader's "id=USD/h, ..." over the defaults; ParamError naming the bad entry."""
+    prices = default_prices()
+    for item in filter(None, (x.strip() for x in text.replace(";", ",").split(","))):
+        gid, _, value = item.partition("=")
+        gid = gid.strip()
+        if gid not in gpus():
+            raise ParamError("prices", f"unknown GPU '{gid}' in '{item}'; known: {', '.join(gpus())}")
+        try:
+            price = float(value)
+        except ValueError:
+            raise ParamError("prices", f"'{item}' is not id=USD per hour (e.g. h100-sxm=2.5)") from None
+        if not 0 < price < 1000:
+            raise ParamError("prices", f"'{item}': a price per GPU-hour between 0 and 1,000 USD")
+        prices[gid] = price
+    return prices
+
+
+def requested_gpus(text: str) -> list[Gpu]:
+    """The GPUs a search was asked for: "all", or catalogue ids separated by commas."""
+    ids = list(gpus()) if text.strip() in ("", "all") else [x.strip() for x in text.split(",") if x.strip()]
+    unknown = [g for g in ids if g not in gpus()]
+    if unknown:
+        raise ParamError("gpus", f"unknown GPU {', '.join(unknown)}; known: {', '.join(gpus())}")
+    return [gpus()[g] for g in ids]
+
+
+def allowed_gpus(text: str, prices: dict[str, float]) -> list[Gpu]:
+    """Those of them with a price (the others are named as skipped)."""
+    return [g for g in requested_gpus(text) if g.id in prices]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    # Requests per second the deployment must serve (open-loop Poisson arrivals).
+    request_rate_per_s: float = param(20.0, label="Request rate", unit="req/s", min=0.01, max=5000.0, log=True)
+    ttft_slo_s: float = param(0.5, label="TTFT target", unit="s", min=0.001, max=600.0, step=0.01, log=True)
+    tpot_slo_s: float = param(
+        0.05, label="ITL target (TPOT)", unit="s", min=0.0001, max=10.0, step=0.001, log=True,
+        help="Per request: (end-to-end - TTFT) / (output tokens - 1), vLLM's TPOT, GuideLLM's ITL.",
+    )  # fmt: skip
+    percentile: str = param("90", label="SLO percentile", choices=[(q, f"p{q}") for q in ("50", "90", "95", "99")])
+    lengths: str = param(
+        "fixed", label="Requests", choices=[("fixed", "Fixed lengths (below)"), ("azure", "Azure conversation trace")]
+    )
+    prompt_tokens: int = param(running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072)
+    output_tokens: int = param(running_example()["output_tokens"], label="Output", unit="tokens", min=2, max=32_768)
+    # Catalogue GPU ids separated by commas, or "all" (those with a price).
+    gpus: str = param("all", label="GPUs allowed", help="'all', or ids such as 'h100-sxm, l40s, l4'.")
+    max_gpus: int = param(8, label="At most", unit="GPUs", min=1, max=64, step=1)
+    weight_formats: str = param("bf16,fp8", label="Weight formats", choices=FORMATS)
+    prices: str = param(
+        "", label="Your prices", unit="USD per GPU-hour",
+        help="id=price pairs replacing the cited defaults, e.g. 'h100-sxm=2.1, l4=0.7'; a GPU without a price is left out.",
+    )  # fmt: skip
+    # Requests per engine run (10% left out at each end).
+    # Capped at 2,000 (load_test's longest run): at 4,000 a fresh search took 2.5-2.8 s of CPU in
+    # CPython, past what the browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
+    num_requests: int = param(300, label="Requests per engine run", min=100, max=1000, step=100, log=True)
+
+    def check(self, memo: LruCache[Any] | None = None) -> None:
+        m = resolve_model(self.model)
+        prices = parse_prices(self.prices)
+        chosen = allowed_gpus(self.gpus, prices)
+        if not chosen:
+            raise ParamError("prices", "none of the GPUs allowed has a price: give one, e.g. 'l40s=1.2'")
+        if self.lengths == "fixed" and self.prompt_tokens + self.output_tokens > m.max_context_tokens:
+            raise ParamError("output_tokens", f"prompt plus output exceed {m.name}'s {m.max_context_tokens:,} tokens")
+        if self.lengths == "fixed":  # what no configuration can do, whatever the rate
+            _impossible(self, m, chosen, memo)
+
+
+def _impossible(p: Params, m: Any, chosen: list[Gpu], memo: LruCache[Any] | None) -> None:
+    def best_case() -> dict[str, Any]:
+        context = p.prompt_tokens + p.output_tokens
+        return ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, context)
+
+    # Independent of the rate and the targets: a session works it out once per model, GPUs and lengths.
+    key = ("best_case", _key(p.model), tuple(g.id for g in chosen), p.max_gpus, p.weight_formats, p.prompt_tokens,
+           p.output_tokens)  # fmt: skip
+    best = best_case() if memo is None else memo.get_or_make(key, best_case)
+    if not best["fits"]:
+        raise ParamError(
+            "max_gpus", f"{m.name} does not fit on {p.max_gpus} or fewer of the GPUs allowed in any weight format tried"
+        )
+    if best["ttft_s"] > p.ttft_slo_s:
+        raise ParamError(
+            "ttft_slo_s",
+            f"cannot be met: a {p.prompt_tokens:,}-token prefill alone takes at least {best['ttft_s'] * 1e3:,.1f} ms "
+            f"(on {best['ttft_at']}, the fastest layout allowed)",
+        )
+    if best["tpot_s"] > p.tpot_slo_s:
+        raise ParamError(
+            "tpot_slo_s",
+            f"cannot be met: one decode step alone takes at least {best['tpot_s'] * 1e3:,.2f} ms "
+            f"(on {best['tpot_at']}, the fastest layout allowed)",
+        )
+
+
+def _drawn(p: Params, cap: int) -> list[tuple[int, int]]:
+    if p.lengths == "fixed":
+        return [(p.prompt_tokens, p.output_tokens)] * p.num_requests
+    rng = random.Random(1)  # the same requests for every layout and every seed
+    lengths = workload.azure_lengths(prompt_cap=cap // 2)
+    return [lengths.draw(rng) for _ in range(p.num_requests)]
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
+
+
+def run(
+    p: Params,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """The search. `seed` is not used: every engine run draws its arrivals from ARRIVALS_SEED, so
+    the ranking does not move with the seed and every call (the page's warm-up runs included)
+    shares the memo's runs. `progress`, if given, gets the search so far (what figure() draws:
+    the rows found and the lower bounds of the next layouts) before each layout is confirmed."""
+    memo = memo if memo is not None else LruCache(MEMO_ENTRIES)
+    m = resolve_model(p.model)
+    prices = parse_prices(p.prices)
+    drawn = _drawn(p, m.max_context_tokens)
+    max_len = max(a + b for a, b in drawn)
+    out_tokens = sum(o for _, o in drawn) / len(drawn)
+    base = (_key(p.model), p.lengths, p.prompt_tokens, p.output_tokens, p.num_requests)
+    pruned: list[dict[str, Any]] = []
+    candidates: list[tuple[float, str, ss.Layout, ss.Bounds, int]] = []
+    tried = 0
+    runs_by: dict[str, dict[int, dict[str, float]]] = {}
+
+    def prepare(lay: ss.Layout) -> tuple[ss.Bounds | None, dict[int, dict[str, float]]]:
+        """One memo entry per layout: its bounds (None if vLLM would not start it) and, as they
+        are made, its engine runs by grid index (for any target)."""
+        a = ss.memory(m, lay, max_len)
+        if a is None or not a.fits:
+            return None, {}
+        # The layout's first spec, kept for its step cost (one per layout, whatever the lengths).
+        first = memo.get_or_make(("spec", _key(p.model), lay.label), lambda: ss.spec(m, lay, a.num_blocks))
+        return ss.bounds(m, lay, a, drawn, like=first), {}
+
+    for gpu in allowed_gpus(p.gpus, prices):
+        for dtype in ss.weight_formats(gpu, p.weight_formats):
+            for tp, pp, dp, ep in ss.shapes(m, p.max_gpus):
+                lay = ss.Layout(gpu, tp, dtype, prices[gpu.id], pp, dp, ep)
+                why = _unusable(m, lay)
+                made = (None, {}) if why else memo.get_or_make(("layout", *base, lay.label), lambda: prepare(lay))  # noqa: B023
+                b, runs_by[lay.label] = made
+                if b is None:
+                    pruned.append({"config": lay.label, "why": why or "does not fit (vLLM would refuse to start)"})
+                    continue
+                tried += 1
+                r = ss.replicas_needed(p.request_rate_per_s, b)
+                why = _floors_miss(p, b, r * lay.num_gpus)
+                if why:
+                    pruned.append({"config": lay.label, "why": why})
+                    continue
+                candidates.append((r * lay.num_gpus * lay.price_per_gpu_h, lay.label, lay, b, r))
+    pruned += [{"config": g.id, "why": NO_PRICE} for g in requested_gpus(p.gpus) if g.id not in prices]
+    candidates.sort(key=lambda c: (c[0], c[1]))
+
+    def runs_of(lay: ss.Layout, b: ss.Bounds) -> dict[int, dict[str, float]]:
+        return runs_by[lay.label]
+
+    def verdict(got: dict[str, float]) -> dict[str, Any]:
+        return ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s)
+
+    def served(lay: ss.Layout, b: ss.Bounds, k: int) -> dict[str, float]:
+        """The engine's run of one replica at grid rate k (made once, kept with the layout's runs)."""
+        runs = runs_of(lay, b)
+        if k not in runs:
+            runs[k] = ss.engine_run(b.engine, drawn, ss.at_index(k), ARRIVALS_SEED)
+        return runs[k]
+
+    def meets(lay: ss.Layout, b: ss.Bounds, k: int) -> bool:
+        """Whether one replica meets the targets at grid rate k: its run there; else a run that
+        missed at a lower rate (a higher rate only loads the replica more) or met at a higher one
+        answers (meeting is taken as monotone in the rate; the brute-force tests check it, and a
+        row's own run below settles any doubt); else the engine runs."""
+        runs = runs_of(lay, b)
+        if k not in runs:
+            if any(j < k and not verdict(got)["meets"] for j, got in runs.items()):
+                return False
+            if any(j > k and verdict(got)["meets"] for j, got in runs.items()):
+                return True
+        return bool(verdict(served(lay, b, k))["meets"])
+
+    def confirming(ranked: list[ss.Entry], taken: int) -> None:
+        if progress is not None:
+            progress(_searching(p, m.name, ranked, candidates[taken:], len(candidates) - taken, runs_by))
+
+    while True:
+        ranked, confirmed, full = ss.rank(
+            candidates, meets, TOP, p.request_rate_per_s, p.max_gpus, confirming if progress else None
+        )
+        # The rows' own runs (the engine's figures); a row whose run misses after all is ranked again.
+        rows = [(lay, b, r, k, verdict(served(lay, b, k))) for _, _, lay, b, r, k in ranked]
+        if all(v["meets"] for *_, v in rows):
+            break
+    pruned += full
+    table = [
+        _row(p, lay, r, {**v, "load": ss.at_index(k) / b.rate_bound_per_s}, out_tokens) for lay, b, r, k, v in rows
+    ]
+    return _result(p, m.name, table, pruned, tried, confirmed, prices)
+
+
+def _searching(
+    p: Params,
+    model: str,
+    ranked: list[ss.Entry],
+    left: list[tuple[float, str, ss.Layout, ss.Bounds, int]],
+    layouts_left: int,
+    runs_by: dict[str, dict[int, dict[str, float]]],
+) -> dict[str, Any]:
+    """The search as it stands, for figure(): the rows found so far (with the engine's figures
+    where its run at the row's rate is kept) and, as "pending", the lower-bound prices of the
+    next `TOP` layouts the engine has still to confirm."""
+    rows = []
+    for cost, name, lay, _, r, k in ranked:
+        got = runs_by[lay.label].get(k)
+        v = ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s) if got else {}
+        rows.append({"config": name, "short": ss.short_name(lay, r), "usd_per_hour": cost, **v})
+    pending = [{"config": ss.config_name(lay, r), "short": ss.short_name(lay, r), "usd_per_hour": bound}
+               for bound, _, lay, _, r in left[:TOP]]  # fmt: skip
+    return {"model": model, "request_rate_per_s": p.request_rate_per_s, "percentile": p.percentile,
+            "ttft_slo_s": p.ttft_slo_s, "tpot_slo_s": p.tpot_slo_s, "table": rows, "pending": pending,
+            "layouts_left": layouts_left}  # fmt: skip
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Nothing beyond run()'s result; with `progress`, the search is run first (api calls this
+    before run()) and posts each stage: the chart shows the lower bounds at once and fills in as
+    the engine confirms layouts. run() then answers from the same memo without the engine."""
+    if progress is not None:
+        run(p, seed=seed, memo=memo, progress=progress)
+    return {}
+
+
+def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
+    cost = r * lay.num_gpus * lay.price_per_gpu_h
+    return {"config": ss.config_name(lay, r), "short": ss.short_name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
+            "pipeline_parallel_size": lay.pp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
+            "replicas": r, "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.num_gpus, "usd_per_hour": cost,
+            "usd_per_million_output_tokens": cost / (3600 * p.request_rate_per_s * out_tokens) * 1e6,
+            "ttft_s": v["ttft_s"], "tpot_s": v["tpot_s"], "headroom": v["headroom"], "load": v["load"]}  # fmt: skip
+
+
+def _unusable(m: Any, lay: ss.Layout) -> str:
+    missing = cm.missing_compute_figure(lay.gpu, lay.weight_dtype)
+    if missing:  # a prefill priced as a memory-only floor would win the search on missing data
+        return f"skipped: {lay.gpu.name} has no published {missing}, so its prefill cannot be priced"
+    if m.num_heads % lay.tp:
+        return f"TP {lay.tp} does not divide {m.num_heads} attention heads"
+    try:
+        check_link(lay.gpu, lay.num_gpus, "gpus")
+    except ParamError as e:
+        return e.message
+    return ""
+
+
+def _floors_miss(p: Params, b: ss.Bounds, gpus_needed: int) -> str:
+    if b.ttft_floor_s > p.ttft_slo_s:
+        return f"a prefill alone takes {b.ttft_floor_s * 1e3:,.0f} ms, over the TTFT target"
+    if b.tpot_floor_s > p.tpot_slo_s:
+        return f"a batch-1 decode step takes {b.tpot_floor_s * 1e3:,.1f} ms, over the ITL target"
+    if gpus_needed > p.max_gpus:
+        return f"the rate needs at least {gpus_needed} GPUs (a replica serves under {b.rate_bound_per_s:,.2f} req/s)"
+    return ""
+
+
+def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[dict[str, Any]], tried: int,
+            runs: int, prices: dict[str, float]) -> dict[str, Any]:  # fmt: skip
+    best = ranked[0] if ranked else None
+    keys = ("usd_per_hour", "usd_per_million_output_tokens", "num_gpus", "ttft_s", "tpot_s", "headroom")
+    metrics: dict[str, float] = {k: float(best[k]) if best else 0.0 for k in keys}
+    metrics.update(layouts_tried=tried, layouts_confirmed=runs)
+    return {
+        "model": model,
+        "request_rate_per_s": p.request_rate_per_s,
+        "percentile": p.percentile,
+        "ttft_slo_s": p.ttft_slo_s,
+        "tpot_slo_s": p.tpot_slo_s,
+        "table": ranked,
+        "pruned": pruned,
+        "prices_usd_per_hour": prices,
+        "found": best is not None,
+        "metrics": metrics,
+    }
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if "pending" in r:
+        return _searching_figure(r, view)
+    rows = r["table"]
+    names = [x["config"] for x in rows]
+    if view == "latency":
+        q = r["percentile"]
+        data = [
+            markers([x["tpot_s"] * 1e3 for x in rows], [x["ttft_s"] * 1e3 for x in rows], "Ranked configurations",
+                    0, text=[str(i + 1) for i in range(len(rows))]),
+            markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
+        ]  # fmt: skip
+        return make_figure(
+            data, layout(f"p{q} latency of each ranked configuration", f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
+        )
+    # Horizontal bars with short labels (rank, GPUs, GPU id, layout) that a phone's width holds; the
+    # whole configuration is in the hover text and the table. Listed bottom-up: the cheapest on top.
+    short = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)][::-1]
+    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
+    cost = [x["usd_per_hour"] for x in rows][::-1]
+    data = [bar(cost, short, "USD per hour", 0, orientation="h", customdata=names[::-1], hovertemplate=hover)]
+    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: configurations meeting the p{r['percentile']} SLO"
+    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
+
+
+def _searching_figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    """The chart while the engine confirms layouts (run's `progress`): the rows found so far and,
+    in the cost view, the lower bounds of the layouts next in line."""
+    rows, pending = r["table"], r["pending"]
+    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: searching ({r['layouts_left']} layouts still in line)"
+    if view == "latency":
+        run = [x for x in rows if "ttft_s" in x]
+        data = [
+            markers([x["tpot_s"] * 1e3 for x in run], [x["ttft_s"] * 1e3 for x in run], "Confirmed so far", 0,
+                    text=[str(i + 1) for i in range(len(run))]),
+            markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
+        ]  # fmt: skip
+        q = r["percentile"]
+        return make_figure(data, layout(title, f"p{q} ITL (ms)", f"p{q} TTFT (ms)"))
+    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
+    found = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)]
+    data = [
+        bar([x["usd_per_hour"] for x in rows][::-1], found[::-1], "Meets the targets (engine)", 0, orientation="h",
+            customdata=[x["config"] for x in rows][::-1], hovertemplate=hover),
+        bar([x["usd_per_hour"] for x in pending][::-1], [f"{x['short']} (bound)" for x in pending][::-1],
+            "Lower bound, not yet run", 1, orientation="h", customdata=[x["config"] for x in pending][::-1],
+            hovertemplate="%{customdata}: at least USD %{x:,.2f} per hour<extra></extra>"),
+    ]  # fmt: skip
+    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the ranked prices (cost), or each layout's latency against the targets (latency)."""
+    q = r["percentile"]
+    head = (
+        f"{r['model']} at {r['request_rate_per_s']:g} requests/s, p{q} TTFT within {r['ttft_slo_s'] * 1e3:,.0f} ms "
+        f"and p{q} ITL within {r['tpot_slo_s'] * 1e3:,.1f} ms. "
+    )
+    if not r["found"]:
+        why = "; ".join(f"{x['config']}: {x['why']}" for x in r["pruned"][:6])
+        none = "No configuration meets these targets" + (", so the chart has no points" if view == "latency" else "")
+        return head + f"{none}. Why each was left out: {why}." + _skipped(r["pruned"])
+    if view == "latency":
+        rows = r["table"]
+        tight = min(range(len(rows)), key=lambda i: rows[i]["headroom"])
+        points = [
+            f"{i + 1}. {x['config']}: p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, "
+            f"headroom {x['headroom']:.0%} (USD {x['usd_per_hour']:,.2f}/h, USD "
+            f"{x['usd_per_million_output_tokens']:,.3f} per million output tokens)"
+            for i, x in enumerate(rows)
+        ]
+        return (
+            head
+            + "Each ranked layout's latency, against the targets that mark the corner of the allowed box: "
+            + "; ".join(points)
+            + f". Layout {tight + 1} is closest to a target, with {rows[tight]['headroom']:.0%} of the tighter "
+            + "target left."
+            + _skipped(r["pruned"])
+        )
+    lines = [
+        f"{i + 1}. {x['config']}: USD {x['usd_per_hour']:,.2f}/h, USD {x['usd_per_million_output_tokens']:,.3f} per "
+        f"million output tokens, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, "
+        f"headroom {x['headroom']:.0%}"
+        for i, x in enumerate(r["table"])
+    ]
+    return (
+        head
+        + "The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
+        + "the last row was not run): "
+        + "; ".join(lines)
+        + f". {sum(x['why'] != NO_PRICE for x in r['pruned'])} layouts were left out."
+        + _skipped(r["pruned"])
+    )
+
+
+NO_PRICE = "skipped: no price (gpu_prices.toml, or Your prices)"
+
+
+def _skipped(pruned: list[dict[str, Any]]) -> str:
+    """The GPUs left out for a missing figure or price, named (never ranked on a memory-only floor)."""
+    unpriced = [x["config"] for x in pruned if x["why"] == NO_PRICE]
+    whys = dict.fromkeys(x["why"].removeprefix("skipped: ") for x in pruned if x["why"].startswith("skipped: "))
+    whys.pop(NO_PRICE.removeprefix("skipped: "), None)
+    text = "".join(f" Skipped: {why}." for why in whys)
+    return text + (f" Not searched, no price: {', '.join(unpriced)} (add one in Your prices)." if unpriced else "")

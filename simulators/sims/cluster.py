@@ -1,0 +1,370 @@
+"""A cluster of replicas behind a router, llm-d style; and prefill/decode disaggregation.
+
+Model: `num_replicas` identical replicas (simulators/engine, each with its own paged KV and
+block-hash prefix cache) receive one seeded shared-prefix trace through each router in turn:
+round robin, least queue depth, least KV use, most prefix-cache hits, and llm-d's weighted
+sum of those scorers (engine/cluster.py). Per router: the cluster's cache hit rate, how evenly
+the requests spread (busiest replica's share over the mean) and TTFT percentiles. The
+disaggregation view compares the same replicas colocated (least-queue routing) with
+`num_prefill` of them doing only prefill and the rest only decode; each prefill's KV crosses the
+GPU interconnect (costmodel.link_GBps_one_way) before decoding starts, which adds to TTFT
+and stops long prefills from stalling other requests' decode steps.
+
+References: 1) llm-d inference scheduler and "KV-Cache Wins You Can See" (llm-d.ai);
+2) Zhong et al. 2024, DistServe (arXiv 2401.09670); Patel et al. 2024, Splitwise (ISCA).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..core.catalog import resolve_gpu, resolve_model
+from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
+from ..engine.cluster import ROUTERS
+from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
+from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import PERCENT, bar, layout
+from ..plotting import figure as make_figure
+from ..results_cache import LruCache
+
+TITLE = "Routing across replicas, and prefill/decode disaggregation"
+DESCRIPTION = "Which replica each request goes to decides cache hits, balance and tail latency; splitting prefill from decode changes TTFT and TPOT."
+ROUTER_NAMES = {
+    "round_robin": "Round robin",
+    "least_queue": "Least queue",
+    "least_kv": "Least KV use",
+    "prefix": "Prefix-aware",
+    "weighted": "Weighted (llm-d)",
+}
+METRICS = {
+    **{f"hit_rate_{r}": (f"{n}: cache hit rate", "") for r, n in ROUTER_NAMES.items()},
+    **{f"ttft_{r}_s_p99": (f"{n}: p99 TTFT", "s") for r, n in ROUTER_NAMES.items()},
+    **{f"imbalance_{r}": (f"{n}: busiest replica / mean", "x") for r, n in ROUTER_NAMES.items()},
+    "ttft_colocated_s_p99": ("Colocated: p99 TTFT", "s"),
+    "ttft_disaggregated_s_p99": ("Disaggregated: p99 TTFT", "s"),
+    "tpot_colocated_s_p99": ("Colocated: p99 TPOT", "s"),
+    "tpot_disaggregated_s_p99": ("Disaggregated: p99 TPOT", "s"),
+}
+SHARING = [
+    ("system", "Shared system prompts"),
+    ("multi_turn", "Multi-turn conversations"),
+    ("agent", "Agent trajectories"),
+]
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("routers", "Hit rate and tail TTFT per router"),
+    ("balance", "Requests per replica"),
+    ("disagg", "Colocated vs disaggregated"),
+]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
+    num_replicas: int = param(4, label="Replicas", min=2, max=32, step=1)
+    sharing: str = param("system", label="Workload", choices=SHARING)
+    # Distinct system prompts: more than the replicas can all cache spreads the hits thin.
+    num_prefixes: int = param(8, label="Distinct system prompts", min=1, max=64, step=1)
+    shared_tokens: int = param(2000, label="Shared prefix", unit="tokens", min=0, max=6000, step=10)
+    # Requests in the trace. At most 500: every view serves it seven times (five routers,
+    # colocated, disaggregated), and 1,000 requests took about 2 s in CPython (more in the browser).
+    num_requests: int = param(60, label="Requests", min=20, max=500, step=10, log=True)
+    rate_per_s: float = param(
+        30.0, label="Arrival rate (cluster)", unit="req/s", min=0.1, max=1000.0, step=0.1, log=True
+    )
+    # Disaggregation: replicas that only prefill (the rest only decode).
+    num_prefill: int = param(1, label="Prefill replicas (disaggregated)", min=1, max=31, step=1)
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+
+    def check(self) -> None:
+        check_serving(resolve_model(self.model), resolve_gpu(self.gpu), layout_of(self))
+        if self.num_prefill >= self.num_replicas:
+            raise ParamError("num_prefill", f"must leave at least one decode replica: below {self.num_replicas}")
+
+
+class _Routed(NamedTuple):
+    routers: dict[str, Any]
+    metrics: dict[str, float]
+    colocated: dict[str, float]  # the least-queue router's summary
+
+
+# Router runs kept between calls in the caller's memo (api.Session gives one): neither the chart nor
+# the split into prefill and decode replicas changes them, so a change of the split re-serves only
+# the disaggregated run (one of six). Keyed by every parameter the runs depend on and the router;
+# one scenario kept: its trace, each router's run and the disaggregated run (of the latest split).
+MEMO_ENTRIES = len(ROUTERS) + 2
+
+
+def _scenario_key(p: Params, seed: int) -> list[Any]:
+    return [
+        p.model,
+        p.gpu,
+        p.num_replicas,
+        p.sharing,
+        p.num_prefixes,
+        p.shared_tokens,
+        p.num_requests,
+        p.rate_per_s,
+        p.engine,  # the profile and the layout price every step
+        repr(layout_of(p)),
+        seed,
+    ]
+
+
+def _routed(
+    p: Params, seed: int, memo: LruCache[Any], progress: Callable[[dict[str, Any]], None] | None = None
+) -> _Routed:
+    """Every router's run, from the memo where kept; `progress` gets the routers chart's data after
+    each router (what figure() draws for the routers and balance views)."""
+    routers: dict[str, Any] = {}
+    metrics: dict[str, float] = {}
+    summaries: dict[str, dict[str, float]] = {}
+    for name in ROUTERS:
+        got, kept = _router(p, seed, memo, name)
+        routers[name], summaries[name] = got[0], got[2]
+        metrics.update(got[1])
+        if progress is not None and not kept:  # kept runs are drawn with the answer, at once
+            progress(
+                {
+                    "num_replicas": p.num_replicas,
+                    "sharing": p.sharing,
+                    "routers": dict(routers),
+                    "metrics": dict(metrics),
+                }
+            )
+    return _Routed(routers, metrics, summaries["least_queue"])
+
+
+Run = tuple[dict[str, Any], dict[str, float], dict[str, float]]  # chart entry, metrics, summary
+
+
+def _router(p: Params, seed: int, memo: LruCache[Any], name: str) -> tuple[Run, bool]:
+    """One router's run through the memo, and whether it was kept already."""
+    key = _scenario_key(p, seed)
+    reqs, spec = memo.get_or_make(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
+    router_key = json.dumps([*key, name], sort_keys=True)
+    kept = router_key in memo
+    got: Run = memo.get_or_make(router_key, lambda: _route(p, reqs, spec, name))
+    return got, kept
+
+
+def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]:
+    """The trace every router serves, and the replicas' engine."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    rng = random.Random(seed)
+    lengths = workload.Lengths(
+        "azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP
+    )
+    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+    reqs = workload.build(
+        rng,
+        p.num_requests,
+        lengths,
+        times,
+        sharing=p.sharing,
+        num_prefixes=p.num_prefixes,
+        shared_tokens=p.shared_tokens,
+    ).requests
+    spec = EngineSpec(
+        m,
+        gpu,
+        SchedulerConfig(max_model_len=m.max_context_tokens),
+        prefix="hash",
+        engine=p.engine,
+        **layout_of(p).cost_kw(),
+    )
+    return reqs, spec
+
+
+def _route(p: Params, reqs: list[workload.Request], spec: EngineSpec, name: str) -> Run:
+    """One router's run: its chart entry, its metrics and its summary."""
+    served = serve(reqs, spec, num_replicas=p.num_replicas, router=name, keep_series=False)
+    s = summarize(served.records)
+    counts = [0] * p.num_replicas
+    for r in served.records:
+        counts[r.replica] += 1
+    hits = sum(rep.hit_tokens for rep in served.replicas)
+    computed = sum(rep.prefill_tokens for rep in served.replicas)
+    metrics = {
+        f"hit_rate_{name}": hits / (hits + computed) if hits + computed else 0.0,
+        f"ttft_{name}_s_p99": s["ttft_s_p99"],
+        f"imbalance_{name}": max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0,
+    }
+    return {"counts": counts, "ttft": [s["ttft_s_p50"], s["ttft_s_p90"], s["ttft_s_p99"]]}, metrics, s
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Nothing beyond run()'s result. With `progress`, the routers and balance charts are run first,
+    one router at a time through the memo (run() then reuses them), and each growing chart is posted:
+    api calls this before run() when the page streams."""
+    if progress is not None and memo is not None and view in ("routers", "balance"):
+        _routed(p, seed, memo, progress)
+    if progress is not None and memo is not None and view == "disagg":
+        head = {"num_replicas": p.num_replicas, "num_prefill": p.num_prefill}
+        (_, _, least_queue), kept = _router(p, seed, memo, "least_queue")
+        modes = {"colocated": _percentiles(least_queue)}
+        if not kept:
+            progress({**head, "modes": modes})
+        kept = _disaggregated_key(p, seed) in memo
+        modes["disaggregated"] = _percentiles(_disaggregated(p, seed, memo))
+        if not kept:
+            progress({**head, "modes": modes})
+    return {}
+
+
+def _percentiles(s: dict[str, float]) -> dict[str, list[float]]:
+    """What the disaggregation chart draws of one run: median and p99 TTFT and TPOT."""
+    return {k: [s[f"{k}_s_p50"], s[f"{k}_s_p99"]] for k in ("ttft", "tpot")}
+
+
+def _disaggregated(p: Params, seed: int, memo: LruCache[Any]) -> dict[str, float]:
+    """The same trace on the same replicas split into prefill and decode pools (kept in the memo)."""
+    key = _scenario_key(p, seed)
+    reqs, spec = memo.get_or_make(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
+
+    def make() -> dict[str, float]:
+        served = serve(
+            reqs, spec, num_replicas=p.num_replicas, router="least_queue", num_prefill=p.num_prefill, keep_series=False
+        )
+        return summarize(served.records)
+
+    got: dict[str, float] = memo.get_or_make(_disaggregated_key(p, seed), make)
+    return got
+
+
+def _disaggregated_key(p: Params, seed: int) -> str:
+    return json.dumps([*_scenario_key(p, seed), "disaggregated", p.num_prefill], sort_keys=True)
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the router runs for the caller's next call (none: nothing is kept)."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+    routed = _routed(p, seed, memo)
+    metrics = dict(routed.metrics)  # the kept runs' figures stay as they were
+    modes = {}
+    for mode in ("colocated", "disaggregated"):
+        # Colocated is the least-queue router's run: the same requests, replicas and router.
+        s = routed.colocated if mode == "colocated" else _disaggregated(p, seed, memo)
+        modes[mode] = _percentiles(s)
+        metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
+        metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "num_replicas": p.num_replicas,
+        "num_prefill": p.num_prefill,
+        "sharing": p.sharing,
+        "routers": {k: {f: list(v) for f, v in r.items()} for k, r in routed.routers.items()},
+        "modes": modes,
+        "metrics": metrics,
+    }
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    done = [n for n in ROUTERS if n in r.get("routers", {})]  # all of them, but while they stream
+    names = [ROUTER_NAMES[n] for n in done]
+    if view == "balance":
+        data = [
+            bar(names, [r["routers"][n]["counts"][i] for n in done], f"Replica {i + 1}", i)
+            for i in range(r["num_replicas"])
+        ]
+        return make_figure(data, layout("Requests per replica, per router", "Router", "Requests", barmode="group"))
+    if view == "disagg":
+        labels = ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
+        data = [
+            bar(labels, [x * 1e3 for x in r["modes"][k]["ttft"] + r["modes"][k]["tpot"]], name, i)
+            for i, (k, name) in enumerate(
+                (
+                    ("colocated", f"{r['num_replicas']} colocated replicas"),
+                    ("disaggregated", f"{r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode"),
+                )
+            )
+            if k in r["modes"]  # both, but while they stream
+        ]
+        return make_figure(
+            data,
+            layout(
+                "Colocated vs disaggregated prefill and decode",
+                "Metric",
+                "Milliseconds",
+                barmode="group",
+                yaxis={"type": "log"},
+            ),
+        )
+    m = r["metrics"]
+    data = [
+        # Offset groups put the two bars side by side although they hang on different y axes.
+        bar(names, [m[f"hit_rate_{n}"] for n in done], "Cache hit rate", 0, offsetgroup="hits"),
+        bar(names, [m[f"ttft_{n}_s_p99"] for n in done], "p99 TTFT (s)", 1, yaxis="y2", offsetgroup="ttft"),
+    ]
+    return make_figure(
+        data,
+        layout(
+            f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload",
+            "Router",
+            "Share of prompt tokens from cache",
+            barmode="group",
+            yaxis=PERCENT,
+            yaxis2={"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True},
+        ),
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: hit rate and tail TTFT per router (routers), requests per replica (balance),
+    or colocated against disaggregated latency (disagg)."""
+    m = r["metrics"]
+    if view == "balance":
+        even = sorted(ROUTERS, key=lambda n: m[f"imbalance_{n}"])
+        counts = "; ".join(
+            f"{ROUTER_NAMES[n].lower()} {' / '.join(str(c) for c in r['routers'][n]['counts'])} "
+            f"(busiest {m[f'imbalance_{n}']:.2f}x the mean)"
+            for n in ROUTERS
+        )
+        spread = (
+            "Every router spreads them equally."
+            if m[f"imbalance_{even[0]}"] == m[f"imbalance_{even[-1]}"]
+            else f"The {ROUTER_NAMES[even[0]].lower()} router spreads them most evenly, the "
+            f"{ROUTER_NAMES[even[-1]].lower()} router least."
+        )
+        return (
+            f"Requests per replica across {r['num_replicas']} replicas ({dict(SHARING)[r['sharing']].lower()}, "
+            f"{sum(r['routers'][ROUTERS[0]]['counts']):,} requests): {counts}. {spread}"
+        )
+    if view == "disagg":
+        co, dis = r["modes"]["colocated"], r["modes"]["disaggregated"]
+        return (
+            f"On {r['num_replicas']} replicas, disaggregated ({r['num_prefill']} prefill + "
+            f"{r['num_replicas'] - r['num_prefill']} decode) against colocated (least-queue routing): TTFT p50 "
+            f"{dis['ttft'][0] * 1e3:,.0f} ms against {co['ttft'][0] * 1e3:,.0f} ms and p99 {dis['ttft'][1] * 1e3:,.0f} ms "
+            f"against {co['ttft'][1] * 1e3:,.0f} ms; TPOT p50 {dis['tpot'][0] * 1e3:,.1f} ms against "
+            f"{co['tpot'][0] * 1e3:,.1f} ms and p99 {dis['tpot'][1] * 1e3:,.1f} ms against {co['tpot'][1] * 1e3:,.1f} ms. "
+            "Each prefill's KV crosses the GPU interconnect before decoding starts, which adds to TTFT, and long "
+            "prefills no longer stall other requests' decode steps."
+        )
+    best = max(ROUTERS, key=lambda n: m[f"hit_rate_{n}"])
+    parts = ", ".join(
+        f"{ROUTER_NAMES[n].lower()} {m[f'hit_rate_{n}']:.0%} hits / {m[f'ttft_{n}_s_p99'] * 1e3:,.0f} ms p99 TTFT / {m[f'imbalance_{n}']:.2f}x busiest"
+        for n in ROUTERS
+    )
+    return f"Across {r['num_replicas']} replicas: {parts}. The {ROUTER_NAMES[best].lower()} router finds the most cached prefixes."

@@ -1,0 +1,293 @@
+"""Compare with your benchmark: a GuideLLM report over the simulated server's GuideLLM sweep.
+
+The reader opens a report GuideLLM wrote (any schema from 0.2 to 0.8, JSON or YAML; the page
+reads the file itself and passes its text as the `report` parameter, nothing leaves the page).
+Its benchmarks are drawn per rate, TTFT or ITL percentiles against the throughput achieved, over
+the sweep GuideLLM would run against the simulated server of the chosen model and GPU
+(synchronous, throughput, then constant rates between their measured rates, measured as GuideLLM
+measures: simulators/benchmark/loadgen.py), with the server's steady-state ceiling (the most
+requests per second the cost model's step times allow with every batch slot busy).
+
+Every point carries its sample count; a p99 from fewer than 100 requests is marked. What the
+simulation cannot mean as the report does: no client, network or tokenizer delays, and the
+simulated lengths are the chosen distribution, not the report's dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..benchmark.guidellm_read import ReportError, read
+from ..benchmark.loadgen import CEILING_REQUESTS, FEW_SAMPLES, LoadRun, ServedMemo, sweep_rates
+from ..core.catalog import resolve_gpu, resolve_model
+from ..engine import EngineSpec, SchedulerConfig, workload
+from ..engine.cluster import fit_error
+from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import figure as make_figure
+from ..plotting import layout, line
+from ..results_cache import LruCache
+
+TITLE = "Compare with your benchmark (GuideLLM report)"
+DESCRIPTION = "Open a GuideLLM report and see it over the sweep GuideLLM would run against the simulated server."
+METRICS = {
+    "sim_max_throughput_per_s": ("Simulated server's ceiling (steady state)", "req/s"),
+    "sim_sweep_top_per_s": ("Simulated sweep: highest throughput measured", "req/s"),
+    "report_benchmarks": ("Benchmarks in the report", ""),
+    "report_top_per_s": ("Report: highest throughput measured", "req/s"),
+    "report_min_samples": ("Report: fewest requests behind a point", "requests"),
+}
+VIEWS = [("ttft", "TTFT p50 and p99"), ("itl", "ITL p50 and p99"), ("throughput", "Throughput per rate")]
+SWEEP_SIZE = 10  # GuideLLM's default
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
+    max_num_seqs: int = param(256, label="Server batch slots", min=1, max=1024, step=1, log=True)
+    lengths: str = param("azure", label="Lengths", choices=workload.LENGTH_CHOICES)
+    num_requests: int = param(300, label="Requests per simulated run", min=50, max=2000, step=10, log=True)
+    # The report's text: the page reads the chosen file and passes its content; empty: none.
+    report: str = param("", label="GuideLLM report (JSON or YAML)", file=".json,.yaml,.yml")
+
+    def check(self) -> None:
+        why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
+        if why:
+            raise ParamError("model", why)
+        if self.report.strip():
+            try:
+                read(self.report)
+            except ReportError as e:
+                raise ParamError("report", str(e)) from None
+
+
+# The simulated runs, kept between calls in the caller's memo (api.Session gives one; none: kept
+# for this call alone), as load_test's: a scenario takes two entries (its sweep's runs and the
+# ceiling's), so the page's scenario and the reader's last few stay. A new report or chart
+# re-simulates nothing.
+MEMO_ENTRIES = 6
+
+
+def _memo_for(p: Params, what: str, spec: EngineSpec, n: int, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
+    key = repr((p.model, p.gpu, p.engine, p.max_num_seqs, seed, what, n))
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+    served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, n, seed))
+    return served
+
+
+def _point(run: LoadRun, label: str) -> dict[str, Any]:
+    m = run.metrics
+    return {
+        "label": label,
+        "offered": run.rate,
+        "throughput": m["request_throughput_per_s"],
+        "ttft_p50_ms": m["ttft_s_p50"] * 1e3,
+        "ttft_p99_ms": m["ttft_s_p99"] * 1e3,
+        "itl_p50_ms": m["itl_s_p50"] * 1e3,
+        "itl_p99_ms": m["itl_s_p99"] * 1e3,
+        "samples": int(m["ttft_s_count"]),
+    }
+
+
+def _report_points(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    rep = read(text)
+    out = []
+    for b in rep["benchmarks"]:
+        m = b["metrics"]
+        ttft, rps = m["time_to_first_token_ms"], m["requests_per_second"]
+        itl = m.get("inter_token_latency_ms", {"p50": 0.0, "p99": 0.0})
+        where = f"@{b['rate']:g}/s" if b["rate"] else f" x{b['streams']}" if b["streams"] else ""
+        out.append(
+            {
+                "label": f"{b['strategy']}{where}",
+                "offered": b["rate"] or rps["mean"],
+                "throughput": rps["mean"],
+                "ttft_p50_ms": ttft["p50"],
+                "ttft_p99_ms": ttft["p99"],
+                "itl_p50_ms": itl["p50"],
+                "itl_p99_ms": itl["p99"],
+                "samples": ttft["count"],
+            }
+        )
+    return rep, out
+
+
+def _simulated(
+    p: Params, seed: int, memo: LruCache[Any] | None, show: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """GuideLLM's sweep of the simulated server and its ceiling, `show`n after each point (the
+    sweep in GuideLLM's order, then the ceiling: its 2,000-request run comes last)."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    spec = EngineSpec(
+        m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens), engine=p.engine
+    )
+    lengths = workload.lengths_for(p.lengths)
+    served = _memo_for(p, "sweep", spec, p.num_requests, seed, memo)
+    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "sim": []}
+    sync = served.run("synchronous", lengths)
+    out["sim"].append(_point(sync, "synchronous"))
+    show(out)
+    top = served.run("throughput", lengths)
+    out["sim"].append(_point(top, "throughput"))
+    show(out)
+    for rate in sweep_rates(sync.rate, top.rate, SWEEP_SIZE):
+        out["sim"].append(_point(served.run("constant", lengths, rate=rate), f"constant@{rate:.3g}/s"))
+        show(out)
+    ceiling_memo = _memo_for(p, "ceiling", spec, CEILING_REQUESTS, seed, memo)
+    out["ceiling"] = ceiling_memo.run("concurrent", lengths, users=2 * p.max_num_seqs).metrics[
+        "steady_throughput_per_s"
+    ]
+    show(out)
+    return out
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Nothing beyond run()'s result; but streamed (`progress`), the sweep is simulated first into
+    the memo run() reads, and each growing chart is handed to `progress`, the report's points
+    drawn from the first one on. The answer does not depend on `progress`."""
+    if progress is not None:
+        report = _report_points(p.report)[1] if p.report.strip() else None
+        _simulated(p, seed, memo, lambda part: progress({**part, **({"report": report} if report else {})}))
+    return {}
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the simulated runs for the caller's next call (none: nothing is kept)."""
+    out = _simulated(p, seed, memo, lambda part: None)
+    runs, ceiling = out["sim"], out["ceiling"]
+    metrics: dict[str, float] = {
+        "sim_max_throughput_per_s": ceiling,
+        "sim_sweep_top_per_s": max(r["throughput"] for r in runs),
+        # No report opened: zeros (every declared metric is always there).
+        "report_benchmarks": 0,
+        "report_top_per_s": 0.0,
+        "report_min_samples": 0,
+    }
+    if p.report.strip():
+        rep, pts = _report_points(p.report)
+        out["report"] = pts
+        out["report_version"] = rep["guidellm_version"]
+        metrics["report_benchmarks"] = len(pts)
+        metrics["report_top_per_s"] = max(r["throughput"] for r in pts)
+        metrics["report_min_samples"] = min(r["samples"] for r in pts)
+    out["metrics"] = metrics
+    return out
+
+
+def _hover(r: dict[str, Any]) -> str:
+    flag = " (p99 from under 100 requests)" if r["samples"] < FEW_SAMPLES else ""
+    return f"{r['label']}, {r['samples']} requests{flag}"
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    sim, rep = r["sim"], r.get("report", [])
+    series = [("Simulated", sim, 0), *([("Your report", rep, 2)] if rep else [])]
+    data = []
+    if view == "throughput":
+        for name, pts, color in series:
+            pts = sorted(pts, key=lambda x: x["offered"])
+            data.append(
+                line(
+                    [x["offered"] for x in pts],
+                    [x["throughput"] for x in pts],
+                    f"{name}: achieved",
+                    color,
+                    mode="lines+markers",
+                    text=[_hover(x) for x in pts],
+                )
+            )
+        xs = [x["offered"] for _, pts, _ in series for x in pts]
+        data.append(_ceiling(r, [min(xs), max(xs)], None))
+        title, xt, yt, ylog = "Throughput per rate", "Offered rate (req/s)", "Achieved (req/s)", False
+    else:
+        k = view
+        for name, pts, color in series:
+            pts = sorted(pts, key=lambda x: x["throughput"])
+            for q, dash in (("p50", 0), ("p99", 1)):
+                data.append(
+                    line(
+                        [x["throughput"] for x in pts],
+                        [x[f"{k}_{q}_ms"] for x in pts],
+                        f"{name}: {k.upper()} {q}",
+                        color + dash,
+                        mode="lines+markers",
+                        text=[_hover(x) for x in pts],
+                    )
+                )
+        ys = [x[f"{k}_p99_ms"] for _, pts, _ in series for x in pts] or [1.0]
+        data.append(_ceiling(r, None, [min(ys), max(ys)]))
+        title, xt, yt, ylog = (
+            f"{k.upper()} against throughput",
+            "Achieved throughput (req/s)",
+            f"{k.upper()} (ms)",
+            True,
+        )
+    return make_figure(
+        data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": {"type": "log"}} if ylog else {}))
+    )
+
+
+def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) -> dict[str, Any]:
+    """The ceiling's line, across `xs` or along `ys`; without points while it is simulated (streaming)."""
+    c = r.get("ceiling")
+    if c is None:
+        return line([], [], "Ceiling (cost model, every slot busy)", 4)
+    return line(xs or [c, c], ys or [c, c], "Ceiling (cost model, every slot busy)", 4)
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the scenario, then the chart's own figures for the simulated sweep and the
+    report (TTFT or ITL against throughput, or achieved against offered rate), then the caveats."""
+    m = r["metrics"]
+    sim = r["sim"]
+    text = (
+        f"GuideLLM's sweep of the simulated {r['model']} on one {r['gpu']}: "
+        f"{len(sim)} benchmarks, up to {m['sim_sweep_top_per_s']:.1f} requests/s measured, against a steady-state "
+        f"ceiling of {m['sim_max_throughput_per_s']:.1f}."
+    )
+    text += f" Simulated, {_drawn(sim, view)}"
+    if "report" not in r:
+        return text + " Open a GuideLLM report (JSON or YAML) to draw it over the sweep; it is read in this page only."
+    few = [x for x in r["report"] if x["samples"] < FEW_SAMPLES]
+    text += (
+        f" Your report (GuideLLM {r['report_version']}): {int(m['report_benchmarks'])} "
+        f"benchmark{'s' if m['report_benchmarks'] != 1 else ''}, up to "
+        f"{m['report_top_per_s']:.1f} requests/s; {_drawn(r['report'], view)}"
+    )
+    if few and view != "throughput":
+        text += (
+            f" {len(few)} of its points rest on fewer than {FEW_SAMPLES} requests: their p99 is one or two requests."
+        )
+    return text + " The simulation has no client, network or tokenizer delays, and its lengths are not your dataset's."
+
+
+def _drawn(pts: list[dict[str, Any]], view: str) -> str:
+    """One series of the chart in words, a sentence: its lowest and highest point by throughput (TTFT,
+    ITL), or each benchmark's achieved rate, by the rate offered (throughput)."""
+    if view == "throughput":
+        rates = "; ".join(f"{x['label']} {x['throughput']:.2f}" for x in sorted(pts, key=lambda x: x["offered"]))
+        return f"requests/s achieved per benchmark, by the rate offered: {rates}."
+    k = view
+    lo, hi = min(pts, key=lambda x: x["throughput"]), max(pts, key=lambda x: x["throughput"])
+
+    def at(x: dict[str, Any]) -> str:
+        return (
+            f"p50 {x[f'{k}_p50_ms']:,.1f} ms and p99 {x[f'{k}_p99_ms']:,.1f} ms at {x['throughput']:.2f} requests/s "
+            f"({x['label']})"
+        )
+
+    if lo is hi:
+        return f"{k.upper()} is {at(lo)}."
+    return f"{k.upper()} goes from {at(lo)} to {at(hi)}."

@@ -1,0 +1,327 @@
+"""Compression: pick an LLM Compressor scheme and see what it does to size, prefill and decode.
+
+Model: each scheme (data/schemes.toml) is a weight format, an activation format and a 2:4
+sparsity flag. The artifact size is costmodel.weight_bytes (block matmuls compressed, embedding
+and LM head kept in bf16). Prefill (the prompt of every sequence in one pass) and one decode step
+(one token per sequence over the prompt's KV cache) come from costmodel.step_time with those
+formats, against the same passes in bf16. The matmuls run on the tensor cores of the activation
+format only where the GPU has them (costmodel.matmul_path); otherwise they fall back to bf16, so
+the weights still shrink and memory-bound decode still gains, but compute-bound prefill does not.
+The KV-token capacity is what vLLM would log with the compressed weights (and FP8 KV if chosen), per
+GPU rank of the layout (parallel.vllm_kv_tokens over simulators/core/vllm_memory.py).
+
+Quality is not simulated: each scheme quotes its source, and states no figure the source lacks.
+
+References: 1) LLM Compressor compression schemes guide (docs.vllm.ai/projects/llm-compressor);
+2) Kurtic et al. 2025, "Give Me BF16 or Give Me Death"? (arXiv 2411.02355); 3) Frantar et al.
+2023, GPTQ (arXiv 2210.17323); Xiao et al. 2023, SmoothQuant (arXiv 2211.10438); Frantar and
+Alistarh 2023, SparseGPT (arXiv 2301.00774); 4) vLLM docs, Quantized KV Cache.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ..core import costmodel as cm
+from ..core.catalog import resolve_gpu, resolve_model, running_example
+from ..core.layout import vllm_kv_tokens
+from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
+from ..params import engine_param, gpu_param, model_param, param
+from ..plotting import bar, layout, line
+from ..plotting import figure as make_figure
+
+TITLE = "Compression schemes: size, prefill and decode"
+DESCRIPTION = "W4A16, W8A8 (INT8, FP8), 2:4 sparse + FP8 and an FP8 KV cache: artifact size, speed change against bf16 on a GPU, and what each needs."
+METRICS = {
+    "artifact_GB": ("Compressed weights", "GB"),
+    "baseline_GB": ("BF16 weights", "GB"),
+    "artifact_ratio": ("Compressed / BF16 size", "x"),
+    "bits_per_weight": ("Bits per block-matmul weight", "bits"),
+    "prefill_s": ("Prefill", "s"),
+    "prefill_baseline_s": ("Prefill in BF16", "s"),
+    "prefill_speedup": ("Prefill speed-up over BF16", "x"),
+    "decode_step_s": ("Decode step", "s"),
+    "decode_baseline_s": ("Decode step in BF16", "s"),
+    "decode_speedup": ("Decode speed-up over BF16", "x"),
+    "kv_token_capacity": ("KV tokens that fit", "tokens"),
+    "kv_token_capacity_baseline": ("KV tokens that fit in BF16", "tokens"),
+}
+BATCH_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+@cache
+def schemes() -> dict[str, Any]:
+    """data/schemes.toml: {"schemes": {id: {...}}, "kv_cache": {"fp8": {...}}}."""
+    text = resources.files("simulators").joinpath("data").joinpath("schemes.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _scheme_choices() -> list[tuple[str, str]]:
+    return [(sid, s["name"]) for sid, s in schemes()["schemes"].items()]
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("speed", "Speed-up per scheme"),
+    ("batch", "Decode speed-up vs batch"),
+    ("memory", "Size and KV capacity"),
+]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The LLM Compressor scheme applied to the weights (and activations).
+    scheme: str = param("w8a8-fp8", label="Scheme", choices=_scheme_choices)
+    # Store the KV cache in FP8 as well (vLLM kv_cache_dtype="fp8").
+    kv_fp8: bool = param(False, label="FP8 KV cache")
+    # Sequences in each prefill and decode pass.
+    batch_size: int = param(1, label="Batch size", unit="sequences", min=1, max=1024, step=1, log=True)
+    # Prompt length: the prefill size and the KV cache each decode step reads.
+    prompt_tokens: int = param(
+        running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True
+    )
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+    # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
+    ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
+
+    def check(self) -> None:
+        check_shape(resolve_model(self.model), resolve_gpu(self.gpu), layout_of(self))
+
+
+BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}
+
+
+def _passes(
+    m: Any, gpu: Any, s: dict[str, Any], kv: str, batch: int, prompt: int, **kw: Any
+) -> tuple[cm.StepTime, cm.StepTime]:
+    """(prefill, one decode step) of `batch` sequences in scheme `s`."""
+    fmt = {
+        "weight_dtype": s["weight_dtype"],
+        "activation_dtype": s["activation_dtype"],
+        "sparse": s["sparse"],
+        "kv_dtype": kv,
+    }
+    prefill = cm.step_time(m, gpu, [(prompt, 0)] * batch, **fmt, **kw)
+    decode = cm.step_time(m, gpu, [(1, prompt)] * batch, **fmt, **kw)
+    return prefill, decode
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    lay = layout_of(p)
+    kw = {"eff": cm.efficiency(p.ideal, p.engine), **lay.cost_kw()}
+    table = schemes()["schemes"]
+    kv = "fp8" if p.kv_fp8 else "bf16"
+    base_pre, base_dec = _passes(m, gpu, BASELINE, "bf16", p.batch_size, p.prompt_tokens, **kw)
+    rows, passes = {}, {}
+    for sid, s in table.items():
+        pre, dec = passes[sid] = _passes(m, gpu, s, kv, p.batch_size, p.prompt_tokens, **kw)
+        tokens = vllm_kv_tokens(m, gpu, lay, weight_dtype=s["weight_dtype"], kv_dtype=kv, sparse=s["sparse"])
+        by_batch = []
+        for b in BATCH_GRID:
+            _, d = _passes(m, gpu, s, kv, b, p.prompt_tokens, **kw)
+            _, d0 = _passes(m, gpu, BASELINE, "bf16", b, p.prompt_tokens, **kw)
+            by_batch.append(d0.time_s / d.time_s)
+        rows[sid] = {
+            "name": s["name"],
+            "artifact_GB": cm.weight_bytes(m, s["weight_dtype"], sparse=s["sparse"]) / cm.GB,
+            "prefill_speedup": base_pre.time_s / pre.time_s,
+            "decode_speedup": base_dec.time_s / dec.time_s,
+            "kv_token_capacity": tokens,
+            "decode_speedup_by_batch": by_batch,
+            "matmul_path": pre.matmul_path,
+            "sparse": s["sparse"],
+        }
+    s, row = table[p.scheme], rows[p.scheme]
+    pre, dec = passes[p.scheme]
+    base_tokens = vllm_kv_tokens(m, gpu, lay)
+    wanted = cm.precision(s["activation_dtype"]).tensor_core
+    notes = []
+    if pre.matmul_path != wanted:
+        notes.append(
+            f"{gpu.name} has no {wanted.upper()} tensor-core figure in the catalogue, so the matmuls run in BF16 after "
+            f"up-casting (as vLLM's weight-only kernels do): the smaller weights still speed up memory-bound decode, "
+            f"but compute-bound prefill gains nothing."
+        )
+    if s["sparse"]:
+        notes.append(s["hardware"])
+    if s["sparse"] and gpu.peak_tflops(pre.matmul_path, sparse=True) is None:
+        notes.append(
+            f"{gpu.name} has no 2:4 sparse rate for {pre.matmul_path.upper()} in the catalogue: the dense rate is used."
+        )
+    if not pre.compute_known:
+        notes.append(f"{gpu.name} publishes no matrix throughput: prefill figures are memory-only floors.")
+    where = f"{lay.describe()} x {gpu.name}"
+    if not base_tokens:
+        notes.append(f"The BF16 model does not fit on {where}; its times are what it would take if it did.")
+    if not row["kv_token_capacity"]:
+        notes.append(f"Even compressed, the weights do not fit on {where}.")
+    # Speed-ups are against BF16, which must hold the batch too (vLLM's accounting, per GPU rank).
+    most = base_tokens // cm.kv_tokens_held(m, p.prompt_tokens)
+    if base_tokens and p.batch_size > most:
+        notes.append(
+            f"Batch {p.batch_size:,} does not fit: at {p.prompt_tokens:,} tokens of context, {where} holds at most "
+            f"{most:,} sequences with bf16 weights, so its figures are a roofline bound, not a batch that can run."
+        )
+    kv_info = schemes()["kv_cache"]["fp8"]
+    if p.kv_fp8:
+        notes.append(kv_info["latency"])
+    block_bits = 8 * cm.block_bytes_per_value(s["weight_dtype"], s["sparse"])
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "scheme": p.scheme,
+        "scheme_name": s["name"],
+        "kv_fp8": p.kv_fp8,
+        "batch_size": p.batch_size,
+        "prompt_tokens": p.prompt_tokens,
+        "num_gpus": lay.num_gpus,
+        "method": s["method"],
+        "calibration": s["calibration"],
+        "needs_calibration_data": s["needs_calibration_data"],
+        "hardware": s["hardware"],
+        "use_case": s["use_case"],
+        "quality": s["quality"],
+        "quality_source": s["quality_source"],
+        "source": s["source"],
+        "kv_cache": kv_info if p.kv_fp8 else None,
+        "prefill_bound": pre.bound,
+        "decode_bound": dec.bound,
+        "matmul_path": pre.matmul_path,
+        "schemes": rows,
+        "batch_grid": list(BATCH_GRID),
+        "baseline_capacity": base_tokens,
+        # Sequences of this prompt whose KV cache fits beside the weights, in this scheme and in BF16.
+        "fit_batch": max(0, row["kv_token_capacity"]) // cm.kv_tokens_held(m, p.prompt_tokens),
+        "fit_batch_baseline": max(0, base_tokens) // cm.kv_tokens_held(m, p.prompt_tokens),
+        "notes": notes,
+        "metrics": {
+            "artifact_GB": row["artifact_GB"],
+            "baseline_GB": cm.weight_bytes(m, "bf16") / cm.GB,
+            "artifact_ratio": row["artifact_GB"] * cm.GB / cm.weight_bytes(m, "bf16"),
+            "bits_per_weight": block_bits,
+            "prefill_s": pre.time_s,
+            "prefill_baseline_s": base_pre.time_s,
+            "prefill_speedup": row["prefill_speedup"],
+            "decode_step_s": dec.time_s,
+            "decode_baseline_s": base_dec.time_s,
+            "decode_speedup": row["decode_speedup"],
+            "kv_token_capacity": row["kv_token_capacity"],
+            "kv_token_capacity_baseline": base_tokens,
+        },
+    }
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    rows = r["schemes"]
+    names = [v["name"] for v in rows.values()]
+    kv = " + FP8 KV" if r["kv_fp8"] else ""
+    if view == "batch":
+        x = r["batch_grid"]
+        data = [line(x, v["decode_speedup_by_batch"], v["name"] + kv, i) for i, v in enumerate(rows.values())]
+        data.append(line([x[0], x[-1]], [1, 1], "BF16 (1x)", 6))
+        lay = layout(
+            f"Decode speed-up over BF16: {r['model']} on {r['gpu']}",
+            "Batch size (sequences)",
+            "Speed-up (x)",
+            xaxis={"type": "log"},
+        )
+        return make_figure(data, lay)
+    if view == "memory":
+        data = [
+            bar(
+                ["BF16"] + names,
+                [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows.values()],
+                "Weights (GB)",
+                0,
+            ),
+            bar(
+                ["BF16"] + names,
+                [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows.values()],
+                f"KV tokens that fit{kv} (millions)",
+                1,
+            ),
+        ]
+        lay = layout(
+            f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}",
+            "Scheme",
+            "GB / million tokens",
+            barmode="group",
+        )
+        return make_figure(data, lay)
+    data = [
+        bar(
+            names,
+            [v["prefill_speedup"] for v in rows.values()],
+            f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})",
+            0,
+        ),
+        bar(names, [v["decode_speedup"] for v in rows.values()], f"Decode step (batch {r['batch_size']})", 1),
+        line([names[0], names[-1]], [1, 1], "BF16 (1x)", 6),
+    ]
+    lay = layout(f"Speed-up over BF16{kv}: {r['model']} on {r['gpu']}", "Scheme", "Speed-up (x)", barmode="group")
+    return make_figure(data, lay)
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: size and KV room (memory), speed-ups per scheme (speed), decode against batch (batch)."""
+    m = r["metrics"]
+    kv = " with an FP8 KV cache" if r["kv_fp8"] else ""
+    if view == "memory":
+        text = (
+            f"{r['scheme_name']} stores {r['model']}'s weights in {m['artifact_GB']:.1f} GB instead of "
+            f"{m['baseline_GB']:.1f} GB ({m['artifact_ratio']:.0%}, {m['bits_per_weight']:.2f} bits per block weight). "
+            f"On {r['num_gpus']} x {r['gpu']} the memory it frees holds {m['kv_token_capacity']:,} tokens of KV cache{kv}, "
+            f"against {m['kv_token_capacity_baseline']:,} in BF16: {r['fit_batch']:,} sequences of "
+            f"{r['prompt_tokens']:,} tokens against {r['fit_batch_baseline']:,}. Calibration: {r['calibration']}"
+        )
+    elif view == "batch":
+        by_batch = r["schemes"][r["scheme"]]["decode_speedup_by_batch"]
+        grid = r["batch_grid"]
+        last = {v["name"]: v["decode_speedup_by_batch"][-1] for v in r["schemes"].values()}
+        text = (
+            f"At {r['prompt_tokens']:,} tokens of context on {r['num_gpus']} x {r['gpu']}, {r['scheme_name']}{kv} speeds "
+            f"a decode step up {by_batch[0]:.2f}x at batch 1 and {by_batch[-1]:.2f}x at batch {grid[-1]:,}: as the batch "
+            "grows, the KV-cache reads (at short contexts, the matmuls' compute) take a larger share of the step, and "
+            f"shrinking the weights saves less. At batch {grid[-1]:,} the schemes range from "
+            f"{min(last.values()):.2f}x ({min(last, key=lambda k: last[k])}) to {max(last.values()):.2f}x "
+            f"({max(last, key=lambda k: last[k])}). At this context BF16 holds at most {r['fit_batch_baseline']:,} sequences"
+        )
+        text += (
+            "; points beyond that are roofline extrapolations, not batches one deployment can run."
+            if r["fit_batch_baseline"] < grid[-1]
+            else "."
+        )
+    else:
+        text = (
+            f"On {r['num_gpus']} x {r['gpu']} with the matmuls on the {r['matmul_path'].upper()} path, "
+            f"{r['scheme_name']}{kv} runs prefill of {r['prompt_tokens']:,} tokens x {r['batch_size']} "
+            f"({r['prefill_bound']}-bound) {m['prefill_speedup']:.2f}x as fast as BF16 and a decode step "
+            f"({r['decode_bound']}-bound) {m['decode_speedup']:.2f}x as fast. {_fastest(r['schemes'])} "
+            f"Quality ({r['quality_source']}): {r['quality']}"
+        )
+    if r["kv_cache"] and view != "batch":
+        text += f" FP8 KV cache: {r['kv_cache']['calibration']} {r['kv_cache']['quality']}"
+    return text + "".join(" " + n for n in r["notes"])
+
+
+def _fastest(rows: dict[str, Any]) -> str:
+    """Which scheme gains most in prefill and which in decode, at this batch and prompt."""
+    pre = max(rows.values(), key=lambda v: v["prefill_speedup"])
+    dec = max(rows.values(), key=lambda v: v["decode_speedup"])
+    text = (
+        f"Of all schemes, {pre['name']} gains most in prefill ({pre['prefill_speedup']:.2f}x) and "
+        f"{dec['name']} most in decode ({dec['decode_speedup']:.2f}x)."
+    )
+    if pre["sparse"] or dec["sparse"]:
+        text += " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
+    return text

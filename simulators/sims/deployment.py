@@ -1,0 +1,307 @@
+"""Deployment: will this model fit on these GPUs under vLLM, and how many requests will it hold?
+
+Model: vLLM's own start-up accounting, per GPU rank (simulators/core/vllm_memory.py): the memory CUDA
+reports times gpu_memory_utilization, less the weights each rank holds under tensor (TP) and
+pipeline (PP) parallelism, the activation peak of a profile run of max_num_batched_tokens and
+the non-torch memory; what is left becomes KV blocks of block_size tokens. The answer is the two
+lines vLLM logs, "GPU KV cache size: N tokens" and "Maximum concurrency for L tokens per request:
+X", and a per-GPU memory bar. TP shards weights and KV heads (a rank keeps one KV head when there
+are fewer heads than ranks, and every rank copies an MLA latent); PP splits the layers. A layout
+that does not fit, or that vLLM would refuse, is a field error naming what to change.
+
+Data parallelism (--data-parallel-size, DP) runs one engine per DP rank, each with its own
+requests, KV cache and batch limits; each profiles its own memory and logs its own two lines
+(vllm/v1/engine/core.py EngineCore._initialize_kv_caches: determine_available_memory over the
+engine's own TP x PP workers, never summed over DP ranks). A dense model is copied whole on every
+DP rank. A mixture of experts shares its MoE layers over all tp x dp ranks: every expert split
+that many ways, or whole experts per rank with --enable-expert-parallel (EP), while attention and
+the dense layers are split over TP and copied per DP rank (vllm_memory.expert_share; vLLM docs
+serving/data_parallel_deployment.md and expert_parallel_deployment.md). The log lines are one DP
+rank's (the one holding the most experts); the layout holds dp times its requests.
+
+max_num_batched_tokens and max_num_seqs left at 0 take `vllm serve`'s defaults for the GPU
+(catalog.serve_defaults: 8,192 and 1,024 on GPUs of 70 GiB or more, the A100 excepted, 2,048 and 256
+below), as kv_cache, gpu_memory and the engine do; the answer says which values were used.
+
+References: 1) vllm-project/vllm, vllm/v1/worker/gpu_worker.py (determine_available_memory),
+vllm/v1/core/kv_cache_utils.py (get_kv_cache_config, the two log lines), vllm/v1/engine/core.py
+(_initialize_kv_caches, one per DP engine), vllm/engine/arg_utils.py (the defaults by GPU),
+docs/serving/data_parallel_deployment.md; 2) Kwon et al. 2023, PagedAttention (arXiv 2309.06180).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import costmodel as cm
+from ..core import vllm_memory as vm
+from ..core.catalog import (
+    Gpu,
+    Model,
+    assumptions,
+    gpus,
+    resolve_gpu,
+    resolve_model,
+    running_example,
+    serve_defaults,
+)
+from ..parallel import check_link, pipeline_parallel_param, tensor_parallel_param
+from ..params import ParamError, dtype_choices, gpu_param, model_param, param
+
+# The simulator's chart and words (api reads figure and summary from this module).
+from .deployment_view import figure, notes, summary  # noqa: F401
+
+TITLE = "Deployment: vLLM's memory per GPU"
+DESCRIPTION = "Weights, activations and KV cache on each GPU as vLLM accounts for them, and the two lines it logs."
+METRICS = {
+    "weights_GiB_per_gpu": ("Weights per GPU", "GiB"),
+    "activation_GiB_per_gpu": ("Activation peak per GPU (profile run)", "GiB"),
+    "kv_cache_GiB_per_gpu": ("KV cache per GPU", "GiB"),
+    "kv_cache_tokens": ("GPU KV cache size (as logged, per DP rank)", "tokens"),
+    "max_concurrency": ("Requests of max_model_len held at once (as logged, per DP rank)", "x"),
+    "kv_cache_tokens_total": ("KV cache tokens, all DP ranks", "tokens"),
+    "max_concurrency_total": ("Requests of max_model_len held at once, all DP ranks", "x"),
+    "num_gpus": ("GPUs (tensor x pipeline x data)", "GPUs"),
+}
+BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+TABLE_CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
+# The two batch limits' lower ends when set (0 means `vllm serve`'s default for the GPU).
+MIN_BATCHED_TOKENS = 16
+
+
+def _weight_choices() -> list[tuple[str, str]]:
+    return [("auto", "As the checkpoint (quantization_config), else BF16"), *dtype_choices()()]
+
+
+# vLLM's defaults on the running example's GPU (assumptions.toml [vllm_defaults], the one place).
+DEFAULTS = serve_defaults(gpus()[running_example()["gpu"]])
+
+
+def _serve_default(flag: str) -> str:
+    """A batch limit's help: what 0 stands for, read from assumptions.toml [vllm_defaults]."""
+    d = assumptions()["vllm_defaults"]
+    return (
+        f"0 takes vllm serve's default for the GPU ({d[flag + '_large']:,} on GPUs of {d['large_gpu_min_GiB']} GiB "
+        f"or more, the A100 excepted; else {d[flag + '_small']:,})"
+    )
+
+
+# The charts: memory per GPU, or requests held at each context length.
+VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # Ranks a layer's matmuls and KV heads are split over, and stages the layers are split into:
+    # the fields every serving simulator shares (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+    # Engines, each with its own requests and KV cache (--data-parallel-size); a MoE's experts are
+    # spread over all tp x dp ranks, whole experts per rank with expert parallelism.
+    data_parallel_size: int = param(
+        1,
+        label="Data parallel",
+        unit="ranks",
+        min=1,
+        max=64,
+        step=1,
+        help="--data-parallel-size: one engine per rank, each with its own requests and KV cache",
+    )
+    enable_expert_parallel: bool = param(
+        False, label="Expert parallel (MoE)", help="--enable-expert-parallel: whole experts spread over tp x dp GPUs"
+    )
+    # Share of what CUDA reports that vLLM may use (--gpu-memory-utilization).
+    gpu_memory_utilization: float = param(
+        DEFAULTS["gpu_memory_utilization"], label="GPU memory utilization", min=0.05, max=1.0, step=0.01
+    )
+    # Longest request, prompt plus output (--max-model-len).
+    max_model_len: int = param(8192, label="Max model length", unit="tokens", min=16, max=10_485_760, step=1, log=True)
+    # Tokens in the largest forward pass; sizes the profiled activation peak (--max-num-batched-tokens).
+    # 0: what `vllm serve` picks on this GPU (serve_defaults), as kv_cache and gpu_memory use.
+    max_num_batched_tokens: int = param(
+        0,
+        label="Max batched tokens",
+        unit="tokens",
+        min=0,
+        max=1_048_576,
+        step=16,
+        log=True,
+        help="--max-num-batched-tokens; " + _serve_default("max_num_batched_tokens"),
+    )
+    # Requests in one batch; sizes the sampler's logits (--max-num-seqs). 0: `vllm serve`'s default.
+    max_num_seqs: int = param(
+        0,
+        label="Max sequences",
+        unit="sequences",
+        min=0,
+        max=4096,
+        step=1,
+        log=True,
+        help="--max-num-seqs; " + _serve_default("max_num_seqs"),
+    )
+    # "auto" stores K and V in the model's dtype (bf16); fp8 halves them (--kv-cache-dtype).
+    kv_cache_dtype: str = param("auto", label="KV cache format", choices=[("auto", "auto (bf16)"), ("fp8", "fp8")])
+    weight_dtype: str = param("auto", label="Weight format", choices=_weight_choices)
+    # Tokens per KV block (--block-size).
+    block_size: int = param(int(DEFAULTS["block_size"]), label="Block size", unit="tokens", min=1, max=256, step=1)
+
+    def check(self) -> None:
+        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        tp, pp, dp = self.tensor_parallel_size, self.pipeline_parallel_size, self.data_parallel_size
+        if self.block_size not in BLOCK_SIZES:
+            raise ParamError("block_size", f"must be one of {', '.join(map(str, BLOCK_SIZES))}")
+        if m.num_heads % tp:
+            raise ParamError(
+                "tensor_parallel_size",
+                f"must divide {m.name}'s {m.num_heads} attention heads (vLLM splits them evenly)",
+            )
+        if pp > m.num_layers:
+            raise ParamError("pipeline_parallel_size", f"must be at most {m.name}'s {m.num_layers} layers")
+        if self.enable_expert_parallel and not m.is_moe:
+            raise ParamError("enable_expert_parallel", f"{m.name} has no experts to spread (a dense model)")
+        if self.enable_expert_parallel and tp * dp > m.num_experts:
+            raise ParamError(
+                "data_parallel_size" if dp > 1 else "tensor_parallel_size",
+                f"tp x dp = {tp * dp} GPUs exceed {m.name}'s {m.num_experts} experts: expert parallelism "
+                "gives each GPU at least one whole expert",
+            )
+        if 0 < self.max_num_batched_tokens < MIN_BATCHED_TOKENS:
+            raise ParamError(
+                "max_num_batched_tokens", f"must be 0 (vllm serve's default) or at least {MIN_BATCHED_TOKENS}"
+            )
+        tokens, seqs = batch_limits(gpu, self)
+        if tokens < seqs:
+            raise ParamError("max_num_batched_tokens", f"must be at least max_num_seqs ({seqs:,}{_said(self, gpu)})")
+        if self.max_model_len > m.max_context_tokens:
+            raise ParamError("max_model_len", f"must be at most {m.name}'s {m.max_context_tokens:,} positions")
+        # Dense DP ranks are independent replicas; a MoE's expert layers span all tp x dp GPUs.
+        linked = tp * pp * (dp if m.is_moe else 1)
+        check_link(gpu, linked, "data_parallel_size" if linked > tp * pp else "tensor_parallel_size")
+        fit_problem(m, gpu, self)
+
+
+def batch_limits(gpu: Gpu, p: Params) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) one engine runs with: a field left at 0 takes
+    catalog.serve_defaults(gpu), as EngineArgs does when the flag is absent."""
+    d = serve_defaults(gpu)
+    return p.max_num_batched_tokens or int(d["max_num_batched_tokens"]), p.max_num_seqs or int(d["max_num_seqs"])
+
+
+def _said(p: Params, gpu: Gpu) -> str:
+    return "" if p.max_num_seqs else f", vllm serve's default on {gpu.name}"
+
+
+def _dtypes(m: Model, p: Params) -> tuple[str, str]:
+    weight = (m.weight_format or "bf16") if p.weight_dtype == "auto" else p.weight_dtype
+    return weight, "bf16" if p.kv_cache_dtype == "auto" else "fp8"
+
+
+def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
+    weight, kv = _dtypes(m, p)
+    tokens, seqs = batch_limits(gpu, p)
+    return vm.account(
+        m,
+        gpu,
+        tp=p.tensor_parallel_size,
+        pp=p.pipeline_parallel_size,
+        dp=p.data_parallel_size,
+        ep=p.enable_expert_parallel,
+        gpu_memory_utilization=p.gpu_memory_utilization,
+        max_model_len=p.max_model_len,
+        max_num_batched_tokens=tokens,
+        max_num_seqs=seqs,
+        kv_dtype=kv,
+        weight_dtype=weight,
+        block_size=p.block_size,
+    )
+
+
+def fit_problem(m: Model, gpu: Gpu, p: Params) -> None:
+    """Raise a field error when vLLM would refuse to start with this layout."""
+    a = _account(m, gpu, p)
+    worst = min(a.stages, key=lambda s: s.kv_bytes)
+    if worst.kv_bytes <= 0:
+        alone = p.tensor_parallel_size == p.pipeline_parallel_size == 1
+        more_dp = m.is_moe and p.data_parallel_size > 1 and alone
+        raise ParamError(
+            "data_parallel_size" if more_dp else "tensor_parallel_size",
+            f"does not fit: weights {worst.weight_bytes / cm.GiB:.1f} GiB + activations "
+            f"{worst.activation_bytes / cm.GiB:.1f} GiB + non-torch {worst.non_torch_bytes / cm.GiB:.1f} GiB "
+            f"exceed {p.gpu_memory_utilization:g} x {gpu.visible_GiB:.2f} GiB = {worst.requested_bytes / cm.GiB:.1f} GiB "
+            "per GPU; use more GPUs, a smaller weight format or a higher gpu_memory_utilization",
+        )
+    if a.num_blocks < a.blocks_per_request:
+        kv_bytes = a.num_blocks * a.page_bytes * a.group_size
+        raise ParamError(
+            "max_model_len",
+            f"one request of {p.max_model_len:,} tokens needs {a.one_request_bytes / cm.GiB:.2f} GiB of KV cache, "
+            f"more than the {kv_bytes / cm.GiB:.2f} GiB available (vLLM refuses to start); lower max_model_len",
+        )
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    weight, kv = _dtypes(m, p)
+    a = _account(m, gpu, p)
+    tokens, seqs = batch_limits(gpu, p)
+    dp = p.data_parallel_size
+    kv_bytes = a.num_blocks * a.page_bytes * a.group_size
+    per_context = [vm_concurrency(m, a, c, p, tokens) for c in TABLE_CONTEXTS if c <= m.max_context_tokens]
+    gib = cm.GiB
+    stages = [
+        {
+            "stage": s.stage,
+            "num_layers": s.num_layers,
+            "total_GiB": s.total_bytes / gib,
+            "requested_GiB": s.requested_bytes / gib,
+            "weights_GiB": s.weight_bytes / gib,
+            "activation_GiB": s.activation_bytes / gib,
+            "non_torch_GiB": s.non_torch_bytes / gib,
+            "kv_GiB": kv_bytes / gib,
+        }
+        for s in a.stages
+    ]
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "tensor_parallel_size": p.tensor_parallel_size,
+        "pipeline_parallel_size": p.pipeline_parallel_size,
+        "data_parallel_size": dp,
+        "enable_expert_parallel": p.enable_expert_parallel,
+        "weight_dtype": weight,
+        "kv_cache_dtype": kv,
+        "max_model_len": p.max_model_len,
+        "gpu_memory_utilization": p.gpu_memory_utilization,
+        # The batch limits used, and whether each is `vllm serve`'s default for this GPU (field at 0).
+        "max_num_batched_tokens": tokens,
+        "max_num_seqs": seqs,
+        "serve_default": {"max_num_batched_tokens": not p.max_num_batched_tokens, "max_num_seqs": not p.max_num_seqs},
+        "stages": stages,
+        "cudagraph_GiB": a.cudagraph_bytes / gib,
+        "kv_heads_per_rank": a.kv_heads_per_rank,
+        "kv_groups": a.num_groups,
+        "num_blocks": a.num_blocks,
+        "log_lines": a.log_lines,
+        "concurrency_by_context": per_context,
+        "notes": notes(m, gpu, p, a),
+        "metrics": {
+            "weights_GiB_per_gpu": max(s.weight_bytes for s in a.stages) / gib,
+            "activation_GiB_per_gpu": max(s.activation_bytes for s in a.stages) / gib,
+            "kv_cache_GiB_per_gpu": kv_bytes / gib,
+            "kv_cache_tokens": a.kv_tokens,
+            "max_concurrency": a.max_concurrency,
+            "kv_cache_tokens_total": dp * a.kv_tokens,
+            "max_concurrency_total": dp * a.max_concurrency,
+            "num_gpus": p.tensor_parallel_size * p.pipeline_parallel_size * dp,
+        },
+    }
+
+
+def vm_concurrency(m: Model, a: vm.VllmMemory, context: int, p: Params, batched: int) -> dict[str, Any]:
+    """Requests of `context` tokens the same pools hold, all DP ranks together (the block count
+    does not depend on the context)."""
+    per_request = sum(vm.blocks_per_request(m, g, context, batched, p.block_size) for g in a.groups)
+    return {"context_tokens": context, "max_concurrency": p.data_parallel_size * a.num_blocks / per_request}

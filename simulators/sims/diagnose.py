@@ -1,0 +1,311 @@
+"""Why is my model slow? One deployment as it is run, its evidence, and the levers ranked.
+
+The reader pastes the server's command line (`vllm serve …`, SGLang's or llama.cpp's for the flags
+they share: serve_command.parse_command), names the GPU, and brings any evidence: vLLM's start-up
+log (serve_command.parse_log), a GuideLLM report (guidellm_read) or a few typed figures.
+
+The model (one speed model: costmodel at the engine's profile, vllm_memory for the memory):
+- KV cache: vLLM's start-up accounting for these flags (vllm_memory.account), against the log.
+- Operating point: b requests in flight (the report's mean concurrency, the typed figure, or
+  Little's law b = rate x predicted end-to-end), each at the mean context (prompt + output / 2).
+- TTFT, unqueued: one prefill of the prompt (costmodel.prefill_time).
+- ITL: a decode step of the batch, stretched by the prefills that share the GPU: at a request
+  rate r each second carries r prefills, so decodes get 1 - r x prefill of it,
+  ITL = step / (1 - r x prefill) (capped at 95% prefill).
+- A gap between observed and predicted beyond +-35% (the validation page's yardstick) is named,
+  with where to look.
+- Levers: each one command-line change, re-priced at the same operating point, ranked by the
+  relative change of the SLO figure that binds (the larger observed-or-predicted / target).
+
+References: 1) vLLM's start-up log lines (vllm/v1/core/kv_cache_utils.py); 2) Little's law;
+3) the course's lessons named by each lever.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from ..benchmark import diagnosis as dx
+from ..benchmark import serve_command as sc
+from ..benchmark.guidellm_read import ReportError, read
+from ..core.catalog import CatalogError, model_for_repo, resolve_gpu, resolve_model, running_example
+from ..params import ParamError, gpu_param, param
+from ..plotting import bar, layout
+from ..plotting import figure as make_figure
+
+TITLE = "Why is my model slow?"
+DESCRIPTION = "Paste your server's command line and any evidence (vLLM's log, a GuideLLM report, figures): predicted against observed, where the time goes, and the levers ranked."
+METRICS = {
+    "batch": ("Requests in flight (operating point)", "requests"),
+    "predicted_kv_tokens": ("GPU KV cache size, predicted", "tokens"),
+    "logged_kv_tokens": ("GPU KV cache size, logged (0: no log)", "tokens"),
+    "kv_tokens_error": ("KV cache size: predicted / logged - 1", ""),
+    "kv_capacity_use": ("Share of the KV cache the batch holds", ""),
+    "predicted_ttft_s": ("TTFT, unqueued (predicted)", "s"),
+    "observed_ttft_s": ("TTFT p50, observed (0: not given)", "s"),
+    "predicted_itl_s": ("ITL at the operating point (predicted)", "s"),
+    "observed_itl_s": ("ITL p50, observed (0: not given)", "s"),
+    "best_lever_change": ("Best lever: change of the binding figure", ""),
+}
+VIEWS = [("levers", "Levers, ranked"), ("time", "Where the time goes"), ("evidence", "Predicted against observed")]
+EX = running_example()
+DEFAULT_COMMAND = "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 8192"
+_QUANT = {
+    "fp8": "fp8",
+    "awq": "int4",
+    "awq_marlin": "int4",
+    "gptq": "int4",
+    "gptq_marlin": "int4",
+    "compressed-tensors": "",
+}
+
+
+@dataclass(frozen=True)
+class Params:
+    command: str = param(
+        DEFAULT_COMMAND,
+        label="Server command line",
+        lines=3,
+        help="vllm serve MODEL [flags]; SGLang's launch_server or llama-server for the flags they share.",
+    )
+    gpu: Any = gpu_param()
+    config: str = param("", label="config.json, if the model is not in the catalogue", file=".json", lines=3)
+    log: str = param("", label="vLLM start-up log", file=".log,.txt", lines=4)
+    report: str = param("", label="GuideLLM report", file=".json,.yaml,.yml", lines=3)
+    benchmark: int = param(
+        0, label="Report benchmark", min=0, max=1000, step=1, help="1 = the report's first; 0: its busiest."
+    )
+    prompt_tokens: int = param(
+        EX["prompt_tokens"],
+        label="Prompt",
+        unit="tokens",
+        min=1,
+        max=1_048_576,
+        help="A report's mean lengths replace these.",
+    )
+    output_tokens: int = param(EX["output_tokens"], label="Output", unit="tokens", min=2, max=131_072)
+    rate_per_s: float = param(
+        0.0, label="Observed request rate", unit="req/s", min=0.0, max=10_000.0, help="0: not given."
+    )
+    concurrency: float = param(
+        0.0,
+        label="Observed requests in flight",
+        unit="requests",
+        min=0.0,
+        max=65_536.0,
+        help="0: from the report, or Little's law.",
+    )
+    ttft_p50_ms: float = param(0.0, label="Observed TTFT p50", unit="ms", min=0.0, max=1e7, help="0: not given.")
+    itl_p50_ms: float = param(0.0, label="Observed ITL p50", unit="ms", min=0.0, max=1e6, help="0: not given.")
+    ttft_slo_ms: float = param(500.0, label="TTFT target", unit="ms", min=1.0, max=1e6)
+    itl_slo_ms: float = param(25.0, label="ITL target", unit="ms", min=0.1, max=1e5)
+
+    def check(self) -> None:
+        deployment(self)
+
+
+def deployment(p: Params) -> dx.Deployment:
+    """The deployment the command line runs, with its evidence; ParamError names the field."""
+    try:
+        serve = sc.parse_command(p.command)
+    except ValueError as e:
+        raise ParamError("command", str(e)) from None
+    m = model_for_repo(serve.model)
+    if m is None and not p.config.strip():
+        raise ParamError("config", f"'{serve.model}' is not in the catalogue: paste its config.json")
+    if m is None:
+        try:
+            m = resolve_model(_json(p.config))
+        except (CatalogError, ValueError) as e:
+            raise ParamError("config", str(e)) from None
+    log = None
+    if p.log.strip():
+        try:
+            log = sc.parse_log(p.log)
+        except ValueError as e:
+            raise ParamError("log", str(e)) from None
+    quant = serve.settings.get("quantization")
+    weight = _QUANT.get(str(quant).lower(), "") if quant else ""
+    s = serve.settings
+    d = dx.Deployment(
+        serve, m, resolve_gpu(p.gpu), serve.engine, weight or m.weight_format or "bf16",
+        "fp8" if s.get("kv_cache_dtype") == "fp8" else "bf16",
+        int(s.get("tensor_parallel_size", 1)), int(s.get("pipeline_parallel_size", 1)), log, _observed(p),
+    )  # fmt: skip
+    try:
+        dx.memory(d)
+    except ValueError as e:
+        raise ParamError("command", f"vLLM would not start this: {e}") from None
+    return d
+
+
+def _json(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON: line {e.lineno}: {e.msg}") from None
+    if not isinstance(value, dict):
+        raise ValueError("a config.json is one JSON object")
+    return value
+
+
+def _observed(p: Params) -> dict[str, float]:
+    """Observed figures: the report's chosen benchmark, then the typed ones (which win)."""
+    out: dict[str, float] = {"prompt_tokens": p.prompt_tokens, "output_tokens": p.output_tokens}
+    if p.report.strip():
+        try:
+            benches = read(p.report)["benchmarks"]
+        except ReportError as e:
+            raise ParamError("report", str(e)) from None
+        if p.benchmark > len(benches):
+            raise ParamError("benchmark", f"the report holds {len(benches)} benchmarks")
+        pick = lambda b: b["metrics"]["requests_per_second"]["mean"]  # noqa: E731
+        b = benches[p.benchmark - 1] if p.benchmark else max(benches, key=pick)
+        mt = b["metrics"]
+        out["rate_per_s"] = mt["requests_per_second"]["mean"]
+        out["ttft_s"], out["ttft_p99_s"] = (
+            mt["time_to_first_token_ms"]["p50"] / 1e3,
+            mt["time_to_first_token_ms"]["p99"] / 1e3,
+        )
+        if "inter_token_latency_ms" in mt:
+            out["itl_s"] = mt["inter_token_latency_ms"]["p50"] / 1e3
+        if "request_concurrency" in mt:
+            out["concurrency"] = mt["request_concurrency"]["mean"]
+        for key, name in (("prompt_tokens", "prompt_token_count"), ("output_tokens", "output_token_count")):
+            if name in mt and mt[name]["mean"] >= 1:
+                out[key] = max(2, round(mt[name]["mean"])) if key == "output_tokens" else round(mt[name]["mean"])
+    typed = {
+        "rate_per_s": p.rate_per_s,
+        "concurrency": p.concurrency,
+        "ttft_s": p.ttft_p50_ms / 1e3,
+        "itl_s": p.itl_p50_ms / 1e3,
+    }
+    out.update({k: v for k, v in typed.items() if v > 0})
+    return out
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    d = deployment(p)
+    a = dx.memory(d)
+    obs = d.observed
+    ctx = obs["prompt_tokens"] + obs["output_tokens"] / 2
+    cap = dx.limit(d, "max_num_seqs")
+    batch = obs.get("concurrency") or 1.0
+    if "concurrency" not in obs and obs.get("rate_per_s"):  # Little's law on the predicted end-to-end time
+        one = dx.speed(d, 1)
+        batch = obs["rate_per_s"] * (one["ttft_s"] + one["itl_s"] * (obs["output_tokens"] - 1))
+        mid = dx.speed(d, max(1, min(cap, round(batch))))
+        batch = obs["rate_per_s"] * (mid["ttft_s"] + mid["itl_s"] * (obs["output_tokens"] - 1))
+    b = max(1, min(cap, round(batch)))
+    now = dx.speed(d, b)
+    gaps = dx.gaps(obs, now, a, d.log, d.serve.settings)
+    binding = "itl_s" if (obs.get("itl_s") or now["itl_s"]) / (p.itl_slo_ms / 1e3) >= (
+        obs.get("ttft_s") or now["ttft_s"]
+    ) / (p.ttft_slo_ms / 1e3) else "ttft_s"  # fmt: skip
+    # Levers on the binding figure first, by their change; then those on another figure.
+    levers = sorted(dx.levers(d, b, now, binding), key=lambda x: (x["key"] != binding, x["change"]))
+    logged = float(d.log["kv_tokens"]) if d.log else 0.0
+    metrics = {
+        "batch": float(b),
+        "predicted_kv_tokens": float(a.kv_tokens),
+        "logged_kv_tokens": logged,
+        "kv_tokens_error": a.kv_tokens / logged - 1 if logged else 0.0,
+        "kv_capacity_use": b * ctx / a.kv_tokens if a.kv_tokens else 0.0,
+        "predicted_ttft_s": now["ttft_s"],
+        "observed_ttft_s": obs.get("ttft_s", 0.0),
+        "predicted_itl_s": now["itl_s"],
+        "observed_itl_s": obs.get("itl_s", 0.0),
+        "best_lever_change": levers[0]["change"] if levers else 0.0,
+    }
+    reproduce = "python -m simulators run diagnose --set " + " --set ".join(
+        f"{k}={shlex.quote(str(v))}" for k, v in (("command", p.command), ("gpu", d.gpu.id)) if v
+    )
+    return {
+        "model": d.model.name, "gpu": d.gpu.name, "engine": d.engine, "weight_dtype": d.weight_dtype,
+        "kv_dtype": d.kv_dtype, "ignored_flags": d.serve.ignored, "log": {k: v for k, v in (d.log or {}).items() if k != "lines"},
+        "observed": obs, "predicted": now, "gaps": gaps, "binding": binding, "levers": levers,
+        "max_concurrency": a.max_concurrency, "reproduce": reproduce, "metrics": metrics,
+    }  # fmt: skip
+
+
+def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
+    if view == "time":
+        t = r["predicted"]
+        parts = [("Weights streamed", t["weights_s"]), ("KV cache read", t["kv_s"]), ("Compute past memory", t["compute_over_s"]),
+                 ("Fixed step overhead", t["overhead_s"]), ("Prefills sharing the GPU", t["itl_s"] - t["step_s"])]  # fmt: skip
+        data = [bar([v * 1e3], ["ITL"], k, i, orientation="h") for i, (k, v) in enumerate(parts)]
+        lay = layout(
+            f"Where a token's time goes at {r['metrics']['batch']:.0f} requests in flight",
+            "ms per token",
+            "",
+            barmode="stack",
+        )
+        return make_figure(data, lay)
+    if view == "evidence":
+        rows = [
+            (label, r["predicted"][key] * 1e3, r["observed"][key] * 1e3)
+            for label, key in (("TTFT p50 (ms)", "ttft_s"), ("ITL p50 (ms)", "itl_s"))
+            if r["observed"].get(key)
+        ]
+        m = r["metrics"]
+        if m["logged_kv_tokens"]:
+            rows.append(("KV cache (k tokens)", m["predicted_kv_tokens"] / 1e3, m["logged_kv_tokens"] / 1e3))
+        if not rows:  # no evidence yet: the model's own figures, to hold yours against
+            p = r["predicted"]
+            names, pred = ["TTFT p50 (ms)", "ITL p50 (ms)"], [p["ttft_s"] * 1e3, p["itl_s"] * 1e3]
+            title = "The model's figures (give a log, a report or figures to compare)"
+            return make_figure([bar(names, pred, "Predicted", 0)], layout(title, "", "ms", barmode="group"))
+        names, pred, seen = [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows]
+        data = [bar(names, pred, "Predicted", 0), bar(names, seen, "Observed", 1)]
+        return make_figure(data, layout("Predicted against observed", "", "value (unit in the label)", barmode="group"))
+    levers = r["levers"]
+    data = [bar([x["change"] for x in levers], [x["lever"] for x in levers], "Predicted change", 0, orientation="h")]
+    lay = layout(
+        f"Levers ranked by their effect on {levers[0]['binding'] if levers else 'the binding figure'}",
+        "predicted change (negative: faster)",
+        "",
+        xaxis={"tickformat": "+.0%"},
+        yaxis={"autorange": "reversed"},
+    )
+    return make_figure(data, lay)
+
+
+def summary(r: dict[str, Any], view: str = "levers") -> str:
+    m, p = r["metrics"], r["predicted"]
+    head = (
+        f"{r['model']} on {r['gpu']} ({r['engine']}, {r['weight_dtype']} weights, {r['kv_dtype']} KV cache) at "
+        f"{m['batch']:.0f} request{'s' if m['batch'] != 1 else ''} in flight: predicted TTFT {p['ttft_s'] * 1e3:,.1f} ms unqueued and ITL "
+        f"{p['itl_s'] * 1e3:,.2f} ms; the KV cache holds {m['predicted_kv_tokens']:,.0f} tokens"
+        + (f" (your log: {m['logged_kv_tokens']:,.0f}, {m['kv_tokens_error']:+.1%})" if m["logged_kv_tokens"] else "")
+        + f", {m['kv_capacity_use']:.0%} of it in use. "
+    )
+    if r["ignored_flags"]:
+        head += f"Ignored flags (not modelled): {', '.join(r['ignored_flags'])}. "
+    if view == "time":
+        return head + (
+            f"Of each {p['itl_s'] * 1e3:,.2f} ms token: weights {p['weights_s'] * 1e3:,.2f} ms, KV reads {p['kv_s'] * 1e3:,.2f} ms, "
+            f"compute past memory {p['compute_over_s'] * 1e3:,.2f} ms, fixed overhead {p['overhead_s'] * 1e3:,.2f} ms, and "
+            f"{(p['itl_s'] - p['step_s']) * 1e3:,.2f} ms waiting for prefills ({p['prefill_share']:.0%} of GPU time)."
+        )
+    if view == "evidence":
+        return head + (
+            " ".join(g[0].upper() + g[1:] + "." for g in r["gaps"])
+            or (
+                "Every figure you gave is within ±35% of the model's."
+                if r["observed"].get("ttft_s") or r["observed"].get("itl_s") or m["logged_kv_tokens"]
+                else "No evidence given yet: paste vLLM's start-up log or a GuideLLM report, or type a measured TTFT or ITL."
+            )
+        )
+    ranked = "; ".join(
+        f"{i + 1}. {x['lever']}: {x['figure']} {x['before_s'] * 1e3:,.2f} → {x['after_s'] * 1e3:,.2f} ms ({x['change']:+.0%}; "
+        f"lesson {x['lesson'].split('-')[0]}{', ' + x['note'] if x['note'] else ''}): {x['command']}"
+        for i, x in enumerate(r["levers"])
+    )
+    return (
+        head
+        + f"{r['levers'][0]['binding'] if r['levers'] else 'TTFT'} binds your SLO. Levers, ranked: {ranked}."
+        + (" " + " ".join(g[0].upper() + g[1:] + "." for g in r["gaps"]) if r["gaps"] else "")
+    )

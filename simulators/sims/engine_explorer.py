@@ -1,0 +1,468 @@
+"""Inside a serving engine: one request followed through it, and where each engine's organising bet pays.
+
+Request view. One replica (simulators/engine, vLLM v1's scheduler) serves seeded background
+traffic (Azure 2023 conversation lengths, Poisson arrivals) and one followed request that arrives
+halfway through it. The engine's event log gives the request's life: it waits, is admitted when
+a batch slot and KV blocks for its whole current sequence are free (vLLM's
+scheduler_reserve_full_isl), has its prompt computed in chunks that
+share each step's token budget (`max_num_batched_tokens`) with the decodes already running, takes
+a new KV block every `block_size` tokens, may be preempted (its blocks freed, its progress
+recomputed later) when the blocks run out, and finishes. Alone on the replica its prompt takes
+ceil(prompt / budget) chunks; among decodes each step leaves it budget - decodes tokens.
+
+Operating points view. A grid of batch size (1 to 1,024) by prompt length (256 to 131,072 tokens)
+for requests with `output_tokens` answers. Every figure comes from costmodel.step_time, through
+the engine's exact linear form of it (engine/steptime.py). Per point, with decode steps priced
+at the mean context prompt + output / 2 (step time is affine in context):
+- weight share = weight bytes / (weight + KV bytes) of one decode step;
+- prefill share = P / (P + D), P = one prefill pass of the prompt, D = output x decode step / batch
+  (GPU time per request);
+- prefix saving = (P - P') / (P + D), P' = the same prefill with the first `prefix_share` of the
+  prompt already cached (SGLang's and vLLM's prefix caches skip exactly that work);
+- compute share = the part of P + D spent in passes whose compute time exceeds their memory time.
+A point is given to one organising bet (course seed 000), first rule that holds:
+1. it does not fit: batch x KV tokens of a finished sequence > the KV memory (costmodel.memory_fit);
+2. SGLang (structured workloads): prefix saving >= 20%, as much as the "last 20-30%" that the
+   seed credits to build-time kernel choices;
+3. TensorRT-LLM (build-time kernel, fusion and layout choices): compute share >= 50%, most GPU
+   time is at the compute roof, where kernel quality sets the speed;
+4. llama.cpp (the weight-dominated regime): weight share >= 80%; quantising the weights is
+   the lever;
+5. vLLM (memory management): KV bytes >= weight bytes; KV memory sets how large a batch fits;
+6. otherwise mixed: batching amortises the weights and no single bet dominates.
+The thresholds are the course's teaching choices, not measurements; the bets' speed claims are
+not modelled (no engine's kernels are timed here): the chart shows where each bet's lever is
+the largest term of the cost model.
+
+References: 1) course seed 000, "Systems and the frontier" (the four organising bets);
+2) vLLM v1 vllm/v1/core/sched/scheduler.py (waiting, running, token budget, preempt);
+3) Kwon et al. 2023 (arXiv 2309.06180); Zheng et al. 2024, SGLang (arXiv 2312.07104);
+4) Agrawal et al. 2024, Sarathi-Serve (arXiv 2403.02310), chunked prefill.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import costmodel as cm
+from ..core.catalog import resolve_gpu, resolve_model, running_example
+from ..core.layout import pooled_kv_tokens
+from ..engine import EngineSpec, SchedulerConfig, serve, workload
+from ..engine.metrics import downsample
+from ..engine.steptime import StepCost, attention_keys
+from ..parallel import (
+    check_serving,
+    data_parallel_param,
+    expert_parallel_param,
+    layout_of,
+    pipeline_parallel_param,
+    tensor_parallel_param,
+)
+from ..params import ParamError, dtype_choices, engine_param, gpu_param, model_param, param
+from ..plotting import MARKERS, PALETTE, layout, line
+from ..plotting import figure as make_figure
+
+TITLE = "Inside the engine: one request, and where each engine's bet pays"
+DESCRIPTION = "Follow one request through admission, chunked prefill, KV blocks and preemption; then see which of vLLM, SGLang, TensorRT-LLM and llama.cpp is right at which batch size and context length."
+METRICS = {
+    "ttft_s": ("Followed request: time to first token", "s"),
+    "e2e_s": ("Followed request: end to end", "s"),
+    "queue_s": ("Followed request: waiting before admission", "s"),
+    "num_prefill_chunks": ("Followed request: prefill chunks", "chunks"),
+    "num_preemptions": ("Followed request: preemptions", "preemptions"),
+    "blocks_allocated": ("Followed request: KV blocks allocated", "blocks"),
+    "weight_bytes_share": ("Chosen point: weight share of a decode step's bytes", ""),
+    "prefill_share": ("Chosen point: prefill share of GPU time", ""),
+    "prefix_saving_share": ("Chosen point: GPU time a prefix cache saves", ""),
+    "compute_share": ("Chosen point: GPU time at the compute roof", ""),
+    "kv_capacity_use": ("Chosen point: share of KV memory the batch needs", ""),
+}
+BATCHES = tuple(2**i for i in range(11))  # 1 ... 1,024
+CONTEXTS = tuple(256 * 2**i for i in range(10))  # 256 ... 131,072
+# (key, legend) in the order the rules are tried (see the module docstring).
+REGIONS = (
+    ("none", "Does not fit in KV memory"),
+    ("sglang", "SGLang: shared prefixes save >= 20% of GPU time"),
+    ("tensorrt", "TensorRT-LLM: most GPU time compute-bound"),
+    ("llamacpp", "llama.cpp: weights >= 80% of decode bytes"),
+    ("vllm", "vLLM: KV bytes >= weight bytes"),
+    ("mixed", "Mixed: weights 50-80%, batching amortises them"),
+)
+PREFIX_PAYS, COMPUTE_BINDS, WEIGHT_DOMINATED = 0.2, 0.5, 0.8
+VIEWS = [("request", "Follow one request"), ("operating_points", "Operating points: which bet pays where")]
+EX = running_example()
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
+    # The parallel layout of a replica, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+    data_parallel_size: int = data_parallel_param()
+    enable_expert_parallel: bool = expert_parallel_param()
+    weight_dtype: str = param(EX["weight_dtype"], label="Weight format", choices=dtype_choices())
+    kv_dtype: str = param(EX["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
+    # The followed request (request view) and the point marked on the grid (operating points).
+    prompt_tokens: int = param(3000, label="Prompt", unit="tokens", min=1, max=131072, step=1, log=True)
+    output_tokens: int = param(EX["output_tokens"], label="Output", unit="tokens", min=1, max=32768, step=1, log=True)
+    # Step token budget shared by decodes and prefill chunks (vLLM --max-num-batched-tokens).
+    max_num_batched_tokens: int = param(
+        512, label="Token budget per step", unit="tokens", min=16, max=16384, step=16, log=True
+    )
+    block_size: int = param(16, label="Block size", unit="tokens", min=1, max=256, step=1, log=True)
+    # KV memory of the replica; small values make preemption likely.
+    kv_budget_GiB: float = param(1.5, label="KV memory", unit="GiB", min=0.25, max=400.0, step=0.25, log=True)
+    num_background: int = param(60, label="Background requests", min=0, max=500, step=10)
+    rate_per_s: float = param(
+        12.0, label="Background arrival rate", unit="req/s", min=0.1, max=200.0, step=0.1, log=True
+    )
+    max_num_seqs: int = param(256, label="Batch slots", unit="sequences", min=1, max=1024, step=1, log=True)
+    # Operating points: the batch marked on the grid, and the share of every prompt that is shared.
+    batch_size: int = param(64, label="Batch (marked point)", unit="sequences", min=1, max=1024, step=1, log=True)
+    prefix_share: float = param(0.4, label="Shared prefix share of the prompt", min=0.0, max=1.0, step=0.05)
+
+    def check(self) -> None:
+        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        check_serving(m, gpu, layout_of(self), weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
+        need = (self.prompt_tokens + self.output_tokens) * cm.kv_bytes_per_token(m, self.kv_dtype)
+        if self.kv_budget_GiB * cm.GiB < need:
+            raise ParamError(
+                "kv_budget_GiB",
+                f"must hold the followed request's {self.prompt_tokens + self.output_tokens:,} tokens: at least {need / cm.GiB:.2f} GiB",
+            )
+
+
+def operating_point(
+    cost: StepCost, capacity: int, batch: int, prompt: int, output: int, prefix_share: float
+) -> dict[str, Any]:
+    """The cost-model shares of one (batch, prompt) point and the bet they point to (see above)."""
+    ctx = prompt + output // 2
+    held = cost.held(ctx)
+    dc, dm, du = cost.parts(batch, batch, batch * attention_keys(1, ctx), batch * (held + 1))
+    weights = cost.weights_s(batch)
+    pc, pm, pu = cost.parts(prompt, 1, attention_keys(prompt, 0), prompt)
+    shared = int(prompt * prefix_share)
+    rest = prompt - min(shared, prompt - 1)  # the last prompt token is always computed
+    p_rest = cost.time_s(rest, 1, attention_keys(rest, prompt - rest), cost.held(prompt - rest) + rest)
+    P, D = max(pc, pm) + pu, output * (max(dc, dm) + du) / batch
+    out: dict[str, Any] = {
+        "weight_share": weights / dm,
+        "prefill_share": P / (P + D),
+        "prefix_saving": (P - p_rest) / (P + D),
+        "compute_share": ((P if pc > pm else 0.0) + (D if dc > dm else 0.0)) / (P + D),
+        "kv_use": batch * cost.held(prompt + output) / max(capacity, 1),
+    }
+    if out["kv_use"] > 1:
+        region = "none"
+    elif out["prefix_saving"] >= PREFIX_PAYS:
+        region = "sglang"
+    elif out["compute_share"] >= COMPUTE_BINDS:
+        region = "tensorrt"
+    elif out["weight_share"] >= WEIGHT_DOMINATED:
+        region = "llamacpp"
+    elif out["weight_share"] <= 0.5:
+        region = "vllm"
+    else:
+        region = "mixed"
+    out["region"] = region
+    return out
+
+
+SERIES_POINTS = 600  # points per line of the request view's lower chart, at most
+
+
+def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    n = p.num_background
+    times = workload.arrival_times(rng, n, "poisson", p.rate_per_s)
+    reqs = workload.build(rng, n, workload.azure_lengths(), times).requests
+    me = workload.Request(
+        n, times[n // 2] if n else 0.0, p.prompt_tokens, p.output_tokens, ((1 << 40, p.prompt_tokens),)
+    )
+    max_len = max(m.max_context_tokens, p.prompt_tokens + p.output_tokens)
+    sched = SchedulerConfig(
+        max_num_seqs=p.max_num_seqs, max_num_batched_tokens=p.max_num_batched_tokens, max_model_len=max_len
+    )
+    blocks = int(p.kv_budget_GiB * cm.GiB // (cm.kv_bytes_per_token(m, p.kv_dtype) * p.block_size))
+    spec = EngineSpec(
+        m,
+        gpu,
+        sched,
+        weight_dtype=p.weight_dtype,
+        kv_dtype=p.kv_dtype,
+        block_size=p.block_size,
+        engine=p.engine,
+        **layout_of(p).cost_kw(),
+        num_blocks=blocks,
+    )
+    served = serve([*reqs, me], spec, keep_log=True)
+    rec = next(r for r in served.records if r.id == me.id)
+    events = [(t, what, extra) for t, _, what, rid, extra in served.log if rid == me.id]
+    # Phases from consecutive events: a chunk runs until the request's next event.
+    phases: list[tuple[str, float, float]] = []
+    state, since = "waiting", events[0][0]
+    for t, what, _ in events[1:]:
+        if t > since:
+            phases.append((state, since, t))
+        state = {
+            "admit": "waiting",
+            "chunk": "chunk",
+            "first_token": "decode",
+            "recomputed": "decode",
+            "preempt": "preempted",
+        }.get(what, "done")
+        since = t
+    t0, t1 = rec.arrival_s, rec.arrival_s + rec.e2e_s
+    pad = 0.05 * (t1 - t0)
+    rep = served.replicas[0]
+    # One point per step in the window, thinned to what a chart's width shows (a one-token-a-step
+    # budget runs thousands of steps; 2,000 points per line cost the page more than the run).
+    series = downsample(
+        [(t, used / blocks, running) for t, _, _, used, _, running in rep.series if t0 - pad <= t <= t1 + pad],
+        SERIES_POINTS,
+    )
+    return {
+        "events": events,
+        "phases": phases,
+        "series": series,
+        "num_blocks": blocks,
+        "window": [t0 - pad, t1 + pad],
+        "ttft_s": rec.ttft_s,
+        "e2e_s": rec.e2e_s,
+        "queue_s": rec.queue_s,
+        "num_prefill_chunks": sum(1 for _, w, _ in events if w == "chunk"),
+        "num_preemptions": rec.num_preemptions,
+        "blocks_allocated": sum(x for _, w, x in events if w in ("preempt", "finish")),
+        "background_preemptions": rep.num_preemptions - rec.num_preemptions,
+    }
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    lay = layout_of(p)
+    cost = EngineSpec(
+        m, gpu, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype, engine=p.engine, **lay.cost_kw()
+    ).step_cost()
+    capacity = pooled_kv_tokens(m, gpu, lay, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
+    grid = [
+        {"batch": b, "context": c, **operating_point(cost, capacity, b, c, p.output_tokens, p.prefix_share)}
+        for c in CONTEXTS
+        for b in BATCHES
+    ]
+    point = operating_point(cost, capacity, p.batch_size, p.prompt_tokens, p.output_tokens, p.prefix_share)
+    follow = _follow(p, m, gpu, seed)
+    notes = []
+    if max(CONTEXTS) > m.max_context_tokens:
+        notes.append(
+            f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
+        )
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "grid": grid,
+        "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
+        "capacity_tokens": capacity,
+        "output_tokens": p.output_tokens,
+        "prefix_share": p.prefix_share,
+        "budget": p.max_num_batched_tokens,
+        "prompt_tokens": p.prompt_tokens,
+        "follow": follow,
+        "notes": notes,
+        "metrics": {
+            **{
+                k: float(follow[k])
+                for k in ("ttft_s", "e2e_s", "queue_s", "num_prefill_chunks", "num_preemptions", "blocks_allocated")
+            },
+            "weight_bytes_share": point["weight_share"],
+            "prefill_share": point["prefill_share"],
+            "prefix_saving_share": point["prefix_saving"],
+            "compute_share": point["compute_share"],
+            "kv_capacity_use": point["kv_use"],
+        },
+    }
+
+
+# Prefill chunks drawn one bar each up to this many; beyond (a tiny step budget cuts a prompt into
+# hundreds), back-to-back chunks are drawn as one bar: a hundred one-pixel patterned bars cost the
+# page tens of ms per redraw and show nothing the merged bar does not (its label counts them).
+MAX_CHUNK_BARS = 32
+
+
+def _merged_chunks(segs: list[tuple[float, float]]) -> tuple[list[tuple[float, float]], list[str]]:
+    """Back-to-back chunk phases as one bar each run, with the number of chunks in its label."""
+    runs: list[list[float]] = []  # [start, end, chunks]
+    for a, b in segs:
+        if runs and runs[-1][1] == a:
+            runs[-1][1] = b
+            runs[-1][2] += 1
+        else:
+            runs.append([a, b, 1])
+    return [(a, b) for a, b, _ in runs], [f"Prefill, {n:.0f} chunks: {a:.3f} s to {b:.3f} s" for a, b, n in runs]
+
+
+def _request_figure(r: dict[str, Any]) -> dict[str, Any]:
+    f = r["follow"]
+    lane = "This request"
+    names = {"waiting": "Waiting", "chunk": "Prefill chunk", "decode": "Decoding", "preempted": "Preempted, waiting"}
+    data: list[dict[str, Any]] = []
+    for i, (key, name) in enumerate(names.items()):
+        segs = [(a, b) for k, a, b in f["phases"] if k == key]
+        text = [f"{name}: {a:.3f} s to {b:.3f} s" for a, b in segs]
+        if key == "chunk" and len(segs) > MAX_CHUNK_BARS:
+            segs, text = _merged_chunks(segs)
+        if segs:
+            data.append(
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "name": name,
+                    "y": [lane] * len(segs),
+                    "base": [a for a, _ in segs],
+                    "x": [b - a for a, b in segs],
+                    "yaxis": "y",
+                    "marker": {
+                        "color": PALETTE[(3, 1, 0, 6)[i]],
+                        "pattern": {"shape": ("", "/", "x", ".")[i]},
+                        "line": {"color": "#ffffff", "width": 0.5},
+                    },
+                    "text": text,
+                    "textposition": "none",
+                    "hovertemplate": "%{text}<extra></extra>",
+                }
+            )
+    marks = [(t, w.replace("_", " ")) for t, w, _ in f["events"] if w != "chunk"]
+    shown = ("first token", "preempt", "recomputed", "finish")
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers+text",
+            "x": [t for t, _ in marks],
+            "y": [lane] * len(marks),
+            "name": "Events",
+            "showlegend": False,
+            "text": [w if w in shown and all(w != v for _, v in marks[:i]) else "" for i, (_, w) in enumerate(marks)],
+            "hovertext": [f"{w} at {t:.3f} s" for t, w in marks],
+            "hoverinfo": "text",
+            "textposition": "top center",
+            "marker": {"color": "#000000", "symbol": "line-ns-open", "size": 18},
+        }
+    )
+    s = f["series"]
+    data.append(line([x[0] for x in s], [x[1] for x in s], "KV blocks in use (share)", 2, shape="hv", yaxis="y2"))
+    data.append(line([x[0] for x in s], [x[2] for x in s], "Sequences running", 4, shape="hv", yaxis="y3"))
+    return make_figure(
+        data,
+        layout(
+            f"One {r['prompt_tokens']:,}-token request among background traffic ({r['budget']:,}-token step budget)",
+            "Time (s)",
+            "",
+            xaxis={"range": f["window"], "anchor": "y2"},
+            yaxis={"domain": [0.7, 1.0], "title": {"text": ""}},
+            yaxis2={
+                "domain": [0.0, 0.58],
+                "range": [0, 1.05],
+                "title": {"text": "KV blocks in use"},
+                "tickformat": ".0%",
+                "anchor": "x",
+            },
+            yaxis3={
+                "overlaying": "y2",
+                "side": "right",
+                "title": {"text": "Sequences running"},
+                "rangemode": "tozero",
+                "tickformat": ",d",
+                "automargin": True,
+            },
+            barmode="overlay",
+        ),
+    )
+
+
+def _points_figure(r: dict[str, Any]) -> dict[str, Any]:
+    data = []
+    for i, (key, name) in enumerate(REGIONS):
+        pts = [g for g in r["grid"] if g["region"] == key]
+        if not pts:
+            continue
+        color = "#bbbbbb" if key == "none" else PALETTE[(i - 1) % len(PALETTE)]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": name,
+                "x": [g["batch"] for g in pts],
+                "y": [g["context"] for g in pts],
+                "marker": {
+                    "color": color,
+                    "symbol": "x-thin-open" if key == "none" else MARKERS[i % len(MARKERS)],
+                    "size": 15,
+                },
+                "text": [
+                    f"weights {g['weight_share']:.0%} of decode bytes, prefill {g['prefill_share']:.0%} of GPU time, compute-bound {g['compute_share']:.0%}, prefix saves {g['prefix_saving']:.0%}, KV {g['kv_use']:.0%} of memory"
+                    for g in pts
+                ],
+                "hovertemplate": "batch %{x}, prompt %{y:,} tokens<br>%{text}<extra></extra>",
+            }
+        )
+    pt = r["point"]
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": f"Marked: batch {pt['batch']}, {pt['context']:,} tokens",
+            "x": [pt["batch"]],
+            "y": [pt["context"]],
+            "marker": {"color": "#000000", "size": 28, "line": {"width": 2.5}, "symbol": "circle-open"},
+            "hoverinfo": "skip",
+        }
+    )
+    lay = layout(
+        "Which organising bet pays where",
+        "Batch size (sequences decoding together)",
+        "Prompt length (tokens)",
+        xaxis={"type": "log", "tickvals": list(BATCHES), "ticktext": [f"{b:,}" for b in BATCHES]},
+        yaxis={
+            "type": "log",
+            "tickvals": list(CONTEXTS),
+            "ticktext": [f"{c // 1024}k" if c >= 1024 else str(c) for c in CONTEXTS],
+        },
+        margin={"t": 70},
+    )
+    # A subtitle, not <sub> markup: plotly writes that as a style attribute, which the CSP refuses.
+    subtitle = f"{r['model']} on {r['gpu']}, {r['output_tokens']:,}-token answers, {r['prefix_share']:.0%} of each prompt shared"
+    lay["title"] = {**lay["title"], "subtitle": {"text": subtitle}}
+    return make_figure(data, lay)
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    return _points_figure(r) if view == "operating_points" else _request_figure(r)
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    m, pt = r["metrics"], r["point"]
+    if view == "operating_points":
+        counts = {key: sum(1 for g in r["grid"] if g["region"] == key) for key, _ in REGIONS}
+        parts = ", ".join(f"{name.split(':')[0]} {counts[key]}" for key, name in REGIONS if counts[key])
+        return (
+            f"Of {len(r['grid'])} operating points: {parts}. At batch {pt['batch']} and {pt['context']:,}-token prompts, weights are "
+            f"{m['weight_bytes_share']:.0%} of a decode step's bytes, prefill is {m['prefill_share']:.0%} of GPU time, "
+            f"{m['compute_share']:.0%} of GPU time is compute-bound, a prefix cache would save {m['prefix_saving_share']:.0%}, and the batch "
+            f"needs {m['kv_capacity_use']:.0%} of the KV memory: {dict(REGIONS)[pt['region']]}."
+        ) + "".join(" " + n for n in r["notes"])
+    f = r["follow"]
+    return (
+        f"The {r['prompt_tokens']:,}-token request waits {m['queue_s'] * 1e3:,.0f} ms, is prefilled in {m['num_prefill_chunks']:.0f} chunks "
+        f"of at most {r['budget']:,} tokens, gets its first token after {m['ttft_s'] * 1e3:,.0f} ms and its last after {m['e2e_s']:,.2f} s. "
+        f"It was preempted {_times(m['num_preemptions'])} and allocated {m['blocks_allocated']:.0f} KV blocks in all; background "
+        f"requests were preempted {_times(f['background_preemptions'])}."
+    )
+
+
+def _times(n: float) -> str:
+    return "once" if n == 1 else f"{n:,.0f} times"

@@ -1,0 +1,251 @@
+"""Autoregressive generation: one request, one prefill pass, then one decode pass per token.
+
+Model: the prompt is processed in one forward pass (prefill: every prompt token at once, so the
+matmuls are large and compute usually binds); the first output token appears when it ends (TTFT).
+Each further token needs its own pass over all the weights and the growing KV cache (decode: one
+token per sequence, so bandwidth usually binds); the gap between tokens is the inter-token
+latency (ITL). Step times come from costmodel.step_time; `batch_size` identical requests share
+each pass. The sampling view shows how temperature, top-k and top-p reshape one fixed next-token
+distribution: the token drawn is fed back as input, which is why the passes cannot overlap.
+
+References: 1) Vaswani et al. 2017 (arXiv 1706.03762); 2) Pope et al. 2022 (arXiv 2211.05102),
+prefill vs decode; 3) Holtzman et al. 2020, The Curious Case of Neural Text Degeneration
+(arXiv 1904.09751) for top-p; Fan et al. 2018 (arXiv 1805.04833) for top-k.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import costmodel as cm
+from ..core.catalog import resolve_gpu, resolve_model, running_example
+from ..parallel import (
+    check_layout,
+    data_parallel_param,
+    expert_parallel_param,
+    layout_of,
+    pipeline_parallel_param,
+    tensor_parallel_param,
+)
+from ..params import ParamError, dtype_choices, engine_param, gpu_param, model_param, param
+from ..plotting import bar, layout, line
+from ..plotting import figure as make_figure
+
+TITLE = "Generation: prefill, then one decode step per token"
+DESCRIPTION = "Time to first token, inter-token latency and the stream of tokens for one request; and how sampling picks each token."
+METRICS = {
+    "ttft_s": ("Time to first token", "s"),
+    "itl_s": ("Mean inter-token latency", "s"),
+    "decode_s": ("Decode time", "s"),
+    "e2e_s": ("End-to-end latency", "s"),
+    "tokens_per_s": ("Output tokens per second, per request", "tokens/s"),
+    "prefill_compute_s": ("Prefill: compute part", "s"),
+    "prefill_memory_s": ("Prefill: memory part", "s"),
+    "decode_step_compute_s": ("First decode step: compute part", "s"),
+    "decode_step_memory_s": ("First decode step: memory part", "s"),
+    "prefill_intensity": ("Prefill arithmetic intensity", "FLOP/B"),
+    "decode_intensity": ("Decode arithmetic intensity", "FLOP/B"),
+    "decode_share": ("Share of the request spent decoding", ""),
+    "sample_entropy_bits": ("Entropy of the sampling distribution", "bits"),
+    "sample_candidates": ("Tokens left to sample from", "tokens"),
+}
+
+# A fixed next-token distribution for the sampling demo: continuations of
+# "The running example asks the model to explain why decoding is" with illustrative logits.
+CANDIDATES = (
+    (" memory", 4.1),
+    (" slow", 3.6),
+    (" bandwidth", 3.3),
+    (" sequential", 2.9),
+    (" expensive", 2.6),
+    (" bound", 2.2),
+    (" limited", 1.9),
+    (" hard", 1.4),
+    (" costly", 1.1),
+    (" serial", 0.9),
+    (" tricky", 0.2),
+    (" purple", -1.5),
+)
+NUM_DRAWS = 1000
+MAX_TIMELINE_POINTS = 200
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [("timeline", "Tokens over time"), ("sampling", "Next-token sampling")]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # Prompt length: processed in one prefill pass.
+    prompt_tokens: int = param(
+        running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True
+    )
+    # Output length: one decode pass each after the first.
+    output_tokens: int = param(
+        running_example()["output_tokens"], label="Output", unit="tokens", min=1, max=50_000, step=1, log=True
+    )
+    # Identical requests sharing every forward pass.
+    batch_size: int = param(1, label="Batch size", unit="requests", min=1, max=1024, step=1, log=True)
+    # The parallel layout, as vLLM's flags; the fit is vLLM's, per GPU rank (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+    data_parallel_size: int = data_parallel_param()
+    enable_expert_parallel: bool = expert_parallel_param()
+    weight_dtype: str = param(running_example()["weight_dtype"], label="Weight format", choices=dtype_choices())
+    kv_dtype: str = param(
+        running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4")
+    )
+    # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
+    ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
+    # Sampling demo: temperature divides the logits; 0 means greedy.
+    temperature: float = param(1.0, label="Temperature", min=0.0, max=2.0, step=0.05)
+    # Keep only the k most likely tokens (0 = off).
+    top_k: int = param(0, label="Top-k", min=0, max=len(CANDIDATES), step=1)
+    # Keep the smallest set of tokens whose probability adds up to p (1 = off).
+    top_p: float = param(1.0, label="Top-p", min=0.01, max=1.0, step=0.01)
+
+    def check(self) -> None:
+        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        if self.prompt_tokens + self.output_tokens > 2 * max(m.max_context_tokens, 131_072):
+            raise ParamError("output_tokens", "prompt plus output is far beyond any context this model supports")
+        check_layout(
+            m,
+            gpu,
+            layout_of(self),
+            weight_dtype=self.weight_dtype,
+            kv_dtype=self.kv_dtype,
+            context=self.prompt_tokens + self.output_tokens,
+            batch=self.batch_size,
+        )
+
+
+def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[float]:
+    """Probabilities over CANDIDATES after temperature, top-k and top-p (in that order, as vLLM)."""
+    logits = [lg for _, lg in CANDIDATES]
+    if temperature == 0:
+        best = max(range(len(logits)), key=lambda i: logits[i])
+        return [1.0 if i == best else 0.0 for i in range(len(logits))]
+    top = max(logits)
+    weights = [math.exp((lg - top) / temperature) for lg in logits]
+    total = sum(weights)
+    probs = [w / total for w in weights]
+    order = sorted(range(len(probs)), key=lambda i: -probs[i])
+    keep = set(order[:top_k] if top_k else order)
+    if top_p < 1.0:
+        cum, nucleus = 0.0, set()
+        for i in order:
+            nucleus.add(i)
+            cum += probs[i]
+            if cum >= top_p:
+                break
+        keep &= nucleus
+    kept = sum(probs[i] for i in keep)
+    return [probs[i] / kept if i in keep else 0.0 for i in range(len(probs))]
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    kw: dict[str, Any] = {
+        "weight_dtype": p.weight_dtype,
+        "kv_dtype": p.kv_dtype,
+        "eff": cm.efficiency(p.ideal, p.engine),
+        **layout_of(p).cost_kw(),
+    }
+    prefill = cm.step_time(m, gpu, [(p.prompt_tokens, 0)] * p.batch_size, **kw)
+    first = cm.decode_step_time(m, gpu, [p.prompt_tokens] * p.batch_size, **kw)
+    # Every decode step has the same batch, each context one token longer: an affine step time.
+    dl = cm.decode_line(m, gpu, p.batch_size, **kw)
+    times, t = [prefill.time_s], prefill.time_s
+    for step in range(1, p.output_tokens):
+        t += dl.time_s(p.batch_size * (p.prompt_tokens + step))
+        times.append(t)
+    ttft = prefill.time_s
+    decode = t - ttft
+    every = max(1, len(times) // MAX_TIMELINE_POINTS)
+    idx = list(range(0, len(times), every))
+    if idx[-1] != len(times) - 1:
+        idx.append(len(times) - 1)
+    probs = sampling_distribution(p.temperature, p.top_k, p.top_p)
+    rng = random.Random(seed)
+    draws = rng.choices(range(len(CANDIDATES)), weights=probs, k=NUM_DRAWS)
+    counts = [draws.count(i) for i in range(len(CANDIDATES))]
+    entropy = -sum(q * math.log2(q) for q in probs if q > 0)
+    notes = []
+    if not prefill.compute_known:
+        notes.append(
+            f"{gpu.name} publishes no matrix throughput: times are memory-bound floors, and prefill is surely slower."
+        )
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "batch_size": p.batch_size,
+        "prompt_tokens": p.prompt_tokens,
+        "output_tokens": p.output_tokens,
+        "prefill_bound": prefill.bound,
+        "decode_bound": first.bound,
+        "token_times_s": [times[i] for i in idx],
+        "token_index": [i + 1 for i in idx],
+        "candidates": [tok for tok, _ in CANDIDATES],
+        "probabilities": probs,
+        "draw_counts": counts,
+        "notes": notes,
+        "metrics": {
+            "ttft_s": ttft,
+            "itl_s": decode / (p.output_tokens - 1) if p.output_tokens > 1 else 0.0,
+            "decode_s": decode,
+            "e2e_s": t,
+            "tokens_per_s": p.output_tokens / t,
+            "prefill_compute_s": prefill.compute_s,
+            "prefill_memory_s": prefill.memory_s,
+            "decode_step_compute_s": first.compute_s,
+            "decode_step_memory_s": first.memory_s,
+            "prefill_intensity": prefill.intensity_flop_per_byte,
+            "decode_intensity": first.intensity_flop_per_byte,
+            "decode_share": decode / t,
+            "sample_entropy_bits": entropy,
+            "sample_candidates": sum(1 for q in probs if q > 0),
+        },
+    }
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "sampling":
+        data = [
+            bar(r["candidates"], r["probabilities"], "Probability after temperature, top-k, top-p", 0),
+            bar(r["candidates"], [c / NUM_DRAWS for c in r["draw_counts"]], f"Share of {NUM_DRAWS} seeded draws", 1),
+        ]
+        return make_figure(data, layout("Next-token sampling", "Candidate token", "Probability", barmode="group"))
+    ttft = r["metrics"]["ttft_s"]
+    data = [
+        line([0, ttft], [0, 0], "Prefill (nothing streamed yet)", 1),
+        line(r["token_times_s"], r["token_index"], "Tokens streamed", 0),
+    ]
+    return make_figure(
+        data,
+        layout(
+            f"One request on {r['gpu']}: {r['model']}", "Time since the request arrived (s)", "Output tokens received"
+        ),
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    m = r["metrics"]
+    if view == "sampling":
+        kept = ", ".join(
+            f"{tok.strip()} {q:.0%}" for tok, q in zip(r["candidates"], r["probabilities"], strict=True) if q > 0.005
+        )
+        return f"Sampling keeps {m['sample_candidates']} candidate tokens (entropy {m['sample_entropy_bits']:.2f} bits): {kept}."
+    text = (
+        f"{r['model']} on {r['gpu']}, batch {r['batch_size']}: prefill of {r['prompt_tokens']:,} tokens is "
+        f"{r['prefill_bound']}-bound and gives the first token after {m['ttft_s'] * 1e3:,.1f} ms. "
+        f"Each of the next {r['output_tokens'] - 1:,} tokens needs its own {r['decode_bound']}-bound pass, "
+        f"{m['itl_s'] * 1e3:,.2f} ms apart on average, so the answer ends after {m['e2e_s']:,.2f} s "
+        f"({m['decode_share']:.0%} of it decoding)."
+    )
+    return text + "".join(" " + n for n in r["notes"])

@@ -1,0 +1,214 @@
+"""KV cache: what one token costs in memory, how the bill grows, and how many sequences fit.
+
+Model: bytes per token from the model's shape (costmodel.kv_bytes_per_token); per sequence, that
+times the tokens held. How many sequences fit is vLLM's start-up accounting per GPU rank
+(capacity.held: simulators/core/vllm_memory.py through parallel.rank_fit, at `vllm serve`'s defaults for the GPU,
+`num_gpus` as tensor parallelism and max_model_len = the context): the memory CUDA reports times
+gpu_memory_utilization, less the weights each rank holds, the activation peak of a profile run of
+max_num_batched_tokens and the non-torch memory, cut into 16-token blocks; a sequence takes whole
+blocks. These are the figures vLLM would log ("GPU KV cache size", "Maximum concurrency"). The
+lesson's byte arithmetic (costmodel.memory_fit: the data sheet's memory x utilisation, less
+weights and activations, divided by bytes per token) is kept beside them as `*_by_bytes`, an upper
+bound. The same shape is re-costed with the other attention designs (MHA, GQA, MQA, MLA) to show
+what each saves.
+The "work" view compares the FLOPs to generate with and without a cache
+(costmodel.generation_flops): linear against quadratic in the length.
+
+References: 1) Pope et al. 2022, Efficiently Scaling Transformer Inference (arXiv 2211.05102),
+section 2 on KV-cache memory; 2) Ainslie et al. 2023, GQA (arXiv 2305.13245); Shazeer 2019,
+MQA (arXiv 1911.02150); DeepSeek-AI 2024, DeepSeek-V2 (arXiv 2405.04434) for MLA.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import capacity
+from ..core import costmodel as cm
+from ..core.catalog import Model, resolve_gpu, resolve_model, running_example
+from ..params import dtype_choices, gpu_param, model_param, param
+from ..plotting import figure as make_figure
+from ..plotting import layout, line
+
+TITLE = "KV cache size, growth and concurrency"
+DESCRIPTION = "Bytes per token from the model's shape, the cache per sequence as context grows, and how many sequences fit on the GPU."
+METRICS = {
+    "kv_bytes_per_token": ("KV cache per token", "B"),
+    "kv_bytes_per_sequence": ("KV cache per sequence", "B"),
+    "kv_GiB_per_sequence": ("KV cache per sequence", "GiB"),
+    "kv_token_capacity": ("GPU KV cache size, as vLLM would log it", "tokens"),
+    "max_concurrency": ("Maximum concurrency at this context, as vLLM would log it", "x"),
+    "max_concurrent_sequences": ("Whole sequences of this context that fit (vLLM's accounting)", "sequences"),
+    "kv_token_capacity_by_bytes": ("KV tokens by byte arithmetic on the data sheet's memory (upper bound)", "tokens"),
+    "max_concurrent_sequences_by_bytes": ("Sequences by byte arithmetic (upper bound)", "sequences"),
+    "weights_GB": ("Weights", "GB"),
+    "flops_with_cache": ("Work to generate, with a KV cache", "FLOP"),
+    "flops_without_cache": ("Work to generate, recomputing", "FLOP"),
+    "recompute_ratio": ("Recompute / cached work", "x"),
+}
+
+# The MLA variant of a model that has no latent of its own borrows DeepSeek-V3's shape from the
+# catalogue (kv_lora_rank latent + qk_rope_head_dim rotary values per token per layer).
+MLA_SHAPE_MODEL = "deepseek-v3"
+
+
+# The charts figure() draws, (value, label): the first is the default.
+# Which chart: the memory bill, or the work with and without a cache.
+VIEWS = [("memory", "Memory per sequence"), ("work", "Work with vs without a cache")]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # Format of the cached keys and values.
+    kv_dtype: str = param("bf16", label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
+    # Format of the weights (decides how much memory is left for the cache).
+    weight_dtype: str = param("bf16", label="Weight format", choices=dtype_choices())
+    # Tokens in the sequence: prompt plus generated output.
+    context_tokens: int = param(8192, label="Context length", unit="tokens", min=1, max=1_048_576, step=1, log=True)
+    # GPUs the model is split over (tensor parallel): each holds its share of the weights and of
+    # every token's KV heads (a whole head when there are fewer heads than GPUs; MLA: all of it).
+    num_gpus: int = param(1, label="GPUs", min=1, max=8, step=1)
+
+
+def _variants(m: Model) -> dict[str, Model]:
+    """The same model re-costed with each attention design (hypothetical where not its own)."""
+    std = dataclasses.replace(m, kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0)
+    if m.kv_lora_rank:  # MHA for an MLA model keeps a full key and value per head
+        std = dataclasses.replace(std, head_dim=(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) // 2)
+    gqa_heads = m.num_kv_heads if m.attention == "GQA" else max(1, min(8, m.num_heads))
+    mla = m if m.kv_lora_rank else resolve_model(MLA_SHAPE_MODEL)
+    return {
+        "MHA": dataclasses.replace(std, num_kv_heads=m.num_heads),
+        f"GQA ({gqa_heads} KV heads)": dataclasses.replace(std, num_kv_heads=gqa_heads),
+        "MQA (1 KV head)": dataclasses.replace(std, num_kv_heads=1),
+        f"MLA ({mla.kv_lora_rank} + {mla.qk_rope_head_dim} latent)": dataclasses.replace(
+            m,
+            kv_lora_rank=mla.kv_lora_rank,
+            qk_rope_head_dim=mla.qk_rope_head_dim,
+            qk_nope_head_dim=m.qk_nope_head_dim or m.head_dim,
+            v_head_dim=m.v_head_dim or m.head_dim,
+        ),
+    }
+
+
+def _grid(top: int, n: int = 48) -> list[int]:
+    return sorted({max(1, round(top * i / n)) for i in range(n + 1)})
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    per_token = cm.kv_bytes_per_token(m, p.kv_dtype)
+    per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)
+    fit = cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
+    held = cm.kv_tokens_held(m, p.context_tokens)
+    tokens, concurrency = capacity.held(
+        m, gpu, p.context_tokens, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype
+    )
+    prompt = min(running_example()["prompt_tokens"], p.context_tokens)
+    with_cache = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=True)
+    without = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=False)
+    grid = _grid(p.context_tokens)
+    variants = {
+        name: {
+            "kv_bytes_per_token": cm.kv_bytes_per_token(v, p.kv_dtype),
+            "GiB": [cm.kv_bytes_per_sequence(v, c, p.kv_dtype) / cm.GiB for c in grid],
+        }
+        for name, v in _variants(m).items()
+    }
+    notes = []
+    if p.context_tokens > m.max_context_tokens:
+        notes.append(f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer is extrapolation.")
+    if m.num_heads % p.num_gpus:
+        notes.append(
+            f"vLLM cannot split {m.name}'s {m.num_heads} attention heads over {p.num_gpus} GPUs: it refuses to start, "
+            "so no sequence fits; only the byte arithmetic is shown."
+        )
+    if m.sliding_window:
+        notes.append(
+            f"{m.name} uses a {m.sliding_window:,}-token sliding window, so a sequence holds at most that many tokens of cache."
+        )
+    if p.kv_dtype not in ("bf16", "fp8"):
+        notes.append(
+            f"vLLM has no {p.kv_dtype} KV cache (auto or fp8); its accounting is applied to the format as if it had."
+        )
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "gpu_memory_GiB": gpu.memory_GiB,
+        "attention": m.attention,
+        "kv_dtype": p.kv_dtype,
+        "context_tokens": p.context_tokens,
+        "num_gpus": p.num_gpus,
+        "grid_tokens": grid,
+        "variants": variants,
+        # Both budgets as the cache they hold, in sequence terms: tokens x one token's bytes.
+        "vllm_budget_GiB": tokens * per_token / cm.GiB,
+        "formula_budget_GiB": max(fit.kv_token_capacity, 0) * per_token / cm.GiB,
+        "work_grid_tokens": grid,
+        "work_with_cache": [
+            cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=True) for c in grid
+        ],
+        "work_without_cache": [
+            cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=False) for c in grid
+        ],
+        "notes": notes,
+        "metrics": {
+            "kv_bytes_per_token": per_token,
+            "kv_bytes_per_sequence": per_seq,
+            "kv_GiB_per_sequence": per_seq / cm.GiB,
+            "kv_token_capacity": tokens,
+            "max_concurrency": concurrency,
+            "max_concurrent_sequences": int(concurrency),
+            "kv_token_capacity_by_bytes": fit.kv_token_capacity,
+            "max_concurrent_sequences_by_bytes": fit.kv_token_capacity // held if fit.fits and held else 0,
+            "weights_GB": fit.weight_bytes / cm.GB,
+            "flops_with_cache": with_cache,
+            "flops_without_cache": without,
+            "recompute_ratio": without / with_cache,
+        },
+    }
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "work":
+        x = r["work_grid_tokens"]
+        data = [
+            line(x, [f / 1e12 for f in r["work_with_cache"]], "With a KV cache (linear)", 0),
+            line(x, [f / 1e12 for f in r["work_without_cache"]], "Recomputing every step (quadratic)", 1),
+        ]
+        return make_figure(
+            data, layout(f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis={"type": "log"})
+        )
+    data = [line(r["grid_tokens"], v["GiB"], name, i) for i, (name, v) in enumerate(r["variants"].items())]
+    ends = [r["grid_tokens"][0], r["grid_tokens"][-1]]
+    vllm, formula = r["vllm_budget_GiB"], r["formula_budget_GiB"]
+    data.append(
+        line(ends, [vllm, vllm], f"KV cache vLLM leaves ({r['num_gpus']} GPU{'s' if r['num_gpus'] > 1 else ''})", 6)
+    )
+    data.append(line(ends, [formula, formula], f"Byte arithmetic on {r['gpu_memory_GiB']:g} GiB (upper bound)", 4))
+    return make_figure(
+        data, layout(f"KV cache per sequence, {r['model']} ({r['kv_dtype']})", "Context (tokens)", "GiB per sequence")
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    m = r["metrics"]
+    text = (
+        f"{r['model']} ({r['attention']}) stores {m['kv_bytes_per_token']:,.0f} bytes of {r['kv_dtype']} KV cache per token, "
+        f"so a {r['context_tokens']:,}-token sequence holds {m['kv_GiB_per_sequence']:.2f} GiB. "
+        f"On {r['num_gpus']} x {r['gpu']}, after {m['weights_GB']:.1f} GB of weights, vLLM would log "
+        f"GPU KV cache size: {m['kv_token_capacity']:,} tokens, and a maximum concurrency of "
+        f"{m['max_concurrency']:.2f}x at this length: {m['max_concurrent_sequences']:,} whole sequences. "
+        f"Byte arithmetic on the data sheet's memory, an upper bound, gives {m['kv_token_capacity_by_bytes']:,} tokens "
+        f"({m['max_concurrent_sequences_by_bytes']:,} sequences). "
+    )
+    if view == "work":
+        text += f"Generating without a cache costs {m['recompute_ratio']:,.0f} times the work of generating with one."
+    else:
+        sizes = ", ".join(f"{name}: {v['kv_bytes_per_token']:,.0f} B/token" for name, v in r["variants"].items())
+        text += f"The same shape with other attention designs: {sizes}."
+    return text + "".join(" " + n for n in r["notes"])

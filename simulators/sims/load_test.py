@@ -1,0 +1,570 @@
+"""A GuideLLM-style load test, run against the simulated server instead of a real one.
+
+Model: one replica (simulators/engine, vLLM-like defaults: continuous batching, chunked prefill,
+paged KV) is driven by GuideLLM's profiles. The *knee* view sweeps the offered rate: open-loop
+Poisson arrivals at fractions of the server's measured maximum (twice as many closed-loop users
+as batch slots, so that every slot stays busy), and
+closed-loop runs with 1 to 128 concurrent users; TTFT p99 is plotted against the throughput
+achieved. Closed loop stays flat because slow responses slow the users down; open loop turns
+up sharply at the knee. The *goodput* view counts only requests meeting the SLO (TTFT and
+TPOT bounds) per second. The *lengths* view repeats the sweep with every request at the mean
+lengths (fixed) instead of the heavy-tailed Azure lognormal. The *percentiles* view shows mean
+against p50 / p90 / p99 at one rate. Warm-up and cool-down: the first and last fractions of the
+arrivals are left out of the statistics; the metrics give both kept and discarded figures (a
+simulated server has no CUDA graphs to capture, but it does start empty, which flatters
+early requests and lowers measured throughput). A request longer than the model's context
+(prompt plus output) cannot be served: it is dropped and counted (`num_dropped`), as GuideLLM
+counts errored requests, and a closed-loop user sends its next request at once.
+
+The result carries the run in GuideLLM's metric names (`guidellm`: requests_per_second,
+time_to_first_token_ms, inter_token_latency_ms, time_per_output_token_ms, request_latency...,
+with mean / median / p90 / p95 / p99) and as CSV (`csv`). Note GuideLLM's time per output token
+includes the first token (metrics.py).
+
+References: 1) vllm-project/guidellm (profiles, metrics guide; reference section 6); 2) course
+seed 000, "benchmarking errors" 1-5; 3) Zhong et al. 2024, DistServe (goodput).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..benchmark import guidellm_report as guidellm_report_mod
+from ..benchmark import loadgen
+from ..benchmark.export import guidellm_record, to_csv
+from ..benchmark.loadgen import LoadRun, ServedMemo
+from ..core.catalog import resolve_gpu, resolve_model
+from ..engine import EngineSpec, SchedulerConfig, Slo, workload
+from ..parallel import (
+    check_serving,
+    data_parallel_param,
+    expert_parallel_param,
+    layout_of,
+    pipeline_parallel_param,
+    tensor_parallel_param,
+)
+from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import bar, layout, line, markers
+from ..plotting import figure as make_figure
+from ..results_cache import LruCache
+
+TITLE = "Load testing: open vs closed loop, percentiles, goodput"
+DESCRIPTION = "A GuideLLM-style benchmark of the simulated server: where the knee is, what closed loops hide, and what meets the SLO."
+METRICS = {
+    "max_throughput_per_s": ("Maximum throughput (every slot kept busy, steady state)", "req/s"),
+    "ttft_s_mean": ("TTFT mean at the chosen rate", "s"),
+    "ttft_s_p50": ("TTFT p50 at the chosen rate", "s"),
+    "ttft_s_p99": ("TTFT p99 at the chosen rate", "s"),
+    "tpot_s_mean": ("TPOT mean at the chosen rate", "s"),
+    "tpot_s_p99": ("TPOT p99 at the chosen rate", "s"),
+    "goodput_per_s": ("Goodput at the chosen rate", "req/s"),
+    "slo_attainment": ("Requests meeting the SLO", ""),
+    "request_throughput_per_s": ("Throughput at the chosen rate", "req/s"),
+    "ttft_s_p99_warmup_kept": ("TTFT p99 with warm-up kept", "s"),
+    "request_throughput_warmup_kept_per_s": ("Throughput with warm-up kept", "req/s"),
+    "closed_loop_ttft_s_p99": ("Closed loop: TTFT p99", "s"),
+    "closed_loop_throughput_per_s": ("Closed loop: throughput", "req/s"),
+    "num_dropped": ("Requests per run longer than the context (errors)", "requests"),
+    "ttft_samples": ("Requests behind the percentiles at the chosen rate", "requests"),
+    "drain_share": ("Share of the run spent draining (server no longer full)", ""),
+    "few_samples_for_p99": ("p99 from under 100 requests (1 yes, 0 no)", ""),
+}
+FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)
+USERS = (1, 4, 16, 64, 128)
+WARMUPS = [
+    ("0", "None (GuideLLM's default)"),
+    ("10%", "10% of the requests"),
+    ("20%", "20% of the requests"),
+    ("10", "10 requests"),
+    ("50", "50 requests"),
+    ("5s", "5 seconds"),
+    ("20s", "20 seconds"),
+]
+DRAIN_DOMINATES = 0.25  # share of the window after the server stops being full
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("knee", "Open vs closed loop"),
+    ("goodput", "Goodput vs offered load"),
+    ("lengths", "Fixed vs heavy-tailed lengths"),
+    ("percentiles", "Mean vs percentiles"),
+]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
+    # Requests per benchmark run.
+    num_requests: int = param(150, label="Requests per run", min=20, max=2000, step=10, log=True)
+    # The open-loop Poisson rate the single-rate figures are taken at.
+    rate_per_s: float = param(10.0, label="Request rate", unit="req/s", min=0.1, max=500.0, step=0.1, log=True)
+    # Closed loop: concurrent users, each waiting for its answer before sending again. The
+    # default, as many users as batch slots, is also a point of the closed-loop curve (USERS).
+    users: int = param(64, label="Concurrent users (closed loop)", min=1, max=1024, step=1, log=True)
+    lengths: str = param("azure", label="Lengths", choices=workload.LENGTH_CHOICES)
+    # Server batch slots (vLLM --max-num-seqs): past them, requests queue.
+    max_num_seqs: int = param(64, label="Server batch slots", min=1, max=1024, step=1, log=True)
+    # SLO for goodput: both bounds must hold.
+    slo_ttft_s: float = param(0.5, label="SLO: TTFT", unit="s", min=0.01, max=60.0, step=0.01, log=True)
+    slo_tpot_s: float = param(0.05, label="SLO: TPOT", unit="s", min=0.001, max=1.0, step=0.001, log=True)
+    # Left out of the statistics at the start and at the end, as GuideLLM's --warmup and
+    # --cooldown: none by default; a percent of the requests, seconds, or a number of requests.
+    warmup: str = param("0", label="Warm-up and cool-down", choices=WARMUPS)
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+    data_parallel_size: int = data_parallel_param()
+    enable_expert_parallel: bool = expert_parallel_param()
+
+    def check(self) -> None:
+        m = resolve_model(self.model)
+        check_serving(m, resolve_gpu(self.gpu), layout_of(self))
+        # Requests longer than the context are dropped; when the typical one is, none is served.
+        typical = workload.lengths_for("fixed") if self.lengths == "fixed" else None
+        need = typical.prompt + typical.output if typical else _azure_median()
+        if need > m.max_context_tokens:
+            raise ParamError(
+                "lengths",
+                f"requests of about {need:,.0f} tokens do not fit {m.name}'s {m.max_context_tokens:,}-token context",
+            )
+
+
+def _azure_median() -> float:
+    return math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
+
+
+# The simulated runs of the latest scenario, kept between calls in the caller's memo (api.Session
+# gives one). A reader changes one control at a time: a new rate re-simulates one run of the
+# sixteen, new users one, a new SLO, warm-up or chart none. Only what decides a run keys it (model,
+# GPU, engine profile, layout, batch slots, requests, seed); the answers are exactly a fresh computation's. A scenario
+# takes two entries: its runs (at most 24 runs' records, ~7 MB at 1,000 requests) and the runs
+# its maximum is read from. Eight: the widgets of one page share the simulator's memo (lesson 11:
+# 64 and 256 slots) and the page's warm-up runs other seeds; with two, each of those evicted the
+# other's runs and a new rate cost the whole sweep and the 2,000-request ceiling again.
+MEMO_ENTRIES = 8
+
+
+def _memo(p: Params, spec: EngineSpec, seed: int, n: int, memo: LruCache[Any] | None) -> ServedMemo:
+    # the engine profile and the GPU layout price every step, so they key the runs too
+    lay = layout_of(p)
+    key = json.dumps(
+        [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs, n, seed], sort_keys=True
+    )
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+    served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, n, seed))
+    return served
+
+
+def _ceiling_memo(p: Params, spec: EngineSpec, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
+    """The runs the maximum is read from: at least loadgen.CEILING_REQUESTS requests."""
+    return _memo(p, spec, seed, max(p.num_requests, loadgen.CEILING_REQUESTS), memo)
+
+
+def _served_memo(p: Params, spec: EngineSpec, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
+    return _memo(p, spec, seed, p.num_requests, memo)
+
+
+def _point(r: LoadRun) -> dict[str, float]:
+    m = r.metrics
+    return {
+        "offered": r.rate,
+        "throughput": m["request_throughput_per_s"],
+        "ttft_p50": m["ttft_s_p50"],
+        "ttft_p99": m["ttft_s_p99"],
+        "goodput": m["goodput_per_s"],
+        "tpot_p99": m["tpot_s_p99"],
+        "e2e_p99": m["e2e_s_p99"],
+        "samples": m["ttft_s_count"],
+        "drain_share": m["drain_share"],
+    }
+
+
+def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Lengths]:
+    """The simulated server, the SLO, the statistics' options (warm-up, cool-down, SLO), the lengths."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    spec = EngineSpec(
+        m,
+        gpu,
+        SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
+        engine=p.engine,
+        **layout_of(p).cost_kw(),
+    )
+    slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
+    return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, workload.lengths_for(p.lengths)
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the simulated runs for the caller's next call (none: nothing is kept)."""
+    spec, slo, kw, lengths = _server(p)
+    m, gpu = spec.model, spec.gpu
+    # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
+    # profile sends everything at once; in a short run that measures the drain as well). It is
+    # read as completions per second over the middle of the completion timeline
+    # (loadgen.steady_throughput), so it is the steady state, not the start-up and the drain.
+    served = _served_memo(p, spec, seed, memo)
+    top = _ceiling_memo(p, spec, seed, memo).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
+    at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
+    kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
+    closed = served.run("concurrent", lengths, users=p.users, **kw)
+    out: dict[str, Any] = {
+        "model": m.name,
+        "gpu": gpu.name,
+        "rate_per_s": p.rate_per_s,
+        "users": p.users,
+        "lengths": p.lengths,
+        "warmup": p.warmup,
+    }
+    runs = [top, at_rate, closed]
+    cap = top.metrics["steady_throughput_per_s"]
+    a = at_rate.metrics
+    out["percentiles"] = _percentiles(a)
+    out["guidellm"] = [guidellm_record(r) for r in runs]
+    out["csv"] = to_csv(runs)
+    out["metrics"] = {
+        "max_throughput_per_s": cap,
+        "ttft_s_mean": a["ttft_s_mean"],
+        "ttft_s_p50": a["ttft_s_p50"],
+        "ttft_s_p99": a["ttft_s_p99"],
+        "tpot_s_mean": a["tpot_s_mean"],
+        "tpot_s_p99": a["tpot_s_p99"],
+        "goodput_per_s": a["goodput_per_s"],
+        "slo_attainment": a["slo_attainment"],
+        "request_throughput_per_s": a["request_throughput_per_s"],
+        "ttft_s_p99_warmup_kept": kept.metrics["ttft_s_p99"],
+        "request_throughput_warmup_kept_per_s": kept.metrics["request_throughput_per_s"],
+        "closed_loop_ttft_s_p99": closed.metrics["ttft_s_p99"],
+        "closed_loop_throughput_per_s": closed.metrics["request_throughput_per_s"],
+        # Every run draws the same lengths (same seed, lengths drawn first), so the same requests.
+        "num_dropped": a["num_dropped"],
+        "ttft_samples": a["ttft_s_count"],
+        "drain_share": a["drain_share"],
+        "few_samples_for_p99": float(a["ttft_s_count"] < loadgen.FEW_SAMPLES),
+    }
+    out["num_requests"] = p.num_requests
+    out["max_context_tokens"] = m.max_context_tokens
+    return out
+
+
+def _percentiles(a: dict[str, float]) -> dict[str, list[float]]:
+    return {k: [a[f"{k}_mean"], a[f"{k}_p50"], a[f"{k}_p90"], a[f"{k}_p99"]] for k in ("ttft_s", "tpot_s", "e2e_s")}
+
+
+def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    """GuideLLM's default sweep of this server (model, GPU, batch slots, lengths, requests per
+    run), written as the report GuideLLM 0.8.1 writes (simulators/benchmark/guidellm_report.py)."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    spec = EngineSpec(
+        m,
+        gpu,
+        SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
+        engine=p.engine,
+        **layout_of(p).cost_kw(),
+    )
+    return guidellm_report_mod.sweep_report(spec, p.num_requests, workload.lengths_for(p.lengths), seed)
+
+
+# Files the page offers for download (api.EXPORT), made only when asked: GuideLLM's report of
+# its default sweep, and its goodput and knee searches (engine/searches.py) of this server.
+EXPORTS = [
+    ("guidellm", "Download GuideLLM report (JSON)", "guidellm-benchmarks.json"),
+    ("goodput", "Goodput search (JSON)", "goodput-search.json"),
+    ("knee", "Knee search (JSON)", "knee-search.json"),
+]
+
+
+def export(p: Params, kind: str, *, seed: int = 0) -> str:
+    """The file `kind` of EXPORTS for this server (`run load_test --format guidellm` is the first)."""
+    if kind == "guidellm":
+        return json.dumps(guidellm_report(p, seed=seed), indent=1)
+    return json.dumps(search(p, kind, seed=seed), indent=1)
+
+
+def knee_streams(slots: int) -> list[int]:
+    """The concurrencies the knee search starts from (GuideLLM asks for at least five): from an
+    eighth of the batch slots to three times them, so the flat part past the slots is measured."""
+    return sorted({max(1, round(slots * f)) for f in (0.125, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)})
+
+
+def search(p: Params, kind: str, *, seed: int = 0) -> dict[str, Any]:
+    """GuideLLM 0.8's goodput or knee profile run against this server (concurrent probes of
+    num_requests requests each, the page's SLO for goodput)."""
+    from ..benchmark.searches import goodput_search, knee_search
+
+    spec, slo, _, lengths = _server(p)
+    head = {"profile": kind, "model": spec.model.name, "gpu": spec.gpu.name, "max_num_seqs": p.max_num_seqs}
+    head |= {"lengths": p.lengths, "num_requests": p.num_requests}
+    if kind == "goodput":
+        found = goodput_search(spec, p.num_requests, lengths, seed, slo)
+        return {**head, "slo": {"ttft_s": slo.ttft_s, "tpot_s": slo.tpot_s}, **found}
+    return {**head, **knee_search(spec, p.num_requests, lengths, seed, knee_streams(p.max_num_seqs))}
+
+
+SWEPT_VIEWS = ("knee", "goodput", "lengths")
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """What only the sweep charts draw: the rate sweep (and the users or other-lengths sweep);
+    their runs then fill the GuideLLM records and the CSV in place of run()'s three.
+
+    It reads nothing from `result` (the maximum comes from the same ceiling run as run()'s), so
+    api may call it first. `progress`, if given, is called with what figure() draws after each
+    point, points in chart order, the cheapest first (closed loop from one user up; open loop from
+    the highest rate down): the page redraws as they come. The percentiles chart is run()'s, but
+    needs only the run at the chosen rate: streamed, that run comes first, before the ceiling.
+    The answer does not depend on `progress`."""
+    if view not in SWEPT_VIEWS and not (view == "percentiles" and progress):
+        return {}
+    spec, slo, kw, lengths = _server(p)
+    served = _served_memo(p, spec, seed, memo)
+    if view == "percentiles" and progress:
+        a = served.run("poisson", lengths, rate=p.rate_per_s, **kw).metrics
+        progress({"rate_per_s": p.rate_per_s, "percentiles": _percentiles(a)})
+        return {}
+    out: dict[str, Any] = {"lengths": p.lengths, "open": [], "closed": [], "other": []}
+    show = progress or (lambda part: None)
+    if view == "knee":  # closed-loop points need no ceiling: they come first
+        for u in USERS:
+            out["closed"].append(_point(served.run("concurrent", lengths, users=u, **kw)))
+            show(out)
+    ceiling = _ceiling_memo(p, spec, seed, memo)
+    # The goodput chart marks the chosen rate (run()'s own run at it). It needs no ceiling run: when
+    # the ceiling is still to simulate (new batch slots), that point comes first, one run instead
+    # of two before the first chart; else the kept sweep points do, and it comes last.
+    chosen_first = view == "goodput" and not ceiling.has("concurrent", lengths, users=2 * p.max_num_seqs)
+    if chosen_first:
+        out["chosen"] = _point(served.run("poisson", lengths, rate=p.rate_per_s, **kw))
+        show(out)
+    top = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
+    cap = top.metrics["steady_throughput_per_s"]  # run()'s max_throughput_per_s
+    sweep: list[LoadRun] = []
+    for f in reversed(FRACTIONS):
+        sweep.insert(0, served.run("poisson", lengths, rate=f * cap, **kw))
+        out["open"].insert(0, _point(sweep[0]))
+        show(out)
+    if view == "goodput" and not chosen_first:
+        out["chosen"] = _point(served.run("poisson", lengths, rate=p.rate_per_s, **kw))
+        show(out)
+    if view == "lengths":
+        other = workload.lengths_for("fixed" if p.lengths == "azure" else "azure")
+        for f in reversed(FRACTIONS):
+            out["other"].insert(0, _point(served.run("poisson", other, rate=f * cap, **kw)))
+            show(out)
+    answer = {"open": out["open"], "closed": out["closed"], "other": out["other"]}
+    if view != "knee":
+        del answer["closed"]
+    if view != "lengths":
+        del answer["other"]
+    if view == "goodput":
+        answer["chosen"] = out["chosen"]
+    answer["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
+    answer["csv"] = to_csv([top, *sweep])
+    return answer
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    v = view
+    if v == "percentiles":
+        labels = ["mean", "p50", "p90", "p99"]
+        data = [
+            bar(labels, [x * 1e3 for x in r["percentiles"][k]], name, i)
+            for i, (k, name) in enumerate((("ttft_s", "TTFT"), ("tpot_s", "TPOT")))
+        ]
+        return make_figure(
+            data,
+            layout(
+                f"Mean vs percentiles at {r['rate_per_s']:g} req/s",
+                "Statistic",
+                "Milliseconds",
+                barmode="group",
+                yaxis={"type": "log"},
+            ),
+        )
+    o = r["open"]
+    if v == "goodput":
+        data = [
+            line([x["offered"] for x in o], [x["throughput"] for x in o], "Throughput", 0, mode="lines+markers"),
+            line(
+                [x["offered"] for x in o],
+                [x["goodput"] for x in o],
+                "Goodput (requests meeting the SLO)",
+                1,
+                mode="lines+markers",
+            ),
+        ]
+        if "chosen" in r:  # the chosen rate's throughput and goodput (the key figures)
+            c = r["chosen"]
+            data.append(
+                markers(
+                    [c["offered"], c["offered"]],
+                    [c["throughput"], c["goodput"]],
+                    f"At the chosen rate ({c['offered']:g} req/s)",
+                    6,
+                    mode="markers",
+                    text=[f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")],
+                )
+            )
+        return make_figure(
+            data, layout("Goodput vs offered load (open loop, Poisson)", "Offered rate (req/s)", "Requests per second")
+        )
+    if v == "lengths":
+        names = {"azure": "Heavy-tailed lengths (Azure lognormal)", "fixed": "Fixed lengths (same means)"}
+        other = "fixed" if r["lengths"] == "azure" else "azure"
+        data = [
+            line([x["offered"] for x in o], [x["ttft_p99"] for x in o], names[r["lengths"]], 0, mode="lines+markers"),
+            line(
+                [x["offered"] for x in r["other"]],
+                [x["ttft_p99"] for x in r["other"]],
+                names[other],
+                1,
+                mode="lines+markers",
+            ),
+        ]
+        return make_figure(
+            data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis={"type": "log"})
+        )
+    c = r["closed"]
+    data = [
+        line(
+            [x["throughput"] for x in o],
+            [x["ttft_p99"] for x in o],
+            "Open loop (Poisson rate sweep)",
+            0,
+            mode="lines+markers",
+            text=[f"{x['offered']:.1f} req/s offered" for x in o],
+        ),
+        line(
+            [x["throughput"] for x in c],
+            [x["ttft_p99"] for x in c],
+            "Closed loop (1-128 users)",
+            1,
+            mode="lines+markers",
+            text=[f"{u} users" for u in USERS[: len(c)]],
+        ),
+    ]
+    return make_figure(
+        data,
+        layout(
+            "Open loop shows the knee; closed loop hides it",
+            "Achieved throughput (req/s)",
+            "TTFT p99 (s)",
+            yaxis={"type": "log"},
+        ),
+    )
+
+
+def _flags(point: dict[str, float]) -> str:
+    """What a point's figures rest on, where it is too little (as _trust_sentence says it)."""
+    out = ""
+    if point["samples"] < loadgen.FEW_SAMPLES:
+        out += f"; under {loadgen.FEW_SAMPLES} requests"
+    if point["drain_share"] > DRAIN_DOMINATES:
+        out += f"; {point['drain_share']:.0%} of the run is the drain"
+    return out
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the open-loop sweep against the closed loop (knee), goodput by offered rate
+    (goodput), TTFT p99 for both length distributions (lengths), or the chosen rate's statistics
+    (percentiles)."""
+    m = r["metrics"]
+    top = f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s."
+    chosen = (
+        f"At {r['rate_per_s']:g} req/s (Poisson), TTFT is {m['ttft_s_mean'] * 1e3:,.0f} ms on average but "
+        f"{m['ttft_s_p99'] * 1e3:,.0f} ms at p99 (of {int(m['ttft_samples']):,} requests); TPOT "
+        f"{m['tpot_s_mean'] * 1e3:,.1f} ms mean, {m['tpot_s_p99'] * 1e3:,.1f} ms p99."
+    )
+    slo = (
+        f"{m['slo_attainment']:.0%} of requests meet the SLO: goodput {m['goodput_per_s']:.2f} of "
+        f"{m['request_throughput_per_s']:.2f} req/s."
+    )
+    trust = _trust_sentence(r)
+    if view == "percentiles":
+        ttft, tpot = (" / ".join(f"{x * 1e3:,.1f}" for x in r["percentiles"][k]) for k in ("ttft_s", "tpot_s"))
+        text = (
+            f"{chosen} Mean / p50 / p90 / p99: TTFT {ttft} ms, TPOT {tpot} ms; the p99 TTFT is "
+            f"{m['ttft_s_p99'] / m['ttft_s_mean']:.1f}x the mean."
+        )
+        return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
+    o = r["open"]
+    if view == "goodput":
+        best = max(o, key=lambda x: x["goodput"])
+        text = (
+            f"Open loop (Poisson), from {o[0]['offered']:.1f} to {o[-1]['offered']:.1f} req/s offered "
+            f"({FRACTIONS[0]:.0%} to {FRACTIONS[-1]:.0%} of the server's maximum, {m['max_throughput_per_s']:.1f} "
+            f"requests/s): throughput goes from {o[0]['throughput']:.2f} to {o[-1]['throughput']:.2f} req/s and "
+            f"goodput from {o[0]['goodput']:.2f} to {o[-1]['goodput']:.2f} req/s, at most {best['goodput']:.2f} "
+            f"at {best['offered']:.1f} req/s offered. At the chosen {r['rate_per_s']:g} req/s, {slo}"
+        )
+        return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
+    if view == "lengths":
+        names = {"azure": "heavy-tailed lengths (Azure lognormal)", "fixed": "fixed lengths (at the Azure means)"}
+        other = "fixed" if r["lengths"] == "azure" else "azure"
+        picks = [0, FRACTIONS.index(1.0), len(FRACTIONS) - 1]
+
+        def p99s(pts: list[dict[str, float]]) -> str:
+            return " / ".join(f"{pts[i]['ttft_p99'] * 1e3:,.0f}" for i in picks)
+
+        shares = ", ".join(f"{FRACTIONS[i]:.0%}" for i in picks[:-1]) + f" and {FRACTIONS[picks[-1]]:.0%}"
+        rates = " / ".join(f"{o[i]['offered']:.1f}" for i in picks)
+        return (
+            f"Open-loop TTFT p99 at {shares} of the server's maximum, {m['max_throughput_per_s']:.1f} requests/s "
+            f"({rates} req/s offered): {p99s(o)} ms with {names[r['lengths']]}, {p99s(r['other'])} ms with "
+            f"{names[other]}. {_dropped_sentence(r)}"
+        )
+    c = r["closed"]
+    return (
+        f"{top} Open loop (Poisson), TTFT p99 goes from {o[0]['ttft_p99'] * 1e3:,.0f} ms at "
+        f"{o[0]['throughput']:.2f} req/s achieved to {o[-1]['ttft_p99'] * 1e3:,.0f} ms at {o[-1]['throughput']:.2f} "
+        f"req/s ({o[-1]['offered']:.1f} offered): the rate does not wait for the server, so past its maximum requests "
+        f"queue. Closed loop, {USERS[0]} to {USERS[len(c) - 1]} users reach {c[0]['throughput']:.2f} to "
+        f"{c[-1]['throughput']:.2f} req/s with TTFT p99 {c[0]['ttft_p99'] * 1e3:,.0f} to {c[-1]['ttft_p99'] * 1e3:,.0f} ms. "
+        f"{r['users']} closed-loop user{'s reach' if r['users'] != 1 else ' reaches'} "
+        f"{m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
+        f"they slow down instead of queueing. {_dropped_sentence(r)}"
+    )
+
+
+def _trust_sentence(r: dict[str, Any]) -> str:
+    """What the figures at the chosen rate rest on: warm-up, sample count, drain."""
+    m = r["metrics"]
+    out = []
+    if r["warmup"] != "0":
+        out.append(
+            f"Keeping the warm-up and cool-down, measured throughput is {m['request_throughput_warmup_kept_per_s']:.2f} req/s."
+        )
+    if m["few_samples_for_p99"]:
+        out.append(
+            f"Caution: a p99 of {int(m['ttft_samples'])} requests is set by one or two of them; run at least {loadgen.FEW_SAMPLES}."
+        )
+    if m["drain_share"] > DRAIN_DOMINATES:
+        out.append(
+            f"Caution: {m['drain_share']:.0%} of this run is the drain (the server no longer full after the last request was sent): "
+            "its throughput is below the steady state; run more requests."
+        )
+    return " ".join(out)
+
+
+def _dropped_sentence(r: dict[str, Any]) -> str:
+    n, ctx = int(r["metrics"]["num_dropped"]), r["max_context_tokens"]
+    if not n:
+        return f"Every request fits the {ctx:,}-token context."
+    return (
+        f"{n} of the {r['num_requests']:,} requests in each run ask for more than the {ctx:,}-token context (prompt plus output): "
+        f"the server rejects them and they count as errors, outside the latency statistics; a closed-loop user goes on to its next request."
+    )

@@ -1,0 +1,358 @@
+"""Paged KV cache vs contiguous max-length reservation, on the same trace.
+
+Model: one replica with a fixed KV budget serves the same seeded trace twice. Contiguous: each
+admitted request reserves `max_model_len` tokens of KV at once (what serving systems before vLLM
+did, as they could not know the output length), so most of the reservation sits empty and few
+requests fit. Paged: memory is cut into blocks of `block_size` tokens taken one at a time as a
+sequence grows, so only each sequence's last block is part-empty (internal fragmentation below
+one block per sequence). Utilisation = tokens held in KV / tokens of KV reserved, time-averaged
+over the run (the share of reserved memory that holds real tokens). External fragmentation of
+the contiguous allocator (holes between slabs) is not modelled, which flatters it.
+
+The block-size view re-runs the paged engine for several block sizes: larger blocks waste more
+of each sequence's last block; smaller ones mean longer block tables (the kernel-efficiency
+side of that trade-off is not in the cost model).
+
+References: 1) Kwon et al. 2023, Efficient Memory Management for Large Language Model Serving
+with PagedAttention (SOSP; arXiv 2309.06180), section 3 and Figure 2 (20.4-38.2% of reserved
+KV memory used by token states in earlier systems vs about 96% with paging); 2) ShareGPT
+lengths from the WildChat paper, Table 1 (reference section 8), fitted as lognormals by moments.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import costmodel as cm
+from ..core.catalog import resolve_gpu, resolve_model
+from ..engine import EngineSpec, SchedulerConfig, serve, workload
+from ..engine.cluster import fit_error
+from ..engine.metrics import describe, downsample, time_average
+from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import bar, layout, line
+from ..plotting import figure as make_figure
+from ..results_cache import LruCache, run_key
+
+TITLE = "Paged KV cache vs contiguous reservation"
+DESCRIPTION = (
+    "How much reserved KV memory holds real tokens, and how many requests fit, with max-length slabs or small blocks."
+)
+METRICS = {
+    "kv_utilization_contiguous": ("Contiguous: reserved KV holding tokens", ""),
+    "kv_utilization_paged": ("Paged: reserved KV holding tokens", ""),
+    "internal_fragmentation_paged": ("Paged: reserved KV left empty", ""),
+    "max_concurrent_contiguous": ("Contiguous: most requests at once", "requests"),
+    "max_concurrent_paged": ("Paged: most requests at once", "requests"),
+    "throughput_contiguous_per_s": ("Contiguous: requests per second", "req/s"),
+    "throughput_paged_per_s": ("Paged: requests per second", "req/s"),
+    "kv_capacity_tokens": ("KV budget", "tokens"),
+}
+BLOCK_SIZES = (1, 4, 8, 16, 32, 64, 128, 256)
+LENGTHS = [("sharegpt", "ShareGPT-like (lognormal)"), ("azure", "Azure 2023 conversation (lognormal)")]
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("memory", "Reserved vs used KV over time"),
+    ("blocks", "Block tables"),
+    ("block_size", "Block-size trade-off"),
+]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
+    # KV memory given to the cache (the rest of the GPU holds weights and activations).
+    kv_budget_GiB: float = param(4.0, label="KV memory", unit="GiB", min=0.25, max=200.0, step=0.25, log=True)
+    # Length every contiguous reservation is made for (vLLM --max-model-len).
+    max_model_len: int = param(2048, label="Max model length", unit="tokens", min=256, max=131072, step=256, log=True)
+    # Tokens per KV block.
+    block_size: int = param(16, label="Block size", unit="tokens", min=1, max=256, step=1, log=True)
+    num_requests: int = param(150, label="Requests", min=10, max=2000, step=10, log=True)
+    rate_per_s: float = param(20.0, label="Arrival rate", unit="req/s", min=0.1, max=500.0, step=0.1, log=True)
+    lengths: str = param("sharegpt", label="Lengths", choices=LENGTHS)
+
+    def check(self) -> None:
+        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        why = fit_error(m, gpu)
+        if why:
+            raise ParamError("model", why)
+        if self.kv_budget_GiB * cm.GiB < self.max_model_len * cm.kv_bytes_per_token(m):
+            raise ParamError("kv_budget_GiB", "the KV memory must hold at least one max-length reservation")
+
+
+def _run(reqs: list[workload.Request], spec: EngineSpec) -> dict[str, Any]:
+    served = serve(reqs, spec)
+    rep = served.replicas[0]
+    held = [(t, h) for t, _, _, _, h, _ in rep.series]
+    reserved = [(t, u * spec.block_size) for t, _, _, u, _, _ in rep.series]
+    res_avg = time_average(reserved)
+    recs = served.records
+    makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
+    return {
+        "utilization": time_average(held) / res_avg if res_avg else 0.0,
+        "max_concurrent": max((x[5] for x in rep.series), default=0),
+        "throughput": len(recs) / makespan,
+        "ttft_p99": describe([r.ttft_s for r in recs])["p99"],  # summarize()'s, every request counting
+        "series": downsample([(t, h, u * spec.block_size) for t, _, _, u, h, _ in rep.series]),
+        "num_dropped": len(served.dropped),
+    }
+
+
+def _make_trace(p: Params, seed: int) -> list[workload.Request]:
+    """The seeded trace."""
+    rng = random.Random(seed)
+    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+    return workload.build(rng, p.num_requests, workload.Lengths(p.lengths, 0, 0), times).requests
+
+
+def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
+    """The engine for a layout and block size on the KV budget."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
+    sched = SchedulerConfig(max_num_seqs=1024, max_model_len=p.max_model_len)
+    return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=capacity // bs, engine=p.engine)
+
+
+LAYOUTS = ("contiguous", "paged")  # served and drawn in this order (contiguous is the cheaper run)
+
+# Kept between calls in the caller's memo (api.Session gives one), so that view_data() can stream
+# the memory chart one allocator at a time and run() then reuses the runs: one scenario's trace
+# and its two runs.
+MEMO_ENTRIES = 1 + len(LAYOUTS)
+
+
+def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:
+    got: list[workload.Request] = memo.get_or_make(run_key(p, seed, "trace"), lambda: _make_trace(p, seed))
+    return got
+
+
+def _served(p: Params, seed: int, layout_: str, memo: LruCache[Any]) -> dict[str, Any]:
+    """One allocator's run at the page's block size, from the memo where kept."""
+
+    def make() -> dict[str, Any]:
+        return _run(_trace(p, seed, memo), _engine(p, layout_, p.block_size))
+
+    got: dict[str, Any] = memo.get_or_make(run_key(p, seed, layout_), make)
+    return got
+
+
+def _head(p: Params) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    return {"model": m.name, "gpu": gpu.name, "block_size": p.block_size, "max_model_len": p.max_model_len}
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps both runs for the caller's next call (none: nothing is kept)."""
+    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+    m = resolve_model(p.model)
+    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
+    contiguous, paged = (_served(p, seed, layout_, memo) for layout_ in LAYOUTS)
+    reqs = _trace(p, seed, memo)
+    # Block tables of the first requests, each caught halfway through its answer.
+    kept = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
+    table = [r.prompt_tokens + r.output_tokens // 2 for r in kept]
+    return {
+        **_head(p),
+        "contiguous": contiguous,
+        "paged": paged,
+        "block_sweep": [],
+        "table_tokens": table,
+        "metrics": {
+            "kv_utilization_contiguous": contiguous["utilization"],
+            "kv_utilization_paged": paged["utilization"],
+            "internal_fragmentation_paged": 1 - paged["utilization"],
+            "max_concurrent_contiguous": contiguous["max_concurrent"],
+            "max_concurrent_paged": paged["max_concurrent"],
+            "throughput_contiguous_per_s": contiguous["throughput"],
+            "throughput_paged_per_s": paged["throughput"],
+            "kv_capacity_tokens": capacity,
+        },
+    }
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """What only the block-size chart draws: the paged engine re-run for each of BLOCK_SIZES.
+
+    With `progress` (api calls this before run() when the page streams), the memory chart is drawn
+    one allocator at a time as its run ends, contiguous first, through the memo run() then reuses;
+    a run already kept is drawn with the answer, at once. The answer does not depend on `progress`."""
+    if view == "memory" and progress is not None and memo is not None:
+        part = _head(p)
+        for layout_ in LAYOUTS:
+            kept = run_key(p, seed, layout_) in memo
+            part[layout_] = _served(p, seed, layout_, memo)
+            if not kept:
+                progress(dict(part))
+    if view != "block_size":
+        return {}
+    reqs = _make_trace(p, seed) if memo is None else _trace(p, seed, memo)
+    sweep = []
+    for bs in BLOCK_SIZES:
+        r = _run(reqs, _engine(p, "paged", bs))
+        sweep.append({"block_size": bs, "utilization": r["utilization"], "max_concurrent": r["max_concurrent"]})
+    return {"block_sweep": sweep}
+
+
+def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
+    """Block tables as stacked horizontal bars, one row per sequence, lengths in blocks.
+
+    Drawn with bars and lines (the browser's plotly bundle has no heatmap): white ticks mark
+    block boundaries inside what each sequence has allocated, up to 256 blocks per row.
+    """
+    bs, width = r["block_size"], -(-r["max_model_len"] // r["block_size"])
+    labels, held, empty_last, unused = [], [], [], []
+    for kind in ("paged", "contiguous"):
+        for i, tokens in enumerate(r["table_tokens"]):
+            blocks = -(-tokens // bs)
+            labels.append(f"{kind} #{i + 1}")
+            held.append(tokens / bs)
+            empty_last.append(blocks - tokens / bs)
+            unused.append(width - blocks if kind == "contiguous" else 0)
+    rows = list(range(len(labels)))
+    hover = "%{customdata}: %{x:.2f} blocks<extra>%{fullData.name}</extra>"
+    data = [
+        bar(held, rows, "Holding tokens", 0, orientation="h", customdata=labels, hovertemplate=hover),
+        bar(
+            empty_last,
+            rows,
+            "Empty slots in the last block",
+            1,
+            orientation="h",
+            customdata=labels,
+            hovertemplate=hover,
+        ),
+        bar(
+            unused,
+            rows,
+            "Reserved, never written (contiguous)",
+            5,
+            orientation="h",
+            customdata=labels,
+            hovertemplate=hover,
+            marker={"color": "#d9d9d9", "pattern": {"shape": "."}},
+        ),
+    ]
+    if width <= 256:
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for row, (h, e, u) in enumerate(zip(held, empty_last, unused, strict=True)):
+            for k in range(1, round(h + e + u)):
+                xs += [k, k, None]
+                ys += [row - 0.4, row + 0.4, None]
+        data.append(
+            line(
+                xs, ys, "Block boundaries", 6, showlegend=False, hoverinfo="skip", line={"color": "#ffffff", "width": 1}
+            )
+        )
+    return make_figure(
+        data,
+        layout(
+            f"Block tables: {bs}-token blocks, {width} blocks per {r['max_model_len']:,}-token reservation",
+            "Blocks",
+            "",
+            barmode="stack",
+            bargap=0.2,
+            yaxis={"autorange": "reversed", "tickvals": rows, "ticktext": labels},
+        ),
+    )
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "blocks":
+        return _table_figure(r)
+    if view == "block_size":
+        xs = [s["block_size"] for s in r["block_sweep"]]
+        data = [
+            line(
+                xs,
+                [s["utilization"] for s in r["block_sweep"]],
+                "Paged: share of reserved KV holding tokens",
+                0,
+                mode="lines+markers",
+            )
+        ]
+        data.append(line(xs, [r["metrics"]["kv_utilization_contiguous"]] * len(xs), "Contiguous reservation", 1))
+        return make_figure(
+            data,
+            layout(
+                "Block size trade-off",
+                "Block size (tokens)",
+                "KV utilisation",
+                xaxis={"type": "log"},
+                yaxis={"range": [0, 1.02]},
+            ),
+        )
+    data = []
+    for i, (name, key) in enumerate((("Contiguous", "contiguous"), ("Paged", "paged"))):
+        if key not in r:  # both, but while they stream
+            continue
+        s = r[key]["series"]
+        data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, shape="hv"))
+        data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, shape="hv"))
+    return make_figure(
+        data,
+        layout(
+            f"KV reserved vs used ({r['max_model_len']:,}-token reservations, {r['block_size']}-token blocks)",
+            "Time (s)",
+            "Tokens",
+        ),
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: reserved against used KV (memory), the drawn block tables (blocks), or
+    utilisation by block size (block_size)."""
+    m = r["metrics"]
+    bs = r["block_size"]
+    if view == "blocks":
+        tokens = r["table_tokens"]
+        width = -(-r["max_model_len"] // bs)
+        if not tokens:
+            return f"No request of the trace fits {r['max_model_len']:,} tokens, so there is no block table to draw."
+        blocks = sum(-(-t // bs) for t in tokens)
+        empty = blocks * bs - sum(tokens)
+        return (
+            f"Block tables of the first {len(tokens)} requests, each halfway through its answer "
+            f"({min(tokens):,} to {max(tokens):,} tokens). Paged with {bs}-token blocks, they hold {blocks:,} blocks "
+            f"in all, {empty:,} token slots of them empty (only in each sequence's last block, "
+            f"{empty / (blocks * bs):.0%}). Contiguous, each reserves {width:,} blocks ({r['max_model_len']:,} tokens) "
+            f"whatever its length, {len(tokens) * width:,} blocks in all, of which {len(tokens) * width - blocks:,} "
+            "are never written."
+        )
+    if view == "block_size":
+        sweep = r["block_sweep"]
+        by_size = ", ".join(f"{x['block_size']} {x['utilization']:.0%}" for x in sweep)
+        first, last = sweep[0], sweep[-1]
+        most = (
+            f"the most requests at once stay at {first['max_concurrent']:.0f}"
+            if first["max_concurrent"] == last["max_concurrent"]
+            else f"the most requests at once go from {first['max_concurrent']:.0f} with {first['block_size']}-token "
+            f"blocks to {last['max_concurrent']:.0f} with {last['block_size']}-token ones"
+        )
+        return (
+            f"Share of reserved KV memory holding tokens by block size (tokens): {by_size}, against "
+            f"{m['kv_utilization_contiguous']:.0%} with {r['max_model_len']:,}-token contiguous reservations. Larger "
+            f"blocks leave more of each sequence's last block empty; {most}. What smaller blocks cost "
+            "(longer block tables, slower kernels) is not in the cost model."
+        )
+    return (
+        f"Reserving {r['max_model_len']:,} tokens per request, only {m['kv_utilization_contiguous']:.0%} of the reserved KV "
+        f"memory holds tokens and at most {m['max_concurrent_contiguous']:.0f} requests run at once. With {r['block_size']}-token "
+        f"blocks, {m['kv_utilization_paged']:.0%} holds tokens, up to {m['max_concurrent_paged']:.0f} requests run together, and "
+        f"throughput is {m['throughput_paged_per_s']:.2f} against {m['throughput_contiguous_per_s']:.2f} requests per second."
+    )

@@ -1,0 +1,338 @@
+"""Prefix caching: the same shared-prefix traffic with no cache, vLLM's block hashing, and SGLang's radix tree.
+
+Model: one replica serves a seeded trace whose prompts share structure (workload.build):
+a few system prompts, one few-shot block, multi-turn conversations that re-send their history
+and previous answers, or agent trajectories that re-send a growing history plus a tool result.
+With the cache off every prompt token is prefilled. Block hashing (vLLM v1) finds the longest
+chain of cached *full* blocks whose hashes match the prompt's; the radix tree (SGLang) matches to
+the token, so it also reuses the part-filled last block of a cached prefix. Both keep finished
+sequences' blocks until the memory is needed, then evict the least recently used unreferenced
+blocks first; a small KV budget shows eviction undoing the hits. Hit rate = prompt tokens served from the cache / prompt tokens needed, over every admission
+(a preempted request's recomputation counts again). TTFT and prefill work come from the cost model.
+
+References: 1) vLLM automatic prefix caching design (docs.vllm.ai, "Automatic Prefix Caching");
+vllm/v1/core/kv_cache_utils.py (hash_block_tokens: parent hash + block tokens); 2) Zheng et
+al. 2024, SGLang: Efficient Execution of Structured Language Model Programs (arXiv
+2312.07104), RadixAttention with LRU eviction.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import costmodel as cm
+from ..core.catalog import resolve_gpu, resolve_model
+from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
+from ..engine.cluster import fit_error
+from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import bar, layout, line
+from ..plotting import figure as make_figure
+from ..results_cache import LruCache, run_key
+
+TITLE = "Prefix caching: none, block hashing, radix tree"
+DESCRIPTION = "Shared system prompts, few-shot blocks, conversations and agent loops: how much prefill a prefix cache saves, and what eviction costs."
+METRICS = {
+    "hit_rate_hash": ("Block hashing: prompt tokens from cache", ""),
+    "hit_rate_radix": ("Radix tree: prompt tokens from cache", ""),
+    "prefill_saved_hash": ("Block hashing: prefill tokens saved", "tokens"),
+    "prefill_saved_radix": ("Radix tree: prefill tokens saved", "tokens"),
+    "ttft_off_s_p50": ("No cache: median TTFT", "s"),
+    "ttft_hash_s_p50": ("Block hashing: median TTFT", "s"),
+    "ttft_radix_s_p50": ("Radix tree: median TTFT", "s"),
+    "ttft_off_s_p99": ("No cache: p99 TTFT", "s"),
+    "ttft_hash_s_p99": ("Block hashing: p99 TTFT", "s"),
+    "ttft_radix_s_p99": ("Radix tree: p99 TTFT", "s"),
+    "evictions_hash": ("Block hashing: blocks evicted", "blocks"),
+    "evictions_radix": ("Radix tree: blocks evicted", "blocks"),
+}
+MODES = (("off", "No cache"), ("hash", "Block hashing (vLLM)"), ("radix", "Radix tree (SGLang)"))
+SHARING = [
+    ("system", "Shared system prompts"),
+    ("few_shot", "One few-shot block"),
+    ("multi_turn", "Multi-turn conversations"),
+    ("agent", "Agent trajectories"),
+]
+PRESSURE = (0.1, 0.2, 0.4, 1.0)
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("ttft", "TTFT per cache mode"),
+    ("hits", "Hit rate and prefill saved"),
+    ("pressure", "Hit rate vs KV memory"),
+]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
+    # Which prompt structure the traffic shares.
+    sharing: str = param("multi_turn", label="Workload", choices=SHARING)
+    # Requests, follow-up turns included. At most 500: the pressure view serves the trace 9
+    # times, and 1,000 requests took about 3 s in CPython (more in the browser).
+    num_requests: int = param(120, label="Requests", min=10, max=500, step=10, log=True)
+    rate_per_s: float = param(
+        4.0, label="New conversations per second", unit="req/s", min=0.1, max=100.0, step=0.1, log=True
+    )
+    # Tokens of each shared system prompt or few-shot block.
+    shared_tokens: int = param(1000, label="Shared prefix", unit="tokens", min=0, max=8000, step=10)
+    num_prefixes: int = param(4, label="Distinct system prompts", min=1, max=64, step=1)
+    # Turns per conversation, steps per agent trajectory.
+    turns: int = param(4, label="Turns per conversation", min=1, max=16, step=1)
+    # KV memory for the cache; small values force eviction.
+    kv_budget_GiB: float = param(40.0, label="KV memory", unit="GiB", min=0.25, max=200.0, step=0.25, log=True)
+    # Tokens per KV block. At least 4: the cache's bookkeeping is per block, and 1- or 2-token
+    # blocks made the pressure view take 8 or 2 s in CPython (vLLM's default is 16).
+    block_size: int = param(16, label="Block size", unit="tokens", min=4, max=256, step=1, log=True)
+
+    def check(self) -> None:
+        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        why = fit_error(m, gpu)
+        if why:
+            raise ParamError("model", why)
+        if self.kv_budget_GiB * cm.GiB < m.max_context_tokens * cm.kv_bytes_per_token(m):
+            raise ParamError(
+                "kv_budget_GiB",
+                f"the KV memory must hold at least one {m.max_context_tokens:,}-token sequence of {m.name}",
+            )
+
+
+def _serve(
+    reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: int, bs: int, engine: str
+) -> dict[str, float]:
+    spec = EngineSpec(
+        m,
+        gpu,
+        SchedulerConfig(max_model_len=m.max_context_tokens),
+        block_size=bs,
+        prefix=mode,
+        num_blocks=blocks,
+        engine=engine,
+    )
+    served = serve(reqs, spec)
+    s = summarize(served.records)
+    rep = served.replicas[0]
+    # Over every admission, recomputation after a preemption included.
+    saved, computed = rep.hit_tokens, rep.prefill_tokens
+    return {
+        "hit_rate": saved / (saved + computed) if saved + computed else 0.0,
+        "saved": saved,
+        "ttft_p50": s["ttft_s_p50"],
+        "ttft_p90": s["ttft_s_p90"],
+        "ttft_p99": s["ttft_s_p99"],
+        "evictions": served.replicas[0].kv.num_evictions,
+        "prefill_tokens": served.replicas[0].prefill_tokens,
+        "dropped": len(served.dropped),
+    }
+
+
+# The served trace per cache and memory size, kept in the caller's memo (api.Session) so that the
+# pressure chart's full-memory point is run()'s own runs, whichever of the two comes first.
+MEMO_ENTRIES = 16
+
+
+def _served(p: Params, seed: int, mode: str, blocks: int, memo: LruCache[Any] | None) -> dict[str, float]:
+    def make() -> dict[str, float]:
+        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+        return _serve(_trace(p, seed), m, gpu, mode, blocks, p.block_size, p.engine)
+
+    if memo is None:
+        return make()
+    kept: dict[str, float] = memo.get_or_make(_key(p, seed, mode, blocks), make)
+    return kept
+
+
+def _key(p: Params, seed: int, mode: str, blocks: int) -> str:
+    return run_key(p, seed, mode, blocks)
+
+
+def _trace(p: Params, seed: int) -> list[workload.Request]:
+    m = resolve_model(p.model)
+    rng = random.Random(seed)
+    lengths = workload.Lengths(
+        "azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP
+    )
+    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+    return workload.build(
+        rng,
+        p.num_requests,
+        lengths,
+        times,
+        sharing=p.sharing,
+        shared_tokens=p.shared_tokens,
+        num_prefixes=p.num_prefixes,
+        turns=p.turns,
+    ).requests
+
+
+def _capacity(p: Params, m: Any) -> int:
+    """Tokens the KV memory holds."""
+    return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the served traces for view_data() and the caller's next call (none: nothing kept)."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    blocks = _capacity(p, m) // p.block_size
+    results = {mode: _served(p, seed, mode, blocks, memo) for mode, _ in MODES}
+    metrics: dict[str, float] = {}
+    for mode in ("off", "hash", "radix"):
+        metrics[f"ttft_{mode}_s_p50"] = results[mode]["ttft_p50"]
+        metrics[f"ttft_{mode}_s_p99"] = results[mode]["ttft_p99"]
+    for mode in ("hash", "radix"):
+        metrics[f"hit_rate_{mode}"] = results[mode]["hit_rate"]
+        metrics[f"prefill_saved_{mode}"] = results[mode]["saved"]
+        metrics[f"evictions_{mode}"] = results[mode]["evictions"]
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "sharing": p.sharing,
+        "kv_budget_GiB": p.kv_budget_GiB,
+        "modes": results,
+        "pressure": [],
+        "metrics": metrics,
+    }
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """What only the pressure chart draws: hit rates with less KV memory (the trace served again).
+
+    It reads nothing from `result`: the full-memory point is run()'s runs, through the memo, so api
+    may call it first. `progress`, if given, gets the chart so far after each memory size, smallest
+    first: the page draws the points as they come. The answer does not depend on `progress`."""
+    if view in ("ttft", "hits"):
+        if progress is not None and memo is not None:
+            _stream_modes(p, seed, view, memo, progress)
+        return {}
+    if view != "pressure":
+        return {}
+    m = resolve_model(p.model)
+    capacity = _capacity(p, m)
+    pressure: list[dict[str, float]] = []
+    for f in PRESSURE:
+        blocks = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
+        point = {"GiB": blocks * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB}
+        pressure.append(point)
+        for mode in ("hash", "radix"):
+            kept = memo is not None and _key(p, seed, mode, blocks) in memo
+            point[mode] = _served(p, seed, mode, blocks, memo)["hit_rate"]
+            if progress is not None and not kept:  # one cache's point at a time
+                progress({"pressure": [dict(x) for x in pressure]})
+    return {"pressure": pressure}
+
+
+def _stream_modes(
+    p: Params, seed: int, view: str, memo: LruCache[Any], progress: Callable[[dict[str, Any]], None]
+) -> None:
+    """run()'s charts drawn one cache mode at a time (the cheapest, no cache, first for TTFT), each
+    run kept in the memo for run(); a mode already kept is drawn with the answer, at once."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    blocks = _capacity(p, m) // p.block_size
+    order = ("off", "hash", "radix") if view == "ttft" else ("hash", "radix")
+    done: dict[str, dict[str, float]] = {}
+    for mode in order:
+        kept = _key(p, seed, mode, blocks) in memo
+        done[mode] = _served(p, seed, mode, blocks, memo)
+        if not kept:
+            progress({"model": m.name, "gpu": gpu.name, "sharing": p.sharing, "modes": dict(done)})
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    names = dict(MODES)
+    if view == "pressure":
+        data = []
+        for i, mode in enumerate(("hash", "radix")):
+            points = [x for x in r["pressure"] if mode in x]  # all, but while they stream
+            data.append(
+                line([x["GiB"] for x in points], [x[mode] for x in points], names[mode], i, mode="lines+markers")
+            )
+        return make_figure(
+            data,
+            layout(
+                "Cache hit rate as KV memory shrinks (LRU eviction)",
+                "KV memory (GiB)",
+                "Prompt tokens from cache",
+                xaxis={"type": "log"},
+                yaxis={"range": [0, 1]},
+            ),
+        )
+    if view == "hits":
+        modes = [x for x in ("hash", "radix") if x in r["modes"]]  # both, but while they stream
+        data = [
+            bar(
+                [names[x] for x in modes],
+                [r["modes"][x]["hit_rate"] for x in modes],
+                "Hit rate (share of prompt tokens)",
+                0,
+            ),
+        ]
+        return make_figure(
+            data,
+            layout(
+                f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload",
+                "Cache",
+                "Share of prompt tokens",
+                yaxis={"range": [0, 1]},
+            ),
+        )
+    labels = ["p50", "p90", "p99"]
+    data = [
+        bar(labels, [r["modes"][mode][f"ttft_{q}"] for q in labels], names[mode], i)
+        for i, (mode, _) in enumerate(MODES)
+        if mode in r["modes"]  # every mode, but while they stream
+    ]
+    return make_figure(
+        data, layout(f"Time to first token, {r['model']} on {r['gpu']}", "Percentile", "TTFT (s)", barmode="group")
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: TTFT percentiles per cache mode (ttft), hit rates and prefill saved (hits),
+    or hit rates as the KV memory shrinks (pressure)."""
+    m, modes = r["metrics"], r["modes"]
+    workload = f"On the {r['sharing'].replace('_', ' ')} workload"
+    hits = (
+        f"block hashing serves {m['hit_rate_hash']:.0%} of prompt tokens from the cache "
+        f"and the radix tree {m['hit_rate_radix']:.0%}"
+    )
+    if view == "pressure":
+        # Memory sizes held at the one-sequence floor are the same run: said once.
+        drawn = {f"{x['GiB']:,.2f}": x for x in r["pressure"]}
+        points = "; ".join(f"{gib} GiB: {x['hash']:.0%} and {x['radix']:.0%}" for gib, x in drawn.items())
+        return (
+            f"{workload}, the share of prompt tokens served from the cache by block hashing and by the radix tree, by "
+            f"KV memory: {points}. With less memory, LRU eviction drops cached blocks before they are "
+            f"reused; at the full {r['kv_budget_GiB']:g} GiB, {modes['hash']['evictions']:,} blocks were evicted under "
+            f"block hashing and {modes['radix']['evictions']:,} under the radix tree."
+        )
+    if view == "hits":
+        return (
+            f"{workload}, {hits}, saving {m['prefill_saved_hash']:,.0f} and {m['prefill_saved_radix']:,.0f} prefill "
+            f"tokens ({modes['hash']['prefill_tokens']:,.0f} and {modes['radix']['prefill_tokens']:,.0f} still "
+            "prefilled). Block hashing reuses only full blocks whose hashes match; the radix tree matches to the "
+            f"token, so it also reuses the part-filled last block of a cached prefix. With {r['kv_budget_GiB']:g} GiB "
+            f"of KV memory, {modes['hash']['evictions']:,} cached blocks were evicted under block hashing and "
+            f"{modes['radix']['evictions']:,} under the radix tree."
+        )
+    off, hashed, radix = (modes[k] for k in ("off", "hash", "radix"))
+    return (
+        f"{workload}, median TTFT falls from {m['ttft_off_s_p50'] * 1e3:,.0f} ms without a cache to "
+        f"{m['ttft_hash_s_p50'] * 1e3:,.0f} ms with block hashing and {m['ttft_radix_s_p50'] * 1e3:,.0f} ms with the "
+        f"radix tree; p90 {off['ttft_p90'] * 1e3:,.0f}, {hashed['ttft_p90'] * 1e3:,.0f} and "
+        f"{radix['ttft_p90'] * 1e3:,.0f} ms; p99 {off['ttft_p99'] * 1e3:,.0f}, {hashed['ttft_p99'] * 1e3:,.0f} and "
+        f"{radix['ttft_p99'] * 1e3:,.0f} ms. {hits[0].upper() + hits[1:]}, which need no prefill."
+    )

@@ -1,0 +1,335 @@
+"""Quantisation: fewer bytes per weight, and when that becomes speed.
+
+Bytes: each catalogue format stores `bits` per weight plus, for group-wise formats, one
+`scale_bits` scale per `group_size` weights (catalog.Precision.bytes_per_value: INT4 with a 16-bit
+scale per 128 weights is 4 + 16/128 = 4.125 bits). Only the block matmuls are quantised; the
+embedding and the LM head stay in bf16 (costmodel.weight_bytes).
+
+Speed: a decode step reads every weight once, so while decode is memory-bound fewer bytes mean
+a shorter step (costmodel.decode_step_time at `batch_size` sequences of `context_tokens`). The
+speed-up fades as the batch grows, because the KV cache (not quantised here) takes a larger share
+of the bytes, and is gone for a weight-only format once the step is compute-bound: W4A16 weights
+are dequantised and multiplied on the bf16 tensor cores. W8A8 formats (FP8, INT8) also multiply
+in 8 bits where the GPU has such tensor cores, which halves the compute time too; an A100 has no
+FP8 tensor cores, so there FP8 weights run weight-only on bf16 (costmodel.matmul_path). The cost
+model does not charge the dequantisation itself, so compute-bound weight-only steps are, if
+anything, slower than shown. "Stops paying" is the smallest batch (bisected between powers of two)
+whose speed-up over bf16 falls below `worthwhile_speedup`.
+
+Numeric demo (pure Python, seeded): a 64 x 256 weight matrix of standard normal values (unit: the
+standard deviation of ordinary weights) with `num_outliers` entries set to +-`outlier_size`.
+Symmetric round-to-nearest: scale = max|w| / qmax over the set of weights sharing a scale,
+q = round(w / scale) (ties to even) clipped to [-qmax, qmax], w' = q * scale, with qmax = 127 for
+INT8 and 7 for INT4. The scale is shared by the whole tensor, by each output row (per channel), or
+by each group of `group_size` consecutive weights of a row. Errors: relative RMS error
+sqrt(sum (w - w')^2 / sum w^2) and the largest |w - w'|. One outlier stretches the scale of all
+the weights that share it, so finer scales contain the damage at the price of storing more scales.
+
+References: 1) Frantar et al. 2023, GPTQ (arXiv 2210.17323) and Lin et al. 2024, AWQ
+(arXiv 2306.00978) for group-wise INT4 W4A16; 2) Dettmers et al. 2022, LLM.int8() (arXiv 2208.07339)
+and Xiao et al. 2023, SmoothQuant (arXiv 2211.10438) on outliers and W8A8; 3) Micikevicius et al.
+2022, FP8 formats (arXiv 2209.05433); 4) LLM Compressor compression schemes (docs.vllm.ai).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import capacity
+from ..core import costmodel as cm
+from ..core.catalog import precisions, resolve_gpu, resolve_model, running_example
+from ..params import dtype_choices, engine_param, gpu_param, model_param, param
+from ..plotting import MARKERS, bar, layout, line
+from ..plotting import figure as make_figure
+from ..results_cache import LruCache
+
+TITLE = "Quantisation: bytes per weight and when they become speed"
+DESCRIPTION = (
+    "Bytes per parameter per format, the decode speed-up while memory-bound and where it stops paying; "
+    "and a small matrix with outliers quantised per tensor, per channel and per group."
+)
+ROWS, COLS = 64, 256
+SCHEMES = ("per_tensor", "per_channel", "group")
+QMAX = {"int8": 127, "int4": 7}
+BATCHES = tuple(2**i for i in range(13))  # 1 .. 4096
+METRICS = {
+    "bits_per_weight": ("Stored bits per weight, scales included", "bit"),
+    "weights_GB": ("Weights", "GB"),
+    "weights_bf16_GB": ("Weights in bf16", "GB"),
+    "decode_step_s": ("Decode step", "s"),
+    "decode_step_bf16_s": ("Decode step in bf16", "s"),
+    "decode_speedup": ("Decode speed-up over bf16", "x"),
+    "prefill_speedup": ("Prefill speed-up over bf16", "x"),
+    "low_precision_tensor_cores": ("Matmuls run on 8-bit tensor cores (1 yes, 0 no)", ""),
+    "compute_bound_batch": ("Smallest compute-bound decode batch; 0: never", "sequences"),
+    "speedup_stops_paying_batch": ("Smallest batch below the worthwhile speed-up; 0: pays up to 4,096", "sequences"),
+    **{
+        f"demo_{b}_{s}_{e}": (f"Demo: {b.upper()} {s.replace('_', ' ')} {label}", unit)
+        for b in QMAX
+        for s in SCHEMES
+        for e, label, unit in (("rel_rms", "relative RMS error", ""), ("max_abs_error", "largest error", "sigma"))
+    },
+}
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("speedup", "Decode speed-up vs batch"),
+    ("formats", "Bytes per format"),
+    ("demo", "Quantisation error demo"),
+]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The format to compare with bf16.
+    weight_dtype: str = param("int4", label="Weight format", choices=dtype_choices())
+    kv_dtype: str = param(
+        running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4")
+    )
+    # Context of each decoding sequence, and the prompt length of the prefill comparison.
+    context_tokens: int = param(
+        running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True
+    )
+    batch_size: int = param(1, label="Batch size", unit="sequences", min=1, max=4096, step=1, log=True)
+    # Speed-up below which the quantised model is judged not worth it (1.1 = 10% faster).
+    worthwhile_speedup: float = param(1.1, label="Worthwhile speed-up", unit="x", min=1.0, max=4.0, step=0.05)
+    ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
+    # Demo: how many weights are outliers, and how large (in standard deviations of the others).
+    num_outliers: int = param(8, label="Outliers in the demo matrix", min=0, max=256, step=1)
+    outlier_size: float = param(20.0, label="Outlier size", unit="sigma", min=1.0, max=200.0, step=1.0, log=True)
+    group_size: str = param("128", label="Demo group size", choices=[("32", "32"), ("64", "64"), ("128", "128")])
+
+
+def demo_matrix(seed: int, num_outliers: int, outlier_size: float) -> list[list[float]]:
+    """ROWS x COLS standard normal weights with `num_outliers` entries set to +-outlier_size."""
+    rng = random.Random(seed)
+    w = [[rng.gauss(0.0, 1.0) for _ in range(COLS)] for _ in range(ROWS)]
+    for k in rng.sample(range(ROWS * COLS), num_outliers):
+        w[k // COLS][k % COLS] = outlier_size * rng.choice((-1.0, 1.0))
+    return w
+
+
+def quantize(values: Sequence[float], qmax: int) -> list[float]:
+    """Symmetric round-to-nearest with one scale for all `values`; returns the dequantised values."""
+    top = max(map(abs, values))
+    if top == 0:
+        return [0.0] * len(values)
+    scale = top / qmax
+    # No clipping to [-qmax, qmax] needed: |v| <= top, so |v / scale| exceeds qmax by a few ulps
+    # at most, and round() brings that back to +-qmax.
+    return [round(v / scale) * scale for v in values]
+
+
+def quantize_matrix(w: Sequence[Sequence[float]], qmax: int, scheme: str, group: int) -> list[list[float]]:
+    if scheme == "per_tensor":
+        flat = quantize([v for row in w for v in row], qmax)
+        return [flat[i * COLS : (i + 1) * COLS] for i in range(ROWS)]
+    size = COLS if scheme == "per_channel" else group
+    return [[v for j in range(0, COLS, size) for v in quantize(row[j : j + size], qmax)] for row in w]
+
+
+def errors(w: Sequence[Sequence[float]], wq: Sequence[Sequence[float]], energy: float) -> tuple[float, float]:
+    """(relative RMS error, largest absolute error); `energy` is energy(w)."""
+    diff = [a - b for r, rq in zip(w, wq, strict=True) for a, b in zip(r, rq, strict=True)]
+    return math.sqrt(sum([d * d for d in diff]) / energy), max(map(abs, diff))
+
+
+def energy(w: Sequence[Sequence[float]]) -> float:
+    """Sum of the squared weights (computed once per matrix, shared by every scheme's error)."""
+    return sum([v * v for r in w for v in r])
+
+
+# Demo work kept between calls in the caller's memo (api.Session gives one): the matrix depends
+# only on the seed and the outliers, its errors on those and the group size; a change of any other
+# control (format, batch, context, GPU...) reuses both. At most 8 matrices and 8 error tables.
+MEMO_ENTRIES = 16
+
+
+def _matrix(seed: int, num_outliers: int, outlier_size: float) -> tuple[tuple[tuple[float, ...], ...], float]:
+    """demo_matrix as tuples (a kept matrix cannot be changed by a caller), and its energy."""
+    w = tuple(map(tuple, demo_matrix(seed, num_outliers, outlier_size)))
+    return w, energy(w)
+
+
+def demo_errors(
+    seed: int, num_outliers: int, outlier_size: float, group: int, memo: LruCache[Any] | None = None
+) -> tuple[tuple[str, float, float], ...]:
+    """("{int8|int4}_{scheme}", relative RMS error, largest error) for each format and scheme."""
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+
+    def make() -> tuple[tuple[str, float, float], ...]:
+        matrix = (seed, num_outliers, outlier_size)
+        w, w_energy = keep.get_or_make(("matrix", *matrix), lambda: _matrix(*matrix))
+        return tuple(
+            (f"{b}_{s}", *errors(w, quantize_matrix(w, q, s, group), w_energy))
+            for b, q in QMAX.items()
+            for s in SCHEMES
+        )
+
+    found: tuple[tuple[str, float, float], ...] = keep.get_or_make(
+        ("errors", seed, num_outliers, outlier_size, group), make
+    )
+    return found
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the demo's matrix and errors for the caller's next call (none: nothing is kept)."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    kw: dict[str, Any] = {"kv_dtype": p.kv_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
+    formats = list(precisions())
+
+    def decode_s(fmt: str, b: int) -> float:
+        return cm.decode_step_time(m, gpu, [p.context_tokens] * b, weight_dtype=fmt, **kw).time_s
+
+    base = {b: decode_s("bf16", b) for b in BATCHES}
+
+    def speedup(fmt: str, b: int) -> float:
+        return (base[b] if b in base else decode_s("bf16", b)) / decode_s(fmt, b)
+
+    curves = {f: [speedup(f, b) for b in BATCHES] for f in formats}
+    below = [b for b, s in zip(BATCHES, curves[p.weight_dtype], strict=True) if s < p.worthwhile_speedup]
+    stops = below[0] if below else 0
+    if stops > 1:  # bisect between the last power of two that pays and the first that does not
+        lo, hi = stops // 2, stops
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if speedup(p.weight_dtype, mid) >= p.worthwhile_speedup else (lo, mid)
+        stops = hi
+    prefill = {f: cm.prefill_time(m, gpu, p.context_tokens, weight_dtype=f, **kw) for f in ("bf16", p.weight_dtype)}
+    bound = cm.decode_compute_bound_batch(m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, **kw)
+    path = cm.matmul_path(gpu, p.weight_dtype)
+    group = int(p.group_size)
+    demo = demo_errors(seed, p.num_outliers, p.outlier_size, group, memo)
+    scale_bits = cm.precision("int4").scale_bits
+    overhead = {"per_tensor": scale_bits / (ROWS * COLS), "per_channel": scale_bits / COLS, "group": scale_bits / group}
+    notes = []
+    if not prefill["bf16"].compute_known:
+        notes.append(
+            f"{gpu.name} publishes no matrix throughput: every step is costed as memory-bound, so only the KV cache's growing share ends the speed-up here."
+        )
+    if path != cm.precision(p.weight_dtype).tensor_core:
+        notes.append(
+            f"{gpu.name} has no {p.weight_dtype} tensor cores: the weights are dequantised and multiplied in bf16, "
+            "so only bytes are saved and compute-bound steps gain nothing."
+        )
+    metrics: dict[str, float] = {
+        "bits_per_weight": cm.bytes_per_value(p.weight_dtype) * 8,
+        "weights_GB": cm.weight_bytes(m, p.weight_dtype) / cm.GB,
+        "weights_bf16_GB": cm.weight_bytes(m, "bf16") / cm.GB,
+        "decode_step_s": decode_s(p.weight_dtype, p.batch_size),
+        "decode_step_bf16_s": decode_s("bf16", p.batch_size),
+        "decode_speedup": speedup(p.weight_dtype, p.batch_size),
+        "prefill_speedup": prefill["bf16"].time_s / prefill[p.weight_dtype].time_s,
+        "low_precision_tensor_cores": int(path != "bf16"),
+        "compute_bound_batch": bound or 0,
+        "speedup_stops_paying_batch": stops,
+    }
+    for what, batch in (("Batch", p.batch_size), ("The crossover batch", stops)):
+        note = capacity.batch_note(
+            what, batch, m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype
+        )
+        notes += [note] if batch and note else []
+    for key, rel, worst in demo:
+        metrics[f"demo_{key}_rel_rms"] = rel
+        metrics[f"demo_{key}_max_abs_error"] = worst
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "weight_dtype": p.weight_dtype,
+        "batch_size": p.batch_size,
+        "context_tokens": p.context_tokens,
+        "worthwhile_speedup": p.worthwhile_speedup,
+        "matmul_path": path,
+        "formats": formats,
+        "format_names": [cm.precision(f).name for f in formats],
+        "bits_per_weight": [cm.bytes_per_value(f) * 8 for f in formats],
+        "weights_GB": [cm.weight_bytes(m, f) / cm.GB for f in formats],
+        "batches": list(BATCHES),
+        "speedup_curves": curves,
+        "group_size": group,
+        "scale_overhead_bits": overhead,
+        "num_outliers": p.num_outliers,
+        "notes": notes,
+        "metrics": metrics,
+    }
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "formats":
+        text = [f"{b:g} bits/weight" for b in r["bits_per_weight"]]
+        data = [bar(r["format_names"], r["weights_GB"], "Weights", 0, text=text, textposition="outside")]
+        return make_figure(data, layout(f"Weight memory of {r['model']} per format", "Format", "GB"))
+    if view == "demo":
+        m = r["metrics"]
+        x = ["Per tensor", "Per channel (row)", f"Groups of {r['group_size']}"]
+        data = [
+            bar(
+                x,
+                [m[f"demo_{b}_{s}_rel_rms"] for s in SCHEMES],
+                f"{b.upper()} round-to-nearest",
+                i,
+                text=[f"+{r['scale_overhead_bits'][s]:.3g} bit/weight of scales" for s in SCHEMES],
+            )
+            for i, b in enumerate(QMAX)
+        ]
+        title = f"Error quantising a {ROWS} x {COLS} matrix with {r['num_outliers']} outliers"
+        return make_figure(
+            data, layout(title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis={"type": "log"})
+        )
+    x = r["batches"]
+    # Past six formats the dashes run out (the seventh is the reference line's): add markers.
+    data = [
+        line(x, r["speedup_curves"][f], name, i, **_marked(i))
+        for i, (f, name) in enumerate(zip(r["formats"], r["format_names"], strict=True))
+    ]
+    data.append(line([x[0], x[-1]], [r["worthwhile_speedup"]] * 2, "Worthwhile speed-up", 6))
+    title = f"Decode speed-up over bf16, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
+    return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"}))
+
+
+def _marked(i: int) -> dict[str, Any]:
+    return {} if i < 6 else {"mode": "lines+markers", "marker": {"symbol": MARKERS[(i - 6) % len(MARKERS)]}}
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    m, fmt = r["metrics"], r["weight_dtype"]
+    text = (
+        f"{fmt} stores {m['bits_per_weight']:g} bits per weight: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB "
+        f"to {m['weights_GB']:.1f} GB. At batch {r['batch_size']:,} a decode step on {r['gpu']} takes "
+        f"{m['decode_step_s'] * 1e3:,.2f} ms instead of {m['decode_step_bf16_s'] * 1e3:,.2f} ms "
+        f"({m['decode_speedup']:.2f}x); a {r['context_tokens']:,}-token prefill gains {m['prefill_speedup']:.2f}x. "
+    )
+    if view == "demo":  # the demo's own story: what the scales do to the error (review A-16)
+        text = f"{fmt} stores {m['bits_per_weight']:g} bits per weight. " + (
+            f"In the demo matrix with {r['num_outliers']} outliers, INT4 errs by "
+            f"{m['demo_int4_per_tensor_rel_rms']:.1%} (relative RMS) with one scale per tensor, "
+            f"{m['demo_int4_per_channel_rel_rms']:.1%} per channel and {m['demo_int4_group_rel_rms']:.1%} with groups of "
+            f"{r['group_size']}; INT8: {m['demo_int8_per_tensor_rel_rms']:.2%}, {m['demo_int8_per_channel_rel_rms']:.2%} "
+            f"and {m['demo_int8_group_rel_rms']:.2%}. The largest error, next to an outlier, is "
+            f"{m['demo_int4_group_max_abs_error']:.2f} sigma in INT4 with groups: finer scales protect the other weights, "
+            "not the ones sharing a scale with the outlier."
+        )
+    elif view == "formats":  # the weight memory of every format, the chosen one's first
+        sizes = "; ".join(
+            f"{name} {gb:.1f} GB ({bits:g} bits)"
+            for name, gb, bits in zip(r["format_names"], r["weights_GB"], r["bits_per_weight"], strict=True)
+        )
+        text = (
+            f"{fmt} stores {m['bits_per_weight']:g} bits per weight: {r['model']} shrinks from "
+            f"{m['weights_bf16_GB']:.1f} GB to {m['weights_GB']:.1f} GB ({m['weights_GB'] / m['weights_bf16_GB']:.0%}). "
+            f"Weight memory per format, with bits per weight: {sizes}."
+        )
+    elif m["speedup_stops_paying_batch"]:
+        text += f"The decode speed-up falls below {r['worthwhile_speedup']:g}x from batch {m['speedup_stops_paying_batch']:,}. "
+    else:
+        text += f"The decode speed-up stays above {r['worthwhile_speedup']:g}x up to batch 4,096. "
+    notes = [] if view in ("demo", "formats") else r["notes"]  # the notes are about the speed-up
+    return text.strip() + "".join(" " + n for n in notes)

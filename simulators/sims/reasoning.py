@@ -1,0 +1,329 @@
+"""Reasoning traffic: about 2,000 tokens in and 20,000 out, against conventional chat.
+
+Model: one replica (simulators/engine) serves two seeded open-loop traces with the same number
+of requests: chat (Azure 2023 conversation lengths) and reasoning (lognormal around 2,000
+prompt and 20,000 output tokens, course seed 000). For each: the share of a request's time
+spent decoding, the slot turnover (requests finished per batch slot per minute), the KV cache
+a sequence ends with (costmodel.kv_bytes_per_token x its final context) and how many such
+sequences the KV memory holds. Speculative decoding is modelled by its expectation (Leviathan
+et al. 2023): with k draft tokens and per-token acceptance a, a step emits (1 - a^(k+1)) / (1 - a)
+tokens on average, costs one verify pass over k + 1 tokens per sequence plus k draft steps at
+`draft_cost_ratio` of a target decode step, and tokens arrive at that average pace (no bursts).
+The speculation view sweeps k at the chosen acceptance rate.
+
+References: 1) course seed 000, "reasoning workloads"; 2) Leviathan, Kalman, Matias 2023,
+Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq. 1;
+3) Azure LLM inference trace 2023 (reference section 8) for chat lengths.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import costmodel as cm
+from ..core.catalog import resolve_gpu, resolve_model
+from ..core.layout import pooled_kv_tokens
+from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
+from ..engine.metrics import downsample
+from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
+from ..params import engine_param, gpu_param, model_param, param
+from ..plotting import bar, layout, line
+from ..plotting import figure as make_figure
+from ..results_cache import LruCache, run_key
+
+TITLE = "Reasoning workloads: 2k in, 20k out"
+DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
+METRICS = {
+    "decode_share_reasoning": ("Reasoning: share of a request's time decoding", ""),
+    "decode_share_chat": ("Chat: share of a request's time decoding", ""),
+    "prefill_share_reasoning": ("Reasoning: share of time to first token", ""),
+    "e2e_reasoning_s_mean": ("Reasoning: mean end-to-end", "s"),
+    "e2e_chat_s_mean": ("Chat: mean end-to-end", "s"),
+    "turnover_reasoning_per_slot_min": ("Reasoning: requests per slot per minute", "1/min"),
+    "turnover_chat_per_slot_min": ("Chat: requests per slot per minute", "1/min"),
+    "kv_GiB_per_sequence_reasoning": ("Reasoning: KV at the end of a sequence", "GiB"),
+    "kv_GiB_per_sequence_chat": ("Chat: KV at the end of a sequence", "GiB"),
+    "max_sequences_reasoning": ("Reasoning sequences the KV memory holds", "sequences"),
+    "max_sequences_chat": ("Chat sequences the KV memory holds", "sequences"),
+    "speculation_speedup": ("Speculation: reasoning e2e speed-up", "x"),
+    "tokens_per_step": ("Speculation: tokens per step", "tokens"),
+    "num_preemptions_reasoning": ("Preemptions of reasoning requests (recomputed)", "preemptions"),
+}
+DRAFTS = (0, 1, 2, 3, 4, 6, 8)
+# Sequences may grow to this length whatever the model's trained context (see the notes).
+MAX_LEN = 65536
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("time", "Where the time goes"),
+    ("speculation", "Speculation vs draft length"),
+    ("batch", "Running sequences over time"),
+]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
+    # Requests in each trace (chat and reasoning get the same count and arrival times).
+    num_requests: int = param(40, label="Requests", min=5, max=1000, step=5, log=True)
+    rate_per_s: float = param(0.5, label="Arrival rate", unit="req/s", min=0.01, max=50.0, step=0.01, log=True)
+    max_num_seqs: int = param(64, label="Batch slots", min=1, max=1024, step=1, log=True)
+    # Speculative decoding: draft tokens per step (0 = off).
+    num_speculative_tokens: int = param(4, label="Draft tokens", min=0, max=16, step=1)
+    # Chance each draft token is accepted (independent per token).
+    acceptance_rate: float = param(0.8, label="Acceptance rate", min=0.0, max=0.99, step=0.01)
+    # Cost of one draft step relative to one decode step of the target model.
+    draft_cost_ratio: float = param(0.05, label="Draft cost / target step", min=0.0, max=1.0, step=0.01)
+    # The parallel layout, as vLLM's flags (simulators/parallel.py).
+    tensor_parallel_size: int = tensor_parallel_param()
+    pipeline_parallel_size: int = pipeline_parallel_param()
+
+    def check(self) -> None:
+        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        check_serving(m, gpu, layout_of(self))
+
+
+def _trace(kind: str, p: Params, seed: int, m: Any) -> list[workload.Request]:
+    rng = random.Random(seed)
+    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+    lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
+    return workload.build(rng, p.num_requests, lengths, times).requests
+
+
+def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) -> dict[str, Any]:
+    sched = SchedulerConfig(
+        max_num_seqs=p.max_num_seqs,
+        max_model_len=MAX_LEN,
+        num_speculative_tokens=k,
+        acceptance_rate=p.acceptance_rate,
+        draft_cost_ratio=p.draft_cost_ratio,
+    )
+    served = serve(reqs, EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw()))
+    recs = served.records
+    s = summarize(recs)
+    rep = served.replicas[0]
+    makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
+    final_ctx = sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs))
+    busy_slots = sum(r.e2e_s - r.queue_s for r in recs) / makespan  # mean slots held (Little's law)
+    return {
+        "e2e_mean": s["e2e_s_mean"],
+        "ttft_mean": s["ttft_s_mean"],
+        "queue_mean": s["queue_s_mean"],
+        "decode_share": sum((r.e2e_s - r.ttft_s) / r.e2e_s for r in recs) / max(1, len(recs)),
+        "prefill_share": sum((r.ttft_s - r.queue_s) / r.e2e_s for r in recs) / max(1, len(recs)),
+        "turnover": 60 * len(recs) / makespan / max(busy_slots, 1e-9),
+        "final_ctx": final_ctx,
+        "preemptions": s["num_preemptions"],
+        "series": downsample([(t, running) for t, _, _, _, _, running in rep.series]),
+    }
+
+
+# The served traces of the latest scenario (chat; reasoning at each draft length, 0 = none), kept in
+# the caller's memo (api.Session) so that the charts can be drawn run by run before run() answers.
+MEMO_ENTRIES = len(DRAFTS) + 3
+
+
+def _key(p: Params, seed: int, kind: str, k: int) -> str:
+    return run_key(p, seed, kind, k)
+
+
+def _served(p: Params, seed: int, kind: str, k: int, memo: LruCache[Any] | None) -> dict[str, Any]:
+    """_serve of the `kind` trace with k draft tokens, from the memo where kept."""
+
+    def make() -> dict[str, Any]:
+        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+        return _serve(_trace(kind, p, seed, m), m, gpu, p, k)
+
+    if memo is None:
+        return make()
+    got: dict[str, Any] = memo.get_or_make(_key(p, seed, kind, k), make)
+    return got
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the served traces for view_data() and the caller's next call (none: nothing kept)."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+    chat = _served(p, seed, "azure", 0, memo)
+    plain = _served(p, seed, "reasoning", 0, memo)
+    spec = _served(p, seed, "reasoning", p.num_speculative_tokens, memo) if p.num_speculative_tokens else plain
+    per_token = cm.kv_bytes_per_token(m)
+    capacity = pooled_kv_tokens(m, gpu, layout_of(p), weight_dtype="bf16", kv_dtype="bf16")
+    sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
+    notes = []
+    if m.max_context_tokens < MAX_LEN:
+        notes.append(
+            f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; 20,000-token answers need a long-context variant of the same shape (Llama-3.1-8B has 131,072), which costs the same here."
+        )
+    return {
+        "notes": notes,
+        "model": m.name,
+        "gpu": gpu.name,
+        "chat": chat,
+        "reasoning": plain,
+        "speculative": spec,
+        "sweep": [],
+        "k": p.num_speculative_tokens,
+        "acceptance_rate": p.acceptance_rate,
+        "metrics": {
+            "decode_share_reasoning": plain["decode_share"],
+            "decode_share_chat": chat["decode_share"],
+            "prefill_share_reasoning": plain["prefill_share"],
+            "e2e_reasoning_s_mean": plain["e2e_mean"],
+            "e2e_chat_s_mean": chat["e2e_mean"],
+            "turnover_reasoning_per_slot_min": plain["turnover"],
+            "turnover_chat_per_slot_min": chat["turnover"],
+            "kv_GiB_per_sequence_reasoning": plain["final_ctx"] * per_token / cm.GiB,
+            "kv_GiB_per_sequence_chat": chat["final_ctx"] * per_token / cm.GiB,
+            "max_sequences_reasoning": capacity // max(1, round(plain["final_ctx"])),
+            "max_sequences_chat": capacity // max(1, round(chat["final_ctx"])),
+            "speculation_speedup": plain["e2e_mean"] / spec["e2e_mean"],
+            "tokens_per_step": sched.tokens_per_step(),
+            "num_preemptions_reasoning": plain["preemptions"],
+        },
+    }
+
+
+def view_data(
+    p: Params,
+    result: dict[str, Any] | None,
+    view: str,
+    *,
+    seed: int = 0,
+    memo: LruCache[Any] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """What only the speculation chart draws: the reasoning trace served again for each k in DRAFTS.
+
+    It reads nothing from `result` (the runs come from the memo), so api may call it first. With
+    `progress`, each chart is posted as its runs end: the speculation sweep point by point, and
+    run()'s own charts (time, batch) one traffic kind at a time; a run already kept is drawn with
+    the answer, at once. The answer does not depend on `progress`."""
+    post = progress or (lambda part: None)
+    if view in ("time", "batch"):
+        if progress is not None:
+            m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+            part: dict[str, Any] = {"model": m.name, "gpu": gpu.name}
+            runs = [("chat", "azure", 0), ("reasoning", "reasoning", 0)]
+            if view == "time":
+                runs.append(("speculative", "reasoning", p.num_speculative_tokens))
+            for name, kind, k in runs:
+                kept = memo is not None and _key(p, seed, kind, k) in memo
+                part[name] = _served(p, seed, kind, k, memo)
+                if not kept:
+                    post(dict(part))
+        return {}
+    if view != "speculation":
+        return {}
+    sweep: list[dict[str, float]] = []
+    for k in DRAFTS:
+        kept = memo is not None and _key(p, seed, "reasoning", k) in memo
+        sweep.append({"k": k, "e2e": _served(p, seed, "reasoning", k, memo)["e2e_mean"]})
+        if not kept:
+            post({"sweep": list(sweep), "acceptance_rate": p.acceptance_rate})
+    return {"sweep": sweep}
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "speculation":
+        xs = [x["k"] for x in r["sweep"]]
+        data = [
+            line(
+                xs,
+                [x["e2e"] for x in r["sweep"]],
+                f"Reasoning request, acceptance {r['acceptance_rate']:.0%}",
+                0,
+                mode="lines+markers",
+            )
+        ]
+        return make_figure(
+            data,
+            layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"),
+        )
+    if view == "batch":
+        data = [
+            line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, shape="hv")
+            for i, (k, name) in enumerate((("chat", "Chat"), ("reasoning", "Reasoning")))
+            if k in r  # both, but while they stream
+        ]
+        return make_figure(data, layout("Sequences running over time (same arrivals)", "Time (s)", "Sequences"))
+    shown = [
+        (n, k)
+        for n, k in (("Chat", "chat"), ("Reasoning", "reasoning"), ("Reasoning + speculation", "speculative"))
+        if k in r
+    ]
+    names, parts = [n for n, _ in shown], [r[k] for _, k in shown]  # all three, but while they stream
+    data = [
+        bar(names, [x["queue_mean"] for x in parts], "Queueing", 3),
+        bar(names, [x["ttft_mean"] - x["queue_mean"] for x in parts], "Prefill (to first token)", 1),
+        bar(names, [x["e2e_mean"] - x["ttft_mean"] for x in parts], "Decode", 0),
+    ]
+    return make_figure(
+        data,
+        layout(
+            f"Where a request's time goes, {r['model']} on {r['gpu']}",
+            "Traffic",
+            "Mean seconds per request",
+            barmode="stack",
+        ),
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: where a request's time goes (time), mean end-to-end time by draft length
+    (speculation), or the sequences running over time and what holds them (batch)."""
+    m = r["metrics"]
+    if view == "speculation":
+        sweep = r["sweep"]
+        best = min(sweep, key=lambda x: x["e2e"])
+        plain = next(x["e2e"] for x in sweep if x["k"] == 0)
+        by_k = "; ".join(f"{x['k']}: {x['e2e']:,.0f} s" for x in sweep)
+        text = (
+            f"Mean end-to-end time of a reasoning request at {r['acceptance_rate']:.0%} acceptance, by draft tokens "
+            f"per step (0: no speculation): {by_k}. The shortest is at {best['k']} draft tokens, "
+            f"{plain / best['e2e']:.2f}x faster than without speculation"
+        )
+        if r["k"]:
+            text += (
+                f"; the chosen {r['k']} ({m['tokens_per_step']:.2f} tokens per step) gives "
+                f"{m['speculation_speedup']:.2f}x"
+            )
+        return text + "." + "".join(" " + n for n in r["notes"])
+    if view == "batch":
+        runs = {k: r[k]["series"] for k in ("chat", "reasoning")}
+        peak = {k: max((x[1] for x in s), default=0) for k, s in runs.items()}
+        end = {k: s[-1][0] if s else 0.0 for k, s in runs.items()}
+        preempted = int(m["num_preemptions_reasoning"])
+        return (
+            f"Sequences running over time, same arrivals: chat peaks at {peak['chat']:,} running at once and is done "
+            f"at {end['chat']:,.0f} s; reasoning peaks at {peak['reasoning']:,} and is done at "
+            f"{end['reasoning']:,.0f} s. A slot turns over {m['turnover_reasoning_per_slot_min']:.2f} times a minute "
+            f"instead of {m['turnover_chat_per_slot_min']:.1f}. Each reasoning sequence ends with "
+            f"{m['kv_GiB_per_sequence_reasoning']:.2f} GiB of KV (chat {m['kv_GiB_per_sequence_chat']:.2f} GiB), so "
+            f"the KV memory holds {m['max_sequences_reasoning']:,.0f} of them against {m['max_sequences_chat']:,.0f}"
+            + (
+                f"; reasoning requests were preempted {preempted:,} time{'s' if preempted != 1 else ''} and recomputed."
+                if preempted
+                else "."
+            )
+        ) + "".join(" " + n for n in r["notes"])
+    names = (("chat", "chat"), ("reasoning", "reasoning"), ("speculative", "reasoning with speculation"))
+    split = "; ".join(
+        f"{name} {r[k]['queue_mean']:,.1f} / {r[k]['ttft_mean'] - r[k]['queue_mean']:,.2f} / "
+        f"{r[k]['e2e_mean'] - r[k]['ttft_mean']:,.1f} s"
+        for k, name in names
+    )
+    return (
+        f"A reasoning request spends {m['decode_share_reasoning']:.1%} of its {m['e2e_reasoning_s_mean']:,.0f} s decoding "
+        f"(prefill is {m['prefill_share_reasoning']:.2%}); a chat request {m['decode_share_chat']:.0%} of {m['e2e_chat_s_mean']:,.1f} s. "
+        f"Mean queueing / prefill / decode per request: {split}. "
+        f"Speculating {r['k']} tokens at {r['acceptance_rate']:.0%} acceptance ({m['tokens_per_step']:.2f} tokens per step) "
+        f"makes reasoning requests {m['speculation_speedup']:.2f}x faster end to end."
+    ) + "".join(" " + n for n in r["notes"])

@@ -1,0 +1,334 @@
+"""Why local models, and what "fast enough" means: cost per token, latency percentiles, goodput.
+
+Model of the server: continuous batching of the running example at `batch_size` requests in flight.
+A request is prefilled alone when it joins (costmodel.prefill_time), and every prefill pauses the
+others' decoding (no chunked prefill). While `batch_size` requests pass through the server end to
+end, it runs `batch_size` prefills and output_tokens - 1 decode steps at that batch, whose contexts
+in steady state add up to batch_size * (prompt + (output_tokens - 1) / 2) (costmodel.decode_line):
+
+    cycle_s      = batch * prefill_s + (output_tokens - 1) * step_s
+    tokens_per_s = batch * output_tokens / cycle_s
+    TTFT         = prefill_s                              (arrivals below capacity: no queue)
+    TPOT         = (cycle_s - prefill_s) / (output_tokens - 1)  (its own steps + others' prefills)
+    cost per 1M output tokens = price_per_hour / 3600 / (tokens_per_s * utilization) * 1e6
+
+TPOT follows the common convention (E2E - TTFT) / (output_tokens - 1), which GuideLLM calls ITL.
+The GPU price, utilisation and hosted price are the reader's assumptions, not facts: replace them
+with your own quotes. The hosted price is per output token; input tokens are not billed here, while
+the local cost includes the GPU time of the prefills.
+
+Latency sample (illustrative, not measured): `num_requests` requests, each with
+    TTFT_i = TTFT * exp(sigma * Z_i) + slow_i * long_prefill_s
+    TPOT_i = TPOT * exp(sigma * Z'_i) + stall_i * long_prefill_s / (output_tokens - 1)
+Z, Z' standard normal (a lognormal spread whose median is the cost-model value); slow_i and stall_i
+independent Bernoulli(tail_probability): the request waited behind, or had its decoding paused once
+by, the prefill of a long prompt of `long_prompt_tokens` (costed by the cost model). At batch 1 no
+other request runs, so stall_i = 0. The largest batch that fits (`max_batch_fits`) is vLLM's count
+at its defaults (vllm_memory.account: KV blocks left after weights, the profiled activation
+peak and non-torch memory on one GPU, divided by the blocks of one request). Percentiles are
+nearest-rank: pXX is the ceil(XX / 100 * n)-th smallest value. The SLO holds when the chosen
+percentile of TTFT and of TPOT are both within target; goodput counts the requests that meet both
+targets themselves, and their rate when the server runs flat out.
+
+References: 1) Zhong et al. 2024, DistServe (arXiv 2401.09670), goodput under TTFT/TPOT SLOs;
+2) GuideLLM metric definitions (github vllm-project/guidellm docs/guides/metrics.md); 3) Dean and
+Barroso 2013, The Tail at Scale (Communications of the ACM 56(2)).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import costmodel as cm
+from ..core import stats
+from ..core import vllm_memory as vm
+from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
+from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import figure as make_figure
+from ..plotting import layout, line, markers
+
+TITLE = "Cost per token, latency SLOs and goodput"
+DESCRIPTION = (
+    "What a million output tokens cost on your own GPU against a hosted price, and whether the latency "
+    "percentiles meet a service-level objective: the mean hides the tail."
+)
+PERCENTILES = (50, 90, 95, 99)
+METRICS = {
+    "cost_per_million_tokens_local_usd": ("Local cost per million output tokens", "USD"),
+    "cost_per_million_tokens_hosted_usd": ("Hosted price per million output tokens (assumed)", "USD"),
+    "local_tokens_per_s": ("Local output tokens per second, GPU busy", "tokens/s"),
+    "max_batch_fits": ("Largest batch whose KV cache fits", "requests"),
+    "break_even_utilization": ("Utilisation where local costs the hosted price", ""),
+    **{f"ttft_p{q}_s": (f"TTFT p{q}", "s") for q in PERCENTILES},
+    "ttft_mean_s": ("TTFT mean", "s"),
+    **{f"tpot_p{q}_s": (f"TPOT p{q}", "s") for q in PERCENTILES},
+    "tpot_mean_s": ("TPOT mean", "s"),
+    "slo_met": ("SLO met at the chosen percentile (1 yes, 0 no)", ""),
+    "goodput_fraction": ("Share of requests meeting both targets", ""),
+    "goodput_rps": ("Goodput: requests per second meeting both targets", "requests/s"),
+    "request_rate_rps": ("Requests per second served, GPU busy", "requests/s"),
+}
+BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+MAX_CDF_POINTS = 200
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("cost", "Cost per million tokens vs batch"),
+    ("ttft", "TTFT distribution"),
+    ("tpot", "TPOT distribution"),
+]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
+    engine: str = engine_param()
+    # Prompt and answer of each request (the running example by default).
+    prompt_tokens: int = param(
+        running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, log=True
+    )
+    output_tokens: int = param(
+        running_example()["output_tokens"], label="Output", unit="tokens", min=2, max=50_000, log=True
+    )
+    # Requests decoding together: more is cheaper per token and slower per request.
+    batch_size: int = param(32, label="Batch size", unit="requests", min=1, max=1024, step=1, log=True)
+    # Your assumption: what one GPU-hour costs you (a rental quote, or hardware + power amortised).
+    gpu_price_per_hour_usd: float = param(
+        2.5,
+        label="GPU price (your assumption)",
+        unit="USD/h",
+        min=0.01,
+        max=100.0,
+        step=0.1,
+        help="An assumption to replace with your own quote, not a market fact.",
+    )
+    # Your assumption: share of paid hours the GPU is busy serving at this batch size.
+    utilization: float = param(0.5, label="Utilisation (your assumption)", min=0.01, max=1.0, step=0.01)
+    # Your assumption: a hosted API's price for the same model.
+    hosted_price_per_million_usd: float = param(
+        0.6,
+        label="Hosted price (your assumption)",
+        unit="USD per 1M output tokens",
+        min=0.01,
+        max=1000.0,
+        step=0.05,
+        help="An assumption to replace with a real price list; input tokens are not billed here.",
+    )
+    # The SLO: this percentile of TTFT and of TPOT must be within the targets below.
+    percentile: str = param("90", label="SLO percentile", choices=[(str(q), f"p{q}") for q in PERCENTILES])
+    ttft_slo_s: float = param(0.5, label="TTFT target", unit="s", min=0.001, max=60.0, step=0.01, log=True)
+    tpot_slo_s: float = param(0.03, label="TPOT target", unit="s", min=0.0001, max=10.0, step=0.001, log=True)
+    # Lognormal spread (sigma of ln) of ordinary requests around the cost-model latencies.
+    jitter_sigma: float = param(
+        0.3, label="Spread of ordinary requests", unit="sigma of ln", min=0.0, max=2.0, step=0.05
+    )
+    # Chance that a request waits behind (TTFT) or is paused by (TPOT) a long prompt's prefill.
+    tail_probability: float = param(0.05, label="Chance of a long-prefill hiccup", min=0.0, max=1.0, step=0.01)
+    long_prompt_tokens: int = param(32_000, label="Long prompt", unit="tokens", min=1, max=131_072, log=True)
+    # Requests in the seeded latency sample.
+    num_requests: int = param(2000, label="Requests sampled", min=100, max=20_000, step=100)
+
+    def check(self) -> None:
+        m = resolve_model(self.model)
+        limit = 2 * max(m.max_context_tokens, 131_072)
+        if self.prompt_tokens + self.output_tokens > limit:
+            raise ParamError("output_tokens", f"prompt plus output must stay below {limit:,} tokens for this model")
+
+
+def server(m: Model, gpu: Gpu, p: Params, batch: int) -> dict[str, float]:
+    """Steady-state TTFT, TPOT and throughput of the continuous-batching server (docstring)."""
+    eff = cm.efficiency(False, p.engine)
+    prefill_s = cm.prefill_time(m, gpu, p.prompt_tokens, eff=eff).time_s
+    steps = p.output_tokens - 1
+    step_s = cm.decode_line(m, gpu, batch, eff=eff).time_s(batch * (p.prompt_tokens + steps / 2))
+    cycle_s = batch * prefill_s + steps * step_s
+    tokens_per_s = batch * p.output_tokens / cycle_s
+    cost = p.gpu_price_per_hour_usd / 3600 / (tokens_per_s * p.utilization) * 1e6
+    return {"ttft_s": prefill_s, "tpot_s": (cycle_s - prefill_s) / steps, "tokens_per_s": tokens_per_s, "cost": cost}
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """q-th percentile (0-100) by the project's one rule (stats.percentile, GuideLLM's: the first
+    value whose cumulative share reaches q; with equal weights the nearest rank, ceil(q / 100 * n))."""
+    return stats.percentile(sorted_values, q / 100)
+
+
+def _cdf(values: list[float]) -> tuple[list[float], list[float]]:
+    n, every = len(values), max(1, len(values) // MAX_CDF_POINTS)
+    idx = sorted(set(range(every - 1, n, every)) | {0, n - 1})
+    return [values[i] for i in idx], [(i + 1) / n for i in idx]
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    s = server(m, gpu, p, p.batch_size)
+    long_prefill_s = cm.prefill_time(m, gpu, p.long_prompt_tokens, eff=cm.efficiency(False, p.engine)).time_s
+    rng = random.Random(seed)
+    ttft, tpot, good = [], [], 0
+    for _ in range(p.num_requests):
+        t1 = s["ttft_s"] * math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
+        t1 += long_prefill_s if rng.random() < p.tail_probability else 0.0
+        t2 = s["tpot_s"] * math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
+        # A stall needs another request's prefill: at batch 1 nobody else runs (the draw is kept
+        # so that the sample at every other batch stays the same).
+        stalled = rng.random() < p.tail_probability and p.batch_size > 1
+        t2 += long_prefill_s / (p.output_tokens - 1) if stalled else 0.0
+        ttft.append(t1)
+        tpot.append(t2)
+        good += t1 <= p.ttft_slo_s and t2 <= p.tpot_slo_s
+    ttft.sort()
+    tpot.sort()
+    q = int(p.percentile)
+    slo_met = percentile(ttft, q) <= p.ttft_slo_s and percentile(tpot, q) <= p.tpot_slo_s
+    request_rate = s["tokens_per_s"] / p.output_tokens
+    # The sweep stops where the KV cache of the batch no longer fits, in vLLM's accounting at its
+    # defaults (vllm_memory.account: requests of prompt + output tokens held at once).
+    fit_batch = int(vm.account(m, gpu, max_model_len=p.prompt_tokens + p.output_tokens).max_concurrency)
+    # Batch 1 stays in the sweep even when nothing fits, so the chart still shows the bound.
+    batches = [b for b in BATCH_SWEEP if b < fit_batch] + [max(fit_batch, 1)]
+    sweep = [server(m, gpu, p, b) for b in batches]
+    notes = []
+    if p.batch_size > fit_batch:
+        notes.append(
+            f"Only {fit_batch:,} requests of {p.prompt_tokens + p.output_tokens:,} tokens fit in the KV cache of one "
+            f"{gpu.name}: batch {p.batch_size:,} would need memory that is not there, so its figures are a bound."
+        )
+    if not cm.prefill_time(m, gpu, 1).compute_known:
+        notes.append(
+            f"{gpu.name} publishes no matrix throughput: prefill times are memory-bound floors, so TTFT is too low."
+        )
+    metrics: dict[str, float] = {
+        "cost_per_million_tokens_local_usd": s["cost"],
+        "cost_per_million_tokens_hosted_usd": p.hosted_price_per_million_usd,
+        "local_tokens_per_s": s["tokens_per_s"],
+        "max_batch_fits": fit_batch,
+        # Local cost scales with 1 / utilisation: equal to the hosted price at this utilisation.
+        "break_even_utilization": (
+            s["cost"] * p.utilization / p.hosted_price_per_million_usd if p.hosted_price_per_million_usd else 0.0
+        ),
+    }
+    metrics.update({f"ttft_p{k}_s": percentile(ttft, k) for k in PERCENTILES})
+    metrics["ttft_mean_s"] = sum(ttft) / len(ttft)
+    metrics.update({f"tpot_p{k}_s": percentile(tpot, k) for k in PERCENTILES})
+    metrics["tpot_mean_s"] = sum(tpot) / len(tpot)
+    metrics.update(
+        {
+            "slo_met": int(slo_met),
+            "goodput_fraction": good / p.num_requests,
+            "goodput_rps": good / p.num_requests * request_rate,
+            "request_rate_rps": request_rate,
+        }
+    )
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "batch_size": p.batch_size,
+        "percentile": q,
+        "ttft_slo_s": p.ttft_slo_s,
+        "tpot_slo_s": p.tpot_slo_s,
+        "utilization": p.utilization,
+        "model_ttft_s": s["ttft_s"],
+        "model_tpot_s": s["tpot_s"],
+        "long_prefill_s": long_prefill_s,
+        "sweep_batch": batches,
+        "sweep_cost_usd": [x["cost"] for x in sweep],
+        "sweep_tpot_s": [x["tpot_s"] for x in sweep],
+        "ttft_cdf": _cdf(ttft),
+        "tpot_cdf": _cdf(tpot),
+        "notes": notes,
+        "metrics": metrics,
+    }
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    m = r["metrics"]
+    if view == "cost":
+        x = r["sweep_batch"]
+        hosted = m["cost_per_million_tokens_hosted_usd"]
+        data = [
+            line(x, r["sweep_cost_usd"], f"Local: 1 x {r['gpu']} at {r['utilization']:.0%} utilisation", 0),
+            line([x[0], x[-1]], [hosted, hosted], "Hosted price (your assumption)", 1),
+            markers([r["batch_size"]], [m["cost_per_million_tokens_local_usd"]], f"Batch {r['batch_size']}", 2),
+        ]
+        return make_figure(
+            data,
+            layout(
+                f"Cost per million output tokens, {r['model']}",
+                "Batch size (requests)",
+                "USD per 1M output tokens",
+                xaxis={"type": "log"},
+                yaxis={"type": "log"},
+            ),
+        )
+    key = view
+    xs, ys = r[f"{key}_cdf"]
+    target, q = r[f"{key}_slo_s"], r["percentile"]
+    name = key.upper()
+    marks = [
+        (m[f"{key}_mean_s"], "Mean", 3),
+        (m[f"{key}_p{q}_s"], f"p{q}", 4),
+        (m[f"{key}_p99_s"], "p99", 5),
+        (target, "Target", 1),
+    ]
+    data = [line(xs, ys, f"{name} of {len(xs)} sampled points (CDF)", 0)]
+    data += [line([v, v], [0, 1], f"{label}: {v * 1e3:,.1f} ms", i) for v, label, i in marks]
+    return make_figure(
+        data,
+        layout(
+            f"{name} of sampled requests, batch {r['batch_size']}",
+            f"{name} (s)",
+            "Share of requests at or below",
+            xaxis={"type": "log"},
+        ),
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: cost against batch, then the latency sample (cost), or the sampled TTFT or
+    TPOT distribution against its target (ttft, tpot)."""
+    m, q = r["metrics"], r["percentile"]
+    local, hosted = m["cost_per_million_tokens_local_usd"], m["cost_per_million_tokens_hosted_usd"]
+    goodput = (
+        f"The p{q} SLO is {'met' if m['slo_met'] else 'missed'}; {m['goodput_fraction']:.1%} of requests meet both "
+        f"targets, a goodput of {m['goodput_rps']:,.2f} requests/s."
+    )
+    if view in ("ttft", "tpot"):
+        k, name, digits = view, view.upper(), 0 if view == "ttft" else 1
+        target, at_q = r[f"{k}_slo_s"], m[f"{k}_p{q}_s"]
+        long = f"{r['long_prefill_s'] * 1e3:,.0f} ms"
+        if k == "ttft":
+            why = f"a request that waits behind the prefill of a long prompt takes {long} more."
+        elif r["batch_size"] > 1:
+            why = f"a request whose decoding another request's long prefill pauses once adds that {long}, spread over its output."
+        else:
+            why = "at batch 1 no other request runs, so no prefill pauses a decode: the spread is the jitter alone."
+        return (
+            f"{name} of the sampled requests for {r['model']} on one {r['gpu']} at batch {r['batch_size']}: mean "
+            f"{m[f'{k}_mean_s'] * 1e3:,.{digits}f} ms, p{q} {at_q * 1e3:,.{digits}f} ms, p99 "
+            f"{m[f'{k}_p99_s'] * 1e3:,.{digits}f} ms, against a target of {target * 1e3:,.{digits}f} ms "
+            f"(p{q} {'within' if at_q <= target else 'over'} it). The sample spreads around the cost model's "
+            f"{r[f'model_{k}_s'] * 1e3:,.1f} ms; {why} " + goodput + "".join(" " + n for n in r["notes"])
+        )
+    text = (
+        f"{r['model']} on one {r['gpu']} at batch {r['batch_size']} makes {m['local_tokens_per_s']:,.0f} output "
+        f"tokens/s while busy: at {r['utilization']:.0%} utilisation a million tokens cost ${local:,.2f} locally "
+        f"against an assumed ${hosted:,.2f} hosted. "
+    )
+    best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
+    text += (
+        f"Larger batches share each weight read: the cost falls to ${best[0]:,.2f} at batch {best[1]:,}, "
+        f"while TPOT grows from {r['sweep_tpot_s'][0] * 1e3:,.1f} ms to {r['sweep_tpot_s'][-1] * 1e3:,.0f} ms. "
+    )
+    text += (
+        f"TTFT: mean {m['ttft_mean_s'] * 1e3:,.0f} ms, p{q} {m[f'ttft_p{q}_s'] * 1e3:,.0f} ms, "
+        f"p99 {m['ttft_p99_s'] * 1e3:,.0f} ms (target {r['ttft_slo_s'] * 1e3:,.0f} ms). "
+        f"TPOT: mean {m['tpot_mean_s'] * 1e3:,.1f} ms, p{q} {m[f'tpot_p{q}_s'] * 1e3:,.1f} ms, "
+        f"p99 {m['tpot_p99_s'] * 1e3:,.1f} ms (target {r['tpot_slo_s'] * 1e3:,.1f} ms). " + goodput
+    )
+    return text + "".join(" " + n for n in r["notes"])

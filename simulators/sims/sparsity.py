@@ -1,0 +1,378 @@
+"""Sparsity: pruned weights, and when the zeros turn into memory and wall-clock time.
+
+Two ways to prune the block matmuls (the embedding and LM head stay dense):
+
+- 2:4 structured: in every group of four consecutive weights of a row two are zero. The stored
+  matrix keeps half the values plus a 2-bit position index for each kept one
+  (costmodel.sparse24_bytes_per_value: bf16 1.125 B instead of 2), and sparse tensor cores skip
+  the zeros at twice the dense rate (the catalogue's sparse_* keys). Compute-bound prefill gains
+  from the rate, memory-bound decode from the bytes (costmodel.step_time(sparse=True)).
+- Unstructured at sparsity s: zeros anywhere. GPU tensor cores have no path for it, so the
+  matmuls run at the dense rate; only bytes can be saved, and only if the kernel reads a
+  compressed layout. Assumed layouts (costmodel.unstructured_bytes_per_value): "dense" (zeros
+  stored, nothing saved), "bitmask" (kept values + 1 bit per position: (1 - s) b + 1/8) or
+  "csr" (kept values + a 16-bit column index each: (1 - s)(b + 2)). The skipped multiplies are
+  real arithmetic savings on paper, shown as "FLOPs (on paper)", never as time.
+
+Speed-ups compare step times with the dense model (costmodel.step_time) for one prefill of
+`context_tokens` and one decode step of `batch_size` sequences at that context; as the batch
+grows, the KV cache (not pruned) takes over the bytes and the decode gain fades.
+
+Pruning demo (pure Python, seeded): a 64 x 256 matrix W of standard normal weights and 16 standard
+normal inputs X. Magnitude pruning: unstructured zeroes the s * 64 * 256 smallest |w| of the whole
+matrix; 2:4 zeroes the two smallest |w| of each group of four along a row. Reported: the fraction
+of total |w| (magnitude) and of total w^2 (energy) removed, and the output error
+||W X - W' X|| / ||W X|| (Frobenius norms). 2:4 must choose within each group of four, so at the same
+50% it removes more than unstructured pruning does. Recovering quality after pruning takes further
+training: Neural Magic's 2:4 Llama (Hugging Face model card neuralmagic/Sparse-Llama-3.1-8B-2of4)
+reports its accuracy recovery; this simulator makes no quality claim.
+
+References: 1) Mishra et al. 2021, Accelerating Sparse Deep Neural Networks (arXiv 2104.08378),
+the 2:4 format on Ampere; 2) Frantar and Alistarh 2023, SparseGPT (arXiv 2301.00774); 3) Han et al.
+2015, Learning both Weights and Connections (arXiv 1506.02626), magnitude pruning; 4) model card
+neuralmagic/Sparse-Llama-3.1-8B-2of4 (Hugging Face).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..core import capacity
+from ..core import costmodel as cm
+from ..core.catalog import resolve_gpu, resolve_model, running_example
+from ..params import dtype_choices, engine_param, gpu_param, model_param, param
+from ..plotting import PERCENT, bar, layout, line
+from ..plotting import figure as make_figure
+from ..results_cache import LruCache
+
+TITLE = "Sparsity: unstructured vs 2:4, bytes vs speed"
+DESCRIPTION = (
+    "What pruning half the weights saves in memory, in FLOPs on paper and in wall-clock time, for 2:4 "
+    "structured and unstructured sparsity; and a magnitude-pruning demo."
+)
+ROWS, COLS, INPUTS = 64, 256, 16
+BATCHES = tuple(2**i for i in range(11))  # 1 .. 1024
+SCHEMES = ("24", "unstructured")
+METRICS = {
+    "weights_dense_GB": ("Weights, dense", "GB"),
+    "weights_24_GB": ("Weights, 2:4 sparse", "GB"),
+    "weights_unstructured_GB": ("Weights, unstructured", "GB"),
+    "bytes_per_weight_24": ("Stored bytes per block weight, 2:4", "B"),
+    "bytes_per_weight_unstructured": ("Stored bytes per block weight, unstructured", "B"),
+    "memory_saved_24_fraction": ("Weight memory saved, 2:4", ""),
+    "memory_saved_unstructured_fraction": ("Weight memory saved, unstructured", ""),
+    "flops_saved_24_fraction": ("Block matmul FLOPs skipped on paper, 2:4", ""),
+    "flops_saved_unstructured_fraction": ("Block matmul FLOPs skipped on paper, unstructured", ""),
+    "sparse_tensor_cores": ("The GPU has a 2:4 sparse tensor rate for this format (1 yes, 0 no)", ""),
+    "prefill_speedup_24": ("Prefill speed-up, 2:4", "x"),
+    "prefill_speedup_unstructured": ("Prefill speed-up, unstructured", "x"),
+    "decode_speedup_24": ("Decode speed-up, 2:4", "x"),
+    "decode_speedup_unstructured": ("Decode speed-up, unstructured", "x"),
+    **{
+        f"demo_{s}_{k}": (f"Demo, {name}: {label}", "")
+        for s, name in (("24", "2:4"), ("unstructured", "unstructured"))
+        for k, label in (
+            ("magnitude_removed", "share of |w| removed"),
+            ("energy_removed", "share of w^2 removed"),
+            ("output_rel_error", "relative output error"),
+        )
+    },
+}
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [
+    ("savings", "Savings vs dense"),
+    ("batch", "Decode speed-up vs batch"),
+    ("demo", "Magnitude-pruning demo"),
+]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    weight_dtype: str = param(running_example()["weight_dtype"], label="Weight format", choices=dtype_choices())
+    # Share of weights set to zero by unstructured pruning (2:4 is always one half).
+    sparsity: float = param(0.5, label="Unstructured sparsity", min=0.0, max=0.95, step=0.05)
+    # How the unstructured matrix is stored (an assumption about the kernel; see the docstring).
+    unstructured_layout: str = param(
+        "bitmask",
+        label="Unstructured storage",
+        choices=[
+            ("dense", "Dense (zeros stored)"),
+            ("bitmask", "Bitmask + kept values"),
+            ("csr", "CSR, 16-bit indices"),
+        ],
+    )
+    # Prompt of the prefill comparison, and context of each decoding sequence.
+    context_tokens: int = param(
+        running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True
+    )
+    batch_size: int = param(1, label="Decode batch", unit="sequences", min=1, max=1024, step=1, log=True)
+    ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
+
+
+def prune_unstructured(w: Sequence[Sequence[float]], sparsity: float) -> list[list[float]]:
+    """Zero the round(sparsity * size) smallest-magnitude weights of the whole matrix."""
+    cols = len(w[0])
+    flat = [abs(v) for row in w for v in row]
+    # A stable sort of the flat positions by magnitude breaks ties by position, as sorting
+    # (|w|, row, column) tuples would, at a fraction of the cost.
+    drop = set(sorted(range(len(flat)), key=flat.__getitem__)[: round(sparsity * len(flat))])
+    return [[0.0 if i * cols + j in drop else v for j, v in enumerate(row)] for i, row in enumerate(w)]
+
+
+def prune_24(w: Sequence[Sequence[float]]) -> list[list[float]]:
+    """Zero the two smallest-magnitude weights of every group of four along each row."""
+    out = []
+    for row in w:
+        new, size = list(row), list(map(abs, row))
+        for g in range(0, len(row), 4):
+            for j in sorted(range(g, g + 4), key=size.__getitem__)[:2]:
+                new[j] = 0.0
+        out.append(new)
+    return out
+
+
+def _matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[list[float]]:
+    cols = list(zip(*x, strict=True))
+    # map(operator.mul) yields the same products in the same order as a generator, so the sums
+    # are bit-identical; it only skips the per-term Python frame.
+    return [[sum(map(operator.mul, row, c)) for c in cols] for row in w]
+
+
+def _sparse_matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[list[float]]:
+    """_matmul of a pruned `w`, skipping its zeros.
+
+    Adding a zero product leaves a running sum unchanged (up to the sign of a zero sum, which the
+    squared error below cannot see), so this is _matmul's answer with half the multiplications.
+    """
+    out = []
+    for row in w:
+        kept = [j for j, v in enumerate(row) if v != 0.0]
+        values = [row[j] for j in kept]
+        cols = list(zip(*[x[j] for j in kept], strict=True)) if kept else [() for _ in x[0]]
+        out.append([sum(map(operator.mul, values, c)) for c in cols])
+    return out
+
+
+Matrix = tuple[tuple[float, ...], ...]
+Scores = tuple[float, float, float]  # DEMO_KEYS in order
+DEMO_KEYS = ("magnitude_removed", "energy_removed", "output_rel_error")
+
+
+class _Base(NamedTuple):
+    """The seeded W, X and W X with their norms (tuples: the cached copy cannot be changed)."""
+
+    w: Matrix
+    x: Matrix
+    y: Matrix
+    mag: float
+    energy: float
+    y_norm: float
+
+
+def _scores(b: _Base, wp: list[list[float]]) -> Scores:
+    removed = [a for r, rp in zip(b.w, wp, strict=True) for a, c in zip(r, rp, strict=True) if c == 0.0]
+    yp = _sparse_matmul(wp, b.x)
+    err = math.sqrt(sum([(a - c) ** 2 for r, rp in zip(b.y, yp, strict=True) for a, c in zip(r, rp, strict=True)]))
+    return sum(map(abs, removed)) / b.mag, sum([v * v for v in removed]) / b.energy, err / b.y_norm
+
+
+# Demo work kept between calls in the caller's memo (api.Session gives one): W, X and W X depend
+# only on the seed, 2:4 pruning too, unstructured pruning on the seed and the sparsity; a change of
+# any other control reuses them. At most 8 of each.
+MEMO_ENTRIES = 24
+
+
+def _base(seed: int) -> _Base:
+    rng = random.Random(seed)
+    w = tuple(tuple(rng.gauss(0.0, 1.0) for _ in range(COLS)) for _ in range(ROWS))
+    x = tuple(tuple(rng.gauss(0.0, 1.0) for _ in range(INPUTS)) for _ in range(COLS))
+    y = tuple(map(tuple, _matmul(w, x)))
+    # Sums over lists rather than generators: the same terms in the same order, fewer frames.
+    mag = sum([abs(v) for row in w for v in row])
+    energy = sum([v * v for row in w for v in row])
+    y_norm = math.sqrt(sum([v * v for row in y for v in row]))
+    return _Base(w, x, y, mag, energy, y_norm)
+
+
+def demo_24(seed: int, memo: LruCache[Any]) -> Scores:
+    b = _kept_base(seed, memo)
+    return _scores(b, prune_24(b.w))
+
+
+def demo_unstructured(seed: int, sparsity: float, memo: LruCache[Any]) -> Scores:
+    b = _kept_base(seed, memo)
+    return _scores(b, prune_unstructured(b.w, sparsity))
+
+
+def _kept_base(seed: int, memo: LruCache[Any]) -> _Base:
+    base: _Base = memo.get_or_make(("base", seed), lambda: _base(seed))
+    return base
+
+
+def demo(seed: int, sparsity: float, memo: LruCache[Any] | None = None) -> dict[str, dict[str, float]]:
+    """{scheme: {DEMO_KEYS: value}}, new dicts each call (the kept scores are tuples)."""
+    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+    s24: Scores = keep.get_or_make(("24", seed), lambda: demo_24(seed, keep))
+    unstructured: Scores = keep.get_or_make(
+        ("unstructured", seed, sparsity), lambda: demo_unstructured(seed, sparsity, keep)
+    )
+    return {
+        "24": dict(zip(DEMO_KEYS, s24, strict=True)),
+        "unstructured": dict(zip(DEMO_KEYS, unstructured, strict=True)),
+    }
+
+
+def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
+    """`memo` keeps the demo's matrices and scores for the caller's next call (none: nothing is kept)."""
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
+    kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
+    variants: dict[str, dict[str, Any]] = {
+        "dense": {},
+        "24": {"sparse": True},
+        "unstructured": {"weight_bytes_per_value": per_value},
+    }
+
+    def decode_step(v: str, b: int) -> cm.StepTime:
+        return cm.uniform_decode_step_time(m, gpu, p.context_tokens, b, **kw, **variants[v])
+
+    prefill = {v: cm.step_time(m, gpu, [(p.context_tokens, 0)], **kw, **variants[v]) for v in variants}
+    decode = {v: decode_step(v, p.batch_size) for v in variants}
+    dense = {b: decode_step("dense", b).time_s for b in BATCHES}
+    curves = {v: [dense[b] / decode_step(v, b).time_s for b in BATCHES] for v in SCHEMES}
+    pc = cm.param_counts(m)
+    dense_b = cm.weight_bytes(m, p.weight_dtype)
+    other = dense_b - pc.block_linear * cm.bytes_per_value(p.weight_dtype)
+    weights = {
+        "dense": dense_b,
+        "24": cm.weight_bytes(m, p.weight_dtype, sparse=True),
+        "unstructured": other + pc.block_linear * per_value,
+    }
+    path = cm.matmul_path(gpu, p.weight_dtype)
+    has_sparse = gpu.peak_tflops(path, sparse=True) is not None
+    d = demo(seed, p.sparsity, memo)
+    notes = []
+    if not has_sparse:
+        notes.append(f"{gpu.name} publishes no 2:4 sparse rate for {path}: 2:4 saves only bytes here.")
+    if not prefill["dense"].compute_known:
+        notes.append(f"{gpu.name} publishes no matrix throughput: every step is costed as memory-bound.")
+    if per_value >= cm.bytes_per_value(p.weight_dtype):
+        notes.append(f"The {p.unstructured_layout} layout at {p.sparsity:.0%} stores no fewer bytes than dense.")
+    # Gains are against the dense baseline, which must hold the batch too.
+    note = capacity.batch_note("Batch", p.batch_size, m, gpu, p.context_tokens, weight_dtype=p.weight_dtype)
+    notes += [note] if note else []
+    metrics: dict[str, float] = {
+        "weights_dense_GB": dense_b / cm.GB,
+        "weights_24_GB": weights["24"] / cm.GB,
+        "weights_unstructured_GB": weights["unstructured"] / cm.GB,
+        "bytes_per_weight_24": cm.sparse24_bytes_per_value(p.weight_dtype),
+        "bytes_per_weight_unstructured": per_value,
+        "memory_saved_24_fraction": 1 - weights["24"] / dense_b,
+        "memory_saved_unstructured_fraction": 1 - weights["unstructured"] / dense_b,
+        "flops_saved_24_fraction": 0.5,
+        "flops_saved_unstructured_fraction": p.sparsity,
+        "sparse_tensor_cores": int(has_sparse),
+    }
+    for v in SCHEMES:
+        metrics[f"prefill_speedup_{v}"] = prefill["dense"].time_s / prefill[v].time_s
+        metrics[f"decode_speedup_{v}"] = decode["dense"].time_s / decode[v].time_s
+        metrics.update({f"demo_{v}_{k}": x for k, x in d[v].items()})
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "weight_dtype": p.weight_dtype,
+        "sparsity": p.sparsity,
+        "layout": p.unstructured_layout,
+        "context_tokens": p.context_tokens,
+        "batch_size": p.batch_size,
+        "prefill_bound": prefill["dense"].bound,
+        "decode_bound": decode["dense"].bound,
+        "batches": list(BATCHES),
+        "speedup_curves": curves,
+        "notes": notes,
+        "metrics": metrics,
+    }
+
+
+def _names(r: dict[str, Any]) -> dict[str, str]:
+    return {"24": "2:4 structured (50%)", "unstructured": f"Unstructured {r['sparsity']:.0%}, {r['layout']}"}
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    m, names = r["metrics"], _names(r)
+    if view == "batch":
+        data = [line(r["batches"], r["speedup_curves"][v], names[v], i) for i, v in enumerate(SCHEMES)]
+        data.append(line([r["batches"][0], r["batches"][-1]], [1, 1], "Dense", 6))
+        title = f"Decode speed-up over dense, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
+        return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"}))
+    if view == "demo":
+        x = ["Share of |w| removed", "Share of w^2 removed", "Relative output error"]
+        keys = ("magnitude_removed", "energy_removed", "output_rel_error")
+        data = [bar(x, [m[f"demo_{v}_{k}"] for k in keys], names[v], i) for i, v in enumerate(SCHEMES)]
+        title = f"Magnitude pruning of a {ROWS} x {COLS} matrix"
+        return make_figure(data, layout(title, "", "Share", barmode="group", yaxis=PERCENT))
+    x = [
+        "Weight memory",
+        "Block FLOPs (on paper)",
+        f"Prefill time, {r['context_tokens']:,} tokens",
+        f"Decode step, batch {r['batch_size']:,}",
+    ]
+    data = [
+        bar(
+            x,
+            [
+                1 - m[f"memory_saved_{v}_fraction"],
+                1 - m[f"flops_saved_{v}_fraction"],
+                1 / m[f"prefill_speedup_{v}"],
+                1 / m[f"decode_speedup_{v}"],
+            ],
+            names[v],
+            i,
+        )
+        for i, v in enumerate(SCHEMES)
+    ]
+    data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
+    title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
+    return make_figure(
+        data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT)
+    )
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    m, names = r["metrics"], _names(r)
+    text = (
+        f"{names['24']} stores {m['bytes_per_weight_24']:g} B per block weight and cuts {r['model']}'s weights from "
+        f"{m['weights_dense_GB']:.1f} to {m['weights_24_GB']:.1f} GB; {names['unstructured'].lower()} stores "
+        f"{m['bytes_per_weight_unstructured']:g} B ({m['weights_unstructured_GB']:.1f} GB). "
+        f"Prefill ({r['prefill_bound']}-bound dense) gains {m['prefill_speedup_24']:.2f}x from 2:4 and "
+        f"{m['prefill_speedup_unstructured']:.2f}x unstructured, which has no tensor-core path; decode at batch "
+        f"{r['batch_size']:,} ({r['decode_bound']}-bound) gains {m['decode_speedup_24']:.2f}x and "
+        f"{m['decode_speedup_unstructured']:.2f}x. Unstructured sparsity can only save bytes, so it pays only in "
+        "memory-bound steps and with a compressed layout. "
+    )
+    if view == "batch":
+        c = r["speedup_curves"]
+        text += (
+            f"At batch {r['batches'][-1]:,} the decode gains are {c['24'][-1]:.2f}x and {c['unstructured'][-1]:.2f}x. "
+        )
+    if view == "demo":  # the demo's own story, not the speed-up's (review A-16)
+        text = (
+            f"{names['24']} keeps 2 of every 4 weights; {names['unstructured'].lower()} keeps the largest "
+            f"{1 - r['sparsity']:.0%} anywhere. "
+        ) + (
+            f"Pruning the demo matrix by magnitude removes {m['demo_24_energy_removed']:.1%} of its energy with 2:4 and "
+            f"{m['demo_unstructured_energy_removed']:.1%} unstructured at {r['sparsity']:.0%}, for output errors of "
+            f"{m['demo_24_output_rel_error']:.1%} and {m['demo_unstructured_output_rel_error']:.1%}. "
+        )
+    notes = [] if view == "demo" else r["notes"]  # the notes are about the speed-up, not the demo
+    return text.strip() + "".join(" " + n for n in notes)

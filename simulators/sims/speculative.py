@@ -1,0 +1,279 @@
+"""Speculative decoding: a cheap draft guesses, the target model checks several tokens in one pass.
+
+Model: a draft model proposes `draft_tokens` (gamma) tokens one by one; the target model then
+scores all of them, plus one more position, in a single forward pass of gamma + 1 tokens per
+sequence, and keeps the longest accepted prefix plus one token of its own. With each draft token
+accepted independently with probability alpha, the tokens gained per target pass are
+(Leviathan et al. 2023, eq. 1)
+
+    E = (1 - alpha^(gamma + 1)) / (1 - alpha)        (E = gamma + 1 when alpha = 1)
+
+and a seeded Monte Carlo over many verification rounds checks it. One round costs gamma draft
+passes, each `draft_cost_ratio` (c) times one target decode step, plus the verify pass; both the
+decode step and the verify pass come from costmodel.step_time, so the verify pass is almost as
+cheap as one decode step while the batch is memory-bound and costs up to (gamma + 1) times as
+much once it is compute-bound:
+
+    speedup = E * t_step / (gamma * c * t_step + t_verify)
+
+Speculation spends idle compute; batching spends the same idle compute, so the gain shrinks as
+the batch grows towards the ridge point (course seed 000, open problem 3).
+
+Assumptions: acceptance is independent of position and of the batch; the draft's cost scales
+with the batch like the target's; sampling is lossless (Chen et al. 2023), so quality is unchanged.
+
+References: 1) Leviathan, Kalman, Matias 2023, Fast Inference from Transformers via Speculative
+Decoding (arXiv 2211.17192), eq. 1 and section 3.4; 2) Chen et al. 2023, Accelerating Large
+Language Model Decoding with Speculative Sampling (arXiv 2302.01318).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import capacity
+from ..core import costmodel as cm
+from ..core.catalog import resolve_gpu, resolve_model, running_example
+from ..params import engine_param, gpu_param, model_param, param
+from ..plotting import figure as make_figure
+from ..plotting import layout, line, markers
+
+TITLE = "Speculative decoding: draft, verify, accept"
+DESCRIPTION = (
+    "Tokens gained per target pass, the wall-clock speed-up, the best draft length, and how batching eats the gain."
+)
+METRICS = {
+    "expected_tokens_per_step": ("Expected tokens per target pass (closed form)", "tokens"),
+    "monte_carlo_tokens_per_step": ("Tokens per target pass (Monte Carlo)", "tokens"),
+    "monte_carlo_stderr": ("Monte Carlo standard error", "tokens"),
+    "speedup": ("Wall-clock speed-up over plain decoding", "x"),
+    "best_draft_tokens": ("Best draft length", "tokens"),
+    "best_speedup": ("Speed-up at the best draft length", "x"),
+    "itl_s": ("Effective inter-token latency", "s"),
+    "itl_baseline_s": ("Inter-token latency without speculation", "s"),
+    "verify_step_s": ("Verify pass (gamma + 1 tokens per sequence)", "s"),
+    "verify_cost_ratio": ("Verify pass / one decode step", "x"),
+    "draft_s": ("Draft passes per round", "s"),
+}
+
+MAX_DRAFT = 16
+NUM_ROUNDS = 4000  # Monte Carlo verification rounds; standard error about 0.02 tokens at alpha 0.8
+BATCH_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+SHORT_CONTEXT = 256  # a short chat turn, drawn next to the chosen context for contrast
+
+
+# The charts figure() draws, (value, label): the first is the default.
+VIEWS = [("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")]
+
+
+@dataclass(frozen=True)
+class Params:
+    model: Any = model_param()
+    gpu: Any = gpu_param()
+    # Probability that the target accepts one draft token (alpha); 1 means the draft is never wrong.
+    acceptance_rate: float = param(0.8, label="Acceptance rate (alpha)", min=0.0, max=1.0, step=0.01)
+    # Tokens the draft proposes before each verify pass (gamma).
+    draft_tokens: int = param(4, label="Draft length (gamma)", unit="tokens", min=1, max=MAX_DRAFT, step=1)
+    # Time of one draft pass over one target decode step (c); small draft models are 0.02-0.1.
+    draft_cost_ratio: float = param(0.05, label="Draft cost ratio (c)", min=0.0, max=1.0, step=0.01)
+    # Sequences decoded together; each one is speculated and verified.
+    batch_size: int = param(1, label="Batch size", unit="sequences", min=1, max=1024, step=1, log=True)
+    # Tokens already in each sequence's KV cache.
+    context_tokens: int = param(
+        running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, step=1, log=True
+    )
+    # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
+    ideal: bool = param(False, label="Ideal hardware (100% of peak)")
+    engine: str = engine_param()
+
+
+def expected_tokens(alpha: float, gamma: int) -> float:
+    """Leviathan et al. eq. 1: expected tokens per target pass (costmodel.speculative_tokens_per_pass)."""
+    return cm.speculative_tokens_per_pass(alpha, gamma)
+
+
+def simulate_tokens(alpha: float, gamma: int, rounds: int, rng: random.Random) -> list[int]:
+    """Tokens gained in each of `rounds` verification rounds: accepted draft tokens plus one."""
+    out = []
+    for _ in range(rounds):
+        accepted = 0
+        while accepted < gamma and rng.random() < alpha:
+            accepted += 1
+        out.append(accepted + 1)
+    return out
+
+
+def _times(m: Any, gpu: Any, batch: int, ctx: int, eff: cm.Efficiency) -> tuple[cm.StepTime, list[cm.StepTime]]:
+    """One decode step, and the verify pass for every draft length 1..MAX_DRAFT."""
+    step = cm.step_time(m, gpu, [(1, ctx)] * batch, eff=eff)
+    verify = [cm.step_time(m, gpu, [(g + 1, ctx)] * batch, eff=eff) for g in range(1, MAX_DRAFT + 1)]
+    return step, verify
+
+
+def speedup(alpha: float, gamma: int, c: float, t_step: float, t_verify: float) -> float:
+    """Tokens per second with over without speculation: t_step / time per token with it."""
+    return t_step / cm.speculative_time_per_token_s(t_step, t_verify, gamma, c, alpha)
+
+
+def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    eff = cm.efficiency(p.ideal, p.engine)
+    a, g, c = p.acceptance_rate, p.draft_tokens, p.draft_cost_ratio
+    step, verify = _times(m, gpu, p.batch_size, p.context_tokens, eff)
+    t_step, t_verify = step.time_s, verify[g - 1].time_s
+    gammas = list(range(1, MAX_DRAFT + 1))
+    e_by_gamma = [expected_tokens(a, k) for k in gammas]
+    s_by_gamma = [speedup(a, k, c, t_step, verify[k - 1].time_s) for k in gammas]
+    best = max(gammas, key=lambda k: s_by_gamma[k - 1])
+    rng = random.Random(seed)
+    draws = simulate_tokens(a, g, NUM_ROUNDS, rng)
+    mc = sum(draws) / NUM_ROUNDS
+    var = sum((x - mc) ** 2 for x in draws) / (NUM_ROUNDS - 1)
+    batch_chosen, batch_best, batch_short, verify_bound_batch = [], [], [], None
+    for b in BATCH_GRID:
+        bs, bv = _times(m, gpu, b, p.context_tokens, eff)
+        per_gamma = [speedup(a, k, c, bs.time_s, bv[k - 1].time_s) for k in gammas]
+        batch_chosen.append(per_gamma[g - 1])
+        batch_best.append(max(per_gamma))
+        if verify_bound_batch is None and bv[g - 1].bound == "compute":
+            verify_bound_batch = b
+        short_step = cm.step_time(m, gpu, [(1, SHORT_CONTEXT)] * b, eff=eff).time_s
+        short_verify = cm.step_time(m, gpu, [(g + 1, SHORT_CONTEXT)] * b, eff=eff).time_s
+        batch_short.append(speedup(a, g, c, short_step, short_verify))
+    # The most sequences whose KV cache fits next to the weights at this context, as vLLM counts (0: none).
+    fit_batch = capacity.most_sequences(m, gpu, p.context_tokens)
+    e = expected_tokens(a, g)
+    round_s = g * c * t_step + t_verify
+    notes, batch_notes = [], []
+    if not step.compute_known:
+        notes.append(
+            f"{gpu.name} publishes no matrix throughput, so verify passes look free of compute: the speed-up is an upper bound."
+        )
+    if verify_bound_batch is None and step.compute_known:
+        batch_notes.append(
+            f"The verify pass stays memory-bound up to batch {BATCH_GRID[-1]:,}: at {p.context_tokens:,} tokens of context "
+            "reading the KV cache dominates, and checking more tokens against the same cache is almost free."
+        )
+    if s_by_gamma[best - 1] < 1:
+        notes.append("No draft length pays here: the drafts and the verify pass cost more than the tokens they save.")
+    return {
+        "model": m.name,
+        "gpu": gpu.name,
+        "acceptance_rate": a,
+        "draft_tokens": g,
+        "draft_cost_ratio": c,
+        "batch_size": p.batch_size,
+        "context_tokens": p.context_tokens,
+        "step_bound": step.bound,
+        "verify_bound_batch": verify_bound_batch,
+        "fit_batch": fit_batch,
+        "gammas": gammas,
+        "expected_by_gamma": e_by_gamma,
+        "speedup_by_gamma": s_by_gamma,
+        "batch_grid": list(BATCH_GRID),
+        "speedup_by_batch": batch_chosen,
+        "best_speedup_by_batch": batch_best,
+        "short_context_speedup_by_batch": batch_short,
+        "notes": notes,
+        "batch_notes": batch_notes,  # said under the batch view only
+        "metrics": {
+            "expected_tokens_per_step": e,
+            "monte_carlo_tokens_per_step": mc,
+            "monte_carlo_stderr": (var / NUM_ROUNDS) ** 0.5,
+            "speedup": e * t_step / round_s,
+            "best_draft_tokens": best,
+            "best_speedup": s_by_gamma[best - 1],
+            "itl_s": round_s / e,
+            "itl_baseline_s": t_step,
+            "verify_step_s": t_verify,
+            "verify_cost_ratio": t_verify / t_step,
+            "draft_s": g * c * t_step,
+        },
+    }
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "draft":
+        x = r["gammas"]
+        chosen = r["draft_tokens"]
+        data = [
+            line(x, r["expected_by_gamma"], "Tokens per target pass, E (closed form)", 0),
+            line(x, r["speedup_by_gamma"], "Wall-clock speed-up", 1),
+            line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
+            markers([chosen], [r["speedup_by_gamma"][chosen - 1]], "Chosen draft length", 2),
+        ]
+        title = (
+            f"alpha = {r['acceptance_rate']:g}, c = {r['draft_cost_ratio']:g}, batch {r['batch_size']} on {r['gpu']}"
+        )
+        return make_figure(data, layout(title, "Draft length gamma (tokens)", "Tokens per pass / speed-up (x)"))
+    x = r["batch_grid"]
+    data = [
+        line(x, r["speedup_by_batch"], f"Speed-up, gamma = {r['draft_tokens']}", 0),
+        line(x, r["best_speedup_by_batch"], "Speed-up at the best gamma for each batch", 1),
+        line(
+            x,
+            r["short_context_speedup_by_batch"],
+            f"Speed-up, gamma = {r['draft_tokens']}, {SHORT_CONTEXT}-token context",
+            4,
+        ),
+        line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
+    ]
+    top = max(r["best_speedup_by_batch"] + r["short_context_speedup_by_batch"] + [1.0])
+    if r["verify_bound_batch"] is not None:
+        b = r["verify_bound_batch"]
+        data.append(line([b, b], [0, top], f"Verify pass (gamma = {r['draft_tokens']}) turns compute-bound", 2))
+    if 0 < r["fit_batch"] < x[-1]:
+        data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], "Most sequences whose KV cache fits", 3))
+    lay = layout(
+        f"Speculation vs batching: {r['model']} on {r['gpu']}",
+        "Batch size (sequences)",
+        "Speed-up (x)",
+        xaxis={"type": "log"},
+    )
+    return make_figure(data, lay)
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the draft-length trade-off (draft), or how batching eats the gain (batch)."""
+    m = r["metrics"]
+    if view == "draft":
+        text = (
+            f"With acceptance rate {r['acceptance_rate']:g} and {r['draft_tokens']} draft tokens, each target pass yields "
+            f"{m['expected_tokens_per_step']:.3f} tokens on average (Monte Carlo over {NUM_ROUNDS:,} rounds: "
+            f"{m['monte_carlo_tokens_per_step']:.3f}). For {r['model']} on {r['gpu']} at batch {r['batch_size']}, the "
+            f"verify pass costs {m['verify_cost_ratio']:.2f} decode steps and the drafts {m['draft_s'] * 1e3:.2f} ms, so "
+            f"speculation gives {m['speedup']:.2f}x (inter-token latency {m['itl_s'] * 1e3:.2f} ms instead of "
+            f"{m['itl_baseline_s'] * 1e3:.2f} ms). The best draft length here is {m['best_draft_tokens']} "
+            f"({m['best_speedup']:.2f}x)"
+        )
+        if m["best_draft_tokens"] < MAX_DRAFT:
+            text += (
+                ": beyond it each extra draft token costs a draft pass and verify work, and is less likely to be "
+                "accepted than the one before"
+            )
+        text += "."
+        return text + "".join(" " + n for n in r["notes"])
+    grid = r["batch_grid"]
+    text = (
+        f"At acceptance rate {r['acceptance_rate']:g} with {r['draft_tokens']} draft tokens, the speed-up at "
+        f"{r['context_tokens']:,} tokens of context goes from {r['speedup_by_batch'][0]:.2f}x at batch 1 to "
+        f"{r['speedup_by_batch'][-1]:.2f}x at batch {grid[-1]:,} ({r['best_speedup_by_batch'][-1]:.2f}x at the best "
+        f"draft length for that batch); at the chosen batch {r['batch_size']:,} it is {m['speedup']:.2f}x, and the best "
+        f"draft length there is {m['best_draft_tokens']} ({m['best_speedup']:.2f}x)"
+    )
+    if r["verify_bound_batch"] is not None:
+        text += (
+            f". The verify pass turns compute-bound from batch {r['verify_bound_batch']:,}, where checking extra tokens "
+            "stops being free"
+        )
+    if r["context_tokens"] != SHORT_CONTEXT:
+        text += (
+            f". With a {SHORT_CONTEXT}-token context the same drafts give "
+            f"{r['short_context_speedup_by_batch'][-1]:.2f}x at batch {grid[-1]:,}"
+        )
+    text += f". At {r['context_tokens']:,} tokens of context at most {r['fit_batch']:,} sequences fit in memory"
+    if r["fit_batch"] < grid[-1]:
+        text += "; points beyond that are roofline extrapolations, not batches one GPU can run"
+    return text + "." + "".join(" " + n for n in r["batch_notes"] + r["notes"])
