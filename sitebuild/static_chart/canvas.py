@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sitebuild.static_chart.axis import Axis
+from sitebuild.static_chart.axis import Axis, _axis_name
 from sitebuild.static_chart.text import _color, _dict, _list, _num
 
 WIDTH, HEIGHT = 700, 450
@@ -42,7 +42,7 @@ class Canvas:
         self.traces: list[dict[str, Any]] = []  # the drawable traces with their resolved style
 
     def axis(self, ref: str) -> Axis:
-        name = ("xaxis" if ref.startswith("x") else "yaxis") + ref[1:]
+        name = _axis_name(ref)
         if name not in self.axes:
             self.axes[name] = Axis(name, _dict(self.layout.get(name)))
         return self.axes[name]

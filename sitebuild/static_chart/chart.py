@@ -13,18 +13,8 @@ from sitebuild.static_chart.legend import LEGEND_ROW, draw_legend, place_legend
 from sitebuild.static_chart.scatter import draw_scatter, expand_scatter
 from sitebuild.static_chart.text import _is_numberish, _list, _n, _text
 
-COLORWAY = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
+COLORWAY = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
 
 
 class _Chart(Canvas):
@@ -80,17 +70,15 @@ class _Chart(Canvas):
     def place(self) -> None:
         m = self.margin
         w, h = self.width, self.height
-        # automargin for the left axis: room for its tick labels (measured after a first tick pass)
-        left = m["l"]
+        # automargin for a y axis: room for its tick labels (measured after a first tick pass)
+        left, right = m["l"], m["r"]
         for ax in self.axes.values():
-            if ax.vertical and ax.side == "left" and ax.spec.get("automargin"):
-                widest = _widest_label(ax)
-                need = widest + (33 if _text(ax.spec.get("title")) else 27)
-                left = max(left, need)
-        right = m["r"]
-        for ax in self.axes.values():
-            if ax.vertical and ax.side == "right" and ax.spec.get("automargin"):
-                right = max(right, _widest_label(ax) + (33 if _text(ax.spec.get("title")) else 27))
+            if ax.vertical and ax.spec.get("automargin"):
+                need = _widest_label(ax) + (33 if _text(ax.spec.get("title")) else 27)
+                if ax.side == "left":
+                    left = max(left, need)
+                elif ax.side == "right":
+                    right = max(right, need)
         self.left, self.right = left, w - right
         plot_w = max(self.right - self.left, 10)
         place_legend(self, plot_w)  # plotly wraps a horizontal legend at the plot area's width
@@ -103,12 +91,16 @@ class _Chart(Canvas):
         plot_h = max(plot_h, 20.0)
         self.top, self.bottom = top, top + plot_h
         self.plot_w, self.plot_h = plot_w, plot_h
+        self.place_axes(plot_w, plot_h)
+
+    def place_axes(self, w: float, h: float) -> None:
+        """Each axis's pixel ends: its domain of a plot area `w` by `h` px from (left, bottom)."""
         for ax in self.axes.values():
             d0, d1 = ax.domain
             if ax.vertical:
-                ax.p0, ax.p1 = self.bottom - d0 * plot_h, self.bottom - d1 * plot_h
+                ax.p0, ax.p1 = self.bottom - d0 * h, self.bottom - d1 * h
             else:
-                ax.p0, ax.p1 = self.left + d0 * plot_w, self.left + d1 * plot_w
+                ax.p0, ax.p1 = self.left + d0 * w, self.left + d1 * w
 
     def build(self) -> str:
         self.prepare()
@@ -121,14 +113,7 @@ class _Chart(Canvas):
             if not final:
                 self.left, self.right = self.margin["l"], self.width - self.margin["r"]
                 self.top, self.bottom = self.margin["t"], self.height - self.margin["b"]
-                for ax in self.axes.values():
-                    d0, d1 = ax.domain
-                    if ax.vertical:
-                        span = self.bottom - self.top
-                        ax.p0, ax.p1 = self.bottom - d0 * span, self.bottom - d1 * span
-                    else:
-                        span = self.right - self.left
-                        ax.p0, ax.p1 = self.left + d0 * span, self.left + d1 * span
+                self.place_axes(self.right - self.left, self.bottom - self.top)
             expand_bars(self)
             expand_scatter(self)
             for ax in self.axes.values():

@@ -8,7 +8,7 @@ from xml.sax.saxutils import escape
 
 from sitebuild.static_chart.bars import _bar_fill
 from sitebuild.static_chart.canvas import Canvas
-from sitebuild.static_chart.marks import dasharray
+from sitebuild.static_chart.marks import dasharray, stroke_path
 from sitebuild.static_chart.scatter import _marker_def
 from sitebuild.static_chart.text import FONT, _attr, _dict, _n, _num, _text, text_width
 
@@ -69,12 +69,7 @@ def swatch(chart: Canvas, t: dict[str, Any]) -> str:
     out = ""
     mode = t["mode"]
     if "lines" in mode:
-        da = dasharray(dash, width)
-        out += (
-            f'<path d="M5,0H35" fill="none" stroke="{_attr(color)}" stroke-width="{_n(min(width, 5))}"'
-            + (f' stroke-dasharray="{da}"' if da else "")
-            + "/>"
-        )
+        out += stroke_path("M5,0H35", color, min(width, 5), dasharray(dash, width))
     if "markers" in mode:
         size = _num(_dict(trace.get("marker")).get("size")) or 6
         ident, attrs = _marker_def(chart, trace, color, min(1.0, 12 / size))

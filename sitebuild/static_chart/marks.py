@@ -86,6 +86,12 @@ def marker_path(symbol: str, size: float) -> tuple[str, bool]:
     return d, open_
 
 
+def stroke_path(d: str, color: str, width: float, dash: str) -> str:
+    """An unfilled <path> stroked in `color`, dashed by `dash` (an SVG dasharray, "" for solid)."""
+    da = f' stroke-dasharray="{dash}"' if dash else ""
+    return f'<path d="{d}" fill="none" stroke="{_attr(color)}" stroke-width="{_n(width)}"{da}/>'
+
+
 PATTERN_SIZE = 8
 
 

@@ -7,7 +7,7 @@ from xml.sax.saxutils import escape
 
 from sitebuild.static_chart.axis import PAD
 from sitebuild.static_chart.canvas import Canvas
-from sitebuild.static_chart.marks import dasharray, line_path, marker_path
+from sitebuild.static_chart.marks import dasharray, line_path, marker_path, stroke_path
 from sitebuild.static_chart.text import FONT, _attr, _color, _dict, _n, _num
 
 
@@ -45,12 +45,7 @@ def draw_scatter(chart: Canvas, t: dict[str, Any]) -> str:
     if "lines" in mode:
         d = line_path(points, str(_dict(trace.get("line")).get("shape") or trace.get("line_shape") or "linear"))
         if d:
-            da = dasharray(dash, width)
-            out.append(
-                f'<path d="{d}" fill="none" stroke="{_attr(color)}" stroke-width="{_n(width)}"'
-                + (f' stroke-dasharray="{da}"' if da else "")
-                + "/>"
-            )
+            out.append(stroke_path(d, color, width, dasharray(dash, width)))
     if "markers" in mode:
         out.append(_markers(chart, trace, points, color))
     if "text" in mode:
