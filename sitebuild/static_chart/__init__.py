@@ -17,6 +17,10 @@ that differs from the live one; `render` itself never raises and leaves out what
 The page's Content-Security-Policy allows no inline styles, so text, grid and axes carry classes
 (`sc-*`, styled by docs/assets/css/static-chart.css through the theme's colour variables) and only
 series colours are presentation attributes. Standard library only; deterministic output.
+
+Modules, each importing only those before it: text (values, label widths, number formats), axis
+(ticks, autorange), marks (lines, dashes, markers, patterns), check, canvas (the chart's state),
+bars, scatter, legend, frame (grid, tick labels, titles), chart (layout; the SVG put together).
 """
 
 from __future__ import annotations

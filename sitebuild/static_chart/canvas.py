@@ -13,7 +13,7 @@ MARGIN = {"l": 80, "r": 80, "t": 100, "b": 80}  # plotly.js defaults
 
 
 class Canvas:
-    # laid out by chart._Chart (prepare, place, expand_axes) before anything is drawn
+    # laid out by chart._Chart (prepare, place; bar_geometry by bars.expand_bars) before anything is drawn
     barmode: str
     left: float
     right: float
