@@ -1,0 +1,149 @@
+"""_Chart: lays a figure out (its traces, axis types, plot area, autoranges and ticks) and puts its
+SVG together from the drawing modules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sitebuild.static_chart.axis import _axis_name
+from sitebuild.static_chart.bars import draw_bar, expand_bars
+from sitebuild.static_chart.canvas import Canvas
+from sitebuild.static_chart.frame import _widest_label, _x_label_space, draw_axes_text, draw_grid, draw_titles
+from sitebuild.static_chart.legend import LEGEND_ROW, draw_legend, place_legend
+from sitebuild.static_chart.scatter import draw_scatter, expand_scatter
+from sitebuild.static_chart.text import _is_numberish, _list, _n, _text
+
+COLORWAY = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+
+
+class _Chart(Canvas):
+    def prepare(self) -> None:
+        barmode = self.layout.get("barmode", "group")
+        for index, trace in enumerate(self.data):
+            kind = trace.get("type", "scatter")
+            if kind not in ("scatter", "bar") or trace.get("visible") in (False, "legendonly"):
+                continue
+            xref = trace.get("xaxis") if isinstance(trace.get("xaxis"), str) and trace["xaxis"][:1] == "x" else "x"
+            yref = trace.get("yaxis") if isinstance(trace.get("yaxis"), str) and trace["yaxis"][:1] == "y" else "y"
+            xa, ya = self.axis(xref), self.axis(yref)
+            xa.used = ya.used = True
+            xs, ys = _list(trace.get("x")), _list(trace.get("y"))
+            horizontal = kind == "bar" and trace.get("orientation") == "h"
+            if kind == "bar" and not xs and ys and not horizontal:
+                xs = list(range(len(ys)))
+            if kind == "bar" and not ys and xs and horizontal:
+                ys = list(range(len(xs)))
+            if kind == "scatter" and not xs and ys:
+                xs = list(range(len(ys)))
+            n = min(len(xs), len(ys))
+            color_i = len(self.traces)
+            self.traces.append(
+                {
+                    "index": index,
+                    "trace": trace,
+                    "kind": kind,
+                    "xa": xa,
+                    "ya": ya,
+                    "x": xs[:n],
+                    "y": ys[:n],
+                    "horizontal": horizontal,
+                    "default_color": COLORWAY[color_i % len(COLORWAY)],
+                }
+            )
+        # axis types: explicit, else category when the values are mostly strings
+        values: dict[str, list[Any]] = {}
+        for t in self.traces:
+            values.setdefault(t["xa"].name, []).extend(t["x"])
+            values.setdefault(t["ya"].name, []).extend(t["y"])
+        for name, ax in self.axes.items():
+            if ax.type not in ("linear", "log", "category"):
+                vals = [v for v in values.get(name, []) if v is not None]
+                strings = sum(1 for v in vals if isinstance(v, str) and not _is_numberish(v))
+                ax.type = "category" if vals and strings * 2 >= len(vals) and strings else "linear"
+        for ax in list(self.axes.values()):
+            if ax.overlaying:
+                base = self.axis(ax.overlaying)
+                ax.domain = base.domain
+        self.barmode = barmode if barmode in ("group", "stack", "overlay", "relative") else "group"
+
+    def place(self) -> None:
+        m = self.margin
+        w, h = self.width, self.height
+        # automargin for a y axis: room for its tick labels (measured after a first tick pass)
+        left, right = m["l"], m["r"]
+        for ax in self.axes.values():
+            if ax.vertical and ax.spec.get("automargin"):
+                need = _widest_label(ax) + (33 if _text(ax.spec.get("title")) else 27)
+                if ax.side == "left":
+                    left = max(left, need)
+                elif ax.side == "right":
+                    right = max(right, need)
+        self.left, self.right = left, w - right
+        plot_w = max(self.right - self.left, 10)
+        place_legend(self, plot_w)  # plotly wraps a horizontal legend at the plot area's width
+        top = m["t"]
+        self.x_space = _x_label_space(self)
+        plot_h = h - top - max(m["b"], self.x_space)  # automargin: room for the x tick labels and title
+        if self.legend:  # plotly puts the legend 25% of the plot height below it, and fits it in
+            legend_h = LEGEND_ROW * self.legend_rows + 22
+            plot_h = min(plot_h, (h - top - legend_h) / 1.25, h - top - legend_h - self.x_space - 5)
+        plot_h = max(plot_h, 20.0)
+        self.top, self.bottom = top, top + plot_h
+        self.plot_w, self.plot_h = plot_w, plot_h
+        self.place_axes(plot_w, plot_h)
+
+    def place_axes(self, w: float, h: float) -> None:
+        """Each axis's pixel ends: its domain of a plot area `w` by `h` px from (left, bottom)."""
+        for ax in self.axes.values():
+            d0, d1 = ax.domain
+            if ax.vertical:
+                ax.p0, ax.p1 = self.bottom - d0 * h, self.bottom - d1 * h
+            else:
+                ax.p0, ax.p1 = self.left + d0 * w, self.left + d1 * w
+
+    def build(self) -> str:
+        self.prepare()
+        # a first pass with provisional geometry gives tick labels for automargins, then the real one
+        for final in (False, True):
+            if final:
+                self.place()  # needs the first pass's tick labels
+            for ax in self.axes.values():
+                ax.entries, ax.ticks = [], []
+            if not final:
+                self.left, self.right = self.margin["l"], self.width - self.margin["r"]
+                self.top, self.bottom = self.margin["t"], self.height - self.margin["b"]
+                self.place_axes(self.right - self.left, self.bottom - self.top)
+            expand_bars(self)
+            expand_scatter(self)
+            for ax in self.axes.values():
+                ax.autorange()
+            for ax in sorted(self.axes.values(), key=lambda a: a.overlaying is not None):
+                ax.make_ticks(self.axes.get(_axis_name(ax.overlaying)) if ax.overlaying else None)
+        return self.svg()
+
+    def svg(self) -> str:
+        parts: list[str] = []
+        parts.append(f'<rect class="sc-bg" width="{_n(self.width)}" height="{_n(self.height)}"/>')
+        parts.extend(draw_grid(self))
+        clip_ids: dict[tuple[float, float], str] = {}
+        series: list[str] = []
+        for t in self.traces:
+            domain = t["ya"].domain
+            if domain not in clip_ids:
+                y0 = self.bottom - domain[1] * self.plot_h
+                y1 = self.bottom - domain[0] * self.plot_h
+                body = (
+                    f'<clipPath id="{{id}}"><rect x="{_n(self.left)}" y="{_n(y0)}" '
+                    f'width="{_n(self.plot_w)}" height="{_n(y1 - y0)}"/></clipPath>'
+                )
+                clip_ids[domain] = self.def_id(("clip", domain), body)
+            drawn = draw_bar(self, t) if t["kind"] == "bar" else draw_scatter(self, t)
+            series.append(
+                f'<g class="sc-series" data-trace="{t["index"]}" clip-path="url(#{clip_ids[domain]})">{drawn}</g>'
+            )
+        parts.append(f'<g class="sc-data">{"".join(series)}</g>')
+        parts.extend(draw_axes_text(self))
+        parts.extend(draw_titles(self))
+        parts.extend(draw_legend(self))
+        return "".join(parts)
