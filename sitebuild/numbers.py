@@ -1,8 +1,27 @@
-"""How the widgets print a metric; `widgets.js` formats with the same rule (`formatNumber`)."""
+"""How the widgets print a metric; `docs/assets/js/numbers.mjs` formats with the same rules
+(`formatNumber`, `formatMetric`, `KEY_FIGURES`); tests/site/test_numbers.py runs both."""
 
 from __future__ import annotations
 
+import math
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
+
+# A widget's key-figures table shows the first KEY_FIGURES metrics its simulator declares (METRICS
+# order: the figures its summary opens with); the rest are under its "Data table".
+KEY_FIGURES = 8
+
+_BYTES = ((1e9, "GB"), (1e6, "MB"), (1e3, "KB"))
+# The unit a person would say: the largest one in which the figure is at least 1, largest first;
+# a figure in one of these units gets 3 significant digits.
+SCALES: dict[str, tuple[tuple[float, str], ...]] = {
+    "s": ((1, "s"), (1e-3, "ms"), (1e-6, "µs")),
+    "B": (*_BYTES, (1, "B")),
+    "bytes": (*_BYTES, (1, "bytes")),
+    "GB": ((1, "GB"), (1e-3, "MB")),
+    "GiB": ((1, "GiB"), (2**-10, "MiB")),
+    "FLOP": ((1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1, "FLOP")),
+}
 
 
 def format_number(value: Any) -> str:
@@ -11,6 +30,28 @@ def format_number(value: Any) -> str:
         return "yes" if value else "no"
     if not isinstance(value, (int, float)):
         return str(value)
-    if abs(value) >= 1000:
-        return f"{round(value):,}"
-    return f"{value:.4g}"
+    return _whole(value) if abs(value) >= 1000 else _significant(value, 4)
+
+
+def format_metric(value: Any, unit: str) -> tuple[str, str]:
+    """(text, unit) of a key figure: 0.04782 s -> ("47.8", "ms"), 58.17e9 B -> ("58.2", "GB")."""
+    scales = SCALES.get(unit)
+    if not scales or isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0:
+        return format_number(value), unit
+    rounded = abs(float(_significant(value, 3)))  # 0.9996 s is "1 s", not "1,000 ms"
+    factor, shown = next((s for s in scales if rounded >= s[0]), scales[-1])
+    x = value / factor
+    return (_whole(x) if abs(x) >= 999.5 else _significant(x, 3)), shown
+
+
+# As JavaScript rounds (Math.round, toPrecision): halves up, from the float's exact value.
+def _whole(x: float) -> str:
+    return f"{math.floor(x + 0.5):,}"
+
+
+def _significant(x: float, digits: int) -> str:
+    exact = Decimal(x)
+    if not exact:
+        return "0"
+    kept = exact.quantize(Decimal(1).scaleb(exact.adjusted() - digits + 1), rounding=ROUND_HALF_UP)
+    return f"{kept.normalize():f}"

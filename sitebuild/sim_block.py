@@ -21,7 +21,7 @@ from typing import Any
 from sitebuild import static_chart
 from sitebuild.assets import check_trace_types
 from sitebuild.block_yaml import BlockError, read_mapping
-from sitebuild.numbers import format_number
+from sitebuild.numbers import KEY_FIGURES, format_metric
 from sitebuild.sims import SimulatorRunError, Simulators
 
 KEYS = ("sim", "scenario", "params", "controls", "caption", "id")
@@ -89,10 +89,27 @@ def _html(
 ) -> str:
     e = html.escape
     labels = {m["name"]: m for m in schema["metrics"]}
-    rows = "".join(
-        f'<tr data-metric="{e(key)}"><th scope="row">{e(labels.get(key, {}).get("label", key))}</th>'
-        f"<td>{e(format_number(value))}</td><td>{e(labels.get(key, {}).get('unit', ''))}</td></tr>"
-        for key, value in answer["metrics"].items()
+    metrics = answer["metrics"]
+    keys = [k for k in labels if k in metrics] + [k for k in metrics if k not in labels]  # METRICS order
+
+    def rows(names: list[str]) -> str:
+        out = ""
+        for key in names:
+            label, unit = labels.get(key, {}).get("label", key), labels.get(key, {}).get("unit", "")
+            text, shown = format_metric(metrics[key], unit)
+            out += (
+                f'<tr data-metric="{e(key)}" data-unit="{e(unit)}"><th scope="row">{e(label)}</th>'
+                f"<td>{e(text)}</td><td>{e(shown)}</td></tr>"
+            )
+        return out
+
+    head = '<thead><tr><th scope="col">Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead>'
+    # Past KEY_FIGURES, the figures stay one click away, under the data table's toggle.
+    more = (
+        f'<table class="sim-more-figures"><caption>More figures</caption>{head}<tbody>{rows(keys[KEY_FIGURES:])}'
+        "</tbody></table>"
+        if keys[KEY_FIGURES:]
+        else ""
     )
     summary_id = f"sim-{widget_id}-summary"
     parts = [
@@ -110,10 +127,10 @@ def _html(
         f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
         f'aria-describedby="{summary_id}">{static_chart.render(answer["figure"], f"sim-{widget_id}-chart-title")}</div>',
         f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
-        '<table class="sim-metrics"><caption>Key figures</caption><thead><tr><th scope="col">'
-        f'Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead><tbody>{rows}'
+        f'<table class="sim-metrics"><caption>Key figures</caption>{head}<tbody>{rows(keys[:KEY_FIGURES])}'
         "</tbody></table>",
-        '<details class="sim-data"><summary>Data table</summary><div class="sim-data-table"></div></details>',
+        f'<details class="sim-data"><summary>Data table{" and more figures" if more else ""}</summary>{more}'
+        '<div class="sim-data-table"></div></details>',
         '<div class="sim-actions"></div>',
         "</figure>",
     ]

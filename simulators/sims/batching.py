@@ -43,19 +43,19 @@ DESCRIPTION = (
     "The same requests through a scheduler that waits for the whole batch and one that refills slots every step."
 )
 METRICS = {
-    "throughput_static_per_s": ("Static: requests per second", "req/s"),
     "throughput_continuous_per_s": ("Continuous: requests per second", "req/s"),
+    "throughput_static_per_s": ("Static: requests per second", "req/s"),
     "throughput_gain": ("Continuous / static throughput", "x"),
-    "tokens_static_per_s": ("Static: output tokens per second", "tokens/s"),
-    "tokens_continuous_per_s": ("Continuous: output tokens per second", "tokens/s"),
-    "ttft_static_s_p50": ("Static: median TTFT", "s"),
     "ttft_continuous_s_p50": ("Continuous: median TTFT", "s"),
-    "ttft_static_s_p99": ("Static: p99 TTFT", "s"),
+    "ttft_static_s_p50": ("Static: median TTFT", "s"),
     "ttft_continuous_s_p99": ("Continuous: p99 TTFT", "s"),
-    "e2e_static_s_p99": ("Static: p99 end-to-end", "s"),
-    "e2e_continuous_s_p99": ("Continuous: p99 end-to-end", "s"),
-    "slot_occupancy_static": ("Static: busy share of batch slots", ""),
+    "ttft_static_s_p99": ("Static: p99 TTFT", "s"),
     "slot_occupancy_continuous": ("Continuous: busy share of batch slots", ""),
+    "slot_occupancy_static": ("Static: busy share of batch slots", ""),
+    "tokens_continuous_per_s": ("Continuous: output tokens per second", "tokens/s"),
+    "tokens_static_per_s": ("Static: output tokens per second", "tokens/s"),
+    "e2e_continuous_s_p99": ("Continuous: p99 end-to-end", "s"),
+    "e2e_static_s_p99": ("Static: p99 end-to-end", "s"),
 }
 LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed"), ("uniform", "Uniform +-50%")]
 

@@ -32,8 +32,8 @@ from ..results_cache import LruCache
 TITLE = "Compare with your benchmark (GuideLLM report)"
 DESCRIPTION = "Open a GuideLLM report and see it over the sweep GuideLLM would run against the simulated server."
 METRICS = {
-    "sim_max_throughput_per_s": ("Simulated server's ceiling (steady state)", "req/s"),
     "sim_sweep_top_per_s": ("Simulated sweep: highest throughput measured", "req/s"),
+    "sim_max_throughput_per_s": ("Simulated server's ceiling (steady state)", "req/s"),
     "report_benchmarks": ("Benchmarks in the report", ""),
     "report_top_per_s": ("Report: highest throughput measured", "req/s"),
     "report_min_samples": ("Report: fewest requests behind a point", "requests"),

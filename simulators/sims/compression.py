@@ -37,16 +37,16 @@ from ..plotting import figure as make_figure
 TITLE = "Compression schemes: size, prefill and decode"
 DESCRIPTION = "W4A16, W8A8 (INT8, FP8), 2:4 sparse + FP8 and an FP8 KV cache: artifact size, speed change against bf16 on a GPU, and what each needs."
 METRICS = {
+    "prefill_speedup": ("Prefill speed-up over BF16", "x"),
+    "decode_speedup": ("Decode speed-up over BF16", "x"),
+    "prefill_s": ("Prefill", "s"),
+    "prefill_baseline_s": ("Prefill in BF16", "s"),
+    "decode_step_s": ("Decode step", "s"),
+    "decode_baseline_s": ("Decode step in BF16", "s"),
     "artifact_GB": ("Compressed weights", "GB"),
     "baseline_GB": ("BF16 weights", "GB"),
     "artifact_ratio": ("Compressed / BF16 size", "x"),
     "bits_per_weight": ("Bits per block-matmul weight", "bits"),
-    "prefill_s": ("Prefill", "s"),
-    "prefill_baseline_s": ("Prefill in BF16", "s"),
-    "prefill_speedup": ("Prefill speed-up over BF16", "x"),
-    "decode_step_s": ("Decode step", "s"),
-    "decode_baseline_s": ("Decode step in BF16", "s"),
-    "decode_speedup": ("Decode speed-up over BF16", "x"),
     "kv_token_capacity": ("KV tokens that fit", "tokens"),
     "kv_token_capacity_baseline": ("KV tokens that fit in BF16", "tokens"),
 }

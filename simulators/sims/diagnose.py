@@ -39,16 +39,16 @@ from ..plotting import figure as make_figure
 TITLE = "Why is my model slow?"
 DESCRIPTION = "Paste your server's command line and any evidence (vLLM's log, a GuideLLM report, figures): predicted against observed, where the time goes, and the levers ranked."
 METRICS = {
-    "batch": ("Requests in flight (operating point)", "requests"),
-    "predicted_kv_tokens": ("GPU KV cache size, predicted", "tokens"),
-    "logged_kv_tokens": ("GPU KV cache size, logged (0: no log)", "tokens"),
-    "kv_tokens_error": ("KV cache size: predicted / logged - 1", ""),
-    "kv_capacity_use": ("Share of the KV cache the batch holds", ""),
     "predicted_ttft_s": ("TTFT, unqueued (predicted)", "s"),
     "observed_ttft_s": ("TTFT p50, observed (0: not given)", "s"),
     "predicted_itl_s": ("ITL at the operating point (predicted)", "s"),
     "observed_itl_s": ("ITL p50, observed (0: not given)", "s"),
+    "predicted_kv_tokens": ("GPU KV cache size, predicted", "tokens"),
+    "logged_kv_tokens": ("GPU KV cache size, logged (0: no log)", "tokens"),
+    "kv_capacity_use": ("Share of the KV cache the batch holds", ""),
     "best_lever_change": ("Best lever: change of the binding figure", ""),
+    "batch": ("Requests in flight (operating point)", "requests"),
+    "kv_tokens_error": ("KV cache size: predicted / logged - 1", ""),
 }
 VIEWS = [("levers", "Levers, ranked"), ("time", "Where the time goes"), ("evidence", "Predicted against observed")]
 EX = running_example()

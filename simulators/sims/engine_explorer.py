@@ -67,10 +67,10 @@ from ..plotting import figure as make_figure
 TITLE = "Inside the engine: one request, and where each engine's bet pays"
 DESCRIPTION = "Follow one request through admission, chunked prefill, KV blocks and preemption; then see which of vLLM, SGLang, TensorRT-LLM and llama.cpp is right at which batch size and context length."
 METRICS = {
-    "ttft_s": ("Followed request: time to first token", "s"),
-    "e2e_s": ("Followed request: end to end", "s"),
     "queue_s": ("Followed request: waiting before admission", "s"),
     "num_prefill_chunks": ("Followed request: prefill chunks", "chunks"),
+    "ttft_s": ("Followed request: time to first token", "s"),
+    "e2e_s": ("Followed request: end to end", "s"),
     "num_preemptions": ("Followed request: preemptions", "preemptions"),
     "blocks_allocated": ("Followed request: KV blocks allocated", "blocks"),
     "weight_bytes_share": ("Chosen point: weight share of a decode step's bytes", ""),

@@ -72,11 +72,11 @@ METRICS = {
     "ppl_baseline": ("Perplexity, baseline", ""),
     "ppl_optimised": ("Perplexity, optimised", ""),
     "ppl_change": ("Perplexity change", ""),
-    "kl_mean_nats": ("Mean KL divergence", "nats"),
-    "kl_p99_nats": ("99th-percentile KL divergence", "nats"),
-    "kl_share_top_5pct": ("Share of total KL in the worst 5% of positions", ""),
     "top1_agreement": ("Greedy (top-1) agreement", ""),
+    "kl_mean_nats": ("Mean KL divergence", "nats"),
+    "kl_share_top_5pct": ("Share of total KL in the worst 5% of positions", ""),
     "num_damaged_positions": ("Damaged positions drawn", "positions"),
+    "kl_p99_nats": ("99th-percentile KL divergence", "nats"),
 }
 VOCAB = 64
 LOG_RANKS = [math.log(r + 1) for r in range(VOCAB)]  # the Zipf fall-off, log(rank), once

@@ -36,14 +36,14 @@ TITLE = "KV cache size, growth and concurrency"
 DESCRIPTION = "Bytes per token from the model's shape, the cache per sequence as context grows, and how many sequences fit on the GPU."
 METRICS = {
     "kv_bytes_per_token": ("KV cache per token", "B"),
-    "kv_bytes_per_sequence": ("KV cache per sequence", "B"),
     "kv_GiB_per_sequence": ("KV cache per sequence", "GiB"),
+    "weights_GB": ("Weights", "GB"),
     "kv_token_capacity": ("GPU KV cache size, as vLLM would log it", "tokens"),
     "max_concurrency": ("Maximum concurrency at this context, as vLLM would log it", "x"),
     "max_concurrent_sequences": ("Whole sequences of this context that fit (vLLM's accounting)", "sequences"),
     "kv_token_capacity_by_bytes": ("KV tokens by byte arithmetic on the data sheet's memory (upper bound)", "tokens"),
     "max_concurrent_sequences_by_bytes": ("Sequences by byte arithmetic (upper bound)", "sequences"),
-    "weights_GB": ("Weights", "GB"),
+    "kv_bytes_per_sequence": ("KV cache per sequence", "B"),
     "flops_with_cache": ("Work to generate, with a KV cache", "FLOP"),
     "flops_without_cache": ("Work to generate, recomputing", "FLOP"),
     "recompute_ratio": ("Recompute / cached work", "x"),

@@ -35,16 +35,16 @@ from ..results_cache import LruCache, run_key
 TITLE = "Prefix caching: none, block hashing, radix tree"
 DESCRIPTION = "Shared system prompts, few-shot blocks, conversations and agent loops: how much prefill a prefix cache saves, and what eviction costs."
 METRICS = {
-    "hit_rate_hash": ("Block hashing: prompt tokens from cache", ""),
-    "hit_rate_radix": ("Radix tree: prompt tokens from cache", ""),
-    "prefill_saved_hash": ("Block hashing: prefill tokens saved", "tokens"),
-    "prefill_saved_radix": ("Radix tree: prefill tokens saved", "tokens"),
     "ttft_off_s_p50": ("No cache: median TTFT", "s"),
     "ttft_hash_s_p50": ("Block hashing: median TTFT", "s"),
     "ttft_radix_s_p50": ("Radix tree: median TTFT", "s"),
     "ttft_off_s_p99": ("No cache: p99 TTFT", "s"),
     "ttft_hash_s_p99": ("Block hashing: p99 TTFT", "s"),
     "ttft_radix_s_p99": ("Radix tree: p99 TTFT", "s"),
+    "hit_rate_hash": ("Block hashing: prompt tokens from cache", ""),
+    "hit_rate_radix": ("Radix tree: prompt tokens from cache", ""),
+    "prefill_saved_hash": ("Block hashing: prefill tokens saved", "tokens"),
+    "prefill_saved_radix": ("Radix tree: prefill tokens saved", "tokens"),
     "evictions_hash": ("Block hashing: blocks evicted", "blocks"),
     "evictions_radix": ("Radix tree: blocks evicted", "blocks"),
 }

@@ -58,15 +58,15 @@ QMAX = {"int8": 127, "int4": 7}
 BATCHES = tuple(2**i for i in range(13))  # 1 .. 4096
 METRICS = {
     "bits_per_weight": ("Stored bits per weight, scales included", "bit"),
-    "weights_GB": ("Weights", "GB"),
     "weights_bf16_GB": ("Weights in bf16", "GB"),
+    "weights_GB": ("Weights", "GB"),
     "decode_step_s": ("Decode step", "s"),
     "decode_step_bf16_s": ("Decode step in bf16", "s"),
     "decode_speedup": ("Decode speed-up over bf16", "x"),
     "prefill_speedup": ("Prefill speed-up over bf16", "x"),
+    "speedup_stops_paying_batch": ("Smallest batch below the worthwhile speed-up; 0: pays up to 4,096", "sequences"),
     "low_precision_tensor_cores": ("Matmuls run on 8-bit tensor cores (1 yes, 0 no)", ""),
     "compute_bound_batch": ("Smallest compute-bound decode batch; 0: never", "sequences"),
-    "speedup_stops_paying_batch": ("Smallest batch below the worthwhile speed-up; 0: pays up to 4,096", "sequences"),
     **{
         f"demo_{b}_{s}_{e}": (f"Demo: {b.upper()} {s.replace('_', ' ')} {label}", unit)
         for b in QMAX

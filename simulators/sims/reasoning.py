@@ -38,19 +38,19 @@ TITLE = "Reasoning workloads: 2k in, 20k out"
 DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
 METRICS = {
     "decode_share_reasoning": ("Reasoning: share of a request's time decoding", ""),
-    "decode_share_chat": ("Chat: share of a request's time decoding", ""),
-    "prefill_share_reasoning": ("Reasoning: share of time to first token", ""),
     "e2e_reasoning_s_mean": ("Reasoning: mean end-to-end", "s"),
+    "prefill_share_reasoning": ("Reasoning: share of time to first token", ""),
+    "decode_share_chat": ("Chat: share of a request's time decoding", ""),
     "e2e_chat_s_mean": ("Chat: mean end-to-end", "s"),
+    "speculation_speedup": ("Speculation: reasoning e2e speed-up", "x"),
+    "tokens_per_step": ("Speculation: tokens per step", "tokens"),
+    "num_preemptions_reasoning": ("Preemptions of reasoning requests (recomputed)", "preemptions"),
     "turnover_reasoning_per_slot_min": ("Reasoning: requests per slot per minute", "1/min"),
     "turnover_chat_per_slot_min": ("Chat: requests per slot per minute", "1/min"),
     "kv_GiB_per_sequence_reasoning": ("Reasoning: KV at the end of a sequence", "GiB"),
     "kv_GiB_per_sequence_chat": ("Chat: KV at the end of a sequence", "GiB"),
     "max_sequences_reasoning": ("Reasoning sequences the KV memory holds", "sequences"),
     "max_sequences_chat": ("Chat sequences the KV memory holds", "sequences"),
-    "speculation_speedup": ("Speculation: reasoning e2e speed-up", "x"),
-    "tokens_per_step": ("Speculation: tokens per step", "tokens"),
-    "num_preemptions_reasoning": ("Preemptions of reasoning requests (recomputed)", "preemptions"),
 }
 DRAFTS = (0, 1, 2, 3, 4, 6, 8)
 # Sequences may grow to this length whatever the model's trained context (see the notes).

@@ -57,18 +57,21 @@ DESCRIPTION = (
 )
 PERCENTILES = (50, 90, 95, 99)
 METRICS = {
+    "local_tokens_per_s": ("Local output tokens per second, GPU busy", "tokens/s"),
     "cost_per_million_tokens_local_usd": ("Local cost per million output tokens", "USD"),
     "cost_per_million_tokens_hosted_usd": ("Hosted price per million output tokens (assumed)", "USD"),
-    "local_tokens_per_s": ("Local output tokens per second, GPU busy", "tokens/s"),
-    "max_batch_fits": ("Largest batch whose KV cache fits", "requests"),
-    "break_even_utilization": ("Utilisation where local costs the hosted price", ""),
-    **{f"ttft_p{q}_s": (f"TTFT p{q}", "s") for q in PERCENTILES},
-    "ttft_mean_s": ("TTFT mean", "s"),
-    **{f"tpot_p{q}_s": (f"TPOT p{q}", "s") for q in PERCENTILES},
-    "tpot_mean_s": ("TPOT mean", "s"),
+    # The default percentile's TTFT and TPOT among the key figures (a repeated key keeps this place).
+    "ttft_p90_s": ("TTFT p90", "s"),
+    "tpot_p90_s": ("TPOT p90", "s"),
     "slo_met": ("SLO met at the chosen percentile (1 yes, 0 no)", ""),
     "goodput_fraction": ("Share of requests meeting both targets", ""),
     "goodput_rps": ("Goodput: requests per second meeting both targets", "requests/s"),
+    "ttft_mean_s": ("TTFT mean", "s"),
+    **{f"ttft_p{q}_s": (f"TTFT p{q}", "s") for q in PERCENTILES},
+    "tpot_mean_s": ("TPOT mean", "s"),
+    **{f"tpot_p{q}_s": (f"TPOT p{q}", "s") for q in PERCENTILES},
+    "max_batch_fits": ("Largest batch whose KV cache fits", "requests"),
+    "break_even_utilization": ("Utilisation where local costs the hosted price", ""),
     "request_rate_rps": ("Requests per second served, GPU busy", "requests/s"),
 }
 BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)

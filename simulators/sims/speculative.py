@@ -45,16 +45,16 @@ DESCRIPTION = (
     "Tokens gained per target pass, the wall-clock speed-up, the best draft length, and how batching eats the gain."
 )
 METRICS = {
-    "expected_tokens_per_step": ("Expected tokens per target pass (closed form)", "tokens"),
-    "monte_carlo_tokens_per_step": ("Tokens per target pass (Monte Carlo)", "tokens"),
-    "monte_carlo_stderr": ("Monte Carlo standard error", "tokens"),
     "speedup": ("Wall-clock speed-up over plain decoding", "x"),
     "best_draft_tokens": ("Best draft length", "tokens"),
     "best_speedup": ("Speed-up at the best draft length", "x"),
+    "expected_tokens_per_step": ("Expected tokens per target pass (closed form)", "tokens"),
     "itl_s": ("Effective inter-token latency", "s"),
     "itl_baseline_s": ("Inter-token latency without speculation", "s"),
-    "verify_step_s": ("Verify pass (gamma + 1 tokens per sequence)", "s"),
     "verify_cost_ratio": ("Verify pass / one decode step", "x"),
+    "monte_carlo_tokens_per_step": ("Tokens per target pass (Monte Carlo)", "tokens"),
+    "monte_carlo_stderr": ("Monte Carlo standard error", "tokens"),
+    "verify_step_s": ("Verify pass (gamma + 1 tokens per sequence)", "s"),
     "draft_s": ("Draft passes per round", "s"),
 }
 

@@ -61,7 +61,7 @@ def chart_state(figure: Locator) -> tuple[str, str]:
     data = figure.locator(".sim-chart").evaluate(
         "el => JSON.stringify((el.data ?? JSON.parse(el.closest('figure').dataset.answer).figure.data).map((t) => [t.x, t.y]))"
     )
-    return data, figure.locator(".sim-metrics tbody").inner_text()
+    return data, "\n".join(figure.locator(".sim-metrics tbody, .sim-more-figures tbody").all_inner_texts())
 
 
 def change_and_wait(figure: Locator, field: Locator, value: object) -> None:

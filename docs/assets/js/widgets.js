@@ -3,6 +3,7 @@
 // Nothing here knows a simulator by name: the schema and the answers carry everything.
 import { onStatus, run, runtime, start } from "./client.js";
 import { draw, preload } from "./charts.js";
+import { formatMetric, formatNumber, KEY_FIGURES } from "./numbers.mjs";
 
 // A change runs at once; a burst of changes (a slider dragged, a number typed) is coalesced by the
 // client's queue: while a run is in flight, only the newest waiting request of a widget is kept
@@ -376,21 +377,33 @@ async function showAnswer(w, answer, redraw = true) {
   w.el.dataset.drawn = String(w.shown);
 }
 
-// The key figures. The same metrics as last time (the usual case) are updated in place: fewer
-// changes to the page, so less for the browser to lay out again before the chart redraws.
+// The key figures, in the schema's order: the first KEY_FIGURES in the table, the rest (if any) in
+// "More figures" under "Data table". The same metrics as last time (the usual case) are updated in
+// place: fewer changes to the page, so less for the browser to lay out again before the chart redraws.
 function showMetrics(w, metrics) {
-  const body = w.el.querySelector(".sim-metrics tbody");
-  const keys = Object.keys(metrics);
+  const order = w.schema?.metrics.map((m) => m.name) ?? [...w.el.querySelectorAll("tr[data-metric]")].map((r) => r.dataset.metric);
+  const keys = [...order.filter((k) => k in metrics), ...Object.keys(metrics).filter((k) => !order.includes(k))];
+  fillMetrics(w, w.el.querySelector(".sim-metrics tbody"), metrics, keys.slice(0, KEY_FIGURES));
+  const more = w.el.querySelector(".sim-more-figures tbody");
+  if (more) fillMetrics(w, more, metrics, keys.slice(KEY_FIGURES));
+}
+
+function fillMetrics(w, body, metrics, keys) {
+  const known = keys.map((k) => w.schema?.metrics.find((m) => m.name === k) ?? builtRow(w, k));
+  const shown = keys.map((k, i) => formatMetric(metrics[k], known[i].unit ?? ""));
   const rows = [...body.rows];
   if (rows.length === keys.length && rows.every((row, i) => row.dataset.metric === keys[i])) {
-    rows.forEach((row, i) => setText(row.cells[1], formatNumber(metrics[keys[i]])));
+    rows.forEach((row, i) => (setText(row.cells[1], shown[i][0]), setText(row.cells[2], shown[i][1])));
     return;
   }
-  const labels = Object.fromEntries((w.schema?.metrics ?? []).map((m) => [m.name, m]));
-  body.replaceChildren(...keys.map((key) => {
-    const known = labels[key] ?? { label: w.el.querySelector(`[data-metric="${key}"] th`)?.textContent ?? key, unit: "" };
-    return tag("tr", { "data-metric": key }, tag("th", { scope: "row" }, known.label), tag("td", {}, formatNumber(metrics[key])), tag("td", {}, known.unit ?? ""));
-  }));
+  body.replaceChildren(...keys.map((k, i) => tag("tr", { "data-metric": k, "data-unit": known[i].unit ?? "" },
+    tag("th", { scope: "row" }, known[i].label), tag("td", {}, shown[i][0]), tag("td", {}, shown[i][1]))));
+}
+
+// Before the schema arrives: the label and the declared unit of the build's row.
+function builtRow(w, key) {
+  const row = w.el.querySelector(`tr[data-metric="${key}"]`);
+  return { label: row?.cells[0].textContent ?? key, unit: row?.dataset.unit ?? "" };
 }
 
 function dataTable(w) {
@@ -489,14 +502,6 @@ function pythonLiteral(v) {
   if (typeof v === "boolean") return v ? "True" : "False";
   if (typeof v === "object") return `json.loads(${JSON.stringify(JSON.stringify(v))})`;
   return JSON.stringify(v);
-}
-
-// The same rule as sitebuild/numbers.py: whole numbers from 1,000 up, else 4 significant digits.
-export function formatNumber(v) {
-  if (typeof v === "boolean") return v ? "yes" : "no";
-  if (typeof v !== "number") return String(v ?? "");
-  if (Math.abs(v) >= 1000) return Math.round(v).toLocaleString("en-US");
-  return String(Number(v.toPrecision(4)));
 }
 
 // Only a different text is written: an unchanged one would still replace the text node and
