@@ -1,4 +1,4 @@
-"""The build-time SVG chart (sitebuild/static_chart.py): every simulator figure draws, safely and
+"""The build-time SVG chart (sitebuild/static_chart/): every simulator figure draws, safely and
 accessibly, and the drawing maps data where plotly would.
 
 The expected pixels, ticks and labels below are worked out by hand from the margins and ranges (and

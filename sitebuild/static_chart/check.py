@@ -68,5 +68,5 @@ def check(figure: Any) -> None:
     if problems:
         raise UnsupportedFigure(
             "the pre-rendered chart cannot draw " + "; ".join(problems) + ": change the figure, or teach "
-            "sitebuild/static_chart.py to draw it (and add it to its TRACE_KEYS / LAYOUT_KEYS / AXIS_KEYS)"
+            "sitebuild/static_chart/ to draw it (and add it to the TRACE_KEYS / LAYOUT_KEYS / AXIS_KEYS of its check.py)"
         )

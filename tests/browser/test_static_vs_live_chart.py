@@ -56,7 +56,7 @@ def page(context: BrowserContext, site: Site) -> Page:
     return tab
 
 
-# Charts where the two differ today (found by this test; sitebuild/static_chart.py does not yet
+# Charts where the two differ today (found by this test; sitebuild/static_chart/ does not yet
 # follow plotly there). Each must still differ: a fix makes its case fail until it leaves this list.
 KNOWN_MISMATCHES = {  # what differed when measured (static vs plotly)
     ("batching", "latency"): "y range lower end -1.62 vs -1.79 (log10 units)",

@@ -1,5 +1,5 @@
 // Plotly drawing for the live charts. The bundle loads once the runtime is ready: the charts a page
-// opens with are static SVG drawn at build time (sitebuild/static_chart.py), which plotly then
+// opens with are static SVG drawn at build time (sitebuild/static_chart/), which plotly then
 // replaces. Figures follow the light/dark palette. Plotly's global rules live in a stylesheet every
 // page links (overrides/main.html), so they survive instant navigation and need no inline <style>.
 import { loadScript } from "./load-script.js";
