@@ -42,6 +42,8 @@ from sitebuild.sims import SimulatorRunError, Simulators
 
 EXPRESSION = re.compile(r"\{\{(.*?)\}\}")
 FORMAT_SPEC = re.compile(r"\s:([^:'\"()]*)$")
+# A format spec written without its colon, at the end of an expression: " .1f", " ,.0f", " .0%".
+STRAY_FORMAT = re.compile(r"\s([,_]?\.\d+[a-z%]|,\.?\d*[a-z%]?)\s*$")
 OPERATORS = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -131,7 +133,11 @@ def raw_value(
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ValueError(f"cannot read expression {{{{ {source.strip()} }}}}: {exc.msg}") from None
+        hint = ""
+        stray = STRAY_FORMAT.search(source)
+        if stray:  # `x * 100 .1f`: Python reads ".1f" as a broken number ("invalid decimal literal")
+            hint = f" (a format goes after a colon: {{{{ {source[: stray.start()].strip()} :{stray.group(1)} }}}})"
+        raise ValueError(f"cannot read expression {{{{ {source.strip()} }}}}: {exc.msg}{hint}") from None
     return _value(tree.body, sims, scenarios or {}, calls if calls is not None else [])
 
 

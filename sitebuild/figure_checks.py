@@ -14,6 +14,9 @@ December 2026 review are caught (docs/contributing.md, "Figures the build refuse
    within `KNIFE_MARGIN` of the count below (4.03 shown as "4"), unless the paragraph states the
    margin ("to spare", "margin", "at most", …).
 
+4. **A count printed as a percentage.** A `%` format multiplies by 100: a value above
+   `MAX_SHARE` (a byte count, a time, a rate) prints as "16,384,000%". A percentage is for a share.
+
 And one Markdown trap: a line that *starts* with a number followed by ". " becomes an ordered-list
 marker and the number disappears.
 """
@@ -33,6 +36,8 @@ from sitebuild.sims import SimulatorRunError, Simulators
 # requests (their widgets' maximum, 2,000, must still satisfy the rule at 50 req/s, hence 30 s);
 # load_test at 30 req/s moved from 24.3 to 28.2 req/s between 1,000 and 2,000 requests (lifetimes
 # of 7-25 s need a minute of arrivals); the cluster's p99s moved until about 400 requests.
+MAX_SHARE = 10.0  # the largest value a percentage format may print (1,000%): gains above are "N x"
+
 MIN_RUN: dict[str, tuple[int, float]] = {
     "batching": (1000, 30.0),
     "paged_kv": (1000, 30.0),
@@ -115,6 +120,12 @@ def check(paragraph: str, source_line: str, line: str, figures: list[Figure], si
         )
     text = " ".join(paragraph.lower().split())
     for fig in figures:
+        if fig.spec.endswith("%") and isinstance(fig.value, int | float) and abs(fig.value) > MAX_SHARE:
+            problems.append(
+                f"{{{{ {fig.source} }}}} is {fig.value:,.6g}, printed as {fig.text}: a percentage format "
+                "multiplies a share by 100 (0.25 -> 25%); this value is not a share (a count, a size or a "
+                "time?): use a number format and its unit"
+            )
         for name, metric, params in fig.calls:
             full = _with_defaults(sims, name, params)
             problems += _short_run(text, name, metric, full)

@@ -192,3 +192,21 @@ def test_a_page_pending_on_another_issue_warns_instead_of_failing(
     assert "req/s" in render(tmp_path, body)
     err = capsys.readouterr().err
     assert f"warning: {page}:" in err and "run of 200 requests" in err and "issue 99" in err
+
+
+# --- 4. templates written wrong: a count printed as a percentage, a format without its colon -------
+
+
+def test_a_count_printed_as_a_percentage_is_refused(tmp_path: Path) -> None:
+    # Review C-7: ":,.0%" on a byte count rendered "16,384,000% bytes".
+    body = "Each token holds {{ kv_cache.kv_bytes_per_token() :,.0% }} bytes.\n"
+    error = refused(tmp_path, body)
+    assert "not a share" in error.message and "%" in error.message
+    share = "Decoding is {{ generation.decode_share() :.0% }} of the request.\n"
+    assert "% of the request" in render(tmp_path, share)
+
+
+def test_a_format_without_its_colon_is_named(tmp_path: Path) -> None:
+    body = "It takes {{ generation.ttft_s() * 1000 .1f }} ms.\n"
+    error = refused(tmp_path, body)
+    assert "a format goes after a colon" in error.message and ":.1f" in error.message
