@@ -10,7 +10,7 @@ import yaml
 
 from simulators import api
 from sitebuild import expressions, lesson_page
-from sitebuild.course import load_course
+from sitebuild.course import estimated_minutes, load_course, prose_words
 from sitebuild.sims import Simulators
 
 LESSONS_DIR = Path(__file__).resolve().parent.parent / "lessons"
@@ -36,16 +36,6 @@ def blocks(lesson, kind):
     found = [m.group(3) for m in FENCE.finditer(lesson.body) if m.group(2) == kind]
     scenarios = lesson_page.resolve_scenarios(lesson, SIMS)
     return [yaml.safe_load(expressions.expand(text, SIMS, scenarios) if kind == "quiz" else text) for text in found]
-
-
-def prose_words(body):
-    text = FENCE.sub(" ", body)
-    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
-    text = re.sub(r"\$[^$\n]+\$", " x ", text)
-    text = re.sub(r"\{\{.*?\}\}", " 1 ", text)
-    text = re.sub(r"<[^>]+>", " ", text)
-    text = re.sub(r"\]\([^)]*\)", "] ", text)
-    return len(re.findall(r"[A-Za-z0-9][\w'’.-]*", text))
 
 
 def test_the_fourteen_lessons_of_the_course_map():
@@ -159,3 +149,12 @@ def test_numbers_in_choice_options_are_the_pages_own(lesson):
                 assert any(abs(v - value) <= 0.02 * value for v in said), (
                     f"{lesson.src_uri}: option {o['text']!r} quotes {n}×, which the page never states"
                 )
+
+
+@pytest.mark.parametrize("lesson", COURSE.lessons, ids=lambda lesson: lesson.id)
+def test_the_minutes_shown_cover_a_careful_reading(lesson):
+    """Review L-11: the minutes are at least words / 180 + 1.5 per widget + 1 per quiz question."""
+    widgets, questions = lesson.body.count("```sim\n"), len(re.findall(r"^- q:", lesson.body, re.M))
+    by_hand = prose_words(lesson.body) / 180 + 1.5 * widgets + 1.0 * questions
+    assert widgets >= 1 and questions >= 3
+    assert lesson.minutes >= round(by_hand) == estimated_minutes(lesson.body)
