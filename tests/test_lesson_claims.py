@@ -126,11 +126,26 @@ def test_02_batching_raises_throughput_up_to_the_largest_batch_that_fits() -> No
     assert not refused["ok"] and refused["errors"][0]["field"] == "batch_size"
     logged = m("deployment", "max_concurrency", **scenario("02", "run8b"))
     assert 0 <= logged - peak["batch_size"] < 2
-    per_stream = m("generation", "tokens_per_s", **peak) * peak["batch_size"]
-    assert per_stream > m("generation", "tokens_per_s", batch_size=32) * 32 > m("generation", "tokens_per_s")
+    # "The metric that moves" quotes decode steps only (b / ITL, review 2026-12-03 L-2), rising with
+    # the batch; "each request's 2,000-token prefill ... lowers these figures more the larger the
+    # batch": lesson 00.2's server (slo, prefills counted) makes less, and the gap widens.
+    decode_only = {b: b / m("generation", "itl_s", batch_size=b) for b in (1, 32, peak["batch_size"])}
+    assert decode_only[peak["batch_size"]] > decode_only[32] > decode_only[1]
+    gap = [decode_only[b] / m("slo", "local_tokens_per_s", batch_size=b) for b in (1, 32, peak["batch_size"])]
+    assert 1 < gap[0] < gap[1] < gap[2], gap
 
 
 # --- 00.2: goodput ------------------------------------------------------------------------------
+
+
+def test_00_2_one_request_at_a_time_is_00_1s_per_request_figure() -> None:
+    # "serving one request at a time, the card makes 107 output tokens per second. That counts the
+    # wait for the first token ... as lesson 00.1's per-request figure does; the stream itself runs
+    # at 110 tokens/s (1 / ITL)" (review 2026-12-03 A-4: one definition, one number).
+    server = m("slo", "local_tokens_per_s", batch_size=1)
+    assert abs(server / m("generation", "tokens_per_s") - 1) < 1e-3
+    assert abs(server * m("generation", "e2e_s") / 200 - 1) < 1e-3
+    assert server < 1 / m("generation", "itl_s")
 
 
 def test_00_2_goodput_is_zero_at_the_largest_batch_that_fits_and_positive_at_32() -> None:

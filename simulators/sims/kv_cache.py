@@ -99,6 +99,13 @@ def _grid(top: int, n: int = 48) -> list[int]:
     return sorted({max(1, round(top * i / n)) for i in range(n + 1)})
 
 
+def _log_grid(top: int, n: int = 48) -> list[int]:
+    """Contexts spaced evenly on a log axis over the last 2.4 decades up to `top`, from one 16-token
+    block at the least (or from 1 for a shorter context)."""
+    lo = max(16, top // 256) if top > 16 else 1
+    return sorted({max(1, round(lo * (top / lo) ** (i / n))) for i in range(n + 1)})
+
+
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_token = cm.kv_bytes_per_token(m, p.kv_dtype)
@@ -111,11 +118,11 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     prompt = min(running_example()["prompt_tokens"], p.context_tokens)
     with_cache = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=True)
     without = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=False)
-    grid = _grid(p.context_tokens)
+    grid, log_grid = _grid(p.context_tokens), _log_grid(p.context_tokens)
     variants = {
         name: {
             "kv_bytes_per_token": cm.kv_bytes_per_token(v, p.kv_dtype),
-            "GiB": [cm.kv_bytes_per_sequence(v, c, p.kv_dtype) / cm.GiB for c in grid],
+            "GiB": [cm.kv_bytes_per_sequence(v, c, p.kv_dtype) / cm.GiB for c in log_grid],
         }
         for name, v in _variants(m).items()
     }
@@ -143,7 +150,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "kv_dtype": p.kv_dtype,
         "context_tokens": p.context_tokens,
         "num_gpus": p.num_gpus,
-        "grid_tokens": grid,
+        "grid_tokens": log_grid,
         "variants": variants,
         # Both budgets as the cache they hold, in sequence terms: tokens x one token's bytes.
         "vllm_budget_GiB": tokens * per_token / cm.GiB,
@@ -183,15 +190,35 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return make_figure(
             data, layout(f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis={"type": "log"})
         )
+    # Both axes logarithmic (review 2026-12-03, L-7): on a linear axis every curve hugs zero under
+    # budgets of tens of GiB. On log axes the designs are parallel lines a constant factor apart
+    # (MHA 4x GQA for Llama-3-8B), and the gap from a curve's right end up to the vLLM line is the
+    # number of sequences of that context that fit; where a curve crosses the line, none does.
     data = [line(r["grid_tokens"], v["GiB"], name, i) for i, (name, v) in enumerate(r["variants"].items())]
     ends = [r["grid_tokens"][0], r["grid_tokens"][-1]]
     vllm, formula = r["vllm_budget_GiB"], r["formula_budget_GiB"]
-    data.append(
-        line(ends, [vllm, vllm], f"KV cache vLLM leaves ({r['num_gpus']} GPU{'s' if r['num_gpus'] > 1 else ''})", 6)
-    )
-    data.append(line(ends, [formula, formula], f"Byte arithmetic on {r['gpu_memory_GiB']:g} GiB (upper bound)", 4))
+    gpus = f"{r['num_gpus']} GPU{'s' if r['num_gpus'] > 1 else ''}"
+    fits = r["metrics"]["max_concurrent_sequences"]
+    if vllm > 0:  # a log axis cannot draw zero: with no cache left, the summary says so instead
+        data.append(
+            line(
+                ends,
+                [vllm, vllm],
+                f"KV cache vLLM leaves ({gpus}): {fits:,} sequences of {r['context_tokens']:,} tokens, {r['attention']}",
+                6,
+            )
+        )
+    if formula > 0:
+        data.append(line(ends, [formula, formula], f"Byte arithmetic on {r['gpu_memory_GiB']:g} GiB (upper bound)", 4))
     return make_figure(
-        data, layout(f"KV cache per sequence, {r['model']} ({r['kv_dtype']})", "Context (tokens)", "GiB per sequence")
+        data,
+        layout(
+            f"KV cache per sequence, {r['model']} ({r['kv_dtype']})",
+            "Context (tokens)",
+            "GiB per sequence (log)",
+            xaxis={"type": "log"},
+            yaxis={"type": "log"},
+        ),
     )
 
 

@@ -305,7 +305,9 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
 
 
 def _names(r: dict[str, Any]) -> dict[str, str]:
-    return {"24": "2:4 structured (50%)", "unstructured": f"Unstructured {r['sparsity']:.0%}, {r['layout']}"}
+    # One name for the pattern, as in lesson 04 (review 2026-12-03: "04 keeps two names for 2:4"):
+    # "structured" there means whole rows or heads removed, which 2:4 is not.
+    return {"24": "2:4 (50%)", "unstructured": f"Unstructured {r['sparsity']:.0%}, {r['layout']}"}
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
