@@ -338,17 +338,18 @@ def test_10_the_busy_replica_waits_for_memory_and_preempts_at_1_gib() -> None:
 
 
 def test_f1_running_example_at_batch_64_is_tensorrt_llm_at_0_4_and_sglang_at_0_8_or_on_an_h200() -> None:
-    # Rules of the operating-points view: prefix saving >= 20% -> SGLang; compute share >= 50% ->
-    # TensorRT-LLM; weights >= 80% of a step's bytes -> llama.cpp; KV bytes >= weight bytes -> vLLM.
+    # Rules of the operating-points view: prefix saving >= 20% -> prefix reuse (SGLang's bet); compute
+    # share >= 50% -> compute-bound (TensorRT-LLM's); weights >= 80% of a step's bytes -> weight-bound
+    # (llama.cpp's); KV bytes >= weight bytes -> KV-bound (vLLM's).
     point = dict(batch_size=64, prompt_tokens=2000, output_tokens=200, num_background=0)
     at = {**point, "prefix_share": 0.4}
     assert 0.18 < m("engine", "prefix_saving_share", **at) < 0.2  # "just under the 20% threshold"
-    assert m("engine", "compute_share", **at) >= 0.5  # "past 50%": the point is TensorRT-LLM's
+    assert m("engine", "compute_share", **at) >= 0.5  # "past 50%": the point is compute-bound
     assert m("engine", "prefix_saving_share", **{**point, "prefix_share": 0.0}) < 0.2
     assert m("engine", "prefix_saving_share", **{**point, "prefix_share": 0.8}) >= 0.3  # "deep in"
     h200 = m("engine", "prefix_saving_share", **at, gpu="h200")
     assert h200 > m("engine", "prefix_saving_share", **at)  # answer 2: the lever grows,
-    assert h200 >= 0.2  # "enough to make the point SGLang's"
+    assert h200 >= 0.2  # "enough to move the point into prefix reuse"
     long_answers = {**at, "output_tokens": 2000}  # answer 4: both regions vanish
     assert m("engine", "prefix_saving_share", **long_answers) < 0.2
     assert m("engine", "compute_share", **long_answers) < 0.5
@@ -484,8 +485,12 @@ def test_08_the_batch_view_says_where_the_gain_goes_and_the_draft_view_the_best_
     assert draft != batch
     best = m("speculative", "best_draft_tokens")
     assert f"best draft length here is {best}" in draft and "best draft length here" not in batch
-    by_batch = json.loads(api.run_json("speculative", "{}", 0, "batch"))["result"]["speedup_by_batch"]
-    assert f"{by_batch[-1]:.2f}x at batch 1,024" in batch
+    # The headline quotes the largest batch memory holds at 2,000 tokens, not the sweep's 1,024.
+    result = json.loads(api.run_json("speculative", "{}", 0, "batch"))["result"]
+    fit = result["fit_batch"]
+    assert 0 < fit < 1024 and result["at_fit"]["batch"] == fit
+    assert f"{result['at_fit']['speedup']:.2f}x at batch {fit:,}, the most sequences" in batch
+    assert "batch 1,024" not in batch.split(". ")[0]
     # "Points past the memory limit it names are roofline extrapolations"
     assert "roofline extrapolations" in batch and "roofline extrapolations" not in draft
 
@@ -589,6 +594,17 @@ def test_07_the_cache_keeps_the_queue_away_at_40_per_second_and_agents_hit_more_
     assert m("prefix_cache", "ttft_hash_s_p99", sharing="agent", turns=8) < m(
         "prefix_cache", "ttft_off_s_p99", sharing="agent", turns=8
     )
+
+
+def test_07_the_radix_arm_equals_hashing_on_a_system_prompt_and_gains_only_on_conversations() -> None:
+    # 07 "Try it" and answer 2: the radix arm matches whole blocks plus a finished sequence's
+    # part-filled last block, so a shared system prompt (its partial block holds user tokens) hits
+    # exactly as hashing does, and only conversations, which re-send that last block, gain.
+    for bs in (16, 256):
+        system = {"sharing": "system", "num_prefixes": 1, "num_requests": 200, "block_size": bs}
+        assert m("prefix_cache", "prefill_saved_radix", **system) == m("prefix_cache", "prefill_saved_hash", **system)
+    chat = {"sharing": "multi_turn", "block_size": 256}
+    assert m("prefix_cache", "hit_rate_radix", **chat) > m("prefix_cache", "hit_rate_hash", **chat) + 0.01
 
 
 def test_07_a_cached_system_prompt_leaves_a_little_more_than_a_cold_1000_token_prefill() -> None:

@@ -65,7 +65,7 @@ from ..plotting import MARKERS, PALETTE, layout, line
 from ..plotting import figure as make_figure
 
 TITLE = "Inside the engine: one request, and where each engine's bet pays"
-DESCRIPTION = "Follow one request through admission, chunked prefill, KV blocks and preemption; then see which of vLLM, SGLang, TensorRT-LLM and llama.cpp is right at which batch size and context length."
+DESCRIPTION = "Follow one request through admission, chunked prefill, KV blocks and preemption; then see which lever (KV memory, prefix reuse, compute, weight bytes) is the largest at which batch size and context length."
 METRICS = {
     "queue_s": ("Followed request: waiting before admission", "s"),
     "num_prefill_chunks": ("Followed request: prefill chunks", "chunks"),
@@ -81,13 +81,14 @@ METRICS = {
 }
 BATCHES = tuple(2**i for i in range(11))  # 1 ... 1,024
 CONTEXTS = tuple(256 * 2**i for i in range(10))  # 256 ... 131,072
-# (key, legend) in the order the rules are tried (see the module docstring).
+# (key, legend) in the order the rules are tried (see the module docstring). The legends name the
+# mechanism, not the engine whose bet it is (the key keeps the engine, for the lesson's mapping).
 REGIONS = (
     ("none", "Does not fit in KV memory"),
-    ("sglang", "SGLang: shared prefixes save >= 20% of GPU time"),
-    ("tensorrt", "TensorRT-LLM: most GPU time compute-bound"),
-    ("llamacpp", "llama.cpp: weights >= 80% of decode bytes"),
-    ("vllm", "vLLM: KV bytes >= weight bytes"),
+    ("sglang", "Prefix reuse: shared prefixes save >= 20% of GPU time"),
+    ("tensorrt", "Compute-bound: most GPU time at the compute roof"),
+    ("llamacpp", "Weight-bound: weights >= 80% of decode bytes"),
+    ("vllm", "KV-bound: KV bytes >= weight bytes"),
     ("mixed", "Mixed: weights 50-80%, batching amortises them"),
 )
 PREFIX_PAYS, COMPUTE_BINDS, WEIGHT_DOMINATED = 0.2, 0.5, 0.8

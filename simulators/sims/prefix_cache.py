@@ -4,8 +4,11 @@ Model: one replica serves a seeded trace whose prompts share structure (workload
 a few system prompts, one few-shot block, multi-turn conversations that re-send their history
 and previous answers, or agent trajectories that re-send a growing history plus a tool result.
 With the cache off every prompt token is prefilled. Block hashing (vLLM v1) finds the longest
-chain of cached *full* blocks whose hashes match the prompt's; the radix tree (SGLang) matches to
-the token, so it also reuses the part-filled last block of a cached prefix. Both keep finished
+chain of cached *full* blocks whose hashes match the prompt's; the "radix tree" arm (after SGLang)
+matches whole blocks too and adds only a finished sequence's part-filled last block, which the next
+turn of a conversation re-sends. It is not SGLang's token-exact match (page size 1): a shared
+prefix that ends inside a block also holding other tokens is matched exactly as hashing matches
+it, so on a shared system prompt the two arms are equal. Both keep finished
 sequences' blocks until the memory is needed, then evict the least recently used unreferenced
 blocks first; a small KV budget shows eviction undoing the hits. Hit rate = prompt tokens served from the cache / prompt tokens needed, over every admission
 (a preempted request's recomputation counts again). TTFT and prefill work come from the cost model.
@@ -323,8 +326,9 @@ def summary(r: dict[str, Any], view: str) -> str:
         return (
             f"{workload}, {hits}, saving {m['prefill_saved_hash']:,.0f} and {m['prefill_saved_radix']:,.0f} prefill "
             f"tokens ({modes['hash']['prefill_tokens']:,.0f} and {modes['radix']['prefill_tokens']:,.0f} still "
-            "prefilled). Block hashing reuses only full blocks whose hashes match; the radix tree matches to the "
-            f"token, so it also reuses the part-filled last block of a cached prefix. With {r['kv_budget_GiB']:g} GiB "
+            "prefilled). Block hashing reuses only full blocks whose hashes match; the radix tree here matches whole "
+            "blocks too and adds only a finished sequence's part-filled last block (SGLang with a page size of 1 "
+            f"would match to the token). With {r['kv_budget_GiB']:g} GiB "
             f"of KV memory, {modes['hash']['evictions']:,} cached blocks were evicted under block hashing and "
             f"{modes['radix']['evictions']:,} under the radix tree."
         )

@@ -117,6 +117,17 @@ def speedup(alpha: float, gamma: int, c: float, t_step: float, t_verify: float) 
     return t_step / cm.speculative_time_per_token_s(t_step, t_verify, gamma, c, alpha)
 
 
+def _at_batch(
+    m: Any, gpu: Any, batch: int, ctx: int, eff: cm.Efficiency, a: float, g: int, c: float
+) -> dict[str, float]:
+    """Speed-up at draft length g and at the best draft length for one batch (zeros for batch 0)."""
+    if batch < 1:
+        return {"batch": 0, "speedup": 0.0, "best_speedup": 0.0}
+    bs, bv = _times(m, gpu, batch, ctx, eff)
+    per_gamma = [speedup(a, k, c, bs.time_s, bv[k - 1].time_s) for k in range(1, MAX_DRAFT + 1)]
+    return {"batch": batch, "speedup": per_gamma[g - 1], "best_speedup": max(per_gamma)}
+
+
 def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     eff = cm.efficiency(p.ideal, p.engine)
@@ -144,6 +155,11 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         batch_short.append(speedup(a, g, c, short_step, short_verify))
     # The most sequences whose KV cache fits next to the weights at this context, as vLLM counts (0: none).
     fit_batch = capacity.most_sequences(m, gpu, p.context_tokens)
+    # The summary's headline batch: the largest one memory holds (at most the sweep's top), not the
+    # sweep's top, which can lie past memory.
+    at_fit = _at_batch(m, gpu, min(fit_batch, BATCH_GRID[-1]), p.context_tokens, eff, a, g, c)
+    short_fit = min(capacity.most_sequences(m, gpu, SHORT_CONTEXT), BATCH_GRID[-1])
+    short_at_fit = _at_batch(m, gpu, short_fit, SHORT_CONTEXT, eff, a, g, c)
     e = expected_tokens(a, g)
     round_s = g * c * t_step + t_verify
     notes, batch_notes = [], []
@@ -173,6 +189,8 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         "expected_by_gamma": e_by_gamma,
         "speedup_by_gamma": s_by_gamma,
         "batch_grid": list(BATCH_GRID),
+        "at_fit": at_fit,  # {batch, speedup, best_speedup} at the largest batch that fits (batch 0: none)
+        "short_at_fit": short_at_fit,  # the same at SHORT_CONTEXT
         "speedup_by_batch": batch_chosen,
         "best_speedup_by_batch": batch_best,
         "short_context_speedup_by_batch": batch_short,
@@ -255,25 +273,41 @@ def summary(r: dict[str, Any], view: str) -> str:
             )
         text += "."
         return text + "".join(" " + n for n in r["notes"])
-    grid = r["batch_grid"]
+    grid, fit, short = r["batch_grid"], r["at_fit"], r["short_at_fit"]
     text = (
         f"At acceptance rate {r['acceptance_rate']:g} with {r['draft_tokens']} draft tokens, the speed-up at "
-        f"{r['context_tokens']:,} tokens of context goes from {r['speedup_by_batch'][0]:.2f}x at batch 1 to "
-        f"{r['speedup_by_batch'][-1]:.2f}x at batch {grid[-1]:,} ({r['best_speedup_by_batch'][-1]:.2f}x at the best "
-        f"draft length for that batch); at the chosen batch {r['batch_size']:,} it is {m['speedup']:.2f}x, and the best "
-        f"draft length there is {m['best_draft_tokens']} ({m['best_speedup']:.2f}x)"
+        f"{r['context_tokens']:,} tokens of context is {r['speedup_by_batch'][0]:.2f}x at batch 1"
+    )
+    if fit["batch"] < 1:
+        text += f"; no sequence of {r['context_tokens']:,} tokens fits in memory, so every point is a roofline extrapolation"
+    else:
+        held = (
+            "the most sequences whose KV cache fits in memory"
+            if fit["batch"] == r["fit_batch"]
+            else "the top of the sweep, which memory holds"
+        )
+        text += (
+            f" and {fit['speedup']:.2f}x at batch {fit['batch']:,}, {held} ({fit['best_speedup']:.2f}x at the best "
+            "draft length for that batch)"
+        )
+    text += (
+        f"; at the chosen batch {r['batch_size']:,} it is {m['speedup']:.2f}x, and the best draft length there is "
+        f"{m['best_draft_tokens']} ({m['best_speedup']:.2f}x)"
     )
     if r["verify_bound_batch"] is not None:
+        past = r["verify_bound_batch"] > r["fit_batch"]
         text += (
-            f". The verify pass turns compute-bound from batch {r['verify_bound_batch']:,}, where checking extra tokens "
-            "stops being free"
+            f". The verify pass turns compute-bound from batch {r['verify_bound_batch']:,}"
+            + (", past what memory holds at this context" if past else ", where checking extra tokens stops being free")
         )
-    if r["context_tokens"] != SHORT_CONTEXT:
+    if r["context_tokens"] != SHORT_CONTEXT and short["batch"] >= 1:
         text += (
-            f". With a {SHORT_CONTEXT}-token context the same drafts give "
-            f"{r['short_context_speedup_by_batch'][-1]:.2f}x at batch {grid[-1]:,}"
+            f". With a {SHORT_CONTEXT}-token context the same drafts give {short['speedup']:.2f}x at batch "
+            f"{short['batch']:,}, which fits in memory"
         )
-    text += f". At {r['context_tokens']:,} tokens of context at most {r['fit_batch']:,} sequences fit in memory"
-    if r["fit_batch"] < grid[-1]:
-        text += "; points beyond that are roofline extrapolations, not batches one GPU can run"
+    if 0 < r["fit_batch"] < grid[-1]:
+        text += (
+            f". Points past batch {r['fit_batch']:,} are roofline extrapolations at {r['context_tokens']:,} tokens of "
+            "context, not batches one GPU can run"
+        )
     return text + "." + "".join(" " + n for n in r["batch_notes"] + r["notes"])
