@@ -296,9 +296,8 @@ def summary(r: dict[str, Any], view: str) -> str:
     )
     if r["verify_bound_batch"] is not None:
         past = r["verify_bound_batch"] > r["fit_batch"]
-        text += (
-            f". The verify pass turns compute-bound from batch {r['verify_bound_batch']:,}"
-            + (", past what memory holds at this context" if past else ", where checking extra tokens stops being free")
+        text += f". The verify pass turns compute-bound from batch {r['verify_bound_batch']:,}" + (
+            ", past what memory holds at this context" if past else ", where checking extra tokens stops being free"
         )
     if r["context_tokens"] != SHORT_CONTEXT and short["batch"] >= 1:
         text += (
