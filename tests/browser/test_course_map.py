@@ -10,6 +10,8 @@ from browser_helpers import ROOT, RUNTIME_LIMIT_MS, Records, Site, assert_clean
 from playwright.sync_api import BrowserContext, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from sitebuild.course import estimated_minutes
+
 
 def front_matter(path: Path) -> dict:
     return yaml.safe_load(path.read_text(encoding="utf-8").split("---\n")[1])
@@ -27,9 +29,14 @@ def test_home_counts_lessons_and_minutes_from_front_matter(page: Page) -> None:
     # The 14 numbered lessons of the course map, plus any frontier pages (ids F1, F2, …).
     assert len([x for x in lessons if not str(x["id"]).startswith("F")]) == 14
     core = [x for x in lessons if not str(x["id"]).startswith("F")]
+    core_paths = [(front_matter(p), p) for p in sorted((ROOT / "lessons").glob("*.md")) if not p.name.startswith("F")]
     assert page.locator(".course-card").count() == len(lessons)
     assert page.locator("[data-course-total]").inner_text() == "14"
-    assert page.locator("[data-course-minutes]").inner_text() == str(sum(x["minutes"] for x in core))
+    # Each lesson shows at least its reading estimate (sitebuild.course.estimated_minutes, review L-11).
+    shown = [
+        max(x["minutes"], estimated_minutes(p.read_text(encoding="utf-8").split("---\n", 2)[2])) for x, p in core_paths
+    ]
+    assert page.locator("[data-course-minutes]").inner_text() == str(sum(shown))
     assert page.locator(".course-stats").inner_text().count("0 / 14 completed") == 1
     assert page.locator("[data-course-frontier]").inner_text() == str(len(lessons) - len(core))
     assert page.locator("[data-course-next-label]").inner_text() == "Begin with"

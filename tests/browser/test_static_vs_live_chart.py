@@ -68,6 +68,7 @@ KNOWN_MISMATCHES = {  # what differed when measured (static vs plotly)
     ("engine", "request"): "plot width 561 vs 566 px",
     ("engine", "operating_points"): "plot height 168 vs 180 px",
     ("generation", "sampling"): "plot height 269 vs 287 px",
+    ("kv_cache", "memory"): "plot height 190 vs 211 px (log-log axes, new this round)",
     ("load_test", "percentiles"): "y range lower end 1.01 vs 0.94 (log10 units)",
     ("quantization", "formats"): "plot width 620 vs 512 px",
     ("quantization", "demo"): "y range lower end -1.92 vs -2.02 (log10 units)",
