@@ -1,12 +1,11 @@
 """Property-based checks of the engine over random small configurations."""
 
-import random
-
+from engine_scenario import small_requests, small_scheduler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulators.core.catalog import resolve_gpu, resolve_model
-from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
+from simulators.engine import EngineSpec, serve
 
 M, GPU = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
 
@@ -30,24 +29,8 @@ M, GPU = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
 def test_every_request_finishes_or_is_dropped_and_blocks_balance(
     n, rate, block_size, num_blocks, max_num_seqs, budget, chunked, batching, prefix, layout, sharing, spec_k, seed
 ):
-    rng = random.Random(seed)
-    reqs = workload.build(
-        rng,
-        n,
-        workload.Lengths("uniform", 300, 60),
-        workload.arrival_times(rng, n, "poisson", rate),
-        sharing=sharing,
-        shared_tokens=200,
-        turns=3,
-    ).requests
-    sched = SchedulerConfig(
-        batching=batching,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max(budget, max_num_seqs),
-        chunked_prefill=chunked,
-        max_model_len=4096,
-        num_speculative_tokens=spec_k,
-    )
+    reqs = small_requests(seed, n, rate, sharing)
+    sched = small_scheduler(batching, max_num_seqs, budget, chunked, spec_k)
     spec = EngineSpec(
         M, GPU, sched, block_size=block_size, num_blocks=max(1, num_blocks // block_size), layout=layout, prefix=prefix
     )

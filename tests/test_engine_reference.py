@@ -12,6 +12,7 @@ closed-form sum and a step-by-step sum differ in the last bits of a float).
 import math
 import random
 
+from engine_scenario import small_requests, small_scheduler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,25 +56,12 @@ def test_fast_engine_and_reference_give_the_same_records(
     model, n, rate, block_size, pool_tokens, max_num_seqs, budget, chunked, batching, reserve_full_isl, prefix,
     layout, sharing, spec_k, seed,
 ):  # fmt: skip
-    rng = random.Random(seed)
-    reqs = workload.build(
-        rng,
-        n,
-        workload.Lengths("uniform", 300, 60),
-        workload.arrival_times(rng, n, "poisson", rate),
-        sharing=sharing,
-        shared_tokens=200,
-        turns=3,
-    ).requests
-    sched = SchedulerConfig(
-        batching=batching,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max(budget, max_num_seqs),
-        chunked_prefill=chunked,
+    reqs = small_requests(seed, n, rate, sharing)
+    sched = small_scheduler(
+        batching, max_num_seqs, budget, chunked, spec_k,
         max_model_len=4096 if model != "mistral-7b" else 8192,  # mistral: contexts past its window
         reserve_full_isl=reserve_full_isl,
-        num_speculative_tokens=spec_k,
-    )
+    )  # fmt: skip
     spec = EngineSpec(
         MODELS[model], GPU, sched, block_size=block_size, num_blocks=max(1, pool_tokens // block_size),
         layout=layout, prefix=prefix,
