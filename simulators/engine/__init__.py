@@ -21,7 +21,8 @@ Public API (everything a simulator module needs):
 Files, one concept each (vLLM v1 names: block_size, block_table, ref_cnt, num_computed_tokens,
 waiting, running):
     workload.py   arrivals (poisson, constant, gamma, bundled trace) and lengths; shared prefixes
-    kv.py         the block pool: paged or contiguous; one LRU free queue; prefix cache off / hash / radix
+    blockpool.py  the block pool: paged or contiguous; ref counts; one LRU free queue
+    kv.py         KVCacheManager: the pool plus the prefix cache (off / hash / radix): match, cache_blocks
     blockhash.py  block contents and block-hash chains (memo per block size)
     sequence.py   Seq: one request's progress, blocks and timestamps inside a replica
     decodeset.py  the decoding sequences, kept so a decode step costs O(1)

@@ -6,7 +6,7 @@ cost model's step time, and every decoding sequence carries its own context. The
 (sequence.py, decodeset.py, scheduler.py, replica.py, eventloop.py) keeps decoding sequences
 as running sums and prices runs of decode steps in closed form; tests/test_engine_reference.py
 runs both on many random scenarios and requires the same request records. The block pool and
-prefix cache (kv.py) and the step time's linear form (steptime.py) are shared, not restated.
+prefix cache (blockpool.py, kv.py) and the step time's linear form (steptime.py) are shared, not restated.
 
 One step:
 1. Decodes first: each decoding sequence needs one token, and a block when its context is a
