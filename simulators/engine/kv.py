@@ -132,7 +132,8 @@ class KVCacheManager(BlockPool):
         elif start < n_full and hs[start] not in cached:
             stop = n_full  # no eviction yet: a cached block after an uncached one is impossible (match)
         new = hs[start:stop]
-        cached.update(dict.fromkeys(new, 1))
+        for h in new:  # a plain loop, faster than update(fromkeys) (BlockPool.ref)
+            cached[h] = 1
         owned.extend(new)
         converted = len(new)
         if stop == n_full and rem and final and self.prefix == "radix" and start <= n_full:
