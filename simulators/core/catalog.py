@@ -241,6 +241,11 @@ class Model:
     def is_moe(self) -> bool:
         return self.num_experts > 0
 
+    @property
+    def num_moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts (the first `first_k_dense` stay dense)."""
+        return self.num_layers - self.first_k_dense if self.is_moe else 0
+
 
 # config.json keys the cost model reads, with the aliases other model families use.
 _ALIASES = {
