@@ -35,7 +35,7 @@ BF16_BYTES = 2
 
 
 # ---------------------------------------------------------------------------------------------
-# Parameters and weight bytes
+# Parameters and bytes
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from . import efficiency as profiles
 from . import parallel_time as pt
 from .bytes_flops import (
+    BF16_BYTES,
     GB,
     attention_flops_per_key,
     block_bytes_per_value,
@@ -206,13 +207,13 @@ def _step_time(
     num_seqs: int,
     attention_flops: float,
     kv_tokens: int,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-    activation_dtype: str | None = None,
-    eff: Efficiency | None = None,
-    tp: int = 1,
-    sparse: bool = False,
-    weight_bytes_per_value: float | None = None,
+    weight_dtype: str,
+    kv_dtype: str,
+    activation_dtype: str | None,
+    eff: Efficiency | None,
+    tp: int,
+    sparse: bool,
+    weight_bytes_per_value: float | None,
     pp: int = 1,
     dp: int = 1,
     ep: bool = False,
@@ -307,7 +308,7 @@ def _kernel_peak(p: Efficiency, gpu: Gpu, path: str) -> float:
     return gpu.peak_tflops(path) or 0.0
 
 
-ACTIVATION_BYTES = 2  # activations pass between kernels in BF16
+ACTIVATION_BYTES = BF16_BYTES  # activations pass between kernels in BF16
 
 
 def activation_s(p: Efficiency, m: Model, gpu: Gpu, tokens: float, tp: int) -> float:
@@ -349,7 +350,7 @@ def uniform_decode_step_time(m: Model, gpu: Gpu, context_tokens: int, batch_size
         num_seqs=batch_size,
         attention_flops=sum([per_seq] * batch_size),
         kv_tokens=(kv_tokens_held(m, context_tokens) + 1) * batch_size,
-        **kw,  # type: ignore[arg-type]
+        **{**(step_time.__kwdefaults__ or {}), **kw},  # step_time's defaults, then the caller's keywords
     )
 
 
