@@ -43,8 +43,8 @@ def test_no_second_set_of_factors():
     assert p.gemm_m_half > 0 and p.step_overhead_us > 0 and p.layer_overhead_us > 0 and p.activation_io > 0
 
 
-# Attributes only the cost model (and the module that loads the profiles) may read: a time priced
-# anywhere else would be a second speed model.
+# Attributes only the step-time function (core/roofline.py) and the module that loads the profiles
+# may read: a time priced anywhere else would be a second speed model.
 FACTORS = {
     "gemm_bf16", "gemm_fp8", "gemm_int8", "gemm_m_half", "w4a16", "gemm_efficiency", "step_overhead_us",
     "layer_overhead_us", "allreduce_latency_us", "allreduce_bandwidth", "activation_io",
@@ -62,7 +62,7 @@ def test_no_module_but_the_cost_model_reads_efficiency_factors():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and node.attr in FACTORS:
                 readers.add(path.relative_to(root).as_posix())
-    assert readers == {"core/costmodel.py", "core/efficiency.py"}
+    assert readers == {"core/roofline.py", "core/efficiency.py"}
 
 
 def _random_batches(rng, n):

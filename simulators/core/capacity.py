@@ -14,7 +14,7 @@ batch no GPU of that kind can hold (December 2026 review, "Operating points that
 from __future__ import annotations
 
 from . import costmodel as cm
-from .catalog import Gpu, Model, serve_defaults
+from .catalog import Gpu, Model
 from .layout import Layout, rank_fit, vllm_defaults
 
 
@@ -34,8 +34,7 @@ def held(
         context=context_tokens,
         **vllm_defaults(gpu),
     )
-    block_size = int(serve_defaults(gpu)["block_size"])
-    return fit.kv_blocks // fit.memory.num_groups * block_size, fit.max_concurrency
+    return fit.kv_tokens, fit.max_concurrency
 
 
 def most_sequences(

@@ -40,6 +40,7 @@ class RankFit:
     weight_bytes: float  # the fullest rank's
     kv_blocks: int  # per attention rank
     max_concurrency: float  # requests of the context, all dp attention ranks together
+    kv_tokens: int  # per attention rank, as vLLM logs them ("GPU KV cache size")
 
 
 def rank_fit(
@@ -77,13 +78,9 @@ def rank_fit(
     blocks = max(0, int((worst.kv_bytes + spread) // (a.page_bytes * a.group_size)))
     if not spread:
         blocks = a.num_blocks
-    return RankFit(a, worst.weight_bytes - spread, blocks, lay.dp * blocks / a.blocks_per_request)
-
-
-def kv_token_capacity(m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str, kv_dtype: str, context: int) -> int:
-    """KV tokens the layout holds, all attention ranks together, in vLLM's 16-token blocks."""
-    fit = rank_fit(m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context)
-    return lay.dp * (fit.kv_blocks // fit.memory.num_groups) * 16
+    block_size = int(vllm.get("block_size") or serve_defaults(gpu)["block_size"])  # as vm.account reads it
+    tokens = blocks // a.num_groups * block_size
+    return RankFit(a, worst.weight_bytes - spread, blocks, lay.dp * blocks / a.blocks_per_request, tokens)
 
 
 def pooled_kv_tokens(
@@ -134,4 +131,4 @@ def vllm_kv_tokens(
     fit = rank_fit(
         m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context, sparse=sparse, **vllm_defaults(gpu)
     )
-    return lay.dp * (fit.kv_blocks // fit.memory.num_groups) * 16
+    return lay.dp * fit.kv_tokens

@@ -1,7 +1,7 @@
 """Reading a real Hugging Face config.json: nested text configs, layer kinds, keys left unread.
 
 A config.json describes more than the cost model needs (tokenizer ids, rope settings, vision
-towers). This module turns one into the flat dict of keys `catalog.model_from_config` reads:
+towers). This module turns one into the flat dict of keys `model.model_from_config` reads:
 
 - multimodal configs (Gemma 3, Llama 4) keep the language model under `text_config`; its keys
   are lifted to the top and the vision tower is noted and left out;

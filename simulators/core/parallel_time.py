@@ -1,8 +1,9 @@
 """What splitting one model over several GPUs adds to, or takes from, a forward pass's time.
 
-Pure formulas of plain numbers, used by costmodel.step_time (the one cost model) for a layout
-of `tp` tensor-parallel ranks, `pp` pipeline stages and, for a mixture of experts, `dp`
-data-parallel attention ranks whose experts are spread over tp x dp ranks (expert parallelism).
+Formulas of plain numbers (and a GPU's link rate), used by roofline.step_time (the one cost
+model) for a layout of `tp` tensor-parallel ranks, `pp` pipeline stages and, for a mixture of
+experts, `dp` data-parallel attention ranks whose experts are spread over tp x dp ranks (expert
+parallelism).
 
 - Tensor parallelism (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053, section 3): each
   attention block and each MLP ends in one all-reduce of the layer's output, tokens x hidden
@@ -31,7 +32,8 @@ overlap), load imbalance between experts or stages, and link latency.
 
 from __future__ import annotations
 
-BF16_BYTES = 2
+from .bytes_flops import BF16_BYTES
+from .catalog import Gpu, Model
 
 
 def ring_allreduce_bytes(payload_bytes: float, n: int) -> float:
@@ -65,3 +67,28 @@ def all_to_all_s(tokens: float, hidden: int, moe_layers: int, top_k: int, ep: in
         return 0.0
     per_layer = 2 * tokens * top_k * hidden * BF16_BYTES * (ep - 1) / ep
     return moe_layers * per_layer / (link_GBps * 1e9)
+
+
+def link_GBps_one_way(gpu: Gpu) -> float | None:
+    """One direction of the GPU-to-GPU link (catalogues give both directions added)."""
+    both = gpu.interconnect_GBps or gpu.host_link_GBps
+    return None if both is None else both / 2
+
+
+def collectives_s(m: Model, tokens: int, tp: int, dp: int, ep: bool, link_GBps: float) -> float:
+    """A pass's all-reduces and all-to-alls over `tokens` tokens at the link's full rate.
+
+    Tensor parallelism alone: two all-reduces per layer. With dp attention ranks, each all-reduces
+    its own tokens over its tp ranks, except after a MoE layer's experts, which either exchange
+    tokens all-to-all over the tp x dp ranks (`ep`) or, tensor-parallel over all of them,
+    all-reduce every token there.
+    """
+    hidden, moe_layers, ranks = m.hidden_size, m.num_moe_layers, tp * dp
+    if dp == 1:
+        return tp_allreduce_s(tokens, hidden, m.num_layers, tp, link_GBps)
+    local = tokens / dp  # the tokens of one attention rank
+    s = tp_allreduce_s(local, hidden, m.num_layers, tp, link_GBps)
+    s -= tp_allreduce_s(local, hidden, moe_layers, tp, link_GBps) / 2  # MoE layers: no all-reduce after the MLP
+    if ep:
+        return s + all_to_all_s(local / tp, hidden, moe_layers, m.num_experts_per_tok, ranks, link_GBps)
+    return s + tp_allreduce_s(tokens, hidden, moe_layers, ranks, link_GBps) / 2

@@ -1,0 +1,390 @@
+"""The step-time function: the time of one forward pass on a GPU under an engine profile.
+
+A roofline per forward pass (Williams, Waterman and Patterson 2009) over the counts of
+bytes_flops.py: a step takes as long as the slower of its compute and its memory traffic, then
+what cannot overlap them (communication: parallel_time.py),
+
+    time_s = max(flops / (peak_flops * gemm_efficiency(M)),
+                 bytes / (peak_bandwidth * bandwidth_efficiency))
+             + communication_s + activation_s + overhead_s
+
+and both parts are reported, so a lesson can show which roof binds.
+
+What the hardware reaches is the engine profile's (`eff`, simulators/core/efficiency.py): a share of
+peak bandwidth, a GEMM efficiency per tensor-core path that falls at small M (the block GEMMs' M
+is the step's tokens, the LM head's its sequences), an attention efficiency, the activation
+traffic between kernels, a fixed time per pass and per layer, and the all-reduces' latency. The
+ideal ceiling sets every factor to 1.0 and every fixed cost to 0. Left out: the softmax's own
+time and overlap of communication with compute. The validation page measures what the
+omissions and the fitted factors cost. This is the one module that reads a profile's factors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import efficiency as profiles
+from . import parallel_time as pt
+from .bytes_flops import (
+    BF16_BYTES,
+    GB,
+    attention_flops_per_key,
+    block_bytes_per_value,
+    kv_bytes_per_token,
+    kv_replication,
+    kv_tokens_held,
+    lm_head_params,
+    param_counts,
+    precision,
+    routed_params_read,
+    streamed_weight_bytes,
+)
+from .catalog import Gpu, Model
+
+# An engine profile (simulators/core/efficiency.py, data/engine_profiles.toml) is the efficiency every
+# time is priced with: achieved shares of peak per kernel path, the GEMM's small-M curve, fixed
+# costs per pass and per layer, activation traffic. It is an input here; that module imports
+# nothing from this one.
+Efficiency = profiles.EngineProfile
+IDEAL = profiles.IDEAL
+DEFAULT_ENGINE = profiles.DEFAULT
+
+
+def default_efficiency() -> Efficiency:
+    """The default engine's (DEFAULT_ENGINE) profile: what every time a reader sees is priced with
+    unless a simulator's engine choice or "ideal" says otherwise."""
+    return profiles.profile(DEFAULT_ENGINE)
+
+
+def efficiency(ideal: bool, engine: str = DEFAULT_ENGINE) -> Efficiency:
+    """An engine's profile, or with `ideal` its ceiling: the same kernel paths, every factor 1.0
+    and no fixed cost (the physical floor of that engine's times)."""
+    p = profiles.profile(engine)
+    return profiles.ceiling(p) if ideal else p
+
+
+def roofline_s(compute_s: float, memory_s: float, communication_s: float = 0.0) -> float:
+    """A step's time: the binding roof (compute or memory; they overlap) plus communication after it."""
+    return (compute_s if compute_s > memory_s else memory_s) + communication_s
+
+
+def speculative_tokens_per_pass(acceptance_rate: float, num_draft_tokens: int) -> float:
+    """Expected tokens one target pass emits with k draft tokens, each accepted with probability a
+    independently: the accepted prefix plus one, (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1)."""
+    k, a = num_draft_tokens, acceptance_rate
+    if k == 0:
+        return 1.0
+    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def speculative_time_per_token_s(
+    step_s: float, verify_s: float, num_draft_tokens: int, draft_cost_ratio: float, acceptance_rate: float
+) -> float:
+    """Time per emitted token with speculation: k draft steps, each draft_cost_ratio of a target
+    decode step (step_s), plus one verify pass (verify_s), per expected tokens of one pass."""
+    drafts_s = step_s * num_draft_tokens * draft_cost_ratio
+    return (verify_s + drafts_s) / speculative_tokens_per_pass(acceptance_rate, num_draft_tokens)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    compute_s: float  # matmul + attention FLOPs at the achieved tensor throughput (0 if unknown)
+    memory_s: float  # weight + KV bytes at the achieved bandwidth
+    communication_s: float  # tensor-parallel all-reduces
+    flops: float  # per GPU
+    bytes: float  # per GPU
+    compute_known: bool  # False when the GPU publishes no figure for the matmul path
+    matmul_path: str  # tensor-core path the matmuls ran on: "bf16", "fp8" or "int8"
+    # Of compute_s, the attention FLOPs' share (engine profiles give attention its own efficiency).
+    attention_s: float = 0.0
+    # The engine's fixed time per forward pass: its step overhead and a fixed time per layer
+    # (efficiency.fixed_overhead_s); the all-reduces' latency is in communication_s.
+    overhead_s: float = 0.0
+    # Activation traffic between a layer's kernels (norms, rotary, SwiGLU, GEMM inputs and outputs):
+    # memory-bound elementwise work, serial with the GEMMs (activation_s).
+    activation_s: float = 0.0
+
+    @property
+    def time_s(self) -> float:
+        return roofline_s(self.compute_s, self.memory_s, self.communication_s) + self.overhead_s + self.activation_s
+
+    @property
+    def serial_s(self) -> float:
+        """What runs after the roofline, not overlapped: communication, activation traffic, fixed costs."""
+        return self.communication_s + self.activation_s + self.overhead_s
+
+    @property
+    def bound(self) -> str:
+        """Which roof binds: "compute", "memory" or "communication"."""
+        if self.communication_s > max(self.compute_s, self.memory_s):
+            return "communication"
+        return "compute" if self.compute_s > self.memory_s else "memory"
+
+    @property
+    def intensity_flop_per_byte(self) -> float:
+        return self.flops / self.bytes if self.bytes else 0.0
+
+
+def matmul_path(gpu: Gpu, weight_dtype: str, activation_dtype: str | None = None) -> str:
+    """Tensor-core path of the block matmuls: both operands must be in a format the GPU multiplies.
+
+    By default FP8 and INT8 weights run with activations in the same format (W8A8); INT4 is
+    weight-only (W4A16): weights are dequantised and the bf16 tensor cores do the work. Without
+    a native path (FP8 on an A100) the same happens, as vLLM's weight-only FP8 (Marlin) kernels
+    do on Ampere.
+    """
+    act = activation_dtype or (weight_dtype if weight_dtype in ("fp8", "int8") else "bf16")
+    path = precision(act).tensor_core
+    if precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:
+        return "bf16"
+    return path
+
+
+def step_time(
+    m: Model,
+    gpu: Gpu,
+    seqs: list[tuple[int, int]],
+    *,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    activation_dtype: str | None = None,
+    eff: Efficiency | None = None,
+    tp: int = 1,
+    sparse: bool = False,
+    weight_bytes_per_value: float | None = None,
+    pp: int = 1,
+    dp: int = 1,
+    ep: bool = False,
+) -> StepTime:
+    """Time of one forward pass over `seqs`, a list of (new_tokens, cached_tokens) per sequence.
+
+    The layout is `tp` tensor-parallel ranks, `pp` pipeline stages (the pass is then a round in
+    which every sequence gains a token: parallel_time.py) and, for a mixture of experts, `dp`
+    data-parallel attention ranks, with the experts spread over tp x dp ranks when `ep`.
+
+    `sparse` uses the 2:4 structured-sparse tensor rate for the block matmuls and halves their
+    weight bytes (plus 2 bits of metadata per kept value: sparse24_bytes_per_value).
+    `weight_bytes_per_value` overrides only the stored bytes per block-matmul weight, e.g. an
+    unstructured-sparse layout (unstructured_bytes_per_value): GPUs have no tensor-core path for
+    unstructured sparsity, so the matmuls still run at the dense rate.
+    """
+    # attention_flops(m, q, c) inlined: the same float operations in the same order, without a
+    # call per sequence (steps of thousands of sequences are costed in inner loops).
+    per_key = attention_flops_per_key(m)
+    attention = sum([per_key * (q * c + q * (q + 1) / 2) for q, c in seqs])
+    held: dict[int, int] = {}  # kv_tokens_held walks every layer: once per distinct context
+    kv_tokens = 0
+    for q, c in seqs:
+        h = held.get(c)
+        if h is None:
+            h = held[c] = kv_tokens_held(m, c)
+        kv_tokens += h + q
+    return _step_time(
+        m,
+        gpu,
+        tokens=sum(q for q, _ in seqs),
+        num_seqs=len(seqs),
+        attention_flops=attention,
+        kv_tokens=kv_tokens,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        activation_dtype=activation_dtype,
+        eff=eff,
+        tp=tp,
+        sparse=sparse,
+        weight_bytes_per_value=weight_bytes_per_value,
+        pp=pp,
+        dp=dp,
+        ep=ep,
+    )
+
+
+def _step_time(
+    m: Model,
+    gpu: Gpu,
+    *,
+    tokens: int,
+    num_seqs: int,
+    attention_flops: float,
+    kv_tokens: int,
+    weight_dtype: str,
+    kv_dtype: str,
+    activation_dtype: str | None,
+    eff: Efficiency | None,
+    tp: int,
+    sparse: bool,
+    weight_bytes_per_value: float | None,
+    pp: int = 1,
+    dp: int = 1,
+    ep: bool = False,
+) -> StepTime:
+    """step_time from the batch's totals: new tokens, sequences, attention FLOPs and KV tokens read.
+
+    Per GPU, with n = tp x dp ranks side by side and m = micro_batches(sequences / dp, pp):
+    compute = F / (n m); memory = W_dense / tp + W_experts(ceil(tokens / m)) / n + KV x replication / (n m);
+    communication = (all-reduces + all-to-alls) / m + the pipeline's sends (parallel_time.py).
+    """
+    if sparse and weight_bytes_per_value is not None:
+        raise ValueError("give either sparse (2:4) or weight_bytes_per_value, not both")
+    eff = eff or default_efficiency()
+    path = matmul_path(gpu, weight_dtype, activation_dtype)
+    p = param_counts(m)
+    ranks = tp * dp
+    mb = pt.micro_batches(-(-num_seqs // dp), pp)
+    per_token_block = 2.0 * p.block_linear_active
+    head = 2.0 * lm_head_params(m)
+    # Only the last token of a prefill chunk needs logits; every decode token does.
+    logits_tokens = num_seqs
+    block_flops = per_token_block * tokens
+    other_flops = head * logits_tokens + attention_flops
+    w_tokens = -(-tokens // mb)  # the largest micro-batch's tokens (each reads its own experts)
+    block = block_bytes_per_value(weight_dtype, sparse) if weight_bytes_per_value is None else weight_bytes_per_value
+    w_bytes = streamed_weight_bytes(m, weight_dtype, w_tokens, per_value=block)
+    if dp > 1:  # each attention rank reads its own copy of the non-expert weights
+        experts = routed_params_read(m, w_tokens) * block
+        w_bytes = (w_bytes - experts) * dp + experts
+    kv_bytes = kv_bytes_per_token(m, kv_dtype) * kv_tokens * kv_replication(m, tp) / mb
+    total_bytes = (w_bytes + kv_bytes) / ranks
+    block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
+    bf16_peak = gpu.peak_tflops("bf16")
+    known = block_peak is not None and bf16_peak is not None
+    # The M of one rank's GEMMs in one micro-batch: every new token for the block GEMMs, one row
+    # per sequence for the LM head (only a chunk's last token needs logits).
+    local_tokens, local_seqs = tokens / (dp * mb), logits_tokens / (dp * mb)
+    compute_s = attention_s = 0.0
+    if block_peak is not None and bf16_peak is not None:
+        kernel_path = _kernel_path(eff, gpu, weight_dtype, path)
+        # The engine's kernels may run another path than the formats imply (quantized_path).
+        block_peak *= _kernel_peak(eff, gpu, kernel_path) / (gpu.peak_tflops(path) or 1.0)
+        block_eff = eff.gemm_efficiency(kernel_path, local_tokens)
+        if weight_dtype in profiles.WEIGHT_ONLY_4BIT:
+            block_eff *= eff.w4a16
+        head_eff = eff.gemm_efficiency("bf16", local_seqs)
+        per_rank = 1e12 * ranks * mb
+        attention_s = attention_flops / (bf16_peak * per_rank) / eff.attention
+        compute_s = (
+            block_flops / (block_peak * per_rank * block_eff)
+            + head * logits_tokens / (_kernel_peak(eff, gpu, "bf16") * per_rank * head_eff)
+            + attention_s
+        )
+    ideal_memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * GB)
+    memory_s = ideal_memory_s / eff.bandwidth
+    cap = profiles.matvec_bandwidth_GBps(eff, gpu, local_tokens)
+    if cap is not None:  # matrix-vector kernels that cannot fill the bandwidth
+        memory_s = max(memory_s, ideal_memory_s * gpu.hbm_bandwidth_GBps / cap)
+    comm_s = 0.0
+    if tp * pp * dp > 1:
+        link = pt.link_GBps_one_way(gpu)
+        if link is None:
+            raise ValueError(f"{gpu.name} has no GPU-to-GPU or host link figure for a multi-GPU layout")
+        # The collectives at the share of the link the engine's kernels reach, and their latency;
+        # the pipeline's point-to-point sends at the link's rate.
+        comm_s = pt.collectives_s(m, tokens, tp, dp, ep, link) / (mb * eff.allreduce_bandwidth)
+        comm_s += profiles.allreduce_latency_s(eff, m, tp)
+        comm_s += pt.pp_send_s(tokens / dp / mb, m.hidden_size, pp, link)
+    return StepTime(
+        compute_s=compute_s,
+        memory_s=memory_s,
+        communication_s=comm_s,
+        flops=(block_flops + other_flops) / (ranks * mb),
+        bytes=total_bytes,
+        compute_known=known,
+        matmul_path=path,
+        attention_s=attention_s,
+        overhead_s=profiles.fixed_overhead_s(eff, m),
+        activation_s=activation_s(eff, m, gpu, local_tokens, tp),
+    )
+
+
+def _kernel_path(p: Efficiency, gpu: Gpu, weight_dtype: str, path: str) -> str:
+    """The tensor-core path the engine's kernels use for these weights (falls back to `path`)."""
+    kernel = p.quantized_path.get(weight_dtype, path)
+    return kernel if gpu.peak_tflops(kernel) is not None else path
+
+
+def _kernel_peak(p: Efficiency, gpu: Gpu, path: str) -> float:
+    if path == "bf16" and p.fp16_accumulate and gpu.dense_fp16_acc_tflops:
+        return gpu.dense_fp16_acc_tflops
+    return gpu.peak_tflops(path) or 0.0
+
+
+ACTIVATION_BYTES = BF16_BYTES  # activations pass between kernels in BF16
+
+
+def activation_s(p: Efficiency, m: Model, gpu: Gpu, tokens: float, tp: int) -> float:
+    """Time of a step's activation traffic between kernels (efficiency.activation_values per token):
+    serial with the GEMMs, at the profile's bandwidth share; none in the ceiling (perfect fusion)."""
+    if not p.activation_io:
+        return 0.0
+    moved = p.activation_io * profiles.activation_values(m, tp) * ACTIVATION_BYTES * tokens
+    return moved / (gpu.hbm_bandwidth_GBps * GB * p.bandwidth)
+
+
+def prefill_time(m: Model, gpu: Gpu, prompt_tokens: int, **kw: object) -> StepTime:
+    """One prefill pass over the whole prompt (no chunking)."""
+    return step_time(m, gpu, [(prompt_tokens, 0)], **kw)  # type: ignore[arg-type]
+
+
+def decode_step_time(m: Model, gpu: Gpu, context_lens: list[int], **kw: object) -> StepTime:
+    """One decode step: each sequence adds one token on top of its cached context."""
+    if _all_equal(context_lens):
+        return uniform_decode_step_time(m, gpu, context_lens[0], len(context_lens), **kw)
+    return step_time(m, gpu, [(1, c) for c in context_lens], **kw)  # type: ignore[arg-type]
+
+
+def _all_equal(values: list[int]) -> bool:
+    return bool(values) and values.count(values[0]) == len(values)
+
+
+def uniform_decode_step_time(m: Model, gpu: Gpu, context_tokens: int, batch_size: int, **kw: object) -> StepTime:
+    """decode_step_time of `batch_size` sequences all at `context_tokens`, in O(1) Python steps.
+
+    Bit for bit the same StepTime: the per-sequence attention FLOPs are still added one by one in
+    the same order (by the built-in sum, in C), and the integer totals are exact.
+    """
+    per_seq = attention_flops_per_key(m) * (1 * context_tokens + 1 * (1 + 1) / 2)
+    return _step_time(
+        m,
+        gpu,
+        tokens=batch_size,
+        num_seqs=batch_size,
+        attention_flops=sum([per_seq] * batch_size),
+        kv_tokens=(kv_tokens_held(m, context_tokens) + 1) * batch_size,
+        **{**(step_time.__kwdefaults__ or {}), **kw},  # step_time's defaults, then the caller's keywords
+    )
+
+
+@dataclass(frozen=True)
+class DecodeLine:
+    """A decode step's parts as affine functions of S, the sum of cached context lengths.
+
+    For a fixed batch, compute_s = compute_base_s + compute_per_token_s * S and likewise for
+    memory, because attention FLOPs and KV bytes are linear in each context length. The serving
+    engine uses this to advance a run of decode steps in one closed-form stride.
+    """
+
+    compute_base_s: float
+    compute_per_token_s: float
+    memory_base_s: float
+    memory_per_token_s: float
+    communication_s: float
+    overhead_s: float = 0.0
+
+    def time_s(self, sum_context: float) -> float:
+        c = self.compute_base_s + self.compute_per_token_s * sum_context
+        mem = self.memory_base_s + self.memory_per_token_s * sum_context
+        return roofline_s(c, mem, self.communication_s) + self.overhead_s
+
+
+def decode_line(m: Model, gpu: Gpu, batch_size: int, **kw: object) -> DecodeLine:
+    """The affine decode step of `batch_size` sequences (exact unless a sliding window caps KV)."""
+    base = decode_step_time(m, gpu, [0] * batch_size, **kw)
+    one = decode_step_time(m, gpu, [1] + [0] * (batch_size - 1), **kw)
+    return DecodeLine(
+        compute_base_s=base.compute_s,
+        compute_per_token_s=one.compute_s - base.compute_s,
+        memory_base_s=base.memory_s,
+        memory_per_token_s=one.memory_s - base.memory_s,
+        communication_s=base.communication_s + base.activation_s,
+        overhead_s=base.overhead_s,
+    )
