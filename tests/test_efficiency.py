@@ -279,6 +279,8 @@ def test_llamacpp_on_an_apple_gpu_is_priced_with_its_metal_profile():
     via_cuda = cm.step_time(M, M2, seqs, weight_dtype="q4_0", eff=cuda)
     assert via_cuda == cm.step_time(M, M2, seqs, weight_dtype="q4_0", eff=metal)
     assert via_cuda.overhead_s == pytest.approx(M.num_layers * metal.layer_overhead_us * 1e-6)
+    # the event engine's linear form (engine/steptime.py) reads the engine's own profile for its regimes
+    assert metal.matvec_max_tokens == cuda.matvec_max_tokens
     # Apple's GPU lists no INT8 rate: Q4_0 GEMMs run on the FP16 (bf16) path, not llama.cpp CUDA's MMQ INT8
     assert cm.step_time(M, M2, [(512, 0)], weight_dtype="q4_0", eff=cuda).matmul_path == "bf16"
 
