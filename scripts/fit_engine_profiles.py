@@ -40,6 +40,9 @@ FITS = [
         0.5,
         40.0,
     ),
+    ("llamacpp-metal", "bandwidth", "llamacpp-metal-llama3-8b-f16-m2-ultra-tg512", 0.3, 1.0),
+    ("llamacpp-metal", "layer_overhead_us", "llamacpp-metal-llama3-8b-q4_k_m-m2-ultra-tg512", 0.0, 400.0),
+    ("llamacpp-metal", "gemm_bf16", "llamacpp-metal-llama3-8b-f16-m2-ultra-pp512", 0.05, 1.0),
     (
         "vllm",
         "layer_overhead_us",

@@ -315,6 +315,10 @@ def _missing_figure(p: Any) -> dict[str, str] | None:
     if not isinstance(getattr(p, "engine", None), str) or gpu_value is None:
         return None
     gpu = resolve_gpu(gpu_value)
+    from .core import efficiency
+
+    if why := efficiency.unsupported(p.engine, gpu):  # vLLM on an Apple GPU: not even its ideal runs there
+        return {"field": "engine", "message": why}
     missing = cm.missing_compute_figure(gpu, getattr(p, "weight_dtype", "bf16"))
     if not missing:
         return None
@@ -334,7 +338,9 @@ def _priced_by(p: Any) -> str:
         return "ideal hardware (100% of peak, no overhead)"
     from .core import efficiency
 
-    return f"the {efficiency.profile(engine).name} profile"
+    gpu = getattr(p, "gpu", None)
+    named = efficiency.profile(engine) if gpu is None else efficiency.profile_for(engine, resolve_gpu(gpu))
+    return f"the {named.name} profile"
 
 
 def _export(name: str, mod: ModuleType, kind: Any, params: dict[str, Any], seed: int) -> dict[str, Any]:

@@ -70,10 +70,38 @@ def test_gb200_rates_are_the_1200_w_blackwell_figures():
     assert g.interconnect_GBps == b.interconnect_GBps == 1800
 
 
-def test_a100_has_no_fp8_path_and_m2_ultra_no_published_compute():
+def test_a100_has_no_fp8_path_and_m2_ultra_only_apples_gpu_rate():
     assert catalog.gpus()["a100-sxm-80gb"].peak_tflops("fp8") is None
     m2 = catalog.gpus()["m2-ultra"]
-    assert m2.peak_tflops("bf16") is None and "publishes no" in m2.note
+    # Apple: "Up to 76-core GPU with 27.2 teraflops" (apple.com/mac-pro); no INT8 / FP8 matrix path
+    assert m2.platform == "metal" and m2.peak_tflops("bf16") == 27.2 and (m2.sm_count, m2.boost_clock_MHz) == (76, 1398)
+    assert m2.peak_tflops("int8") is None and m2.peak_tflops("fp8") is None and "27.2 teraflops" in m2.source
+
+
+# GPUs whose catalogue entry has no tensor rate: memory-only, and every timing answer on them is a
+# field error naming the rate (tests/test_ceilings.py). NVIDIA publishes no A10G tensor rate.
+MEMORY_ONLY = {"a10g"}
+# GPUs whose SM count and clock no source read so far gives; only llama.cpp's CUDA matrix-vector
+# cap (efficiency.matvec_bandwidth_GBps) reads them, and without them it applies no cap (optimistic).
+NO_SM_FIGURES = {"h200", "a100-sxm-40gb", "l40s", "l4", "b200", "gb200", "mi300x", "rtx-5090", "t4", "a10g"}
+
+
+def test_every_gpu_has_the_figures_its_paths_use_or_is_named_as_lacking_them():
+    """Issue 29, item 3: a tensor rate, CUDA-visible memory and (where llama.cpp's CUDA cap reads them)
+    SM count and clock, or the GPU is listed here, so that adding a figure updates the list."""
+    gpus = catalog.gpus()
+    assert {g for g, gpu in gpus.items() if gpu.peak_tflops("bf16") is None} == MEMORY_ONLY
+    assert {g for g, gpu in gpus.items() if gpu.sm_count is None or gpu.boost_clock_MHz is None} == NO_SM_FIGURES
+    for gpu in gpus.values():
+        assert gpu.cuda_total_GiB is not None, gpu.id
+        for path in ("fp8", "int8"):  # a sparse rate without its dense one would price a path at an unknown rate
+            assert gpu.peak_tflops(path, sparse=True) is None or gpu.peak_tflops(path) is not None, (gpu.id, path)
+    assert catalog.gpus()["rtx-3090"].dense_bf16_tflops == 71 and "GA102" in catalog.gpus()["rtx-3090"].source
+
+
+def test_a_platform_other_than_cuda_or_metal_is_named():
+    with pytest.raises(catalog.CatalogError, match="'platform' must be one of"):
+        catalog.gpu_from_dict({"memory_GiB": 8, "hbm_bandwidth_GBps": 100, "platform": "vulkan"})
 
 
 def test_sparse_is_twice_dense_where_the_vendor_says_so():

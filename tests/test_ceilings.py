@@ -10,7 +10,7 @@ import json
 import pytest
 
 from simulators import api
-from simulators.core import catalog
+from simulators.core import catalog, efficiency
 from simulators.core import costmodel as cm
 from simulators.params import engine_choices
 
@@ -57,17 +57,45 @@ def test_the_searched_gpus_all_have_a_compute_roof():
     assert "rtx-3090" in GPUS  # the GA102 whitepaper's 71 dense BF16 TFLOPS (review B-02)
 
 
+def _timing_simulators(*also):
+    need = {"engine", "gpu", *also}
+    return [name for name, s in api.schemas().items() if need <= {p["name"] for p in s["params"]}]
+
+
 def test_a_time_on_a_gpu_without_a_tensor_rate_is_refused_with_the_figure_named():
     """Issue 29, item 3: a GPU whose catalogue entry (or a reader's custom GPU) lacks the tensor
     rate gets a field error naming it from every simulator that prices a time; the memory
     simulators still answer, as memory needs no rate."""
-    timing = [name for name, s in api.schemas().items() if {"engine", "gpu"} <= {p["name"] for p in s["params"]}]
+    timing = _timing_simulators()
     assert {"generation", "engine", "load_test", "slo", "quantization"} <= set(timing)
     custom = {"name": "No-rate GPU", "memory_GiB": 80, "hbm_bandwidth_GBps": 3000}
     for name in timing:
-        for gpu in ("m2-ultra", custom):
+        for gpu in ("a10g", custom):
             answer = api.run(name, {"gpu": gpu})
             assert not answer["ok"], (name, gpu)
             assert answer["errors"][0]["field"] == "gpu" and "dense_bf16_tflops" in answer["errors"][0]["message"]
+    for name in ("kv_cache", "gpu_memory", "deployment"):
+        assert api.run(name, {"gpu": "a10g"})["ok"], name
+
+
+def test_cuda_engines_are_refused_on_apple_silicon_and_llamacpp_is_priced_with_metal():
+    """Issue 29, items 2-3: vLLM (the default engine), SGLang and TensorRT-LLM do not run on an Apple
+    GPU, so every timing simulator answers a field error on `engine` saying why, even for the ideal
+    ceiling; llama.cpp there is priced with its Metal profile, and the answer names it."""
+    with_ideal = set(_timing_simulators("ideal"))
+    for name in _timing_simulators():
+        for engine in ("vllm", "sglang", "trtllm"):
+            for ideal in (False, True) if name in with_ideal else (False,):
+                answer = api.run(name, {"gpu": "m2-ultra", "engine": engine, **({"ideal": True} if ideal else {})})
+                assert not answer["ok"], (name, engine)
+                error = answer["errors"][0]
+                assert error["field"] == "engine" and "CUDA or ROCm" in error["message"], (name, engine, error)
+    metal = efficiency.profile("llamacpp-metal").name
+    for name in ("generation", "slo", "quantization", "compression"):
+        answer = api.run(name, {"gpu": "m2-ultra", "engine": "llamacpp", "model": "llama-3-8b"})
+        assert answer["ok"], (name, answer.get("errors"))
+        assert answer["priced_by"] == f"the {metal} profile" and answer["summary"].endswith(f"{metal} profile.")
+    on_cuda = api.run("generation", {"gpu": "h100-sxm", "engine": "llamacpp"})
+    assert on_cuda["priced_by"] == f"the {efficiency.profile('llamacpp').name} profile"
     for name in ("kv_cache", "gpu_memory", "deployment"):
         assert api.run(name, {"gpu": "m2-ultra"})["ok"], name

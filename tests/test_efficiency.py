@@ -227,9 +227,9 @@ def test_a_per_sm_cycle_cap_slows_only_matrix_vector_steps_on_gpus_with_few_sms_
         assert cm.step_time(M, gpu, seqs, weight_dtype="q4_0", eff=p) == cm.step_time(
             M, gpu, seqs, weight_dtype="q4_0", eff=base
         )
-    # no SM count or clock (Apple's GPU), no factor, or the ceiling: no cap
-    m2 = catalog.gpus()["m2-ultra"]
-    assert m2.sm_count is None and ef.matvec_bandwidth_GBps(p, m2, 1) is None
+    # no SM count or clock (a reader's GPU of memory and bandwidth only), no factor, or the ceiling: no cap
+    bare = catalog.gpu_from_dict({"memory_GiB": 80, "hbm_bandwidth_GBps": 3350, "dense_bf16_tflops": 989.4})
+    assert bare.sm_count is None and ef.matvec_bandwidth_GBps(p, bare, 1) is None
     assert ef.matvec_bandwidth_GBps(base, H100, 1) is None
     assert ef.ceiling(p).matvec_bytes_per_sm_cycle == 0.0 and ef.matvec_bandwidth_GBps(ef.ceiling(p), H100, 1) is None
 
@@ -261,3 +261,41 @@ def test_sm_counts_and_clocks_are_catalogued_with_their_source():
         assert "SM count" in g.source and "boost clock" in g.source, gid
     with pytest.raises(catalog.CatalogError, match="sm_count"):
         catalog.gpu_from_dict({"memory_GiB": 24, "hbm_bandwidth_GBps": 900, "sm_count": "many"})
+
+
+M2 = catalog.gpus()["m2-ultra"]
+
+
+def test_llamacpp_on_an_apple_gpu_is_priced_with_its_metal_profile():
+    """Issue 29, item 2: llama.cpp on Apple silicon runs Metal kernels, so a step on an M-series GPU
+    uses the llamacpp-metal profile (its ceiling for the ideal), whatever profile the caller passed;
+    on a CUDA GPU the CUDA profile stays. The Metal profile is not an engine choice of its own."""
+    cuda, metal = ef.profile("llamacpp"), ef.profile("llamacpp-metal")
+    assert metal.platform == "metal" and metal.replaces == "llamacpp" and M2.platform == "metal"
+    assert "llamacpp-metal" not in ef.profiles() and "llamacpp-metal" in ef.platform_profiles()
+    assert ef.profile_for("llamacpp", M2) is metal and ef.profile_for("llamacpp", H100) is cuda
+    assert ef.on_gpu(ef.ceiling(cuda), M2) == ef.ceiling(metal)
+    seqs = [(1, 64)]
+    via_cuda = cm.step_time(M, M2, seqs, weight_dtype="q4_0", eff=cuda)
+    assert via_cuda == cm.step_time(M, M2, seqs, weight_dtype="q4_0", eff=metal)
+    assert via_cuda.overhead_s == pytest.approx(M.num_layers * metal.layer_overhead_us * 1e-6)
+    # the event engine's linear form (engine/steptime.py) reads the engine's own profile for its regimes
+    assert metal.matvec_max_tokens == cuda.matvec_max_tokens
+    # Apple's GPU lists no INT8 rate: Q4_0 GEMMs run on the FP16 (bf16) path, not llama.cpp CUDA's MMQ INT8
+    assert cm.step_time(M, M2, [(512, 0)], weight_dtype="q4_0", eff=cuda).matmul_path == "bf16"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_cuda_engines_do_not_run_on_apple_silicon(engine):
+    why = ef.unsupported(engine, M2)
+    assert why and ef.profile(engine).name in why and "CUDA or ROCm" in why and "'llamacpp'" in why
+    assert ef.unsupported("llamacpp", M2) is None and ef.unsupported(engine, H100) is None
+
+
+def test_a_platform_profile_must_name_the_engine_it_replaces():
+    good = {k: 0.5 for k in ef.FACTORS} | {"gemm_m_half": 1, "step_overhead_us": 0, "max_num_seqs": 1}
+    good |= {"max_num_batched_tokens": 1}
+    good |= {"name": "x"} | {f"{k}_source": "s" for k in good}
+    with pytest.raises(ef.ProfileError, match="go together"):
+        ef._profile("x", good | {"platform": "metal"})
+    assert ef._profile("x", good | {"platform": "metal", "replaces": "llamacpp"}).platform == "metal"

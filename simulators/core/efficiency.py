@@ -26,6 +26,12 @@ number of cycles, so a GPU whose bandwidth outgrows its SMs and clock is not fil
 M is the step's token count (per rank and micro-batch): gemm_efficiency = plateau(path) * M /
 (M + gemm_m_half), the plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only
 4-bit GEMMs pay the `w4a16` factor. `IDEAL` is the ceiling: every factor 1.0 and no overhead.
+
+An engine runs other kernels on another platform: a profile with `platform` and `replaces` (llama.cpp's
+Metal backend on Apple silicon) prices that engine on a GPU of that platform (`on_gpu`, which the cost
+model applies to every step), and is not an engine of its own in the choices. An engine with no
+profile for a GPU's platform does not run there (`unsupported`): vLLM, SGLang and TensorRT-LLM need
+CUDA or ROCm.
 """
 
 from __future__ import annotations
@@ -72,6 +78,8 @@ class EngineProfile:
     matvec_bytes_per_sm_cycle: float = 0.0  # most a matrix-vector step streams per SM and cycle (0: no cap)
     quantized_path: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    platform: str = ""  # "" for CUDA / ROCm GPUs; "metal": the engine's kernels on Apple silicon
+    replaces: str = ""  # the engine this profile prices on GPUs of its platform
 
     def gemm_efficiency(self, path: str, tokens: float) -> float:
         """Achieved share of the `path` tensor peak by a GEMM over `tokens` rows."""
@@ -122,6 +130,8 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
             raise ProfileError(f"{where}: '{key}' must be a number >= 0, got {d[key]!r}")
     if "allreduce_bandwidth" in d and not 0 < d["allreduce_bandwidth"] <= 1:
         raise ProfileError(f"{where}: 'allreduce_bandwidth' must be in (0, 1], got {d['allreduce_bandwidth']!r}")
+    if bool(d.get("platform")) != bool(d.get("replaces")):
+        raise ProfileError(f"{where}: 'platform' and 'replaces' go together (a platform's profile of an engine)")
     return EngineProfile(
         id=pid,
         name=str(d["name"]),
@@ -138,13 +148,31 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
         matvec_bytes_per_sm_cycle=float(d.get("matvec_bytes_per_sm_cycle", 0.0)),
         quantized_path=dict(d.get("quantized_path", {})),
         sources={k[: -len("_source")]: v for k, v in d.items() if k.endswith("_source")},
+        platform=str(d.get("platform", "")),
+        replaces=str(d.get("replaces", "")),
     )
 
 
 @cache
+def _all() -> dict[str, EngineProfile]:
+    loaded = {pid: _profile(pid, d) for pid, d in _data().items()}
+    for p in loaded.values():
+        if p.replaces and (p.replaces not in loaded or loaded[p.replaces].platform):
+            raise ProfileError(f"engine profile '{p.id}': replaces '{p.replaces}', which is not an engine profile")
+    return loaded
+
+
+@cache
 def profiles() -> dict[str, EngineProfile]:
-    """Every engine profile of data/engine_profiles.toml, in file order."""
-    return {pid: _profile(pid, d) for pid, d in _data().items()}
+    """Every engine of data/engine_profiles.toml, in file order (not the platform profiles that
+    replace one on another platform: `platform_profiles`)."""
+    return {pid: p for pid, p in _all().items() if not p.platform}
+
+
+@cache
+def platform_profiles() -> dict[str, EngineProfile]:
+    """The profiles that price an engine on GPUs of another platform, by id (llama.cpp on Metal)."""
+    return {pid: p for pid, p in _all().items() if p.platform}
 
 
 DEFAULT = "vllm"  # the engine every time is priced with unless a simulator's choice says otherwise
@@ -154,10 +182,51 @@ def profile(name: str) -> EngineProfile:
     """A profile by id; "ideal" is the physical ceiling."""
     if name == "ideal":
         return IDEAL
-    known = profiles()
+    known = _all()
     if name not in known:
-        raise ProfileError(f"unknown engine '{name}'; known: ideal, {', '.join(known)}")
+        raise ProfileError(f"unknown engine '{name}'; known: ideal, {', '.join(profiles())}")
     return known[name]
+
+
+@lru_cache(maxsize=64)
+def _for_platform(pid: str, platform: str) -> EngineProfile | None:
+    """The platform's profile of engine `pid` (its ceiling for "<pid>-ideal"), or None."""
+    base, ideal = (pid[: -len("-ideal")], True) if pid.endswith("-ideal") else (pid, False)
+    for p in platform_profiles().values():
+        if p.replaces == base and p.platform == platform:
+            return ceiling(p) if ideal else p
+    return None
+
+
+def on_gpu(p: EngineProfile, gpu: Gpu) -> EngineProfile:
+    """The profile that prices engine `p` on `gpu`: its platform's profile where it has one (llama.cpp
+    on an Apple GPU runs Metal kernels, not CUDA ones), else `p` itself. The cost model calls this
+    for every step, so a simulator that names an engine gets its platform's kernels on any GPU."""
+    if not gpu.platform or p.platform == gpu.platform:
+        return p
+    return _for_platform(p.id, gpu.platform) or p
+
+
+def profile_for(engine: str, gpu: Gpu) -> EngineProfile:
+    """The profile that prices `engine` (an id of `profiles()`) on `gpu`."""
+    return on_gpu(profile(engine), gpu)
+
+
+def unsupported(engine: str, gpu: Gpu) -> str | None:
+    """Why `engine` cannot run on `gpu` (None where it can): an engine with no profile for the GPU's
+    platform does not run there. vLLM, SGLang and TensorRT-LLM are built on CUDA (or ROCm) kernels;
+    on Apple silicon only llama.cpp's Metal backend is modelled."""
+    if not gpu.platform or engine == "ideal" or _for_platform(engine, gpu.platform) is not None:
+        return None
+    runs = [
+        f"'{p.replaces}' (priced with its {p.name} profile)"
+        for p in platform_profiles().values()
+        if p.platform == gpu.platform
+    ]
+    return (
+        f"{profile(engine).name} does not run on {gpu.name}: it needs CUDA or ROCm kernels, and this GPU "
+        f"runs {gpu.platform.capitalize()} ones; pick engine {' or '.join(runs) or 'none'}"
+    )
 
 
 def ceiling(p: EngineProfile) -> EngineProfile:

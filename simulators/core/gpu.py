@@ -29,7 +29,8 @@ GPU_NUMBER_KEYS = (
     "sm_count",
     "boost_clock_MHz",
 )
-GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source", "cuda_total_source")
+GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source", "cuda_total_source", "platform")
+GPU_PLATFORMS = ("", "metal")  # "": CUDA or ROCm; "metal": Apple silicon, whose engines differ (efficiency.on_gpu)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class Gpu:
     # (efficiency.matvec_bandwidth_GBps).
     sm_count: float | None = None
     boost_clock_MHz: float | None = None
+    # The GPU programming platform when it is not CUDA / ROCm: "metal" for Apple silicon, where
+    # llama.cpp runs its Metal kernels and vLLM, SGLang and TensorRT-LLM do not run.
+    platform: str = ""
 
     @property
     def cuda_total_derived(self) -> bool:
@@ -117,5 +121,7 @@ def gpu_from_dict(data: dict[str, Any], gpu_id: str = "custom") -> Gpu:
             if not isinstance(data[key], str):
                 raise CatalogError(f"{where}: '{key}' must be text")
             fields[key] = data[key]
+    if fields.get("platform", "") not in GPU_PLATFORMS:
+        raise CatalogError(f"{where}: 'platform' must be one of {', '.join(repr(x) for x in GPU_PLATFORMS)}")
     fields.setdefault("name", str(data.get("id", gpu_id)))
     return Gpu(id=str(data.get("id", gpu_id)), **fields)

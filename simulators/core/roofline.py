@@ -226,7 +226,7 @@ def _step_time(
     """
     if sparse and weight_bytes_per_value is not None:
         raise ValueError("give either sparse (2:4) or weight_bytes_per_value, not both")
-    eff = eff or default_efficiency()
+    eff = profiles.on_gpu(eff or default_efficiency(), gpu)  # an engine's kernels on the GPU's platform
     path = matmul_path(gpu, weight_dtype, activation_dtype)
     p = param_counts(m)
     ranks = tp * dp
