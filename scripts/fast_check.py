@@ -47,12 +47,15 @@ def main() -> int:
     tests: list[str] = [f for f in files if f.startswith("tests/test_") and f.endswith(".py")]
     selectors: list[str] = []
     if lessons:
-        from sitebuild import lesson_page
+        from sitebuild import assets, lesson_page
         from sitebuild.course import load_course
         from sitebuild.errors import BuildError
-        from sitebuild.sims import Simulators
+        from sitebuild.sims import Simulators, cache_file
 
-        course, sims_cache = load_course(ROOT / "lessons"), Simulators()
+        # The build's kept answers (build/, keyed by the simulators' hash): after one build or fast
+        # check, an edit re-runs only the widgets and numbers it changed.
+        archive_name, _ = assets.simulators_archive(ROOT / "simulators")
+        course, sims_cache = load_course(ROOT / "lessons"), Simulators(cache_file(ROOT, archive_name))
         for lesson in course.lessons:
             if lesson.id in lessons:
                 try:
@@ -60,6 +63,8 @@ def main() -> int:
                 except BuildError as e:
                     print(f"error: {e}", file=sys.stderr)
                     return 1
+                finally:
+                    sims_cache.save()  # runs are deterministic: those done before an error are kept too
                 print(f"rendered lesson {lesson.id}")
         tests += ["tests/test_lessons.py", "tests/test_lesson_claims.py"]
         selectors += [lid.replace(".", "_") for lid in lessons] + lessons
