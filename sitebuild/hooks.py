@@ -15,7 +15,7 @@ from mkdocs.structure.pages import Page
 
 from sitebuild import assets, blocks, csp, docs_pages, glossary, lesson_page, precompress, service_worker, stdlib
 from sitebuild.course import Course, load_course
-from sitebuild.sims import Simulators
+from sitebuild.sims import Simulators, cache_file
 
 # docs/*.md that are not pages of their own (excluded in mkdocs.yml's exclude_docs).
 PARTIALS = ("validation-table.md",)
@@ -37,7 +37,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     root = Path(config.config_file_path).parent
     course = load_course(root / config.extra["lessons_dir"])
     archive_name, archive = assets.simulators_archive(root / "simulators")
-    sims = Simulators(root / "build" / f"sim-runs-{archive_name.removesuffix('.zip')}.json")
+    sims = Simulators(cache_file(root, archive_name))
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
     stdlib_name, stdlib_zip = stdlib.stdlib_zip(root / "simulators", archive, root / "build")
     snapshot_name, snapshot = assets.python_snapshot(archive, stdlib_zip, root / "build")

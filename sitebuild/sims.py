@@ -28,6 +28,12 @@ class SimulatorRunError(Exception):
         super().__init__("; ".join(f"{e.get('field') or 'input'}: {e['message']}" for e in errors))
 
 
+def cache_file(root: Path, archive_name: str) -> Path:
+    """Where the builds of `root` keep answers for the simulators archive named `archive_name`
+    (sitebuild/assets.simulators_archive): the build and `./dev test --fast` share it."""
+    return root / "build" / f"sim-runs-{archive_name.removesuffix('.zip')}.json"
+
+
 class Simulators:
     def __init__(self, cache_file: Path | None = None) -> None:
         """`cache_file` keeps answers between builds; without one (tests), nothing is kept."""

@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 from lesson_fixtures import COURSE, FRONT
 
-from sitebuild import checklist_block
+from sitebuild import checklist_block, lesson_page
+from sitebuild.course import load_course
+from sitebuild.errors import BuildError
 from sitebuild.sim_block import BlockError
+from sitebuild.sims import Simulators
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -120,7 +123,13 @@ def test_a_malformed_block_fails_the_build_at_its_file_and_line(tmp_path: Path) 
           - {a: 1}
         ```
         """)
-    done = build(tmp_path, body)
-    assert done.returncode != 0
-    assert "01-kv-cache.md:17: item 2 must be a line of text" in done.stderr, done.stderr
-    assert not (tmp_path / "site").exists()
+    # Through what the build's hooks call (load the course, render the page), in this process: that
+    # the build itself then stops, with the message and no site, is tests/site/test_site_build.py's.
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+    (lessons / "course.yml").write_text(COURSE)
+    (lessons / "01-kv-cache.md").write_text(FRONT + body)
+    course = load_course(lessons)
+    with pytest.raises(BuildError) as error:
+        lesson_page.render(course.lessons[0], course, Simulators())
+    assert "01-kv-cache.md:17: item 2 must be a line of text" in str(error.value), error.value

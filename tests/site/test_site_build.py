@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from lesson_fixtures import COURSE, FRONT
 
+from sitebuild import glossary, lesson_page
+from sitebuild.course import load_course
+from sitebuild.errors import BuildError
+from sitebuild.sims import Simulators
+
 ROOT = Path(__file__).resolve().parents[2]
+GLOSSARY = glossary.load(ROOT / "docs" / "glossary.yml")
 
 
 def site_build(*args: str) -> subprocess.CompletedProcess[str]:
@@ -117,12 +123,44 @@ BROKEN = [
 ]
 
 
-@pytest.mark.parametrize(("case", "text", "line", "words"), BROKEN, ids=[b[0] for b in BROKEN])
-def test_broken_lesson_fails_with_file_and_line(tmp_path: Path, case: str, text: str, line: int, words: str) -> None:
+def write_lesson(tmp_path: Path, text: str) -> Path:
     lessons = tmp_path / "lessons"
     lessons.mkdir()
     (lessons / "course.yml").write_text(COURSE)
     (lessons / "01-kv-cache.md").write_text(text)
+    return lessons
+
+
+@pytest.fixture(scope="module")
+def sims() -> Simulators:
+    return Simulators()
+
+
+@pytest.mark.parametrize(("case", "text", "line", "words"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_broken_lesson_fails_with_file_and_line(
+    tmp_path: Path, sims: Simulators, case: str, text: str, line: int, words: str
+) -> None:
+    """Each case through the functions the build's hooks call (sitebuild/hooks.py: on_config loads
+    the course, on_page_markdown renders the page with the glossary), in this process: a build per
+    case took 9 s of CPU each. The test below runs the build itself on one case of each stage."""
+    lessons = write_lesson(tmp_path, text)
+    with pytest.raises(BuildError) as error:
+        course = load_course(lessons)
+        for lesson in course.lessons:
+            lesson_page.render(lesson, course, sims, GLOSSARY)
+    assert f"01-kv-cache.md:{line}: " in str(error.value), f"{case}: {error.value}"
+    assert words in str(error.value), f"{case}: {error.value}"
+
+
+# One case raised while the course loads (on_config), one while a page renders (on_page_markdown).
+BUILT = [b for b in BROKEN if b[0] in ("front matter not YAML", "unknown parameter")]
+
+
+@pytest.mark.parametrize(("case", "text", "line", "words"), BUILT, ids=[b[0] for b in BUILT])
+def test_the_build_stops_at_a_broken_lesson_with_its_file_and_line_and_leaves_no_site(
+    tmp_path: Path, case: str, text: str, line: int, words: str
+) -> None:
+    lessons = write_lesson(tmp_path, text)
     done = site_build("build", "--lessons", str(lessons), "--site-dir", str(tmp_path / "site"))
     assert done.returncode != 0, f"{case}: the build succeeded"
     assert f"01-kv-cache.md:{line}: " in done.stderr, done.stderr
