@@ -98,7 +98,7 @@ def command(e: dict[str, Any]) -> Command | str:
 
 def _size(e: dict[str, Any], q: str) -> Command | str:
     """Sizes and shapes: the KV cache and GPU memory pages print them."""
-    dtypes = {k: e[k] for k in ("weight_dtype", "kv_dtype") if k in e}
+    dtypes: dict[str, Any] = {k: e[k] for k in ("weight_dtype", "kv_dtype") if k in e}
     if q == "kv_bytes_per_token":
         return Command(
             "kv_cache", {"model": e["model"], **dtypes}, "kv_bytes_per_token", 1.0, False, "kv_bytes_per_token"

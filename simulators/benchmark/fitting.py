@@ -163,21 +163,19 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
     fitted = {(f.profile, f.factor) for f in FITS} - gone
     priors = {(f.profile, f.factor): _prior(profiles, f.profile, f.factor, fitted, gone) for f in orphans}
     for (pid, factor), value in priors.items():
-        profiles[pid] = replace(profiles[pid], **{factor: value})
+        profiles[pid] = with_value(profiles[pid], factor, value)
     _tie(profiles)
     for _ in range(passes):
         moved = 0.0
         for f, rows in active:
             p = profiles[f.profile]
             old = getattr(p, f.factor)
-            new = solve(
-                lambda x, p=p, f=f, rows=rows: log_ratio(replace(p, **{f.factor: x}), rows),
-                old,
-                f.lo,
-                f.hi,
-                f.factor not in DECREASING,
-            )
-            profiles[f.profile] = replace(p, **{f.factor: new})
+
+            def g(x: float, p: ef.EngineProfile = p, f: Fit = f, rows: list[dict[str, Any]] = rows) -> float:
+                return log_ratio(with_value(p, f.factor, x), rows)
+
+            new = solve(g, old, f.lo, f.hi, f.factor not in DECREASING)
+            profiles[f.profile] = with_value(p, f.factor, new)
             _tie(profiles)
             moved = max(moved, abs(new - old) / max(abs(old), 1e-9))
         if moved < TOLERANCE:
@@ -187,7 +185,13 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
 
 def _tie(profiles: dict[str, ef.EngineProfile]) -> None:
     for (q, factor), (src, src_factor) in TIES.items():
-        profiles[q] = replace(profiles[q], **{factor: getattr(profiles[src], src_factor)})
+        profiles[q] = with_value(profiles[q], factor, getattr(profiles[src], src_factor))
+
+
+def with_value(p: ef.EngineProfile, factor: str, value: Any) -> ef.EngineProfile:
+    """The profile with one constant set (by name: the fits name their constant)."""
+    kw: dict[str, Any] = {factor: value}
+    return replace(p, **kw)
 
 
 def calibration_groups() -> list[str]:
