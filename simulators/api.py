@@ -445,8 +445,9 @@ def validation_page() -> dict[str, str]:
 
 def held_out_band() -> dict[str, float]:
     """The held-out band's statistics a lesson may quote (`heldout.*`), and the cross-validated band
-    of each quantity (`heldout.ttft_median_error`, `heldout.ttft_p90_error`, `heldout.ttft_points`;
-    prefixes `decode`, `throughput`, `serving`, and `cv` for every speed row), so that a sentence
+    of each quantity (`heldout.ttft_median_error`, `heldout.ttft_p90_error`, `heldout.ttft_points`
+    for a prefill alone, a request's TTFT on an idle GPU; prefixes `decode`, `throughput`, `serving`
+    (TTFT and TPOT under load), and `cv` for every speed row), so that a sentence
     quotes the band of the quantity it states: "half within X%, nine in ten within Y%"."""
     from .benchmark import crossval
     from .benchmark.validation import band
