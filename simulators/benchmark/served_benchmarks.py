@@ -20,7 +20,8 @@ Conditions a row states (validation.py reads the rest: model, GPU, formats, tp, 
   started together: vLLM's latency benchmark) or "server" (Poisson arrivals at the highest rate
   whose 99th percentile TTFT and TPOT stay within `ttft_limit_ms` and `tpot_limit_ms`: MLPerf
   Server's rule), or "rate" (Poisson arrivals at the row's `request_rate` per second; the figure
-  is the median TPOT: sglang.bench_serving's online table).
+  is the median TPOT, or the median TTFT for a `median_ttft_ms` row: sglang.bench_serving's online
+  table).
 
 The engine's step time is the row's engine profile, priced by costmodel.step_time and read off as
 the linear form the engine needs (engine/steptime.py), as for every simulator.
@@ -189,6 +190,14 @@ def _median_tpot(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, i
     return statistics.median(r.tpot_s for r in recs if r.tpot_s is not None)  # numpy's median, as bench_serving's
 
 
+def _median_ttft(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
+    """Median TTFT (s) of Poisson arrivals at the row's request_rate (sglang.bench_serving's online
+    table: queueing and the prefill of the request's step included)."""
+    times = _poisson_times(len(lengths), float(e["request_rate"]))
+    recs = serve(_requests(lengths, times), spec, keep_series=False).records
+    return statistics.median(r.ttft_s for r in recs)
+
+
 def _poisson_times(n: int, rate: float) -> list[float]:
     """Arrival times of n requests, Poisson at `rate` per second from 0 (the same draw for every rate)."""
     times = [0.0]
@@ -230,7 +239,7 @@ def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> flo
     if arrival == "server":
         return _server(e, spec, lengths)
     if arrival == "rate":
-        return _median_tpot(e, spec, lengths)
+        return (_median_ttft if e.get("quantity") == "median_ttft_ms" else _median_tpot)(e, spec, lengths)
     if arrival != "offline":
         raise ValueError(f"measurement '{e['id']}': arrival must be offline, batch, server or rate, got {arrival!r}")
     return _throughput(serve(_requests(lengths, [0.0] * len(lengths)), spec, keep_series=False).records)

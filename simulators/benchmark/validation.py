@@ -26,6 +26,7 @@ from ..core import efficiency as ef
 from ..core.catalog import Gpu, Model, data_file, gpus, models
 from . import benchmarks as bm
 from . import served_benchmarks as sb
+from .commands import cell, profile_of
 
 
 def _data() -> dict[str, Any]:
@@ -54,11 +55,6 @@ def _formats(e: dict[str, Any]) -> bm.Formats:
         activation_dtype=e.get("activation_dtype"),
         tp=int(e.get("tp", 1)),
     )
-
-
-def profile_of(e: dict[str, Any]) -> str:
-    """The engine profile a speed row is predicted with: `profile`, else `engine`, else the default."""
-    return str(e.get("profile") or e.get("engine") or ef.DEFAULT)
 
 
 def _mg(e: dict[str, Any]) -> tuple[Model, Gpu]:
@@ -142,6 +138,7 @@ PREDICTIONS: dict[str, Callable[[dict[str, Any], ef.EngineProfile], float]] = {
     "matvec_stream_GBps": _matvec_stream,
     "batch_latency_s": _batch_latency,
     "median_tpot_ms": lambda e, p: _served(e, p) * 1e3,
+    "median_ttft_ms": lambda e, p: _served(e, p) * 1e3,
     "weight_GiB": lambda e, p: cm.weight_bytes(models()[e["model"]], e.get("weight_dtype", "bf16")) / cm.GiB,
     "params_B": lambda e, p: cm.param_counts(models()[e["model"]]).total / 1e9,
     "kv_bytes_per_token": lambda e, p: cm.kv_bytes_per_token(models()[e["model"]], e.get("kv_dtype", "bf16")),
@@ -167,7 +164,7 @@ def _wrap(
 
 PREDICTIONS = {q: _wrap(fn) for q, fn in PREDICTIONS.items()}
 RATES = ("decode_tokens_per_s", "offline_output_tokens_per_s", "prompt_tokens_per_s", "matvec_stream_GBps")
-TIMES = ("decode_step_ms", "prefill_ms", "batch_latency_s", "median_tpot_ms")
+TIMES = ("decode_step_ms", "prefill_ms", "batch_latency_s", "median_tpot_ms", "median_ttft_ms")
 ROLES = ("calibration", "held_out", "check")
 
 
@@ -187,6 +184,7 @@ class Row:
     predicted: float  # the engine profile's prediction
     published: float
     group: str = ""  # the source group (source_group): one submission, campaign or paper table
+    command: str = ""  # the public command that prints the prediction, or why none can (commands.py)
 
     @property
     def ratio(self) -> float:
@@ -258,6 +256,7 @@ def _rows() -> tuple[Row, ...]:
                 predicted=predict(e, ef.profile(engine)),
                 published=float(e["value"]),
                 group=group,
+                command=cell(e),
             )
         )
     return tuple(out)
@@ -304,8 +303,9 @@ def _cell(text: str) -> str:
 
 
 HEADER = (
-    "| Published point | Unit | Engine profile | Ideal (100% of peak) | Predicted | Published | Error | Conditions | Source |",
-    "|---|---|---|---:|---:|---:|---:|---|---|",
+    "| Published point | Unit | Engine profile | Ideal (100% of peak) | Predicted | Published | Error | Conditions "
+    "| Source | Public command |",
+    "|---|---|---|---:|---:|---:|---:|---|---|---|",
 )
 
 
@@ -314,7 +314,7 @@ def _table(selected: list[Row]) -> list[str]:
     for r in selected:
         lines.append(
             f"| {_cell(r.what)} | {r.unit} | {r.engine if r.is_speed else '-'} | {_num(r.ideal)} | {_num(r.predicted)} "
-            f"| {_num(r.published)} | {r.error:+.0%} | {_cell(r.conditions)} | {_cell(r.source)} |"
+            f"| {_num(r.published)} | {r.error:+.0%} | {_cell(r.conditions)} | {_cell(r.source)} | {_cell(r.command)} |"
         )
     return lines
 
