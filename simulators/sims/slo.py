@@ -49,6 +49,7 @@ from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_examp
 from ..params import ParamError, engine_param, gpu_param, model_param, param
 from ..plotting import figure as make_figure
 from ..plotting import layout, line, markers
+from ..results_cache import Keep
 
 TITLE = "Cost per token, latency SLOs and goodput"
 DESCRIPTION = (
@@ -168,7 +169,7 @@ def _cdf(values: list[float]) -> tuple[list[float], list[float]]:
     return [values[i] for i in idx], [(i + 1) / n for i in idx]
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     s = server(m, gpu, p, p.batch_size)
     long_prefill_s = cm.prefill_time(m, gpu, p.long_prompt_tokens, eff=cm.efficiency(False, p.engine)).time_s
