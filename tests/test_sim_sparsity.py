@@ -80,9 +80,17 @@ def test_the_decode_gain_fades_as_the_kv_cache_grows():
 
 
 def test_no_sparse_rate_no_prefill_gain():
-    r = _run(gpu="m2-ultra")
+    r = _run(gpu="t4")  # Turing: a dense tensor rate, no 2:4 sparsity
     assert r["metrics"]["sparse_tensor_cores"] == 0
     assert any("2:4 saves only bytes" in n for n in r["notes"])
+
+
+def test_a_gpu_without_a_tensor_rate_is_refused_on_the_gpu_field():
+    """No memory-only floor is ever priced: the api refuses a GPU without dense_bf16_tflops."""
+    answer = api.run("sparsity", {"gpu": "a10g"})
+    assert not answer["ok"]
+    (error,) = answer["errors"]
+    assert error["field"] == "gpu" and "dense_bf16_tflops" in error["message"]
 
 
 def test_pruning_by_hand():

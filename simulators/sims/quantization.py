@@ -209,10 +209,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     scale_bits = cm.precision("int4").scale_bits
     overhead = {"per_tensor": scale_bits / (ROWS * COLS), "per_channel": scale_bits / COLS, "group": scale_bits / group}
     notes = []
-    if not prefill["bf16"].compute_known:
-        notes.append(
-            f"{gpu.name} publishes no matrix throughput: every step is costed as memory-bound, so only the KV cache's growing share ends the speed-up here."
-        )
     if path != cm.precision(p.weight_dtype).tensor_core:
         notes.append(
             f"{gpu.name} has no {p.weight_dtype} tensor cores: the weights are dequantised and multiplied in bf16, "

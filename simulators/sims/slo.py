@@ -203,10 +203,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             f"Only {fit_batch:,} requests of {p.prompt_tokens + p.output_tokens:,} tokens fit in the KV cache of one "
             f"{gpu.name}: batch {p.batch_size:,} would need memory that is not there, so its figures are a bound."
         )
-    if not cm.prefill_time(m, gpu, 1).compute_known:
-        notes.append(
-            f"{gpu.name} publishes no matrix throughput: prefill times are memory-bound floors, so TTFT is too low."
-        )
     metrics: dict[str, float] = {
         "cost_per_million_tokens_local_usd": s["cost"],
         "cost_per_million_tokens_hosted_usd": p.hosted_price_per_million_usd,

@@ -262,8 +262,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     notes = []
     if not has_sparse:
         notes.append(f"{gpu.name} publishes no 2:4 sparse rate for {path}: 2:4 saves only bytes here.")
-    if not prefill["dense"].compute_known:
-        notes.append(f"{gpu.name} publishes no matrix throughput: every step is costed as memory-bound.")
     if per_value >= cm.bytes_per_value(p.weight_dtype):
         notes.append(f"The {p.unstructured_layout} layout at {p.sparsity:.0%} stores no fewer bytes than dense.")
     # Gains are against the dense baseline, which must hold the batch too.

