@@ -52,7 +52,7 @@ def chart_switch(name: str, runs: int) -> tuple[list[float], list[float]] | None
         return None
     views = [c["value"] for c in field["choices"]]
     session = api.Session()
-    for view in views:  # the reader has seen every chart once (a chart's own view_data is kept too)
+    for view in views:  # the reader has seen every chart once (each chart's answer is kept apart)
         session.run_json(name, "{}", 0, view)
     fresh, kept = [], []
     for i in range(runs):

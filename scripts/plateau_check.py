@@ -27,7 +27,10 @@ from simulators.benchmark.loadgen import cut_at, measure, requests_for  # noqa: 
 from simulators.engine import EngineSpec, SchedulerConfig, workload  # noqa: E402
 from simulators.engine.cluster import serve  # noqa: E402
 from simulators.engine.metrics import window  # noqa: E402
-from simulators.sims import load_test  # noqa: E402
+from simulators.sims import (
+    load_test,  # noqa: E402
+    result,
+)
 
 MULTIPLES = (1.5, 2.0, 3.0)
 
@@ -58,7 +61,7 @@ def main() -> int:
     )
     for kind in ("azure", "fixed"):
         q = load_test.Params(lengths=kind)
-        cap = load_test.run(q, seed=0)["metrics"]["max_throughput_per_s"]
+        cap = result(load_test.run(q, seed=0))["metrics"]["max_throughput_per_s"]
         lengths = workload.lengths_for(kind)
         long = measure(
             serve(requests_for("poisson", _rng(), args.long, lengths, rate=2 * cap), spec), "poisson", 2 * cap

@@ -3,50 +3,38 @@
     run_json(name, params_json, seed=0, view=None) -> str
         {"ok": true, "metrics": {...}, "result": {...}, "figure": {...}, "summary": "..."}
         {"ok": false, "errors": [{"field": ..., "message": ...}]}
-    Session().run_json(...)        the same, answered from the session's ResultsCache when kept
-    Session().figure_json(name, params_json, seed=0, view=None) -> str
-        {"ok": true, "figure": {...}, "summary": "..."}: a chart switch, drawn from the kept result
+    Session().run_json(...)        the same, answered from the session's store when kept
+    Session().figure_json(...)     {"ok": true, "figure": {...}, "summary": "..."}: a chart switch
     Session().run_json_stream(name, params_json, seed=0, post=None, view=None) -> str
         run_json's answer; before it, post({"ok": true, "partial": true, "figure": {...}} as JSON)
-        for each point of a chart that streams (the browser worker redraws as they come)
+        for each growing result a streaming run() yields (the browser worker redraws as they come)
 
-Only JSON crosses: no Python object reaches JavaScript. The dispatch table below is the whole
-registry: adding a simulator is one module and one line here.
-
-Every simulator module provides `TITLE`, `DESCRIPTION`, `METRICS` ({name: (label, unit)}),
-a frozen `Params` dataclass, `run(params, *, seed) -> dict` (with a flat "metrics" dict),
-`figure(result, view) -> dict` (plotly) and `summary(result, view) -> str` (the chart in words),
-with `VIEWS` [(value, label)] the charts it draws, the first the default (a module with one chart
-has no VIEWS and its figure() and summary() take the result alone). Optional: `view_data(params,
-result, view, *, seed) -> dict`, what only some charts draw and costs a simulation (merged into the
-result for that chart), and `MEMO_ENTRIES` with `run(..., memo=)`: the simulator reuses
-intermediate work across calls from the memo a session gives it (results_cache.py).
-
-Optional too: `EXPORTS` [(kind, label, file name)] and `export(params, kind, *, seed) -> str`, a
-file the page offers for download (load_test: GuideLLM's report). It is made only when asked: an
-`export` key among the parameters answers {"ok": true, "export": {"kind", "file", "text"}} instead
-of a chart.
-
-The chart choice is not a simulation input: a `view` key among the parameters (a lesson's sim
-block, the CLI's --set view=..., the page's address) is taken out and passed to figure(), so a
-session answers "the same scenario, another chart" by drawing its kept result again.
+Only JSON crosses. The dispatch table below is the whole registry: a simulator is one module and
+one line here. Every module has `TITLE`, `DESCRIPTION`, `METRICS`, a frozen `Params`, `run(params,
+*, seed, keep, view)`, `figure` and `summary` (with `VIEWS` when it draws several charts), and may
+name `MEMO_ENTRIES` and `EXPORTS` (docs/extending.md has the contract). api calls every run() the
+same way: `keep(key, make)` is the simulator's namespace of the caller's store (results_cache.py),
+`view` the chart asked for; a run() that is a generator yields growing results and returns the
+full one, and each yielded result's chart is posted while a page listens. A `view` key among the
+parameters is the chart choice, not a simulation input: each chart's answer is kept apart, and the
+runs the charts share come back from `keep`. An `export` key asks for a file (the module's EXPORTS)
+instead of a chart.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import math
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .core import costmodel as cm
-from .core.catalog import CatalogError, resolve_gpu
+from . import sims
+from .core.catalog import CatalogError
 from .engine import blockhash
-from .params import ParamErrors, parse, schema_fields
-from .results_cache import MAX_RESULTS, LruCache, ResultsCache
+from .params import ParamError, ParamErrors, missing_figure, parse, priced_by, schema_fields
+from .results_cache import DEFAULT_ENTRIES, MAX_RESULTS, LruCache, ResultsCache
 from .sims import (
     batching,
     cheapest,
@@ -182,76 +170,28 @@ def _draw(mod: ModuleType, result: dict[str, Any], view: str | None) -> dict[str
     return {"figure": mod.figure(result, view), "summary": mod.summary(result, view)}
 
 
-# Simulators whose run() reuses intermediate work from a memo (their module names MEMO_ENTRIES).
-_MEMO = {name: "memo" in inspect.signature(mod.run).parameters for name, mod in SIMULATORS.items()}
-# Simulators whose view_data() reports its chart as it grows (`progress`) and needs no result.
-_STREAMS = {
-    name: hasattr(mod, "view_data") and "progress" in inspect.signature(mod.view_data).parameters
-    for name, mod in SIMULATORS.items()
-}
-
+CHAINS = "engine.chains"  # the session's namespace for the engine's block-hash chains (engine/blockhash.py)
 Partial = Callable[[dict[str, Any]], None]
 
 
 def _simulate(
-    name: str,
-    mod: ModuleType,
-    p: Any,
-    seed: int,
-    view: str | None,
-    cache: ResultsCache | None,
-    partial: Partial | None = None,
+    name: str, mod: ModuleType, p: Any, seed: int, view: str | None, cache: ResultsCache | None, partial: Partial | None
 ) -> dict[str, Any]:
-    """run()'s result, with view_data() for `view` merged in; from and into `cache` if given.
+    """run()'s full result for this chart: kept in `cache` (a session's; else a store for this call
+    alone), and, while a run() that yields makes it, each growing result's chart handed to `partial`
+    (drawn only when someone listens)."""
+    store = cache if cache is not None else ResultsCache()
 
-    With `partial`, a simulator that streams (its view_data takes `progress`) computes the chart's
-    own data first and hands each growing chart to `partial` (the figure dict); the answer is the
-    same as without."""
-    key = (name, dumps(dataclasses.asdict(p)), seed)
-    # run() and view_data() share one memo: the session's, or one for this call alone.
-    kw: dict[str, Any] = {}
-    if _MEMO[name]:
-        kw["memo"] = LruCache(mod.MEMO_ENTRIES) if cache is None else cache.memo(name, mod.MEMO_ENTRIES)
-
-    # The engine's block-hash chains: kept by the session like a memo, else for this call alone.
-    chains = blockhash.chain_store() if cache is None else cache.memo(CHAINS, blockhash.BLOCK_SIZES_KEPT)
-    with blockhash.kept_in(chains):  # type: ignore[arg-type]
-        return _simulate_with(mod, p, seed, view, cache, key, kw, partial)
-
-
-CHAINS = "engine.chains"  # the session memo that keeps the engine's block-hash chains
-
-
-def _simulate_with(
-    mod: ModuleType,
-    p: Any,
-    seed: int,
-    view: str | None,
-    cache: ResultsCache | None,
-    key: tuple[str, str, int],
-    kw: dict[str, Any],
-    partial: Partial | None,
-) -> dict[str, Any]:
     def simulate() -> dict[str, Any]:
-        answer: dict[str, Any] = mod.run(p, seed=seed, **kw)
-        return answer
+        keep = store.keep(name, getattr(mod, "MEMO_ENTRIES", DEFAULT_ENTRIES))
+        with blockhash.kept_in(store.memo(CHAINS, blockhash.BLOCK_SIZES_KEPT)):  # type: ignore[arg-type]
+            made = mod.run(p, seed=seed, keep=keep, view=view)
+            if partial is None:
+                return sims.result(made)
+            return sims.result(made, lambda part: partial(mod.figure(part) if view is None else mod.figure(part, view)))
 
-    first: dict[str, Any] | None = None  # view_data's answer, computed before run()'s (streaming)
-    if partial is not None and view is not None and _STREAMS[key[0]]:
-        if cache is None or (*key, view) not in cache.results:
-            first = mod.view_data(p, None, view, seed=seed, progress=lambda part: partial(mod.figure(part, view)), **kw)
-    result: dict[str, Any] = simulate() if cache is None else cache.results.get_or_make(key, simulate)  # type: ignore[assignment]
-    if view is None or not hasattr(mod, "view_data"):
-        return result
-
-    def extra() -> dict[str, Any]:
-        if first is not None:
-            return first
-        answer: dict[str, Any] = mod.view_data(p, result, view, seed=seed, **kw)
-        return answer
-
-    more: dict[str, Any] = extra() if cache is None else cache.results.get_or_make((*key, view), extra)  # type: ignore[assignment]
-    return {**result, **more} if more else result
+    result: dict[str, Any] = store.results.get_or_make((name, dumps(dataclasses.asdict(p)), seed, view), simulate)  # type: ignore[assignment]
+    return result
 
 
 def run(
@@ -267,7 +207,7 @@ def run(
 
     `view` picks the chart (default: a "view" key in `params`, else the simulator's first chart).
     With a `cache`, a scenario already simulated (the same parameters and seed) is only drawn.
-    `partial` receives the chart as it grows, where the simulator streams (see _simulate).
+    `partial` receives the chart as it grows, where the simulator's run() yields (see _simulate).
     """
     try:
         mod = _module(name)
@@ -280,22 +220,22 @@ def run(
     if isinstance(params, dict) and EXPORT in params:
         params.pop(VIEW, None)
         return _export(name, mod, params.pop(EXPORT), params, seed)
-    # A check that accepts a memo shares the session's with run() (params.parse).
-    memo = cache.memo(name, mod.MEMO_ENTRIES) if cache is not None and _MEMO[name] else None
     try:
         chart = _chart(mod, view)
-        p = parse(mod.Params, params, memo=memo)
+        p = parse(mod.Params, params)
     except ParamErrors as e:
         return {"ok": False, "errors": e.errors}
-    unpriced = _missing_figure(p)
+    unpriced = missing_figure(p)
     if unpriced:
         return {"ok": False, "errors": [unpriced]}
     try:
         result = _simulate(name, mod, p, seed, chart, cache, partial)
+    except ParamError as e:  # a rule run() works out with its kept work (cheapest: no layout can)
+        return {"ok": False, "errors": [{"field": e.field, "message": e.message}]}
     except CatalogError as e:
         return {"ok": False, "errors": [{"field": "", "message": str(e)}]}
     drawn = _draw(mod, result, chart)
-    priced = _priced_by(p)
+    priced = priced_by(p)
     if priced:  # each answer says which profile priced its times (one speed model, a named choice)
         drawn["summary"] = f"{drawn['summary']} Times priced with {priced}."
     return {
@@ -305,42 +245,6 @@ def run(
         **drawn,
         **({"priced_by": priced} if priced else {}),
     }
-
-
-def _missing_figure(p: Any) -> dict[str, str] | None:
-    """A field error on `gpu` where a timing simulator (one with an engine) runs on a GPU whose
-    catalogue entry, or the reader's custom GPU, lacks the tensor rate its times need: without it
-    a time could only be a memory-only floor (issue 29: complete figures, or a refusal)."""
-    gpu_value = getattr(p, "gpu", None)
-    if not isinstance(getattr(p, "engine", None), str) or gpu_value is None:
-        return None
-    gpu = resolve_gpu(gpu_value)
-    from .core import efficiency
-
-    if why := efficiency.unsupported(p.engine, gpu):  # vLLM on an Apple GPU: not even its ideal runs there
-        return {"field": "engine", "message": why}
-    missing = cm.missing_compute_figure(gpu, getattr(p, "weight_dtype", "bf16"))
-    if not missing:
-        return None
-    return {
-        "field": "gpu",
-        "message": f"{gpu.name} has no '{missing}' in the catalogue, and every time needs it (without it a "
-        "prefill could only be priced as a memory-only floor): pick another GPU, or give a custom GPU that rate",
-    }
-
-
-def _priced_by(p: Any) -> str:
-    """The engine profile (or the ideal ceiling) whose factors priced a run's times; "" if none."""
-    engine = getattr(p, "engine", None)
-    if not isinstance(engine, str):
-        return ""
-    if getattr(p, "ideal", False):
-        return "ideal hardware (100% of peak, no overhead)"
-    from .core import efficiency
-
-    gpu = getattr(p, "gpu", None)
-    named = efficiency.profile(engine) if gpu is None else efficiency.profile_for(engine, resolve_gpu(gpu))
-    return f"the {named.name} profile"
 
 
 def _export(name: str, mod: ModuleType, kind: Any, params: dict[str, Any], seed: int) -> dict[str, Any]:

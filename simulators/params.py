@@ -15,12 +15,12 @@ exports the fields as JSON for the page, which renders the controls before Pytho
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .core import catalog
+from .core import costmodel as cm
 
 T = TypeVar("T")
 Choices = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]]
@@ -183,11 +183,9 @@ def _unit(meta: Mapping[str, Any]) -> str:
     return f" {meta['unit']}" if meta["unit"] else ""
 
 
-def parse(cls: type[T], raw: dict[str, Any], *, memo: Any = None) -> T:
-    """Validate `raw` against `cls`; missing fields take their defaults.
-
-    A `check(self, memo=None)` that accepts a memo gets the caller's (the simulator's session
-    memo, as `run` does), so a costly rule that does not depend on every field is worked out once."""
+def parse(cls: type[T], raw: dict[str, Any]) -> T:
+    """Validate `raw` against `cls`; missing fields take their defaults, then `check()` runs, if the
+    class has one. (A costly rule that reuses kept work belongs in run(), which is handed `keep`.)"""
     if not isinstance(raw, dict):
         raise ParamErrors([{"field": "", "message": "parameters must be a JSON object"}])
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
@@ -208,9 +206,8 @@ def parse(cls: type[T], raw: dict[str, Any], *, memo: Any = None) -> T:
     params = cls(**values)
     check = getattr(params, "check", None)
     if check is not None:
-        kw = {"memo": memo} if "memo" in inspect.signature(check).parameters else {}
         try:
-            check(**kw)
+            check()
         except ParamError as e:
             raise ParamErrors([{"field": e.field, "message": e.message}]) from None
         except catalog.CatalogError as e:
@@ -260,3 +257,39 @@ def engine_param(**kw: Any) -> Any:
     from .core.costmodel import DEFAULT_ENGINE
 
     return param(DEFAULT_ENGINE, label="Engine", choices=engine_choices, **kw)
+
+
+def missing_figure(p: Any) -> dict[str, str] | None:
+    """A field error on `gpu` where a timing simulator (one with an engine) runs on a GPU whose
+    catalogue entry, or the reader's custom GPU, lacks the tensor rate its times need: without it
+    a time could only be a memory-only floor (issue 29: complete figures, or a refusal)."""
+    gpu_value = getattr(p, "gpu", None)
+    if not isinstance(getattr(p, "engine", None), str) or gpu_value is None:
+        return None
+    gpu = catalog.resolve_gpu(gpu_value)
+    from .core import efficiency
+
+    if why := efficiency.unsupported(p.engine, gpu):  # vLLM on an Apple GPU: not even its ideal runs there
+        return {"field": "engine", "message": why}
+    missing = cm.missing_compute_figure(gpu, getattr(p, "weight_dtype", "bf16"))
+    if not missing:
+        return None
+    return {
+        "field": "gpu",
+        "message": f"{gpu.name} has no '{missing}' in the catalogue, and every time needs it (without it a "
+        "prefill could only be priced as a memory-only floor): pick another GPU, or give a custom GPU that rate",
+    }
+
+
+def priced_by(p: Any) -> str:
+    """The engine profile (or the ideal ceiling) whose factors priced a run's times; "" if none."""
+    engine = getattr(p, "engine", None)
+    if not isinstance(engine, str):
+        return ""
+    if getattr(p, "ideal", False):
+        return "ideal hardware (100% of peak, no overhead)"
+    from .core import efficiency
+
+    gpu = getattr(p, "gpu", None)
+    named = efficiency.profile(engine) if gpu is None else efficiency.profile_for(engine, catalog.resolve_gpu(gpu))
+    return f"the {named.name} profile"

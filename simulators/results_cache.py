@@ -1,21 +1,19 @@
-"""Answers kept between calls: one bounded, explicit cache, owned by whoever makes the calls.
+"""What a session keeps between calls: one store, one eviction rule (least recently used, by entry count).
 
-A reader changes one control at a time, and switches charts more often still. A chart switch
-changes no simulation input: `view` is an argument of `figure(result, view)`, not a parameter, so
-the answer to "the same scenario, another chart" is the kept result, drawn again.
+A reader changes one control at a time, and switches charts more often still. The store a caller
+owns (api.Session for a browser worker, the site build's) keeps two kinds of entries, each in a
+bounded least-recently-used map:
 
-    cache = ResultsCache()                        # one per browser worker (api.Session), per build
-    result = cache.result(("kv_cache", params_key, seed), lambda: run(params, seed=seed))
+- answers: a simulator's full result by (simulator, canonical parameters, seed, chart), at most
+  MAX_RESULTS of them (the largest, the load test's records in CSV, is about 0.5 MB);
+- work: what a simulator's `run()` reuses across calls, kept through the one function it is handed,
+  `keep(key, make)` (make() once, then the kept value), in the simulator's own namespace of at most
+  its module's MEMO_ENTRIES entries (DEFAULT_ENTRIES if it names none). The engine's block-hash
+  chains live in one more namespace (api.CHAINS, engine/blockhash.py), shared by every simulator.
 
-Nothing here is process-global: a `ResultsCache` lives in the object that made it (the worker's
-`api.Session`, the site build's `Simulators`), and `api.run_json` without a session keeps nothing.
-Both maps are least-recently-used with a bound on their number of entries, so a long visit cannot
-grow the worker's memory: `MAX_RESULTS` answers of about 1 MB at most (the largest result, the
-load test's records in CSV, is ~0.5 MB) and, per simulator, the entries its module names in
-`MEMO_ENTRIES` (the memo a simulator's `run(..., memo=)` reuses intermediate work from).
-
-Results are shared, not copied: a caller must not change a result it was handed (`figure()` and
-`summary()` only read it; `api` serialises it into new JSON each time).
+So "the same scenario, another chart" re-runs run() for that chart, and its costly runs come back
+from `keep` at once. Nothing here is process-global; `api.run_json` without a session gets a store
+for that call alone. Values are shared, not copied: nobody may change what keep() handed back.
 """
 
 from __future__ import annotations
@@ -28,8 +26,13 @@ from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
 
+# The one cache a simulator sees: keep(key, make) is the value kept for `key`, or make()'s, kept.
+Keep = Callable[[Hashable, Callable[[], Any]], Any]
+
 # Answers kept per session: a reader's recent scenarios on one page (a few widgets, a few charts).
 MAX_RESULTS = 32
+# Work entries a simulator that names no MEMO_ENTRIES may keep.
+DEFAULT_ENTRIES = 8
 
 
 class LruCache(Generic[V]):
@@ -67,6 +70,24 @@ class LruCache(Generic[V]):
         self._entries.clear()
 
 
+def for_call(keep: Keep | None, entries: int = DEFAULT_ENTRIES) -> Keep:
+    """`keep`, or one for a single call (a simulator run directly, without a session's store)."""
+    return keep if keep is not None else LruCache[Any](entries).get_or_make
+
+
+def kept(keep: Keep, key: Hashable, make: Callable[[], V]) -> tuple[V, bool]:
+    """keep(key, make)'s value and whether it was kept already: a streaming run posts a chart only
+    for work it did now (kept work is drawn with the answer, at once)."""
+    made: list[bool] = []
+
+    def making() -> V:
+        made.append(True)
+        return make()
+
+    value: V = keep(key, making)
+    return value, not made
+
+
 def run_key(params: Any, seed: int, *what: Any) -> str:
     """A memo key for one run of a scenario: every parameter (a dataclass), the seed, and what
     the run is (a policy, a cache mode, a memory size...), as canonical JSON."""
@@ -74,18 +95,22 @@ def run_key(params: Any, seed: int, *what: Any) -> str:
 
 
 class ResultsCache:
-    """Simulation results keyed by (simulator, canonical parameters, seed[, view]), and one memo per
-    simulator for the intermediate work its `run` reuses across scenarios."""
+    """A session's store: answers by (simulator, canonical parameters, seed, chart), and one
+    namespace of work per simulator (and one for the engine's chains), all least recently used."""
 
     def __init__(self, max_results: int = MAX_RESULTS) -> None:
         self.results: LruCache[object] = LruCache(max_results)
         self._memos: dict[str, LruCache[object]] = {}
 
     def memo(self, name: str, max_entries: int) -> LruCache[object]:
-        """The memo of simulator `name` (made on first use, with its module's bound)."""
+        """The work namespace `name` (made on first use, with its bound)."""
         if name not in self._memos:
             self._memos[name] = LruCache(max_entries)
         return self._memos[name]
+
+    def keep(self, name: str, max_entries: int) -> Keep:
+        """The keep(key, make) function simulator `name` is handed: its namespace's."""
+        return self.memo(name, max_entries).get_or_make
 
     def clear(self) -> None:
         self.results.clear()

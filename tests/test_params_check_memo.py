@@ -1,5 +1,5 @@
-"""A Params.check that accepts a memo shares the session's (params.parse, api.run): cheapest's
-impossibility rule works out its best case once per model, GPUs and lengths, not on every change."""
+"""A rule that reuses kept work runs in run(), through the session's keep: cheapest's impossibility
+rule works out its best case once per model, GPUs and lengths, not on every change."""
 
 import json
 
@@ -47,9 +47,9 @@ def test_field_errors_are_the_same_with_the_memo_warm_or_cold() -> None:
         assert not warm["ok"] and warm == json.loads(api.run_json("cheapest", asked))
 
 
-def test_a_check_without_a_memo_parameter_is_called_as_before() -> None:
+def test_a_check_is_called_without_arguments() -> None:
     from simulators.sims import deployment
 
     with pytest.raises(params.ParamErrors) as caught:  # 32 heads do not split over 3 GPUs
-        params.parse(deployment.Params, {"tensor_parallel_size": 3}, memo=object())
+        params.parse(deployment.Params, {"tensor_parallel_size": 3})
     assert caught.value.errors[0]["field"] == "tensor_parallel_size"

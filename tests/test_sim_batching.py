@@ -6,15 +6,15 @@ from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve
 from simulators.engine.workload import Request
 from simulators.params import parse
-from simulators.sims import batching
+from simulators.sims import batching, result
 
 
 def test_continuous_beats_static_under_load_and_ties_when_idle():
-    busy = batching.run(parse(batching.Params, {"rate_per_s": 16}), seed=0)["metrics"]
+    busy = result(batching.run(parse(batching.Params, {"rate_per_s": 16}), seed=0))["metrics"]
     assert busy["throughput_gain"] > 1.5
     assert busy["ttft_continuous_s_p50"] < busy["ttft_static_s_p50"] / 10
     assert busy["slot_occupancy_continuous"] > busy["slot_occupancy_static"]
-    idle = batching.run(parse(batching.Params, {"rate_per_s": 0.5, "num_requests": 40}), seed=0)["metrics"]
+    idle = result(batching.run(parse(batching.Params, {"rate_per_s": 0.5, "num_requests": 40}), seed=0))["metrics"]
     assert 0.9 < idle["throughput_gain"] < 1.2
 
 

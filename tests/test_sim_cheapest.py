@@ -8,7 +8,7 @@ import pytest
 from simulators import api, params
 from simulators.benchmark import sizing_search as ss
 from simulators.core import catalog
-from simulators.sims import cheapest
+from simulators.sims import cheapest, result
 
 LLAMA3_8B = catalog.models()["llama-3-8b"]
 # A small case to check by hand: two GPU types, at most two GPUs, BF16 only, short fixed requests.
@@ -26,7 +26,7 @@ SMALL = {
 
 
 def _run(**kw):
-    return cheapest.run(params.parse(cheapest.Params, kw))
+    return result(cheapest.run(params.parse(cheapest.Params, kw)))
 
 
 def _brute_force(kw):
@@ -205,7 +205,7 @@ def test_answers_from_earlier_runs_agree_with_a_fresh_search():
     for change in ({}, {"request_rate_per_s": 10.0}, {"request_rate_per_s": 4.0}, {"request_rate_per_s": 12.0},
                    {"tpot_slo_s": 0.03}, {"request_rate_per_s": 6.0, "tpot_slo_s": 0.03}):  # fmt: skip
         p = params.parse(cheapest.Params, {**base, **change})
-        shared, fresh = cheapest.run(p, memo=memo), cheapest.run(p)
+        shared, fresh = result(cheapest.run(p, keep=memo.get_or_make)), result(cheapest.run(p))
         assert shared["table"] == fresh["table"]
 
 

@@ -3,18 +3,18 @@
 from simulators import api
 from simulators.params import parse
 from simulators.results_cache import LruCache
-from simulators.sims import cluster
+from simulators.sims import cluster, result
 
 
 def test_prefix_aware_routing_hits_more_and_round_robin_balances_best():
-    m = cluster.run(parse(cluster.Params, {}), seed=0)["metrics"]
+    m = result(cluster.run(parse(cluster.Params, {}), seed=0))["metrics"]
     assert m["hit_rate_prefix"] > m["hit_rate_round_robin"]
     assert m["hit_rate_weighted"] > m["hit_rate_round_robin"]
     assert m["imbalance_round_robin"] <= min(m["imbalance_prefix"], m["imbalance_least_kv"])
 
 
 def test_disaggregation_pays_the_kv_transfer_in_ttft():
-    m = cluster.run(parse(cluster.Params, {"num_requests": 60}), seed=1)["metrics"]
+    m = result(cluster.run(parse(cluster.Params, {"num_requests": 60}), seed=1))["metrics"]
     assert m["ttft_disaggregated_s_p99"] > 0 and m["tpot_disaggregated_s_p99"] > 0
 
 
@@ -24,15 +24,15 @@ def test_the_prefill_split_reuses_the_router_runs_from_the_memo_and_answers_as_f
     monkeypatch.setattr(cluster, "serve", lambda *a, **k: calls.append(k.get("num_prefill", 0)) or real(*a, **k))
     base = {"num_requests": 40, "num_replicas": 3}
     memo = LruCache(cluster.MEMO_ENTRIES)
-    cluster.run(parse(cluster.Params, base), seed=2, memo=memo)
+    result(cluster.run(parse(cluster.Params, base), seed=2, keep=memo.get_or_make))
     assert calls == [0, 0, 0, 0, 0, 1]  # five routers, then the disaggregated run
     calls.clear()
     params = parse(cluster.Params, {**base, "num_prefill": 2})
-    kept = cluster.run(params, seed=2, memo=memo)
+    kept = result(cluster.run(params, seed=2, keep=memo.get_or_make))
     assert calls == [2]  # only the disaggregated run again
-    assert kept == cluster.run(params, seed=2)  # without a memo, every run served afresh
+    assert kept == result(cluster.run(params, seed=2))  # without a memo, every run served afresh
     calls.clear()
-    cluster.run(parse(cluster.Params, {**base, "rate_per_s": 12.0}), seed=2, memo=memo)
+    result(cluster.run(parse(cluster.Params, {**base, "rate_per_s": 12.0}), seed=2, keep=memo.get_or_make))
     assert len(calls) == 6  # a new arrival rate serves everything again
 
 
@@ -44,6 +44,6 @@ def test_a_chart_switch_in_a_session_serves_nothing_again(monkeypatch):
     first = session.run("cluster", {"num_requests": 40, "view": "routers"})
     assert len(calls) == 6
     switched = session.run("cluster", {"num_requests": 40, "view": "balance"})
-    assert len(calls) == 6  # drawn from the kept result
-    assert switched["result"] is first["result"] and switched["figure"] != first["figure"]
+    assert len(calls) == 6  # every run came from the session's keep
+    assert switched["result"] == first["result"] and switched["figure"] != first["figure"]
     assert switched["figure"] == api.run("cluster", {"num_requests": 40}, view="balance")["figure"]

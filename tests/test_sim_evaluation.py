@@ -137,13 +137,13 @@ def test_an_unrelated_control_reuses_the_draws_and_changes_nothing():
         ev.Params(num_positions=300, damaged_fraction=0.1, noise_scale=0.4, damage_margin=3.0),
     )
     memo = LruCache(ev.MEMO_ENTRIES)
-    draws, scores = ev.stores(memo)
-    first_a = ev.run(a, seed=4, memo=memo)
+    draws, scores = ev.stores(memo.get_or_make)
+    first_a = ev.run(a, seed=4, keep=memo.get_or_make)
     assert draws.misses == scores.misses == 300 // ev.CHUNK
-    run_b = ev.run(b, seed=4, memo=memo)
+    run_b = ev.run(b, seed=4, keep=memo.get_or_make)
     assert draws.misses == 300 // ev.CHUNK  # noise and margin drew nothing new
     assert scores.misses == 2 * 300 // ev.CHUNK  # but scored every chunk again
-    again_a = ev.run(a, seed=4, memo=memo)
+    again_a = ev.run(a, seed=4, keep=memo.get_or_make)
     assert scores.misses == 2 * 300 // ev.CHUNK  # a's scores were kept
     assert again_a == first_a == ev.run(a, seed=4)  # and no memo: drawn afresh
     for p, r in ((a, again_a), (b, run_b)):
@@ -153,13 +153,13 @@ def test_an_unrelated_control_reuses_the_draws_and_changes_nothing():
 
 def test_one_more_position_draws_and_scores_at_most_one_chunk():
     memo = LruCache(ev.MEMO_ENTRIES)
-    draws, scores = ev.stores(memo)
-    ev.run(ev.Params(num_positions=600), seed=5, memo=memo)
+    draws, scores = ev.stores(memo.get_or_make)
+    ev.run(ev.Params(num_positions=600), seed=5, keep=memo.get_or_make)
     misses = draws.misses, scores.misses
-    ev.run(ev.Params(num_positions=601), seed=5, memo=memo)
+    ev.run(ev.Params(num_positions=601), seed=5, keep=memo.get_or_make)
     assert (draws.misses, scores.misses) == (misses[0] + 1, misses[1] + 1)
-    ev.run(ev.Params(num_positions=649), seed=5, memo=memo)
-    ev.run(ev.Params(num_positions=550), seed=5, memo=memo)
+    ev.run(ev.Params(num_positions=649), seed=5, keep=memo.get_or_make)
+    ev.run(ev.Params(num_positions=550), seed=5, keep=memo.get_or_make)
     assert (draws.misses, scores.misses) == (misses[0] + 1, misses[1] + 1)
 
 
@@ -179,10 +179,10 @@ def test_the_memo_holds_one_full_run_and_new_scores_never_evict_draws():
     """A reader's mix of changes (the slider's end, other controls at other lengths) draws each
     chunk once: the scores of earlier controls are evicted, never the draws."""
     memo = LruCache(ev.MEMO_ENTRIES)
-    draws, scores = ev.stores(memo)
+    draws, scores = ev.stores(memo.get_or_make)
     n = ev.MAX_POSITIONS
-    ev.run(ev.Params(num_positions=n), seed=7, memo=memo)
-    ev.run(ev.Params(num_positions=n, noise_scale=0.3), seed=7, memo=memo)
+    ev.run(ev.Params(num_positions=n), seed=7, keep=memo.get_or_make)
+    ev.run(ev.Params(num_positions=n, noise_scale=0.3), seed=7, keep=memo.get_or_make)
     assert draws.misses == n // ev.CHUNK  # the second run drew nothing: all kept
     for p in (
         ev.Params(num_positions=n - 1),
@@ -190,7 +190,7 @@ def test_the_memo_holds_one_full_run_and_new_scores_never_evict_draws():
         *(ev.Params(damaged_fraction=x) for x in (0.0, 0.01, 0.02)),
         ev.Params(num_positions=2000),
     ):
-        ev.run(p, seed=7, memo=memo)
+        ev.run(p, seed=7, keep=memo.get_or_make)
     assert draws.misses == n // ev.CHUNK
     assert len(memo) == ev.MEMO_ENTRIES and len(draws) == len(scores) == ev.CHUNKS
     assert ev.Params.__dataclass_fields__["num_positions"].metadata["max"] == ev.MAX_POSITIONS

@@ -4,15 +4,17 @@ import json
 
 from simulators import api
 from simulators.params import parse
-from simulators.sims import paged_kv
+from simulators.sims import paged_kv, result
 
 
 def test_contiguous_reservation_wastes_most_memory_and_paging_almost_none():
     # ShareGPT-like lengths (WildChat Table 1 moments: prompts 94 +- 626, answers 348 +- 270
     # tokens, lognormal), every contiguous request reserving max_model_len = 2,048 tokens,
     # Llama-3-8B with 4 GiB of KV (32,768 tokens), 16-token blocks, 300 Poisson requests at 20/s.
-    r = paged_kv.run(
-        parse(paged_kv.Params, {"num_requests": 300, "lengths": "sharegpt", "max_model_len": 2048}), seed=1
+    r = result(
+        paged_kv.run(
+            parse(paged_kv.Params, {"num_requests": 300, "lengths": "sharegpt", "max_model_len": 2048}), seed=1
+        )
     )
     m = r["metrics"]
     # vLLM paper: 20.4-38.2% of reserved KV holds tokens in earlier systems, about 96% with paging.

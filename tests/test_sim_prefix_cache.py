@@ -5,7 +5,7 @@ import random
 from simulators import api
 from simulators.engine.kv import KVCacheManager, block_runs
 from simulators.params import parse
-from simulators.sims import prefix_cache
+from simulators.sims import prefix_cache, result
 
 
 def test_block_keys_are_equal_exactly_when_the_prefixes_are():
@@ -64,7 +64,7 @@ def test_radix_reuses_a_part_filled_block_that_hashing_cannot():
 
 def test_caches_save_prefill_and_radix_never_matches_less():
     for sharing in ("system", "few_shot", "multi_turn", "agent"):
-        r = prefix_cache.run(parse(prefix_cache.Params, {"sharing": sharing, "num_requests": 60}), seed=2)
+        r = result(prefix_cache.run(parse(prefix_cache.Params, {"sharing": sharing, "num_requests": 60}), seed=2))
         m = r["metrics"]
         assert m["hit_rate_hash"] > 0.2
         assert m["hit_rate_radix"] >= m["hit_rate_hash"] - 0.01
@@ -75,13 +75,13 @@ def test_less_memory_means_evictions_and_fewer_hits():
     r = api.run("prefix_cache", {"view": "pressure"})["result"]
     rates = [x["hash"] for x in r["pressure"]]
     assert rates == sorted(rates)
-    small = prefix_cache.run(parse(prefix_cache.Params, {"kv_budget_GiB": 4.0}), seed=0)["metrics"]
+    small = result(prefix_cache.run(parse(prefix_cache.Params, {"kv_budget_GiB": 4.0}), seed=0))["metrics"]
     assert small["evictions_hash"] > 0
 
 
 def test_workload_is_seeded():
-    a = prefix_cache.run(parse(prefix_cache.Params, {"num_requests": 30}), seed=random.Random(1).randint(0, 99))
-    b = prefix_cache.run(parse(prefix_cache.Params, {"num_requests": 30}), seed=random.Random(1).randint(0, 99))
+    a = result(prefix_cache.run(parse(prefix_cache.Params, {"num_requests": 30}), seed=random.Random(1).randint(0, 99)))
+    b = result(prefix_cache.run(parse(prefix_cache.Params, {"num_requests": 30}), seed=random.Random(1).randint(0, 99)))
     assert a == b
 
 

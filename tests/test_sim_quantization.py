@@ -169,9 +169,9 @@ def test_an_unrelated_control_reuses_the_demo_and_changes_nothing():
         for s in qz.SCHEMES
     )
     memo = LruCache(qz.MEMO_ENTRIES)
-    assert qz.demo_errors(3, 5, 20.0, 128, memo) == expected
-    assert qz.demo_errors(3, 5, 20.0, 128, memo) is qz.demo_errors(3, 5, 20.0, 128, memo)
+    assert qz.demo_errors(3, 5, 20.0, 128, memo.get_or_make) == expected
+    assert qz.demo_errors(3, 5, 20.0, 128, memo.get_or_make) is qz.demo_errors(3, 5, 20.0, 128, memo.get_or_make)
     # A new group size reuses the matrix, not the errors: one more miss (the errors), one hit.
     misses, hits = memo.misses, memo.hits
-    assert qz.demo_errors(3, 5, 20.0, 32, memo) != expected
+    assert qz.demo_errors(3, 5, 20.0, 32, memo.get_or_make) != expected
     assert (memo.misses, memo.hits) == (misses + 1, hits + 1)

@@ -2,11 +2,11 @@
 
 from simulators.engine.scheduler import SchedulerConfig
 from simulators.params import parse
-from simulators.sims import reasoning
+from simulators.sims import reasoning, result
 
 
 def test_reasoning_traffic_is_decode_and_memory_bound():
-    m = reasoning.run(parse(reasoning.Params, {"num_requests": 20}), seed=0)["metrics"]
+    m = result(reasoning.run(parse(reasoning.Params, {"num_requests": 20}), seed=0))["metrics"]
     assert m["decode_share_reasoning"] > 0.99 > m["prefill_share_reasoning"]
     assert m["turnover_reasoning_per_slot_min"] < m["turnover_chat_per_slot_min"] / 20
     assert m["kv_GiB_per_sequence_reasoning"] > 5 * m["kv_GiB_per_sequence_chat"]
@@ -24,5 +24,5 @@ def test_expected_tokens_per_speculative_step():
 
 
 def test_speculation_with_no_acceptance_only_costs():
-    m = reasoning.run(parse(reasoning.Params, {"num_requests": 10, "acceptance_rate": 0.0}), seed=0)["metrics"]
+    m = result(reasoning.run(parse(reasoning.Params, {"num_requests": 10, "acceptance_rate": 0.0}), seed=0))["metrics"]
     assert m["speculation_speedup"] < 1.0

@@ -80,9 +80,17 @@ def test_the_decode_gain_fades_as_the_kv_cache_grows():
 
 
 def test_no_sparse_rate_no_prefill_gain():
-    r = _run(gpu="m2-ultra")
+    r = _run(gpu="t4")  # Turing: a dense tensor rate, no 2:4 sparsity
     assert r["metrics"]["sparse_tensor_cores"] == 0
     assert any("2:4 saves only bytes" in n for n in r["notes"])
+
+
+def test_a_gpu_without_a_tensor_rate_is_refused_on_the_gpu_field():
+    """No memory-only floor is ever priced: the api refuses a GPU without dense_bf16_tflops."""
+    answer = api.run("sparsity", {"gpu": "a10g"})
+    assert not answer["ok"]
+    (error,) = answer["errors"]
+    assert error["field"] == "gpu" and "dense_bf16_tflops" in error["message"]
 
 
 def test_pruning_by_hand():
@@ -157,12 +165,17 @@ def test_an_unrelated_control_reuses_the_demo_and_changes_nothing():
     assert memo.hits == hits + 2  # the batch and layout left both demo scores alone
     # The kept scores are the same object for the same arguments, and agree with the numpy oracle.
     memo = LruCache(sp.MEMO_ENTRIES)
-    assert sp.demo_unstructured(2, 0.7, memo) == sp.demo_unstructured(2, 0.7, memo)
-    assert sp._kept_base(2, memo) is sp._kept_base(2, memo)
+    assert sp.demo_unstructured(2, 0.7, memo.get_or_make) == sp.demo_unstructured(2, 0.7, memo.get_or_make)
+    assert sp._kept_base(2, memo.get_or_make) is sp._kept_base(2, memo.get_or_make)
     oracle = _oracle(2, 0.7)
-    for name, scores in (("24", sp.demo_24(2, memo)), ("unstructured", sp.demo_unstructured(2, 0.7, memo))):
+    for name, scores in (
+        ("24", sp.demo_24(2, memo.get_or_make)),
+        ("unstructured", sp.demo_unstructured(2, 0.7, memo.get_or_make)),
+    ):
         assert scores == pytest.approx([oracle[name][k] for k in sp.DEMO_KEYS], rel=1e-9)
     # demo() hands out new dicts: changing one cannot reach the memo.
-    d = sp.demo(2, 0.7, memo)
+    d = sp.demo(2, 0.7, memo.get_or_make)
     d["24"]["energy_removed"] = -1.0
-    assert sp.demo(2, 0.7, memo)["24"]["energy_removed"] == pytest.approx(oracle["24"]["energy_removed"], rel=1e-9)
+    assert sp.demo(2, 0.7, memo.get_or_make)["24"]["energy_removed"] == pytest.approx(
+        oracle["24"]["energy_removed"], rel=1e-9
+    )

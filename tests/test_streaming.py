@@ -168,8 +168,8 @@ def test_every_streamed_point_is_the_answers_point(name, params):
 )
 def test_the_prefix_cache_charts_stream_and_share_runs_with_run(view, grows):
     """Each chart grows one run at a time; the streamed answer is the plain one; the pressure chart's
-    full-memory point has run()'s hit rates (view_data runs before run(), through the memo); and a
-    kept scenario posts nothing."""
+    full-memory point has the hit rates of the other charts' runs (the same kept runs); and a kept
+    scenario posts nothing."""
     from simulators.sims import prefix_cache
 
     params = json.dumps({"sharing": "multi_turn", "num_requests": 40, "view": view})

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -263,14 +263,13 @@ def rank(
     top: int,
     rate: float,
     max_gpus: int,
-    confirming: Callable[[list[Entry], int], None] | None = None,
-) -> tuple[list[Entry], int, list[dict[str, Any]]]:
+) -> Generator[tuple[list[Entry], int], None, tuple[list[Entry], int, list[dict[str, Any]]]]:
     """The `top` cheapest layouts, each at its fewest replicas that meet (`meets` of one replica at
     a grid index), by (price, name); the layouts confirmed; those that miss on up to max_gpus GPUs.
     Candidates (lower-bound price, label, layout, bounds, fewest replicas the bound allows) come
     cheapest bound first; the search stops when none left could sort before the last row.
-    `confirming`, if given, is called with the rows so far and the number of candidates taken
-    (confirmed or passed over) before each layout is confirmed: a page can draw the search as it goes."""
+    Before each layout is confirmed it yields the rows so far and the number of candidates taken
+    (confirmed or passed over): a page can draw the search as it goes."""
     ranked: list[Entry] = []
     confirmed = 0
     full: list[dict[str, Any]] = []
@@ -284,8 +283,7 @@ def rank(
             break
         if beaten(bound, config_name(lay, r)):
             continue  # (a later candidate of the same bound may still sort before the last row)
-        if confirming is not None:
-            confirming(ranked, taken)
+        yield ranked, taken
         confirmed += 1
         # The layout's cheapest configuration: the fewest replicas, from the fewest its rate bound
         # allows, whose share of the rate one replica serves within the targets. Beyond the last

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor
 from ..params import ParamError, engine_param, gpu_param, model_param, param
 from ..plotting import bar, layout, line
 from ..plotting import figure as make_figure
-from ..results_cache import LruCache, run_key
+from ..results_cache import Keep, for_call, kept, run_key
 
 TITLE = "Static vs continuous batching"
 DESCRIPTION = (
@@ -119,24 +119,26 @@ def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_
 
 POLICIES = ("static", "continuous")  # served and drawn in this order (static is the cheaper run)
 
-# Runs kept between calls in the caller's memo (api.Session gives one), so that view_data() can
-# stream the chart one scheduler at a time and run() then reuses both runs: one scenario's trace
-# and its two runs.
+# Kept between calls through the caller's keep (api.Session's store), so that a chart switch or a
+# repeated scenario reuses both runs: one scenario's trace and its two runs.
 MEMO_ENTRIES = 1 + len(POLICIES)
 
 
-def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:
+def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
     def make() -> list[workload.Request]:
         rng = random.Random(seed)
         times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
         return workload.build(rng, p.num_requests, _lengths(p), times).requests
 
-    got: list[workload.Request] = memo.get_or_make(run_key(p, seed, "trace"), make)
+    got: list[workload.Request] = keep(run_key(p, seed, "trace"), make)
     return got
 
 
-def _served(p: Params, seed: int, policy: str, memo: LruCache[Any]) -> tuple[dict[str, Any], dict[str, float]]:
-    """One scheduler's run of the trace, from the memo where kept: its chart entry and metrics."""
+Served = tuple[dict[str, Any], dict[str, float]]  # one scheduler's chart entry and metrics
+
+
+def _served(p: Params, seed: int, policy: str, keep: Keep) -> tuple[Served, bool]:
+    """One scheduler's run of the trace (its chart entry and metrics), and whether it was kept."""
 
     def make() -> tuple[dict[str, Any], dict[str, float]]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
@@ -147,7 +149,7 @@ def _served(p: Params, seed: int, policy: str, memo: LruCache[Any]) -> tuple[dic
             engine=p.engine,
             **layout_of(p).cost_kw(),
         )
-        served = serve(_trace(p, seed, memo), spec)
+        served = serve(_trace(p, seed, keep), spec)
         rep = served.replicas[0]
         occ = slot_occupancy(rep.series, p.max_num_seqs)
         # Every request counts: the run has no warm-up or cool-down to leave out, so these are
@@ -174,8 +176,7 @@ def _served(p: Params, seed: int, policy: str, memo: LruCache[Any]) -> tuple[dic
         }
         return entry, metrics
 
-    got: tuple[dict[str, Any], dict[str, float]] = memo.get_or_make(run_key(p, seed, policy), make)
-    return got
+    return kept(keep, run_key(p, seed, policy), make)
 
 
 def _head(p: Params) -> dict[str, Any]:
@@ -183,39 +184,22 @@ def _head(p: Params) -> dict[str, Any]:
     return {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the trace and both runs for the caller's next call (none: nothing is kept)."""
-    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+def run(
+    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
+) -> Generator[dict[str, Any], None, dict[str, Any]]:
+    """Both schedulers' runs, static first (the cheaper): the chart so far is yielded after each run
+    made now (a run kept from an earlier call is drawn with the answer, at once)."""
+    keep = for_call(keep, MEMO_ENTRIES)
     out = _head(p)
     metrics: dict[str, float] = {}
     for policy in POLICIES:
-        out[policy], more = _served(p, seed, policy, memo)
+        (out[policy], more), was_kept = _served(p, seed, policy, keep)
         metrics.update(more)
+        if not was_kept:
+            yield dict(out)
     metrics["throughput_gain"] = metrics["throughput_continuous_per_s"] / metrics["throughput_static_per_s"]
     out["metrics"] = metrics
     return out
-
-
-def view_data(
-    p: Params,
-    result: dict[str, Any] | None,
-    view: str,
-    *,
-    seed: int = 0,
-    memo: LruCache[Any] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Nothing beyond run()'s result. With `progress` (api calls this before run() when the page
-    streams), both charts are drawn one scheduler at a time as its run ends, static first, through
-    the memo that run() then reuses; a run already kept is drawn with the answer, at once."""
-    if progress is not None and memo is not None:
-        part = _head(p)
-        for policy in POLICIES:
-            kept = run_key(p, seed, policy) in memo
-            part[policy] = _served(p, seed, policy, memo)[0]
-            if not kept:
-                progress(dict(part))
-    return {}
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:

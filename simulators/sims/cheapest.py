@@ -9,7 +9,7 @@ of experts, data-parallel attention with expert parallelism, at most 8 GPUs a re
 (sizing_search.shapes). It keeps the layouts vLLM would start, drops those whose closed-form
 floors already miss a target, and confirms the rest with the event engine, cheapest lower bound
 first: for each, the highest rate per replica at which the engine meets the targets (independent
-of the request rate, so kept in the memo), hence the fewest replicas, i.e. the layout's cheapest
+of the request rate, so kept across calls), hence the fewest replicas, i.e. the layout's cheapest
 configuration. It stops when no unconfirmed layout's lower bound is below the `TOP`-th cheapest
 found: the table is the `TOP` cheapest layouts, each at its fewest replicas, in order (as brute
 force over the engine over the same space finds, tests/test_sim_cheapest.py).
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,15 +46,15 @@ from ..core.catalog import Gpu, data_file, gpus, resolve_model, running_example
 from ..engine import workload
 from ..parallel import check_link
 from ..params import ParamError, model_param, param
-from ..plotting import bar, layout, markers
-from ..plotting import figure as make_figure
-from ..results_cache import LruCache
+from ..results_cache import Keep, for_call
+from .cheapest_view import NO_PRICE, figure, summary  # noqa: F401 (the charts and words)
 
 TITLE = "Cheapest deployment for an SLO"
 DESCRIPTION = (
     "The GPU, count, tensor parallelism and weight format that meet a TTFT and ITL target at a request "
     "rate for the least money, found with the cost model and confirmed with the serving engine."
 )
+
 METRICS = {
     "usd_per_hour": ("Cheapest configuration: price", "USD/h"),
     "usd_per_million_output_tokens": ("Cheapest: cost per million output tokens", "USD"),
@@ -139,7 +139,7 @@ class Params:
     # CPython, past what the browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
     num_requests: int = param(300, label="Requests per engine run", min=100, max=1000, step=100, log=True)
 
-    def check(self, memo: LruCache[Any] | None = None) -> None:
+    def check(self) -> None:
         m = resolve_model(self.model)
         prices = parse_prices(self.prices)
         chosen = allowed_gpus(self.gpus, prices)
@@ -147,11 +147,12 @@ class Params:
             raise ParamError("prices", "none of the GPUs allowed has a price: give one, e.g. 'l40s=1.2'")
         if self.lengths == "fixed" and self.prompt_tokens + self.output_tokens > m.max_context_tokens:
             raise ParamError("output_tokens", f"prompt plus output exceed {m.name}'s {m.max_context_tokens:,} tokens")
-        if self.lengths == "fixed":  # what no configuration can do, whatever the rate
-            _impossible(self, m, chosen, memo)
 
 
-def _impossible(p: Params, m: Any, chosen: list[Gpu], memo: LruCache[Any] | None) -> None:
+def _impossible(p: Params, m: Any, chosen: list[Gpu], keep: Keep) -> None:
+    """A field error for what no configuration can do, whatever the rate (fixed lengths): run()
+    works it out before the search, with the best case kept across the reader's changes."""
+
     def best_case() -> dict[str, Any]:
         context = p.prompt_tokens + p.output_tokens
         return ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, context)
@@ -159,7 +160,7 @@ def _impossible(p: Params, m: Any, chosen: list[Gpu], memo: LruCache[Any] | None
     # Independent of the rate and the targets: a session works it out once per model, GPUs and lengths.
     key = ("best_case", _key(p.model), tuple(g.id for g in chosen), p.max_gpus, p.weight_formats, p.prompt_tokens,
            p.output_tokens)  # fmt: skip
-    best = best_case() if memo is None else memo.get_or_make(key, best_case)
+    best = keep(key, best_case)
     if not best["fits"]:
         raise ParamError(
             "max_gpus", f"{m.name} does not fit on {p.max_gpus} or fewer of the GPUs allowed in any weight format tried"
@@ -191,17 +192,15 @@ def _key(value: Any) -> str:
 
 
 def run(
-    p: Params,
-    *,
-    seed: int = 0,
-    memo: LruCache[Any] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
+    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
+) -> Generator[dict[str, Any], None, dict[str, Any]]:
     """The search. `seed` is not used: every engine run draws its arrivals from ARRIVALS_SEED, so
     the ranking does not move with the seed and every call (the page's warm-up runs included)
-    shares the memo's runs. `progress`, if given, gets the search so far (what figure() draws:
-    the rows found and the lower bounds of the next layouts) before each layout is confirmed."""
-    memo = memo if memo is not None else LruCache(MEMO_ENTRIES)
+    shares the kept runs. Before each layout is confirmed it yields the search so far (what
+    figure() draws: the rows found and the lower bounds of the next layouts)."""
+    keep = for_call(keep, MEMO_ENTRIES)
+    if p.lengths == "fixed":  # what no configuration can do, whatever the rate
+        _impossible(p, resolve_model(p.model), allowed_gpus(p.gpus, parse_prices(p.prices)), keep)
     m = resolve_model(p.model)
     prices = parse_prices(p.prices)
     drawn = _drawn(p, m.max_context_tokens)
@@ -220,7 +219,7 @@ def run(
         if a is None or not a.fits:
             return None, {}
         # The layout's first spec, kept for its step cost (one per layout, whatever the lengths).
-        first = memo.get_or_make(("spec", _key(p.model), lay.label), lambda: ss.spec(m, lay, a.num_blocks))
+        first = keep(("spec", _key(p.model), lay.label), lambda: ss.spec(m, lay, a.num_blocks))
         return ss.bounds(m, lay, a, drawn, like=first), {}
 
     for gpu in allowed_gpus(p.gpus, prices):
@@ -228,7 +227,7 @@ def run(
             for tp, pp, dp, ep in ss.shapes(m, p.max_gpus):
                 lay = ss.Layout(gpu, tp, dtype, prices[gpu.id], pp, dp, ep)
                 why = _unusable(m, lay)
-                made = (None, {}) if why else memo.get_or_make(("layout", *base, lay.label), lambda: prepare(lay))  # noqa: B023
+                made = (None, {}) if why else keep(("layout", *base, lay.label), lambda: prepare(lay))  # noqa: B023
                 b, runs_by[lay.label] = made
                 if b is None:
                     pruned.append({"config": lay.label, "why": why or "does not fit (vLLM would refuse to start)"})
@@ -269,14 +268,15 @@ def run(
                 return True
         return bool(verdict(served(lay, b, k))["meets"])
 
-    def confirming(ranked: list[ss.Entry], taken: int) -> None:
-        if progress is not None:
-            progress(_searching(p, m.name, ranked, candidates[taken:], len(candidates) - taken, runs_by))
-
     while True:
-        ranked, confirmed, full = ss.rank(
-            candidates, meets, TOP, p.request_rate_per_s, p.max_gpus, confirming if progress else None
-        )
+        steps = ss.rank(candidates, meets, TOP, p.request_rate_per_s, p.max_gpus)
+        while True:
+            try:
+                so_far, taken = next(steps)
+            except StopIteration as done:
+                ranked, confirmed, full = done.value
+                break
+            yield _searching(p, m.name, so_far, candidates[taken:], len(candidates) - taken, runs_by)
         # The rows' own runs (the engine's figures); a row whose run misses after all is ranked again.
         rows = [(lay, b, r, k, verdict(served(lay, b, k))) for _, _, lay, b, r, k in ranked]
         if all(v["meets"] for *_, v in rows):
@@ -309,23 +309,6 @@ def _searching(
     return {"model": model, "request_rate_per_s": p.request_rate_per_s, "percentile": p.percentile,
             "ttft_slo_s": p.ttft_slo_s, "tpot_slo_s": p.tpot_slo_s, "table": rows, "pending": pending,
             "layouts_left": layouts_left}  # fmt: skip
-
-
-def view_data(
-    p: Params,
-    result: dict[str, Any] | None,
-    view: str,
-    *,
-    seed: int = 0,
-    memo: LruCache[Any] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Nothing beyond run()'s result; with `progress`, the search is run first (api calls this
-    before run()) and posts each stage: the chart shows the lower bounds at once and fills in as
-    the engine confirms layouts. run() then answers from the same memo without the engine."""
-    if progress is not None:
-        run(p, seed=seed, memo=memo, progress=progress)
-    return {}
 
 
 def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
@@ -378,110 +361,3 @@ def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[di
         "found": best is not None,
         "metrics": metrics,
     }
-
-
-def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    if "pending" in r:
-        return _searching_figure(r, view)
-    rows = r["table"]
-    names = [x["config"] for x in rows]
-    if view == "latency":
-        q = r["percentile"]
-        data = [
-            markers([x["tpot_s"] * 1e3 for x in rows], [x["ttft_s"] * 1e3 for x in rows], "Ranked configurations",
-                    0, text=[str(i + 1) for i in range(len(rows))]),
-            markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
-        ]  # fmt: skip
-        return make_figure(
-            data, layout(f"p{q} latency of each ranked configuration", f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
-        )
-    # Horizontal bars with short labels (rank, GPUs, GPU id, layout) that a phone's width holds; the
-    # whole configuration is in the hover text and the table. Listed bottom-up: the cheapest on top.
-    short = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)][::-1]
-    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
-    cost = [x["usd_per_hour"] for x in rows][::-1]
-    data = [bar(cost, short, "USD per hour", 0, orientation="h", customdata=names[::-1], hovertemplate=hover)]
-    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: configurations meeting the p{r['percentile']} SLO"
-    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
-
-
-def _searching_figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    """The chart while the engine confirms layouts (run's `progress`): the rows found so far and,
-    in the cost view, the lower bounds of the layouts next in line."""
-    rows, pending = r["table"], r["pending"]
-    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: searching ({r['layouts_left']} layouts still in line)"
-    if view == "latency":
-        run = [x for x in rows if "ttft_s" in x]
-        data = [
-            markers([x["tpot_s"] * 1e3 for x in run], [x["ttft_s"] * 1e3 for x in run], "Confirmed so far", 0,
-                    text=[str(i + 1) for i in range(len(run))]),
-            markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
-        ]  # fmt: skip
-        q = r["percentile"]
-        return make_figure(data, layout(title, f"p{q} ITL (ms)", f"p{q} TTFT (ms)"))
-    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
-    found = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)]
-    data = [
-        bar([x["usd_per_hour"] for x in rows][::-1], found[::-1], "Meets the targets (engine)", 0, orientation="h",
-            customdata=[x["config"] for x in rows][::-1], hovertemplate=hover),
-        bar([x["usd_per_hour"] for x in pending][::-1], [f"{x['short']} (bound)" for x in pending][::-1],
-            "Lower bound, not yet run", 1, orientation="h", customdata=[x["config"] for x in pending][::-1],
-            hovertemplate="%{customdata}: at least USD %{x:,.2f} per hour<extra></extra>"),
-    ]  # fmt: skip
-    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
-
-
-def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: the ranked prices (cost), or each layout's latency against the targets (latency)."""
-    q = r["percentile"]
-    head = (
-        f"{r['model']} at {r['request_rate_per_s']:g} requests/s, p{q} TTFT within {r['ttft_slo_s'] * 1e3:,.0f} ms "
-        f"and p{q} ITL within {r['tpot_slo_s'] * 1e3:,.1f} ms. "
-    )
-    if not r["found"]:
-        why = "; ".join(f"{x['config']}: {x['why']}" for x in r["pruned"][:6])
-        none = "No configuration meets these targets" + (", so the chart has no points" if view == "latency" else "")
-        return head + f"{none}. Why each was left out: {why}." + _skipped(r["pruned"])
-    if view == "latency":
-        rows = r["table"]
-        tight = min(range(len(rows)), key=lambda i: rows[i]["headroom"])
-        points = [
-            f"{i + 1}. {x['config']}: p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, "
-            f"headroom {x['headroom']:.0%} (USD {x['usd_per_hour']:,.2f}/h, USD "
-            f"{x['usd_per_million_output_tokens']:,.3f} per million output tokens)"
-            for i, x in enumerate(rows)
-        ]
-        return (
-            head
-            + "Each ranked layout's latency, against the targets that mark the corner of the allowed box: "
-            + "; ".join(points)
-            + f". Layout {tight + 1} is closest to a target, with {rows[tight]['headroom']:.0%} of the tighter "
-            + "target left."
-            + _skipped(r["pruned"])
-        )
-    lines = [
-        f"{i + 1}. {x['config']}: USD {x['usd_per_hour']:,.2f}/h, USD {x['usd_per_million_output_tokens']:,.3f} per "
-        f"million output tokens, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, "
-        f"headroom {x['headroom']:.0%}"
-        for i, x in enumerate(r["table"])
-    ]
-    return (
-        head
-        + "The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
-        + "the last row was not run): "
-        + "; ".join(lines)
-        + f". {sum(x['why'] != NO_PRICE for x in r['pruned'])} layouts were left out."
-        + _skipped(r["pruned"])
-    )
-
-
-NO_PRICE = "skipped: no price (gpu_prices.toml, or Your prices)"
-
-
-def _skipped(pruned: list[dict[str, Any]]) -> str:
-    """The GPUs left out for a missing figure or price, named (never ranked on a memory-only floor)."""
-    unpriced = [x["config"] for x in pruned if x["why"] == NO_PRICE]
-    whys = dict.fromkeys(x["why"].removeprefix("skipped: ") for x in pruned if x["why"].startswith("skipped: "))
-    whys.pop(NO_PRICE.removeprefix("skipped: "), None)
-    text = "".join(f" Skipped: {why}." for why in whys)
-    return text + (f" Not searched, no price: {', '.join(unpriced)} (add one in Your prices)." if unpriced else "")

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
@@ -29,7 +29,7 @@ from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor
 from ..params import ParamError, engine_param, gpu_param, model_param, param
 from ..plotting import PERCENT, bar, layout
 from ..plotting import figure as make_figure
-from ..results_cache import LruCache
+from ..results_cache import Keep, for_call, kept
 
 TITLE = "Routing across replicas, and prefill/decode disaggregation"
 DESCRIPTION = "Which replica each request goes to decides cache hits, balance and tail latency; splitting prefill from decode changes TTFT and TPOT."
@@ -97,13 +97,7 @@ class Params:
             raise ParamError("num_prefill", f"must leave at least one decode replica: below {self.num_replicas}")
 
 
-class _Routed(NamedTuple):
-    routers: dict[str, Any]
-    metrics: dict[str, float]
-    colocated: dict[str, float]  # the least-queue router's summary
-
-
-# Router runs kept between calls in the caller's memo (api.Session gives one): neither the chart nor
+# Router runs kept between calls through the caller's keep (api.Session's store): neither the chart nor
 # the split into prefill and decode replicas changes them, so a change of the split re-serves only
 # the disaggregated run (one of six). Keyed by every parameter the runs depend on and the router;
 # one scenario kept: its trace, each router's run and the disaggregated run (of the latest split).
@@ -126,41 +120,14 @@ def _scenario_key(p: Params, seed: int) -> list[Any]:
     ]
 
 
-def _routed(
-    p: Params, seed: int, memo: LruCache[Any], progress: Callable[[dict[str, Any]], None] | None = None
-) -> _Routed:
-    """Every router's run, from the memo where kept; `progress` gets the routers chart's data after
-    each router (what figure() draws for the routers and balance views)."""
-    routers: dict[str, Any] = {}
-    metrics: dict[str, float] = {}
-    summaries: dict[str, dict[str, float]] = {}
-    for name in ROUTERS:
-        got, kept = _router(p, seed, memo, name)
-        routers[name], summaries[name] = got[0], got[2]
-        metrics.update(got[1])
-        if progress is not None and not kept:  # kept runs are drawn with the answer, at once
-            progress(
-                {
-                    "num_replicas": p.num_replicas,
-                    "sharing": p.sharing,
-                    "routers": dict(routers),
-                    "metrics": dict(metrics),
-                }
-            )
-    return _Routed(routers, metrics, summaries["least_queue"])
-
-
 Run = tuple[dict[str, Any], dict[str, float], dict[str, float]]  # chart entry, metrics, summary
 
 
-def _router(p: Params, seed: int, memo: LruCache[Any], name: str) -> tuple[Run, bool]:
-    """One router's run through the memo, and whether it was kept already."""
+def _router(p: Params, seed: int, keep: Keep, name: str) -> tuple[Run, bool]:
+    """One router's run, and whether it was kept already."""
     key = _scenario_key(p, seed)
-    reqs, spec = memo.get_or_make(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
-    router_key = json.dumps([*key, name], sort_keys=True)
-    kept = router_key in memo
-    got: Run = memo.get_or_make(router_key, lambda: _route(p, reqs, spec, name))
-    return got, kept
+    reqs, spec = keep(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
+    return kept(keep, json.dumps([*key, name], sort_keys=True), lambda: _route(p, reqs, spec, name))
 
 
 def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]:
@@ -208,42 +175,15 @@ def _route(p: Params, reqs: list[workload.Request], spec: EngineSpec, name: str)
     return {"counts": counts, "ttft": [s["ttft_s_p50"], s["ttft_s_p90"], s["ttft_s_p99"]]}, metrics, s
 
 
-def view_data(
-    p: Params,
-    result: dict[str, Any] | None,
-    view: str,
-    *,
-    seed: int = 0,
-    memo: LruCache[Any] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Nothing beyond run()'s result. With `progress`, the routers and balance charts are run first,
-    one router at a time through the memo (run() then reuses them), and each growing chart is posted:
-    api calls this before run() when the page streams."""
-    if progress is not None and memo is not None and view in ("routers", "balance"):
-        _routed(p, seed, memo, progress)
-    if progress is not None and memo is not None and view == "disagg":
-        head = {"num_replicas": p.num_replicas, "num_prefill": p.num_prefill}
-        (_, _, least_queue), kept = _router(p, seed, memo, "least_queue")
-        modes = {"colocated": _percentiles(least_queue)}
-        if not kept:
-            progress({**head, "modes": modes})
-        kept = _disaggregated_key(p, seed) in memo
-        modes["disaggregated"] = _percentiles(_disaggregated(p, seed, memo))
-        if not kept:
-            progress({**head, "modes": modes})
-    return {}
-
-
 def _percentiles(s: dict[str, float]) -> dict[str, list[float]]:
     """What the disaggregation chart draws of one run: median and p99 TTFT and TPOT."""
     return {k: [s[f"{k}_s_p50"], s[f"{k}_s_p99"]] for k in ("ttft", "tpot")}
 
 
-def _disaggregated(p: Params, seed: int, memo: LruCache[Any]) -> dict[str, float]:
-    """The same trace on the same replicas split into prefill and decode pools (kept in the memo)."""
+def _disaggregated(p: Params, seed: int, keep: Keep) -> tuple[dict[str, float], bool]:
+    """The same trace on the same replicas split into prefill and decode pools, and whether kept."""
     key = _scenario_key(p, seed)
-    reqs, spec = memo.get_or_make(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
+    reqs, spec = keep(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
 
     def make() -> dict[str, float]:
         served = serve(
@@ -251,34 +191,52 @@ def _disaggregated(p: Params, seed: int, memo: LruCache[Any]) -> dict[str, float
         )
         return summarize(served.records)
 
-    got: dict[str, float] = memo.get_or_make(_disaggregated_key(p, seed), make)
-    return got
+    return kept(keep, json.dumps([*_scenario_key(p, seed), "disaggregated", p.num_prefill], sort_keys=True), make)
 
 
-def _disaggregated_key(p: Params, seed: int) -> str:
-    return json.dumps([*_scenario_key(p, seed), "disaggregated", p.num_prefill], sort_keys=True)
-
-
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the router runs for the caller's next call (none: nothing is kept)."""
+def run(
+    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
+) -> Generator[dict[str, Any], None, dict[str, Any]]:
+    """Every router's run, then the split into prefill and decode pools. The chart asked for is
+    yielded as it grows, one run made now at a time (kept runs are drawn with the answer): the
+    routers and balance charts router by router; the disaggregation chart's two runs come first."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
-    routed = _routed(p, seed, memo)
-    metrics = dict(routed.metrics)  # the kept runs' figures stay as they were
-    modes = {}
+    keep = for_call(keep, MEMO_ENTRIES)
+    modes: dict[str, Any] = {}
+    split = {"num_replicas": p.num_replicas, "num_prefill": p.num_prefill}
+    if view == "disagg":  # colocated is the least-queue router's run: the same requests, replicas and router
+        (_, _, colocated), was_kept = _router(p, seed, keep, "least_queue")
+        modes["colocated"] = _percentiles(colocated)
+        if not was_kept:
+            yield {**split, "modes": dict(modes)}
+        disaggregated, was_kept = _disaggregated(p, seed, keep)
+        modes["disaggregated"] = _percentiles(disaggregated)
+        if not was_kept:
+            yield {**split, "modes": dict(modes)}
+    routers: dict[str, Any] = {}
+    metrics: dict[str, float] = {}
+    summaries: dict[str, dict[str, float]] = {}
+    for name in ROUTERS:
+        (routers[name], more, summaries[name]), was_kept = _router(p, seed, keep, name)
+        metrics.update(more)
+        if view in ("routers", "balance") and not was_kept:
+            yield {
+                "num_replicas": p.num_replicas,
+                "sharing": p.sharing,
+                "routers": dict(routers),
+                "metrics": dict(metrics),
+            }
     for mode in ("colocated", "disaggregated"):
-        # Colocated is the least-queue router's run: the same requests, replicas and router.
-        s = routed.colocated if mode == "colocated" else _disaggregated(p, seed, memo)
+        s = summaries["least_queue"] if mode == "colocated" else _disaggregated(p, seed, keep)[0]
         modes[mode] = _percentiles(s)
         metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
         metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "num_replicas": p.num_replicas,
-        "num_prefill": p.num_prefill,
+        **split,
         "sharing": p.sharing,
-        "routers": {k: {f: list(v) for f, v in r.items()} for k, r in routed.routers.items()},
+        "routers": {k: {f: list(v) for f, v in r.items()} for k, r in routers.items()},
         "modes": modes,
         "metrics": metrics,
     }

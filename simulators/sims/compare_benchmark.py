@@ -15,7 +15,7 @@ simulated lengths are the chosen distribution, not the report's dataset.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from ..engine.cluster import fit_error
 from ..params import ParamError, engine_param, gpu_param, model_param, param
 from ..plotting import figure as make_figure
 from ..plotting import layout, line
-from ..results_cache import LruCache
+from ..results_cache import Keep, for_call
 
 TITLE = "Compare with your benchmark (GuideLLM report)"
 DESCRIPTION = "Open a GuideLLM report and see it over the sweep GuideLLM would run against the simulated server."
@@ -65,17 +65,16 @@ class Params:
                 raise ParamError("report", str(e)) from None
 
 
-# The simulated runs, kept between calls in the caller's memo (api.Session gives one; none: kept
+# The simulated runs, kept between calls through the caller's keep (api.Session's store; none: kept
 # for this call alone), as load_test's: a scenario takes two entries (its sweep's runs and the
 # ceiling's), so the page's scenario and the reader's last few stay. A new report or chart
 # re-simulates nothing.
 MEMO_ENTRIES = 6
 
 
-def _memo_for(p: Params, what: str, spec: EngineSpec, n: int, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
+def _memo_for(p: Params, what: str, spec: EngineSpec, n: int, seed: int, keep: Keep) -> ServedMemo:
     key = repr((p.model, p.gpu, p.engine, p.max_num_seqs, seed, what, n))
-    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
-    served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, n, seed))
+    served: ServedMemo = keep(key, lambda: ServedMemo(spec, n, seed))
     return served
 
 
@@ -116,56 +115,35 @@ def _report_points(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return rep, out
 
 
-def _simulated(
-    p: Params, seed: int, memo: LruCache[Any] | None, show: Callable[[dict[str, Any]], None]
-) -> dict[str, Any]:
-    """GuideLLM's sweep of the simulated server and its ceiling, `show`n after each point (the
-    sweep in GuideLLM's order, then the ceiling: its 2,000-request run comes last)."""
+def run(
+    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
+) -> Generator[dict[str, Any], None, dict[str, Any]]:
+    """GuideLLM's sweep of the simulated server and its ceiling, the chart yielded after each point
+    (the sweep in GuideLLM's order, then the ceiling: its 2,000-request run comes last), with the
+    report's points, if one is opened, drawn from the first one on."""
+    keep = for_call(keep, MEMO_ENTRIES)
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     spec = EngineSpec(
         m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens), engine=p.engine
     )
     lengths = workload.lengths_for(p.lengths)
-    served = _memo_for(p, "sweep", spec, p.num_requests, seed, memo)
-    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "sim": []}
+    rep, pts = _report_points(p.report) if p.report.strip() else ({}, [])
+    served = _memo_for(p, "sweep", spec, p.num_requests, seed, keep)
+    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "sim": [], **({"report": pts} if pts else {})}
     sync = served.run("synchronous", lengths)
     out["sim"].append(_point(sync, "synchronous"))
-    show(out)
+    yield dict(out)
     top = served.run("throughput", lengths)
     out["sim"].append(_point(top, "throughput"))
-    show(out)
+    yield dict(out)
     for rate in sweep_rates(sync.rate, top.rate, SWEEP_SIZE):
         out["sim"].append(_point(served.run("constant", lengths, rate=rate), f"constant@{rate:.3g}/s"))
-        show(out)
-    ceiling_memo = _memo_for(p, "ceiling", spec, CEILING_REQUESTS, seed, memo)
+        yield dict(out)
+    ceiling_memo = _memo_for(p, "ceiling", spec, CEILING_REQUESTS, seed, keep)
     out["ceiling"] = ceiling_memo.run("concurrent", lengths, users=2 * p.max_num_seqs).metrics[
         "steady_throughput_per_s"
     ]
-    show(out)
-    return out
-
-
-def view_data(
-    p: Params,
-    result: dict[str, Any] | None,
-    view: str,
-    *,
-    seed: int = 0,
-    memo: LruCache[Any] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Nothing beyond run()'s result; but streamed (`progress`), the sweep is simulated first into
-    the memo run() reads, and each growing chart is handed to `progress`, the report's points
-    drawn from the first one on. The answer does not depend on `progress`."""
-    if progress is not None:
-        report = _report_points(p.report)[1] if p.report.strip() else None
-        _simulated(p, seed, memo, lambda part: progress({**part, **({"report": report} if report else {})}))
-    return {}
-
-
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the simulated runs for the caller's next call (none: nothing is kept)."""
-    out = _simulated(p, seed, memo, lambda part: None)
+    yield dict(out)
     runs, ceiling = out["sim"], out["ceiling"]
     metrics: dict[str, float] = {
         "sim_max_throughput_per_s": ceiling,
@@ -175,9 +153,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
         "report_top_per_s": 0.0,
         "report_min_samples": 0,
     }
-    if p.report.strip():
-        rep, pts = _report_points(p.report)
-        out["report"] = pts
+    if pts:
         out["report_version"] = rep["guidellm_version"]
         metrics["report_benchmarks"] = len(pts)
         metrics["report_top_per_s"] = max(r["throughput"] for r in pts)

@@ -33,6 +33,7 @@ from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_p
 from ..params import engine_param, gpu_param, model_param, param
 from ..plotting import bar, layout, line
 from ..plotting import figure as make_figure
+from ..results_cache import Keep
 
 TITLE = "Compression schemes: size, prefill and decode"
 DESCRIPTION = "W4A16, W8A8 (INT8, FP8), 2:4 sparse + FP8 and an FP8 KV cache: artifact size, speed change against bf16 on a GPU, and what each needs."
@@ -115,7 +116,7 @@ def _passes(
     return prefill, decode
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     lay = layout_of(p)
     kw = {"eff": cm.efficiency(p.ideal, p.engine), **lay.cost_kw()}
@@ -158,8 +159,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         notes.append(
             f"{gpu.name} has no 2:4 sparse rate for {pre.matmul_path.upper()} in the catalogue: the dense rate is used."
         )
-    if not pre.compute_known:
-        notes.append(f"{gpu.name} publishes no matrix throughput: prefill figures are memory-only floors.")
     where = f"{lay.describe()} x {gpu.name}"
     if not base_tokens:
         notes.append(f"The BF16 model does not fit on {where}; its times are what it would take if it did.")

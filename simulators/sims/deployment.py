@@ -48,6 +48,7 @@ from ..core.catalog import (
 )
 from ..parallel import check_link, pipeline_parallel_param, tensor_parallel_param
 from ..params import ParamError, dtype_choices, gpu_param, model_param, param
+from ..results_cache import Keep
 
 # The simulator's chart and words (api reads figure and summary from this module).
 from .deployment_view import figure, notes, summary  # noqa: F401
@@ -242,7 +243,7 @@ def fit_problem(m: Model, gpu: Gpu, p: Params) -> None:
         )
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     weight, kv = _dtypes(m, p)
     a = _account(m, gpu, p)

@@ -35,6 +35,7 @@ from ..core.catalog import CatalogError, model_for_repo, resolve_gpu, resolve_mo
 from ..params import ParamError, gpu_param, param
 from ..plotting import bar, layout
 from ..plotting import figure as make_figure
+from ..results_cache import Keep
 
 TITLE = "Why is my model slow?"
 DESCRIPTION = "Paste your server's command line and any evidence (vLLM's log, a GuideLLM report, figures): predicted against observed, where the time goes, and the levers ranked."
@@ -187,7 +188,7 @@ def _observed(p: Params) -> dict[str, float]:
     return out
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     d = deployment(p)
     a = dx.memory(d)
     obs = d.observed

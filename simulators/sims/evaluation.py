@@ -64,7 +64,7 @@ from ..core import stats
 from ..params import param
 from ..plotting import figure as make_figure
 from ..plotting import layout, markers
-from ..results_cache import LruCache
+from ..results_cache import Keep, LruCache, for_call
 
 TITLE = "Evaluating an optimised model: perplexity vs KL divergence"
 DESCRIPTION = "A baseline and a perturbed next-token distribution: near-equal perplexity can hide damage concentrated at a few positions."
@@ -116,7 +116,7 @@ class Chunk(NamedTuple):
     pz: tuple[float, ...]  # sum p_i z_i under the baseline's distribution p
 
 
-# Kept between calls in the caller's memo (api.Session gives one), in two stores of their own,
+# Kept between calls through the caller's keep (api.Session's store), in two stores of their own,
 # per chunk: its draws, which depend only on (seed, chunk index), never on a control; and its
 # scores, which depend on the draws and the three damage controls, never on num_positions (a
 # position's scores are its own). So a change of num_positions draws and scores at most one new
@@ -128,10 +128,10 @@ MEMO_ENTRIES = 2
 CHUNKS = MAX_POSITIONS // CHUNK
 
 
-def stores(memo: LruCache[Any]) -> tuple[LruCache[Chunk], LruCache[Scores]]:
-    """The memo's two stores: the draws by (seed, chunk), the scores by (seed, chunk, controls)."""
-    draws: LruCache[Chunk] = memo.get_or_make("draws", lambda: LruCache(CHUNKS))
-    scores: LruCache[Scores] = memo.get_or_make("scores", lambda: LruCache(CHUNKS))
+def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache[Scores]]:
+    """The two kept stores: the draws by (seed, chunk), the scores by (seed, chunk, controls)."""
+    draws: LruCache[Chunk] = keep("draws", lambda: LruCache(CHUNKS))
+    scores: LruCache[Scores] = keep("scores", lambda: LruCache(CHUNKS))
     return draws, scores
 
 
@@ -223,9 +223,9 @@ def score(c: Chunk, noise: float, frac: float, margin: float) -> Scores:
     return out
 
 
-def positions(p: Params, seed: int = 0, memo: LruCache[Any] | None = None) -> Positions:
-    """Score every position: draws and scores come from the memo where kept (see MEMO_ENTRIES)."""
-    draws, scores = stores(LruCache(MEMO_ENTRIES) if memo is None else memo)
+def positions(p: Params, seed: int = 0, keep: Keep | None = None) -> Positions:
+    """Score every position: draws and scores come from `keep` where kept (see MEMO_ENTRIES)."""
+    draws, scores = stores(for_call(keep, MEMO_ENTRIES))
     controls = (p.noise_scale, p.damaged_fraction, p.damage_margin)
     out = Positions([], [], [], [], [])
     for start in range(0, p.num_positions, CHUNK):
@@ -244,9 +244,9 @@ def positions(p: Params, seed: int = 0, memo: LruCache[Any] | None = None) -> Po
     return out
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the random draws for the caller's next call (none: nothing is kept)."""
-    r = positions(p, seed, memo)
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
+    """`keep` keeps the random draws for the caller's next call (none: for this call alone)."""
+    r = positions(p, seed, keep)
     kls, n = r.kl, p.num_positions
     ranked = sorted(range(n), key=kls.__getitem__, reverse=True)  # stable: ties keep text order
     kl_ranked = [kls[i] for i in ranked]

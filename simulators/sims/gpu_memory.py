@@ -37,6 +37,7 @@ from ..core.layout import vllm_defaults
 from ..params import dtype_choices, gpu_param, model_param, param
 from ..plotting import bar, layout, line, markers
 from ..plotting import figure as make_figure
+from ..results_cache import Keep
 
 TITLE = "GPU memory and the roofline"
 DESCRIPTION = (
@@ -130,7 +131,7 @@ def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
     }
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     bars = [_bar(m, gpu, p, n) for n in range(1, MAX_GPUS + 1)]
     chosen = bars[p.num_gpus - 1]

@@ -31,6 +31,7 @@ from ..core.catalog import Model, resolve_gpu, resolve_model, running_example
 from ..params import dtype_choices, gpu_param, model_param, param
 from ..plotting import figure as make_figure
 from ..plotting import layout, line
+from ..results_cache import Keep
 
 TITLE = "KV cache size, growth and concurrency"
 DESCRIPTION = "Bytes per token from the model's shape, the cache per sequence as context grows, and how many sequences fit on the GPU."
@@ -106,7 +107,7 @@ def _log_grid(top: int, n: int = 48) -> list[int]:
     return sorted({max(1, round(lo * (top / lo) ** (i / n))) for i in range(n + 1)})
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_token = cm.kv_bytes_per_token(m, p.kv_dtype)
     per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,9 +48,8 @@ from ..parallel import (
     tensor_parallel_param,
 )
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line, markers
-from ..plotting import figure as make_figure
-from ..results_cache import LruCache
+from ..results_cache import Keep, for_call
+from .load_test_view import DRAIN_DOMINATES, FRACTIONS, USERS, figure, summary  # noqa: F401 (the charts and words)
 
 TITLE = "Load testing: open vs closed loop, percentiles, goodput"
 DESCRIPTION = "A GuideLLM-style benchmark of the simulated server: where the knee is, what closed loops hide, and what meets the SLO."
@@ -73,8 +72,6 @@ METRICS = {
     "drain_share": ("Share of the run spent draining (server no longer full)", ""),
     "few_samples_for_p99": ("p99 from under 100 requests (1 yes, 0 no)", ""),
 }
-FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)
-USERS = (1, 4, 16, 64, 128)
 WARMUPS = [
     ("0", "None (GuideLLM's default)"),
     ("10%", "10% of the requests"),
@@ -84,7 +81,6 @@ WARMUPS = [
     ("5s", "5 seconds"),
     ("20s", "20 seconds"),
 ]
-DRAIN_DOMINATES = 0.25  # share of the window after the server stops being full
 
 
 # The charts figure() draws, (value, label): the first is the default.
@@ -141,35 +137,31 @@ def _azure_median() -> float:
     return math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
 
 
-# The simulated runs of the latest scenario, kept between calls in the caller's memo (api.Session
-# gives one). A reader changes one control at a time: a new rate re-simulates one run of the
+# The simulated runs of the latest scenario, kept between calls through the caller's keep
+# (api.Session's store). A reader changes one control at a time: a new rate re-simulates one run of the
 # sixteen, new users one, a new SLO, warm-up or chart none. Only what decides a run keys it (model,
 # GPU, engine profile, layout, batch slots, requests, seed); the answers are exactly a fresh computation's. A scenario
 # takes two entries: its runs (at most 24 runs' records, ~7 MB at 1,000 requests) and the runs
-# its maximum is read from. Eight: the widgets of one page share the simulator's memo (lesson 11:
+# its maximum is read from. Eight: the widgets of one page share the simulator's keep (lesson 11:
 # 64 and 256 slots) and the page's warm-up runs other seeds; with two, each of those evicted the
 # other's runs and a new rate cost the whole sweep and the 2,000-request ceiling again.
 MEMO_ENTRIES = 8
 
 
-def _memo(p: Params, spec: EngineSpec, seed: int, n: int, memo: LruCache[Any] | None) -> ServedMemo:
+def _runs(p: Params, spec: EngineSpec, seed: int, n: int, keep: Keep) -> ServedMemo:
+    """The kept runs of `n` requests on this server (ServedMemo simulates each distinct load once)."""
     # the engine profile and the GPU layout price every step, so they key the runs too
     lay = layout_of(p)
     key = json.dumps(
         [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs, n, seed], sort_keys=True
     )
-    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
-    served: ServedMemo = keep.get_or_make(key, lambda: ServedMemo(spec, n, seed))
+    served: ServedMemo = keep(key, lambda: ServedMemo(spec, n, seed))
     return served
 
 
-def _ceiling_memo(p: Params, spec: EngineSpec, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
+def _ceiling_runs(p: Params, spec: EngineSpec, seed: int, keep: Keep) -> ServedMemo:
     """The runs the maximum is read from: at least loadgen.CEILING_REQUESTS requests."""
-    return _memo(p, spec, seed, max(p.num_requests, loadgen.CEILING_REQUESTS), memo)
-
-
-def _served_memo(p: Params, spec: EngineSpec, seed: int, memo: LruCache[Any] | None) -> ServedMemo:
-    return _memo(p, spec, seed, p.num_requests, memo)
+    return _runs(p, spec, seed, max(p.num_requests, loadgen.CEILING_REQUESTS), keep)
 
 
 def _point(r: LoadRun) -> dict[str, float]:
@@ -201,16 +193,32 @@ def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Length
     return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, workload.lengths_for(p.lengths)
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the simulated runs for the caller's next call (none: nothing is kept)."""
+def run(
+    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
+) -> Generator[dict[str, Any], None, dict[str, Any]]:
+    """The server's maximum, the run at the chosen rate and the closed loop at the chosen users;
+    the sweep charts add their sweeps (_sweep), yielded point by point. The percentiles chart needs
+    only the run at the chosen rate: it is yielded first, before the ceiling."""
+    keep = for_call(keep, MEMO_ENTRIES)
+    spec, slo, kw, lengths = _server(p)
+    served = _runs(p, spec, seed, p.num_requests, keep)
+    if view == "percentiles":
+        a = served.run("poisson", lengths, rate=p.rate_per_s, **kw).metrics
+        yield {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(a)}
+    swept = (yield from _sweep(p, str(view), seed, keep)) if view in SWEPT_VIEWS else {}
+    return {**_measured(p, seed, keep), **swept}
+
+
+def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
+    """What every chart shows: the maximum, the figures at the chosen rate and users, the records."""
     spec, slo, kw, lengths = _server(p)
     m, gpu = spec.model, spec.gpu
     # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
     # profile sends everything at once; in a short run that measures the drain as well). It is
     # read as completions per second over the middle of the completion timeline
     # (loadgen.steady_throughput), so it is the steady state, not the start-up and the drain.
-    served = _served_memo(p, spec, seed, memo)
-    top = _ceiling_memo(p, spec, seed, memo).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
+    served = _runs(p, spec, seed, p.num_requests, keep)
+    top = _ceiling_runs(p, spec, seed, keep).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
     closed = served.run("concurrent", lengths, users=p.users, **kw)
@@ -310,61 +318,42 @@ def search(p: Params, kind: str, *, seed: int = 0) -> dict[str, Any]:
 SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 
-def view_data(
-    p: Params,
-    result: dict[str, Any] | None,
-    view: str,
-    *,
-    seed: int = 0,
-    memo: LruCache[Any] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """What only the sweep charts draw: the rate sweep (and the users or other-lengths sweep);
-    their runs then fill the GuideLLM records and the CSV in place of run()'s three.
+def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, Any], None, dict[str, Any]]:
+    """What only the sweep charts draw: the rate sweep (and the users or other-lengths sweep); their
+    runs then fill the GuideLLM records and the CSV in place of the three runs every chart has.
 
-    It reads nothing from `result` (the maximum comes from the same ceiling run as run()'s), so
-    api may call it first. `progress`, if given, is called with what figure() draws after each
-    point, points in chart order, the cheapest first (closed loop from one user up; open loop from
-    the highest rate down): the page redraws as they come. The percentiles chart is run()'s, but
-    needs only the run at the chosen rate: streamed, that run comes first, before the ceiling.
-    The answer does not depend on `progress`."""
-    if view not in SWEPT_VIEWS and not (view == "percentiles" and progress):
-        return {}
+    Each growing chart is yielded after each point, points in chart order, the cheapest first
+    (closed loop from one user up; open loop from the highest rate down)."""
     spec, slo, kw, lengths = _server(p)
-    served = _served_memo(p, spec, seed, memo)
-    if view == "percentiles" and progress:
-        a = served.run("poisson", lengths, rate=p.rate_per_s, **kw).metrics
-        progress({"rate_per_s": p.rate_per_s, "percentiles": _percentiles(a)})
-        return {}
+    served = _runs(p, spec, seed, p.num_requests, keep)
     out: dict[str, Any] = {"lengths": p.lengths, "open": [], "closed": [], "other": []}
-    show = progress or (lambda part: None)
     if view == "knee":  # closed-loop points need no ceiling: they come first
         for u in USERS:
             out["closed"].append(_point(served.run("concurrent", lengths, users=u, **kw)))
-            show(out)
-    ceiling = _ceiling_memo(p, spec, seed, memo)
+            yield out
+    ceiling = _ceiling_runs(p, spec, seed, keep)
     # The goodput chart marks the chosen rate (run()'s own run at it). It needs no ceiling run: when
     # the ceiling is still to simulate (new batch slots), that point comes first, one run instead
     # of two before the first chart; else the kept sweep points do, and it comes last.
     chosen_first = view == "goodput" and not ceiling.has("concurrent", lengths, users=2 * p.max_num_seqs)
     if chosen_first:
         out["chosen"] = _point(served.run("poisson", lengths, rate=p.rate_per_s, **kw))
-        show(out)
+        yield out
     top = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     cap = top.metrics["steady_throughput_per_s"]  # run()'s max_throughput_per_s
     sweep: list[LoadRun] = []
     for f in reversed(FRACTIONS):
         sweep.insert(0, served.run("poisson", lengths, rate=f * cap, **kw))
         out["open"].insert(0, _point(sweep[0]))
-        show(out)
+        yield out
     if view == "goodput" and not chosen_first:
         out["chosen"] = _point(served.run("poisson", lengths, rate=p.rate_per_s, **kw))
-        show(out)
+        yield out
     if view == "lengths":
         other = workload.lengths_for("fixed" if p.lengths == "azure" else "azure")
         for f in reversed(FRACTIONS):
             out["other"].insert(0, _point(served.run("poisson", other, rate=f * cap, **kw)))
-            show(out)
+            yield out
     answer = {"open": out["open"], "closed": out["closed"], "other": out["other"]}
     if view != "knee":
         del answer["closed"]
@@ -375,196 +364,3 @@ def view_data(
     answer["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
     answer["csv"] = to_csv([top, *sweep])
     return answer
-
-
-def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    v = view
-    if v == "percentiles":
-        labels = ["mean", "p50", "p90", "p99"]
-        data = [
-            bar(labels, [x * 1e3 for x in r["percentiles"][k]], name, i)
-            for i, (k, name) in enumerate((("ttft_s", "TTFT"), ("tpot_s", "TPOT")))
-        ]
-        return make_figure(
-            data,
-            layout(
-                f"Mean vs percentiles at {r['rate_per_s']:g} req/s",
-                "Statistic",
-                "Milliseconds",
-                barmode="group",
-                yaxis={"type": "log"},
-            ),
-        )
-    o = r["open"]
-    if v == "goodput":
-        data = [
-            line([x["offered"] for x in o], [x["throughput"] for x in o], "Throughput", 0, mode="lines+markers"),
-            line(
-                [x["offered"] for x in o],
-                [x["goodput"] for x in o],
-                "Goodput (requests meeting the SLO)",
-                1,
-                mode="lines+markers",
-            ),
-        ]
-        if "chosen" in r:  # the chosen rate's throughput and goodput (the key figures)
-            c = r["chosen"]
-            data.append(
-                markers(
-                    [c["offered"], c["offered"]],
-                    [c["throughput"], c["goodput"]],
-                    f"At the chosen rate ({c['offered']:g} req/s)",
-                    6,
-                    mode="markers",
-                    text=[f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")],
-                )
-            )
-        return make_figure(
-            data, layout("Goodput vs offered load (open loop, Poisson)", "Offered rate (req/s)", "Requests per second")
-        )
-    if v == "lengths":
-        names = {"azure": "Heavy-tailed lengths (Azure lognormal)", "fixed": "Fixed lengths (same means)"}
-        other = "fixed" if r["lengths"] == "azure" else "azure"
-        data = [
-            line([x["offered"] for x in o], [x["ttft_p99"] for x in o], names[r["lengths"]], 0, mode="lines+markers"),
-            line(
-                [x["offered"] for x in r["other"]],
-                [x["ttft_p99"] for x in r["other"]],
-                names[other],
-                1,
-                mode="lines+markers",
-            ),
-        ]
-        return make_figure(
-            data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis={"type": "log"})
-        )
-    c = r["closed"]
-    data = [
-        line(
-            [x["throughput"] for x in o],
-            [x["ttft_p99"] for x in o],
-            "Open loop (Poisson rate sweep)",
-            0,
-            mode="lines+markers",
-            text=[f"{x['offered']:.1f} req/s offered" for x in o],
-        ),
-        line(
-            [x["throughput"] for x in c],
-            [x["ttft_p99"] for x in c],
-            "Closed loop (1-128 users)",
-            1,
-            mode="lines+markers",
-            text=[f"{u} users" for u in USERS[: len(c)]],
-        ),
-    ]
-    return make_figure(
-        data,
-        layout(
-            "Open loop shows the knee; closed loop hides it",
-            "Achieved throughput (req/s)",
-            "TTFT p99 (s)",
-            yaxis={"type": "log"},
-        ),
-    )
-
-
-def _flags(point: dict[str, float]) -> str:
-    """What a point's figures rest on, where it is too little (as _trust_sentence says it)."""
-    out = ""
-    if point["samples"] < loadgen.FEW_SAMPLES:
-        out += f"; under {loadgen.FEW_SAMPLES} requests"
-    if point["drain_share"] > DRAIN_DOMINATES:
-        out += f"; {point['drain_share']:.0%} of the run is the drain"
-    return out
-
-
-def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: the open-loop sweep against the closed loop (knee), goodput by offered rate
-    (goodput), TTFT p99 for both length distributions (lengths), or the chosen rate's statistics
-    (percentiles)."""
-    m = r["metrics"]
-    top = f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s."
-    chosen = (
-        f"At {r['rate_per_s']:g} req/s (Poisson), TTFT is {m['ttft_s_mean'] * 1e3:,.0f} ms on average but "
-        f"{m['ttft_s_p99'] * 1e3:,.0f} ms at p99 (of {int(m['ttft_samples']):,} requests); TPOT "
-        f"{m['tpot_s_mean'] * 1e3:,.1f} ms mean, {m['tpot_s_p99'] * 1e3:,.1f} ms p99."
-    )
-    slo = (
-        f"{m['slo_attainment']:.0%} of requests meet the SLO: goodput {m['goodput_per_s']:.2f} of "
-        f"{m['request_throughput_per_s']:.2f} req/s."
-    )
-    trust = _trust_sentence(r)
-    if view == "percentiles":
-        ttft, tpot = (" / ".join(f"{x * 1e3:,.1f}" for x in r["percentiles"][k]) for k in ("ttft_s", "tpot_s"))
-        text = (
-            f"{chosen} Mean / p50 / p90 / p99: TTFT {ttft} ms, TPOT {tpot} ms; the p99 TTFT is "
-            f"{m['ttft_s_p99'] / m['ttft_s_mean']:.1f}x the mean."
-        )
-        return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
-    o = r["open"]
-    if view == "goodput":
-        best = max(o, key=lambda x: x["goodput"])
-        text = (
-            f"Open loop (Poisson), from {o[0]['offered']:.1f} to {o[-1]['offered']:.1f} req/s offered "
-            f"({FRACTIONS[0]:.0%} to {FRACTIONS[-1]:.0%} of the server's maximum, {m['max_throughput_per_s']:.1f} "
-            f"requests/s): throughput goes from {o[0]['throughput']:.2f} to {o[-1]['throughput']:.2f} req/s and "
-            f"goodput from {o[0]['goodput']:.2f} to {o[-1]['goodput']:.2f} req/s, at most {best['goodput']:.2f} "
-            f"at {best['offered']:.1f} req/s offered. At the chosen {r['rate_per_s']:g} req/s, {slo}"
-        )
-        return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
-    if view == "lengths":
-        names = {"azure": "heavy-tailed lengths (Azure lognormal)", "fixed": "fixed lengths (at the Azure means)"}
-        other = "fixed" if r["lengths"] == "azure" else "azure"
-        picks = [0, FRACTIONS.index(1.0), len(FRACTIONS) - 1]
-
-        def p99s(pts: list[dict[str, float]]) -> str:
-            return " / ".join(f"{pts[i]['ttft_p99'] * 1e3:,.0f}" for i in picks)
-
-        shares = ", ".join(f"{FRACTIONS[i]:.0%}" for i in picks[:-1]) + f" and {FRACTIONS[picks[-1]]:.0%}"
-        rates = " / ".join(f"{o[i]['offered']:.1f}" for i in picks)
-        return (
-            f"Open-loop TTFT p99 at {shares} of the server's maximum, {m['max_throughput_per_s']:.1f} requests/s "
-            f"({rates} req/s offered): {p99s(o)} ms with {names[r['lengths']]}, {p99s(r['other'])} ms with "
-            f"{names[other]}. {_dropped_sentence(r)}"
-        )
-    c = r["closed"]
-    return (
-        f"{top} Open loop (Poisson), TTFT p99 goes from {o[0]['ttft_p99'] * 1e3:,.0f} ms at "
-        f"{o[0]['throughput']:.2f} req/s achieved to {o[-1]['ttft_p99'] * 1e3:,.0f} ms at {o[-1]['throughput']:.2f} "
-        f"req/s ({o[-1]['offered']:.1f} offered): the rate does not wait for the server, so past its maximum requests "
-        f"queue. Closed loop, {USERS[0]} to {USERS[len(c) - 1]} users reach {c[0]['throughput']:.2f} to "
-        f"{c[-1]['throughput']:.2f} req/s with TTFT p99 {c[0]['ttft_p99'] * 1e3:,.0f} to {c[-1]['ttft_p99'] * 1e3:,.0f} ms. "
-        f"{r['users']} closed-loop user{'s reach' if r['users'] != 1 else ' reaches'} "
-        f"{m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
-        f"they slow down instead of queueing. {_dropped_sentence(r)}"
-    )
-
-
-def _trust_sentence(r: dict[str, Any]) -> str:
-    """What the figures at the chosen rate rest on: warm-up, sample count, drain."""
-    m = r["metrics"]
-    out = []
-    if r["warmup"] != "0":
-        out.append(
-            f"Keeping the warm-up and cool-down, measured throughput is {m['request_throughput_warmup_kept_per_s']:.2f} req/s."
-        )
-    if m["few_samples_for_p99"]:
-        out.append(
-            f"Caution: a p99 of {int(m['ttft_samples'])} requests is set by one or two of them; run at least {loadgen.FEW_SAMPLES}."
-        )
-    if m["drain_share"] > DRAIN_DOMINATES:
-        out.append(
-            f"Caution: {m['drain_share']:.0%} of this run is the drain (the server no longer full after the last request was sent): "
-            "its throughput is below the steady state; run more requests."
-        )
-    return " ".join(out)
-
-
-def _dropped_sentence(r: dict[str, Any]) -> str:
-    n, ctx = int(r["metrics"]["num_dropped"]), r["max_context_tokens"]
-    if not n:
-        return f"Every request fits the {ctx:,}-token context."
-    return (
-        f"{n} of the {r['num_requests']:,} requests in each run ask for more than the {ctx:,}-token context (prompt plus output): "
-        f"the server rejects them and they count as errors, outside the latency statistics; a closed-loop user goes on to its next request."
-    )

@@ -22,7 +22,7 @@ lengths from the WildChat paper, Table 1 (reference section 8), fitted as lognor
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from ..engine.metrics import describe, downsample, time_average
 from ..params import ParamError, engine_param, gpu_param, model_param, param
 from ..plotting import bar, layout, line
 from ..plotting import figure as make_figure
-from ..results_cache import LruCache, run_key
+from ..results_cache import Keep, for_call, kept, run_key
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = (
@@ -122,25 +122,19 @@ def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
 
 LAYOUTS = ("contiguous", "paged")  # served and drawn in this order (contiguous is the cheaper run)
 
-# Kept between calls in the caller's memo (api.Session gives one), so that view_data() can stream
-# the memory chart one allocator at a time and run() then reuses the runs: one scenario's trace
-# and its two runs.
+# Kept between calls through the caller's keep (api.Session's store), so that a chart switch or a
+# repeated scenario reuses the runs: one scenario's trace and its two runs.
 MEMO_ENTRIES = 1 + len(LAYOUTS)
 
 
-def _trace(p: Params, seed: int, memo: LruCache[Any]) -> list[workload.Request]:
-    got: list[workload.Request] = memo.get_or_make(run_key(p, seed, "trace"), lambda: _make_trace(p, seed))
+def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
+    got: list[workload.Request] = keep(run_key(p, seed, "trace"), lambda: _make_trace(p, seed))
     return got
 
 
-def _served(p: Params, seed: int, layout_: str, memo: LruCache[Any]) -> dict[str, Any]:
-    """One allocator's run at the page's block size, from the memo where kept."""
-
-    def make() -> dict[str, Any]:
-        return _run(_trace(p, seed, memo), _engine(p, layout_, p.block_size))
-
-    got: dict[str, Any] = memo.get_or_make(run_key(p, seed, layout_), make)
-    return got
+def _served(p: Params, seed: int, layout_: str, keep: Keep) -> tuple[dict[str, Any], bool]:
+    """One allocator's run at the page's block size, and whether it was kept already."""
+    return kept(keep, run_key(p, seed, layout_), lambda: _run(_trace(p, seed, keep), _engine(p, layout_, p.block_size)))
 
 
 def _head(p: Params) -> dict[str, Any]:
@@ -148,21 +142,28 @@ def _head(p: Params) -> dict[str, Any]:
     return {"model": m.name, "gpu": gpu.name, "block_size": p.block_size, "max_model_len": p.max_model_len}
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps both runs for the caller's next call (none: nothing is kept)."""
-    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
+def run(
+    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
+) -> Generator[dict[str, Any], None, dict[str, Any]]:
+    """Both allocators' runs, contiguous first (the cheaper); the memory chart is yielded after each
+    run made now (a kept run is drawn with the answer, at once). The block-size chart adds the paged
+    engine re-run for each of BLOCK_SIZES."""
+    keep = for_call(keep, MEMO_ENTRIES)
     m = resolve_model(p.model)
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
-    contiguous, paged = (_served(p, seed, layout_, memo) for layout_ in LAYOUTS)
-    reqs = _trace(p, seed, memo)
+    part = _head(p)
+    for layout_ in LAYOUTS:
+        part[layout_], was_kept = _served(p, seed, layout_, keep)
+        if view == "memory" and not was_kept:
+            yield dict(part)
+    contiguous, paged = part["contiguous"], part["paged"]
+    reqs = _trace(p, seed, keep)
     # Block tables of the first requests, each caught halfway through its answer.
-    kept = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
-    table = [r.prompt_tokens + r.output_tokens // 2 for r in kept]
+    within = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
+    table = [r.prompt_tokens + r.output_tokens // 2 for r in within]
     return {
-        **_head(p),
-        "contiguous": contiguous,
-        "paged": paged,
-        "block_sweep": [],
+        **part,
+        "block_sweep": _block_sweep(p, reqs) if view == "block_size" else [],
         "table_tokens": table,
         "metrics": {
             "kv_utilization_contiguous": contiguous["utilization"],
@@ -177,35 +178,13 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     }
 
 
-def view_data(
-    p: Params,
-    result: dict[str, Any] | None,
-    view: str,
-    *,
-    seed: int = 0,
-    memo: LruCache[Any] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """What only the block-size chart draws: the paged engine re-run for each of BLOCK_SIZES.
-
-    With `progress` (api calls this before run() when the page streams), the memory chart is drawn
-    one allocator at a time as its run ends, contiguous first, through the memo run() then reuses;
-    a run already kept is drawn with the answer, at once. The answer does not depend on `progress`."""
-    if view == "memory" and progress is not None and memo is not None:
-        part = _head(p)
-        for layout_ in LAYOUTS:
-            kept = run_key(p, seed, layout_) in memo
-            part[layout_] = _served(p, seed, layout_, memo)
-            if not kept:
-                progress(dict(part))
-    if view != "block_size":
-        return {}
-    reqs = _make_trace(p, seed) if memo is None else _trace(p, seed, memo)
+def _block_sweep(p: Params, reqs: list[workload.Request]) -> list[dict[str, Any]]:
+    """What only the block-size chart draws: the paged engine re-run for each of BLOCK_SIZES."""
     sweep = []
     for bs in BLOCK_SIZES:
         r = _run(reqs, _engine(p, "paged", bs))
         sweep.append({"block_size": bs, "utilization": r["utilization"], "max_concurrent": r["max_concurrent"]})
-    return {"block_sweep": sweep}
+    return sweep
 
 
 def _table_figure(r: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ al. 2024, SGLang: Efficient Execution of Structured Language Model Programs (arX
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ from ..engine.cluster import fit_error
 from ..params import ParamError, engine_param, gpu_param, model_param, param
 from ..plotting import bar, layout, line
 from ..plotting import figure as make_figure
-from ..results_cache import LruCache, run_key
+from ..results_cache import Keep, for_call, kept, run_key
 
 TITLE = "Prefix caching: none, block hashing, radix tree"
 DESCRIPTION = "Shared system prompts, few-shot blocks, conversations and agent loops: how much prefill a prefix cache saves, and what eviction costs."
@@ -135,24 +135,19 @@ def _serve(
     }
 
 
-# The served trace per cache and memory size, kept in the caller's memo (api.Session) so that the
-# pressure chart's full-memory point is run()'s own runs, whichever of the two comes first.
+# The served trace per cache and memory size, kept through the caller's keep (api.Session's store)
+# so that the pressure chart's full-memory point is the same run as the other charts'.
 MEMO_ENTRIES = 16
 
 
-def _served(p: Params, seed: int, mode: str, blocks: int, memo: LruCache[Any] | None) -> dict[str, float]:
+def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[dict[str, float], bool]:
+    """One cache mode's run at `blocks` KV blocks, and whether it was kept already."""
+
     def make() -> dict[str, float]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
         return _serve(_trace(p, seed), m, gpu, mode, blocks, p.block_size, p.engine)
 
-    if memo is None:
-        return make()
-    kept: dict[str, float] = memo.get_or_make(_key(p, seed, mode, blocks), make)
-    return kept
-
-
-def _key(p: Params, seed: int, mode: str, blocks: int) -> str:
-    return run_key(p, seed, mode, blocks)
+    return kept(keep, run_key(p, seed, mode, blocks), make)
 
 
 def _trace(p: Params, seed: int) -> list[workload.Request]:
@@ -179,11 +174,32 @@ def _capacity(p: Params, m: Any) -> int:
     return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the served traces for view_data() and the caller's next call (none: nothing kept)."""
+def run(
+    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
+) -> Generator[dict[str, Any], None, dict[str, Any]]:
+    """Every cache mode's run at the page's KV memory; the pressure chart adds hit rates with less
+    memory (the trace served again). The chart asked for is yielded after each run made now (kept
+    runs are drawn with the answer, at once): the TTFT chart no cache first, the cheapest."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    keep = for_call(keep, MEMO_ENTRIES)
     blocks = _capacity(p, m) // p.block_size
-    results = {mode: _served(p, seed, mode, blocks, memo) for mode, _ in MODES}
+    head = {"model": m.name, "gpu": gpu.name, "sharing": p.sharing}
+    pressure: list[dict[str, float]] = []
+    if view == "pressure":  # smallest memory first; the full-memory point is the other charts' runs
+        for f in PRESSURE:
+            low = max(int(_capacity(p, m) * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
+            point = {"GiB": low * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB}
+            pressure.append(point)
+            for mode in ("hash", "radix"):
+                got, was_kept = _served(p, seed, mode, low, keep)
+                point[mode] = got["hit_rate"]
+                if not was_kept:  # one cache's point at a time
+                    yield {"pressure": [dict(x) for x in pressure]}
+    results: dict[str, dict[str, float]] = {}
+    for mode in ("hash", "radix", "off") if view == "hits" else ("off", "hash", "radix"):
+        results[mode], was_kept = _served(p, seed, mode, blocks, keep)
+        if not was_kept and (view == "ttft" or view == "hits" and mode != "off"):
+            yield {**head, "modes": dict(results)}
     metrics: dict[str, float] = {}
     for mode in ("off", "hash", "radix"):
         metrics[f"ttft_{mode}_s_p50"] = results[mode]["ttft_p50"]
@@ -192,66 +208,8 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
         metrics[f"hit_rate_{mode}"] = results[mode]["hit_rate"]
         metrics[f"prefill_saved_{mode}"] = results[mode]["saved"]
         metrics[f"evictions_{mode}"] = results[mode]["evictions"]
-    return {
-        "model": m.name,
-        "gpu": gpu.name,
-        "sharing": p.sharing,
-        "kv_budget_GiB": p.kv_budget_GiB,
-        "modes": results,
-        "pressure": [],
-        "metrics": metrics,
-    }
-
-
-def view_data(
-    p: Params,
-    result: dict[str, Any] | None,
-    view: str,
-    *,
-    seed: int = 0,
-    memo: LruCache[Any] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """What only the pressure chart draws: hit rates with less KV memory (the trace served again).
-
-    It reads nothing from `result`: the full-memory point is run()'s runs, through the memo, so api
-    may call it first. `progress`, if given, gets the chart so far after each memory size, smallest
-    first: the page draws the points as they come. The answer does not depend on `progress`."""
-    if view in ("ttft", "hits"):
-        if progress is not None and memo is not None:
-            _stream_modes(p, seed, view, memo, progress)
-        return {}
-    if view != "pressure":
-        return {}
-    m = resolve_model(p.model)
-    capacity = _capacity(p, m)
-    pressure: list[dict[str, float]] = []
-    for f in PRESSURE:
-        blocks = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
-        point = {"GiB": blocks * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB}
-        pressure.append(point)
-        for mode in ("hash", "radix"):
-            kept = memo is not None and _key(p, seed, mode, blocks) in memo
-            point[mode] = _served(p, seed, mode, blocks, memo)["hit_rate"]
-            if progress is not None and not kept:  # one cache's point at a time
-                progress({"pressure": [dict(x) for x in pressure]})
-    return {"pressure": pressure}
-
-
-def _stream_modes(
-    p: Params, seed: int, view: str, memo: LruCache[Any], progress: Callable[[dict[str, Any]], None]
-) -> None:
-    """run()'s charts drawn one cache mode at a time (the cheapest, no cache, first for TTFT), each
-    run kept in the memo for run(); a mode already kept is drawn with the answer, at once."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    blocks = _capacity(p, m) // p.block_size
-    order = ("off", "hash", "radix") if view == "ttft" else ("hash", "radix")
-    done: dict[str, dict[str, float]] = {}
-    for mode in order:
-        kept = _key(p, seed, mode, blocks) in memo
-        done[mode] = _served(p, seed, mode, blocks, memo)
-        if not kept:
-            progress({"model": m.name, "gpu": gpu.name, "sharing": p.sharing, "modes": dict(done)})
+    modes = {mode: results[mode] for mode, _ in MODES}
+    return {**head, "kv_budget_GiB": p.kv_budget_GiB, "modes": modes, "pressure": pressure, "metrics": metrics}
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from ..core.catalog import precisions, resolve_gpu, resolve_model, running_examp
 from ..params import dtype_choices, engine_param, gpu_param, model_param, param
 from ..plotting import MARKERS, bar, layout, line
 from ..plotting import figure as make_figure
-from ..results_cache import LruCache
+from ..results_cache import Keep, for_call
 
 TITLE = "Quantisation: bytes per weight and when they become speed"
 DESCRIPTION = (
@@ -160,28 +160,26 @@ def _matrix(seed: int, num_outliers: int, outlier_size: float) -> tuple[tuple[tu
 
 
 def demo_errors(
-    seed: int, num_outliers: int, outlier_size: float, group: int, memo: LruCache[Any] | None = None
+    seed: int, num_outliers: int, outlier_size: float, group: int, keep: Keep | None = None
 ) -> tuple[tuple[str, float, float], ...]:
     """("{int8|int4}_{scheme}", relative RMS error, largest error) for each format and scheme."""
-    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
+    keep = for_call(keep, MEMO_ENTRIES)
 
     def make() -> tuple[tuple[str, float, float], ...]:
         matrix = (seed, num_outliers, outlier_size)
-        w, w_energy = keep.get_or_make(("matrix", *matrix), lambda: _matrix(*matrix))
+        w, w_energy = keep(("matrix", *matrix), lambda: _matrix(*matrix))
         return tuple(
             (f"{b}_{s}", *errors(w, quantize_matrix(w, q, s, group), w_energy))
             for b, q in QMAX.items()
             for s in SCHEMES
         )
 
-    found: tuple[tuple[str, float, float], ...] = keep.get_or_make(
-        ("errors", seed, num_outliers, outlier_size, group), make
-    )
+    found: tuple[tuple[str, float, float], ...] = keep(("errors", seed, num_outliers, outlier_size, group), make)
     return found
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the demo's matrix and errors for the caller's next call (none: nothing is kept)."""
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
+    """`keep` keeps the demo's matrix and errors for the caller's next call (none: this call's alone)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     kw: dict[str, Any] = {"kv_dtype": p.kv_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
     formats = list(precisions())
@@ -207,14 +205,10 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     bound = cm.decode_compute_bound_batch(m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, **kw)
     path = cm.matmul_path(gpu, p.weight_dtype)
     group = int(p.group_size)
-    demo = demo_errors(seed, p.num_outliers, p.outlier_size, group, memo)
+    demo = demo_errors(seed, p.num_outliers, p.outlier_size, group, keep)
     scale_bits = cm.precision("int4").scale_bits
     overhead = {"per_tensor": scale_bits / (ROWS * COLS), "per_channel": scale_bits / COLS, "group": scale_bits / group}
     notes = []
-    if not prefill["bf16"].compute_known:
-        notes.append(
-            f"{gpu.name} publishes no matrix throughput: every step is costed as memory-bound, so only the KV cache's growing share ends the speed-up here."
-        )
     if path != cm.precision(p.weight_dtype).tensor_core:
         notes.append(
             f"{gpu.name} has no {p.weight_dtype} tensor cores: the weights are dequantised and multiplied in bf16, "

@@ -19,7 +19,7 @@ Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor
 from ..params import engine_param, gpu_param, model_param, param
 from ..plotting import bar, layout, line
 from ..plotting import figure as make_figure
-from ..results_cache import LruCache, run_key
+from ..results_cache import Keep, for_call, kept, run_key
 
 TITLE = "Reasoning workloads: 2k in, 20k out"
 DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
@@ -125,35 +125,46 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) ->
     }
 
 
-# The served traces of the latest scenario (chat; reasoning at each draft length, 0 = none), kept in
-# the caller's memo (api.Session) so that the charts can be drawn run by run before run() answers.
+# The served traces of the latest scenario (chat; reasoning at each draft length, 0 = none), kept
+# through the caller's keep (api.Session's store): a chart switch serves nothing again.
 MEMO_ENTRIES = len(DRAFTS) + 3
 
 
-def _key(p: Params, seed: int, kind: str, k: int) -> str:
-    return run_key(p, seed, kind, k)
-
-
-def _served(p: Params, seed: int, kind: str, k: int, memo: LruCache[Any] | None) -> dict[str, Any]:
-    """_serve of the `kind` trace with k draft tokens, from the memo where kept."""
+def _served(p: Params, seed: int, kind: str, k: int, keep: Keep) -> tuple[dict[str, Any], bool]:
+    """_serve of the `kind` trace with k draft tokens, and whether it was kept already."""
 
     def make() -> dict[str, Any]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
         return _serve(_trace(kind, p, seed, m), m, gpu, p, k)
 
-    if memo is None:
-        return make()
-    got: dict[str, Any] = memo.get_or_make(_key(p, seed, kind, k), make)
-    return got
+    return kept(keep, run_key(p, seed, kind, k), make)
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the served traces for view_data() and the caller's next call (none: nothing kept)."""
+def run(
+    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
+) -> Generator[dict[str, Any], None, dict[str, Any]]:
+    """The chat trace, the reasoning trace, and the reasoning trace with speculation; the
+    speculation chart adds the reasoning trace at each k in DRAFTS. The chart asked for is yielded
+    after each run made now (kept runs are drawn with the answer, at once)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    memo = LruCache(MEMO_ENTRIES) if memo is None else memo
-    chat = _served(p, seed, "azure", 0, memo)
-    plain = _served(p, seed, "reasoning", 0, memo)
-    spec = _served(p, seed, "reasoning", p.num_speculative_tokens, memo) if p.num_speculative_tokens else plain
+    keep = for_call(keep, MEMO_ENTRIES)
+    sweep: list[dict[str, float]] = []
+    if view == "speculation":
+        for k in DRAFTS:
+            got, was_kept = _served(p, seed, "reasoning", k, keep)
+            sweep.append({"k": k, "e2e": got["e2e_mean"]})
+            if not was_kept:
+                yield {"sweep": list(sweep), "acceptance_rate": p.acceptance_rate}
+    part: dict[str, Any] = {"model": m.name, "gpu": gpu.name}
+    k = p.num_speculative_tokens
+    for name, kind, draft in (("chat", "azure", 0), ("reasoning", "reasoning", 0), ("speculative", "reasoning", k)):
+        if name == "speculative" and not k:
+            part[name] = part["reasoning"]
+            continue
+        part[name], was_kept = _served(p, seed, kind, draft, keep)
+        if not was_kept and (view == "time" or view == "batch" and name != "speculative"):
+            yield dict(part)
+    chat, plain, spec = part["chat"], part["reasoning"], part["speculative"]
     per_token = cm.kv_bytes_per_token(m)
     capacity = pooled_kv_tokens(m, gpu, layout_of(p), weight_dtype="bf16", kv_dtype="bf16")
     sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
@@ -169,7 +180,7 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
         "chat": chat,
         "reasoning": plain,
         "speculative": spec,
-        "sweep": [],
+        "sweep": sweep,
         "k": p.num_speculative_tokens,
         "acceptance_rate": p.acceptance_rate,
         "metrics": {
@@ -189,46 +200,6 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
             "num_preemptions_reasoning": plain["preemptions"],
         },
     }
-
-
-def view_data(
-    p: Params,
-    result: dict[str, Any] | None,
-    view: str,
-    *,
-    seed: int = 0,
-    memo: LruCache[Any] | None = None,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """What only the speculation chart draws: the reasoning trace served again for each k in DRAFTS.
-
-    It reads nothing from `result` (the runs come from the memo), so api may call it first. With
-    `progress`, each chart is posted as its runs end: the speculation sweep point by point, and
-    run()'s own charts (time, batch) one traffic kind at a time; a run already kept is drawn with
-    the answer, at once. The answer does not depend on `progress`."""
-    post = progress or (lambda part: None)
-    if view in ("time", "batch"):
-        if progress is not None:
-            m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-            part: dict[str, Any] = {"model": m.name, "gpu": gpu.name}
-            runs = [("chat", "azure", 0), ("reasoning", "reasoning", 0)]
-            if view == "time":
-                runs.append(("speculative", "reasoning", p.num_speculative_tokens))
-            for name, kind, k in runs:
-                kept = memo is not None and _key(p, seed, kind, k) in memo
-                part[name] = _served(p, seed, kind, k, memo)
-                if not kept:
-                    post(dict(part))
-        return {}
-    if view != "speculation":
-        return {}
-    sweep: list[dict[str, float]] = []
-    for k in DRAFTS:
-        kept = memo is not None and _key(p, seed, "reasoning", k) in memo
-        sweep.append({"k": k, "e2e": _served(p, seed, "reasoning", k, memo)["e2e_mean"]})
-        if not kept:
-            post({"sweep": list(sweep), "acceptance_rate": p.acceptance_rate})
-    return {"sweep": sweep}
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:

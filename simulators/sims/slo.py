@@ -49,6 +49,7 @@ from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_examp
 from ..params import ParamError, engine_param, gpu_param, model_param, param
 from ..plotting import figure as make_figure
 from ..plotting import layout, line, markers
+from ..results_cache import Keep
 
 TITLE = "Cost per token, latency SLOs and goodput"
 DESCRIPTION = (
@@ -168,7 +169,7 @@ def _cdf(values: list[float]) -> tuple[list[float], list[float]]:
     return [values[i] for i in idx], [(i + 1) / n for i in idx]
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     s = server(m, gpu, p, p.batch_size)
     long_prefill_s = cm.prefill_time(m, gpu, p.long_prompt_tokens, eff=cm.efficiency(False, p.engine)).time_s
@@ -201,10 +202,6 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
         notes.append(
             f"Only {fit_batch:,} requests of {p.prompt_tokens + p.output_tokens:,} tokens fit in the KV cache of one "
             f"{gpu.name}: batch {p.batch_size:,} would need memory that is not there, so its figures are a bound."
-        )
-    if not cm.prefill_time(m, gpu, 1).compute_known:
-        notes.append(
-            f"{gpu.name} publishes no matrix throughput: prefill times are memory-bound floors, so TTFT is too low."
         )
     metrics: dict[str, float] = {
         "cost_per_million_tokens_local_usd": s["cost"],

@@ -48,7 +48,7 @@ from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..params import dtype_choices, engine_param, gpu_param, model_param, param
 from ..plotting import PERCENT, bar, layout, line
 from ..plotting import figure as make_figure
-from ..results_cache import LruCache
+from ..results_cache import Keep, for_call
 
 TITLE = "Sparsity: unstructured vs 2:4, bytes vs speed"
 DESCRIPTION = (
@@ -204,36 +204,34 @@ def _base(seed: int) -> _Base:
     return _Base(w, x, y, mag, energy, y_norm)
 
 
-def demo_24(seed: int, memo: LruCache[Any]) -> Scores:
-    b = _kept_base(seed, memo)
+def demo_24(seed: int, keep: Keep) -> Scores:
+    b = _kept_base(seed, keep)
     return _scores(b, prune_24(b.w))
 
 
-def demo_unstructured(seed: int, sparsity: float, memo: LruCache[Any]) -> Scores:
-    b = _kept_base(seed, memo)
+def demo_unstructured(seed: int, sparsity: float, keep: Keep) -> Scores:
+    b = _kept_base(seed, keep)
     return _scores(b, prune_unstructured(b.w, sparsity))
 
 
-def _kept_base(seed: int, memo: LruCache[Any]) -> _Base:
-    base: _Base = memo.get_or_make(("base", seed), lambda: _base(seed))
+def _kept_base(seed: int, keep: Keep) -> _Base:
+    base: _Base = keep(("base", seed), lambda: _base(seed))
     return base
 
 
-def demo(seed: int, sparsity: float, memo: LruCache[Any] | None = None) -> dict[str, dict[str, float]]:
+def demo(seed: int, sparsity: float, keep: Keep | None = None) -> dict[str, dict[str, float]]:
     """{scheme: {DEMO_KEYS: value}}, new dicts each call (the kept scores are tuples)."""
-    keep = LruCache(MEMO_ENTRIES) if memo is None else memo
-    s24: Scores = keep.get_or_make(("24", seed), lambda: demo_24(seed, keep))
-    unstructured: Scores = keep.get_or_make(
-        ("unstructured", seed, sparsity), lambda: demo_unstructured(seed, sparsity, keep)
-    )
+    kept = for_call(keep, MEMO_ENTRIES)
+    s24: Scores = kept(("24", seed), lambda: demo_24(seed, kept))
+    unstructured: Scores = kept(("unstructured", seed, sparsity), lambda: demo_unstructured(seed, sparsity, kept))
     return {
         "24": dict(zip(DEMO_KEYS, s24, strict=True)),
         "unstructured": dict(zip(DEMO_KEYS, unstructured, strict=True)),
     }
 
 
-def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[str, Any]:
-    """`memo` keeps the demo's matrices and scores for the caller's next call (none: nothing is kept)."""
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
+    """`keep` keeps the demo's matrices and scores for the caller's next call (none: this call's alone)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
@@ -260,12 +258,10 @@ def run(p: Params, *, seed: int = 0, memo: LruCache[Any] | None = None) -> dict[
     }
     path = cm.matmul_path(gpu, p.weight_dtype)
     has_sparse = gpu.peak_tflops(path, sparse=True) is not None
-    d = demo(seed, p.sparsity, memo)
+    d = demo(seed, p.sparsity, keep)
     notes = []
     if not has_sparse:
         notes.append(f"{gpu.name} publishes no 2:4 sparse rate for {path}: 2:4 saves only bytes here.")
-    if not prefill["dense"].compute_known:
-        notes.append(f"{gpu.name} publishes no matrix throughput: every step is costed as memory-bound.")
     if per_value >= cm.bytes_per_value(p.weight_dtype):
         notes.append(f"The {p.unstructured_layout} layout at {p.sparsity:.0%} stores no fewer bytes than dense.")
     # Gains are against the dense baseline, which must hold the batch too.

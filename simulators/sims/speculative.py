@@ -39,6 +39,7 @@ from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..params import engine_param, gpu_param, model_param, param
 from ..plotting import figure as make_figure
 from ..plotting import layout, line, markers
+from ..results_cache import Keep
 
 TITLE = "Speculative decoding: draft, verify, accept"
 DESCRIPTION = (
@@ -128,7 +129,7 @@ def _at_batch(
     return {"batch": batch, "speedup": per_gamma[g - 1], "best_speedup": max(per_gamma)}
 
 
-def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     eff = cm.efficiency(p.ideal, p.engine)
     a, g, c = p.acceptance_rate, p.draft_tokens, p.draft_cost_ratio
@@ -163,11 +164,7 @@ def run(p: Params, *, seed: int = 0) -> dict[str, Any]:
     e = expected_tokens(a, g)
     round_s = g * c * t_step + t_verify
     notes, batch_notes = [], []
-    if not step.compute_known:
-        notes.append(
-            f"{gpu.name} publishes no matrix throughput, so verify passes look free of compute: the speed-up is an upper bound."
-        )
-    if verify_bound_batch is None and step.compute_known:
+    if verify_bound_batch is None:
         batch_notes.append(
             f"The verify pass stays memory-bound up to batch {BATCH_GRID[-1]:,}: at {p.context_tokens:,} tokens of context "
             "reading the KV cache dominates, and checking more tokens against the same cache is almost free."

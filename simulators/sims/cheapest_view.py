@@ -1,0 +1,116 @@
+"""The cheapest-deployment search's charts and words: the price of each configuration (cost) and
+its latency against the targets (latency), also while the engine confirms layouts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..plotting import bar, layout, markers
+from ..plotting import figure as make_figure
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if "pending" in r:
+        return _searching_figure(r, view)
+    rows = r["table"]
+    names = [x["config"] for x in rows]
+    if view == "latency":
+        q = r["percentile"]
+        data = [
+            markers([x["tpot_s"] * 1e3 for x in rows], [x["ttft_s"] * 1e3 for x in rows], "Ranked configurations",
+                    0, text=[str(i + 1) for i in range(len(rows))]),
+            markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
+        ]  # fmt: skip
+        return make_figure(
+            data, layout(f"p{q} latency of each ranked configuration", f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
+        )
+    # Horizontal bars with short labels (rank, GPUs, GPU id, layout) that a phone's width holds; the
+    # whole configuration is in the hover text and the table. Listed bottom-up: the cheapest on top.
+    short = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)][::-1]
+    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
+    cost = [x["usd_per_hour"] for x in rows][::-1]
+    data = [bar(cost, short, "USD per hour", 0, orientation="h", customdata=names[::-1], hovertemplate=hover)]
+    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: configurations meeting the p{r['percentile']} SLO"
+    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
+
+
+def _searching_figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    """The chart while the engine confirms layouts (what run() yields): the rows found so far and,
+    in the cost view, the lower bounds of the layouts next in line."""
+    rows, pending = r["table"], r["pending"]
+    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: searching ({r['layouts_left']} layouts still in line)"
+    if view == "latency":
+        run = [x for x in rows if "ttft_s" in x]
+        data = [
+            markers([x["tpot_s"] * 1e3 for x in run], [x["ttft_s"] * 1e3 for x in run], "Confirmed so far", 0,
+                    text=[str(i + 1) for i in range(len(run))]),
+            markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
+        ]  # fmt: skip
+        q = r["percentile"]
+        return make_figure(data, layout(title, f"p{q} ITL (ms)", f"p{q} TTFT (ms)"))
+    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
+    found = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)]
+    data = [
+        bar([x["usd_per_hour"] for x in rows][::-1], found[::-1], "Meets the targets (engine)", 0, orientation="h",
+            customdata=[x["config"] for x in rows][::-1], hovertemplate=hover),
+        bar([x["usd_per_hour"] for x in pending][::-1], [f"{x['short']} (bound)" for x in pending][::-1],
+            "Lower bound, not yet run", 1, orientation="h", customdata=[x["config"] for x in pending][::-1],
+            hovertemplate="%{customdata}: at least USD %{x:,.2f} per hour<extra></extra>"),
+    ]  # fmt: skip
+    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the ranked prices (cost), or each layout's latency against the targets (latency)."""
+    q = r["percentile"]
+    head = (
+        f"{r['model']} at {r['request_rate_per_s']:g} requests/s, p{q} TTFT within {r['ttft_slo_s'] * 1e3:,.0f} ms "
+        f"and p{q} ITL within {r['tpot_slo_s'] * 1e3:,.1f} ms. "
+    )
+    if not r["found"]:
+        why = "; ".join(f"{x['config']}: {x['why']}" for x in r["pruned"][:6])
+        none = "No configuration meets these targets" + (", so the chart has no points" if view == "latency" else "")
+        return head + f"{none}. Why each was left out: {why}." + _skipped(r["pruned"])
+    if view == "latency":
+        rows = r["table"]
+        tight = min(range(len(rows)), key=lambda i: rows[i]["headroom"])
+        points = [
+            f"{i + 1}. {x['config']}: p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, "
+            f"headroom {x['headroom']:.0%} (USD {x['usd_per_hour']:,.2f}/h, USD "
+            f"{x['usd_per_million_output_tokens']:,.3f} per million output tokens)"
+            for i, x in enumerate(rows)
+        ]
+        return (
+            head
+            + "Each ranked layout's latency, against the targets that mark the corner of the allowed box: "
+            + "; ".join(points)
+            + f". Layout {tight + 1} is closest to a target, with {rows[tight]['headroom']:.0%} of the tighter "
+            + "target left."
+            + _skipped(r["pruned"])
+        )
+    lines = [
+        f"{i + 1}. {x['config']}: USD {x['usd_per_hour']:,.2f}/h, USD {x['usd_per_million_output_tokens']:,.3f} per "
+        f"million output tokens, p{q} TTFT {x['ttft_s'] * 1e3:,.0f} ms, p{q} ITL {x['tpot_s'] * 1e3:,.1f} ms, "
+        f"headroom {x['headroom']:.0%}"
+        for i, x in enumerate(r["table"])
+    ]
+    return (
+        head
+        + "The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
+        + "the last row was not run): "
+        + "; ".join(lines)
+        + f". {sum(x['why'] != NO_PRICE for x in r['pruned'])} layouts were left out."
+        + _skipped(r["pruned"])
+    )
+
+
+NO_PRICE = "skipped: no price (gpu_prices.toml, or Your prices)"
+
+
+def _skipped(pruned: list[dict[str, Any]]) -> str:
+    """The GPUs left out for a missing figure or price, named (never ranked on a memory-only floor)."""
+    unpriced = [x["config"] for x in pruned if x["why"] == NO_PRICE]
+    whys = dict.fromkeys(x["why"].removeprefix("skipped: ") for x in pruned if x["why"].startswith("skipped: "))
+    whys.pop(NO_PRICE.removeprefix("skipped: "), None)
+    text = "".join(f" Skipped: {why}." for why in whys)
+    return text + (f" Not searched, no price: {', '.join(unpriced)} (add one in Your prices)." if unpriced else "")

@@ -1,0 +1,207 @@
+"""The load test's charts and words: open against closed loop (knee), goodput by offered rate,
+TTFT p99 for both length distributions (lengths), and mean against percentiles at one rate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..benchmark import loadgen
+from ..plotting import bar, layout, line, markers
+from ..plotting import figure as make_figure
+
+FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)  # the open-loop sweep, shares of the server's maximum
+USERS = (1, 4, 16, 64, 128)  # the closed-loop sweep's concurrent users
+DRAIN_DOMINATES = 0.25  # share of the window after the server stops being full
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    v = view
+    if v == "percentiles":
+        labels = ["mean", "p50", "p90", "p99"]
+        data = [
+            bar(labels, [x * 1e3 for x in r["percentiles"][k]], name, i)
+            for i, (k, name) in enumerate((("ttft_s", "TTFT"), ("tpot_s", "TPOT")))
+        ]
+        return make_figure(
+            data,
+            layout(
+                f"Mean vs percentiles at {r['rate_per_s']:g} req/s",
+                "Statistic",
+                "Milliseconds",
+                barmode="group",
+                yaxis={"type": "log"},
+            ),
+        )
+    o = r["open"]
+    if v == "goodput":
+        data = [
+            line([x["offered"] for x in o], [x["throughput"] for x in o], "Throughput", 0, mode="lines+markers"),
+            line(
+                [x["offered"] for x in o],
+                [x["goodput"] for x in o],
+                "Goodput (requests meeting the SLO)",
+                1,
+                mode="lines+markers",
+            ),
+        ]
+        if "chosen" in r:  # the chosen rate's throughput and goodput (the key figures)
+            c = r["chosen"]
+            data.append(
+                markers(
+                    [c["offered"], c["offered"]],
+                    [c["throughput"], c["goodput"]],
+                    f"At the chosen rate ({c['offered']:g} req/s)",
+                    6,
+                    mode="markers",
+                    text=[f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")],
+                )
+            )
+        return make_figure(
+            data, layout("Goodput vs offered load (open loop, Poisson)", "Offered rate (req/s)", "Requests per second")
+        )
+    if v == "lengths":
+        names = {"azure": "Heavy-tailed lengths (Azure lognormal)", "fixed": "Fixed lengths (same means)"}
+        other = "fixed" if r["lengths"] == "azure" else "azure"
+        data = [
+            line([x["offered"] for x in o], [x["ttft_p99"] for x in o], names[r["lengths"]], 0, mode="lines+markers"),
+            line(
+                [x["offered"] for x in r["other"]],
+                [x["ttft_p99"] for x in r["other"]],
+                names[other],
+                1,
+                mode="lines+markers",
+            ),
+        ]
+        return make_figure(
+            data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis={"type": "log"})
+        )
+    c = r["closed"]
+    data = [
+        line(
+            [x["throughput"] for x in o],
+            [x["ttft_p99"] for x in o],
+            "Open loop (Poisson rate sweep)",
+            0,
+            mode="lines+markers",
+            text=[f"{x['offered']:.1f} req/s offered" for x in o],
+        ),
+        line(
+            [x["throughput"] for x in c],
+            [x["ttft_p99"] for x in c],
+            "Closed loop (1-128 users)",
+            1,
+            mode="lines+markers",
+            text=[f"{u} users" for u in USERS[: len(c)]],
+        ),
+    ]
+    return make_figure(
+        data,
+        layout(
+            "Open loop shows the knee; closed loop hides it",
+            "Achieved throughput (req/s)",
+            "TTFT p99 (s)",
+            yaxis={"type": "log"},
+        ),
+    )
+
+
+def _flags(point: dict[str, float]) -> str:
+    """What a point's figures rest on, where it is too little (as _trust_sentence says it)."""
+    out = ""
+    if point["samples"] < loadgen.FEW_SAMPLES:
+        out += f"; under {loadgen.FEW_SAMPLES} requests"
+    if point["drain_share"] > DRAIN_DOMINATES:
+        out += f"; {point['drain_share']:.0%} of the run is the drain"
+    return out
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    """One text per view: the open-loop sweep against the closed loop (knee), goodput by offered rate
+    (goodput), TTFT p99 for both length distributions (lengths), or the chosen rate's statistics
+    (percentiles)."""
+    m = r["metrics"]
+    top = f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s."
+    chosen = (
+        f"At {r['rate_per_s']:g} req/s (Poisson), TTFT is {m['ttft_s_mean'] * 1e3:,.0f} ms on average but "
+        f"{m['ttft_s_p99'] * 1e3:,.0f} ms at p99 (of {int(m['ttft_samples']):,} requests); TPOT "
+        f"{m['tpot_s_mean'] * 1e3:,.1f} ms mean, {m['tpot_s_p99'] * 1e3:,.1f} ms p99."
+    )
+    slo = (
+        f"{m['slo_attainment']:.0%} of requests meet the SLO: goodput {m['goodput_per_s']:.2f} of "
+        f"{m['request_throughput_per_s']:.2f} req/s."
+    )
+    trust = _trust_sentence(r)
+    if view == "percentiles":
+        ttft, tpot = (" / ".join(f"{x * 1e3:,.1f}" for x in r["percentiles"][k]) for k in ("ttft_s", "tpot_s"))
+        text = (
+            f"{chosen} Mean / p50 / p90 / p99: TTFT {ttft} ms, TPOT {tpot} ms; the p99 TTFT is "
+            f"{m['ttft_s_p99'] / m['ttft_s_mean']:.1f}x the mean."
+        )
+        return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
+    o = r["open"]
+    if view == "goodput":
+        best = max(o, key=lambda x: x["goodput"])
+        text = (
+            f"Open loop (Poisson), from {o[0]['offered']:.1f} to {o[-1]['offered']:.1f} req/s offered "
+            f"({FRACTIONS[0]:.0%} to {FRACTIONS[-1]:.0%} of the server's maximum, {m['max_throughput_per_s']:.1f} "
+            f"requests/s): throughput goes from {o[0]['throughput']:.2f} to {o[-1]['throughput']:.2f} req/s and "
+            f"goodput from {o[0]['goodput']:.2f} to {o[-1]['goodput']:.2f} req/s, at most {best['goodput']:.2f} "
+            f"at {best['offered']:.1f} req/s offered. At the chosen {r['rate_per_s']:g} req/s, {slo}"
+        )
+        return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
+    if view == "lengths":
+        names = {"azure": "heavy-tailed lengths (Azure lognormal)", "fixed": "fixed lengths (at the Azure means)"}
+        other = "fixed" if r["lengths"] == "azure" else "azure"
+        picks = [0, FRACTIONS.index(1.0), len(FRACTIONS) - 1]
+
+        def p99s(pts: list[dict[str, float]]) -> str:
+            return " / ".join(f"{pts[i]['ttft_p99'] * 1e3:,.0f}" for i in picks)
+
+        shares = ", ".join(f"{FRACTIONS[i]:.0%}" for i in picks[:-1]) + f" and {FRACTIONS[picks[-1]]:.0%}"
+        rates = " / ".join(f"{o[i]['offered']:.1f}" for i in picks)
+        return (
+            f"Open-loop TTFT p99 at {shares} of the server's maximum, {m['max_throughput_per_s']:.1f} requests/s "
+            f"({rates} req/s offered): {p99s(o)} ms with {names[r['lengths']]}, {p99s(r['other'])} ms with "
+            f"{names[other]}. {_dropped_sentence(r)}"
+        )
+    c = r["closed"]
+    return (
+        f"{top} Open loop (Poisson), TTFT p99 goes from {o[0]['ttft_p99'] * 1e3:,.0f} ms at "
+        f"{o[0]['throughput']:.2f} req/s achieved to {o[-1]['ttft_p99'] * 1e3:,.0f} ms at {o[-1]['throughput']:.2f} "
+        f"req/s ({o[-1]['offered']:.1f} offered): the rate does not wait for the server, so past its maximum requests "
+        f"queue. Closed loop, {USERS[0]} to {USERS[len(c) - 1]} users reach {c[0]['throughput']:.2f} to "
+        f"{c[-1]['throughput']:.2f} req/s with TTFT p99 {c[0]['ttft_p99'] * 1e3:,.0f} to {c[-1]['ttft_p99'] * 1e3:,.0f} ms. "
+        f"{r['users']} closed-loop user{'s reach' if r['users'] != 1 else ' reaches'} "
+        f"{m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
+        f"they slow down instead of queueing. {_dropped_sentence(r)}"
+    )
+
+
+def _trust_sentence(r: dict[str, Any]) -> str:
+    """What the figures at the chosen rate rest on: warm-up, sample count, drain."""
+    m = r["metrics"]
+    out = []
+    if r["warmup"] != "0":
+        out.append(
+            f"Keeping the warm-up and cool-down, measured throughput is {m['request_throughput_warmup_kept_per_s']:.2f} req/s."
+        )
+    if m["few_samples_for_p99"]:
+        out.append(
+            f"Caution: a p99 of {int(m['ttft_samples'])} requests is set by one or two of them; run at least {loadgen.FEW_SAMPLES}."
+        )
+    if m["drain_share"] > DRAIN_DOMINATES:
+        out.append(
+            f"Caution: {m['drain_share']:.0%} of this run is the drain (the server no longer full after the last request was sent): "
+            "its throughput is below the steady state; run more requests."
+        )
+    return " ".join(out)
+
+
+def _dropped_sentence(r: dict[str, Any]) -> str:
+    n, ctx = int(r["metrics"]["num_dropped"]), r["max_context_tokens"]
+    if not n:
+        return f"Every request fits the {ctx:,}-token context."
+    return (
+        f"{n} of the {r['num_requests']:,} requests in each run ask for more than the {ctx:,}-token context (prompt plus output): "
+        f"the server rejects them and they count as errors, outside the latency statistics; a closed-loop user goes on to its next request."
+    )
