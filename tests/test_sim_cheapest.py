@@ -254,6 +254,16 @@ def test_a_gpu_without_a_compute_figure_is_skipped_and_named_never_ranked():
     assert "Skipped: NVIDIA A10G (AWS G5) has no published dense_bf16_tflops" in cheapest.summary(r, "cost")
 
 
+def test_an_apple_gpu_is_skipped_because_the_search_prices_with_vllm():
+    """The search prices every layout with vLLM, which does not run on Apple silicon (Metal): given
+    a price, the M2 Ultra is left out with that reason, never priced with a CUDA profile."""
+    r = _run(**{**SMALL, "gpus": "m2-ultra, l40s", "prices": "m2-ultra=0.5, l40s=1.0"})
+    assert all("m2-ultra" not in row["config"] for row in r["table"]) and r["found"]
+    skipped = [x for x in r["pruned"] if x["config"].startswith("m2-ultra")]
+    assert skipped and all("does not run on Apple M2 Ultra" in x["why"] for x in skipped)
+    assert "does not run on Apple M2 Ultra" in cheapest.summary(r, "cost")
+
+
 def test_every_gpu_the_default_search_ranks_has_its_compute_roof():
     r = _run()
     gpus = catalog.gpus()

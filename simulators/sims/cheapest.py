@@ -42,6 +42,7 @@ from typing import Any
 
 from ..benchmark import sizing_search as ss
 from ..core import costmodel as cm
+from ..core import efficiency as ef
 from ..core.catalog import Gpu, data_file, gpus, resolve_model, running_example
 from ..engine import workload
 from ..parallel import check_link
@@ -324,6 +325,9 @@ def _unusable(m: Any, lay: ss.Layout) -> str:
     missing = cm.missing_compute_figure(lay.gpu, lay.weight_dtype)
     if missing:  # a prefill priced as a memory-only floor would win the search on missing data
         return f"skipped: {lay.gpu.name} has no published {missing}, so its prefill cannot be priced"
+    why = ef.unsupported(ef.DEFAULT, lay.gpu)  # the search prices with vLLM, which Apple silicon does not run
+    if why:
+        return f"skipped: {why}"
     if m.num_heads % lay.tp:
         return f"TP {lay.tp} does not divide {m.num_heads} attention heads"
     try:
