@@ -88,37 +88,25 @@ def grow_field(lay: Layout, alone: str = "tensor_parallel_size") -> str:
 
 
 def check_layout(
-    m: Model,
-    gpu: Gpu,
-    lay: Layout,
-    *,
-    weight_dtype: str,
-    kv_dtype: str,
-    context: int,
-    batch: int = 1,
-    batch_field: str = "batch_size",
+    m: Model, gpu: Gpu, lay: Layout, *, batch: int = 1, batch_field: str = "batch_size", **fit: Any
 ) -> RankFit:
-    """Raise a field error when the layout is refused or `batch` requests of `context` tokens do not fit."""
+    """Raise a field error when the layout is refused or `batch` requests of the context do not fit;
+    `fit`: rank_fit's weight_dtype, kv_dtype and context."""
     check_shape(m, gpu, lay)
-    fit = rank_fit(m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context)
-    if fit.kv_blocks <= 0:
+    got = rank_fit(m, gpu, lay, **fit)
+    if got.kv_blocks <= 0:
         raise ParamError(
             grow_field(lay),
-            f"{m.name}'s {weight_dtype} weights ({fit.weight_bytes / cm.GiB:.1f} GiB per GPU on {lay.describe()}) and "
-            f"the activation peak leave no KV cache on {gpu.name}; use more GPUs or a smaller format",
+            f"{m.name}'s {fit['weight_dtype']} weights ({got.weight_bytes / cm.GiB:.1f} GiB per GPU on {lay.describe()}) "
+            f"and the activation peak leave no KV cache on {gpu.name}; use more GPUs or a smaller format",
         )
-    if fit.max_concurrency < batch:
+    if got.max_concurrency < batch:
         raise ParamError(
             batch_field,
-            f"{lay.describe()} x {gpu.name} hold {fit.max_concurrency:.1f} requests of {context:,} tokens, "
+            f"{lay.describe()} x {gpu.name} hold {got.max_concurrency:.1f} requests of {fit['context']:,} tokens, "
             f"fewer than {batch:,}",
         )
-    return fit
-
-
-def check_fit(m: Model, gpu: Gpu, tp: int, *, weight_dtype: str, kv_dtype: str, context: int, batch: int) -> None:
-    """check_layout for a tensor-parallel layout alone (kept for callers that know only tp)."""
-    check_layout(m, gpu, Layout(tp), weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context, batch=batch)
+    return got
 
 
 def check_serving(m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> None:

@@ -25,41 +25,31 @@ PERCENT: dict[str, Any] = {"tickformat": ".0%"}
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
 
 
+def _trace(
+    kind: str, x: list[Any], y: list[Any], name: str, style: dict[str, Any], extra: dict[str, Any]
+) -> dict[str, Any]:
+    return {"type": kind, "x": x, "y": y, "name": name, **style, **extra}  # `extra` overrides the style
+
+
 def line(x: list[Any], y: list[Any], name: str, i: int = 0, shape: str = "linear", **extra: Any) -> dict[str, Any]:
     """`shape="hv"` draws steps (a value holds until the next x), as for counts over time."""
     style = {"color": PALETTE[i % len(PALETTE)], "dash": DASHES[i % len(DASHES)], "width": 2.5}
     if shape != "linear":
         style["shape"] = shape  # plotly.js reads line.shape; a top-level line_shape is ignored
-    trace = {"type": "scatter", "mode": "lines", "x": x, "y": y, "name": name, "line": style}
-    trace.update(extra)
-    return trace
+    return _trace("scatter", x, y, name, {"mode": "lines", "line": style}, extra)
 
 
 def markers(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
-    trace = {
-        "type": "scatter",
-        "mode": "markers+text",
-        "x": x,
-        "y": y,
-        "name": name,
-        "marker": {"color": PALETTE[i % len(PALETTE)], "symbol": MARKERS[i % len(MARKERS)], "size": 11},
-        "textposition": "top center",
-    }
-    trace.update(extra)
-    return trace
+    marker = {"color": PALETTE[i % len(PALETTE)], "symbol": MARKERS[i % len(MARKERS)], "size": 11}
+    return _trace(
+        "scatter", x, y, name, {"mode": "markers+text", "marker": marker, "textposition": "top center"}, extra
+    )
 
 
 def bar(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
     patterns = ("", "/", "x", ".", "\\", "+")
-    trace = {
-        "type": "bar",
-        "x": x,
-        "y": y,
-        "name": name,
-        "marker": {"color": PALETTE[i % len(PALETTE)], "pattern": {"shape": patterns[i % len(patterns)]}},
-    }
-    trace.update(extra)
-    return trace
+    marker = {"color": PALETTE[i % len(PALETTE)], "pattern": {"shape": patterns[i % len(patterns)]}}
+    return _trace("bar", x, y, name, {"marker": marker}, extra)
 
 
 def layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ Poisson for a few seconds each. Two checks per run:
    concurrency within 2% (GuideLLM's window starts at its scheduler's start, a millisecond
    before the first request). Break a rule (interpolated percentiles, per-request ITL, an
    arrival window) and this fails.
-2. The simulation. The same fixed-latency server (loadgen.fixed_latency_served), answering
+2. The simulation. The same fixed-latency server (`_fixed_latency_served` below), answering
    the run's own send times, agrees with the real one: TTFT p50, request latency p50 and ITL
    mean within 50%, throughput within 25%, and the real latencies are never below the
    configured ones. The margin is the Python client's and server's own overhead, which grows
@@ -27,12 +27,24 @@ from pathlib import Path
 
 import pytest
 
-from simulators.benchmark.loadgen import fixed_latency_served, measure
+from simulators.benchmark.loadgen import measure
+from simulators.engine.cluster import Served
 from simulators.engine.metrics import RequestRecord, summarize
 
 TTFT_MS, ITL_MS, OUTPUT_TOKENS, SECONDS, RATE = 250.0, 50.0, 8, 5, 5.0
 TOLERANCE = {"ttft_s_p50": 0.5, "e2e_s_p50": 0.5, "itl_s_mean": 0.5, "request_throughput_per_s": 0.25}
 RUNS = {"concurrent": "kind=concurrent,streams=4", "poisson": f"kind=poisson,rate={RATE:g}"}
+
+
+def _fixed_latency_served(sent: list[float]) -> Served:
+    """GuideLLM's `mock-server --ttft-ms --itl-ms --output-tokens` answering requests sent at `sent`
+    (its replay): each takes TTFT_MS to its first token and ITL_MS per token after it, no queue."""
+    ttft_s, itl_s = TTFT_MS / 1e3, ITL_MS / 1e3
+    e2e_s, tpot_s = ttft_s + itl_s * (OUTPUT_TOKENS - 1), itl_s if OUTPUT_TOKENS > 1 else None
+    recs = [
+        RequestRecord(i, t, 0.0, ttft_s, e2e_s, tpot_s, 0, OUTPUT_TOKENS, 0, 0, 0) for i, t in enumerate(sorted(sent))
+    ]
+    return Served(recs, [], 0, [], [])
 
 
 def _free_port() -> int:
@@ -164,10 +176,7 @@ def test_the_simulated_fixed_latency_server_agrees_with_the_real_one(reports, na
     ok, cut = _records(reports[name])
     t0 = min(r.arrival_s for r in [*ok, *cut])
     sent = [r.arrival_s - t0 for r in [*ok, *cut]]
-    served = fixed_latency_served(
-        "replay", len(sent), ttft_s=TTFT_MS / 1e3, itl_s=ITL_MS / 1e3, output_tokens=OUTPUT_TOKENS, arrivals=sent
-    )
-    sim = measure(served, profile, RATE, max_seconds=SECONDS).metrics
+    sim = measure(_fixed_latency_served(sent), profile, RATE, max_seconds=SECONDS).metrics
     real = {
         "ttft_s_p50": m["time_to_first_token_ms"]["successful"]["median"] / 1e3,
         "e2e_s_p50": m["request_latency"]["successful"]["median"],

@@ -119,7 +119,7 @@ def test_02_batch_4096_does_not_fit_at_2000_tokens() -> None:
 def test_02_batching_raises_throughput_up_to_the_largest_batch_that_fits() -> None:
     peak = scenario("02", "peak")
     # "about the most vLLM's KV cache holds of 2,200-token requests": the generation simulator
-    # (vLLM's accounting, parallel.check_fit) accepts this batch and refuses the next one, and it
+    # (vLLM's accounting, parallel.check_layout) accepts this batch and refuses the next one, and it
     # is the whole part of the concurrency vLLM logs, within one request.
     assert _answer("generation", batch_size=peak["batch_size"])["ok"]
     refused = _answer("generation", batch_size=peak["batch_size"] + 1)

@@ -22,7 +22,6 @@ from ..engine.metrics import RequestRecord, overlapping, window
 
 SCHEMA_VERSION = 2
 WRITER = "0.8.1"  # the GuideLLM release whose layout this is
-STATUSES = ("successful", "incomplete", "errored", "total")
 
 
 # Per-modality counters GuideLLM's report carries (null where nothing was measured; a
@@ -37,6 +36,11 @@ _MODALITIES = {
 _MODALITY_FIELDS = [f"{d}{s}" for d in ("input", "output", "total") for s in ("", "_per_second", "_concurrency")]
 
 
+def _by_status(one: Any, ok: list[RequestRecord], cut: list[RequestRecord]) -> dict[str, dict[str, Any]]:
+    """A metric's summaries by status; the simulated server never errs (no errored requests)."""
+    return {"successful": one(ok), "incomplete": one(cut), "errored": stats.summary([]), "total": one([*ok, *cut])}
+
+
 def _status(
     fn: Any, ok: list[RequestRecord], cut: list[RequestRecord], weighted: bool = False
 ) -> dict[str, dict[str, Any]]:
@@ -46,14 +50,11 @@ def _status(
             return stats.summary([v for v, _ in pairs], [w for _, w in pairs])
         return stats.summary(pairs)
 
-    return {"successful": one(ok), "incomplete": one(cut), "errored": stats.summary([]), "total": one([*ok, *cut])}
+    return _by_status(one, ok, cut)
 
 
 def _rates(events_of: Any, ok: list[RequestRecord], cut: list[RequestRecord], lo: float, hi: float) -> dict[str, Any]:
-    def one(recs: list[RequestRecord]) -> dict[str, Any]:
-        return stats.rate_summary([e for r in recs for e in events_of(r)], lo, hi)
-
-    return {"successful": one(ok), "incomplete": one(cut), "errored": stats.summary([]), "total": one([*ok, *cut])}
+    return _by_status(lambda recs: stats.rate_summary([e for r in recs for e in events_of(r)], lo, hi), ok, cut)
 
 
 def _end(r: RequestRecord) -> list[tuple[float, float]]:
@@ -90,13 +91,9 @@ def benchmark(
     if profile in ("constant", "poisson"):
         strategy["rate"] = rate
     empty = stats.summary([])
+    made = {"successful": len(ok), "errored": n_err, "incomplete": len(cut), "total": len(ok) + len(cut) + n_err}
     metrics: dict[str, Any] = {
-        "request_totals": {
-            "successful": len(ok),
-            "incomplete": len(cut),
-            "errored": n_err,
-            "total": len(ok) + len(cut) + n_err,
-        },
+        "request_totals": {"successful": len(ok), "incomplete": len(cut), "errored": n_err, "total": made["total"]},
         "requests_per_second": _rates(_end, ok, cut, lo, hi),
         "request_concurrency": {"successful": conc, "incomplete": empty, "errored": empty, "total": conc},
         "request_latency": _status(lambda r: r.e2e_s, ok, cut),
@@ -123,7 +120,6 @@ def benchmark(
         "iter_tokens_per_iteration": _status(lambda r: 1.0, ok, cut),
         **{kind: {unit: dict.fromkeys(_MODALITY_FIELDS) for unit in units} for kind, units in _MODALITIES.items()},
     }
-    made = {"successful": len(ok), "errored": n_err, "incomplete": len(cut), "total": len(ok) + len(cut) + n_err}
     sched = {
         "start_time": lo,
         "request_start_time": lo,
@@ -132,19 +128,11 @@ def benchmark(
         "request_end_time": hi,
         "end_time": hi,
         "requests_made": made,
+        # GuideLLM's client and scheduler delays: a simulation has none
         **dict.fromkeys(
-            (
-                "queued_time_avg",
-                "resolve_start_delay_avg",
-                "resolve_targeted_start_delay_avg",
-                "request_start_delay_avg",
-                "request_targeted_start_delay_avg",
-                "request_time_avg",
-                "resolve_end_delay_avg",
-                "resolve_time_avg",
-                "finalized_delay_avg",
-                "processed_delay_avg",
-            ),
+            "queued_time_avg resolve_start_delay_avg resolve_targeted_start_delay_avg request_start_delay_avg "
+            "request_targeted_start_delay_avg request_time_avg resolve_end_delay_avg resolve_time_avg "
+            "finalized_delay_avg processed_delay_avg".split(),
             0.0,
         ),
     }

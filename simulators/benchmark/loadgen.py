@@ -12,8 +12,6 @@ Profiles (GuideLLM `--profile`):
 - throughput with `max_concurrency`: everything sent at once, at most that many in flight (the
   same arrangement as that many closed-loop users).
 
-Replay: `fixed_latency_served(arrivals=...)` answers given send times with a fixed-latency server
-(GuideLLM's mock server), which the mock-server test compares with a real GuideLLM run.
 GuideLLM's goodput and knee profiles, over_saturation stopping and rampup: engine/searches.py and
 engine/saturation.py.
 
@@ -33,7 +31,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import heapq
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +42,6 @@ from ..engine.workload import Lengths, Request, arrival_times
 CEILING_REQUESTS = 2000  # a server's maximum is read on a run this long (steady state, not start-up and drain)
 FEW_SAMPLES = 100  # a p99 from fewer requests rests on one or two of them
 
-PROFILES = ("synchronous", "concurrent", "throughput", "constant", "poisson", "sweep")
 SWEEP_SIZE = 10  # GuideLLM's default number of benchmarks in a sweep (synchronous and throughput included)
 
 
@@ -108,18 +104,13 @@ def run_profile(
     *,
     rate: float = 1.0,
     users: int = 1,
-    warmup: Phase | str | float | None = None,
-    cooldown: Phase | str | float | None = None,
-    slo: Slo | None = None,
-    max_seconds: float | None = None,
+    **stats: Any,
 ) -> LoadRun:
+    """One profile's run, measured (`stats`: measure()'s warmup, cooldown, slo and max_seconds)."""
     served = serve(
         requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec, keep_series=False
     )
-    slots = spec.sched.max_num_seqs
-    return measure(
-        served, profile, rate, warmup=warmup, cooldown=cooldown, slo=slo, max_seconds=max_seconds, slots=slots
-    )
+    return measure(served, profile, rate, slots=spec.sched.max_num_seqs, **stats)
 
 
 class ServedMemo:
@@ -192,21 +183,11 @@ class ServedMemo:
         return self._measured[options]
 
 
-def measure(
-    served: Served,
-    profile: str,
-    rate: float,
-    *,
-    warmup: Phase | str | float | None = None,
-    cooldown: Phase | str | float | None = None,
-    slo: Slo | None = None,
-    max_seconds: float | None = None,
-    slots: int = 0,
-) -> LoadRun:
+def measure(served: Served, profile: str, rate: float, *, slo: Slo | None = None, **window: Any) -> LoadRun:
     """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize);
-    `slots` (the server's batch slots) dates the drain (metrics.drain_s)."""
-    apart = measure_apart(served, profile, rate, warmup=warmup, cooldown=cooldown, max_seconds=max_seconds, slots=slots)
-    return with_slo(apart, slo)
+    `window`: measure_apart's warmup, cooldown, max_seconds and slots (the server's batch slots,
+    which date the drain: metrics.drain_s)."""
+    return with_slo(measure_apart(served, profile, rate, **window), slo)
 
 
 @dataclass(frozen=True)
@@ -304,75 +285,3 @@ def sweep_rates(sync_rate: float, throughput_rate: float, sweep_size: int = SWEE
         return []
     rates = [sync_rate + (throughput_rate - sync_rate) * i / (k - 1) for i in range(1, k)]
     return [r for r in rates if r > 0]  # GuideLLM stops at a rate that is not positive
-
-
-def sweep(
-    spec: EngineSpec,
-    n: int,
-    lengths: Lengths,
-    seed: int,
-    *,
-    sweep_size: int = SWEEP_SIZE,
-    open_profile: str = "constant",
-    warmup: Phase | str | float | None = None,
-    cooldown: Phase | str | float | None = None,
-    slo: Slo | None = None,
-) -> list[LoadRun]:
-    """GuideLLM's sweep, in its order: synchronous, throughput, then the open-loop rates."""
-    kw: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "slo": slo}
-    sync = run_profile("synchronous", spec, n, lengths, seed, **kw)
-    top = run_profile("throughput", spec, n, lengths, seed, **kw)
-    runs = [sync, top]
-    for rate in sweep_rates(sync.rate, top.rate, sweep_size):
-        runs.append(run_profile(open_profile, spec, n, lengths, seed, rate=rate, **kw))
-    return runs
-
-
-def fixed_latency_served(
-    profile: str,
-    n: int,
-    *,
-    ttft_s: float,
-    itl_s: float,
-    output_tokens: int,
-    prompt_tokens: int = 0,
-    rate: float = 1.0,
-    streams: int = 1,
-    max_concurrency: int = 0,
-    seed: int = 0,
-    arrivals: list[float] | None = None,
-) -> Served:
-    """A server with fixed latencies (GuideLLM's `mock-server --ttft-ms --itl-ms --output-tokens`):
-    each request takes ttft_s to its first token and itl_s per token after it, once one of
-    `max_concurrency` slots is free (0: no limit; a waiting request's TTFT includes the wait).
-    `profile` arranges n requests as GuideLLM's profiles do (closed loop: `streams` users);
-    `arrivals` replays given send times instead (GuideLLM's replay profile)."""
-    e2e_service = ttft_s + itl_s * (output_tokens - 1)
-    slots: list[float] = [0.0] * max_concurrency if max_concurrency > 0 else []
-    rng = random.Random(seed)
-    closed = profile in ("synchronous", "concurrent") or (profile == "throughput" and streams > 1)
-    users = 1 if profile == "synchronous" else max(1, streams)
-    if closed:
-        ready = [0.0] * users  # when each user sends its next request
-        heapq.heapify(ready)
-    elif arrivals is not None:
-        times, n = sorted(arrivals), len(arrivals)
-    elif profile == "throughput":
-        times = [0.0] * n
-    else:
-        times = arrival_times(rng, n, "constant" if profile == "constant" else "poisson", rate)
-    recs: list[RequestRecord] = []
-    for i in range(n):
-        sent = heapq.heappop(ready) if closed else times[i]
-        start = sent
-        if slots:
-            start = max(sent, heapq.heappop(slots))
-        end = start + e2e_service
-        if slots:
-            heapq.heappush(slots, end)
-        if closed:
-            heapq.heappush(ready, end)
-        ttft = start - sent + ttft_s
-        tpot = itl_s if output_tokens > 1 else None
-        recs.append(RequestRecord(i, sent, start - sent, ttft, end - sent, tpot, prompt_tokens, output_tokens, 0, 0, 0))
-    return Served(recs, [], 0, [], [])

@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..engine.cluster import EngineSpec, serve
-from ..engine.metrics import Phase, Slo
+from ..engine.metrics import Slo
 from ..engine.workload import Lengths
-from .loadgen import LoadRun, arrange, measure
+from .loadgen import LoadRun, measure, requests_for
 from .saturation import OverSaturation, approx_t_ppf, detect, with_rampup
 
 MIN_POINTS, MAX_TAIL_SLOPE_RATIO, MIN_FIT_IMPROVEMENT, MIN_THROUGHPUT_FRACTION = 5, 0.25, 0.50, 0.85
@@ -51,31 +51,17 @@ def constrained_run(
     users: int = 1,
     rampup: float = 0.0,
     over_saturation: OverSaturation | None = None,
-    slo: Slo | None = None,
-    warmup: Phase | str | float | None = None,
-    cooldown: Phase | str | float | None = None,
+    **stats: Any,
 ) -> tuple[LoadRun, dict[str, Any]]:
-    """A profile run with rampup and the over_saturation constraint: (the run, the detector's state)."""
-    rng = random.Random(seed)
-    drawn = [lengths.draw(rng) for _ in range(n)]
-    reqs = with_rampup(
-        profile, arrange(profile, drawn, rng, rate=rate, users=users), rate=rate, users=users, rampup=rampup
-    )
-    served = serve(reqs, spec, keep_series=False)
+    """A profile run with rampup and the over_saturation constraint: (the run, the detector's state);
+    `stats`: loadgen.measure's slo, warmup and cooldown."""
+    reqs = requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users)
+    served = serve(with_rampup(profile, reqs, rate=rate, users=users, rampup=rampup), spec, keep_series=False)
     state: dict[str, Any] = {"stop_s": None, "is_over_saturated": False}
     if over_saturation is not None:
         state = detect(served.records, over_saturation, [r.arrival_s for r in served.dropped])
     stop = state["stop_s"]
-    run = measure(
-        served,
-        profile,
-        rate,
-        warmup=warmup,
-        cooldown=cooldown,
-        slo=slo,
-        max_seconds=stop if stop else None,
-        slots=spec.sched.max_num_seqs,
-    )
+    run = measure(served, profile, rate, max_seconds=stop if stop else None, slots=spec.sched.max_num_seqs, **stats)
     return run, state
 
 

@@ -211,13 +211,7 @@ def bounds(
     compute = cost.mean_prefill_compute_s(mean_tokens, mean_keys)
     prefill_rate = pp / compute if compute > 0 else math.inf
     bound = min(decode_rate, prefill_rate)
-    return Bounds(
-        ttft,
-        tpot,
-        bound,
-        layout.dp * a.num_blocks,
-        engine,
-    )
+    return Bounds(ttft, tpot, bound, layout.dp * a.num_blocks, engine)
 
 
 def replicas_needed(rate: float, b: Bounds) -> int:
@@ -357,11 +351,8 @@ def best_case(
 
 def _over_pp(t: cm.StepTime, pp: int) -> float:
     """A one-pass step's time with every part over pp (pp = 1: t.time_s)."""
+    if pp <= 1:
+        return t.time_s
     return (
-        (
-            cm.roofline_s(t.compute_s / pp, t.memory_s / pp, t.communication_s / pp)
-            + (t.overhead_s + t.activation_s) / pp
-        )
-        if pp > 1
-        else t.time_s
+        cm.roofline_s(t.compute_s / pp, t.memory_s / pp, t.communication_s / pp) + (t.overhead_s + t.activation_s) / pp
     )

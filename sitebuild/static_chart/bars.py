@@ -41,12 +41,8 @@ def expand_bars(chart: Canvas) -> None:
                 sv = _num(s)
                 if pu is None or sv is None:
                     continue
-                if isinstance(bases, list):
-                    b = _num(bases[i]) if i < len(bases) else None
-                    base = b if b is not None else 0.0
-                else:
-                    b = _num(bases)
-                    base = b if b is not None else 0.0
+                b = _num(bases[i] if i < len(bases) else None) if isinstance(bases, list) else _num(bases)
+                base = b if b is not None else 0.0
                 if chart.barmode in ("stack", "relative") and bases is None:
                     key = (pu, sv < 0)
                     base = stacks.get(key, 0.0)

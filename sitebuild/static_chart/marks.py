@@ -54,20 +54,10 @@ def marker_path(symbol: str, size: float) -> tuple[str, bool]:
         d = poly(pts)
     elif base in ("cross", "x"):
         rc, rt = r * 0.4, r * 1.2
-        pts = [
-            (rt, rc),
-            (rc, rc),
-            (rc, rt),
-            (-rc, rt),
-            (-rc, rc),
-            (-rt, rc),
-            (-rt, -rc),
-            (-rc, -rc),
-            (-rc, -rt),
-            (rc, -rt),
-            (rc, -rc),
-            (rt, -rc),
-        ]
+        # a quarter of the outline, turned three times by a right angle ((x, y) -> (-y, x))
+        pts = [(rt, rc), (rc, rc), (rc, rt)]
+        for _ in range(3):
+            pts += [(-y, x) for x, y in pts[-3:]]
         if base == "x":
             c = math.sqrt(0.5)
             pts = [((x - y) * c, (x + y) * c) for x, y in pts]
@@ -130,10 +120,7 @@ def line_path(points: list[tuple[float, float] | None], shape: str = "linear") -
         else:
             px, py = prev
             if shape in ("hv", "vh") and px != x and py != y:
-                if shape == "hv":
-                    out.append(f"H{x}V{y}")
-                else:
-                    out.append(f"V{y}H{x}")
+                out.append(f"H{x}V{y}" if shape == "hv" else f"V{y}H{x}")
                 last_cmd = ""
             elif py == y and px != x:
                 out.append(f"H{x}")

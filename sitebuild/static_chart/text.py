@@ -132,18 +132,13 @@ def _n(v: float) -> str:
 
 def _num(v: Any) -> float | None:
     """A finite float, or None for None/NaN/inf/non-numbers (plotly's gaps)."""
-    if isinstance(v, bool) or v is None:
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
         return None
-    if isinstance(v, int | float):
+    try:
         f = float(v)
-        return f if math.isfinite(f) else None
-    if isinstance(v, str):
-        try:
-            f = float(v)
-        except ValueError:
-            return None
-        return f if math.isfinite(f) else None
-    return None
+    except ValueError:
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _is_numberish(v: Any) -> bool:

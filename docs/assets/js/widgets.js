@@ -3,7 +3,9 @@
 // Nothing here knows a simulator by name: the schema and the answers carry everything.
 import { onStatus, run, runtime, start } from "./client.js";
 import { draw, preload } from "./charts.js";
-import { formatMetric, formatNumber, KEY_FIGURES } from "./numbers.mjs";
+import { buildControls, setDisabled } from "./controls.js";
+import { tag, setText } from "./dom.js";
+import { addExports, isFile, showAnswer } from "./results.js";
 
 // A change runs at once; a burst of changes (a slider dragged, a number typed) is coalesced by the
 // client's queue: while a run is in flight, only the newest waiting request of a widget is kept
@@ -23,7 +25,6 @@ const BUSY_MS = 150;
 // reader's own scenario out of the session's memory.
 const WARM_UP_RUNS = 4;
 const WARM_ENOUGH_MS = 200;
-const CUSTOM = "__custom__";
 const mounted = new Set();
 const ns = (globalThis.llmCourse ??= {});
 const idle = () => new Promise((resolve) => (window.requestIdleCallback ?? setTimeout)(resolve));
@@ -86,7 +87,7 @@ async function mount(el) {
   w.schema = (await schemas)[w.name];
   w.defaults = { ...Object.fromEntries(w.schema.params.map((p) => [p.name, p.default])), ...w.base };
   w.values = { ...w.defaults, ...readAddress(w) };
-  buildControls(w);
+  buildControls(w, change);
   addExports(w);
   showStatus(w, runtime);
 }
@@ -108,9 +109,6 @@ function readAddress(w) {
   }
 }
 
-// A file's text stays out of the address and out of the recipes.
-const isFile = (w, name) => Boolean(w.schema?.params.find((p) => p.name === name)?.file);
-
 function ignoreAddress(w) {
   w.notice = "The scenario in this page's address could not be read, so it was ignored; showing the page's own scenario.";
   writeAddress(w, {});
@@ -122,112 +120,6 @@ function writeAddress(w, values) {
   if (Object.keys(changed).length) url.searchParams.set(`sim-${w.id}`, JSON.stringify(changed));
   else url.searchParams.delete(`sim-${w.id}`);
   history.replaceState(history.state, "", url);
-}
-
-// ---- controls ----
-
-function buildControls(w) {
-  const box = w.el.querySelector(".sim-controls");
-  box.replaceChildren();
-  for (const name of w.controls) box.append(field(w, w.schema.params.find((p) => p.name === name)));
-  box.removeAttribute("aria-busy");
-}
-
-function field(w, p) {
-  const id = `sim-${w.id}-${p.name}`;
-  const wrap = tag("div", { class: "sim-field" });
-  const label = tag("label", { for: id, id: `${id}-label` }, p.label + (p.unit ? ` (${p.unit})` : ""));
-  const message = tag("p", { class: "sim-field-message", id: `${id}-message` });
-  const help = p.help ? tag("p", { class: "sim-help", id: `${id}-help` }, p.help) : null;
-  const describedBy = [message.id, help?.id].filter(Boolean).join(" ");
-  const inputs = [];
-  let setValue;
-  if (p.type === "int" || p.type === "float") {
-    const box = tag("input", { id, type: "text", inputmode: "decimal", autocomplete: "off", "aria-describedby": describedBy });
-    const slider = tag("input", { type: "range", "aria-labelledby": label.id, ...sliderRange(p) }); // a Tab stop: arrow keys step it
-    slider.addEventListener("input", () => { box.value = fromSlider(p, slider.value); change(w, p, box.value); });
-    box.addEventListener("input", () => { setSlider(p, slider, box.value); change(w, p, box.value); });
-    setValue = (v) => { box.value = v; setSlider(p, slider, v); };
-    inputs.push(slider, box);
-  } else if (p.type === "choice") {
-    const select = tag("select", { id, "aria-describedby": describedBy });
-    for (const c of p.choices) select.append(tag("option", { value: c.value }, c.label));
-    if (p.custom) select.append(tag("option", { value: CUSTOM }, `Custom ${p.custom} (paste JSON)…`));
-    const area = tag("textarea", { rows: "4", hidden: "", "aria-label": `${p.label}: JSON object`, "aria-describedby": describedBy });
-    select.addEventListener("change", () => {
-      area.hidden = select.value !== CUSTOM;
-      if (area.hidden) change(w, p, select.value);
-    });
-    area.addEventListener("input", () => change(w, p, area.value, true));
-    setValue = (v) => {
-      const custom = typeof v === "object";
-      select.value = custom ? CUSTOM : v;
-      area.hidden = !custom;
-      if (custom) area.value = JSON.stringify(v, null, 1);
-    };
-    inputs.push(select, area);
-  } else if (p.type === "bool") {
-    const box = tag("input", { id, type: "checkbox", "aria-describedby": describedBy });
-    box.addEventListener("change", () => change(w, p, box.checked));
-    setValue = (v) => { box.checked = v; };
-    inputs.push(box);
-  } else if (p.file) {
-    // A file the reader picks: read here, its text passed as the value; it never leaves the page.
-    const input = tag("input", { id, type: "file", accept: p.file, "aria-describedby": describedBy });
-    const clear = tag("button", { type: "button", class: "md-button" }, "Clear");
-    const status = tag("span", { class: "sim-file-status", "aria-live": "polite" });
-    // With `lines`, a box to paste into as well; a file read fills it.
-    const area = p.lines ? tag("textarea", { rows: String(p.lines), "aria-label": `${p.label}: paste`, "aria-describedby": describedBy }) : null;
-    area?.addEventListener("input", () => change(w, p, area.value));
-    input.addEventListener("change", async () => {
-      const f = input.files?.[0];
-      const text = f ? await f.text() : "";
-      if (area) area.value = text;
-      setText(status, f ? `${f.name}: ${Math.max(1, Math.round(f.size / 1024))} KB, read in this page only` : "");
-      change(w, p, text);
-    });
-    clear.addEventListener("click", () => { input.value = ""; if (area) area.value = ""; setText(status, ""); change(w, p, ""); });
-    setValue = (v) => { if (area) area.value = v; if (!v) { input.value = ""; setText(status, ""); } };
-    inputs.push(input, clear, status, ...(area ? [area] : []));
-  } else if (p.lines) {
-    const area = tag("textarea", { id, rows: String(p.lines), spellcheck: "false", "aria-describedby": describedBy });
-    area.addEventListener("input", () => change(w, p, area.value));
-    setValue = (v) => { area.value = v; };
-    inputs.push(area);
-  } else {
-    const box = tag("input", { id, type: "text", "aria-describedby": describedBy });
-    box.addEventListener("input", () => change(w, p, box.value));
-    setValue = (v) => { box.value = v; };
-    inputs.push(box);
-  }
-  setValue(w.values[p.name]);
-  wrap.append(label, tag("div", { class: "sim-inputs" }, ...inputs), ...(help ? [help] : []), message);
-  w.fields.set(p.name, { inputs, message, setValue });
-  setDisabled(w.fields.get(p.name), true);
-  return wrap;
-}
-
-// A log slider may start at 0 when 0 means "the default" (e.g. vLLM's batch limits for the GPU):
-// its first notch, a 50th of the track left of the smallest positive value (the step), is 0.
-const logLow = (p) => (p.min > 0 ? p.min : p.step > 0 ? p.step : 1);
-const logScale = (p) => p.log && p.min >= 0 && p.max > logLow(p);
-const zeroNotch = (p) => Math.log10(logLow(p)) - (Math.log10(p.max) - Math.log10(logLow(p))) / 50;
-
-function sliderRange(p) {
-  if (logScale(p)) return { min: String(p.min > 0 ? Math.log10(p.min) : zeroNotch(p)), max: String(Math.log10(p.max)), step: "any" };
-  return { min: String(p.min), max: String(p.max), step: String(p.step ?? "any") };
-}
-
-function fromSlider(p, position) {
-  if (logScale(p) && p.min === 0 && Number(position) < Math.log10(logLow(p))) return 0;
-  const value = logScale(p) ? 10 ** Number(position) : Number(position);
-  return p.type === "int" ? Math.round(value) : Number(value.toPrecision(4));
-}
-
-function setSlider(p, slider, value) {
-  const n = Number(value);
-  if (Number.isFinite(n) && n > 0) slider.value = logScale(p) ? Math.log10(n) : n;
-  else if (n === 0 && String(value).trim() !== "" && logScale(p) && p.min === 0) slider.value = zeroNotch(p);
 }
 
 function change(w, p, raw, json = false) {
@@ -354,165 +246,4 @@ async function warmUp(w) {
     (ns.warmUps ??= []).push([w.key, seed, Math.round(took)]);
     if (took > WARM_ENOUGH_MS) return;
   }
-}
-
-function setDisabled(f, disabled) {
-  f.inputs.forEach((input) => (input.disabled = disabled));
-}
-
-// ---- results: chart, key figures, text alternative, data table, downloads, Python recipe ----
-
-async function showAnswer(w, answer, redraw = true) {
-  w.answer = answer;
-  showMetrics(w, answer.metrics);
-  setText(w.el.querySelector(".sim-summary"), answer.summary);
-  const details = w.el.querySelector(".sim-data");
-  details.ontoggle = () => details.open && dataTable(w);
-  if (details.open) dataTable(w);
-  actions(w);
-  if (redraw) {
-    await draw(w.chart, answer.figure);
-    w.live = true;
-  }
-  w.el.dataset.drawn = String(w.shown);
-}
-
-// The key figures, in the schema's order: the first KEY_FIGURES in the table, the rest (if any) in
-// "More figures" under "Data table". The same metrics as last time (the usual case) are updated in
-// place: fewer changes to the page, so less for the browser to lay out again before the chart redraws.
-function showMetrics(w, metrics) {
-  const order = w.schema?.metrics.map((m) => m.name) ?? [...w.el.querySelectorAll("tr[data-metric]")].map((r) => r.dataset.metric);
-  const keys = [...order.filter((k) => k in metrics), ...Object.keys(metrics).filter((k) => !order.includes(k))];
-  fillMetrics(w, w.el.querySelector(".sim-metrics tbody"), metrics, keys.slice(0, KEY_FIGURES));
-  const more = w.el.querySelector(".sim-more-figures tbody");
-  if (more) fillMetrics(w, more, metrics, keys.slice(KEY_FIGURES));
-}
-
-function fillMetrics(w, body, metrics, keys) {
-  const known = keys.map((k) => w.schema?.metrics.find((m) => m.name === k) ?? builtRow(w, k));
-  const shown = keys.map((k, i) => formatMetric(metrics[k], known[i].unit ?? ""));
-  const rows = [...body.rows];
-  if (rows.length === keys.length && rows.every((row, i) => row.dataset.metric === keys[i])) {
-    rows.forEach((row, i) => (setText(row.cells[1], shown[i][0]), setText(row.cells[2], shown[i][1])));
-    return;
-  }
-  body.replaceChildren(...keys.map((k, i) => tag("tr", { "data-metric": k, "data-unit": known[i].unit ?? "" },
-    tag("th", { scope: "row" }, known[i].label), tag("td", {}, shown[i][0]), tag("td", {}, shown[i][1]))));
-}
-
-// Before the schema arrives: the label and the declared unit of the build's row.
-function builtRow(w, key) {
-  const row = w.el.querySelector(`tr[data-metric="${key}"]`);
-  return { label: row?.cells[0].textContent ?? key, unit: row?.dataset.unit ?? "" };
-}
-
-function dataTable(w) {
-  const tables = w.answer.figure.data.map((trace, i) => {
-    const x = trace.x ?? trace.labels ?? [];
-    const y = trace.y ?? trace.values ?? [];
-    const head = tag("tr", {}, tag("th", { scope: "col" }, axisTitle(w, "xaxis") || "x"), tag("th", { scope: "col" }, axisTitle(w, "yaxis") || "y"));
-    const body = x.map((xv, j) => tag("tr", {}, tag("td", {}, formatNumber(xv)), tag("td", {}, formatNumber(y[j]))));
-    return tag("table", {}, tag("caption", {}, trace.name || `Series ${i + 1}`), tag("thead", {}, head), tag("tbody", {}, ...body));
-  });
-  w.el.querySelector(".sim-data-table").replaceChildren(...tables);
-}
-
-function axisTitle(w, axis) {
-  const title = w.answer.figure.layout?.[axis]?.title;
-  return typeof title === "string" ? title : title?.text;
-}
-
-function actions(w) {
-  const sets = Object.entries(w.values ?? w.base).filter(([k, v]) => !isFile(w, k) && JSON.stringify(v) !== JSON.stringify(w.schema?.params.find((p) => p.name === k)?.default));
-  const cli = ["python -m simulators run", w.name, ...sets.map(([k, v]) => `--set ${shellQuote(`${k}=${typeof v === "object" ? JSON.stringify(v) : v}`)}`)].join(" ");
-  const imports = sets.some(([, v]) => typeof v === "object") ? "import json\n" : "";
-  const call = `${imports}from simulators import api\nanswer = api.evaluate(${[JSON.stringify(w.name), ...sets.map(([k, v]) => `${k}=${pythonLiteral(v)}`)].join(", ")})\nprint(answer["metrics"])`;
-  // Built once; later runs only rewrite the two recipes (and a reader's open "Reproduce" stays open).
-  w.recipes ??= buildActions(w);
-  setText(w.recipes[0], cli);
-  setText(w.recipes[1], call);
-}
-
-function buildActions(w) {
-  const cli = tag("code"), call = tag("code");
-  w.el.querySelector(".sim-actions").replaceChildren(
-    download(`${w.id}.csv`, "text/csv", () => csv(w.answer.figure), "Download data (CSV)"),
-    download(`${w.id}.json`, "application/json", () => JSON.stringify({ simulator: w.name, params: w.values, ...w.answer }, null, 2), "Download data (JSON)"),
-    tag("details", { class: "sim-reproduce" }, tag("summary", {}, "Reproduce in Python"),
-      tag("p", {}, "From the repository root, the command line:"), tag("pre", {}, cli),
-      tag("p", {}, "or the API:"), tag("pre", {}, call)),
-  );
-  return [cli, call];
-}
-
-// One row per plotted point: series, x, y.
-function csv(figure) {
-  const rows = figure.data.flatMap((t, i) =>
-    (t.x ?? t.labels ?? []).map((x, j) => [t.name || `series ${i + 1}`, x, (t.y ?? t.values)[j]].map(csvCell).join(",")));
-  return ["series,x,y", ...rows].join("\n");
-}
-
-// The file's text is made on click, not on every run.
-function download(name, type, text, label) {
-  const button = tag("button", { type: "button", class: "md-button" }, label);
-  button.addEventListener("click", () => save(name, type, text()));
-  return button;
-}
-
-function save(name, type, text) {
-  const a = tag("a", { href: URL.createObjectURL(new Blob([text], { type })), download: name });
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-}
-
-// Files the simulator makes only when asked (its schema's `exports`, e.g. load_test's GuideLLM
-// report): Python computes the file for the current values, in the worker, on click. A whole
-// sweep of 2,000-request runs takes longer than a chart, so it gets its own time limit.
-const EXPORT_LIMIT_MS = 180000;
-
-function addExports(w) {
-  const buttons = (w.schema.exports ?? []).map(({ kind, label, file }) => {
-    const button = tag("button", { type: "button", class: "md-button", "data-export": kind }, label);
-    button.addEventListener("click", async () => {
-      button.disabled = true;
-      button.setAttribute("aria-busy", "true");
-      button.textContent = `${label}: preparing…`;
-      try {
-        const json = await run(`${w.key}#export-${kind}`, w.name, { ...w.values, export: kind }, { limitMs: EXPORT_LIMIT_MS });
-        const answer = json === null ? null : JSON.parse(json);
-        if (answer?.ok) save(`${w.id}-${answer.export.file}`, "application/json", answer.export.text);
-        else if (answer) button.title = answer.errors.map((e) => e.message).join("; ");
-      } catch (error) {
-        button.title = String(error?.message ?? error);
-      } finally {
-        button.disabled = false;
-        button.removeAttribute("aria-busy");
-        button.textContent = label;
-      }
-    });
-    return button;
-  });
-  w.el.querySelector(".sim-reproduce")?.before(...buttons);
-}
-
-const csvCell = (v) => (/[",\n]/.test(String(v)) ? `"${String(v).replaceAll('"', '""')}"` : String(v));
-const shellQuote = (s) => (/^[\w.,:=\/+-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`);
-
-function pythonLiteral(v) {
-  if (typeof v === "boolean") return v ? "True" : "False";
-  if (typeof v === "object") return `json.loads(${JSON.stringify(JSON.stringify(v))})`;
-  return JSON.stringify(v);
-}
-
-// Only a different text is written: an unchanged one would still replace the text node and
-// make the browser lay the page out again before the chart redraws.
-function setText(el, text) {
-  if (el.textContent !== text) el.textContent = text;
-}
-
-function tag(name, attrs = {}, ...children) {
-  const el = document.createElement(name);
-  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
-  el.append(...children);
-  return el;
 }
