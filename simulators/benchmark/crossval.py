@@ -138,7 +138,7 @@ def render_markdown() -> str:
         "",
         "Every row of a calibration group is predicted by the constants refitted without that whole group "
         "(`simulators/benchmark/fitting.py`: a constant left with no row takes the median of the other engines' "
-        "value); held-out rows by the shipped profiles. *In-sample* is the same rows as the tables below show them. "
+        "value on its platform); held-out rows by the shipped profiles. *In-sample* is the same rows as the tables below show them. "
         "*Optimistic*: predicted faster than published.",
         "",
         *HEADER,

@@ -129,10 +129,13 @@ def _prior(
     fitted: set[tuple[str, str]],
     gone: set[tuple[str, str]],
 ) -> Any:
-    """A constant with no row left: the median of its value on the other engines (their fitted ones
+    """A constant with no row left: the median of its value on the other engines of its platform (their fitted ones
     where any other engine fits it), else the dataclass default. `gone`: constants whose rows were
     all left out, and copies of the constant itself, never serve as a prior."""
     others = [q for q in profiles if q != pid and (q, factor) not in gone and TIES.get((q, factor), ("", ""))[0] != pid]
+    # Another platform's kernels (llama.cpp's Metal backend) say nothing of a CUDA engine's share of
+    # peak, nor the reverse: a prior comes from the same platform's engines where there are any.
+    others = [q for q in others if profiles[q].platform == profiles[pid].platform] or others
     pool = [q for q in others if (q, factor) in fitted] or others
     values = [getattr(profiles[q], factor) for q in pool]
     if values:
