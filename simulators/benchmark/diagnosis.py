@@ -15,6 +15,7 @@ from typing import Any
 from ..core import costmodel as cm
 from ..core import vllm_memory as vm
 from ..core.catalog import Gpu, Model, gpus, serve_defaults
+from ..core.efficiency import unsupported
 from . import serve_command as sc
 
 BAND = 0.35  # the validation page's yardstick: a gap beyond it is named
@@ -227,7 +228,8 @@ def _other_gpu(d: Deployment, b: int, binding: str) -> tuple[Gpu, dict[str, floa
         if (
             g.id == d.gpu.id
             or cm.missing_compute_figure(g, d.weight_dtype)
-            or (d.tp > 1 and not cm.link_GBps_one_way(g))
+            or (d.tp * d.pp > 1 and not cm.link_GBps_one_way(g))
+            or unsupported(d.engine, g)  # e.g. vLLM on an Apple GPU
         ):
             continue
         try:

@@ -63,7 +63,11 @@ class ReferenceEngine:
 
     def preempt_last(self) -> None:
         s = self.running.pop()
-        (self.decoding if s in self.decoding else self.prefilling).remove(s)
+        if s in self.decoding:
+            self.cache_full_blocks(s)  # its full blocks, as of now (an eviction may have freed a twin)
+            self.decoding.remove(s)
+        else:
+            self.prefilling.remove(s)
         self.kv.give_back(s.blocks)  # last block first (vLLM v1 frees in reverse order): the
         self.kv.unref(s.owned)  # private tail, then the cached blocks from the end back
         s.owned, s.blocks, s.chain_len = [], 0, 0

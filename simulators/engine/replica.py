@@ -219,6 +219,8 @@ class Replica(Scheduler):
                 else sum(1 for s in self.running if s.decoding and decode.steps - n - s.g0 < self.window)
             )
             decode.sum_held += growth * n
+            if self.blocked:
+                self.retry_blocked()
         for s in self.plan_chunks:
             s.num_computed_tokens += s.scheduled
             self.prefill_held += s.scheduled

@@ -125,6 +125,12 @@ class Scheduler:
         self.hit_tokens = 0  # prompt tokens served from the prefix cache, all admissions
         self.rehit_tokens = 0  # of those, found again by preempted sequences (their own blocks)
         self.recomputed_tokens = 0  # tokens prefilled again after a preemption
+        # Decoding sequences whose prompt blocks stayed private because a twin (the same prefix,
+        # computed in the same step by another sequence) was cached first: once that twin is
+        # evicted their blocks can be cached (the reference retries every step; only an eviction
+        # can change its answer, so they are retried when the eviction count moves).
+        self.blocked: list[Seq] = []
+        self.evictions_seen = 0
 
     def schedule(self, t: float) -> tuple[list[Seq], bool]:
         """Prefill chunks for the next step, and whether decodes run in it (module docstring)."""
@@ -311,6 +317,23 @@ class Scheduler:
             self.handoff.append(s)
         else:
             self.decode.join(s)
+            if self.prefix_on and not s.unique and s.chain_len * self.kv.block_size + self.kv.block_size <= s.prompt:
+                self.blocked.append(s)
+
+    def retry_blocked(self) -> None:
+        """After decode steps: the blocked sequences (see `blocked`) cache what they can, in the
+        order they started decoding, if an eviction may have removed their twin."""
+        if self.kv.num_evictions == self.evictions_seen:
+            return
+        self.evictions_seen = self.kv.num_evictions
+        bs, keep = self.kv.block_size, []
+        for s in self.blocked:
+            if not s.decoding:  # left: cached what it could then (preempted or finished)
+                continue
+            self._cache_full_blocks(s, self.decode.steps - s.g0)
+            if s.chain_len * bs + bs <= s.prompt:
+                keep.append(s)
+        self.blocked = keep
 
     def _finish(self, s: Seq, t: float) -> None:
         """The last token is out: cache the blocks, release them, hand the sequence to the loop."""
