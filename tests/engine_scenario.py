@@ -30,6 +30,7 @@ def small_scheduler(
     *,
     max_model_len: int = 4096,
     reserve_full_isl: bool = True,
+    num_scheduler_steps: int = 1,
 ) -> SchedulerConfig:
     """A scheduler whose token budget holds at least one token per sequence (as vLLM requires)."""
     return SchedulerConfig(
@@ -40,4 +41,5 @@ def small_scheduler(
         max_model_len=max_model_len,
         reserve_full_isl=reserve_full_isl,
         num_speculative_tokens=spec_k,
+        num_scheduler_steps=num_scheduler_steps,
     )

@@ -23,7 +23,7 @@ References: 1) llm-d inference scheduler (llm-d.ai; "KV-Cache Wins You Can See")
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core import costmodel as cm
@@ -96,8 +96,12 @@ class EngineSpec:
         return cost
 
     def efficiency(self) -> cm.Efficiency:
-        """The profile that prices this spec's steps."""
-        return self.profile or cm.efficiency(self.ideal, self.engine)
+        """The profile that prices this spec's steps. Multi-step scheduling (vLLM v0.6) schedules and
+        prepares inputs once per run of num_scheduler_steps steps: the profile's CPU time between
+        passes (step_overhead_us) is spread over the run."""
+        eff = self.profile or cm.efficiency(self.ideal, self.engine)
+        runs = self.sched.num_scheduler_steps
+        return replace(eff, step_overhead_us=eff.step_overhead_us / runs) if runs > 1 else eff
 
     def blocks(self) -> int:
         if self.num_blocks is not None:

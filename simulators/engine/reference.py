@@ -21,6 +21,9 @@ One step:
    chunks advance (a finished prompt emits its first token), decodes emit a token each, and
    sequences that emitted their last token release their blocks (cached blocks stay, LRU).
    Every block is cached (prefix caching on) as soon as it is full, outputs included.
+5. Multi-step scheduling (num_scheduler_steps k > 1): a decode-only step starts a run of k, and
+   until it ends nothing is scheduled and no sequence leaves (one that has emitted its last token
+   keeps decoding tokens no one keeps); the run ends early when the next step's blocks do not fit.
 Arrivals at the same time as a step end come first; an arrival to an idle engine starts a step.
 """
 
@@ -53,6 +56,7 @@ class ReferenceEngine:
         self.chunks: list[Seq] = []  # the step in flight: sequences with a prefill chunk
         self.decodes = False  # the step in flight: whether the decoding sequences take a token
         self.decode_blocks_at_end = False  # a decode-only step takes its blocks when it ends
+        self.run_left = 0  # multi-step scheduling: decode-only steps left in the run (0: schedule)
 
     # -- scheduling -------------------------------------------------------------------------
 
@@ -158,12 +162,17 @@ class ReferenceEngine:
 
     def plan(self, t: float) -> float | None:
         """Schedule the step starting at t; when it ends (None: nothing to run)."""
+        if self.run_left:  # inside a multi-step run: the same batch decodes, nothing is scheduled
+            self.chunks, self.decodes, self.decode_blocks_at_end = [], True, True
+            return t + self.step_s([], 1)
         chunks, decodes, reserved = self.schedule(t)
         self.chunks, self.decodes = chunks, decodes
         if not chunks and not self.decoding:
             self.kv.untake(reserved)
             return None
         self.decode_blocks_at_end = not chunks
+        if not chunks and self.cfg.num_scheduler_steps > 1:
+            self.run_left = self.cfg.num_scheduler_steps
         if not chunks or not decodes:  # decode-only: blocks taken at the end; else decodes pause
             self.kv.untake(reserved)
         k = self.cfg.num_speculative_tokens
@@ -196,6 +205,10 @@ class ReferenceEngine:
                 s.out += 1
             for s in self.decoding:  # blocks are cached as soon as they are full, outputs' too
                 self.cache_full_blocks(s)
+            if self.run_left:  # a step of a multi-step run; it ends early when the blocks run out
+                self.run_left -= 1
+                if self.run_left and self.decode_blocks() > kv.num_available():
+                    self.run_left = 0
         for s in self.chunks:
             s.num_computed_tokens += s.scheduled
             s.scheduled = 0
@@ -209,14 +222,17 @@ class ReferenceEngine:
                     self.finish(s, t, done)
                 else:
                     self.decoding.append(s)
-        for s in [s for s in self.decoding if s.out >= s.req.output_tokens]:
+        # Finished: those that finished earliest first (a multi-step run holds them to its end).
+        ended = [s for s in self.decoding if s.out >= s.req.output_tokens and not self.run_left]
+        for s in sorted(ended, key=lambda s: s.req.output_tokens - s.out):
             self.decoding.remove(s)
             self.finish(s, t, done)
         return done
 
     def cache_full_blocks(self, s: Seq) -> None:
-        if self.kv.prefix != "off":
-            converted = self.kv.cache_blocks(s.content(), s.num_computed_tokens, s.chain_len, s.owned)
+        if self.kv.prefix != "off":  # (past its last token in a multi-step run: tokens no one keeps)
+            upto = min(s.num_computed_tokens, s.req.prompt_tokens + s.req.output_tokens - 1)
+            converted = self.kv.cache_blocks(s.content(), upto, s.chain_len, s.owned)
             s.blocks -= converted
             s.chain_len += converted
 

@@ -9,7 +9,8 @@ scheduling event and every context grows by one token per step, so the replica p
 of n decode steps at once and prices it in closed form (steptime.stride_time_s). A stride ends
 at the next completion, or earlier when the free blocks would run out (then the scheduler
 preempts), or when the sliding window of some sequence fills. An arrival that could be admitted
-cuts the stride at the end of the step in progress. The cost of a run therefore grows with
+cuts the stride at the end of the step in progress. Under multi-step scheduling (vLLM v0.6's
+--num-scheduler-steps k) strides and cuts are whole runs of k steps. The cost of a run therefore grows with
 arrivals, prefill chunks, completions and preemptions, not with tokens. `single_step=True`
 plans one step at a time instead; tests check both give the same timings.
 
@@ -49,6 +50,8 @@ class Replica(Scheduler):
         super().__init__(index, cfg, kv, cost.held if cost.window else None, role=role, log=log)
         self.cost = cost  # step time as a linear form (steptime.py)
         self.window = cost.window  # sliding-window attention: tokens a sequence keeps, or 0
+        if self.window and cfg.num_scheduler_steps > 1:
+            raise ValueError("multi-step scheduling is not modelled with sliding-window attention")
         self.single_step = single_step  # plan one step at a time (tests: strides change nothing)
         self.keep_series = keep_series  # False: `series` stays empty (for callers that read only records)
         self.busy = False  # a step or stride is planned and its STEP_END pending
@@ -132,6 +135,9 @@ class Replica(Scheduler):
                     n = min(n, window - (decode.steps - s.g0))
         if self.single_step or self.skipped:
             n = 1
+        runs = self.cfg.num_scheduler_steps
+        if runs > 1:  # whole multi-step runs: a sequence finishing mid-run waits for the run's end
+            n = -(-n // runs) * runs
         avail = kv.num_available()
         # blocks_needed(n) is at most num_seqs (n // bs + 1): with that many free, the stride fits.
         if decode.num_seqs * (n // decode.block_size + 1) > avail and decode.blocks_needed(n) > avail:
@@ -197,6 +203,11 @@ class Replica(Scheduler):
                 hi, s_hi = mid, s_mid
             else:
                 lo, s_lo = mid, s_mid
+        runs = self.cfg.num_scheduler_steps
+        if runs > 1 and hi % runs:  # the scheduler looks again only when a multi-step run ends
+            hi = -(-hi // runs) * runs
+            if hi < self.plan_steps:
+                s_hi = self._stride_s(hi)
         if hi >= self.plan_steps:
             return []
         self.plan_steps = hi

@@ -66,6 +66,16 @@ class SchedulerConfig:
     num_speculative_tokens: int = 0
     acceptance_rate: float = 0.7
     draft_cost_ratio: float = 0.05
+    # Multi-step scheduling (vLLM v0.6's --num-scheduler-steps): decode-only steps run in runs of
+    # this many, and the scheduler looks again (admits, finishes) only when a run ends; a
+    # sequence whose last token comes mid-run stays in the batch until then. 1: every step.
+    num_scheduler_steps: int = 1
+
+    def __post_init__(self) -> None:
+        if self.num_scheduler_steps < 1:
+            raise ValueError(f"num_scheduler_steps must be at least 1, got {self.num_scheduler_steps}")
+        if self.num_scheduler_steps > 1 and (self.num_speculative_tokens or self.batching == "static"):
+            raise ValueError("multi-step scheduling runs with continuous batching and no speculation")
 
     def for_gpu(self, gpu: Any) -> SchedulerConfig:
         """This configuration with `vllm serve`'s defaults for `gpu` where a limit is left unset."""
@@ -330,7 +340,8 @@ class Scheduler:
         for s in self.blocked:
             if not s.decoding:  # left: cached what it could then (preempted or finished)
                 continue
-            self._cache_full_blocks(s, self.decode.steps - s.g0)
+            # (a sequence past its last token in a multi-step run computes tokens no one keeps)
+            self._cache_full_blocks(s, min(self.decode.steps - s.g0, s.req.prompt_tokens + s.req.output_tokens - 1))
             if s.chain_len * bs + bs <= s.prompt:
                 keep.append(s)
         self.blocked = keep
