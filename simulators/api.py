@@ -381,6 +381,20 @@ def held_out_band() -> dict[str, float]:
     return out
 
 
+def profile_constants() -> dict[str, float]:
+    """The default engine profile's numeric constants a lesson may quote (`profile.gemm_fp8`,
+    `profile.layer_overhead_us`...): the figures the timing simulators use, never typed twice."""
+    from dataclasses import asdict
+
+    from .core import efficiency as ef
+
+    return {
+        k: float(v)
+        for k, v in asdict(ef.profile(ef.DEFAULT)).items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+
+
 def measurement_runs() -> dict[str, float]:
     """The validation rows' engine runs made in this process (the build keeps them between builds)."""
     from .benchmark import served_benchmarks

@@ -219,8 +219,8 @@ def _scenario_lines(path: Path, node: yaml.Node | None, scenarios: Any, line: in
         name, at = key.value, key.start_mark.line + 2
         if not SCENARIO_NAME.match(str(name)):
             raise LessonError(path, at, f"scenario name {name!r} must be lower-case letters, digits or _")
-        if name == "heldout":  # sitebuild/expressions.py: the validation page's held-out band
-            raise LessonError(path, at, "scenario name 'heldout' is reserved for the held-out band")
+        if name in ("heldout", "profile"):  # sitebuild/expressions.py: the held-out band, the engine profile
+            raise LessonError(path, at, f"scenario name {name!r} is reserved (sitebuild/expressions.py)")
         params = scenarios[name]
         if not isinstance(params, dict) or not params:
             raise LessonError(path, at, f"scenario {name!r} must be a non-empty mapping of parameter: value")

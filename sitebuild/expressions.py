@@ -3,7 +3,7 @@
 Grammar (a strict subset of Python, read with `ast`, never `eval`):
 
     expression := term [ ("*" | "/" | "+" | "-" | "**") term ]... [ " :" format_spec ]
-    term       := number | call | SCENARIO "." PARAM | "heldout" "." STATISTIC
+    term       := number | call | SCENARIO "." PARAM | "heldout" "." STATISTIC | "profile" "." CONSTANT
     call       := SIMULATOR "." METRIC "(" [ arg { "," arg } ] ")"
     arg        := param "=" literal | "**" SCENARIO
 
@@ -24,8 +24,11 @@ at build time from data/measurements.toml: `median_error` (median |error| of the
 points), `within_35` (their share within ±35%), `points`, `engines`, `gpus`. A time predicted as
 T was measured between T × (1 - e) and T × (1 + e) for a point of |error| e, so a lesson quotes a
 default time with its band as `{{ generation.ttft_s() * (1 - heldout.median_error) * 1000 :.0f }}`
-to `{{ generation.ttft_s() * (1 + heldout.median_error) * 1000 :.0f }}` ms. "heldout" is
-reserved: a scenario cannot take that name.
+to `{{ generation.ttft_s() * (1 + heldout.median_error) * 1000 :.0f }}` ms.
+
+`profile.CONSTANT` is a constant of the default engine profile (data/engine_profiles.toml, e.g.
+`profile.gemm_fp8`, `profile.layer_overhead_us`), so a sentence that names a factor quotes the one
+the simulators use. "heldout" and "profile" are reserved: a scenario cannot take those names.
 """
 
 from __future__ import annotations
@@ -59,6 +62,10 @@ HELD_OUT = "heldout"
 def held_out_band() -> dict[str, float]:
     """The held-out band's statistics a lesson can quote (see the module docstring)."""
     return api.held_out_band()
+
+
+# Reserved names (a scenario cannot take them): the held-out band, the default engine profile.
+RESERVED = {HELD_OUT: held_out_band, "profile": cache(api.profile_constants)}
 
 
 @dataclass(frozen=True)
@@ -152,10 +159,10 @@ def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: list, 
         return OPERATORS[type(node.op)](left, right)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "spread":
         return _spread(node, sims, scenarios, calls)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == HELD_OUT:
-        stats = held_out_band()
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in RESERVED:
+        stats = RESERVED[node.value.id]()
         if node.attr not in stats:
-            raise ValueError(f"heldout has no statistic {node.attr!r} (it has: {', '.join(stats)})")
+            raise ValueError(f"{node.value.id} has no figure {node.attr!r} (it has: {', '.join(stats)})")
         return stats[node.attr]
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in scenarios:
         scenario = scenarios[node.value.id]

@@ -50,6 +50,7 @@ METRICS = {
     "prefill_memory_s": ("Prefill: memory part", "s"),
     "decode_step_compute_s": ("First decode step: compute part", "s"),
     "decode_step_memory_s": ("First decode step: memory part", "s"),
+    "step_overhead_s": ("Fixed time per pass (CPU between passes, per-layer kernels)", "s"),
     "sample_entropy_bits": ("Entropy of the sampling distribution", "bits"),
     "sample_candidates": ("Tokens left to sample from", "tokens"),
 }
@@ -201,6 +202,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             "prefill_memory_s": prefill.memory_s,
             "decode_step_compute_s": first.compute_s,
             "decode_step_memory_s": first.memory_s,
+            "step_overhead_s": first.overhead_s,
             "prefill_intensity": prefill.intensity_flop_per_byte,
             "decode_intensity": first.intensity_flop_per_byte,
             "decode_share": decode / t,

@@ -1,4 +1,5 @@
-"""Lessons quote a default time with the validation page's held-out band (`heldout.*` in prose)."""
+"""Lessons quote a default time with the validation page's held-out band (`heldout.*` in prose), and a
+factor of the default engine profile as the simulators read it (`profile.*`)."""
 
 from __future__ import annotations
 
@@ -40,13 +41,24 @@ def test_a_time_is_quoted_between_its_band_edges() -> None:
 
 
 def test_an_unknown_statistic_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="heldout has no statistic 'median'"):
+    with pytest.raises(ValueError, match="heldout has no figure 'median'"):
         expressions.figure("heldout.median", SIMS)
 
 
-def test_heldout_is_reserved_as_a_scenario_name(tmp_path: Path) -> None:
-    text = FRONT.replace("summary:", "scenarios:\n  heldout: {batch_size: 8}\nsummary:", 1) + "Body.\n"
+@pytest.mark.parametrize("name", ["heldout", "profile"])
+def test_reserved_names_cannot_be_scenarios(tmp_path: Path, name: str) -> None:
+    text = FRONT.replace("summary:", f"scenarios:\n  {name}: {{batch_size: 8}}\nsummary:", 1) + "Body.\n"
     path = tmp_path / "01-kv-cache.md"
     path.write_text(text)
     with pytest.raises(course.LessonError, match="reserved"):
         course.parse_lesson(path)
+
+
+def test_a_profile_constant_is_the_one_the_simulators_price_with() -> None:
+    from simulators.core import efficiency as ef
+
+    p = ef.profile(ef.DEFAULT)
+    assert expressions.figure("profile.gemm_fp8", SIMS).value == p.gemm_fp8
+    assert expressions.figure("profile.layer_overhead_us * 32", SIMS).value == p.layer_overhead_us * 32
+    with pytest.raises(ValueError, match="profile has no figure 'gemm_fp9'"):
+        expressions.figure("profile.gemm_fp9", SIMS)
