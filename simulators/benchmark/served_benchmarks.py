@@ -127,6 +127,8 @@ def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, ma
         max_num_seqs=sched.max_num_seqs,
         max_num_batched_tokens=sched.max_num_batched_tokens,
         max_model_len=max_len,
+        chunked_prefill=bool(e.get("chunked_prefill", True)),
+        num_scheduler_steps=int(e.get("num_scheduler_steps", 1)),
     )
     return EngineSpec(
         m,

@@ -207,6 +207,13 @@ def on_gpu(p: EngineProfile, gpu: Gpu) -> EngineProfile:
     return _for_platform(p.id, gpu.platform) or p
 
 
+def multi_step(p: EngineProfile, runs: int) -> EngineProfile:
+    """`p` under multi-step scheduling (vLLM v0.6's --num-scheduler-steps): scheduling and input
+    preparation happen once per run of `runs` decode steps, so the CPU time between passes
+    (step_overhead_us) is spread over the run."""
+    return replace(p, step_overhead_us=p.step_overhead_us / runs) if runs > 1 else p
+
+
 def profile_for(engine: str, gpu: Gpu) -> EngineProfile:
     """The profile that prices `engine` (an id of `profiles()`) on `gpu`."""
     return on_gpu(profile(engine), gpu)

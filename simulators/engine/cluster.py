@@ -23,10 +23,11 @@ References: 1) llm-d inference scheduler (llm-d.ai; "KV-Cache Wins You Can See")
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import costmodel as cm
+from ..core import efficiency as ef
 from ..core.catalog import Gpu, Model
 from ..core.layout import Layout, pooled_kv_tokens
 from .blockhash import chain_store, current_store, kept_in
@@ -99,9 +100,7 @@ class EngineSpec:
         """The profile that prices this spec's steps. Multi-step scheduling (vLLM v0.6) schedules and
         prepares inputs once per run of num_scheduler_steps steps: the profile's CPU time between
         passes (step_overhead_us) is spread over the run."""
-        eff = self.profile or cm.efficiency(self.ideal, self.engine)
-        runs = self.sched.num_scheduler_steps
-        return replace(eff, step_overhead_us=eff.step_overhead_us / runs) if runs > 1 else eff
+        return ef.multi_step(self.profile or cm.efficiency(self.ideal, self.engine), self.sched.num_scheduler_steps)
 
     def blocks(self) -> int:
         if self.num_blocks is not None:
