@@ -85,7 +85,7 @@ MEMORY_ONLY = {"a10g"}
 # own report through its driver in a named public log): NVIDIA's H200, B200 and GB200 datasheets state
 # neither, and AWS and NVIDIA publish neither for the A10G. Only llama.cpp's CUDA matrix-vector cap
 # (efficiency.matvec_bandwidth_GBps) reads them, and without them it applies no cap (optimistic).
-NO_SM_FIGURES = {"h200", "l40s", "l4", "b200", "gb200", "rtx-5090", "t4", "a10g"}
+NO_SM_FIGURES = {"h200", "b200", "gb200", "a10g"}
 
 
 def test_every_gpu_has_the_figures_its_paths_use_or_is_named_as_lacking_them():

@@ -255,6 +255,10 @@ def test_sm_counts_and_clocks_are_catalogued_with_their_source():
         "rtx-3090": (82, 1695),
         "rtx-4090": (128, 2520),
         "a100-sxm-40gb": (108, 1410),
+        "l40s": (142, 2520),
+        "l4": (58, 2040),
+        "t4": (40, 1590),
+        "rtx-5090": (170, 2407),
         "mi300x": (304, 2100),  # compute units and peak engine clock
     }
     gpus = catalog.gpus()
