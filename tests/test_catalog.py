@@ -81,9 +81,11 @@ def test_a100_has_no_fp8_path_and_m2_ultra_only_apples_gpu_rate():
 # GPUs whose catalogue entry has no tensor rate: memory-only, and every timing answer on them is a
 # field error naming the rate (tests/test_ceilings.py). NVIDIA publishes no A10G tensor rate.
 MEMORY_ONLY = {"a10g"}
-# GPUs whose SM count and clock no source read so far gives; only llama.cpp's CUDA matrix-vector
-# cap (efficiency.matvec_bandwidth_GBps) reads them, and without them it applies no cap (optimistic).
-NO_SM_FIGURES = {"h200", "a100-sxm-40gb", "l40s", "l4", "b200", "gb200", "mi300x", "rtx-5090", "t4", "a10g"}
+# GPUs whose SM count and clock no primary source read so far gives (a vendor document, or the device's
+# own report through its driver in a named public log): NVIDIA's H200, B200 and GB200 datasheets state
+# neither, and AWS and NVIDIA publish neither for the A10G. Only llama.cpp's CUDA matrix-vector cap
+# (efficiency.matvec_bandwidth_GBps) reads them, and without them it applies no cap (optimistic).
+NO_SM_FIGURES = {"h200", "b200", "gb200", "a10g"}
 
 
 def test_every_gpu_has_the_figures_its_paths_use_or_is_named_as_lacking_them():

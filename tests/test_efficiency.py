@@ -246,13 +246,20 @@ def test_llamacpp_sets_the_cap_from_calibration_rows_and_it_spares_its_rtx3090_r
 
 
 def test_sm_counts_and_clocks_are_catalogued_with_their_source():
-    """Streaming-multiprocessor counts and boost clocks as the cited spec tables give them."""
+    """Streaming-multiprocessor (AMD: compute-unit) counts and boost clocks as the cited spec tables or
+    device reports give them."""
     expected = {
         "h100-sxm": (132, 1980),
         "h100-pcie": (114, 1755),
         "a100-sxm-80gb": (108, 1410),
         "rtx-3090": (82, 1695),
         "rtx-4090": (128, 2520),
+        "a100-sxm-40gb": (108, 1410),
+        "l40s": (142, 2520),
+        "l4": (58, 2040),
+        "t4": (40, 1590),
+        "rtx-5090": (170, 2407),
+        "mi300x": (304, 2100),  # compute units and peak engine clock
     }
     gpus = catalog.gpus()
     for gid, (sms, mhz) in expected.items():
