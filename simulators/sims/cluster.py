@@ -59,8 +59,6 @@ SHARING = [
     ("agent", "Agent trajectories"),
 ]
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [
     ("routers", "Hit rate and tail TTFT per router"),
     ("balance", "Requests per replica"),
@@ -72,7 +70,6 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     num_replicas: int = param(4, label="Replicas", min=2, max=32, step=1)
     sharing: str = param("system", label="Workload", choices=SHARING)
@@ -87,7 +84,6 @@ class Params:
     )
     # Disaggregation: replicas that only prefill (the rest only decode).
     num_prefill: int = param(1, label="Prefill replicas (disaggregated)", min=1, max=31, step=1)
-    # The parallel layout, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
 

@@ -46,7 +46,6 @@ SWEEP_SIZE = 10  # GuideLLM's default
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     max_num_seqs: int = param(256, label="Server batch slots", min=1, max=1024, step=1, log=True)
     lengths: str = param("azure", label="Lengths", choices=workload.LENGTH_CHOICES)

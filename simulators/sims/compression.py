@@ -65,12 +65,7 @@ def _scheme_choices() -> list[tuple[str, str]]:
     return [(sid, s["name"]) for sid, s in schemes()["schemes"].items()]
 
 
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("speed", "Speed-up per scheme"),
-    ("batch", "Decode speed-up vs batch"),
-    ("memory", "Size and KV capacity"),
-]
+VIEWS = [("speed", "Speed-up per scheme"), ("batch", "Decode speed-up vs batch"), ("memory", "Size and KV capacity")]
 
 
 @dataclass(frozen=True)
@@ -87,7 +82,6 @@ class Params:
     prompt_tokens: int = param(
         running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True
     )
-    # The parallel layout, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.

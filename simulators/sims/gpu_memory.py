@@ -68,8 +68,6 @@ METRICS = {
 MAX_GPUS = 8
 DECODE_TRAIL = (1, 4, 16, 64, 256, 1024, 4096)
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [("fit", "Memory fit on 1-8 GPUs"), ("roofline", "Roofline")]
 
 

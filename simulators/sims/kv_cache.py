@@ -55,7 +55,6 @@ METRICS = {
 MLA_SHAPE_MODEL = "deepseek-v3"
 
 
-# The charts figure() draws, (value, label): the first is the default.
 # Which chart: the memory bill, or the work with and without a cache.
 VIEWS = [("memory", "Memory per sequence"), ("work", "Work with vs without a cache")]
 

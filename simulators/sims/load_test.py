@@ -82,8 +82,6 @@ WARMUPS = [
     ("20s", "20 seconds"),
 ]
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [
     ("knee", "Open vs closed loop"),
     ("goodput", "Goodput vs offered load"),
@@ -96,7 +94,6 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # Requests per benchmark run.
     num_requests: int = param(150, label="Requests per run", min=20, max=2000, step=10, log=True)
@@ -114,7 +111,6 @@ class Params:
     # Left out of the statistics at the start and at the end, as GuideLLM's --warmup and
     # --cooldown: none by default; a percent of the requests, seconds, or a number of requests.
     warmup: str = param("0", label="Warm-up and cool-down", choices=WARMUPS)
-    # The parallel layout, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
     data_parallel_size: int = data_parallel_param()

@@ -53,8 +53,6 @@ METRICS = {
 BLOCK_SIZES = (1, 4, 8, 16, 32, 64, 128, 256)
 LENGTHS = [("sharegpt", "ShareGPT-like (lognormal)"), ("azure", "Azure 2023 conversation (lognormal)")]
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [
     ("memory", "Reserved vs used KV over time"),
     ("blocks", "Block tables"),
@@ -66,7 +64,6 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # KV memory given to the cache (the rest of the GPU holds weights and activations).
     kv_budget_GiB: float = param(4.0, label="KV memory", unit="GiB", min=0.25, max=200.0, step=0.25, log=True)

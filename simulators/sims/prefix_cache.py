@@ -60,20 +60,13 @@ SHARING = [
 ]
 PRESSURE = (0.1, 0.2, 0.4, 1.0)
 
-
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("ttft", "TTFT per cache mode"),
-    ("hits", "Hit rate and prefill saved"),
-    ("pressure", "Hit rate vs KV memory"),
-]
+VIEWS = [("ttft", "TTFT per cache mode"), ("hits", "Hit rate and prefill saved"), ("pressure", "Hit rate vs KV memory")]
 
 
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # Which prompt structure the traffic shares.
     sharing: str = param("multi_turn", label="Workload", choices=SHARING)

@@ -75,13 +75,7 @@ METRICS = {
     },
 }
 
-
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("speedup", "Decode speed-up vs batch"),
-    ("formats", "Bytes per format"),
-    ("demo", "Quantisation error demo"),
-]
+VIEWS = [("speedup", "Decode speed-up vs batch"), ("formats", "Bytes per format"), ("demo", "Quantisation error demo")]
 
 
 @dataclass(frozen=True)

@@ -78,20 +78,13 @@ METRICS = {
 BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 MAX_CDF_POINTS = 200
 
-
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("cost", "Cost per million tokens vs batch"),
-    ("ttft", "TTFT distribution"),
-    ("tpot", "TPOT distribution"),
-]
+VIEWS = [("cost", "Cost per million tokens vs batch"), ("ttft", "TTFT distribution"), ("tpot", "TPOT distribution")]
 
 
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # Prompt and answer of each request (the running example by default).
     prompt_tokens: int = param(

@@ -84,13 +84,7 @@ METRICS = {
     },
 }
 
-
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("savings", "Savings vs dense"),
-    ("batch", "Decode speed-up vs batch"),
-    ("demo", "Magnitude-pruning demo"),
-]
+VIEWS = [("savings", "Savings vs dense"), ("batch", "Decode speed-up vs batch"), ("demo", "Magnitude-pruning demo")]
 
 
 @dataclass(frozen=True)

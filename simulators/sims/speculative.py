@@ -64,8 +64,6 @@ NUM_ROUNDS = 4000  # Monte Carlo verification rounds; standard error about 0.02 
 BATCH_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 SHORT_CONTEXT = 256  # a short chat turn, drawn next to the chosen context for contrast
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")]
 
 
