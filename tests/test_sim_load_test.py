@@ -6,7 +6,8 @@ import random
 
 from simulators import api
 from simulators.benchmark.export import GUIDELLM_NAMES
-from simulators.benchmark.loadgen import requests_for, run_profile
+from simulators.benchmark.loadgen import requests_for
+from simulators.benchmark.searches import constrained_run
 from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
 from simulators.engine.workload import Request
@@ -83,7 +84,7 @@ def test_one_closed_loop_user_completes_every_request_that_fits():
     # Azure lengths: a few of 1,000 draws exceed the 8,192-token context. Every other request
     # completes (it was 291 of 1,000 when a drop ended the user's loop), and the run says so.
     lengths = workload.lengths_for("azure")
-    run = run_profile("concurrent", SPEC, 1000, lengths, 0, users=1)
+    run, _ = constrained_run("concurrent", SPEC, 1000, lengths, 0, users=1)
     too_long = sum(
         1
         for r in requests_for("concurrent", random.Random(0), 1000, lengths, users=1)
@@ -152,7 +153,7 @@ def _default_spec():
 
 def _plateau(spec, lengths, rate):
     """The long-run throughput past the knee, measured as GuideLLM measures: 4,000 requests."""
-    return run_profile("poisson", spec, 4000, lengths, 0, rate=rate).metrics["request_throughput_per_s"]
+    return constrained_run("poisson", spec, 4000, lengths, 0, rate=rate)[0].metrics["request_throughput_per_s"]
 
 
 def test_maximum_throughput_agrees_with_the_long_run_plateau():
@@ -172,7 +173,7 @@ def test_an_overloaded_short_run_does_not_collapse():
     for kind in ("azure", "fixed"):
         lengths = workload.lengths_for(kind)
         got = [
-            run_profile("poisson", spec, 150, lengths, 0, rate=f * cap).metrics["request_throughput_per_s"]
+            constrained_run("poisson", spec, 150, lengths, 0, rate=f * cap)[0].metrics["request_throughput_per_s"]
             for f in (1.5, 2, 3)
         ]
         assert max(got) / min(got) < 1.05, (kind, got)
@@ -181,11 +182,11 @@ def test_an_overloaded_short_run_does_not_collapse():
     # run would); with the heavy-tailed Azure lengths the few longest answers drain alone at the
     # end (37% below), and the run says so (drain_share).
     fixed = workload.lengths_for("fixed")
-    short = run_profile("poisson", spec, 150, fixed, 0, rate=2 * cap).metrics
+    short = constrained_run("poisson", spec, 150, fixed, 0, rate=2 * cap)[0].metrics
     assert abs(short["request_throughput_per_s"] / _plateau(spec, fixed, 2 * cap) - 1) < 0.16
-    azure = run_profile("poisson", spec, 150, workload.lengths_for("azure"), 0, rate=2 * cap).metrics
+    azure = constrained_run("poisson", spec, 150, workload.lengths_for("azure"), 0, rate=2 * cap)[0].metrics
     assert azure["drain_share"] > load_test.DRAIN_DOMINATES
-    long = run_profile("poisson", spec, 2000, workload.lengths_for("azure"), 0, rate=2 * cap).metrics
+    long = constrained_run("poisson", spec, 2000, workload.lengths_for("azure"), 0, rate=2 * cap)[0].metrics
     assert long["drain_share"] < load_test.DRAIN_DOMINATES
 
 

@@ -95,32 +95,14 @@ class LoadRun:
     concurrency: float  # requests in flight, time-weighted mean over the window (GuideLLM's)
 
 
-def run_profile(
-    profile: str,
-    spec: EngineSpec,
-    n: int,
-    lengths: Lengths,
-    seed: int,
-    *,
-    rate: float = 1.0,
-    users: int = 1,
-    **stats: Any,
-) -> LoadRun:
-    """One profile's run, measured (`stats`: measure()'s warmup, cooldown, slo and max_seconds)."""
-    served = serve(
-        requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec, keep_series=False
-    )
-    return measure(served, profile, rate, slots=spec.sched.max_num_seqs, **stats)
-
-
 class ServedMemo:
-    """run_profile for one server, run length and seed, simulating each distinct load only once.
+    """Profile runs of one server, run length and seed, simulating each distinct load only once.
 
     Warm-up, cool-down and the SLO only change the statistics, not the run, so two figures
     of the same load (with and without warm-up; a sweep point that is also the chosen one)
     share one simulation; and the statistics of one load under the same options are measured
     once (a new rate re-measures only its own run, not the whole sweep). Answers are exactly
-    run_profile's (shared, not copied: callers only read them).
+    searches.constrained_run's (shared, not copied: callers only read them).
     """
 
     def __init__(self, spec: EngineSpec, n: int, seed: int):

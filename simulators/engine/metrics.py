@@ -190,31 +190,14 @@ def overlapping(recs: list[RequestRecord], lo: float, hi: float) -> list[Request
     return [r for r in recs if r.arrival_s + r.e2e_s >= lo and r.arrival_s <= hi]
 
 
-def summarize(
-    recs: list[RequestRecord],
-    *,
-    slo: Slo | None = None,
-    warmup: Phase | str | float | None = None,
-    cooldown: Phase | str | float | None = None,
-    dropped_arrivals: list[float] | None = None,
-    incomplete: list[RequestRecord] | None = None,
-    max_seconds: float | None = None,
-    slots: int = 0,
-) -> dict[str, float]:
-    """Flat metrics: ttft_s_p99, itl_s_mean, ..., their `_count`, throughput, goodput, statuses.
+def summarize(recs: list[RequestRecord], *, slo: Slo | None = None, **apart: Any) -> dict[str, float]:
+    """Flat metrics: ttft_s_p99, itl_s_mean, ..., their `_count`, throughput, goodput, statuses
+    (`apart`: summarize_apart's options).
 
     `recs` are the successful requests; `incomplete` those cut while running (their e2e ends at
     the cut); `dropped_arrivals` the start times of requests the server refused (errored).
     """
-    out, kept, attempted = summarize_apart(
-        recs,
-        warmup=warmup,
-        cooldown=cooldown,
-        dropped_arrivals=dropped_arrivals,
-        incomplete=incomplete,
-        max_seconds=max_seconds,
-        slots=slots,
-    )
+    out, kept, attempted = summarize_apart(recs, **apart)
     return {**out, **slo_figures(kept, attempted, out["request_throughput_per_s"], slo)}
 
 

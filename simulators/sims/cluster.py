@@ -17,7 +17,6 @@ References: 1) llm-d inference scheduler and "KV-Cache Wins You Can See" (llm-d.
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -129,20 +128,8 @@ def _router(p: Params, seed: int, keep: Keep, name: str) -> tuple[Run, bool]:
 def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]:
     """The trace every router serves, and the replicas' engine."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    rng = random.Random(seed)
-    lengths = workload.Lengths(
-        "azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP
-    )
-    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    reqs = workload.build(
-        rng,
-        p.num_requests,
-        lengths,
-        times,
-        sharing=p.sharing,
-        num_prefixes=p.num_prefixes,
-        shared_tokens=p.shared_tokens,
-    ).requests
+    sharing = {"sharing": p.sharing, "num_prefixes": p.num_prefixes, "shared_tokens": p.shared_tokens}
+    reqs = workload.shared_prefix_trace(seed, m.max_context_tokens, p.num_requests, p.rate_per_s, **sharing)
     spec = EngineSpec(
         m,
         gpu,

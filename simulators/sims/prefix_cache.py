@@ -21,7 +21,6 @@ al. 2024, SGLang: Efficient Execution of Structured Language Model Programs (arX
 
 from __future__ import annotations
 
-import random
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -144,22 +143,10 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
 
 
 def _trace(p: Params, seed: int) -> list[workload.Request]:
-    m = resolve_model(p.model)
-    rng = random.Random(seed)
-    lengths = workload.Lengths(
-        "azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP
+    sharing = {"sharing": p.sharing, "shared_tokens": p.shared_tokens, "num_prefixes": p.num_prefixes, "turns": p.turns}
+    return workload.shared_prefix_trace(
+        seed, resolve_model(p.model).max_context_tokens, p.num_requests, p.rate_per_s, **sharing
     )
-    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    return workload.build(
-        rng,
-        p.num_requests,
-        lengths,
-        times,
-        sharing=p.sharing,
-        shared_tokens=p.shared_tokens,
-        num_prefixes=p.num_prefixes,
-        turns=p.turns,
-    ).requests
 
 
 def _capacity(p: Params, m: Any) -> int:
