@@ -10,6 +10,7 @@ from simulators.benchmark.loadgen import requests_for
 from simulators.benchmark.searches import constrained_run
 from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
+from simulators.engine.metrics import RequestRecord
 from simulators.engine.workload import Request
 from simulators.sims import load_test, result
 
@@ -114,28 +115,18 @@ def test_the_knee_view_runs_at_the_request_sliders_maximum():
     assert len(r["closed"]) == len(load_test.USERS)
 
 
+def _rec(*, arrival: float, e2e: float, tokens: int) -> RequestRecord:
+    # id 0, no queue, 0.1 s TTFT, 10 ms TPOT, `tokens` in and out, none cached or preempted, replica 0
+    return RequestRecord(0, arrival, 0.0, 0.1, e2e, 0.01, tokens, tokens, 0, 0, 0)
+
+
 def test_refused_requests_count_against_slo_attainment():
     # Two served requests that meet a generous SLO, and one refused inside the window:
     # attainment is 2 of 3 attempts, as GuideLLM counts errored requests.
-    from simulators.engine.metrics import RequestRecord, Slo, summarize
-
-    def rec(arrival: float) -> RequestRecord:
-        return RequestRecord(
-            id=0,
-            arrival_s=arrival,
-            ttft_s=0.1,
-            tpot_s=0.01,
-            e2e_s=1.0,
-            queue_s=0.0,
-            prompt_tokens=10,
-            output_tokens=10,
-            cached_tokens=0,
-            num_preemptions=0,
-            replica=0,
-        )
+    from simulators.engine.metrics import Slo, summarize
 
     slo = Slo(ttft_s=1.0, tpot_s=1.0)
-    served = [rec(0.0), rec(2.0)]
+    served = [_rec(arrival=0.0, e2e=1.0, tokens=10), _rec(arrival=2.0, e2e=1.0, tokens=10)]
     assert summarize(served, slo=slo)["slo_attainment"] == 1.0
     assert summarize(served, slo=slo, dropped_arrivals=[1.0])["slo_attainment"] == 2 / 3
     # A refusal outside the measurement window (here before a 1.5 s warm-up ends) does not count.
@@ -194,25 +185,9 @@ def test_steady_throughput_by_hand():
     # Completions at 1, 2, ..., 11 s: the 20% and 80% quantiles are 3 s and 9 s, and the six
     # completions in (3, 9] give 1 per second. All at one instant: the whole run's rate.
     from simulators.benchmark.loadgen import steady_throughput
-    from simulators.engine.metrics import RequestRecord
 
-    def rec(end: float) -> RequestRecord:
-        return RequestRecord(
-            id=0,
-            arrival_s=0.0,
-            ttft_s=0.1,
-            tpot_s=0.01,
-            e2e_s=end,
-            queue_s=0.0,
-            prompt_tokens=1,
-            output_tokens=1,
-            cached_tokens=0,
-            num_preemptions=0,
-            replica=0,
-        )
-
-    assert steady_throughput([rec(float(t)) for t in range(1, 12)]) == 1.0
-    assert steady_throughput([rec(4.0)] * 8) == 2.0
+    assert steady_throughput([_rec(arrival=0.0, e2e=float(t), tokens=1) for t in range(1, 12)]) == 1.0
+    assert steady_throughput([_rec(arrival=0.0, e2e=4.0, tokens=1)] * 8) == 2.0
 
 
 def test_fixed_lengths_with_few_requests_still_have_a_maximum():
