@@ -99,12 +99,7 @@ def _passes(
     m: Any, gpu: Any, s: dict[str, Any], kv: str, batch: int, prompt: int, **kw: Any
 ) -> tuple[cm.StepTime, cm.StepTime]:
     """(prefill, one decode step) of `batch` sequences in scheme `s`."""
-    fmt = {
-        "weight_dtype": s["weight_dtype"],
-        "activation_dtype": s["activation_dtype"],
-        "sparse": s["sparse"],
-        "kv_dtype": kv,
-    }
+    fmt = {"kv_dtype": kv, **{k: s[k] for k in ("weight_dtype", "activation_dtype", "sparse")}}
     prefill = cm.step_time(m, gpu, [(prompt, 0)] * batch, **fmt, **kw)
     decode = cm.step_time(m, gpu, [(1, prompt)] * batch, **fmt, **kw)
     return prefill, decode
@@ -178,14 +173,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "batch_size": p.batch_size,
         "prompt_tokens": p.prompt_tokens,
         "num_gpus": lay.num_gpus,
-        "method": s["method"],
-        "calibration": s["calibration"],
-        "needs_calibration_data": s["needs_calibration_data"],
-        "hardware": s["hardware"],
-        "use_case": s["use_case"],
-        "quality": s["quality"],
-        "quality_source": s["quality_source"],
-        "source": s["source"],
+        **{k: s[k] for k in ("method", "calibration", "needs_calibration_data", "hardware", "use_case", "source")},
+        **{k: s[k] for k in ("quality", "quality_source")},
         "kv_cache": kv_info if p.kv_fp8 else None,
         "prefill_bound": pre.bound,
         "decode_bound": dec.bound,
