@@ -337,25 +337,3 @@ def time_average(points: Sequence[tuple[float, float]]) -> float:
         area += v0 * (t1 - t0)
         total += t1 - t0
     return area / total if total > 0 else (points[0][1] if points else 0.0)
-
-
-def littles_law(recs: list[RequestRecord], t1: float, t2: float) -> tuple[float, float]:
-    """Both sides of L = lambda W over the window [t1, t2]: (L measured, lambda x W).
-
-    L is the time-average of the number of requests in the system inside the window; lambda
-    the arrivals inside it per second; W the mean time in system of those arrivals.
-    """
-    changes = sorted([(r.arrival_s, 1) for r in recs] + [(r.arrival_s + r.e2e_s, -1) for r in recs])
-    n, area, prev = 0, 0.0, t1
-    for t, d in changes:
-        if t > t1:
-            area += n * (min(t, t2) - prev)
-            prev = min(t, t2)
-        if t >= t2:
-            break
-        n += d
-    inside = [r for r in recs if t1 <= r.arrival_s < t2]
-    if not inside:
-        return 0.0, 0.0
-    lam = len(inside) / (t2 - t1)
-    return area / (t2 - t1), lam * sum(r.e2e_s for r in inside) / len(inside)
