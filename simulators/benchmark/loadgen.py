@@ -45,19 +45,9 @@ FEW_SAMPLES = 100  # a p99 from fewer requests rests on one or two of them
 SWEEP_SIZE = 10  # GuideLLM's default number of benchmarks in a sweep (synchronous and throughput included)
 
 
-def requests_for(
-    profile: str,
-    rng: random.Random,
-    n: int,
-    lengths: Lengths,
-    *,
-    rate: float = 1.0,
-    users: int = 1,
-    max_concurrency: int = 0,
-) -> list[Request]:
-    """n requests arranged by a profile (closed-loop chains use Request.after)."""
-    drawn = [lengths.draw(rng) for _ in range(n)]
-    return arrange(profile, drawn, rng, rate=rate, users=users, max_concurrency=max_concurrency)
+def requests_for(profile: str, rng: random.Random, n: int, lengths: Lengths, **arrangement: Any) -> list[Request]:
+    """n requests arranged by a profile (`arrangement`: arrange's rate, users and max_concurrency)."""
+    return arrange(profile, [lengths.draw(rng) for _ in range(n)], rng, **arrangement)
 
 
 def arrange(
@@ -69,7 +59,8 @@ def arrange(
     users: int = 1,
     max_concurrency: int = 0,
 ) -> list[Request]:
-    """requests_for, given the (prompt, output) lengths already drawn from `rng`."""
+    """requests_for, given the (prompt, output) lengths already drawn from `rng` (closed-loop chains
+    use Request.after)."""
     n = len(drawn)
     if profile == "throughput" and max_concurrency > 0:
         profile, users = "concurrent", max_concurrency
