@@ -242,15 +242,9 @@ def _rows() -> tuple[Row, ...]:
             role = "same_source"
         out.append(
             Row(
-                id=e["id"],
-                what=e["what"],
-                kind=e["kind"],
-                unit=e["unit"],
-                conditions=e["conditions"],
-                source=e["source"],
+                **{k: e[k] for k in ("id", "what", "kind", "unit", "conditions", "source", "quantity")},
                 role=role,
                 engine=engine,
-                quantity=e["quantity"],
                 gpu=e.get("gpu", ""),
                 ideal=predict(e, ef.ceiling(ef.profile(engine))),
                 predicted=predict(e, ef.profile(engine)),
