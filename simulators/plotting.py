@@ -39,6 +39,11 @@ def line(x: list[Any], y: list[Any], name: str, i: int = 0, shape: str = "linear
     return _trace("scatter", x, y, name, {"mode": "lines", "line": style}, extra)
 
 
+def sweep(points: list[dict[str, Any]], x: str, y: str, name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
+    """A sweep's points (dicts) as lines and markers: each point's `x` against its `y`."""
+    return line([p[x] for p in points], [p[y] for p in points], name, i, mode="lines+markers", **extra)
+
+
 def markers(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
     marker = {"color": PALETTE[i % len(PALETTE)], "symbol": MARKERS[i % len(MARKERS)], "size": 11}
     return _trace(

@@ -26,7 +26,7 @@ from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import fit_error
 from ..params import ParamError, engine_param, gpu_param, model_param, param
 from ..plotting import figure as make_figure
-from ..plotting import layout, line
+from ..plotting import layout, line, sweep
 from ..results_cache import Keep, for_call
 
 TITLE = "Compare with your benchmark (GuideLLM report)"
@@ -173,16 +173,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "throughput":
         for name, pts, color in series:
             pts = sorted(pts, key=lambda x: x["offered"])
-            data.append(
-                line(
-                    [x["offered"] for x in pts],
-                    [x["throughput"] for x in pts],
-                    f"{name}: achieved",
-                    color,
-                    mode="lines+markers",
-                    text=[_hover(x) for x in pts],
-                )
-            )
+            data.append(sweep(pts, "offered", "throughput", f"{name}: achieved", color, text=[_hover(x) for x in pts]))
         xs = [x["offered"] for _, pts, _ in series for x in pts]
         data.append(_ceiling(r, [min(xs), max(xs)], None))
         title, xt, yt, ylog = "Throughput per rate", "Offered rate (req/s)", "Achieved (req/s)", False
@@ -191,16 +182,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         for name, pts, color in series:
             pts = sorted(pts, key=lambda x: x["throughput"])
             for q, dash in (("p50", 0), ("p99", 1)):
-                data.append(
-                    line(
-                        [x["throughput"] for x in pts],
-                        [x[f"{k}_{q}_ms"] for x in pts],
-                        f"{name}: {k.upper()} {q}",
-                        color + dash,
-                        mode="lines+markers",
-                        text=[_hover(x) for x in pts],
-                    )
-                )
+                label, hover = f"{name}: {k.upper()} {q}", [_hover(x) for x in pts]
+                data.append(sweep(pts, "throughput", f"{k}_{q}_ms", label, color + dash, text=hover))
         ys = [x[f"{k}_p99_ms"] for _, pts, _ in series for x in pts] or [1.0]
         data.append(_ceiling(r, None, [min(ys), max(ys)]))
         title, xt, yt, ylog = (

@@ -30,7 +30,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import fit_error
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import bar, layout, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -198,9 +198,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data = []
         for i, mode in enumerate(("hash", "radix")):
             points = [x for x in r["pressure"] if mode in x]  # all, but while they stream
-            data.append(
-                line([x["GiB"] for x in points], [x[mode] for x in points], names[mode], i, mode="lines+markers")
-            )
+            data.append(sweep(points, "GiB", mode, names[mode], i))
         return make_figure(
             data,
             layout(
