@@ -32,7 +32,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.cluster import fit_error
 from ..engine.metrics import describe, downsample, time_average
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -253,15 +253,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return _table_figure(r)
     if view == "block_size":
         xs = [s["block_size"] for s in r["block_sweep"]]
-        data = [
-            line(
-                xs,
-                [s["utilization"] for s in r["block_sweep"]],
-                "Paged: share of reserved KV holding tokens",
-                0,
-                mode="lines+markers",
-            )
-        ]
+        data = [sweep(r["block_sweep"], "block_size", "utilization", "Paged: share of reserved KV holding tokens")]
         data.append(line(xs, [r["metrics"]["kv_utilization_contiguous"]] * len(xs), "Contiguous reservation", 1))
         return make_figure(
             data,

@@ -30,7 +30,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.metrics import downsample
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -200,16 +200,7 @@ def run(
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "speculation":
-        xs = [x["k"] for x in r["sweep"]]
-        data = [
-            line(
-                xs,
-                [x["e2e"] for x in r["sweep"]],
-                f"Reasoning request, acceptance {r['acceptance_rate']:.0%}",
-                0,
-                mode="lines+markers",
-            )
-        ]
+        data = [sweep(r["sweep"], "k", "e2e", f"Reasoning request, acceptance {r['acceptance_rate']:.0%}")]
         return make_figure(
             data,
             layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"),
