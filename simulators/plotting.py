@@ -22,6 +22,7 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "8px,3px,2px,3px,2px,3px", "2px,8px")
 # An axis whose values are shares (0-1): ticks read "25%".
 PERCENT: dict[str, Any] = {"tickformat": ".0%"}
+LOG: dict[str, Any] = {"type": "log"}
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
 
 

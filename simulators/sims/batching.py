@@ -34,7 +34,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.metrics import describe, downsample, time_average
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import LOG, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -213,7 +213,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 "Metric",
                 "Seconds",
                 barmode="group",
-                yaxis={"type": "log"},
+                yaxis=LOG,
             ),
         )
     st, co = r["static"]["series"], r.get("continuous", {}).get("series")  # no continuous run yet while streaming

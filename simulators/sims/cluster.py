@@ -26,7 +26,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import ROUTERS
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import PERCENT, bar, layout
+from ..plotting import LOG, PERCENT, bar, layout
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept
 
@@ -253,7 +253,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 "Metric",
                 "Milliseconds",
                 barmode="group",
-                yaxis={"type": "log"},
+                yaxis=LOG,
             ),
         )
     m = r["metrics"]

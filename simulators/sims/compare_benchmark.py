@@ -25,8 +25,8 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import fit_error
 from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import LOG, layout, line, sweep
 from ..plotting import figure as make_figure
-from ..plotting import layout, line, sweep
 from ..results_cache import Keep, for_call
 
 TITLE = "Compare with your benchmark (GuideLLM report)"
@@ -192,9 +192,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             f"{k.upper()} (ms)",
             True,
         )
-    return make_figure(
-        data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": {"type": "log"}} if ylog else {}))
-    )
+    return make_figure(data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": LOG} if ylog else {})))
 
 
 def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import LOG, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
 
@@ -215,7 +215,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             f"Decode speed-up over BF16: {r['model']} on {r['gpu']}",
             "Batch size (sequences)",
             "Speed-up (x)",
-            xaxis={"type": "log"},
+            xaxis=LOG,
         )
         return make_figure(data, lay)
     if view == "memory":

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..benchmark import loadgen
-from ..plotting import bar, layout, markers, sweep
+from ..plotting import LOG, bar, layout, markers, sweep
 from ..plotting import figure as make_figure
 
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)  # the open-loop sweep, shares of the server's maximum
@@ -29,7 +29,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 "Statistic",
                 "Milliseconds",
                 barmode="group",
-                yaxis={"type": "log"},
+                yaxis=LOG,
             ),
         )
     o = r["open"]
@@ -60,9 +60,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             sweep(o, "offered", "ttft_p99", names[r["lengths"]], 0),
             sweep(r["other"], "offered", "ttft_p99", names[other], 1),
         ]
-        return make_figure(
-            data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis={"type": "log"})
-        )
+        return make_figure(data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis=LOG))
     c, offered = r["closed"], [f"{x['offered']:.1f} req/s offered" for x in o]
     data = [
         sweep(o, "throughput", "ttft_p99", "Open loop (Poisson rate sweep)", 0, text=offered),
@@ -76,7 +74,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             "Open loop shows the knee; closed loop hides it",
             "Achieved throughput (req/s)",
             "TTFT p99 (s)",
-            yaxis={"type": "log"},
+            yaxis=LOG,
         ),
     )
 

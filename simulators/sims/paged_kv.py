@@ -32,7 +32,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.cluster import fit_error
 from ..engine.metrics import describe, downsample, time_average
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line, sweep
+from ..plotting import LOG, bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -261,7 +261,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 "Block size trade-off",
                 "Block size (tokens)",
                 "KV utilisation",
-                xaxis={"type": "log"},
+                xaxis=LOG,
                 yaxis={"range": [0, 1.02]},
             ),
         )

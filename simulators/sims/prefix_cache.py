@@ -30,7 +30,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import fit_error
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, sweep
+from ..plotting import LOG, bar, layout, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -205,7 +205,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 "Cache hit rate as KV memory shrinks (LRU eviction)",
                 "KV memory (GiB)",
                 "Prompt tokens from cache",
-                xaxis={"type": "log"},
+                xaxis=LOG,
                 yaxis={"range": [0, 1]},
             ),
         )

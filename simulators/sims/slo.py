@@ -47,8 +47,8 @@ from ..core import stats
 from ..core import vllm_memory as vm
 from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import LOG, layout, line, markers
 from ..plotting import figure as make_figure
-from ..plotting import layout, line, markers
 from ..results_cache import Keep
 
 TITLE = "Cost per token, latency SLOs and goodput"
@@ -255,8 +255,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 f"Cost per million output tokens, {r['model']}",
                 "Batch size (requests)",
                 "USD per 1M output tokens",
-                xaxis={"type": "log"},
-                yaxis={"type": "log"},
+                xaxis=LOG,
+                yaxis=LOG,
             ),
         )
     key = view
@@ -277,7 +277,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             f"{name} of sampled requests, batch {r['batch_size']}",
             f"{name} (s)",
             "Share of requests at or below",
-            xaxis={"type": "log"},
+            xaxis=LOG,
         ),
     )
 
