@@ -64,8 +64,7 @@ def vendor_files() -> dict[str, Path]:
     files |= {
         f"assets/vendor/katex/fonts/{font.name}": font for font in sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
     }
-    missing = [str(path) for path in files.values() if not path.is_file()]
-    if missing:
+    if missing := [str(path) for path in files.values() if not path.is_file()]:
         raise BuildError(
             f"vendored assets missing ({missing[0]} …): run `python site_build.py build`, which runs npm ci"
         )
@@ -142,8 +141,7 @@ def schemas_asset(schemas: dict[str, Any]) -> tuple[str, bytes]:
 
 def check_trace_types(figure: dict[str, Any]) -> None:
     used = {trace.get("type", "scatter") for trace in figure.get("data", [])}
-    unknown = used - PLOTLY_TRACE_TYPES
-    if unknown:
+    if unknown := used - PLOTLY_TRACE_TYPES:
         raise ValueError(
             f"figure uses trace types {sorted(unknown)} that the vendored plotly.js "
             f"bundle lacks (it has {sorted(PLOTLY_TRACE_TYPES)}); switch package.json "

@@ -72,8 +72,7 @@ def members(imported: list[str], names: set[str], available: list[str]) -> list[
     for name in list(wanted):
         parts = name.split("/")[:-1]
         wanted |= {"/".join(parts[: i + 1]) + "/" for i in range(len(parts))}
-    missing = wanted - set(available)
-    if missing:
+    if missing := wanted - set(available):
         raise BuildError(f"the standard library zip has no {sorted(missing)[0]}")
     return [name for name in available if name in wanted]
 

@@ -54,8 +54,7 @@ class Params:
     report: str = param("", label="GuideLLM report (JSON or YAML)", file=".json,.yaml,.yml")
 
     def check(self) -> None:
-        why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
-        if why:
+        if why := fit_error(resolve_model(self.model), resolve_gpu(self.gpu)):
             raise ParamError("model", why)
         if self.report.strip():
             try:

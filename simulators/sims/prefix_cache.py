@@ -88,8 +88,7 @@ class Params:
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        why = fit_error(m, gpu)
-        if why:
+        if why := fit_error(m, gpu):
             raise ParamError("model", why)
         if self.kv_budget_GiB * cm.GiB < m.max_context_tokens * cm.kv_bytes_per_token(m):
             raise ParamError(
