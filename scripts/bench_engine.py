@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simulators.benchmark.loadgen import run_profile  # noqa: E402
+from simulators.benchmark.searches import constrained_run  # noqa: E402
 from simulators.core.catalog import resolve_gpu, resolve_model  # noqa: E402
 from simulators.engine import EngineSpec, SchedulerConfig, serve, summarize, workload  # noqa: E402
 
@@ -42,9 +42,9 @@ def trace(n: int, rate: float, kind: str = "azure", seed: int = 0) -> list[workl
 def main() -> None:
     m, gpu = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm")
     spec = EngineSpec(m, gpu)
-    cap = run_profile("concurrent", spec, 2000, workload.azure_lengths(), 0, users=2 * spec.sched.max_num_seqs).metrics[
-        "request_throughput_per_s"
-    ]
+    cap = constrained_run("concurrent", spec, 2000, workload.azure_lengths(), 0, users=2 * spec.sched.max_num_seqs)[
+        0
+    ].metrics["request_throughput_per_s"]
     rate = 0.8 * cap
     slots = spec.sched.max_num_seqs
     print(

@@ -225,8 +225,7 @@ def run(
         p = parse(mod.Params, params)
     except ParamErrors as e:
         return {"ok": False, "errors": e.errors}
-    unpriced = missing_figure(p)
-    if unpriced:
+    if unpriced := missing_figure(p):
         return {"ok": False, "errors": [unpriced]}
     try:
         result = _simulate(name, mod, p, seed, chart, cache, partial)

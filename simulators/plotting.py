@@ -22,6 +22,7 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "8px,3px,2px,3px,2px,3px", "2px,8px")
 # An axis whose values are shares (0-1): ticks read "25%".
 PERCENT: dict[str, Any] = {"tickformat": ".0%"}
+LOG: dict[str, Any] = {"type": "log"}
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross")
 
 
@@ -37,6 +38,11 @@ def line(x: list[Any], y: list[Any], name: str, i: int = 0, shape: str = "linear
     if shape != "linear":
         style["shape"] = shape  # plotly.js reads line.shape; a top-level line_shape is ignored
     return _trace("scatter", x, y, name, {"mode": "lines", "line": style}, extra)
+
+
+def sweep(points: list[dict[str, Any]], x: str, y: str, name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
+    """A sweep's points (dicts) as lines and markers: each point's `x` against its `y`."""
+    return line([p[x] for p in points], [p[y] for p in points], name, i, mode="lines+markers", **extra)
 
 
 def markers(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:

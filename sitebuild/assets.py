@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import shutil
 import subprocess
 import zipfile
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sitebuild.errors import BuildError
+from sitebuild.stdlib import cached
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / "node_modules"
@@ -64,8 +64,7 @@ def vendor_files() -> dict[str, Path]:
     files |= {
         f"assets/vendor/katex/fonts/{font.name}": font for font in sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
     }
-    missing = [str(path) for path in files.values() if not path.is_file()]
-    if missing:
+    if missing := [str(path) for path in files.values() if not path.is_file()]:
         raise BuildError(
             f"vendored assets missing ({missing[0]} …): run `python site_build.py build`, which runs npm ci"
         )
@@ -110,19 +109,10 @@ def python_snapshot(archive: bytes, stdlib_zip: bytes, cache_dir: Path) -> tuple
     the worker loads, and the simulators imported) and its hashed name. Made by Node.js from the
     pinned Pyodide (sitebuild/snapshot.mjs, about 3 s) and kept in cache_dir under the hash of its
     inputs: the archive, the standard library, package-lock.json (Pyodide's version) and the scripts."""
-    inputs = hashlib.sha256(
-        archive
-        + stdlib_zip
-        + (ROOT / "package-lock.json").read_bytes()
-        + SNAPSHOT_SCRIPT.read_bytes()
-        + SNAPSHOT_FORMAT.read_bytes()
-    )
-    cached = cache_dir / f"python-snapshot-{inputs.hexdigest()[:16]}.gz"
-    if not cached.is_file():
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        for old in cache_dir.glob("python-snapshot-*.gz"):  # not a concurrent build's work files
-            old.unlink(missing_ok=True)
-        work = cached.with_name(f"{cached.stem}-{os.getpid()}.work")  # two builds at once (pytest -n 2) never share one
+    scripts = SNAPSHOT_SCRIPT.read_bytes() + SNAPSHOT_FORMAT.read_bytes()
+    inputs = archive + stdlib_zip + (ROOT / "package-lock.json").read_bytes() + scripts
+
+    def make(work: Path) -> Path:
         node = shutil.which("node")
         if node is None:
             raise BuildError("Node.js is needed to make the Python start-up snapshot: apt-get install -y nodejs")
@@ -131,22 +121,16 @@ def python_snapshot(archive: bytes, stdlib_zip: bytes, cache_dir: Path) -> tuple
         stdlib_file = work.with_suffix(".stdlib")
         stdlib_file.write_bytes(stdlib_zip)
         partial = work.with_suffix(".partial")
-        command = [
-            node,
-            str(SNAPSHOT_SCRIPT),
-            str(NODE_MODULES / "pyodide"),
-            str(archive_file),
-            str(stdlib_file),
-            str(partial),
-        ]
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        args = (SNAPSHOT_SCRIPT, NODE_MODULES / "pyodide", archive_file, stdlib_file, partial)
+        done = subprocess.run([node, *map(str, args)], cwd=ROOT, capture_output=True, text=True)
         archive_file.unlink()
         stdlib_file.unlink()
         if done.returncode != 0:
             # Node prints the whole minified line of a failing module first: keep the message's end.
             raise BuildError(f"making the Python start-up snapshot failed:\n{done.stderr[-2000:]}")
-        partial.replace(cached)
-    data = cached.read_bytes()
+        return partial
+
+    data = cached(cache_dir, "python-snapshot", ".gz", inputs, make)
     return f"python-{hashlib.sha256(data).hexdigest()[:12]}.snapshot", data
 
 
@@ -157,8 +141,7 @@ def schemas_asset(schemas: dict[str, Any]) -> tuple[str, bytes]:
 
 def check_trace_types(figure: dict[str, Any]) -> None:
     used = {trace.get("type", "scatter") for trace in figure.get("data", [])}
-    unknown = used - PLOTLY_TRACE_TYPES
-    if unknown:
+    if unknown := used - PLOTLY_TRACE_TYPES:
         raise ValueError(
             f"figure uses trace types {sorted(unknown)} that the vendored plotly.js "
             f"bundle lacks (it has {sorted(PLOTLY_TRACE_TYPES)}); switch package.json "

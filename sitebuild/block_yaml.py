@@ -46,7 +46,6 @@ def read_mapping(
         if key.value == nested and isinstance(value, yaml.SequenceNode):
             for index, item in enumerate(value.value):
                 lines[f"{nested}.{index}"] = item.start_mark.line
-    unknown = [key for key in spec if key not in keys]
-    if unknown:
+    if unknown := [key for key in spec if key not in keys]:
         raise BlockError(lines[unknown[0]], f"unknown key {unknown[0]!r} in {kind} block (allowed: {', '.join(keys)})")
     return spec, lines

@@ -14,7 +14,6 @@ def executable() -> str:
     for candidate in CANDIDATES:
         if Path(candidate).is_file():
             return candidate
-    found = shutil.which("chromium")
-    if found:
+    if found := shutil.which("chromium"):
         return found
     raise BuildError("Chromium is missing: apt-get install -y chromium (./dev test does it as root)")

@@ -134,8 +134,7 @@ def load_course(lessons_dir: Path) -> Course:
     by_id = {x.id: x for x in lessons}
     synthesis = []
     for row in data.get("synthesis") or []:
-        missing = [i for i in row["lessons"] if str(i) not in by_id]
-        if missing:
+        if missing := [i for i in row["lessons"] if str(i) not in by_id]:
             raise LessonError(course_file, 1, f"synthesis row {row['bottleneck']!r} names unknown lessons {missing}")
         synthesis.append(Synthesis(row["bottleneck"], tuple(by_id[str(i)] for i in row["lessons"]), row["note"]))
     return Course(chapters, tuple(lessons), tuple(synthesis))
@@ -245,8 +244,7 @@ def _load_yaml(path: Path, text: str, first_line: int) -> tuple[dict[str, Any], 
 
 
 def _chapter(course_file: Path, entry: dict[str, Any], lessons: list[Lesson]) -> Chapter:
-    missing = [key for key in CHAPTER_FIELDS if not entry.get(key)]
-    if missing:
+    if missing := [key for key in CHAPTER_FIELDS if not entry.get(key)]:
         raise LessonError(course_file, 1, f"chapter {entry.get('id')!r} lacks {missing}")
     chapter_id = str(entry["id"])
     return Chapter(

@@ -118,8 +118,7 @@ def evaluate(source: str, sims: Simulators, scenarios: Scenarios | None = None) 
 def figure(source: str, sims: Simulators, scenarios: Scenarios | None = None) -> Figure:
     source = source.strip()
     spec = ""
-    match = FORMAT_SPEC.search(source)
-    if match:
+    if match := FORMAT_SPEC.search(source):
         spec, source = match.group(1).strip(), source[: match.start()]
     calls: list[tuple[str, str, dict[str, Any]]] = []
     value = raw_value(source, sims, scenarios, calls)

@@ -104,8 +104,7 @@ def load(path: Path) -> Glossary:
         if not isinstance(entry, dict) or not isinstance(entry.get("term"), str):
             raise BuildError(f"{where}: each entry needs a 'term'")
         where += f" ({entry['term']!r})"
-        unknown = set(entry) - TERM_KEYS
-        if unknown:
+        if unknown := set(entry) - TERM_KEYS:
             raise BuildError(f"{where}: unknown key(s) {sorted(unknown)} (allowed: {sorted(TERM_KEYS)})")
         if not isinstance(entry.get("definition"), str) or not entry["definition"].strip():
             raise BuildError(f"{where}: needs a 'definition'")
@@ -197,8 +196,7 @@ class Linker:
         if self._html is not None:
             self._track_html(text)
             return True
-        start = HTML_START.match(text)
-        if start:
+        if start := HTML_START.match(text):
             tag = start.group(1)
             self._html, self._html_depth = ("-->", 0) if tag == "!--" else (tag.lower(), 0)
             self._track_html(text)

@@ -156,8 +156,7 @@ def _prompt(qid: str, number: int, text: str) -> str:
 
 
 def _check_keys(mapping: dict[str, Any], allowed: set[str], line: int) -> None:
-    unknown = sorted(set(mapping) - allowed)
-    if unknown:
+    if unknown := sorted(set(mapping) - allowed):
         raise BlockError(line, f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
 
 

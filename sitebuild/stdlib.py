@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from sitebuild.errors import BuildError
@@ -71,10 +72,22 @@ def members(imported: list[str], names: set[str], available: list[str]) -> list[
     for name in list(wanted):
         parts = name.split("/")[:-1]
         wanted |= {"/".join(parts[: i + 1]) + "/" for i in range(len(parts))}
-    missing = wanted - set(available)
-    if missing:
+    if missing := wanted - set(available):
         raise BuildError(f"the standard library zip has no {sorted(missing)[0]}")
     return [name for name in available if name in wanted]
+
+
+def cached(cache_dir: Path, stem: str, suffix: str, inputs: bytes, make: Callable[[Path], Path]) -> bytes:
+    """The file `make(work)` writes, kept in cache_dir under the hash of `inputs` (older ones of
+    `stem` deleted): `work` is a path of this process's own, so two builds at once (pytest -n 2)
+    never share one, and the finished file is moved in atomically."""
+    path = cache_dir / f"{stem}-{hashlib.sha256(inputs).hexdigest()[:16]}{suffix}"
+    if not path.is_file():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        for old in cache_dir.glob(f"{stem}-*{suffix}"):  # not a concurrent build's work files
+            old.unlink(missing_ok=True)
+        make(path.with_name(f"{path.stem}-{os.getpid()}.work")).replace(path)
+    return path.read_bytes()
 
 
 def reduce_zip(full: bytes, keep: list[str]) -> bytes:
@@ -89,19 +102,9 @@ def reduce_zip(full: bytes, keep: list[str]) -> bytes:
 
 def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str, bytes]:
     """The reduced standard library zip and its hashed name."""
-    inputs = hashlib.sha256(
-        archive
-        + (ROOT / "package-lock.json").read_bytes()
-        + SCRIPT.read_bytes()
-        + COMPILE_SCRIPT.read_bytes()
-        + Path(__file__).read_bytes()
-    )
-    cached = cache_dir / f"python-stdlib-{inputs.hexdigest()[:16]}.zip"
-    if not cached.is_file():
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        for old in cache_dir.glob("python-stdlib-*.zip"):  # not a concurrent build's work files
-            old.unlink(missing_ok=True)
-        work = cached.with_name(f"{cached.stem}-{os.getpid()}.work")  # two builds at once (pytest -n 2) never share one
+    inputs = archive + (ROOT / "package-lock.json").read_bytes() + SCRIPT.read_bytes() + COMPILE_SCRIPT.read_bytes()
+
+    def make(work: Path) -> Path:
         archive_file = work.with_suffix(".archive")
         archive_file.write_bytes(archive)
         try:
@@ -118,6 +121,7 @@ def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str,
             _node(COMPILE_SCRIPT, sources, work.with_suffix(".partial"))
         finally:
             sources.unlink()
-        work.with_suffix(".partial").replace(cached)  # atomic: a concurrent build reads old or new
-    data = cached.read_bytes()
+        return work.with_suffix(".partial")
+
+    data = cached(cache_dir, "python-stdlib", ".zip", inputs + Path(__file__).read_bytes(), make)
     return f"python-stdlib-{hashlib.sha256(data).hexdigest()[:12]}.zip", data

@@ -7,7 +7,7 @@ import pytest
 from simulators.core import costmodel as cm
 from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve, summarize, workload
-from simulators.engine.metrics import littles_law
+from simulators.engine.metrics import RequestRecord
 from simulators.engine.steptime import StepCost, stride_time_s
 from simulators.engine.workload import Request
 
@@ -147,6 +147,28 @@ def test_single_slot_server_matches_md1_waiting_time():
     wq = sum(r.queue_s for r in served.records) / n
     mu = 1 / d
     assert wq == pytest.approx(rho / (2 * mu * (1 - rho)), rel=0.06)
+
+
+def littles_law(recs: list[RequestRecord], t1: float, t2: float) -> tuple[float, float]:
+    """Both sides of L = lambda W over the window [t1, t2]: (L measured, lambda x W).
+
+    L is the time-average of the number of requests in the system inside the window; lambda
+    the arrivals inside it per second; W the mean time in system of those arrivals.
+    """
+    changes = sorted([(r.arrival_s, 1) for r in recs] + [(r.arrival_s + r.e2e_s, -1) for r in recs])
+    n, area, prev = 0, 0.0, t1
+    for t, d in changes:
+        if t > t1:
+            area += n * (min(t, t2) - prev)
+            prev = min(t, t2)
+        if t >= t2:
+            break
+        n += d
+    inside = [r for r in recs if t1 <= r.arrival_s < t2]
+    if not inside:
+        return 0.0, 0.0
+    lam = len(inside) / (t2 - t1)
+    return area / (t2 - t1), lam * sum(r.e2e_s for r in inside) / len(inside)
 
 
 def test_littles_law_on_a_stable_open_loop_run():

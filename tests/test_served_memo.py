@@ -1,10 +1,11 @@
-"""ServedMemo (engine/loadgen.py) answers exactly as a fresh run_profile, and a new SLO, the control
-a reader drags, re-measures nothing but the two figures that depend on it (SLO attainment and
+"""ServedMemo (engine/loadgen.py) answers exactly as a fresh searches.constrained_run, and a new
+SLO, the control a reader drags, re-measures nothing but the two figures that depend on it (SLO attainment and
 goodput): the percentiles, the window and the throughput are measured once per run and window."""
 
 import pytest
 
-from simulators.benchmark.loadgen import ServedMemo, run_profile
+from simulators.benchmark.loadgen import ServedMemo
+from simulators.benchmark.searches import constrained_run
 from simulators.engine import Slo
 from simulators.params import parse
 from simulators.sims import load_test
@@ -20,7 +21,7 @@ def test_every_slo_gives_exactly_a_fresh_measurement(profile, load, warmup):
     memo = ServedMemo(SPEC, 80, 0)
     for slo in SLOS:
         kept = memo.run(profile, LENGTHS, warmup=warmup, cooldown=warmup, slo=slo, **load)
-        fresh = run_profile(profile, SPEC, 80, LENGTHS, 0, warmup=warmup, cooldown=warmup, slo=slo, **load)
+        fresh, _ = constrained_run(profile, SPEC, 80, LENGTHS, 0, warmup=warmup, cooldown=warmup, slo=slo, **load)
         assert kept == fresh
         assert list(kept.metrics) == list(fresh.metrics)  # same figures in the same order (the CSV's)
     strict = memo.run(profile, LENGTHS, slo=Slo(0.001, 0.0001), **load).metrics

@@ -6,9 +6,11 @@ import random
 
 from simulators import api
 from simulators.benchmark.export import GUIDELLM_NAMES
-from simulators.benchmark.loadgen import requests_for, run_profile
+from simulators.benchmark.loadgen import requests_for
+from simulators.benchmark.searches import constrained_run
 from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
+from simulators.engine.metrics import RequestRecord
 from simulators.engine.workload import Request
 from simulators.sims import load_test, result
 
@@ -83,7 +85,7 @@ def test_one_closed_loop_user_completes_every_request_that_fits():
     # Azure lengths: a few of 1,000 draws exceed the 8,192-token context. Every other request
     # completes (it was 291 of 1,000 when a drop ended the user's loop), and the run says so.
     lengths = workload.lengths_for("azure")
-    run = run_profile("concurrent", SPEC, 1000, lengths, 0, users=1)
+    run, _ = constrained_run("concurrent", SPEC, 1000, lengths, 0, users=1)
     too_long = sum(
         1
         for r in requests_for("concurrent", random.Random(0), 1000, lengths, users=1)
@@ -113,28 +115,18 @@ def test_the_knee_view_runs_at_the_request_sliders_maximum():
     assert len(r["closed"]) == len(load_test.USERS)
 
 
+def _rec(*, arrival: float, e2e: float, tokens: int) -> RequestRecord:
+    # id 0, no queue, 0.1 s TTFT, 10 ms TPOT, `tokens` in and out, none cached or preempted, replica 0
+    return RequestRecord(0, arrival, 0.0, 0.1, e2e, 0.01, tokens, tokens, 0, 0, 0)
+
+
 def test_refused_requests_count_against_slo_attainment():
     # Two served requests that meet a generous SLO, and one refused inside the window:
     # attainment is 2 of 3 attempts, as GuideLLM counts errored requests.
-    from simulators.engine.metrics import RequestRecord, Slo, summarize
-
-    def rec(arrival: float) -> RequestRecord:
-        return RequestRecord(
-            id=0,
-            arrival_s=arrival,
-            ttft_s=0.1,
-            tpot_s=0.01,
-            e2e_s=1.0,
-            queue_s=0.0,
-            prompt_tokens=10,
-            output_tokens=10,
-            cached_tokens=0,
-            num_preemptions=0,
-            replica=0,
-        )
+    from simulators.engine.metrics import Slo, summarize
 
     slo = Slo(ttft_s=1.0, tpot_s=1.0)
-    served = [rec(0.0), rec(2.0)]
+    served = [_rec(arrival=0.0, e2e=1.0, tokens=10), _rec(arrival=2.0, e2e=1.0, tokens=10)]
     assert summarize(served, slo=slo)["slo_attainment"] == 1.0
     assert summarize(served, slo=slo, dropped_arrivals=[1.0])["slo_attainment"] == 2 / 3
     # A refusal outside the measurement window (here before a 1.5 s warm-up ends) does not count.
@@ -152,7 +144,7 @@ def _default_spec():
 
 def _plateau(spec, lengths, rate):
     """The long-run throughput past the knee, measured as GuideLLM measures: 4,000 requests."""
-    return run_profile("poisson", spec, 4000, lengths, 0, rate=rate).metrics["request_throughput_per_s"]
+    return constrained_run("poisson", spec, 4000, lengths, 0, rate=rate)[0].metrics["request_throughput_per_s"]
 
 
 def test_maximum_throughput_agrees_with_the_long_run_plateau():
@@ -172,7 +164,7 @@ def test_an_overloaded_short_run_does_not_collapse():
     for kind in ("azure", "fixed"):
         lengths = workload.lengths_for(kind)
         got = [
-            run_profile("poisson", spec, 150, lengths, 0, rate=f * cap).metrics["request_throughput_per_s"]
+            constrained_run("poisson", spec, 150, lengths, 0, rate=f * cap)[0].metrics["request_throughput_per_s"]
             for f in (1.5, 2, 3)
         ]
         assert max(got) / min(got) < 1.05, (kind, got)
@@ -181,11 +173,11 @@ def test_an_overloaded_short_run_does_not_collapse():
     # run would); with the heavy-tailed Azure lengths the few longest answers drain alone at the
     # end (37% below), and the run says so (drain_share).
     fixed = workload.lengths_for("fixed")
-    short = run_profile("poisson", spec, 150, fixed, 0, rate=2 * cap).metrics
+    short = constrained_run("poisson", spec, 150, fixed, 0, rate=2 * cap)[0].metrics
     assert abs(short["request_throughput_per_s"] / _plateau(spec, fixed, 2 * cap) - 1) < 0.16
-    azure = run_profile("poisson", spec, 150, workload.lengths_for("azure"), 0, rate=2 * cap).metrics
+    azure = constrained_run("poisson", spec, 150, workload.lengths_for("azure"), 0, rate=2 * cap)[0].metrics
     assert azure["drain_share"] > load_test.DRAIN_DOMINATES
-    long = run_profile("poisson", spec, 2000, workload.lengths_for("azure"), 0, rate=2 * cap).metrics
+    long = constrained_run("poisson", spec, 2000, workload.lengths_for("azure"), 0, rate=2 * cap)[0].metrics
     assert long["drain_share"] < load_test.DRAIN_DOMINATES
 
 
@@ -193,25 +185,9 @@ def test_steady_throughput_by_hand():
     # Completions at 1, 2, ..., 11 s: the 20% and 80% quantiles are 3 s and 9 s, and the six
     # completions in (3, 9] give 1 per second. All at one instant: the whole run's rate.
     from simulators.benchmark.loadgen import steady_throughput
-    from simulators.engine.metrics import RequestRecord
 
-    def rec(end: float) -> RequestRecord:
-        return RequestRecord(
-            id=0,
-            arrival_s=0.0,
-            ttft_s=0.1,
-            tpot_s=0.01,
-            e2e_s=end,
-            queue_s=0.0,
-            prompt_tokens=1,
-            output_tokens=1,
-            cached_tokens=0,
-            num_preemptions=0,
-            replica=0,
-        )
-
-    assert steady_throughput([rec(float(t)) for t in range(1, 12)]) == 1.0
-    assert steady_throughput([rec(4.0)] * 8) == 2.0
+    assert steady_throughput([_rec(arrival=0.0, e2e=float(t), tokens=1) for t in range(1, 12)]) == 1.0
+    assert steady_throughput([_rec(arrival=0.0, e2e=4.0, tokens=1)] * 8) == 2.0
 
 
 def test_fixed_lengths_with_few_requests_still_have_a_maximum():

@@ -199,8 +199,7 @@ def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[d
         per_token = cm.speculative_time_per_token_s(step, step, 4, 0.05, 0.7)
         add("Speculative decoding (4 draft tokens)", d.serve.command_with("--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4}'),
             {**now, "itl_s": per_token * now["itl_s"] / step}, "08-speculative-decoding", key="itl_s", note="at an acceptance rate of 0.7, a memory-bound verify pass")  # fmt: skip
-    other = _other_gpu(d, b, binding)
-    if other:
+    if other := _other_gpu(d, b, binding):
         add(
             f"Another GPU: {other[0].id}",
             shlex.join(d.serve.tokens),

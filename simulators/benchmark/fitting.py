@@ -137,8 +137,7 @@ def _prior(
     # peak, nor the reverse: a prior comes from the same platform's engines where there are any.
     others = [q for q in others if profiles[q].platform == profiles[pid].platform] or others
     pool = [q for q in others if (q, factor) in fitted] or others
-    values = [getattr(profiles[q], factor) for q in pool]
-    if values:
+    if values := [getattr(profiles[q], factor) for q in pool]:
         return statistics.median(values)
     return next(f.default for f in fields(ef.EngineProfile) if f.name == factor)
 

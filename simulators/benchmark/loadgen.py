@@ -45,19 +45,9 @@ FEW_SAMPLES = 100  # a p99 from fewer requests rests on one or two of them
 SWEEP_SIZE = 10  # GuideLLM's default number of benchmarks in a sweep (synchronous and throughput included)
 
 
-def requests_for(
-    profile: str,
-    rng: random.Random,
-    n: int,
-    lengths: Lengths,
-    *,
-    rate: float = 1.0,
-    users: int = 1,
-    max_concurrency: int = 0,
-) -> list[Request]:
-    """n requests arranged by a profile (closed-loop chains use Request.after)."""
-    drawn = [lengths.draw(rng) for _ in range(n)]
-    return arrange(profile, drawn, rng, rate=rate, users=users, max_concurrency=max_concurrency)
+def requests_for(profile: str, rng: random.Random, n: int, lengths: Lengths, **arrangement: Any) -> list[Request]:
+    """n requests arranged by a profile (`arrangement`: arrange's rate, users and max_concurrency)."""
+    return arrange(profile, [lengths.draw(rng) for _ in range(n)], rng, **arrangement)
 
 
 def arrange(
@@ -69,7 +59,8 @@ def arrange(
     users: int = 1,
     max_concurrency: int = 0,
 ) -> list[Request]:
-    """requests_for, given the (prompt, output) lengths already drawn from `rng`."""
+    """requests_for, given the (prompt, output) lengths already drawn from `rng` (closed-loop chains
+    use Request.after)."""
     n = len(drawn)
     if profile == "throughput" and max_concurrency > 0:
         profile, users = "concurrent", max_concurrency
@@ -95,32 +86,14 @@ class LoadRun:
     concurrency: float  # requests in flight, time-weighted mean over the window (GuideLLM's)
 
 
-def run_profile(
-    profile: str,
-    spec: EngineSpec,
-    n: int,
-    lengths: Lengths,
-    seed: int,
-    *,
-    rate: float = 1.0,
-    users: int = 1,
-    **stats: Any,
-) -> LoadRun:
-    """One profile's run, measured (`stats`: measure()'s warmup, cooldown, slo and max_seconds)."""
-    served = serve(
-        requests_for(profile, random.Random(seed), n, lengths, rate=rate, users=users), spec, keep_series=False
-    )
-    return measure(served, profile, rate, slots=spec.sched.max_num_seqs, **stats)
-
-
 class ServedMemo:
-    """run_profile for one server, run length and seed, simulating each distinct load only once.
+    """Profile runs of one server, run length and seed, simulating each distinct load only once.
 
     Warm-up, cool-down and the SLO only change the statistics, not the run, so two figures
     of the same load (with and without warm-up; a sweep point that is also the chosen one)
     share one simulation; and the statistics of one load under the same options are measured
     once (a new rate re-measures only its own run, not the whole sweep). Answers are exactly
-    run_profile's (shared, not copied: callers only read them).
+    searches.constrained_run's (shared, not copied: callers only read them).
     """
 
     def __init__(self, spec: EngineSpec, n: int, seed: int):

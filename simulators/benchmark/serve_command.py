@@ -205,23 +205,19 @@ def parse_log(text: str) -> dict[str, Any]:
 
     def find(pattern: str) -> tuple[re.Match[str], int] | None:
         for n, line in enumerate(lines, 1):
-            m = re.search(pattern, line)
-            if m:
+            if m := re.search(pattern, line):
                 return m, n
         return None
 
     for key, pattern in _LOG.items():
-        hit = find(pattern)
-        if hit:
+        if hit := find(pattern):
             value = next(g for g in hit[0].groups() if g is not None)
             out[key] = value if key == "version" else float(value.replace(",", ""))
             out["lines"][key] = hit[1]
-    hit = find(_CONCURRENCY)
-    if hit:
+    if hit := find(_CONCURRENCY):
         out["max_model_len"], out["max_concurrency"] = int(hit[0][1].replace(",", "")), float(hit[0][2])
         out["lines"]["max_concurrency"] = hit[1]
-    hit = find(_ARGS)
-    if hit:
+    if hit := find(_ARGS):
         try:
             out["args"] = ast.literal_eval(hit[0][1])
         except (ValueError, SyntaxError):

@@ -95,8 +95,7 @@ SERVED = ("arrival", "lengths", "requests")  # what a serving-level row must sta
 def _served(e: dict[str, Any], p: ef.EngineProfile) -> float:
     """A serving-level row's figure from the event engine under the row's own conditions."""
     need = SERVED if e.get("arrival") != "batch" else ("arrival", "lengths", "batch_size")
-    missing = [k for k in need if k not in e]
-    if missing:
+    if missing := [k for k in need if k not in e]:
         raise ValueError(f"measurement '{e['id']}': a serving-level row needs {', '.join(missing)}")
     if e.get("requests") == "batch":  # one static batch: the row's batch (in-flight batching off)
         e = dict(e, requests=_batch(e, p, int(e["input_tokens"]) + int(e["output_tokens"])))
@@ -221,8 +220,7 @@ def source_group(e: dict[str, Any]) -> str:
     if "group" in e:
         return str(e["group"])
     src = str(e["source"])
-    mlperf = re.search(r"inference_results_(v[\d.]+).*?closed/([^/]+)/", src)
-    if mlperf:
+    if mlperf := re.search(r"inference_results_(v[\d.]+).*?closed/([^/]+)/", src):
         return f"MLPerf Inference {mlperf.group(1)} {mlperf.group(2)}"
     return re.split(r"[,(]", src, maxsplit=1)[0].strip()
 
@@ -242,15 +240,9 @@ def _rows() -> tuple[Row, ...]:
             role = "same_source"
         out.append(
             Row(
-                id=e["id"],
-                what=e["what"],
-                kind=e["kind"],
-                unit=e["unit"],
-                conditions=e["conditions"],
-                source=e["source"],
+                **{k: e[k] for k in ("id", "what", "kind", "unit", "conditions", "source", "quantity")},
                 role=role,
                 engine=engine,
-                quantity=e["quantity"],
                 gpu=e.get("gpu", ""),
                 ideal=predict(e, ef.ceiling(ef.profile(engine))),
                 predicted=predict(e, ef.profile(engine)),

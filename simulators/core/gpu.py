@@ -104,8 +104,7 @@ def gpu_from_dict(data: dict[str, Any], gpu_id: str = "custom") -> Gpu:
     where = f"GPU '{gpu_id}'"
     if not isinstance(data, dict):
         raise CatalogError(f"{where}: expected an object of GPU keys, got {type(data).__name__}")
-    unknown = sorted(set(data) - set(GPU_NUMBER_KEYS) - set(GPU_TEXT_KEYS) - {"id"})
-    if unknown:
+    if unknown := sorted(set(data) - set(GPU_NUMBER_KEYS) - set(GPU_TEXT_KEYS) - {"id"}):
         raise CatalogError(
             f"{where}: unknown key(s) {', '.join(unknown)}; allowed: " + ", ".join(GPU_NUMBER_KEYS + GPU_TEXT_KEYS)
         )

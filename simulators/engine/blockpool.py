@@ -221,8 +221,7 @@ class BlockPool:
 
     def _recount(self, n: int) -> None:
         """The queue entry of chain n after blocks left it (the entry goes once it is empty)."""
-        run = self.chains[n]
-        if run:
+        if run := self.chains[n]:
             self.free_queue[("chain", n)] = len(run)  # in place: it keeps its turn
             self.ends[run[0]] = self.ends[run[-1]] = n
         else:
@@ -251,8 +250,7 @@ class BlockPool:
         held = self._held(hashes, 0)
         for h in hashes[:held]:
             cached[h] += 1
-        free = hashes[held:]
-        if free:
+        if free := hashes[held:]:
             self._unqueue(free)
             for h in free:  # a plain loop: about 2x faster than update(fromkeys) in CPython, 1.5x in Pyodide
                 cached[h] = 1
@@ -295,8 +293,7 @@ class BlockPool:
         held = self._held(hashes, 1)
         for h in hashes[:held]:
             cached[h] -= 1
-        freed = hashes[held:]
-        if freed:
+        if freed := hashes[held:]:
             for h in freed:  # (see ref)
                 cached[h] = 0
             n = next(self._runs)

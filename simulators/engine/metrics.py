@@ -190,31 +190,14 @@ def overlapping(recs: list[RequestRecord], lo: float, hi: float) -> list[Request
     return [r for r in recs if r.arrival_s + r.e2e_s >= lo and r.arrival_s <= hi]
 
 
-def summarize(
-    recs: list[RequestRecord],
-    *,
-    slo: Slo | None = None,
-    warmup: Phase | str | float | None = None,
-    cooldown: Phase | str | float | None = None,
-    dropped_arrivals: list[float] | None = None,
-    incomplete: list[RequestRecord] | None = None,
-    max_seconds: float | None = None,
-    slots: int = 0,
-) -> dict[str, float]:
-    """Flat metrics: ttft_s_p99, itl_s_mean, ..., their `_count`, throughput, goodput, statuses.
+def summarize(recs: list[RequestRecord], *, slo: Slo | None = None, **apart: Any) -> dict[str, float]:
+    """Flat metrics: ttft_s_p99, itl_s_mean, ..., their `_count`, throughput, goodput, statuses
+    (`apart`: summarize_apart's options).
 
     `recs` are the successful requests; `incomplete` those cut while running (their e2e ends at
     the cut); `dropped_arrivals` the start times of requests the server refused (errored).
     """
-    out, kept, attempted = summarize_apart(
-        recs,
-        warmup=warmup,
-        cooldown=cooldown,
-        dropped_arrivals=dropped_arrivals,
-        incomplete=incomplete,
-        max_seconds=max_seconds,
-        slots=slots,
-    )
+    out, kept, attempted = summarize_apart(recs, **apart)
     return {**out, **slo_figures(kept, attempted, out["request_throughput_per_s"], slo)}
 
 
@@ -354,25 +337,3 @@ def time_average(points: Sequence[tuple[float, float]]) -> float:
         area += v0 * (t1 - t0)
         total += t1 - t0
     return area / total if total > 0 else (points[0][1] if points else 0.0)
-
-
-def littles_law(recs: list[RequestRecord], t1: float, t2: float) -> tuple[float, float]:
-    """Both sides of L = lambda W over the window [t1, t2]: (L measured, lambda x W).
-
-    L is the time-average of the number of requests in the system inside the window; lambda
-    the arrivals inside it per second; W the mean time in system of those arrivals.
-    """
-    changes = sorted([(r.arrival_s, 1) for r in recs] + [(r.arrival_s + r.e2e_s, -1) for r in recs])
-    n, area, prev = 0, 0.0, t1
-    for t, d in changes:
-        if t > t1:
-            area += n * (min(t, t2) - prev)
-            prev = min(t, t2)
-        if t >= t2:
-            break
-        n += d
-    inside = [r for r in recs if t1 <= r.arrival_s < t2]
-    if not inside:
-        return 0.0, 0.0
-    lam = len(inside) / (t2 - t1)
-    return area / (t2 - t1), lam * sum(r.e2e_s for r in inside) / len(inside)

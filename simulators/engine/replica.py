@@ -126,8 +126,7 @@ class Replica(Scheduler):
             kv.untake(self.reserved)  # a stride takes its blocks when it ends
         n = decode.steps_to_next_finish()
         growth = decode.num_seqs  # KV tokens held grow by this much per step
-        window = self.window
-        if window:
+        if window := self.window:
             growth = 0
             for s in self.running:
                 if s.decoding and decode.steps - s.g0 < window:

@@ -25,7 +25,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # Azure LLM inference trace 2023, conversation: lognormal fits of ln(tokens) (reference section 8).
 AZURE_CONV_PROMPT = (6.633, 0.985)
@@ -156,6 +156,14 @@ def lengths_for(kind: str) -> Lengths:
         mu_o, s_o = AZURE_CONV_OUTPUT
         return Lengths("fixed", round(math.exp(mu_p + s_p**2 / 2)), round(math.exp(mu_o + s_o**2 / 2)))
     return azure_lengths()
+
+
+def shared_prefix_trace(seed: int, max_context_tokens: int, n: int, rate_per_s: float, **sharing: Any) -> list[Request]:
+    """Poisson arrivals of Azure-length requests (prompts capped at a quarter of the context),
+    sharing prefixes as `sharing` asks (build's options)."""
+    rng = random.Random(seed)
+    times = arrival_times(rng, n, "poisson", rate_per_s)
+    return build(rng, n, azure_lengths(prompt_cap=max_context_tokens // 4), times, **sharing).requests
 
 
 def build(

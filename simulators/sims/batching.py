@@ -34,7 +34,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.metrics import describe, downsample, time_average
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import LOG, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -59,8 +59,6 @@ METRICS = {
 }
 LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed"), ("uniform", "Uniform +-50%")]
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [("occupancy", "Busy slots over time"), ("latency", "Latency percentiles")]
 
 
@@ -68,7 +66,6 @@ VIEWS = [("occupancy", "Busy slots over time"), ("latency", "Latency percentiles
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # Requests in the trace (both schedulers get the same ones).
     num_requests: int = param(200, label="Requests", min=10, max=2000, step=10, log=True)
@@ -80,7 +77,6 @@ class Params:
     lengths: str = param("azure", label="Lengths", choices=LENGTHS)
     prompt_tokens: int = param(1000, label="Prompt (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
     output_tokens: int = param(200, label="Output (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)
-    # The parallel layout, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
 
@@ -217,7 +213,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 "Metric",
                 "Seconds",
                 barmode="group",
-                yaxis={"type": "log"},
+                yaxis=LOG,
             ),
         )
     st, co = r["static"]["series"], r.get("continuous", {}).get("series")  # no continuous run yet while streaming

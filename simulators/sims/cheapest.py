@@ -100,8 +100,7 @@ def parse_prices(text: str) -> dict[str, float]:
 def requested_gpus(text: str) -> list[Gpu]:
     """The GPUs a search was asked for: "all", or catalogue ids separated by commas."""
     ids = list(gpus()) if text.strip() in ("", "all") else [x.strip() for x in text.split(",") if x.strip()]
-    unknown = [g for g in ids if g not in gpus()]
-    if unknown:
+    if unknown := [g for g in ids if g not in gpus()]:
         raise ParamError("gpus", f"unknown GPU {', '.join(unknown)}; known: {', '.join(gpus())}")
     return [gpus()[g] for g in ids]
 
@@ -235,8 +234,7 @@ def run(
                     continue
                 tried += 1
                 r = ss.replicas_needed(p.request_rate_per_s, b)
-                why = _floors_miss(p, b, r * lay.num_gpus)
-                if why:
+                if why := _floors_miss(p, b, r * lay.num_gpus):
                     pruned.append({"config": lay.label, "why": why})
                     continue
                 candidates.append((r * lay.num_gpus * lay.price_per_gpu_h, lay.label, lay, b, r))

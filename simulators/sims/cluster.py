@@ -17,7 +17,6 @@ References: 1) llm-d inference scheduler and "KV-Cache Wins You Can See" (llm-d.
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +26,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import ROUTERS
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import PERCENT, bar, layout
+from ..plotting import LOG, PERCENT, bar, layout
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept
 
@@ -59,8 +58,6 @@ SHARING = [
     ("agent", "Agent trajectories"),
 ]
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [
     ("routers", "Hit rate and tail TTFT per router"),
     ("balance", "Requests per replica"),
@@ -72,7 +69,6 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     num_replicas: int = param(4, label="Replicas", min=2, max=32, step=1)
     sharing: str = param("system", label="Workload", choices=SHARING)
@@ -87,7 +83,6 @@ class Params:
     )
     # Disaggregation: replicas that only prefill (the rest only decode).
     num_prefill: int = param(1, label="Prefill replicas (disaggregated)", min=1, max=31, step=1)
-    # The parallel layout, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
 
@@ -133,20 +128,8 @@ def _router(p: Params, seed: int, keep: Keep, name: str) -> tuple[Run, bool]:
 def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]:
     """The trace every router serves, and the replicas' engine."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    rng = random.Random(seed)
-    lengths = workload.Lengths(
-        "azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP
-    )
-    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    reqs = workload.build(
-        rng,
-        p.num_requests,
-        lengths,
-        times,
-        sharing=p.sharing,
-        num_prefixes=p.num_prefixes,
-        shared_tokens=p.shared_tokens,
-    ).requests
+    sharing = {"sharing": p.sharing, "num_prefixes": p.num_prefixes, "shared_tokens": p.shared_tokens}
+    reqs = workload.shared_prefix_trace(seed, m.max_context_tokens, p.num_requests, p.rate_per_s, **sharing)
     spec = EngineSpec(
         m,
         gpu,
@@ -270,7 +253,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 "Metric",
                 "Milliseconds",
                 barmode="group",
-                yaxis={"type": "log"},
+                yaxis=LOG,
             ),
         )
     m = r["metrics"]

@@ -25,8 +25,8 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import fit_error
 from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import LOG, layout, line, sweep
 from ..plotting import figure as make_figure
-from ..plotting import layout, line
 from ..results_cache import Keep, for_call
 
 TITLE = "Compare with your benchmark (GuideLLM report)"
@@ -46,7 +46,6 @@ SWEEP_SIZE = 10  # GuideLLM's default
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     max_num_seqs: int = param(256, label="Server batch slots", min=1, max=1024, step=1, log=True)
     lengths: str = param("azure", label="Lengths", choices=workload.LENGTH_CHOICES)
@@ -55,8 +54,7 @@ class Params:
     report: str = param("", label="GuideLLM report (JSON or YAML)", file=".json,.yaml,.yml")
 
     def check(self) -> None:
-        why = fit_error(resolve_model(self.model), resolve_gpu(self.gpu))
-        if why:
+        if why := fit_error(resolve_model(self.model), resolve_gpu(self.gpu)):
             raise ParamError("model", why)
         if self.report.strip():
             try:
@@ -174,16 +172,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "throughput":
         for name, pts, color in series:
             pts = sorted(pts, key=lambda x: x["offered"])
-            data.append(
-                line(
-                    [x["offered"] for x in pts],
-                    [x["throughput"] for x in pts],
-                    f"{name}: achieved",
-                    color,
-                    mode="lines+markers",
-                    text=[_hover(x) for x in pts],
-                )
-            )
+            data.append(sweep(pts, "offered", "throughput", f"{name}: achieved", color, text=[_hover(x) for x in pts]))
         xs = [x["offered"] for _, pts, _ in series for x in pts]
         data.append(_ceiling(r, [min(xs), max(xs)], None))
         title, xt, yt, ylog = "Throughput per rate", "Offered rate (req/s)", "Achieved (req/s)", False
@@ -192,16 +181,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         for name, pts, color in series:
             pts = sorted(pts, key=lambda x: x["throughput"])
             for q, dash in (("p50", 0), ("p99", 1)):
-                data.append(
-                    line(
-                        [x["throughput"] for x in pts],
-                        [x[f"{k}_{q}_ms"] for x in pts],
-                        f"{name}: {k.upper()} {q}",
-                        color + dash,
-                        mode="lines+markers",
-                        text=[_hover(x) for x in pts],
-                    )
-                )
+                label, hover = f"{name}: {k.upper()} {q}", [_hover(x) for x in pts]
+                data.append(sweep(pts, "throughput", f"{k}_{q}_ms", label, color + dash, text=hover))
         ys = [x[f"{k}_p99_ms"] for _, pts, _ in series for x in pts] or [1.0]
         data.append(_ceiling(r, None, [min(ys), max(ys)]))
         title, xt, yt, ylog = (
@@ -210,9 +191,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             f"{k.upper()} (ms)",
             True,
         )
-    return make_figure(
-        data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": {"type": "log"}} if ylog else {}))
-    )
+    return make_figure(data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": LOG} if ylog else {})))
 
 
 def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) -> dict[str, Any]:

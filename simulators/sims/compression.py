@@ -31,7 +31,7 @@ from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import LOG, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
 
@@ -65,12 +65,7 @@ def _scheme_choices() -> list[tuple[str, str]]:
     return [(sid, s["name"]) for sid, s in schemes()["schemes"].items()]
 
 
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("speed", "Speed-up per scheme"),
-    ("batch", "Decode speed-up vs batch"),
-    ("memory", "Size and KV capacity"),
-]
+VIEWS = [("speed", "Speed-up per scheme"), ("batch", "Decode speed-up vs batch"), ("memory", "Size and KV capacity")]
 
 
 @dataclass(frozen=True)
@@ -87,7 +82,6 @@ class Params:
     prompt_tokens: int = param(
         running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True
     )
-    # The parallel layout, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
@@ -105,12 +99,7 @@ def _passes(
     m: Any, gpu: Any, s: dict[str, Any], kv: str, batch: int, prompt: int, **kw: Any
 ) -> tuple[cm.StepTime, cm.StepTime]:
     """(prefill, one decode step) of `batch` sequences in scheme `s`."""
-    fmt = {
-        "weight_dtype": s["weight_dtype"],
-        "activation_dtype": s["activation_dtype"],
-        "sparse": s["sparse"],
-        "kv_dtype": kv,
-    }
+    fmt = {"kv_dtype": kv, **{k: s[k] for k in ("weight_dtype", "activation_dtype", "sparse")}}
     prefill = cm.step_time(m, gpu, [(prompt, 0)] * batch, **fmt, **kw)
     decode = cm.step_time(m, gpu, [(1, prompt)] * batch, **fmt, **kw)
     return prefill, decode
@@ -184,14 +173,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "batch_size": p.batch_size,
         "prompt_tokens": p.prompt_tokens,
         "num_gpus": lay.num_gpus,
-        "method": s["method"],
-        "calibration": s["calibration"],
-        "needs_calibration_data": s["needs_calibration_data"],
-        "hardware": s["hardware"],
-        "use_case": s["use_case"],
-        "quality": s["quality"],
-        "quality_source": s["quality_source"],
-        "source": s["source"],
+        **{k: s[k] for k in ("method", "calibration", "needs_calibration_data", "hardware", "use_case", "source")},
+        **{k: s[k] for k in ("quality", "quality_source")},
         "kv_cache": kv_info if p.kv_fp8 else None,
         "prefill_bound": pre.bound,
         "decode_bound": dec.bound,
@@ -232,7 +215,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             f"Decode speed-up over BF16: {r['model']} on {r['gpu']}",
             "Batch size (sequences)",
             "Speed-up (x)",
-            xaxis={"type": "log"},
+            xaxis=LOG,
         )
         return make_figure(data, lay)
     if view == "memory":

@@ -79,13 +79,15 @@ def _weight_choices() -> list[tuple[str, str]]:
 DEFAULTS = serve_defaults(gpus()[running_example()["gpu"]])
 
 
-def _serve_default(flag: str) -> str:
-    """A batch limit's help: what 0 stands for, read from assumptions.toml [vllm_defaults]."""
+def _batch_limit(flag: str, label: str, unit: str, top: int, step: int) -> Any:
+    """A batch limit's field; its help says what 0 stands for, read from assumptions.toml [vllm_defaults]."""
     d = assumptions()["vllm_defaults"]
-    return (
+    default = (
         f"0 takes vllm serve's default for the GPU ({d[flag + '_large']:,} on GPUs of {d['large_gpu_min_GiB']} GiB "
         f"or more, the A100 excepted; else {d[flag + '_small']:,})"
     )
+    flag_help = f"--{flag.replace('_', '-')}; {default}"
+    return param(0, label=label, unit=unit, min=0, max=top, step=step, log=True, help=flag_help)
 
 
 # The charts: memory per GPU, or requests held at each context length.
@@ -122,27 +124,9 @@ class Params:
     max_model_len: int = param(8192, label="Max model length", unit="tokens", min=16, max=10_485_760, step=1, log=True)
     # Tokens in the largest forward pass; sizes the profiled activation peak (--max-num-batched-tokens).
     # 0: what `vllm serve` picks on this GPU (serve_defaults), as kv_cache and gpu_memory use.
-    max_num_batched_tokens: int = param(
-        0,
-        label="Max batched tokens",
-        unit="tokens",
-        min=0,
-        max=1_048_576,
-        step=16,
-        log=True,
-        help="--max-num-batched-tokens; " + _serve_default("max_num_batched_tokens"),
-    )
+    max_num_batched_tokens: int = _batch_limit("max_num_batched_tokens", "Max batched tokens", "tokens", 1_048_576, 16)
     # Requests in one batch; sizes the sampler's logits (--max-num-seqs). 0: `vllm serve`'s default.
-    max_num_seqs: int = param(
-        0,
-        label="Max sequences",
-        unit="sequences",
-        min=0,
-        max=4096,
-        step=1,
-        log=True,
-        help="--max-num-seqs; " + _serve_default("max_num_seqs"),
-    )
+    max_num_seqs: int = _batch_limit("max_num_seqs", "Max sequences", "sequences", 4096, 1)
     # "auto" stores K and V in the model's dtype (bf16); fp8 halves them (--kv-cache-dtype).
     kv_cache_dtype: str = param("auto", label="KV cache format", choices=[("auto", "auto (bf16)"), ("fp8", "fp8")])
     weight_dtype: str = param("auto", label="Weight format", choices=_weight_choices)

@@ -88,7 +88,6 @@ EX = running_example()
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # The parallel layout of a replica, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()

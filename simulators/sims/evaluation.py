@@ -62,8 +62,8 @@ from typing import Any, NamedTuple
 
 from ..core import stats
 from ..params import param
+from ..plotting import LOG, layout, markers
 from ..plotting import figure as make_figure
-from ..plotting import layout, markers
 from ..results_cache import Keep, LruCache, for_call
 
 TITLE = "Evaluating an optimised model: perplexity vs KL divergence"
@@ -298,9 +298,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     x_title = "Position rank" + (f" (one position in {stride} drawn)" if stride > 1 else "")
     return make_figure(
         data,
-        layout(
-            "KL divergence per position, worst first", x_title, "KL(baseline || optimised), nats", yaxis={"type": "log"}
-        ),
+        layout("KL divergence per position, worst first", x_title, "KL(baseline || optimised), nats", yaxis=LOG),
     )
 
 

@@ -74,8 +74,6 @@ CANDIDATES = (
 NUM_DRAWS = 1000
 MAX_TIMELINE_POINTS = 200
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [("timeline", "Tokens over time"), ("sampling", "Next-token sampling")]
 
 

@@ -35,7 +35,7 @@ from ..core import vllm_memory as vm
 from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from ..core.layout import vllm_defaults
 from ..params import dtype_choices, gpu_param, model_param, param
-from ..plotting import bar, layout, line, markers
+from ..plotting import LOG, bar, layout, line, markers
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
 
@@ -68,8 +68,6 @@ METRICS = {
 MAX_GPUS = 8
 DECODE_TRAIL = (1, 4, 16, 64, 256, 1024, 4096)
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [("fit", "Memory fit on 1-8 GPUs"), ("roofline", "Roofline")]
 
 
@@ -268,8 +266,8 @@ def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
             title,
             "Arithmetic intensity (FLOP per byte moved)",
             "Attainable TFLOP/s",
-            xaxis={"type": "log"},
-            yaxis={"type": "log"},
+            xaxis=LOG,
+            yaxis=LOG,
         ),
     )
 

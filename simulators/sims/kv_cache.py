@@ -29,8 +29,8 @@ from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import Model, resolve_gpu, resolve_model, running_example
 from ..params import dtype_choices, gpu_param, model_param, param
+from ..plotting import LOG, layout, line
 from ..plotting import figure as make_figure
-from ..plotting import layout, line
 from ..results_cache import Keep
 
 TITLE = "KV cache size, growth and concurrency"
@@ -55,7 +55,6 @@ METRICS = {
 MLA_SHAPE_MODEL = "deepseek-v3"
 
 
-# The charts figure() draws, (value, label): the first is the default.
 # Which chart: the memory bill, or the work with and without a cache.
 VIEWS = [("memory", "Memory per sequence"), ("work", "Work with vs without a cache")]
 
@@ -189,7 +188,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             line(x, [f / 1e12 for f in r["work_without_cache"]], "Recomputing every step (quadratic)", 1),
         ]
         return make_figure(
-            data, layout(f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis={"type": "log"})
+            data, layout(f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis=LOG)
         )
     # Both axes logarithmic (review 2026-12-03, L-7): on a linear axis every curve hugs zero under
     # budgets of tens of GiB. On log axes the designs are parallel lines a constant factor apart
@@ -217,8 +216,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             f"KV cache per sequence, {r['model']} ({r['kv_dtype']})",
             "Context (tokens)",
             "GiB per sequence (log)",
-            xaxis={"type": "log"},
-            yaxis={"type": "log"},
+            xaxis=LOG,
+            yaxis=LOG,
         ),
     )
 

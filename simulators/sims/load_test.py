@@ -82,8 +82,6 @@ WARMUPS = [
     ("20s", "20 seconds"),
 ]
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [
     ("knee", "Open vs closed loop"),
     ("goodput", "Goodput vs offered load"),
@@ -96,7 +94,6 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # Requests per benchmark run.
     num_requests: int = param(150, label="Requests per run", min=20, max=2000, step=10, log=True)
@@ -114,7 +111,6 @@ class Params:
     # Left out of the statistics at the start and at the end, as GuideLLM's --warmup and
     # --cooldown: none by default; a percent of the requests, seconds, or a number of requests.
     warmup: str = param("0", label="Warm-up and cool-down", choices=WARMUPS)
-    # The parallel layout, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
     data_parallel_size: int = data_parallel_param()
@@ -238,14 +234,8 @@ def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
     out["csv"] = to_csv(runs)
     out["metrics"] = {
         "max_throughput_per_s": cap,
-        "ttft_s_mean": a["ttft_s_mean"],
-        "ttft_s_p50": a["ttft_s_p50"],
-        "ttft_s_p99": a["ttft_s_p99"],
-        "tpot_s_mean": a["tpot_s_mean"],
-        "tpot_s_p99": a["tpot_s_p99"],
-        "goodput_per_s": a["goodput_per_s"],
-        "slo_attainment": a["slo_attainment"],
-        "request_throughput_per_s": a["request_throughput_per_s"],
+        **{k: a[k] for k in ("ttft_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_mean", "tpot_s_p99", "drain_share")},
+        **{k: a[k] for k in ("goodput_per_s", "slo_attainment", "request_throughput_per_s")},
         "ttft_s_p99_warmup_kept": kept.metrics["ttft_s_p99"],
         "request_throughput_warmup_kept_per_s": kept.metrics["request_throughput_per_s"],
         "closed_loop_ttft_s_p99": closed.metrics["ttft_s_p99"],
@@ -253,7 +243,6 @@ def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
         # Every run draws the same lengths (same seed, lengths drawn first), so the same requests.
         "num_dropped": a["num_dropped"],
         "ttft_samples": a["ttft_s_count"],
-        "drain_share": a["drain_share"],
         "few_samples_for_p99": float(a["ttft_s_count"] < loadgen.FEW_SAMPLES),
     }
     out["num_requests"] = p.num_requests
@@ -268,15 +257,8 @@ def _percentiles(a: dict[str, float]) -> dict[str, list[float]]:
 def guidellm_report(p: Params, *, seed: int = 0) -> dict[str, Any]:
     """GuideLLM's default sweep of this server (model, GPU, batch slots, lengths, requests per
     run), written as the report GuideLLM 0.8.1 writes (simulators/benchmark/guidellm_report.py)."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    spec = EngineSpec(
-        m,
-        gpu,
-        SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
-        engine=p.engine,
-        **layout_of(p).cost_kw(),
-    )
-    return guidellm_report_mod.sweep_report(spec, p.num_requests, workload.lengths_for(p.lengths), seed)
+    spec, _, _, lengths = _server(p)
+    return guidellm_report_mod.sweep_report(spec, p.num_requests, lengths, seed)
 
 
 # Files the page offers for download (api.EXPORT), made only when asked: GuideLLM's report of

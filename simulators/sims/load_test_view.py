@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..benchmark import loadgen
-from ..plotting import bar, layout, line, markers
+from ..plotting import LOG, bar, layout, markers, sweep
 from ..plotting import figure as make_figure
 
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)  # the open-loop sweep, shares of the server's maximum
@@ -29,20 +29,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 "Statistic",
                 "Milliseconds",
                 barmode="group",
-                yaxis={"type": "log"},
+                yaxis=LOG,
             ),
         )
     o = r["open"]
     if v == "goodput":
         data = [
-            line([x["offered"] for x in o], [x["throughput"] for x in o], "Throughput", 0, mode="lines+markers"),
-            line(
-                [x["offered"] for x in o],
-                [x["goodput"] for x in o],
-                "Goodput (requests meeting the SLO)",
-                1,
-                mode="lines+markers",
-            ),
+            sweep(o, "offered", "throughput", "Throughput", 0),
+            sweep(o, "offered", "goodput", "Goodput (requests meeting the SLO)", 1),
         ]
         if "chosen" in r:  # the chosen rate's throughput and goodput (the key figures)
             c = r["chosen"]
@@ -63,35 +57,15 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         names = {"azure": "Heavy-tailed lengths (Azure lognormal)", "fixed": "Fixed lengths (same means)"}
         other = "fixed" if r["lengths"] == "azure" else "azure"
         data = [
-            line([x["offered"] for x in o], [x["ttft_p99"] for x in o], names[r["lengths"]], 0, mode="lines+markers"),
-            line(
-                [x["offered"] for x in r["other"]],
-                [x["ttft_p99"] for x in r["other"]],
-                names[other],
-                1,
-                mode="lines+markers",
-            ),
+            sweep(o, "offered", "ttft_p99", names[r["lengths"]], 0),
+            sweep(r["other"], "offered", "ttft_p99", names[other], 1),
         ]
-        return make_figure(
-            data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis={"type": "log"})
-        )
-    c = r["closed"]
+        return make_figure(data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis=LOG))
+    c, offered = r["closed"], [f"{x['offered']:.1f} req/s offered" for x in o]
     data = [
-        line(
-            [x["throughput"] for x in o],
-            [x["ttft_p99"] for x in o],
-            "Open loop (Poisson rate sweep)",
-            0,
-            mode="lines+markers",
-            text=[f"{x['offered']:.1f} req/s offered" for x in o],
-        ),
-        line(
-            [x["throughput"] for x in c],
-            [x["ttft_p99"] for x in c],
-            "Closed loop (1-128 users)",
-            1,
-            mode="lines+markers",
-            text=[f"{u} users" for u in USERS[: len(c)]],
+        sweep(o, "throughput", "ttft_p99", "Open loop (Poisson rate sweep)", 0, text=offered),
+        sweep(
+            c, "throughput", "ttft_p99", "Closed loop (1-128 users)", 1, text=[f"{u} users" for u in USERS[: len(c)]]
         ),
     ]
     return make_figure(
@@ -100,7 +74,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             "Open loop shows the knee; closed loop hides it",
             "Achieved throughput (req/s)",
             "TTFT p99 (s)",
-            yaxis={"type": "log"},
+            yaxis=LOG,
         ),
     )
 

@@ -32,7 +32,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.cluster import fit_error
 from ..engine.metrics import describe, downsample, time_average
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import LOG, bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -53,8 +53,6 @@ METRICS = {
 BLOCK_SIZES = (1, 4, 8, 16, 32, 64, 128, 256)
 LENGTHS = [("sharegpt", "ShareGPT-like (lognormal)"), ("azure", "Azure 2023 conversation (lognormal)")]
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [
     ("memory", "Reserved vs used KV over time"),
     ("blocks", "Block tables"),
@@ -66,7 +64,6 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # KV memory given to the cache (the rest of the GPU holds weights and activations).
     kv_budget_GiB: float = param(4.0, label="KV memory", unit="GiB", min=0.25, max=200.0, step=0.25, log=True)
@@ -80,8 +77,7 @@ class Params:
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        why = fit_error(m, gpu)
-        if why:
+        if why := fit_error(m, gpu):
             raise ParamError("model", why)
         if self.kv_budget_GiB * cm.GiB < self.max_model_len * cm.kv_bytes_per_token(m):
             raise ParamError("kv_budget_GiB", "the KV memory must hold at least one max-length reservation")
@@ -256,15 +252,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return _table_figure(r)
     if view == "block_size":
         xs = [s["block_size"] for s in r["block_sweep"]]
-        data = [
-            line(
-                xs,
-                [s["utilization"] for s in r["block_sweep"]],
-                "Paged: share of reserved KV holding tokens",
-                0,
-                mode="lines+markers",
-            )
-        ]
+        data = [sweep(r["block_sweep"], "block_size", "utilization", "Paged: share of reserved KV holding tokens")]
         data.append(line(xs, [r["metrics"]["kv_utilization_contiguous"]] * len(xs), "Contiguous reservation", 1))
         return make_figure(
             data,
@@ -272,7 +260,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 "Block size trade-off",
                 "Block size (tokens)",
                 "KV utilisation",
-                xaxis={"type": "log"},
+                xaxis=LOG,
                 yaxis={"range": [0, 1.02]},
             ),
         )

@@ -21,7 +21,6 @@ al. 2024, SGLang: Efficient Execution of Structured Language Model Programs (arX
 
 from __future__ import annotations
 
-import random
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +30,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import fit_error
 from ..params import ParamError, engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import LOG, bar, layout, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -60,20 +59,13 @@ SHARING = [
 ]
 PRESSURE = (0.1, 0.2, 0.4, 1.0)
 
-
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("ttft", "TTFT per cache mode"),
-    ("hits", "Hit rate and prefill saved"),
-    ("pressure", "Hit rate vs KV memory"),
-]
+VIEWS = [("ttft", "TTFT per cache mode"), ("hits", "Hit rate and prefill saved"), ("pressure", "Hit rate vs KV memory")]
 
 
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # Which prompt structure the traffic shares.
     sharing: str = param("multi_turn", label="Workload", choices=SHARING)
@@ -96,8 +88,7 @@ class Params:
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        why = fit_error(m, gpu)
-        if why:
+        if why := fit_error(m, gpu):
             raise ParamError("model", why)
         if self.kv_budget_GiB * cm.GiB < m.max_context_tokens * cm.kv_bytes_per_token(m):
             raise ParamError(
@@ -151,22 +142,10 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
 
 
 def _trace(p: Params, seed: int) -> list[workload.Request]:
-    m = resolve_model(p.model)
-    rng = random.Random(seed)
-    lengths = workload.Lengths(
-        "azure", 0, 0, prompt_cap=m.max_context_tokens // 4, output_cap=workload.AZURE_CONV_OUTPUT_CAP
+    sharing = {"sharing": p.sharing, "shared_tokens": p.shared_tokens, "num_prefixes": p.num_prefixes, "turns": p.turns}
+    return workload.shared_prefix_trace(
+        seed, resolve_model(p.model).max_context_tokens, p.num_requests, p.rate_per_s, **sharing
     )
-    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    return workload.build(
-        rng,
-        p.num_requests,
-        lengths,
-        times,
-        sharing=p.sharing,
-        shared_tokens=p.shared_tokens,
-        num_prefixes=p.num_prefixes,
-        turns=p.turns,
-    ).requests
 
 
 def _capacity(p: Params, m: Any) -> int:
@@ -218,16 +197,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data = []
         for i, mode in enumerate(("hash", "radix")):
             points = [x for x in r["pressure"] if mode in x]  # all, but while they stream
-            data.append(
-                line([x["GiB"] for x in points], [x[mode] for x in points], names[mode], i, mode="lines+markers")
-            )
+            data.append(sweep(points, "GiB", mode, names[mode], i))
         return make_figure(
             data,
             layout(
                 "Cache hit rate as KV memory shrinks (LRU eviction)",
                 "KV memory (GiB)",
                 "Prompt tokens from cache",
-                xaxis={"type": "log"},
+                xaxis=LOG,
                 yaxis={"range": [0, 1]},
             ),
         )

@@ -43,7 +43,7 @@ from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import precisions, resolve_gpu, resolve_model, running_example
 from ..params import dtype_choices, engine_param, gpu_param, model_param, param
-from ..plotting import MARKERS, bar, layout, line
+from ..plotting import LOG, MARKERS, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call
 
@@ -75,13 +75,7 @@ METRICS = {
     },
 }
 
-
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("speedup", "Decode speed-up vs batch"),
-    ("formats", "Bytes per format"),
-    ("demo", "Quantisation error demo"),
-]
+VIEWS = [("speedup", "Decode speed-up vs batch"), ("formats", "Bytes per format"), ("demo", "Quantisation error demo")]
 
 
 @dataclass(frozen=True)
@@ -275,9 +269,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             for i, b in enumerate(QMAX)
         ]
         title = f"Error quantising a {ROWS} x {COLS} matrix with {r['num_outliers']} outliers"
-        return make_figure(
-            data, layout(title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis={"type": "log"})
-        )
+        return make_figure(data, layout(title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis=LOG))
     x = r["batches"]
     # Past six formats the dashes run out (the seventh is the reference line's): add markers.
     data = [
@@ -286,7 +278,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     ]
     data.append(line([x[0], x[-1]], [r["worthwhile_speedup"]] * 2, "Worthwhile speed-up", 6))
     title = f"Decode speed-up over bf16, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
-    return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"}))
+    return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
 
 
 def _marked(i: int) -> dict[str, Any]:

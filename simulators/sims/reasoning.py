@@ -30,7 +30,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.metrics import downsample
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import engine_param, gpu_param, model_param, param
-from ..plotting import bar, layout, line
+from ..plotting import bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
 
@@ -56,8 +56,6 @@ DRAFTS = (0, 1, 2, 3, 4, 6, 8)
 # Sequences may grow to this length whatever the model's trained context (see the notes).
 MAX_LEN = 65536
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [
     ("time", "Where the time goes"),
     ("speculation", "Speculation vs draft length"),
@@ -69,7 +67,6 @@ VIEWS = [
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # Requests in each trace (chat and reasoning get the same count and arrival times).
     num_requests: int = param(40, label="Requests", min=5, max=1000, step=5, log=True)
@@ -81,7 +78,6 @@ class Params:
     acceptance_rate: float = param(0.8, label="Acceptance rate", min=0.0, max=0.99, step=0.01)
     # Cost of one draft step relative to one decode step of the target model.
     draft_cost_ratio: float = param(0.05, label="Draft cost / target step", min=0.0, max=1.0, step=0.01)
-    # The parallel layout, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
 
@@ -204,16 +200,7 @@ def run(
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "speculation":
-        xs = [x["k"] for x in r["sweep"]]
-        data = [
-            line(
-                xs,
-                [x["e2e"] for x in r["sweep"]],
-                f"Reasoning request, acceptance {r['acceptance_rate']:.0%}",
-                0,
-                mode="lines+markers",
-            )
-        ]
+        data = [sweep(r["sweep"], "k", "e2e", f"Reasoning request, acceptance {r['acceptance_rate']:.0%}")]
         return make_figure(
             data,
             layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"),

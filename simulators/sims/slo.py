@@ -47,8 +47,8 @@ from ..core import stats
 from ..core import vllm_memory as vm
 from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..plotting import LOG, layout, line, markers
 from ..plotting import figure as make_figure
-from ..plotting import layout, line, markers
 from ..results_cache import Keep
 
 TITLE = "Cost per token, latency SLOs and goodput"
@@ -78,20 +78,13 @@ METRICS = {
 BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 MAX_CDF_POINTS = 200
 
-
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("cost", "Cost per million tokens vs batch"),
-    ("ttft", "TTFT distribution"),
-    ("tpot", "TPOT distribution"),
-]
+VIEWS = [("cost", "Cost per million tokens vs batch"), ("ttft", "TTFT distribution"), ("tpot", "TPOT distribution")]
 
 
 @dataclass(frozen=True)
 class Params:
     model: Any = model_param()
     gpu: Any = gpu_param()
-    # The engine profile that prices every step (data/engine_profiles.toml): one speed model.
     engine: str = engine_param()
     # Prompt and answer of each request (the running example by default).
     prompt_tokens: int = param(
@@ -262,8 +255,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 f"Cost per million output tokens, {r['model']}",
                 "Batch size (requests)",
                 "USD per 1M output tokens",
-                xaxis={"type": "log"},
-                yaxis={"type": "log"},
+                xaxis=LOG,
+                yaxis=LOG,
             ),
         )
     key = view
@@ -284,7 +277,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             f"{name} of sampled requests, batch {r['batch_size']}",
             f"{name} (s)",
             "Share of requests at or below",
-            xaxis={"type": "log"},
+            xaxis=LOG,
         ),
     )
 

@@ -46,7 +46,7 @@ from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..params import dtype_choices, engine_param, gpu_param, model_param, param
-from ..plotting import PERCENT, bar, layout, line
+from ..plotting import LOG, PERCENT, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call
 
@@ -84,13 +84,7 @@ METRICS = {
     },
 }
 
-
-# The charts figure() draws, (value, label): the first is the default.
-VIEWS = [
-    ("savings", "Savings vs dense"),
-    ("batch", "Decode speed-up vs batch"),
-    ("demo", "Magnitude-pruning demo"),
-]
+VIEWS = [("savings", "Savings vs dense"), ("batch", "Decode speed-up vs batch"), ("demo", "Magnitude-pruning demo")]
 
 
 @dataclass(frozen=True)
@@ -312,7 +306,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data = [line(r["batches"], r["speedup_curves"][v], names[v], i) for i, v in enumerate(SCHEMES)]
         data.append(line([r["batches"][0], r["batches"][-1]], [1, 1], "Dense", 6))
         title = f"Decode speed-up over dense, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
-        return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis={"type": "log"}))
+        return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
     if view == "demo":
         x = ["Share of |w| removed", "Share of w^2 removed", "Relative output error"]
         keys = ("magnitude_removed", "energy_removed", "output_rel_error")

@@ -37,8 +37,8 @@ from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..params import engine_param, gpu_param, model_param, param
+from ..plotting import LOG, layout, line, markers
 from ..plotting import figure as make_figure
-from ..plotting import layout, line, markers
 from ..results_cache import Keep
 
 TITLE = "Speculative decoding: draft, verify, accept"
@@ -64,8 +64,6 @@ NUM_ROUNDS = 4000  # Monte Carlo verification rounds; standard error about 0.02 
 BATCH_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 SHORT_CONTEXT = 256  # a short chat turn, drawn next to the chosen context for contrast
 
-
-# The charts figure() draws, (value, label): the first is the default.
 VIEWS = [("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")]
 
 
@@ -245,7 +243,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         f"Speculation vs batching: {r['model']} on {r['gpu']}",
         "Batch size (sequences)",
         "Speed-up (x)",
-        xaxis={"type": "log"},
+        xaxis=LOG,
     )
     return make_figure(data, lay)
 

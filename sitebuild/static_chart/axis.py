@@ -156,8 +156,7 @@ class Axis:
     def make_ticks(self, sync_with: Axis | None = None) -> None:
         lo, hi = min(self.lo, self.hi), max(self.lo, self.hi)
         fmt = self.spec.get("tickformat") if isinstance(self.spec.get("tickformat"), str) else ""
-        tickvals = _list(self.spec.get("tickvals"))
-        if tickvals:
+        if tickvals := _list(self.spec.get("tickvals")):
             texts = _list(self.spec.get("ticktext"))
             for i, tv in enumerate(tickvals):
                 u = self.to_linear(tv)

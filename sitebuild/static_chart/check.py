@@ -64,8 +64,7 @@ def unsupported(figure: Any) -> list[str]:
 
 def check(figure: Any) -> None:
     """UnsupportedFigure naming each part of `figure` that render() does not draw as plotly.js does."""
-    problems = unsupported(figure)
-    if problems:
+    if problems := unsupported(figure):
         raise UnsupportedFigure(
             "the pre-rendered chart cannot draw " + "; ".join(problems) + ": change the figure, or teach "
             "sitebuild/static_chart/ to draw it (and add it to the TRACE_KEYS / LAYOUT_KEYS / AXIS_KEYS of its check.py)"

@@ -63,8 +63,7 @@ def draw_axes_text(chart: Canvas) -> list[str]:
                 fs = FONT * (0.75 if minor else 1)
                 labels.append(f'<text x="{_n(x)}" y="{_n(ax.px(u) + fs * 0.35)}"{size}>{escape(lab)}</text>')
             out.append(f'<g class="sc-text sc-tick" text-anchor="{anchor}">{"".join(labels)}</g>')
-            title = _text(ax.spec.get("title"))
-            if title:
+            if title := _text(ax.spec.get("title")):
                 widest = _widest_label(ax)
                 mid = (ax.p0 + ax.p1) / 2
                 if right:
@@ -95,8 +94,7 @@ def draw_axes_text(chart: Canvas) -> list[str]:
                 else:
                     labels.append(f'<text x="{_n(px)}" y="{_n(base + 17)}"{size}>{escape(lab)}</text>')
             out.append(f'<g class="sc-text sc-tick" text-anchor="middle">{"".join(labels)}</g>')
-            title = _text(ax.spec.get("title"))
-            if title:
+            if title := _text(ax.spec.get("title")):
                 drop = _widest_label(ax) * 0.5 if rotate else 0
                 out.append(
                     f'<text class="sc-text sc-axis-title" x="{_n((ax.p0 + ax.p1) / 2)}" '

@@ -26,8 +26,7 @@ def expand_scatter(chart: Canvas) -> None:
             if ax.type == "category":
                 padded = has_markers or has_text
             pad = (PAD * ax.length() if padded else 0.0) + ppad
-            us = [u for u in (ax.to_linear(v) for v in vals) if u is not None]
-            if us:
+            if us := [u for u in (ax.to_linear(v) for v in vals) if u is not None]:
                 ax.expand(min(us), pad, pad)
                 ax.expand(max(us), pad, pad)
 
@@ -43,8 +42,7 @@ def draw_scatter(chart: Canvas, t: dict[str, Any]) -> str:
         points.append(None if xu is None or yu is None else (xa.px(xu), ya.px(yu)))
     out = []
     if "lines" in mode:
-        d = line_path(points, str(_dict(trace.get("line")).get("shape") or trace.get("line_shape") or "linear"))
-        if d:
+        if d := line_path(points, str(_dict(trace.get("line")).get("shape") or trace.get("line_shape") or "linear")):
             out.append(stroke_path(d, color, width, dasharray(dash, width)))
     if "markers" in mode:
         out.append(_markers(chart, trace, points, color))
