@@ -19,9 +19,9 @@ from typing import Any
 from ..benchmark import served_benchmarks as sb
 from ..benchmark import validation
 from ..core import efficiency as ef
-from ..core.catalog import resolve_gpu, resolve_model
+from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..parallel import check_serving, layout_of, tensor_parallel_param
-from ..params import ParamError, dtype_choices, engine_param, gpu_param, model_param, param
+from ..params import ParamError, dtype_choices, engine_param, gpu_choices, model_choices, param
 from ..plotting import bar, layout
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -39,8 +39,9 @@ SERVED |= {"median_tpot_ms": ("rate",), "median_ttft_ms": ("rate",)}  # quantity
 class Params:
     # The published figure (validation.PREDICTIONS): its quantity decides which conditions count.
     quantity: str = param("batch_latency_s", label="Figure", choices=[(q, q) for q in validation.PREDICTIONS])
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+    # Catalogue entries only: the validation reads a row's model and GPU by their catalogue ids.
+    model: str = param(running_example()["model"], label="Model", choices=model_choices)
+    gpu: str = param(running_example()["gpu"], label="GPU", choices=gpu_choices)
     engine: str = engine_param()
     # Every efficiency 1.0 and no overhead: the table's "ideal" column (a ceiling, a floor for a time).
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
