@@ -38,8 +38,8 @@ def render(markdown: str, src_uri: str, path: Path, sims: Simulators, glossary: 
     if src_uri == glossary_mod.PAGE and glossary is not None:
         # Definitions may hold build-time numbers too ({{ … }}), computed like a lesson's.
         return lesson_page.render_body(glossary_mod.render_page(markdown, glossary, course), path, 1, sims)
-    if src_uri == VALIDATION_PAGE:
-        return render_validation(markdown)
+    if src_uri == VALIDATION_PAGE:  # its widget first (line numbers as in the file), then the generated tables
+        return render_validation(lesson_page.render_body(markdown, path, 1, sims))
     return markdown
 
 

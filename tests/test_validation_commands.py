@@ -14,10 +14,9 @@ ENTRIES = validation.measurements()
 WITH_COMMAND = [e for e in ENTRIES if isinstance(commands.command(e), commands.Command)]
 
 
-def test_every_speed_quantity_a_simulator_can_state_has_commands_and_the_rest_say_why():
-    assert len(WITH_COMMAND) >= 10
+def test_every_kind_of_row_has_commands_and_a_row_without_one_says_why():
     classes = {crossval.QUANTITY_CLASS.get(e["quantity"], "size") for e in WITH_COMMAND}
-    assert {"decode step", "prefill (TTFT alone)", "size"} <= classes
+    assert {*crossval.CLASSES, "size"} <= classes  # serving rows included: `published` states them
     for e in ENTRIES:
         c = commands.command(e)
         if isinstance(c, str):
@@ -39,3 +38,15 @@ def test_the_command_reproduces_the_prediction(e):
     assert answer["ok"], answer.get("errors")
     predicted = validation.PREDICTIONS[e["quantity"]](e, ef.profile(commands.profile_of(e)))
     assert c.figure(answer["metrics"]) == pytest.approx(predicted, rel=0.005)
+
+
+@pytest.mark.parametrize("row_id", ["vllm-ci-latency-llama31-8b-h200-b8", "llamacpp-llama2-7b-q4_0-m2-ultra-tg128"])
+def test_ideal_true_gives_the_ideal_column(row_id):
+    # a latency batch of 8 requests (published) and a batch-1 decode on Apple silicon (generation)
+    e = next(e for e in ENTRIES if e["id"] == row_id)
+    c = commands.command(e)
+    assert isinstance(c, commands.Command)
+    answer = api.run(c.simulator, {**c.params, "ideal": True})
+    assert answer["ok"], answer.get("errors")
+    ideal = validation.PREDICTIONS[e["quantity"]](e, ef.ceiling(ef.profile(commands.profile_of(e))))
+    assert c.figure(answer["metrics"]) == pytest.approx(ideal, rel=0.005)

@@ -2,14 +2,15 @@
 
 `command(entry)` gives the `python -m simulators run ...` line whose answer yields the row's
 predicted figure (with the arithmetic that turns the printed metric into it), or the reason no
-simulator can express the row's conditions. tests/test_validation_commands.py runs them through
-simulators.api and checks they reproduce the table's predictions.
+simulator can run it. tests/test_validation_commands.py runs every command through simulators.api
+and checks it reproduces the table's prediction.
 
-Only `generation` prices one step of a stated batch and context with a chosen engine, so the
-rows it can state are single-step ones: a batch's decode step, a batch's prefill, a llama-bench
-prompt test whose micro-batch holds the whole prompt. Sizes come from `kv_cache` and `gpu_memory`. Serving-level rows (offline, server,
-a rate) run the event engine under a benchmark's own length distribution, request count and caps,
-which no simulator's parameters state.
+A lesson's own simulator is preferred where one states the row: `generation` prices one step of a
+stated batch and context (a batch's decode step, a batch's prefill, a llama-bench prompt test whose
+micro-batch holds the whole prompt); `kv_cache` and `gpu_memory` print sizes. Every other row runs
+through `published` (sims/published.py), whose parameters are the conditions a row states (its
+length distribution and means, caps, request count, arrival, rate or latency bounds, scheduler caps,
+micro-batch, a compiled decode) and which calls the validation's own prediction function with them.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from typing import Any
 from ..core import efficiency as ef
 from ..core.catalog import gpus
 
-ENGINES = ("vllm", "sglang", "trtllm", "llamacpp")  # generation's engine choices
-TIMED = ("decode_tokens_per_s", "decode_step_ms", "prefill_ms", "prompt_tokens_per_s")  # through generation
+TIMED = ("decode_tokens_per_s", "decode_step_ms", "prefill_ms", "prompt_tokens_per_s", "matvec_stream_GBps")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def profile_of(e: dict[str, Any]) -> str:
 
 
 def _base(e: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"model": e["model"], "gpu": e["gpu"], "engine": profile_of(e)}
+    out: dict[str, Any] = {"model": e["model"], "gpu": e.get("gpu"), "engine": engine_of(e)}
     for key, default in (("weight_dtype", "bf16"), ("kv_dtype", "bf16")):
         if e.get(key, default) != default:
             out[key] = e[key]
@@ -58,45 +58,75 @@ def _base(e: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def engine_of(e: dict[str, Any]) -> str:
+    """The engine a simulator names for the row's profile: a platform profile's engine (llama.cpp's
+    Metal profile is what `llamacpp` prices on an Apple GPU: efficiency.on_gpu)."""
+    p = ef.profile(profile_of(e))
+    return p.replaces or p.id
+
+
 def command(e: dict[str, Any]) -> Command | str:
-    """The row's command, or why no simulator states its conditions."""
+    """The row's command (`generation` or a size page where one states the row, else `published`),
+    or why none can."""
+    if engine_of(e) not in ef.profiles():  # the simulators' engine choices
+        return f"engine profile '{profile_of(e)}' is not one of the simulators' engines"
     q = e["quantity"]
-    if profile_of(e) not in ENGINES:
-        return f"engine profile '{profile_of(e)}' is not one of generation's engines"
-    if e.get("fused_layers"):
-        return "a compiled whole-step decode (no per-layer time): no simulator switches the layer time off"
-    if e.get("activation_dtype"):
-        return f"{e['activation_dtype']} activations: no simulator takes an activation format"
-    if any(k in e for k in ("max_num_seqs", "max_num_batched_tokens")):
-        return "the benchmark's own scheduler caps: generation has none"
-    if q in TIMED and gpus()[e["gpu"]].dense_bf16_tflops is None:
-        return f"generation refuses {e['gpu']}: the catalogue has no BF16 tensor rate for it (the table prices a memory floor)"
-    batch = e.get("batch_size", 1)
+    if q in TIMED + SERVED and gpus()[e["gpu"]].dense_bf16_tflops is None:
+        return f"the simulators refuse {e['gpu']}: the catalogue has no BF16 tensor rate for it (the table prices a memory floor)"
+    return _generation(e, q) or _size(e, q) or _published(e, q)
+
+
+def _generation(e: dict[str, Any], q: str) -> Command | None:
+    """A single step of a stated batch and context, the one thing `generation` prices: a batch's
+    decode step, a batch's prefill, a prompt test whose micro-batch holds the whole prompt."""
+    if e.get("fused_layers") or e.get("activation_dtype") or e.get("batch_size") == "fit":
+        return None
+    b = int(e.get("batch_size", 1))
     if q in ("decode_tokens_per_s", "decode_step_ms"):
-        if batch == "fit":
-            return "a batch of as many sequences as the KV cache holds: generation takes a stated batch"
-        b = int(batch)
         p = _base(e) | {"prompt_tokens": int(e["context_tokens"]) - 1, "output_tokens": 2, "batch_size": b}
         if q == "decode_step_ms":
             return Command("generation", p, "itl_s", 1e3, False, "1,000 x itl_s")
         return Command("generation", p, "itl_s", float(b), True, f"{b} / itl_s")
     if q == "prefill_ms":
-        p = _base(e) | {"prompt_tokens": int(e["context_tokens"]), "output_tokens": 1, "batch_size": int(batch)}
+        p = _base(e) | {"prompt_tokens": int(e["context_tokens"]), "output_tokens": 1, "batch_size": b}
         return Command("generation", p, "ttft_s", 1e3, False, "1,000 x ttft_s")
-    if q == "prompt_tokens_per_s":
+    if q == "prompt_tokens_per_s" and int(e["ubatch"]) >= int(e["prompt_tokens"]):
         n = int(e["prompt_tokens"])
-        if int(e["ubatch"]) < n:
-            return "a prompt split into micro-batches (llama-bench -ub): generation prefills in one step"
         p = _base(e) | {"prompt_tokens": n, "output_tokens": 1}
         return Command("generation", p, "ttft_s", float(n), True, f"{n:,} / ttft_s")
-    if q == "matvec_stream_GBps":
-        return "the bytes a decode step streams per second: no simulator reports it"
-    if q in ("offline_output_tokens_per_s", "median_tpot_ms", "median_ttft_ms", "batch_latency_s"):
-        return "a serving benchmark's length distribution, request count and caps: no simulator states them"
-    return _size(e, q)
+    return None
 
 
-def _size(e: dict[str, Any], q: str) -> Command | str:
+# What each kind of row states beyond the model, GPU and formats (published.Params' fields).
+STATES = {"prompt_tokens_per_s": ("prompt_tokens", "ubatch"), "matvec_stream_GBps": ("context_tokens",)}
+STATES |= {q: ("context_tokens", "batch_size") for q in ("decode_tokens_per_s", "decode_step_ms", "prefill_ms")}
+SERVING = tuple(
+    "lengths input_tokens output_tokens max_input_tokens max_total_tokens fixed_output requests arrival "
+    "request_rate ttft_limit_ms tpot_limit_ms max_num_seqs max_num_batched_tokens per_gpu".split()
+)
+SERVED = ("offline_output_tokens_per_s", "median_tpot_ms", "median_ttft_ms", "batch_latency_s")
+STATES |= {q: SERVING for q in SERVED}
+
+
+def _published(e: dict[str, Any], q: str) -> Command:
+    """The row's conditions as `published`'s parameters (sims/published.py: the validation's own
+    prediction function, called with them)."""
+    p: dict[str, Any] = {"quantity": q, **_base(e)} if q != "params_B" else {"quantity": q, "model": e["model"]}
+    p |= {k: e[k] for k in ("activation_dtype", "fused_layers") if e.get(k)}
+    p |= {k: e[k] for k in STATES.get(q, ()) if k in e}
+    if q in SERVED and int(e.get("num_gpus", e.get("tp", 1))) != int(e.get("tp", 1)):
+        p["replicas"] = int(e["num_gpus"]) // int(e.get("tp", 1))
+    if q in SERVED and "batch" in (e.get("arrival"), e.get("requests")):
+        p["batch_size"] = e["batch_size"]  # the batch a static-batching benchmark runs
+    if p.get("batch_size") == "fit":
+        p |= {"batch_size": None, "batch_fit": True}
+    if p.get("requests") == "batch":
+        p |= {"requests": None, "static_batch": True}
+    p = {k: v for k, v in p.items() if v is not None}
+    return Command("published", p, "predicted", 1.0, False, "predicted")
+
+
+def _size(e: dict[str, Any], q: str) -> Command | None:
     """Sizes and shapes: the KV cache and GPU memory pages print them."""
     dtypes: dict[str, Any] = {k: e[k] for k in ("weight_dtype", "kv_dtype") if k in e}
     if q == "kv_bytes_per_token":
@@ -112,7 +142,7 @@ def _size(e: dict[str, Any], q: str) -> Command | str:
         )
     if q == "ridge_flop_per_byte":
         return Command("gpu_memory", {"gpu": e["gpu"]}, "ridge_flop_per_byte", 1.0, False, "ridge_flop_per_byte")
-    return "a parameter count: no simulator prints it (python -m simulators describe kv_cache for the shapes)"
+    return None
 
 
 def cell(e: dict[str, Any]) -> str:

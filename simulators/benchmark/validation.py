@@ -376,7 +376,9 @@ def render_markdown() -> str:
         "*Ideal* sets every efficiency to 1.0 and drops the per-step overhead, on the kernel path the engine uses: "
         "a ceiling for a rate, a floor for a time. *Predicted* applies the named engine profile "
         "(`simulators/data/engine_profiles.toml`). *Error* is predicted speed / published speed - 1 (for a time, "
-        "published / predicted - 1): positive means the prediction is optimistic. Sizes, parameter counts, KV bytes and ridge points do not depend on efficiency.",
+        "published / predicted - 1): positive means the prediction is optimistic. Sizes, parameter counts, KV bytes and ridge points do not depend on efficiency. "
+        "*Public command* prints the prediction (`published` takes the row's stated conditions and calls this "
+        "table's prediction function; `--set ideal=true` gives *Ideal*); a test runs every command and compares.",
         "",
         "Not checked yet:",
         "",

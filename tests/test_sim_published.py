@@ -1,0 +1,38 @@
+"""`published`: a row's conditions as parameters, the validation's own prediction of them."""
+
+from simulators import api
+from simulators.benchmark import served_benchmarks as sb
+from simulators.benchmark import validation
+from simulators.core import efficiency as ef
+from simulators.params import parse
+from simulators.sims import published
+
+
+def test_the_parameters_are_the_row_the_validation_reads():
+    # 2 replicas of TP 4: an 8-GPU system; 0 caps are left unstated; one static batch of the KV fit
+    p = parse(published.Params, {"tensor_parallel_size": 4, "replicas": 2, "static_batch": True, "batch_fit": True})
+    e = published.conditions(p)
+    assert (e["tp"], e["num_gpus"], e["requests"], e["batch_size"]) == (4, 8, "batch", "fit")
+    assert not {"max_input_tokens", "max_total_tokens", "max_num_seqs", "max_num_batched_tokens"} & set(e)
+
+
+def test_a_latency_batch_is_the_validation_rows_figure():
+    # vLLM's CI latency row: 8 requests of 32 in and 128 out started together, mean end-to-end seconds
+    row = next(e for e in validation.measurements() if e["id"] == "vllm-ci-latency-llama31-8b-h200-b8")
+    params = {"gpu": "h200", "input_tokens": 32, "output_tokens": 128, "batch_size": 8}
+    got = api.run("published", params)["metrics"]["predicted"]
+    assert got == validation.PREDICTIONS["batch_latency_s"](row, ef.profile("vllm"))
+
+
+def test_a_figure_its_arrival_does_not_report_and_lengths_over_the_caps_are_field_errors():
+    wrong = api.run("published", {"quantity": "median_tpot_ms", "arrival": "offline"})
+    assert [x["field"] for x in wrong["errors"]] == ["arrival"]
+    # ShareGPT's filter drops prompts over 1,024 tokens: a mean of 1,024 cannot be drawn
+    over = api.run("published", {"lengths": "sharegpt", "input_tokens": sb.LENGTHS["sharegpt"]["max_input"]})
+    assert [x["field"] for x in over["errors"]] == ["input_tokens"]
+
+
+def test_units_follow_the_quantitys_name():
+    got = [published.unit(q) for q in ("decode_tokens_per_s", "median_ttft_ms", "batch_latency_s", "params_B")]
+    assert got == ["tokens/s", "ms", "s", "billion"]
+    assert published.unit("kv_GiB_per_sequence") == published.unit("weight_GiB") == "GiB"
