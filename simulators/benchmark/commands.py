@@ -102,7 +102,8 @@ STATES = {"prompt_tokens_per_s": ("prompt_tokens", "ubatch"), "matvec_stream_GBp
 STATES |= {q: ("context_tokens", "batch_size") for q in ("decode_tokens_per_s", "decode_step_ms", "prefill_ms")}
 SERVING = tuple(
     "lengths input_tokens output_tokens max_input_tokens max_total_tokens fixed_output requests arrival "
-    "request_rate ttft_limit_ms tpot_limit_ms max_num_seqs max_num_batched_tokens per_gpu".split()
+    "request_rate ttft_limit_ms tpot_limit_ms max_num_seqs max_num_batched_tokens per_gpu chunked_prefill "
+    "num_scheduler_steps".split()
 )
 SERVED = ("offline_output_tokens_per_s", "median_tpot_ms", "median_ttft_ms", "batch_latency_s")
 STATES |= {q: SERVING for q in SERVED}

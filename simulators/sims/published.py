@@ -83,6 +83,9 @@ class Params:
     # The benchmark's scheduler caps; 0: the engine profile's.
     max_num_seqs: int = param(0, label="Max sequences (0: the engine's)", min=0, max=16_384)
     max_num_batched_tokens: int = param(0, label="Max batched tokens (0: the engine's)", min=0, max=65_536)
+    # vLLM v0.6: chunked prefill off below 32K tokens of max_model_len, and --num-scheduler-steps.
+    chunked_prefill: bool = param(True, label="Chunked prefill")
+    num_scheduler_steps: int = param(1, label="Scheduler steps (multi-step runs)", min=1, max=64, step=1)
 
     def check(self) -> None:
         if self.quantity == "params_B":
@@ -117,6 +120,8 @@ def conditions(p: Params) -> dict[str, Any]:
     for k in ("max_input_tokens", "max_total_tokens", "max_num_seqs", "max_num_batched_tokens"):
         if getattr(p, k):  # 0: not stated
             e[k] = getattr(p, k)
+    if not p.chunked_prefill or p.num_scheduler_steps > 1:  # stated only where they differ (the runs' keys)
+        e |= {"chunked_prefill": p.chunked_prefill, "num_scheduler_steps": p.num_scheduler_steps}
     return e
 
 
