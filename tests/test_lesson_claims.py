@@ -351,7 +351,7 @@ def test_f1_running_example_at_batch_64_is_tensorrt_llm_at_0_4_and_sglang_at_0_8
     assert m("engine", "prefix_saving_share", **{**point, "prefix_share": 0.8}) >= 0.3  # "deep in"
     h200 = m("engine", "prefix_saving_share", **at, gpu="h200")
     assert h200 > m("engine", "prefix_saving_share", **at)  # answer 2: the lever grows,
-    assert 0.18 < h200 < 0.2  # "close to the 20% threshold"
+    assert 0.18 < h200 < 0.2  # "just short of the 20% threshold"
     long_answers = {**at, "output_tokens": 2000}  # answer 4: both regions vanish
     assert m("engine", "prefix_saving_share", **long_answers) < 0.2
     assert m("engine", "compute_share", **long_answers) < 0.5
@@ -643,7 +643,7 @@ def test_11_f2_open_loop_tail_grows_with_run_length_and_closed_loop_does_not() -
         closed = m("load_test", "closed_loop_ttft_s_p99", **long) / m("load_test", "closed_loop_ttft_s_p99", **short)
         assert abs(closed - 1) < 0.2
     f2 = {"rate_per_s": 19, "users": 128, "slo_tpot_s": 0.025}
-    # "goodput stays near zero in both runs"
+    # "goodput stays near zero"
     assert (
         max(m("load_test", "goodput_per_s", **f2, **LT), m("load_test", "goodput_per_s", **f2, num_requests=1000))
         < 0.1 * 19
