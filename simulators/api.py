@@ -355,45 +355,28 @@ def validation_page() -> dict[str, str]:
 
 
 def held_out_band() -> dict[str, float]:
-    """The held-out band's statistics a lesson may quote (`heldout.*`), and the cross-validated band
-    of each quantity (`heldout.ttft_median_error`, `heldout.ttft_p90_error`, `heldout.ttft_points`
-    for a prefill alone, a request's TTFT on an idle GPU; prefixes `decode`, `throughput`, `serving`
-    (TTFT and TPOT under load), and `cv` for every speed row), so that a sentence
-    quotes the band of the quantity it states: "half within X%, nine in ten within Y%"."""
+    """What a lesson may quote as `heldout.*`: the held-out band, and the cross-validated band of each
+    quantity (prefixes `ttft`, `decode`, `throughput`, `serving`, and `cv` for every speed row), so
+    that a sentence quotes its own quantity's band: "half within X%, nine in ten within Y%"."""
     from .benchmark import crossval
     from .benchmark.validation import band
 
     b = band("held_out")
-    out = {
-        "median_error": b.median_abs_error,
-        "within_35": b.within_35,
-        "points": float(b.points),
-        "engines": float(len(b.engines)),
-        "gpus": float(len(b.gpus)),
-    }
+    out = {"median_error": b.median_abs_error, "within_35": b.within_35, "points": float(b.points)}
+    out |= {"engines": float(len(b.engines)), "gpus": float(len(b.gpus))}
     for prefix, quantity in (("cv", None), *crossval.BAND_KEYS.items()):
         s = crossval.band(quantity)
-        out |= {
-            f"{prefix}_median_error": s.median_abs_error,
-            f"{prefix}_p90_error": s.p90_abs_error,
-            f"{prefix}_within_35": s.within_35,
-            f"{prefix}_points": float(s.points),
-        }
+        out |= {f"{prefix}_median_error": s.median_abs_error, f"{prefix}_p90_error": s.p90_abs_error}
+        out |= {f"{prefix}_within_35": s.within_35, f"{prefix}_points": float(s.points)}
     return out
 
 
 def profile_constants() -> dict[str, float]:
-    """The default engine profile's numeric constants a lesson may quote (`profile.gemm_fp8`,
-    `profile.layer_overhead_us`...): the figures the timing simulators use, never typed twice."""
-    from dataclasses import asdict
-
+    """What a lesson may quote as `profile.*`: the default engine profile's numeric constants."""
     from .core import efficiency as ef
 
-    return {
-        k: float(v)
-        for k, v in asdict(ef.profile(ef.DEFAULT)).items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
+    values = dataclasses.asdict(ef.profile(ef.DEFAULT)).items()
+    return {k: float(v) for k, v in values if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def measurement_runs() -> dict[str, float]:
