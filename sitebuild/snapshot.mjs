@@ -77,7 +77,11 @@ for folder, _, files in os.walk("/home/pyodide/course/simulators"):
     members += [os.path.join(folder, f).removeprefix("/home/pyodide/course/") for f in files]
 # Build-time only (the validation page's tables, run by site_build.py, never by a widget): left out,
 # which keeps the snapshot under the 8 MB budget to interactive (tests/browser/test_slow_network.py).
-BUILD_ONLY = {"simulators.benchmark.validation", "simulators.benchmark.served_benchmarks", "simulators.benchmark.vllm_validation"}
+# (validation and served_benchmarks are imported all the same, by the published simulator.)
+BUILD_ONLY = {
+    "simulators.benchmark.validation", "simulators.benchmark.served_benchmarks", "simulators.benchmark.vllm_validation",
+    "simulators.benchmark.crossval", "simulators.benchmark.fitting",  # leave-one-group-out: the page's table
+}
 for member in sorted(members):
     if member.endswith((".py", ".pyc")) and not member.removesuffix("c").endswith("__main__.py"):
         name = member.rsplit(".", 1)[0].replace("/", ".").removesuffix(".__init__")

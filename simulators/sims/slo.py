@@ -278,6 +278,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             f"{name} (s)",
             "Share of requests at or below",
             xaxis=LOG,
+            margin={"r": 40},  # room for a log axis's last tick label (else plotly widens it: static charts agree)
         ),
     )
 

@@ -94,7 +94,8 @@ def test_with_the_network_off_every_lesson_opens_and_every_simulator_runs(
     untried = set(api.SIMULATORS)
     # Then the tools pages: a simulator only a tool embeds (the cheapest-configuration search) runs too.
     tools = sorted(p.parent.name for p in (site.dir / "tools").glob("*/index.html"))
-    for slug in [f"lessons/{name}/" for name in lessons] + [f"tools/{name}/" for name in tools]:
+    # and the validation page, whose widget is the only one of `published` (a row's public command).
+    for slug in [f"lessons/{name}/" for name in lessons] + [f"tools/{name}/" for name in tools] + ["validation/"]:
         go(page, site, slug)
         page.locator(".lesson-head" if slug.startswith("lessons/") else "h1").first.wait_for(timeout=RUNTIME_LIMIT_MS)
         assert page.locator("h1").count() == 1, slug
