@@ -94,6 +94,8 @@ class Params:
         check_serving(m, resolve_gpu(self.gpu), lay, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
         if self.quantity not in SERVED:
             return
+        if self.num_scheduler_steps > 1 and m.sliding_window:  # engine/replica.py does not model the pair
+            raise ParamError("num_scheduler_steps", f"multi-step runs are not modelled for {m.name}'s sliding window")
         if self.arrival not in SERVED[self.quantity]:
             raise ParamError("arrival", f"{self.quantity} is reported by arrival {' or '.join(SERVED[self.quantity])}")
         if self.lengths == "fixed":
