@@ -79,3 +79,21 @@ def test_statistics_are_those_of_the_rows():
     assert "Cross-validated error" in text and "Target (issue 29)" in text
     for name in per_q:
         assert f"| {name} |" in text
+
+
+def test_every_group_is_listed_and_every_miss_names_its_cause(monkeypatch):
+    groups = crossval.by("group")
+    assert sum(cv.points for cv, _ in groups.values()) == crossval.by("all")["all"][0].points
+    text = crossval.render_groups()
+    misses = [g for g, (cv, _) in groups.items() if cv.median_abs_error > crossval.MISS]
+    for g, (cv, _) in groups.items():
+        assert f"| {g} | {cv.points} | {cv.median_abs_error:.0%} |" in text
+    notes = {n["group"]: n["cause"] for n in validation.group_notes()}
+    for g in misses:
+        assert f"- **{g}**" in text and notes[g] in text
+    # a note must name a group of the table (a renamed source leaves it stale)
+    assert set(notes) <= set(groups), set(notes) - set(groups)
+    if misses:  # a miss without a note fails the build, naming the group
+        monkeypatch.setattr(validation, "group_notes", lambda: [])
+        with pytest.raises(ValueError, match="no \\[\\[group_note\\]\\]"):
+            crossval.render_groups()

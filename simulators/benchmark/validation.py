@@ -43,6 +43,11 @@ def vllm_logs() -> list[dict[str, Any]]:
     return list(_data().get("vllm_log", []))
 
 
+def group_notes() -> list[dict[str, Any]]:
+    """Why a source group misses under cross-validation: {"group", "cause"} (crossval.render_groups)."""
+    return list(_data().get("group_note", []))
+
+
 def skipped() -> list[dict[str, Any]]:
     """Published points not checked yet, each with its reason."""
     return list(_data().get("skipped", []))
