@@ -160,16 +160,20 @@ def test_00_2_goodput_is_zero_at_the_largest_batch_that_fits_and_positive_at_32(
     assert m("slo", "local_tokens_per_s", **full) > m("slo", "local_tokens_per_s", batch_size=128)
 
 
-def test_00_2_the_p90_tpot_target_is_crossed_between_batch_28_and_29() -> None:
+def test_00_2_the_p90_tpot_target_is_crossed_above_the_chosen_batch_and_below_32() -> None:
     # "After: batch 24, which meets p90 TPOT <= 30 ms with some margin (the limit lies between batch
-    # 28 ... and 29). The simulator opens at batch 32, which misses it"; "goodput barely moves across the
+    # N ... and N + 1). The simulator opens at batch 32, which misses it"; "goodput barely moves across the
     # crossing ... Past it goodput falls ... while throughput keeps rising".
     target = 0.030
     chosen = scenario("00.2", "chosen")
     assert m("slo", "slo_met", **chosen) == 1 and m("slo", "tpot_p90_s", **chosen) < 0.95 * target
     # "That is under 90% although each p90 holds on its own"
     assert m("slo", "goodput_fraction", **chosen) < 0.9
-    assert m("slo", "tpot_p90_s", batch_size=28) <= target < m("slo", "tpot_p90_s", batch_size=29)
+    limit = int(m("slo", "max_batch_meeting_slo", **chosen))
+    # the largest batch that meets it, found independently of the metric: walk up one batch at a time
+    walk = next(b for b in range(chosen["batch_size"], 33) if m("slo", "tpot_p90_s", batch_size=b + 1) > target)
+    assert limit == walk and chosen["batch_size"] < limit < 32
+    assert m("slo", "tpot_p90_s", batch_size=limit) <= target < m("slo", "tpot_p90_s", batch_size=limit + 1)
     assert m("slo", "slo_met", batch_size=32) == 0 and m("slo", "slo_met") == 0  # the default is batch 32
     near = [m("slo", "goodput_rps", batch_size=b) for b in (chosen["batch_size"], 28, 32)]
     assert max(near) < 1.05 * min(near)
@@ -267,7 +271,10 @@ def test_06_paging_runs_more_requests_and_stops_mattering_when_memory_is_ample()
     paged, contiguous = (m("paged_kv", k, **ample) for k in ("throughput_paged_per_s", "throughput_contiguous_per_s"))
     assert abs(paged - contiguous) / paged < 0.01
     assert abs(m("paged_kv", "throughput_paged_per_s", **{**ample, "kv_budget_GiB": 64}) - paged) / paged < 0.01
-    assert m("paged_kv", "throughput_contiguous_per_s", **{**long, "kv_budget_GiB": 16}) < 0.95 * paged
+    # "(At 16 GiB the contiguous allocator still runs only N and completes X.)": fewer in flight, less done
+    tight = {**long, "kv_budget_GiB": 16}
+    assert m("paged_kv", "max_concurrent_contiguous", **tight) < m("paged_kv", "max_concurrent_contiguous", **ample)
+    assert m("paged_kv", "throughput_contiguous_per_s", **tight) < 0.98 * paged
 
 
 # --- 08, F5: speculation against batching ---------------------------------------------------------
@@ -740,9 +747,10 @@ def test_11_the_drain_flag_catches_the_150_request_run_and_not_the_2000_request_
 
 def test_f2_goodput_peaks_below_13_per_s_so_size_below_it() -> None:
     # F2 exercise 3 and "The metric that moves": at 13 req/s fewer requests meet the SLO than at
-    # 12, and goodput is no higher ("at 12 goodput is as high", the widget's seed), so the page sizes below 13.
+    # 12, and goodput is hardly higher ("at 12 goodput is nearly as high", the widget's seed), so the page
+    # sizes below 13.
     slo = {"max_num_seqs": 128, "slo_tpot_s": 0.025, **LT}
-    assert m("load_test", "goodput_per_s", rate_per_s=12, **slo) > 0.99 * m(
+    assert m("load_test", "goodput_per_s", rate_per_s=12, **slo) > 0.97 * m(
         "load_test", "goodput_per_s", rate_per_s=13, **slo
     )
     assert (
@@ -758,9 +766,10 @@ def test_09_the_big_batch_fits_the_bf16_pool_and_an_fp8_cache_restores_the_int4_
     assert big["batch_size"] * 2000 <= m("compression", "kv_token_capacity_baseline", **big, scheme="w4a16")
     at1 = m("compression", "decode_speedup", scheme="w4a16")
     at_big = m("compression", "decode_speedup", **big, scheme="w4a16")
-    # "falls from … to …"; the FP8 cache "brings the gain to …, above batch 1's, where the fixed
-    # cost per step weighs more" (at batch 1 it is well under the byte ratio, the ideal figure).
-    assert at_big < 0.7 * at1 < at1 < m("compression", "decode_speedup", **big, scheme="w4a16", kv_fp8=True)
+    # "falls from … to …"; the FP8 cache "brings the gain to …, about batch 1's" (at batch 1 it
+    # is well under the byte ratio, the ideal figure: the fixed cost per step holds it down).
+    fp8 = m("compression", "decode_speedup", **big, scheme="w4a16", kv_fp8=True)
+    assert at_big < 0.7 * at1 and 0.95 * at1 < fp8 < 1.05 * at1
     assert at1 < 0.7 * m("compression", "decode_speedup", scheme="w4a16", ideal=True)
     # Experiment 1 and "Which scheme": W4A16 prefill is slower than bf16 under the profile (its
     # kernels unpack weights), 1.0x at peak; FP8 W8A8 gains on prefill, less than at peak.

@@ -59,7 +59,12 @@ FITS: tuple[Fit, ...] = (
     Fit(
         "vllm",
         "layer_overhead_us",
-        ("vllm060-llama31-8b-a100-sharegpt-rps4-tpot", "vllm060-llama31-70b-h100-tp4-sharegpt-rps4-tpot"),
+        (
+            "vllm060-llama31-8b-a100-sharegpt-rps4-tpot",
+            "vllm060-llama31-70b-h100-tp4-sharegpt-rps4-tpot",
+            "vllm-ci-latency-llama31-8b-h200-b8",
+            "vllm-ci-latency-llama3-70b-h200-tp4-b8",
+        ),
         0.0,
         400.0,
     ),

@@ -72,6 +72,7 @@ METRICS = {
     "tpot_mean_s": ("TPOT mean", "s"),
     **{f"tpot_p{q}_s": (f"TPOT p{q}", "s") for q in PERCENTILES},
     "max_batch_fits": ("Largest batch whose KV cache fits", "requests"),
+    "max_batch_meeting_slo": ("Largest batch meeting the SLO at the chosen percentile (0: none)", "requests"),
     "break_even_utilization": ("Utilisation where local costs the hosted price", ""),
     "request_rate_rps": ("Requests per second served, GPU busy", "requests/s"),
 }
@@ -162,23 +163,57 @@ def _cdf(values: list[float]) -> tuple[list[float], list[float]]:
     return [values[i] for i in idx], [(i + 1) / n for i in idx]
 
 
+Draw = tuple[float, bool, float, bool]  # TTFT jitter, waits behind a long prefill, TPOT jitter, stalled by one
+
+
+def _draws(p: Params, seed: int) -> list[Draw]:
+    """Per request: the TTFT and TPOT jitter factors and whether a long prefill delays it (the same
+    draws at every batch, so a batch's sample differs from another's only by the cost model)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(p.num_requests):
+        j1 = math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
+        waits = rng.random() < p.tail_probability
+        j2 = math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
+        out.append((j1, waits, j2, rng.random() < p.tail_probability))
+    return out
+
+
+def _sample(
+    s: dict[str, float], draws: list[Draw], long_s: float, batch: int, out: int
+) -> tuple[list[float], list[float]]:
+    """The sampled TTFTs and TPOTs at one batch (a stall needs another request's prefill: none at batch 1)."""
+    stall = long_s / (out - 1) if out > 1 else 0.0
+    ttft = [s["ttft_s"] * j1 + (long_s if waits else 0.0) for j1, waits, _, _ in draws]
+    tpot = [s["tpot_s"] * j2 + (stall if stalled and batch > 1 else 0.0) for _, _, j2, stalled in draws]
+    return ttft, tpot
+
+
+def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], long_s: float, limit: int) -> int:
+    """The largest batch up to `limit` whose sample meets both targets at the chosen percentile (0:
+    none). TTFT does not depend on the batch here and the TPOT sample grows with it: a bisection."""
+    q = int(p.percentile)
+
+    def meets(b: int) -> bool:
+        ttft, tpot = _sample(server(m, gpu, p, b), draws, long_s, b, p.output_tokens)
+        return percentile(sorted(ttft), q) <= p.ttft_slo_s and percentile(sorted(tpot), q) <= p.tpot_slo_s
+
+    if limit < 1 or not meets(1):
+        return 0
+    lo, hi = 1, limit + 1  # meets(lo); hi: the first batch known to miss (or past the limit)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    return lo
+
+
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     s = server(m, gpu, p, p.batch_size)
     long_prefill_s = cm.prefill_time(m, gpu, p.long_prompt_tokens, eff=cm.efficiency(False, p.engine)).time_s
-    rng = random.Random(seed)
-    ttft, tpot, good = [], [], 0
-    for _ in range(p.num_requests):
-        t1 = s["ttft_s"] * math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
-        t1 += long_prefill_s if rng.random() < p.tail_probability else 0.0
-        t2 = s["tpot_s"] * math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
-        # A stall needs another request's prefill: at batch 1 nobody else runs (the draw is kept
-        # so that the sample at every other batch stays the same).
-        stalled = rng.random() < p.tail_probability and p.batch_size > 1
-        t2 += long_prefill_s / (p.output_tokens - 1) if stalled else 0.0
-        ttft.append(t1)
-        tpot.append(t2)
-        good += t1 <= p.ttft_slo_s and t2 <= p.tpot_slo_s
+    draws = _draws(p, seed)
+    ttft, tpot = _sample(s, draws, long_prefill_s, p.batch_size, p.output_tokens)
+    good = sum(t1 <= p.ttft_slo_s and t2 <= p.tpot_slo_s for t1, t2 in zip(ttft, tpot, strict=True))
     ttft.sort()
     tpot.sort()
     q = int(p.percentile)
@@ -201,6 +236,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "cost_per_million_tokens_hosted_usd": p.hosted_price_per_million_usd,
         "local_tokens_per_s": s["tokens_per_s"],
         "max_batch_fits": fit_batch,
+        "max_batch_meeting_slo": _largest_batch_meeting(m, gpu, p, draws, long_prefill_s, max(fit_batch, 1)),
         # Local cost scales with 1 / utilisation: equal to the hosted price at this utilisation.
         "break_even_utilization": (
             s["cost"] * p.utilization / p.hosted_price_per_million_usd if p.hosted_price_per_million_usd else 0.0
