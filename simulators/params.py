@@ -259,6 +259,24 @@ def engine_param(**kw: Any) -> Any:
     return param(DEFAULT_ENGINE, label="Engine", choices=engine_choices, **kw)
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelGpu:
+    """The first two fields of every simulator that runs a model on a GPU; a simulator's Params
+    subclasses it, and dataclasses put these fields (and so their controls) first."""
+
+    # A catalogue model, or a Hugging Face config.json object.
+    model: Any = model_param()
+    # A catalogue GPU, or an object with its memory, bandwidth and tensor rate.
+    gpu: Any = gpu_param()
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelGpuEngine(ModelGpu):
+    """ModelGpu and, third, the engine profile that prices its steps."""
+
+    engine: str = engine_param()
+
+
 def missing_figure(p: Any) -> dict[str, str] | None:
     """A field error on `gpu` where a timing simulator (one with an engine) runs on a GPU whose
     catalogue entry, or the reader's custom GPU, lacks the tensor rate its times need: without it

@@ -33,7 +33,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.metrics import describe, downsample, time_average
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, param
 from ..plotting import LOG, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
@@ -63,10 +63,7 @@ VIEWS = [("occupancy", "Busy slots over time"), ("latency", "Latency percentiles
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # Requests in the trace (both schedulers get the same ones).
     num_requests: int = param(200, label="Requests", min=10, max=2000, step=10, log=True)
     # Open-loop Poisson arrival rate.

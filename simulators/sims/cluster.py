@@ -25,7 +25,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import ROUTERS
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, param
 from ..plotting import LOG, PERCENT, bar, layout
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept
@@ -66,10 +66,7 @@ VIEWS = [
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     num_replicas: int = param(4, label="Replicas", min=2, max=32, step=1)
     sharing: str = param("system", label="Workload", choices=SHARING)
     # Distinct system prompts: more than the replicas can all cache spreads the hits thin.

@@ -24,7 +24,7 @@ from ..benchmark.loadgen import CEILING_REQUESTS, FEW_SAMPLES, LoadRun, ServedMe
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import fit_error
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, param
 from ..plotting import LOG, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call
@@ -43,10 +43,7 @@ SWEEP_SIZE = 10  # GuideLLM's default
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     max_num_seqs: int = param(256, label="Server batch slots", min=1, max=1024, step=1, log=True)
     lengths: str = param("azure", label="Lengths", choices=workload.LENGTH_CHOICES)
     num_requests: int = param(300, label="Requests per simulated run", min=50, max=2000, step=10, log=True)

@@ -47,7 +47,7 @@ from ..core.catalog import (
     serve_defaults,
 )
 from ..parallel import check_link, pipeline_parallel_param, tensor_parallel_param
-from ..params import ParamError, dtype_choices, gpu_param, model_param, param
+from ..params import ModelGpu, ParamError, dtype_choices, param
 from ..results_cache import Keep
 
 # The simulator's chart and words (api reads figure and summary from this module).
@@ -95,9 +95,7 @@ VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+class Params(ModelGpu):
     # Ranks a layer's matmuls and KV heads are split over, and stages the layers are split into:
     # the fields every serving simulator shares (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()

@@ -60,7 +60,7 @@ from ..parallel import (
     pipeline_parallel_param,
     tensor_parallel_param,
 )
-from ..params import ParamError, dtype_choices, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, dtype_choices, param
 from ..results_cache import Keep
 from .engine_explorer_view import BATCHES, CONTEXTS, MAX_CHUNK_BARS, REGIONS, figure, summary  # noqa: F401 (the charts and words)
 
@@ -85,10 +85,7 @@ EX = running_example()
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # The parallel layout of a replica, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()

@@ -47,7 +47,7 @@ from ..parallel import (
     pipeline_parallel_param,
     tensor_parallel_param,
 )
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, param
 from ..results_cache import Keep, for_call
 from .load_test_view import DRAIN_DOMINATES, FRACTIONS, USERS, figure, summary  # noqa: F401 (the charts and words)
 
@@ -91,10 +91,7 @@ VIEWS = [
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # Requests per benchmark run.
     num_requests: int = param(150, label="Requests per run", min=20, max=2000, step=10, log=True)
     # The open-loop Poisson rate the single-rate figures are taken at.

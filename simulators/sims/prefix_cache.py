@@ -29,7 +29,7 @@ from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import fit_error
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, param
 from ..plotting import LOG, bar, layout, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
@@ -63,10 +63,7 @@ VIEWS = [("ttft", "TTFT per cache mode"), ("hits", "Hit rate and prefill saved")
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # Which prompt structure the traffic shares.
     sharing: str = param("multi_turn", label="Workload", choices=SHARING)
     # Requests, follow-up turns included. At most 500: the pressure view serves the trace 9

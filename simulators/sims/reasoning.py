@@ -29,7 +29,7 @@ from ..core.layout import pooled_kv_tokens
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.metrics import downsample
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
-from ..params import engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, param
 from ..plotting import bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
@@ -64,10 +64,7 @@ VIEWS = [
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # Requests in each trace (chat and reasoning get the same count and arrival times).
     num_requests: int = param(40, label="Requests", min=5, max=1000, step=5, log=True)
     rate_per_s: float = param(0.5, label="Arrival rate", unit="req/s", min=0.01, max=50.0, step=0.01, log=True)
