@@ -46,7 +46,13 @@ from ..core.catalog import (
     running_example,
     serve_defaults,
 )
-from ..parallel import check_link, pipeline_parallel_param, tensor_parallel_param
+from ..parallel import (
+    check_link,
+    data_parallel_param,
+    expert_parallel_param,
+    pipeline_parallel_param,
+    tensor_parallel_param,
+)
 from ..params import ModelGpu, ParamError, dtype_choices, param
 from ..results_cache import Keep
 
@@ -102,17 +108,11 @@ class Params(ModelGpu):
     pipeline_parallel_size: int = pipeline_parallel_param()
     # Engines, each with its own requests and KV cache (--data-parallel-size); a MoE's experts are
     # spread over all tp x dp ranks, whole experts per rank with expert parallelism.
-    data_parallel_size: int = param(
-        1,
-        label="Data parallel",
-        unit="ranks",
-        min=1,
-        max=64,
-        step=1,
-        help="--data-parallel-size: one engine per rank, each with its own requests and KV cache",
+    data_parallel_size: int = data_parallel_param(
+        label="Data parallel", help="--data-parallel-size: one engine per rank, each with its own requests and KV cache"
     )
-    enable_expert_parallel: bool = param(
-        False, label="Expert parallel (MoE)", help="--enable-expert-parallel: whole experts spread over tp x dp GPUs"
+    enable_expert_parallel: bool = expert_parallel_param(
+        help="--enable-expert-parallel: whole experts spread over tp x dp GPUs"
     )
     # Share of what CUDA reports that vLLM may use (--gpu-memory-utilization).
     gpu_memory_utilization: float = param(
