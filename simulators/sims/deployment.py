@@ -50,6 +50,7 @@ from ..parallel import (
     check_link,
     data_parallel_param,
     expert_parallel_param,
+    layout_of,
     pipeline_parallel_param,
     tensor_parallel_param,
 )
@@ -188,10 +189,7 @@ def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
     return vm.account(
         m,
         gpu,
-        tp=p.tensor_parallel_size,
-        pp=p.pipeline_parallel_size,
-        dp=p.data_parallel_size,
-        ep=p.enable_expert_parallel,
+        **layout_of(p).cost_kw(),
         gpu_memory_utilization=p.gpu_memory_utilization,
         max_model_len=p.max_model_len,
         max_num_batched_tokens=tokens,
