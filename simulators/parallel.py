@@ -36,16 +36,15 @@ def pipeline_parallel_param() -> Any:
     return param(1, label="Pipeline parallel", unit="stages", min=1, max=16, step=1, help="--pipeline-parallel-size")
 
 
-def data_parallel_param() -> Any:
-    """Attention ranks of a mixture of experts, each with its own requests (--data-parallel-size)."""
-    return param(
-        1, label="Data parallel (MoE attention)", unit="ranks", min=1, max=64, step=1, help="--data-parallel-size"
-    )
+def data_parallel_param(label: str = "Data parallel (MoE attention)", help: str = "--data-parallel-size") -> Any:
+    """Attention ranks of a mixture of experts, each with its own requests (--data-parallel-size);
+    a simulator whose ranks mean more than that says so in `label` and `help`."""
+    return param(1, label=label, unit="ranks", min=1, max=64, step=1, help=help)
 
 
-def expert_parallel_param() -> Any:
+def expert_parallel_param(help: str = "--enable-expert-parallel") -> Any:
     """Whole experts spread over tp x dp ranks instead of every expert split (--enable-expert-parallel)."""
-    return param(False, label="Expert parallel (MoE)", help="--enable-expert-parallel")
+    return param(False, label="Expert parallel (MoE)", help=help)
 
 
 def layout_of(p: Any) -> Layout:

@@ -259,6 +259,44 @@ def engine_param(**kw: Any) -> Any:
     return param(DEFAULT_ENGINE, label="Engine", choices=engine_choices, **kw)
 
 
+# Fields that many serving simulators declare, each with its own default and range.
+
+
+def num_requests_param(default: int, *, min: int, max: int, step: int = 10, label: str = "Requests") -> Any:
+    """Requests in a simulated trace, on a log slider: more give steadier percentiles, and a longer run."""
+    return param(default, label=label, min=min, max=max, step=step, log=True)
+
+
+def arrival_rate_param(
+    default: float, *, max: float, min: float = 0.1, step: float = 0.1, label: str = "Arrival rate"
+) -> Any:
+    """An open-loop Poisson arrival rate, in requests per second, on a log slider."""
+    return param(default, label=label, unit="req/s", min=min, max=max, step=step, log=True)
+
+
+def batch_slots_param(default: int, *, label: str = "Batch slots", unit: str = "") -> Any:
+    """Batch slots: the most sequences the engine runs together (vLLM --max-num-seqs), 1 to 1,024."""
+    return param(default, label=label, unit=unit, min=1, max=1024, step=1, log=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelGpu:
+    """The first two fields of every simulator that runs a model on a GPU; a simulator's Params
+    subclasses it, and dataclasses put these fields (and so their controls) first."""
+
+    # A catalogue model, or a Hugging Face config.json object.
+    model: Any = model_param()
+    # A catalogue GPU, or an object with its memory, bandwidth and tensor rate.
+    gpu: Any = gpu_param()
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelGpuEngine(ModelGpu):
+    """ModelGpu and, third, the engine profile that prices its steps."""
+
+    engine: str = engine_param()
+
+
 def missing_figure(p: Any) -> dict[str, str] | None:
     """A field error on `gpu` where a timing simulator (one with an engine) runs on a GPU whose
     catalogue entry, or the reader's custom GPU, lacks the tensor rate its times need: without it

@@ -77,6 +77,26 @@ def test_a_chart_switch_runs_nothing_again(name, params, first, then):
     assert work.misses == made and work.hits > hits
 
 
+@pytest.mark.parametrize(
+    ("name", "params", "unrelated", "seed", "reused"),
+    [
+        # The batch and the format leave quantization's demo (its errors) alone.
+        ("quantization", {"view": "demo", "num_outliers": 5}, {"batch_size": 64, "weight_dtype": "fp8"}, 3, 1),
+        # The batch and the layout leave both of sparsity's demo scores alone.
+        ("sparsity", {"view": "demo", "sparsity": 0.7}, {"batch_size": 64, "unstructured_layout": "csr"}, 2, 2),
+    ],
+)
+def test_an_unrelated_control_reuses_the_kept_work_and_changes_nothing(name, params, unrelated, seed, reused):
+    a, b = params, {**params, **unrelated}
+    fresh_a, fresh_b = (api.run_json(name, json.dumps(x), seed) for x in (a, b))  # nothing kept
+    session = api.Session()
+    assert session.run_json(name, json.dumps(a), seed) == fresh_a
+    work = session.cache.memo(name, api.SIMULATORS[name].MEMO_ENTRIES)
+    hits = work.hits
+    assert session.run_json(name, json.dumps(b), seed) == fresh_b
+    assert work.hits == hits + reused
+
+
 @pytest.mark.parametrize("name", sorted(api.SIMULATORS))
 def test_figure_json_draws_a_kept_scenario_again_without_simulating(name):
     session = api.Session()

@@ -243,25 +243,24 @@ def test_a_search_with_no_candidate_posts_nothing():
     assert answer["ok"] and not answer["result"]["found"] and not posted
 
 
-def test_a_gpu_without_a_compute_figure_is_skipped_and_named_never_ranked():
-    """The A10G's vendor publishes no tensor rate: its prefill could only be priced as a memory-only
-    floor, which would win the search on missing data (review 2026-12-03, B-02). Given a price, it
-    is left out with the missing key named, and the search ranks what it can price."""
-    r = _run(**{**SMALL, "gpus": "a10g, l40s", "prices": "a10g=0.5, l40s=1.0"})
-    assert all("a10g" not in row["config"] for row in r["table"]) and r["found"]
-    skipped = [x for x in r["pruned"] if x["config"].startswith("a10g")]
-    assert skipped and all("dense_bf16_tflops" in x["why"] for x in skipped)
-    assert "Skipped: NVIDIA A10G (AWS G5) has no published dense_bf16_tflops" in cheapest.summary(r, "cost")
-
-
-def test_an_apple_gpu_is_skipped_because_the_search_prices_with_vllm():
-    """The search prices every layout with vLLM, which does not run on Apple silicon (Metal): given
-    a price, the M2 Ultra is left out with that reason, never priced with a CUDA profile."""
-    r = _run(**{**SMALL, "gpus": "m2-ultra, l40s", "prices": "m2-ultra=0.5, l40s=1.0"})
-    assert all("m2-ultra" not in row["config"] for row in r["table"]) and r["found"]
-    skipped = [x for x in r["pruned"] if x["config"].startswith("m2-ultra")]
-    assert skipped and all("does not run on Apple M2 Ultra" in x["why"] for x in skipped)
-    assert "does not run on Apple M2 Ultra" in cheapest.summary(r, "cost")
+@pytest.mark.parametrize(
+    ("gpu", "why", "said"),
+    [
+        # The A10G's vendor publishes no tensor rate: its prefill could only be priced as a memory-only
+        # floor, which would win the search on missing data (review 2026-12-03, B-02).
+        ("a10g", "dense_bf16_tflops", "Skipped: NVIDIA A10G (AWS G5) has no published dense_bf16_tflops"),
+        # The search prices every layout with vLLM, which does not run on Apple silicon (Metal): the
+        # M2 Ultra is never priced with a CUDA profile.
+        ("m2-ultra", "does not run on Apple M2 Ultra", "does not run on Apple M2 Ultra"),
+    ],
+)
+def test_a_gpu_the_search_cannot_price_is_skipped_and_named_never_ranked(gpu: str, why: str, said: str) -> None:
+    """Given a price, the GPU is left out with its reason named, and the search ranks what it can price."""
+    r = _run(**{**SMALL, "gpus": f"{gpu}, l40s", "prices": f"{gpu}=0.5, l40s=1.0"})
+    assert all(gpu not in row["config"] for row in r["table"]) and r["found"]
+    skipped = [x for x in r["pruned"] if x["config"].startswith(gpu)]
+    assert skipped and all(why in x["why"] for x in skipped)
+    assert said in cheapest.summary(r, "cost")
 
 
 def test_every_gpu_the_default_search_ranks_has_its_compute_roof():

@@ -24,7 +24,7 @@ class Layout:
         return self.tp * self.pp * self.dp
 
     def cost_kw(self) -> dict[str, Any]:
-        """The layout as costmodel.step_time's keywords."""
+        """The layout as the keywords of costmodel.step_time, EngineSpec and vllm_memory.account."""
         return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep}
 
     def describe(self) -> str:
@@ -59,10 +59,7 @@ def rank_fit(
     a = vm.account(
         m,
         gpu,
-        tp=lay.tp,
-        pp=lay.pp,
-        dp=lay.dp,
-        ep=lay.ep,
+        **lay.cost_kw(),
         max_model_len=context,
         kv_dtype=kv_dtype,
         weight_dtype=weight_dtype,

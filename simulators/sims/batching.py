@@ -33,7 +33,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.metrics import describe, downsample, time_average
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import LOG, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
@@ -63,16 +63,11 @@ VIEWS = [("occupancy", "Busy slots over time"), ("latency", "Latency percentiles
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # Requests in the trace (both schedulers get the same ones).
-    num_requests: int = param(200, label="Requests", min=10, max=2000, step=10, log=True)
-    # Open-loop Poisson arrival rate.
-    rate_per_s: float = param(8.0, label="Arrival rate", unit="req/s", min=0.1, max=200.0, step=0.1, log=True)
-    # Batch slots: the most sequences decoded together (vLLM --max-num-seqs).
-    max_num_seqs: int = param(32, label="Batch slots", unit="sequences", min=1, max=1024, step=1, log=True)
+    num_requests: int = num_requests_param(200, min=10, max=2000)
+    rate_per_s: float = arrival_rate_param(8.0, max=200.0)
+    max_num_seqs: int = batch_slots_param(32, unit="sequences")
     # Length distribution; fixed and uniform use the two means below.
     lengths: str = param("azure", label="Lengths", choices=LENGTHS)
     prompt_tokens: int = param(1000, label="Prompt (fixed/uniform)", unit="tokens", min=1, max=8000, step=1, log=True)

@@ -46,7 +46,7 @@ from ..core import efficiency as ef
 from ..core.catalog import Gpu, data_file, gpus, resolve_model, running_example
 from ..engine import workload
 from ..parallel import check_link
-from ..params import ParamError, model_param, param
+from ..params import ParamError, model_param, num_requests_param, param
 from ..results_cache import Keep, for_call
 from .cheapest_view import NO_PRICE, figure, summary  # noqa: F401 (the charts and words)
 
@@ -137,7 +137,7 @@ class Params:
     # Requests per engine run (10% left out at each end).
     # Capped at 2,000 (load_test's longest run): at 4,000 a fresh search took 2.5-2.8 s of CPU in
     # CPython, past what the browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
-    num_requests: int = param(300, label="Requests per engine run", min=100, max=1000, step=100, log=True)
+    num_requests: int = num_requests_param(300, min=100, max=1000, step=100, label="Requests per engine run")
 
     def check(self) -> None:
         m = resolve_model(self.model)

@@ -25,7 +25,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import ROUTERS
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, PERCENT, bar, layout
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept
@@ -66,10 +66,7 @@ VIEWS = [
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     num_replicas: int = param(4, label="Replicas", min=2, max=32, step=1)
     sharing: str = param("system", label="Workload", choices=SHARING)
     # Distinct system prompts: more than the replicas can all cache spreads the hits thin.
@@ -77,10 +74,8 @@ class Params:
     shared_tokens: int = param(2000, label="Shared prefix", unit="tokens", min=0, max=6000, step=10)
     # Requests in the trace. At most 500: every view serves it seven times (five routers,
     # colocated, disaggregated), and 1,000 requests took about 2 s in CPython (more in the browser).
-    num_requests: int = param(60, label="Requests", min=20, max=500, step=10, log=True)
-    rate_per_s: float = param(
-        30.0, label="Arrival rate (cluster)", unit="req/s", min=0.1, max=1000.0, step=0.1, log=True
-    )
+    num_requests: int = num_requests_param(60, min=20, max=500)
+    rate_per_s: float = arrival_rate_param(30.0, max=1000.0, label="Arrival rate (cluster)")
     # Disaggregation: replicas that only prefill (the rest only decode).
     num_prefill: int = param(1, label="Prefill replicas (disaggregated)", min=1, max=31, step=1)
     tensor_parallel_size: int = tensor_parallel_param()

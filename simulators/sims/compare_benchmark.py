@@ -24,7 +24,7 @@ from ..benchmark.loadgen import CEILING_REQUESTS, FEW_SAMPLES, LoadRun, ServedMe
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import fit_error
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, batch_slots_param, num_requests_param, param
 from ..plotting import LOG, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call
@@ -43,13 +43,10 @@ SWEEP_SIZE = 10  # GuideLLM's default
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
-    max_num_seqs: int = param(256, label="Server batch slots", min=1, max=1024, step=1, log=True)
+class Params(ModelGpuEngine):
+    max_num_seqs: int = batch_slots_param(256, label="Server batch slots")
     lengths: str = param("azure", label="Lengths", choices=workload.LENGTH_CHOICES)
-    num_requests: int = param(300, label="Requests per simulated run", min=50, max=2000, step=10, log=True)
+    num_requests: int = num_requests_param(300, min=50, max=2000, label="Requests per simulated run")
     # The report's text: the page reads the chosen file and passes its content; empty: none.
     report: str = param("", label="GuideLLM report (JSON or YAML)", file=".json,.yaml,.yml")
 

@@ -30,7 +30,7 @@ from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
-from ..params import engine_param, gpu_param, model_param, param
+from ..params import ModelGpu, engine_param, param
 from ..plotting import LOG, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -69,9 +69,7 @@ VIEWS = [("speed", "Speed-up per scheme"), ("batch", "Decode speed-up vs batch")
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+class Params(ModelGpu):
     # The LLM Compressor scheme applied to the weights (and activations).
     scheme: str = param("w8a8-fp8", label="Scheme", choices=_scheme_choices)
     # Store the KV cache in FP8 as well (vLLM kv_cache_dtype="fp8").

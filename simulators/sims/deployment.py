@@ -46,8 +46,15 @@ from ..core.catalog import (
     running_example,
     serve_defaults,
 )
-from ..parallel import check_link, pipeline_parallel_param, tensor_parallel_param
-from ..params import ParamError, dtype_choices, gpu_param, model_param, param
+from ..parallel import (
+    check_link,
+    data_parallel_param,
+    expert_parallel_param,
+    layout_of,
+    pipeline_parallel_param,
+    tensor_parallel_param,
+)
+from ..params import ModelGpu, ParamError, dtype_choices, param
 from ..results_cache import Keep
 
 # The simulator's chart and words (api reads figure and summary from this module).
@@ -95,26 +102,18 @@ VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+class Params(ModelGpu):
     # Ranks a layer's matmuls and KV heads are split over, and stages the layers are split into:
     # the fields every serving simulator shares (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
     # Engines, each with its own requests and KV cache (--data-parallel-size); a MoE's experts are
     # spread over all tp x dp ranks, whole experts per rank with expert parallelism.
-    data_parallel_size: int = param(
-        1,
-        label="Data parallel",
-        unit="ranks",
-        min=1,
-        max=64,
-        step=1,
-        help="--data-parallel-size: one engine per rank, each with its own requests and KV cache",
+    data_parallel_size: int = data_parallel_param(
+        label="Data parallel", help="--data-parallel-size: one engine per rank, each with its own requests and KV cache"
     )
-    enable_expert_parallel: bool = param(
-        False, label="Expert parallel (MoE)", help="--enable-expert-parallel: whole experts spread over tp x dp GPUs"
+    enable_expert_parallel: bool = expert_parallel_param(
+        help="--enable-expert-parallel: whole experts spread over tp x dp GPUs"
     )
     # Share of what CUDA reports that vLLM may use (--gpu-memory-utilization).
     gpu_memory_utilization: float = param(
@@ -190,10 +189,7 @@ def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
     return vm.account(
         m,
         gpu,
-        tp=p.tensor_parallel_size,
-        pp=p.pipeline_parallel_size,
-        dp=p.data_parallel_size,
-        ep=p.enable_expert_parallel,
+        **layout_of(p).cost_kw(),
         gpu_memory_utilization=p.gpu_memory_utilization,
         max_model_len=p.max_model_len,
         max_num_batched_tokens=tokens,

@@ -60,7 +60,7 @@ from ..parallel import (
     pipeline_parallel_param,
     tensor_parallel_param,
 )
-from ..params import ParamError, dtype_choices, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, dtype_choices, param
 from ..results_cache import Keep
 from .engine_explorer_view import BATCHES, CONTEXTS, MAX_CHUNK_BARS, REGIONS, figure, summary  # noqa: F401 (the charts and words)
 
@@ -85,10 +85,7 @@ EX = running_example()
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # The parallel layout of a replica, as vLLM's flags (simulators/parallel.py).
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
@@ -107,10 +104,8 @@ class Params:
     # KV memory of the replica; small values make preemption likely.
     kv_budget_GiB: float = param(1.5, label="KV memory", unit="GiB", min=0.25, max=400.0, step=0.25, log=True)
     num_background: int = param(60, label="Background requests", min=0, max=500, step=10)
-    rate_per_s: float = param(
-        12.0, label="Background arrival rate", unit="req/s", min=0.1, max=200.0, step=0.1, log=True
-    )
-    max_num_seqs: int = param(256, label="Batch slots", unit="sequences", min=1, max=1024, step=1, log=True)
+    rate_per_s: float = arrival_rate_param(12.0, max=200.0, label="Background arrival rate")
+    max_num_seqs: int = batch_slots_param(256, unit="sequences")
     # Operating points: the batch marked on the grid, and the share of every prompt that is shared.
     batch_size: int = param(64, label="Batch (marked point)", unit="sequences", min=1, max=1024, step=1, log=True)
     prefix_share: float = param(0.4, label="Shared prefix share of the prompt", min=0.0, max=1.0, step=0.05)

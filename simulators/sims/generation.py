@@ -30,7 +30,7 @@ from ..parallel import (
     pipeline_parallel_param,
     tensor_parallel_param,
 )
-from ..params import ParamError, dtype_choices, engine_param, gpu_param, model_param, param
+from ..params import ModelGpu, ParamError, dtype_choices, engine_param, param
 from ..plotting import bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -78,9 +78,7 @@ VIEWS = [("timeline", "Tokens over time"), ("sampling", "Next-token sampling")]
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+class Params(ModelGpu):
     # Prompt length: processed in one prefill pass.
     prompt_tokens: int = param(
         running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True

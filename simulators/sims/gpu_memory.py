@@ -34,7 +34,7 @@ from ..core import costmodel as cm
 from ..core import vllm_memory as vm
 from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from ..core.layout import vllm_defaults
-from ..params import dtype_choices, gpu_param, model_param, param
+from ..params import ModelGpu, dtype_choices, param
 from ..plotting import LOG, bar, layout, line, markers
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -72,9 +72,7 @@ VIEWS = [("fit", "Memory fit on 1-8 GPUs"), ("roofline", "Roofline")]
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+class Params(ModelGpu):
     weight_dtype: str = param(running_example()["weight_dtype"], label="Weight format", choices=dtype_choices())
     kv_dtype: str = param(
         running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4")

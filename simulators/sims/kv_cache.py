@@ -28,7 +28,7 @@ from typing import Any
 from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import Model, resolve_gpu, resolve_model, running_example
-from ..params import dtype_choices, gpu_param, model_param, param
+from ..params import ModelGpu, dtype_choices, param
 from ..plotting import LOG, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -60,9 +60,7 @@ VIEWS = [("memory", "Memory per sequence"), ("work", "Work with vs without a cac
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+class Params(ModelGpu):
     # Format of the cached keys and values.
     kv_dtype: str = param("bf16", label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
     # Format of the weights (decides how much memory is left for the cache).

@@ -47,7 +47,7 @@ from ..parallel import (
     pipeline_parallel_param,
     tensor_parallel_param,
 )
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..results_cache import Keep, for_call
 from .load_test_view import DRAIN_DOMINATES, FRACTIONS, USERS, figure, summary  # noqa: F401 (the charts and words)
 
@@ -91,20 +91,17 @@ VIEWS = [
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # Requests per benchmark run.
-    num_requests: int = param(150, label="Requests per run", min=20, max=2000, step=10, log=True)
+    num_requests: int = num_requests_param(150, min=20, max=2000, label="Requests per run")
     # The open-loop Poisson rate the single-rate figures are taken at.
-    rate_per_s: float = param(10.0, label="Request rate", unit="req/s", min=0.1, max=500.0, step=0.1, log=True)
+    rate_per_s: float = arrival_rate_param(10.0, max=500.0, label="Request rate")
     # Closed loop: concurrent users, each waiting for its answer before sending again. The
     # default, as many users as batch slots, is also a point of the closed-loop curve (USERS).
     users: int = param(64, label="Concurrent users (closed loop)", min=1, max=1024, step=1, log=True)
     lengths: str = param("azure", label="Lengths", choices=workload.LENGTH_CHOICES)
     # Server batch slots (vLLM --max-num-seqs): past them, requests queue.
-    max_num_seqs: int = param(64, label="Server batch slots", min=1, max=1024, step=1, log=True)
+    max_num_seqs: int = batch_slots_param(64, label="Server batch slots")
     # SLO for goodput: both bounds must hold.
     slo_ttft_s: float = param(0.5, label="SLO: TTFT", unit="s", min=0.01, max=60.0, step=0.01, log=True)
     slo_tpot_s: float = param(0.05, label="SLO: TPOT", unit="s", min=0.001, max=1.0, step=0.001, log=True)

@@ -31,7 +31,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.cluster import fit_error
 from ..engine.metrics import describe, downsample, time_average
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
@@ -61,18 +61,15 @@ VIEWS = [
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # KV memory given to the cache (the rest of the GPU holds weights and activations).
     kv_budget_GiB: float = param(4.0, label="KV memory", unit="GiB", min=0.25, max=200.0, step=0.25, log=True)
     # Length every contiguous reservation is made for (vLLM --max-model-len).
     max_model_len: int = param(2048, label="Max model length", unit="tokens", min=256, max=131072, step=256, log=True)
     # Tokens per KV block.
     block_size: int = param(16, label="Block size", unit="tokens", min=1, max=256, step=1, log=True)
-    num_requests: int = param(150, label="Requests", min=10, max=2000, step=10, log=True)
-    rate_per_s: float = param(20.0, label="Arrival rate", unit="req/s", min=0.1, max=500.0, step=0.1, log=True)
+    num_requests: int = num_requests_param(150, min=10, max=2000)
+    rate_per_s: float = arrival_rate_param(20.0, max=500.0)
     lengths: str = param("sharegpt", label="Lengths", choices=LENGTHS)
 
     def check(self) -> None:

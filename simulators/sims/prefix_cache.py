@@ -29,7 +29,7 @@ from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import fit_error
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, bar, layout, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
@@ -63,18 +63,13 @@ VIEWS = [("ttft", "TTFT per cache mode"), ("hits", "Hit rate and prefill saved")
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # Which prompt structure the traffic shares.
     sharing: str = param("multi_turn", label="Workload", choices=SHARING)
     # Requests, follow-up turns included. At most 500: the pressure view serves the trace 9
     # times, and 1,000 requests took about 3 s in CPython (more in the browser).
-    num_requests: int = param(120, label="Requests", min=10, max=500, step=10, log=True)
-    rate_per_s: float = param(
-        4.0, label="New conversations per second", unit="req/s", min=0.1, max=100.0, step=0.1, log=True
-    )
+    num_requests: int = num_requests_param(120, min=10, max=500)
+    rate_per_s: float = arrival_rate_param(4.0, max=100.0, label="New conversations per second")
     # Tokens of each shared system prompt or few-shot block.
     shared_tokens: int = param(1000, label="Shared prefix", unit="tokens", min=0, max=8000, step=10)
     num_prefixes: int = param(4, label="Distinct system prompts", min=1, max=64, step=1)

@@ -42,7 +42,7 @@ from typing import Any
 from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import precisions, resolve_gpu, resolve_model, running_example
-from ..params import dtype_choices, engine_param, gpu_param, model_param, param
+from ..params import ModelGpu, dtype_choices, engine_param, param
 from ..plotting import LOG, MARKERS, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call
@@ -79,9 +79,7 @@ VIEWS = [("speedup", "Decode speed-up vs batch"), ("formats", "Bytes per format"
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+class Params(ModelGpu):
     # The format to compare with bf16.
     weight_dtype: str = param("int4", label="Weight format", choices=dtype_choices())
     kv_dtype: str = param(

@@ -29,7 +29,7 @@ from ..core.layout import pooled_kv_tokens
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.metrics import downsample
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
-from ..params import engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, run_key
@@ -64,14 +64,11 @@ VIEWS = [
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # Requests in each trace (chat and reasoning get the same count and arrival times).
-    num_requests: int = param(40, label="Requests", min=5, max=1000, step=5, log=True)
-    rate_per_s: float = param(0.5, label="Arrival rate", unit="req/s", min=0.01, max=50.0, step=0.01, log=True)
-    max_num_seqs: int = param(64, label="Batch slots", min=1, max=1024, step=1, log=True)
+    num_requests: int = num_requests_param(40, min=5, max=1000, step=5)
+    rate_per_s: float = arrival_rate_param(0.5, max=50.0, min=0.01, step=0.01)
+    max_num_seqs: int = batch_slots_param(64)
     # Speculative decoding: draft tokens per step (0 = off).
     num_speculative_tokens: int = param(4, label="Draft tokens", min=0, max=16, step=1)
     # Chance each draft token is accepted (independent per token).

@@ -46,7 +46,7 @@ from ..core import costmodel as cm
 from ..core import stats
 from ..core import vllm_memory as vm
 from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
-from ..params import ParamError, engine_param, gpu_param, model_param, param
+from ..params import ModelGpuEngine, ParamError, param
 from ..plotting import LOG, layout, line, markers
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -83,10 +83,7 @@ VIEWS = [("cost", "Cost per million tokens vs batch"), ("ttft", "TTFT distributi
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
-    engine: str = engine_param()
+class Params(ModelGpuEngine):
     # Prompt and answer of each request (the running example by default).
     prompt_tokens: int = param(
         running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, log=True

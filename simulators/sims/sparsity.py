@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
-from ..params import dtype_choices, engine_param, gpu_param, model_param, param
+from ..params import ModelGpu, dtype_choices, engine_param, param
 from ..plotting import LOG, PERCENT, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call
@@ -88,9 +88,7 @@ VIEWS = [("savings", "Savings vs dense"), ("batch", "Decode speed-up vs batch"),
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+class Params(ModelGpu):
     weight_dtype: str = param(running_example()["weight_dtype"], label="Weight format", choices=dtype_choices())
     # Share of weights set to zero by unstructured pruning (2:4 is always one half).
     sparsity: float = param(0.5, label="Unstructured sparsity", min=0.0, max=0.95, step=0.05)

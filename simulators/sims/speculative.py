@@ -36,7 +36,7 @@ from typing import Any
 from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
-from ..params import engine_param, gpu_param, model_param, param
+from ..params import ModelGpu, engine_param, param
 from ..plotting import LOG, layout, line, markers
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -68,9 +68,7 @@ VIEWS = [("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")]
 
 
 @dataclass(frozen=True)
-class Params:
-    model: Any = model_param()
-    gpu: Any = gpu_param()
+class Params(ModelGpu):
     # Probability that the target accepts one draft token (alpha); 1 means the draft is never wrong.
     acceptance_rate: float = param(0.8, label="Acceptance rate (alpha)", min=0.0, max=1.0, step=0.01)
     # Tokens the draft proposes before each verify pass (gamma).

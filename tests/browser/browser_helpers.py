@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,16 +54,20 @@ def wait_ready(page: Page) -> None:
     page.wait_for_function("() => window.llmCourse?.runtime?.state === 'ready'", timeout=RUNTIME_LIMIT_MS)
 
 
-def wait_redrawn(page: Page, before: str | None) -> None:
-    """Until the page's first widget has drawn an answer other than the one drawn at `before`."""
+@contextmanager
+def redrawn(page: Page) -> Iterator[None]:
+    """Around a change to the page's first widget: waits, after it, until the widget has drawn an
+    answer other than the one it showed before."""
     fig = page.locator("figure.sim").first
+    before = fig.get_attribute("data-drawn")
+    yield
     page.wait_for_function(
         "([el, before]) => el.dataset.drawn !== before", arg=[fig.element_handle(), before], timeout=RUNTIME_LIMIT_MS
     )
 
 
 def open_tool(context: BrowserContext, site: Site, path: str) -> Page:
-    """A tab on a tools page, its Python runtime ready."""
+    """A tab on the site's page at `path` (a tools page, a lesson), its Python runtime ready."""
     tab = context.new_page()
     tab.goto(site.url + path)
     wait_ready(tab)

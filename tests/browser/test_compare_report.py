@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, open_tool, wait_redrawn
+from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, open_tool, redrawn
 from playwright.sync_api import BrowserContext, Page, expect
 
 REPORT = Path(__file__).parent.parent / "data" / "guidellm" / "v0.6.0-mock-server.json"
@@ -23,9 +23,8 @@ def test_a_real_report_is_read_in_the_page_and_drawn_over_the_sweep(page: Page, 
     file_input = fig.locator("input[type=file]")
     expect(file_input).to_be_enabled(timeout=RUNTIME_LIMIT_MS)
     sent_before = len(records.requests)
-    before = fig.get_attribute("data-drawn")
-    file_input.set_input_files(str(REPORT))
-    wait_redrawn(page, before)
+    with redrawn(page):
+        file_input.set_input_files(str(REPORT))
     expect(fig.locator(".sim-summary")).to_contain_text("Your report (GuideLLM 0.6.0)")
     names = page.evaluate("el => el.querySelector('.js-plotly-plot').data.map(t => t.name)", fig.element_handle())
     assert any(n.startswith("Your report") for n in names) and any(n.startswith("Simulated") for n in names)

@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import unquote_plus
 
 import pytest
-from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, open_tool, wait_redrawn
+from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, open_tool, redrawn
 from playwright.sync_api import BrowserContext, Page, expect
 
 DATA = Path(__file__).parent.parent / "data"
@@ -31,16 +31,13 @@ def test_a_command_line_a_log_and_a_report_give_the_ranked_levers(page: Page, re
     command = fig.locator("#sim-diagnose-command")
     expect(command).to_be_enabled(timeout=RUNTIME_LIMIT_MS)
     sent_before = len(records.requests)
-    before = fig.get_attribute("data-drawn")
-    command.fill(COMMAND)
-    wait_redrawn(page, before)
-    before = fig.get_attribute("data-drawn")
-    fig.get_by_label("vLLM start-up log: paste").fill(LOG)
-    wait_redrawn(page, before)
+    with redrawn(page):
+        command.fill(COMMAND)
+    with redrawn(page):
+        fig.get_by_label("vLLM start-up log: paste").fill(LOG)
     expect(fig.locator(".sim-summary")).to_contain_text("your log: 1,044,688")
-    before = fig.get_attribute("data-drawn")
-    fig.locator("input[type=file]").nth(2).set_input_files(str(REPORT))  # config, log, report
-    wait_redrawn(page, before)
+    with redrawn(page):
+        fig.locator("input[type=file]").nth(2).set_input_files(str(REPORT))  # config, log, report
     summary = fig.locator(".sim-summary")
     expect(summary).to_contain_text("Levers, ranked: 1. ")
     text = summary.inner_text()

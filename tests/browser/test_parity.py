@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser_helpers import Records, Site, assert_clean, wait_ready
+from browser_helpers import Records, Site, assert_clean, open_tool
 from playwright.sync_api import BrowserContext, Page
 
 from simulators import api
@@ -30,10 +30,7 @@ def cases() -> list[tuple[str, dict]]:
 
 @pytest.fixture(scope="module")
 def page(context: BrowserContext, site: Site) -> Page:
-    tab = context.new_page()
-    tab.goto(site.url + site.pages_with('data-sim="')[0])
-    wait_ready(tab)
-    return tab
+    return open_tool(context, site, site.pages_with('data-sim="')[0])
 
 
 @pytest.mark.parametrize(("name", "params"), cases(), ids=lambda v: v if isinstance(v, str) else json.dumps(v))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser_helpers import Records, Site, assert_clean, wait_ready
+from browser_helpers import Records, Site, assert_clean, open_tool
 from playwright.sync_api import BrowserContext, Page
 
 from simulators import api
@@ -49,9 +49,7 @@ def figures() -> list[tuple[str, str | None]]:
 
 @pytest.fixture(scope="module")
 def page(context: BrowserContext, site: Site) -> Page:
-    tab = context.new_page()
-    tab.goto(site.url + site.pages_with('data-sim="')[0])
-    wait_ready(tab)
+    tab = open_tool(context, site, site.pages_with('data-sim="')[0])
     tab.wait_for_function("() => window.llmCourse.chartsLive && typeof Plotly !== 'undefined'", timeout=60_000)
     return tab
 
