@@ -10,7 +10,8 @@ from simulators.sims import published
 
 def test_the_parameters_are_the_row_the_validation_reads():
     # 2 replicas of TP 4: an 8-GPU system; 0 caps are left unstated; one static batch of the KV fit
-    p = parse(published.Params, {"tensor_parallel_size": 4, "replicas": 2, "static_batch": True, "batch_fit": True})
+    row = {"quantity": "offline_output_tokens_per_s", "arrival": "offline", "static_batch": True, "batch_fit": True}
+    p = parse(published.Params, {"tensor_parallel_size": 4, "replicas": 2, **row})
     e = published.conditions(p)
     assert (e["tp"], e["num_gpus"], e["requests"], e["batch_size"]) == (4, 8, "batch", "fit")
     assert not {"max_input_tokens", "max_total_tokens", "max_num_seqs", "max_num_batched_tokens"} & set(e)
@@ -30,6 +31,9 @@ def test_a_figure_its_arrival_does_not_report_and_lengths_over_the_caps_are_fiel
     # ShareGPT's filter drops prompts over 1,024 tokens: a mean of 1,024 cannot be drawn
     over = api.run("published", {"lengths": "sharegpt", "input_tokens": sb.LENGTHS["sharegpt"]["max_input"]})
     assert [x["field"] for x in over["errors"]] == ["input_tokens"]
+    # a batch's latency is for a stated batch: the KV fit is a field error, not the engine's ValueError
+    fit = api.run("published", {"batch_fit": True})
+    assert [x["field"] for x in fit["errors"]] == ["batch_fit"]
 
 
 def test_units_follow_the_quantitys_name():

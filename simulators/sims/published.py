@@ -98,6 +98,8 @@ class Params:
             raise ParamError("num_scheduler_steps", f"multi-step runs are not modelled for {m.name}'s sliding window")
         if self.arrival not in SERVED[self.quantity]:
             raise ParamError("arrival", f"{self.quantity} is reported by arrival {' or '.join(SERVED[self.quantity])}")
+        if self.arrival == "batch" and self.batch_fit:  # served_benchmarks draws batch_size requests
+            raise ParamError("batch_fit", "a batch's latency is stated for its batch size: set batch_size instead")
         if self.lengths == "fixed":
             return
         caps = sb.LENGTHS[self.lengths]
