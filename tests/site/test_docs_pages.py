@@ -11,21 +11,11 @@ import pytest
 from simulators import api
 from simulators.benchmark import crossval, validation, vllm_validation
 from simulators.core import catalog
-from sitebuild import assets, docs_pages, hooks
+from sitebuild import docs_pages, hooks
 from sitebuild.course import load_course
-from sitebuild.sims import Simulators, cache_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _kept_serving_runs():
-    """The validation rows' engine runs a site build of these same simulators kept (build/, keyed by
-    the simulators' hash: the browser tests build the site first), so that the table is compared,
-    not recomputed (about 400 s of CPU); without a build they are computed here."""
-    archive_name, _ = assets.simulators_archive(ROOT / "simulators")
-    Simulators(cache_file(ROOT, archive_name))  # remembers them (sitebuild/sims.py)
 
 
 def test_the_committed_validation_table_is_fresh():
