@@ -37,6 +37,7 @@ Barroso 2013, The Tail at Scale (Communications of the ACM 56(2)).
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ METRICS = {
     "request_rate_rps": ("Requests per second served, GPU busy", "requests/s"),
 }
 BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+MAX_BATCH = BATCH_SWEEP[-1]  # the batch slider's end, and the largest batch the SLO search reports
 MAX_CDF_POINTS = 200
 
 VIEWS = [("cost", "Cost per million tokens vs batch"), ("ttft", "TTFT distribution"), ("tpot", "TPOT distribution")]
@@ -92,7 +94,7 @@ class Params(ModelGpuEngine):
         running_example()["output_tokens"], label="Output", unit="tokens", min=2, max=50_000, log=True
     )
     # Requests decoding together: more is cheaper per token and slower per request.
-    batch_size: int = param(32, label="Batch size", unit="requests", min=1, max=1024, step=1, log=True)
+    batch_size: int = param(32, label="Batch size", unit="requests", min=1, max=MAX_BATCH, step=1, log=True)
     # Your assumption: what one GPU-hour costs you (a rental quote, or hardware + power amortised).
     gpu_price_per_hour_usd: float = param(
         2.5,
@@ -188,16 +190,36 @@ def _sample(
 
 def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], long_s: float, limit: int) -> int:
     """The largest batch up to `limit` whose sample meets both targets at the chosen percentile (0:
-    none). TTFT does not depend on the batch here and the TPOT sample grows with it: a bisection."""
-    q = int(p.percentile)
+    none). TTFT does not depend on the batch here, and a TPOT is the batch's cost-model TPOT times
+    its jitter plus its stall: the sample meets the target when at least `rank` TPOTs are within
+    it, counted on the sorted jitters of the stalled and the other requests (no sample is redrawn
+    or sorted per batch), and that count falls as the batch grows: a search."""
+    q, n = int(p.percentile), len(draws)
+    s1 = server(m, gpu, p, 1)
+    ttft, _ = _sample(s1, draws, long_s, 1, p.output_tokens)
+    if limit < 1 or percentile(sorted(ttft), q) > p.ttft_slo_s:
+        return 0
+    rank = int(percentile(list(range(n)), q)) + 1  # the percentile is the rank-th smallest value
+    calm = sorted(j2 for _, _, j2, stalled in draws if not stalled)
+    hit = sorted(j2 for _, _, j2, stalled in draws if stalled)
+    stall = long_s / (p.output_tokens - 1)
 
     def meets(b: int) -> bool:
-        ttft, tpot = _sample(server(m, gpu, p, b), draws, long_s, b, p.output_tokens)
-        return percentile(sorted(ttft), q) <= p.ttft_slo_s and percentile(sorted(tpot), q) <= p.tpot_slo_s
+        tpot_s = server(m, gpu, p, b)["tpot_s"] if b > 1 else s1["tpot_s"]
+        extra = stall if b > 1 else 0.0
+        within = bisect.bisect_right(calm, p.tpot_slo_s / tpot_s) + bisect.bisect_right(
+            hit, (p.tpot_slo_s - extra) / tpot_s
+        )
+        return within >= rank
 
-    if limit < 1 or not meets(1):
+    if not meets(1):
         return 0
-    lo, hi = 1, limit + 1  # meets(lo); hi: the first batch known to miss (or past the limit)
+    # Doubling from 1, then bisection: a step's price grows with its batch, so the large batches
+    # near `limit` are priced only when the answer lies among them.
+    lo, hi = 1, 2
+    while hi <= limit and meets(hi):
+        lo, hi = hi, 2 * hi
+    hi = min(hi, limit + 1)  # meets(lo); hi: the first batch known to miss (or past the limit)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if meets(mid) else (lo, mid)
@@ -233,7 +255,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "cost_per_million_tokens_hosted_usd": p.hosted_price_per_million_usd,
         "local_tokens_per_s": s["tokens_per_s"],
         "max_batch_fits": fit_batch,
-        "max_batch_meeting_slo": _largest_batch_meeting(m, gpu, p, draws, long_prefill_s, max(fit_batch, 1)),
+        "max_batch_meeting_slo": _largest_batch_meeting(
+            m, gpu, p, draws, long_prefill_s, min(max(fit_batch, 1), MAX_BATCH)
+        ),
         # Local cost scales with 1 / utilisation: equal to the hosted price at this utilisation.
         "break_even_utilization": (
             s["cost"] * p.utilization / p.hosted_price_per_million_usd if p.hosted_price_per_million_usd else 0.0
