@@ -10,29 +10,28 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kept import KeptSimulators, kept_file
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-_KEPT: list[Path] = []  # the kept-runs file once loaded (one per process)
+_KEPT: list[Path] = []  # the kept-answers file once loaded (one per process)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _kept_serving_runs() -> None:
-    """The validation rows' engine runs that a site build of these same simulators kept (build/,
-    keyed by the simulators' hash), loaded once a process as soon as a module starts after such a
-    build exists (in a full run the browser tests build the site first), so that the validation and
-    cross-validation tests compare them instead of recomputing them (about 400 s of CPU); without
-    such a build they are computed where first needed."""
-    if _KEPT:
-        return
-    from sitebuild import assets
-    from sitebuild.sims import Simulators, cache_file
+    """The validation rows' engine runs that a site build of these same simulators kept (tests/kept.py),
+    loaded once a process as soon as a module starts after such a build exists, so that the
+    validation and cross-validation tests compare them instead of recomputing them (about 400 s of
+    CPU); without such a build they are computed where first needed."""
+    if not _KEPT and (path := kept_file()) is not None:
+        from sitebuild.sims import Simulators
 
-    kept = cache_file(ROOT, assets.simulators_archive(ROOT / "simulators")[0])
-    if kept.is_file():
-        Simulators(kept)  # remembers them (sitebuild/sims.py)
-        _KEPT.append(kept)
+        Simulators(path)  # remembers them (sitebuild/sims.py)
+        _KEPT.append(path)
+
+
+@pytest.fixture
+def kept_sims() -> KeptSimulators:
+    """The build's view of the simulators, answering from a build's kept answers where one exists."""
+    return KeptSimulators()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kept import KeptSimulators
 
 from simulators import api
 from sitebuild import lesson_page
 from sitebuild.course import load_course
-from sitebuild.sims import Simulators
 
 COURSE = load_course(Path(__file__).resolve().parent.parent / "lessons")
-SIMS = Simulators()
+SIMS = KeptSimulators()  # the build's answers where it kept them (tests/kept.py)
 
 
 @cache

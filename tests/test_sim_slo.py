@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from simulators import api, params
-from simulators.sims import slo
 from simulators.core import catalog
 from simulators.core import costmodel as cm
 from simulators.sims import slo
@@ -167,13 +166,18 @@ def test_the_largest_batch_is_vllms_count_of_requests_held():
 
 def test_the_largest_batch_meeting_the_slo_meets_it_and_one_more_does_not():
     # checked through the run's own slo_met at N and N + 1 (the sample drawn and sorted as the page does)
-    cases = ({}, {"jitter_sigma": 0.0}, {"percentile": "50", "model": "gpt2-small", "gpu": "b200"}, {"tpot_slo_s": 10.0})
-    for params in cases:
-        m = api.run("slo", params)["metrics"]
+    cases = (
+        {},
+        {"jitter_sigma": 0.0},
+        {"percentile": "50", "model": "gpt2-small", "gpu": "b200"},
+        {"tpot_slo_s": 10.0},
+    )
+    for case in cases:
+        m = api.run("slo", case)["metrics"]
         n, fits = int(m["max_batch_meeting_slo"]), min(int(m["max_batch_fits"]), slo.MAX_BATCH)
-        assert 1 <= n <= fits, params
-        assert api.run("slo", {**params, "batch_size": n})["metrics"]["slo_met"] == 1, params
+        assert 1 <= n <= fits, case
+        assert api.run("slo", {**case, "batch_size": n})["metrics"]["slo_met"] == 1, case
         if n < fits:
-            assert api.run("slo", {**params, "batch_size": n + 1})["metrics"]["slo_met"] == 0, params
+            assert api.run("slo", {**case, "batch_size": n + 1})["metrics"]["slo_met"] == 0, case
     # a target nothing meets: 0, not a batch
     assert api.run("slo", {"tpot_slo_s": 0.0001})["metrics"]["max_batch_meeting_slo"] == 0

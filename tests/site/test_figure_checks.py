@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kept import KeptSimulators
 from lesson_fixtures import FRONT
 
 from sitebuild import lesson_page
 from sitebuild.course import parse_lesson
 from sitebuild.errors import LessonError
-from sitebuild.sims import Simulators
 
-SIMS = Simulators()
+SIMS = KeptSimulators()  # the build's answers where it kept them (tests/kept.py)
 # In vLLM's accounting four H100s hold 5.009 requests of 90,000 tokens (0.2% above 5): a knife edge.
 SEVENTY_B = 'model="llama-3.1-70b", context_tokens=90000, num_gpus=4'
 # By byte arithmetic three GPUs hold 2.002 sequences of 128k (0.1% above 2), which vLLM would

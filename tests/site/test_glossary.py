@@ -171,11 +171,11 @@ def test_the_data_file_loads_and_covers_the_course_vocabulary():
         assert needed in anchors, needed
 
 
-def test_every_lesson_links_only_to_real_entries_and_each_at_most_once():
+def test_every_lesson_links_only_to_real_entries_and_each_at_most_once(kept_sims):
     g = glossary.load(DATA)
     anchors = {t.anchor for t in g.terms}
     course = load_course(ROOT / "lessons")
-    sims = Simulators()
+    sims = kept_sims
     total = 0
     for lesson in course.lessons:
         out = lesson_page.render(lesson, course, sims, g)

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import pytest
+from kept import KeptSimulators
 
 from simulators import api
 from sitebuild import expressions
-from sitebuild.sims import Simulators
 
-SIMS = Simulators()
+SIMS = KeptSimulators()  # the build's answers where it kept them (tests/kept.py)
 NEAR_KNEE = {"num_requests": 2000, "rate_per_s": 15}
 
 
