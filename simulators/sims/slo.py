@@ -50,7 +50,7 @@ from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_examp
 from ..params import ModelGpuEngine, ParamError, param
 from ..plotting import LOG, layout, line, markers
 from ..plotting import figure as make_figure
-from ..results_cache import Keep
+from ..results_cache import Keep, for_call
 
 TITLE = "Cost per token, latency SLOs and goodput"
 DESCRIPTION = (
@@ -230,13 +230,17 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     s = server(m, gpu, p, p.batch_size)
     long_prefill_s = cm.prefill_time(m, gpu, p.long_prompt_tokens, eff=cm.efficiency(False, p.engine)).time_s
-    draws = _draws(p, seed)
+    # The draws depend on these four alone: a change of batch, targets, model or GPU reuses them.
+    draws: list[Draw] = for_call(keep)(
+        ("draws", seed, p.num_requests, p.jitter_sigma, p.tail_probability), lambda: _draws(p, seed)
+    )
     ttft, tpot = _sample(s, draws, long_prefill_s, p.batch_size, p.output_tokens)
     good = sum(t1 <= p.ttft_slo_s and t2 <= p.tpot_slo_s for t1, t2 in zip(ttft, tpot, strict=True))
     ttft.sort()
     tpot.sort()
     q = int(p.percentile)
-    slo_met = percentile(ttft, q) <= p.ttft_slo_s and percentile(tpot, q) <= p.tpot_slo_s
+    ttft_pdf, tpot_pdf = stats.Pdf(ttft), stats.Pdf(tpot)  # one each, for every percentile below
+    slo_met = ttft_pdf.percentile(q / 100) <= p.ttft_slo_s and tpot_pdf.percentile(q / 100) <= p.tpot_slo_s
     request_rate = s["tokens_per_s"] / p.output_tokens
     # The sweep stops where the KV cache of the batch no longer fits, in vLLM's accounting at its
     # defaults (vllm_memory.account: requests of prompt + output tokens held at once).
@@ -263,9 +267,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             s["cost"] * p.utilization / p.hosted_price_per_million_usd if p.hosted_price_per_million_usd else 0.0
         ),
     }
-    metrics.update({f"ttft_p{k}_s": percentile(ttft, k) for k in PERCENTILES})
+    metrics.update({f"ttft_p{k}_s": ttft_pdf.percentile(k / 100) for k in PERCENTILES})
     metrics["ttft_mean_s"] = sum(ttft) / len(ttft)
-    metrics.update({f"tpot_p{k}_s": percentile(tpot, k) for k in PERCENTILES})
+    metrics.update({f"tpot_p{k}_s": tpot_pdf.percentile(k / 100) for k in PERCENTILES})
     metrics["tpot_mean_s"] = sum(tpot) / len(tpot)
     metrics.update(
         {
