@@ -23,7 +23,7 @@ References: 1) llm-d inference scheduler (llm-d.ai; "KV-Cache Wins You Can See")
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..core import costmodel as cm
@@ -72,7 +72,6 @@ class EngineSpec:
     prefix: str = "hash"
     # KV blocks per replica; None: what memory_fit leaves after weights and activations.
     num_blocks: int | None = None
-    cost_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Limits left unset take `vllm serve`'s defaults for this GPU (scheduler.vllm_serve_defaults).

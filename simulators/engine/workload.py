@@ -19,12 +19,9 @@ References: 1) Azure LLM inference trace 2023 (Azure/AzurePublicDataset; Splitwi
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import random
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, NamedTuple
 
 # Azure LLM inference trace 2023, conversation: lognormal fits of ln(tokens) (reference section 8).
@@ -34,7 +31,6 @@ AZURE_CONV_OUTPUT_CAP = 1000
 # Reasoning traffic (course seeds 000): about 2,000 tokens in and 20,000 out.
 REASONING_PROMPT = (math.log(2000), 0.25)
 REASONING_OUTPUT = (math.log(20000), 0.35)
-TRACE_FILE = "azure_conv_sample.csv"
 
 
 def lognormal_from_moments(mean: float, std: float) -> tuple[float, float]:
@@ -229,24 +225,3 @@ def build(
             history = history + ((out_seg, o),)
             prev = req
     return Workload(reqs, lengths.num_truncated)
-
-
-def read_trace() -> list[tuple[float, int, int]]:
-    """The bundled trace sample: (arrival offset s, prompt tokens, output tokens) rows."""
-    text = resources.files("simulators.data").joinpath(TRACE_FILE).read_text(encoding="utf-8")
-    rows = [line for line in text.splitlines() if line and not line.startswith("#")]
-    return [
-        (float(r["arrival_s"]), int(r["prompt_tokens"]), int(r["output_tokens"]))
-        for r in csv.DictReader(io.StringIO("\n".join(rows)))
-    ]
-
-
-def replay(n: int, rate_scale: float = 1.0) -> Workload:
-    """The first n rows of the bundled trace sample; `rate_scale` > 1 compresses time."""
-    rows = read_trace()
-    reqs = []
-    for i in range(n):
-        t, p, o = rows[i % len(rows)]
-        lap = (i // len(rows)) * (rows[-1][0] + rows[1][0] - rows[0][0])
-        reqs.append(Request(i, (t + lap) / rate_scale, p, o, ((i + 1, p),)))
-    return Workload(reqs)
