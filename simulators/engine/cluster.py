@@ -300,13 +300,12 @@ def fit_error(
     model: Model,
     gpu: Gpu,
     *,
-    tp: int = 1,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     layout: Layout | None = None,
 ) -> str | None:
-    """Why the model cannot be served on this layout (weights leave no KV memory), or None."""
-    lay = layout or Layout(tp)
+    """Why the model cannot be served on this layout (1 GPU by default): KV room under 4,096 tokens; or None."""
+    lay = layout or Layout()
     tokens = pooled_kv_tokens(model, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if tokens >= 4096:
         return None
