@@ -66,26 +66,24 @@ class Workload:
     notes: list[str] = field(default_factory=list)
 
 
-def arrival_times(rng: random.Random, n: int, process: str, rate: float, cv: float = 2.0) -> list[float]:
-    """n arrival times at `rate` per second.
-
-    poisson: exponential gaps (CV 1); constant: gaps of exactly 1/rate; gamma: gamma-distributed
-    gaps with coefficient of variation `cv` (shape 1/cv^2), bursty when cv > 1.
-    """
+def arrival_times(rng: random.Random, n: int, process: str, rate: float) -> list[float]:
+    """n arrival times at `rate` per second: "poisson" (exponential gaps, CV 1) or "constant" (gaps
+    of exactly 1/rate)."""
+    if process not in ("poisson", "constant"):
+        raise ValueError(f"unknown arrival process '{process}'")
     if n <= 0:
         return []
-    t, out = 0.0, []
     if process == "constant":
         return [i / rate for i in range(n)]
-    shape = 1.0 / (cv * cv)
+    t, out = 0.0, []
     for _ in range(n):
         out.append(t)
-        t += rng.expovariate(rate) if process == "poisson" else rng.gammavariate(shape, 1.0 / (rate * shape))
+        t += rng.expovariate(rate)
     return out
 
 
 class Lengths:
-    """Prompt and output length sampler: fixed, uniform, lognormal, azure, sharegpt or reasoning."""
+    """Prompt and output length sampler: fixed, uniform, azure, sharegpt or reasoning."""
 
     def __init__(
         self,
@@ -120,9 +118,6 @@ class Lengths:
             s = self.spread
             p = rng.uniform(self.prompt * (1 - s), self.prompt * (1 + s))
             o = rng.uniform(self.output * (1 - s), self.output * (1 + s))
-        elif k == "lognormal":  # `prompt` and `output` are medians e^mu; sigma scales with spread
-            p = rng.lognormvariate(math.log(self.prompt), AZURE_CONV_PROMPT[1] * self.spread / 0.5)
-            o = rng.lognormvariate(math.log(self.output), AZURE_CONV_OUTPUT[1] * self.spread / 0.5)
         elif k == "azure":
             p = rng.lognormvariate(*AZURE_CONV_PROMPT)
             o = rng.lognormvariate(*AZURE_CONV_OUTPUT)
