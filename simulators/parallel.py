@@ -22,7 +22,8 @@ from typing import Any
 
 from .core import costmodel as cm
 from .core.catalog import Gpu, Model, resolve_gpu
-from .core.layout import Layout, RankFit, pooled_kv_tokens, rank_fit
+from .core.layout import Layout, RankFit, rank_fit
+from .engine.cluster import fit_error
 from .params import ParamError, param
 
 
@@ -111,12 +112,5 @@ def check_layout(
 def check_serving(m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> None:
     """Field errors for a serving simulator's layout: the shape, then room for 4,096 KV tokens."""
     check_shape(m, gpu, lay)
-    tokens = pooled_kv_tokens(m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    if tokens >= 4096:
-        return
-    raise ParamError(
-        grow_field(lay, "model"),
-        f"{m.name} needs {cm.weight_bytes(m, weight_dtype) / cm.GB:,.0f} GB of weights; {lay.describe()} of "
-        f"{gpu.name} leave room for only {tokens:,} tokens of KV cache. Use more GPUs (tensor or pipeline "
-        "parallel), a smaller model or a larger GPU.",
-    )
+    if why := fit_error(m, gpu, layout=lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype):
+        raise ParamError(grow_field(lay, "model"), why)

@@ -58,15 +58,18 @@ class SiteHandler(SimpleHTTPRequestHandler):
         if cached is None or cached[0] != stat.st_mtime:
             cached = (stat.st_mtime, gzip.compress(path.read_bytes(), compresslevel=6, mtime=0))
             self._gzip_cache[str(path)] = cached
-        body = cached[1]
+        self.send_gzip(path, len(cached[1]), modified)
+        return io.BytesIO(cached[1])
+
+    def send_gzip(self, path: Path, length: int, modified: str) -> None:
+        """The 200 headers of `path` sent as `length` bytes of gzip."""
         self.send_response(200)
         self.send_header("Content-Type", self.guess_type(str(path)))
         self.send_header("Content-Encoding", "gzip")
         self.send_header("Vary", "Accept-Encoding")
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(length))
         self.send_header("Last-Modified", modified)
         self.end_headers()
-        return io.BytesIO(body)
 
     def log_message(self, format: str, *args: object) -> None:
         if os.environ.get("COURSE_SERVER_LOG"):

@@ -65,13 +65,7 @@ class PrecompressedHandler(serve.SiteHandler):
         if not (path.is_file() and copy.is_file() and "gzip" in self.headers.get("Accept-Encoding", "")):
             return super().send_head()
         body = copy.open("rb")
-        self.send_response(200)
-        self.send_header("Content-Type", self.guess_type(str(path)))
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Vary", "Accept-Encoding")
-        self.send_header("Content-Length", str(copy.stat().st_size))
-        self.send_header("Last-Modified", self.date_time_string(int(path.stat().st_mtime)))
-        self.end_headers()
+        self.send_gzip(path, copy.stat().st_size, self.date_time_string(int(path.stat().st_mtime)))
         return body
 
 

@@ -1,4 +1,4 @@
-"""Load generation as GuideLLM does it: profiles and a rate sweep (the export: engine/export.py).
+"""Load generation as GuideLLM does it: profiles and a rate sweep (the export: benchmark/export.py).
 
 Profiles (GuideLLM `--profile`):
 - synchronous: one request at a time; the next is sent when the previous one ends.
@@ -9,11 +9,9 @@ Profiles (GuideLLM `--profile`):
 - sweep: synchronous and throughput first, then open-loop runs at GuideLLM's rates:
   `linspace(synchronous rate, throughput rate, sweep_size - 1)[1:]` (benchmark/profiles/sweep.py),
   so the last open-loop rate is the throughput profile's measured rate; constant by default.
-- throughput with `max_concurrency`: everything sent at once, at most that many in flight (the
-  same arrangement as that many closed-loop users).
 
-GuideLLM's goodput and knee profiles, over_saturation stopping and rampup: engine/searches.py and
-engine/saturation.py.
+GuideLLM's goodput and knee profiles, over_saturation stopping and rampup: benchmark/searches.py and
+benchmark/saturation.py.
 
 Constraints (GuideLLM scheduler/constraints): `max_requests` is the run's length; `max_seconds`
 stops sending at that time after the first start and cuts the requests still running there:
@@ -46,7 +44,7 @@ SWEEP_SIZE = 10  # GuideLLM's default number of benchmarks in a sweep (synchrono
 
 
 def requests_for(profile: str, rng: random.Random, n: int, lengths: Lengths, **arrangement: Any) -> list[Request]:
-    """n requests arranged by a profile (`arrangement`: arrange's rate, users and max_concurrency)."""
+    """n requests arranged by a profile (`arrangement`: arrange's rate and users)."""
     return arrange(profile, [lengths.draw(rng) for _ in range(n)], rng, **arrangement)
 
 
@@ -57,13 +55,10 @@ def arrange(
     *,
     rate: float = 1.0,
     users: int = 1,
-    max_concurrency: int = 0,
 ) -> list[Request]:
     """requests_for, given the (prompt, output) lengths already drawn from `rng` (closed-loop chains
     use Request.after)."""
     n = len(drawn)
-    if profile == "throughput" and max_concurrency > 0:
-        profile, users = "concurrent", max_concurrency
     if profile in ("synchronous", "concurrent"):
         users = 1 if profile == "synchronous" else max(1, users)
         out = []

@@ -1,7 +1,7 @@
 """GuideLLM 0.8.1's goodput and knee profiles, and runs under its over_saturation constraint.
 
 - `constrained_run`: one profile run with GuideLLM's rampup and, optionally, the over_saturation
-  constraint (engine/saturation.py): when it fires, nothing more is sent and the requests still
+  constraint (benchmark/saturation.py): when it fires, nothing more is sent and the requests still
   running are cancelled (incomplete), as GuideLLM's `max_seconds` cut does (loadgen.cut_at).
 - `goodput_search` (benchmark/profiles/goodput.py): concurrent probes, doubling from
   `initial_streams` until one fails the target SLO attainment (default 95%), then bisecting

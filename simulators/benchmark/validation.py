@@ -115,10 +115,6 @@ def _offline(e: dict[str, Any], p: ef.EngineProfile) -> float:
     return total / int(e.get("num_gpus", tp)) if e.get("per_gpu") else total
 
 
-def _batch_latency(e: dict[str, Any], p: ef.EngineProfile) -> float:
-    return _served(e, p)
-
-
 def _prompt_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
     return bm.prompt_rate(p, *_mg(e), _formats(e), int(e["prompt_tokens"]), int(e["ubatch"]))
 
@@ -140,7 +136,7 @@ PREDICTIONS: dict[str, Callable[[dict[str, Any], ef.EngineProfile], float]] = {
     "offline_output_tokens_per_s": _offline,
     "prompt_tokens_per_s": _prompt_rate,
     "matvec_stream_GBps": _matvec_stream,
-    "batch_latency_s": _batch_latency,
+    "batch_latency_s": _served,
     "median_tpot_ms": lambda e, p: _served(e, p) * 1e3,
     "median_ttft_ms": lambda e, p: _served(e, p) * 1e3,
     "weight_GiB": lambda e, p: cm.weight_bytes(models()[e["model"]], e.get("weight_dtype", "bf16")) / cm.GiB,
@@ -288,8 +284,6 @@ def band(role: str = "held_out") -> Band:
 
 
 def _num(x: float) -> str:
-    if x == int(x) and abs(x) >= 1000:
-        return f"{x:,.0f}"
     if abs(x) >= 100:
         return f"{x:,.0f}"
     return f"{x:.3g}" if abs(x) < 10 else f"{x:.1f}"

@@ -87,7 +87,6 @@ def memory_fit(
     num_gpus: int = 1,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
-    gpu_memory_utilization: float | None = None,
     max_num_batched_tokens: int | None = None,
     sparse: bool = False,
 ) -> MemoryFit:
@@ -99,10 +98,9 @@ def memory_fit(
     `sparse` stores the block matmuls 2:4 sparse (weight_bytes(..., sparse=True)).
     """
     d = serve_defaults(gpu)  # vLLM's defaults, one place (assumptions.toml [vllm_defaults])
-    util = d["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
     tokens = int(d["max_num_batched_tokens"]) if max_num_batched_tokens is None else max_num_batched_tokens
     capacity = gpu.memory_GiB * GiB * num_gpus
-    usable = capacity * util
+    usable = capacity * d["gpu_memory_utilization"]
     w = weight_bytes(m, weight_dtype, sparse=sparse)
     act = activation_bytes(m, tokens) * num_gpus  # each GPU holds its own workspace (upper bound)
     kv = usable - w - act

@@ -39,7 +39,6 @@ _LAYER_TYPE_KINDS = {
     "recurrent": "none",
     "conv": "none",
 }
-KINDS = ("full", "sliding", "chunked", "none")
 
 
 # Defaults the Hugging Face config classes fill in for keys a family's config.json leaves out

@@ -20,7 +20,7 @@ Public API (everything a simulator module needs):
 
 Files, one concept each (vLLM v1 names: block_size, block_table, ref_cnt, num_computed_tokens,
 waiting, running):
-    workload.py   arrivals (poisson, constant, gamma, bundled trace) and lengths; shared prefixes
+    workload.py   arrivals (poisson, constant) and lengths; shared prefixes
     blockpool.py  the block pool: paged or contiguous; ref counts; one LRU free queue
     kv.py         KVCacheManager: the pool plus the prefix cache (off / hash / radix): match, cache_blocks
     blockhash.py  block contents and block-hash chains (memo per block size)

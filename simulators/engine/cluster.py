@@ -23,7 +23,7 @@ References: 1) llm-d inference scheduler (llm-d.ai; "KV-Cache Wins You Can See")
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..core import costmodel as cm
@@ -72,7 +72,6 @@ class EngineSpec:
     prefix: str = "hash"
     # KV blocks per replica; None: what memory_fit leaves after weights and activations.
     num_blocks: int | None = None
-    cost_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Limits left unset take `vllm serve`'s defaults for this GPU (scheduler.vllm_serve_defaults).
@@ -301,13 +300,12 @@ def fit_error(
     model: Model,
     gpu: Gpu,
     *,
-    tp: int = 1,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     layout: Layout | None = None,
 ) -> str | None:
-    """Why the model cannot be served on this layout (weights leave no KV memory), or None."""
-    lay = layout or Layout(tp)
+    """Why the model cannot be served on this layout (1 GPU by default): KV room under 4,096 tokens; or None."""
+    lay = layout or Layout()
     tokens = pooled_kv_tokens(model, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if tokens >= 4096:
         return None

@@ -66,11 +66,6 @@ class RequestRecord(NamedTuple):  # a named tuple: one per finished request, and
     num_preemptions: int
     replica: int
 
-    @property
-    def time_per_output_token_s(self) -> float:
-        """GuideLLM's time per output token: e2e / output tokens, first token included."""
-        return self.e2e_s / self.output_tokens
-
 
 def records(done: list[Seq]) -> list[RequestRecord]:
     out: list[RequestRecord] = []

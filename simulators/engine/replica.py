@@ -105,8 +105,6 @@ class Replica(Scheduler):
         for s in chunks:
             c, q = s.num_computed_tokens, s.scheduled
             self._log(t, "chunk", s, q)
-            if s.num_preemptions:
-                self.recomputed_tokens += q
             tokens += q
             keys += attention_keys(q, c)
             kv_tok += (cost.held(c) if cost.window else c) + q

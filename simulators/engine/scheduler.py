@@ -134,7 +134,6 @@ class Scheduler:
         self.num_preemptions = 0
         self.hit_tokens = 0  # prompt tokens served from the prefix cache, all admissions
         self.rehit_tokens = 0  # of those, found again by preempted sequences (their own blocks)
-        self.recomputed_tokens = 0  # tokens prefilled again after a preemption
         # Decoding sequences whose prompt blocks stayed private because a twin (the same prefix,
         # computed in the same step by another sequence) was cached first: once that twin is
         # evicted their blocks can be cached (the reference retries every step; only an eviction

@@ -19,12 +19,9 @@ References: 1) Azure LLM inference trace 2023 (Azure/AzurePublicDataset; Splitwi
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import random
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, NamedTuple
 
 # Azure LLM inference trace 2023, conversation: lognormal fits of ln(tokens) (reference section 8).
@@ -34,7 +31,6 @@ AZURE_CONV_OUTPUT_CAP = 1000
 # Reasoning traffic (course seeds 000): about 2,000 tokens in and 20,000 out.
 REASONING_PROMPT = (math.log(2000), 0.25)
 REASONING_OUTPUT = (math.log(20000), 0.35)
-TRACE_FILE = "azure_conv_sample.csv"
 
 
 def lognormal_from_moments(mean: float, std: float) -> tuple[float, float]:
@@ -70,26 +66,24 @@ class Workload:
     notes: list[str] = field(default_factory=list)
 
 
-def arrival_times(rng: random.Random, n: int, process: str, rate: float, cv: float = 2.0) -> list[float]:
-    """n arrival times at `rate` per second.
-
-    poisson: exponential gaps (CV 1); constant: gaps of exactly 1/rate; gamma: gamma-distributed
-    gaps with coefficient of variation `cv` (shape 1/cv^2), bursty when cv > 1.
-    """
+def arrival_times(rng: random.Random, n: int, process: str, rate: float) -> list[float]:
+    """n arrival times at `rate` per second: "poisson" (exponential gaps, CV 1) or "constant" (gaps
+    of exactly 1/rate)."""
+    if process not in ("poisson", "constant"):
+        raise ValueError(f"unknown arrival process '{process}'")
     if n <= 0:
         return []
-    t, out = 0.0, []
     if process == "constant":
         return [i / rate for i in range(n)]
-    shape = 1.0 / (cv * cv)
+    t, out = 0.0, []
     for _ in range(n):
         out.append(t)
-        t += rng.expovariate(rate) if process == "poisson" else rng.gammavariate(shape, 1.0 / (rate * shape))
+        t += rng.expovariate(rate)
     return out
 
 
 class Lengths:
-    """Prompt and output length sampler: fixed, uniform, lognormal, azure, sharegpt or reasoning."""
+    """Prompt and output length sampler: fixed, uniform, azure, sharegpt or reasoning."""
 
     def __init__(
         self,
@@ -124,9 +118,6 @@ class Lengths:
             s = self.spread
             p = rng.uniform(self.prompt * (1 - s), self.prompt * (1 + s))
             o = rng.uniform(self.output * (1 - s), self.output * (1 + s))
-        elif k == "lognormal":  # `prompt` and `output` are medians e^mu; sigma scales with spread
-            p = rng.lognormvariate(math.log(self.prompt), AZURE_CONV_PROMPT[1] * self.spread / 0.5)
-            o = rng.lognormvariate(math.log(self.output), AZURE_CONV_OUTPUT[1] * self.spread / 0.5)
         elif k == "azure":
             p = rng.lognormvariate(*AZURE_CONV_PROMPT)
             o = rng.lognormvariate(*AZURE_CONV_OUTPUT)
@@ -229,24 +220,3 @@ def build(
             history = history + ((out_seg, o),)
             prev = req
     return Workload(reqs, lengths.num_truncated)
-
-
-def read_trace() -> list[tuple[float, int, int]]:
-    """The bundled trace sample: (arrival offset s, prompt tokens, output tokens) rows."""
-    text = resources.files("simulators.data").joinpath(TRACE_FILE).read_text(encoding="utf-8")
-    rows = [line for line in text.splitlines() if line and not line.startswith("#")]
-    return [
-        (float(r["arrival_s"]), int(r["prompt_tokens"]), int(r["output_tokens"]))
-        for r in csv.DictReader(io.StringIO("\n".join(rows)))
-    ]
-
-
-def replay(n: int, rate_scale: float = 1.0) -> Workload:
-    """The first n rows of the bundled trace sample; `rate_scale` > 1 compresses time."""
-    rows = read_trace()
-    reqs = []
-    for i in range(n):
-        t, p, o = rows[i % len(rows)]
-        lap = (i // len(rows)) * (rows[-1][0] + rows[1][0] - rows[0][0])
-        reqs.append(Request(i, (t + lap) / rate_scale, p, o, ((i + 1, p),)))
-    return Workload(reqs)

@@ -241,15 +241,12 @@ def run(
     pruned += [{"config": g.id, "why": NO_PRICE} for g in requested_gpus(p.gpus) if g.id not in prices]
     candidates.sort(key=lambda c: (c[0], c[1]))
 
-    def runs_of(lay: ss.Layout, b: ss.Bounds) -> dict[int, dict[str, float]]:
-        return runs_by[lay.label]
-
     def verdict(got: dict[str, float]) -> dict[str, Any]:
         return ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s)
 
     def served(lay: ss.Layout, b: ss.Bounds, k: int) -> dict[str, float]:
         """The engine's run of one replica at grid rate k (made once, kept with the layout's runs)."""
-        runs = runs_of(lay, b)
+        runs = runs_by[lay.label]
         if k not in runs:
             runs[k] = ss.engine_run(b.engine, drawn, ss.at_index(k), ARRIVALS_SEED)
         return runs[k]
@@ -259,7 +256,7 @@ def run(
         missed at a lower rate (a higher rate only loads the replica more) or met at a higher one
         answers (meeting is taken as monotone in the rate; the brute-force tests check it, and a
         row's own run below settles any doubt); else the engine runs."""
-        runs = runs_of(lay, b)
+        runs = runs_by[lay.label]
         if k not in runs:
             if any(j < k and not verdict(got)["meets"] for j, got in runs.items()):
                 return False

@@ -307,8 +307,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
     if view == "demo":
         x = ["Share of |w| removed", "Share of w^2 removed", "Relative output error"]
-        keys = ("magnitude_removed", "energy_removed", "output_rel_error")
-        data = [bar(x, [m[f"demo_{v}_{k}"] for k in keys], names[v], i) for i, v in enumerate(SCHEMES)]
+        data = [bar(x, [m[f"demo_{v}_{k}"] for k in DEMO_KEYS], names[v], i) for i, v in enumerate(SCHEMES)]
         title = f"Magnitude pruning of a {ROWS} x {COLS} matrix"
         return make_figure(data, layout(title, "", "Share", barmode="group", yaxis=PERCENT))
     x = [
