@@ -539,6 +539,8 @@ def test_numbers_are_compact_like_plotly_and_d3():
     assert format_d3(1500, ".2s") == "1.5k"
     assert format_d3(2_000_000, ".2s") == "2.0M"
     assert format_d3(3, "no-such-spec") is None
+    # d3's sign flag "+" (diagnose's change axis): a plus for zero and above, the minus sign below
+    assert [format_d3(v, "+.0%") for v in (0.2, 0.0, -0.35)] == ["+20%", "+0%", "\u221235%"]
 
 
 def test_dashes_scale_with_the_line_width_like_plotly():

@@ -85,7 +85,7 @@ def _log_label(k: float) -> str:
     return f"{10 ** (p - exp):g}" + _SI[exp]
 
 
-_D3 = re.compile(r"^(?P<comma>,)?(?:\.(?P<prec>\d+))?(?P<trim>~)?(?P<type>[%dfsegr])?$")
+_D3 = re.compile(r"^(?P<sign>[+-])?(?P<comma>,)?(?:\.(?P<prec>\d+))?(?P<trim>~)?(?P<type>[%dfsegr])?$")
 
 
 def format_d3(v: float, spec: str) -> str | None:
@@ -121,7 +121,8 @@ def format_d3(v: float, spec: str) -> str | None:
         int_part, dot, frac = s.partition(".")
         s = _sep_thousands(int_part, True) + dot + frac
     negative = v < 0 and any(c not in "0.," for c in s)
-    return (MINUS if negative else "") + s + suffix
+    plus = "+" if m["sign"] == "+" and not negative else ""  # d3's "+": a plus for zero and above
+    return (MINUS if negative else plus) + s + suffix
 
 
 def _n(v: float) -> str:
