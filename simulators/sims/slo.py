@@ -189,15 +189,13 @@ def _sample(
 
 
 def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], long_s: float, limit: int) -> int:
-    """The largest batch up to `limit` whose sample meets both targets at the chosen percentile (0:
-    none). TTFT does not depend on the batch here, and a TPOT is the batch's cost-model TPOT times
+    """The largest batch up to `limit` whose sample meets the TPOT target at the chosen percentile (0:
+    none; the caller checks TTFT, the same at every batch here). A TPOT is the batch's cost-model TPOT times
     its jitter plus its stall: the sample meets the target when at least `rank` TPOTs are within
     it, counted on the sorted jitters of the stalled and the other requests (no sample is redrawn
     or sorted per batch), and that count falls as the batch grows: a search."""
     q, n = int(p.percentile), len(draws)
-    s1 = server(m, gpu, p, 1)
-    ttft, _ = _sample(s1, draws, long_s, 1, p.output_tokens)
-    if limit < 1 or percentile(sorted(ttft), q) > p.ttft_slo_s:
+    if limit < 1:
         return 0
     rank = int(percentile(list(range(n)), q)) + 1  # the percentile is the rank-th smallest value
     calm = sorted(j2 for _, _, j2, stalled in draws if not stalled)
@@ -205,7 +203,7 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
     stall = long_s / (p.output_tokens - 1)
 
     def meets(b: int) -> bool:
-        tpot_s = server(m, gpu, p, b)["tpot_s"] if b > 1 else s1["tpot_s"]
+        tpot_s = server(m, gpu, p, b)["tpot_s"]
         extra = stall if b > 1 else 0.0
         within = bisect.bisect_right(calm, p.tpot_slo_s / tpot_s) + bisect.bisect_right(
             hit, (p.tpot_slo_s - extra) / tpot_s
@@ -259,8 +257,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "cost_per_million_tokens_hosted_usd": p.hosted_price_per_million_usd,
         "local_tokens_per_s": s["tokens_per_s"],
         "max_batch_fits": fit_batch,
-        "max_batch_meeting_slo": _largest_batch_meeting(
-            m, gpu, p, draws, long_prefill_s, min(max(fit_batch, 1), MAX_BATCH)
+        "max_batch_meeting_slo": (
+            _largest_batch_meeting(m, gpu, p, draws, long_prefill_s, min(max(fit_batch, 1), MAX_BATCH))
+            if ttft_pdf.percentile(q / 100) <= p.ttft_slo_s  # TTFT does not depend on the batch here
+            else 0
         ),
         # Local cost scales with 1 / utilisation: equal to the hosted price at this utilisation.
         "break_even_utilization": (
