@@ -42,20 +42,15 @@ TITLE = "Static vs continuous batching"
 DESCRIPTION = (
     "The same requests through a scheduler that waits for the whole batch and one that refills slots every step."
 )
-METRICS = {
-    "throughput_continuous_per_s": ("Continuous: requests per second", "req/s"),
-    "throughput_static_per_s": ("Static: requests per second", "req/s"),
+POLICIES = ("static", "continuous")  # served and drawn in this order (static is the cheaper run)
+METRICS = {  # each policy's figures, continuous first
+    **{f"throughput_{v}_per_s": (f"{v.capitalize()}: requests per second", "req/s") for v in POLICIES[::-1]},
     "throughput_gain": ("Continuous / static throughput", "x"),
-    "ttft_continuous_s_p50": ("Continuous: median TTFT", "s"),
-    "ttft_static_s_p50": ("Static: median TTFT", "s"),
-    "ttft_continuous_s_p99": ("Continuous: p99 TTFT", "s"),
-    "ttft_static_s_p99": ("Static: p99 TTFT", "s"),
-    "slot_occupancy_continuous": ("Continuous: busy share of batch slots", ""),
-    "slot_occupancy_static": ("Static: busy share of batch slots", ""),
-    "tokens_continuous_per_s": ("Continuous: output tokens per second", "tokens/s"),
-    "tokens_static_per_s": ("Static: output tokens per second", "tokens/s"),
-    "e2e_continuous_s_p99": ("Continuous: p99 end-to-end", "s"),
-    "e2e_static_s_p99": ("Static: p99 end-to-end", "s"),
+    **{f"ttft_{v}_s_p50": (f"{v.capitalize()}: median TTFT", "s") for v in POLICIES[::-1]},
+    **{f"ttft_{v}_s_p99": (f"{v.capitalize()}: p99 TTFT", "s") for v in POLICIES[::-1]},
+    **{f"slot_occupancy_{v}": (f"{v.capitalize()}: busy share of batch slots", "") for v in POLICIES[::-1]},
+    **{f"tokens_{v}_per_s": (f"{v.capitalize()}: output tokens per second", "tokens/s") for v in POLICIES[::-1]},
+    **{f"e2e_{v}_s_p99": (f"{v.capitalize()}: p99 end-to-end", "s") for v in POLICIES[::-1]},
 }
 LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed"), ("uniform", "Uniform +-50%")]
 
@@ -107,8 +102,6 @@ def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_
     """
     return time_average([(t, running) for t, _, _, _, _, running in series]) / max_num_seqs
 
-
-POLICIES = ("static", "continuous")  # served and drawn in this order (static is the cheaper run)
 
 # Kept between calls through the caller's keep (api.Session's store), so that a chart switch or a
 # repeated scenario reuses both runs: one scenario's trace and its two runs.
@@ -170,18 +163,14 @@ def _served(p: Params, seed: int, policy: str, keep: Keep) -> tuple[Served, bool
     return kept(keep, run_key(p, seed, policy), make)
 
 
-def _head(p: Params) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    return {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
-
-
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
     """Both schedulers' runs, static first (the cheaper): the chart so far is yielded after each run
     made now (a run kept from an earlier call is drawn with the answer, at once)."""
     keep = for_call(keep, MEMO_ENTRIES)
-    out = _head(p)
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
     metrics: dict[str, float] = {}
     for policy in POLICIES:
         (out[policy], more), was_kept = _served(p, seed, policy, keep)

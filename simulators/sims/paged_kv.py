@@ -40,14 +40,12 @@ TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = (
     "How much reserved KV memory holds real tokens, and how many requests fit, with max-length slabs or small blocks."
 )
+LAYOUTS = ("contiguous", "paged")  # served and drawn in this order (contiguous is the cheaper run)
 METRICS = {
-    "kv_utilization_contiguous": ("Contiguous: reserved KV holding tokens", ""),
-    "kv_utilization_paged": ("Paged: reserved KV holding tokens", ""),
+    **{f"kv_utilization_{v}": (f"{v.capitalize()}: reserved KV holding tokens", "") for v in LAYOUTS},
     "internal_fragmentation_paged": ("Paged: reserved KV left empty", ""),
-    "max_concurrent_contiguous": ("Contiguous: most requests at once", "requests"),
-    "max_concurrent_paged": ("Paged: most requests at once", "requests"),
-    "throughput_contiguous_per_s": ("Contiguous: requests per second", "req/s"),
-    "throughput_paged_per_s": ("Paged: requests per second", "req/s"),
+    **{f"max_concurrent_{v}": (f"{v.capitalize()}: most requests at once", "requests") for v in LAYOUTS},
+    **{f"throughput_{v}_per_s": (f"{v.capitalize()}: requests per second", "req/s") for v in LAYOUTS},
     "kv_capacity_tokens": ("KV budget", "tokens"),
 }
 BLOCK_SIZES = (1, 4, 8, 16, 32, 64, 128, 256)
@@ -113,8 +111,6 @@ def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
     return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=capacity // bs, engine=p.engine)
 
 
-LAYOUTS = ("contiguous", "paged")  # served and drawn in this order (contiguous is the cheaper run)
-
 # Kept between calls through the caller's keep (api.Session's store), so that a chart switch or a
 # repeated scenario reuses the runs: one scenario's trace and its two runs.
 MEMO_ENTRIES = 1 + len(LAYOUTS)
@@ -130,11 +126,6 @@ def _served(p: Params, seed: int, layout_: str, keep: Keep) -> tuple[dict[str, A
     return kept(keep, run_key(p, seed, layout_), lambda: _run(_trace(p, seed, keep), _engine(p, layout_, p.block_size)))
 
 
-def _head(p: Params) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    return {"model": m.name, "gpu": gpu.name, "block_size": p.block_size, "max_model_len": p.max_model_len}
-
-
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
@@ -142,9 +133,14 @@ def run(
     run made now (a kept run is drawn with the answer, at once). The block-size chart adds the paged
     engine re-run for each of BLOCK_SIZES."""
     keep = for_call(keep, MEMO_ENTRIES)
-    m = resolve_model(p.model)
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
-    part = _head(p)
+    part: dict[str, Any] = {
+        "model": m.name,
+        "gpu": gpu.name,
+        "block_size": p.block_size,
+        "max_model_len": p.max_model_len,
+    }
     for layout_ in LAYOUTS:
         part[layout_], was_kept = _served(p, seed, layout_, keep)
         if view == "memory" and not was_kept:
@@ -262,10 +258,10 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             ),
         )
     data = []
-    for i, (name, key) in enumerate((("Contiguous", "contiguous"), ("Paged", "paged"))):
+    for i, key in enumerate(LAYOUTS):
         if key not in r:  # both, but while they stream
             continue
-        s = r[key]["series"]
+        s, name = r[key]["series"], key.capitalize()
         data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, shape="hv"))
         data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, shape="hv"))
     return make_figure(
