@@ -39,6 +39,7 @@ ROUTER_NAMES = {
     "prefix": "Prefix-aware",
     "weighted": "Weighted (llm-d)",
 }
+PLACEMENTS = (("colocated", "Colocated"), ("disaggregated", "Disaggregated"))  # in METRICS' order
 METRICS = {
     # Each router's hit rate and p99 TTFT, in the order the story goes: round robin, the cache-aware ones.
     **{
@@ -47,10 +48,8 @@ METRICS = {
         for key, label, unit in ((f"hit_rate_{r}", "cache hit rate", ""), (f"ttft_{r}_s_p99", "p99 TTFT", "s"))
     },
     **{f"imbalance_{r}": (f"{n}: busiest replica / mean", "x") for r, n in ROUTER_NAMES.items()},
-    "ttft_colocated_s_p99": ("Colocated: p99 TTFT", "s"),
-    "ttft_disaggregated_s_p99": ("Disaggregated: p99 TTFT", "s"),
-    "tpot_colocated_s_p99": ("Colocated: p99 TPOT", "s"),
-    "tpot_disaggregated_s_p99": ("Disaggregated: p99 TPOT", "s"),
+    **{f"ttft_{v}_s_p99": (f"{n}: p99 TTFT", "s") for v, n in PLACEMENTS},
+    **{f"tpot_{v}_s_p99": (f"{n}: p99 TPOT", "s") for v, n in PLACEMENTS},
 }
 SHARING = [
     ("system", "Shared system prompts"),

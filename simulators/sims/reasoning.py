@@ -36,6 +36,7 @@ from ..results_cache import Keep, for_call, kept, run_key
 
 TITLE = "Reasoning workloads: 2k in, 20k out"
 DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
+WORKLOADS = (("reasoning", "Reasoning"), ("chat", "Chat"))  # in METRICS' order
 METRICS = {
     "decode_share_reasoning": ("Reasoning: share of a request's time decoding", ""),
     "e2e_reasoning_s_mean": ("Reasoning: mean end-to-end", "s"),
@@ -45,12 +46,9 @@ METRICS = {
     "speculation_speedup": ("Speculation: reasoning e2e speed-up", "x"),
     "tokens_per_step": ("Speculation: tokens per step", "tokens"),
     "num_preemptions_reasoning": ("Preemptions of reasoning requests (recomputed)", "preemptions"),
-    "turnover_reasoning_per_slot_min": ("Reasoning: requests per slot per minute", "1/min"),
-    "turnover_chat_per_slot_min": ("Chat: requests per slot per minute", "1/min"),
-    "kv_GiB_per_sequence_reasoning": ("Reasoning: KV at the end of a sequence", "GiB"),
-    "kv_GiB_per_sequence_chat": ("Chat: KV at the end of a sequence", "GiB"),
-    "max_sequences_reasoning": ("Reasoning sequences the KV memory holds", "sequences"),
-    "max_sequences_chat": ("Chat sequences the KV memory holds", "sequences"),
+    **{f"turnover_{v}_per_slot_min": (f"{n}: requests per slot per minute", "1/min") for v, n in WORKLOADS},
+    **{f"kv_GiB_per_sequence_{v}": (f"{n}: KV at the end of a sequence", "GiB") for v, n in WORKLOADS},
+    **{f"max_sequences_{v}": (f"{n} sequences the KV memory holds", "sequences") for v, n in WORKLOADS},
 }
 DRAFTS = (0, 1, 2, 3, 4, 6, 8)
 # Sequences may grow to this length whatever the model's trained context (see the notes).
