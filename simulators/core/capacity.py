@@ -17,6 +17,8 @@ from . import costmodel as cm
 from .catalog import Gpu, Model
 from .layout import Layout, rank_fit, vllm_defaults
 
+BATCH_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)  # the batches swept: powers of two to 1,024 slots
+
 
 def held(
     m: Model, gpu: Gpu, context_tokens: int, *, num_gpus: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16"

@@ -27,6 +27,7 @@ from importlib import resources
 from typing import Any
 
 from ..core import costmodel as cm
+from ..core.capacity import BATCH_GRID
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
@@ -51,7 +52,6 @@ METRICS = {
     "kv_token_capacity": ("KV tokens that fit", "tokens"),
     "kv_token_capacity_baseline": ("KV tokens that fit in BF16", "tokens"),
 }
-BATCH_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 @cache

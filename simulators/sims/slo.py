@@ -46,6 +46,7 @@ from typing import Any
 from ..core import costmodel as cm
 from ..core import stats
 from ..core import vllm_memory as vm
+from ..core.capacity import BATCH_GRID
 from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from ..params import ModelGpuEngine, ParamError, param
 from ..plotting import LOG, layout, line, markers
@@ -77,8 +78,7 @@ METRICS = {
     "break_even_utilization": ("Utilisation where local costs the hosted price", ""),
     "request_rate_rps": ("Requests per second served, GPU busy", "requests/s"),
 }
-BATCH_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-MAX_BATCH = BATCH_SWEEP[-1]  # the batch slider's end, and the largest batch the SLO search reports
+MAX_BATCH = BATCH_GRID[-1]  # the batch slider's end, and the largest batch the SLO search reports
 MAX_CDF_POINTS = 200
 
 VIEWS = [("cost", "Cost per million tokens vs batch"), ("ttft", "TTFT distribution"), ("tpot", "TPOT distribution")]
@@ -244,7 +244,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     # defaults (vllm_memory.account: requests of prompt + output tokens held at once).
     fit_batch = int(vm.account(m, gpu, max_model_len=p.prompt_tokens + p.output_tokens).max_concurrency)
     # Batch 1 stays in the sweep even when nothing fits, so the chart still shows the bound.
-    batches = [b for b in BATCH_SWEEP if b < fit_batch] + [max(fit_batch, 1)]
+    batches = [b for b in BATCH_GRID if b < fit_batch] + [max(fit_batch, 1)]
     sweep = [server(m, gpu, p, b) for b in batches]
     notes = []
     if p.batch_size > fit_batch:

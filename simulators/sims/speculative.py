@@ -35,6 +35,7 @@ from typing import Any
 
 from ..core import capacity
 from ..core import costmodel as cm
+from ..core.capacity import BATCH_GRID
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..params import ModelGpu, engine_param, param
 from ..plotting import LOG, layout, line, markers
@@ -61,7 +62,6 @@ METRICS = {
 
 MAX_DRAFT = 16
 NUM_ROUNDS = 4000  # Monte Carlo verification rounds; standard error about 0.02 tokens at alpha 0.8
-BATCH_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 SHORT_CONTEXT = 256  # a short chat turn, drawn next to the chosen context for contrast
 
 VIEWS = [("batch", "Speed-up vs batch size"), ("draft", "Gain vs draft length")]
