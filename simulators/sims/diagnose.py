@@ -64,6 +64,11 @@ _QUANT = {
 }
 
 
+def _measured(what: str, unit: str, top: float, help: str = "0: not given.") -> Any:
+    """A figure measured on the reader's own server, if they have it: 0 (the default) means not given."""
+    return param(0.0, label=f"Observed {what}", unit=unit, min=0.0, max=top, help=help)
+
+
 @dataclass(frozen=True)
 class Params:
     command: str = param(
@@ -88,19 +93,10 @@ class Params:
         help="A report's mean lengths replace these.",
     )
     output_tokens: int = param(EX["output_tokens"], label="Output", unit="tokens", min=2, max=131_072)
-    rate_per_s: float = param(
-        0.0, label="Observed request rate", unit="req/s", min=0.0, max=10_000.0, help="0: not given."
-    )
-    concurrency: float = param(
-        0.0,
-        label="Observed requests in flight",
-        unit="requests",
-        min=0.0,
-        max=65_536.0,
-        help="0: from the report, or Little's law.",
-    )
-    ttft_p50_ms: float = param(0.0, label="Observed TTFT p50", unit="ms", min=0.0, max=1e7, help="0: not given.")
-    itl_p50_ms: float = param(0.0, label="Observed ITL p50", unit="ms", min=0.0, max=1e6, help="0: not given.")
+    rate_per_s: float = _measured("request rate", "req/s", 10_000.0)
+    concurrency: float = _measured("requests in flight", "requests", 65_536.0, "0: from the report, or Little's law.")
+    ttft_p50_ms: float = _measured("TTFT p50", "ms", 1e7)
+    itl_p50_ms: float = _measured("ITL p50", "ms", 1e6)
     ttft_slo_ms: float = param(500.0, label="TTFT target", unit="ms", min=1.0, max=1e6)
     itl_slo_ms: float = param(25.0, label="ITL target", unit="ms", min=0.1, max=1e5)
 
