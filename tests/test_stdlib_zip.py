@@ -11,11 +11,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from kept import ROOT
 
 from simulators import api
 from sitebuild import assets, stdlib
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
