@@ -143,3 +143,26 @@ def test_a_fused_layers_row_pays_no_layer_overhead_and_others_pay_layers_times_i
     assert fused == rate(e, dataclasses.replace(p, layer_overhead_us=0.0))
     unfused = rate({**e, "fused_layers": False}, p)
     assert 1 / unfused - 1 / fused == pytest.approx(32 * p.layer_overhead_us * 1e-6, rel=1e-9)
+
+
+def test_runs_made_ahead_in_other_processes_are_the_runs_made_here():
+    # run_ahead lists the runs a computation asks for (each answered NaN, nothing kept), makes them
+    # in parallel processes and keeps them: the real call then finds the same values it would make.
+    batch = [e for e in _rows() if e["arrival"] == "batch"][:3]
+    profiles = [ef.profile(validation.profile_of(e)) for e in batch]
+
+    def ask() -> list[float]:
+        return [sb.run(e, p, validation.schedule(e)) for e, p in zip(batch, profiles, strict=True)]
+
+    kept = sb.known_runs()
+    try:
+        sb._RUNS.clear()
+        here = ask()
+        sb._RUNS.clear()
+        sb.run_ahead(ask)
+        ahead = sb.known_runs()
+        assert len(ahead) == len(batch) and not any(v != v for v in ahead.values())  # no NaN kept
+        assert ask() == here
+    finally:
+        sb._RUNS.clear()
+        sb.remember_runs(kept)

@@ -30,8 +30,13 @@ the linear form the engine needs (engine/steptime.py), as for every simulator.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import random
 import statistics
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from ..core import efficiency as ef
@@ -213,11 +218,40 @@ def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> floa
     """The row's published quantity, predicted by serving its requests under its conditions."""
     key = repr((sorted(e.items()), p, sched.max_num_seqs, sched.max_num_batched_tokens))
     if key not in _RUNS:
+        if _WANTED is not None:  # run_ahead's listing pass: note the run, answer NaN
+            _WANTED[key] = (e, p, sched)
+            return math.nan
         _RUNS[key] = _run(e, p, sched)
     return _RUNS[key]
 
 
 _RUNS: dict[str, float] = {}  # one simulation per row, profile and schedule
+_WANTED: dict[str, tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]] | None = None
+
+
+def run_ahead(ask: Callable[[], object]) -> None:
+    """Make the runs `ask()` would make in parallel processes, one per CPU, and keep them, so that
+    the real call of `ask` finds them all (the same answers: runs are pure). `ask` is called once
+    with every new run answered NaN, only to list them; it must not keep what it computes then.
+    With one CPU, no fork (Pyodide, Windows) or other threads running (a fork copies their locks
+    held), nothing runs ahead."""
+    global _WANTED
+    workers = min(os.cpu_count() or 1, 4)
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        return
+    _WANTED = {}
+    try:
+        ask()
+    finally:
+        todo, _WANTED = _WANTED, None
+    if len(todo) < 2:
+        return
+    with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
+        _RUNS.update(zip(todo, pool.map(_run_args, todo.values()), strict=True))
+
+
+def _run_args(args: tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]) -> float:
+    return _run(*args)
 
 
 def known_runs() -> dict[str, float]:

@@ -228,6 +228,11 @@ def source_group(e: dict[str, Any]) -> str:
 
 @cache
 def _rows() -> tuple[Row, ...]:
+    sb.run_ahead(_make_rows)  # the serving rows' engine runs, in parallel processes
+    return _make_rows()
+
+
+def _make_rows() -> tuple[Row, ...]:
     entries = measurements()
     # A group is calibration or held out as a whole: a held-out row from the source of a
     # calibration row (a near-twin of what set a factor) does not count as held out.
