@@ -246,8 +246,10 @@ def run_ahead(ask: Callable[[], object]) -> None:
         todo, _WANTED = _WANTED, None
     if len(todo) < 2:
         return
+    # the longest first (a server row searches its rate over several runs), so no process idles at the end
+    order = sorted(todo, key=lambda k: todo[k][0].get("arrival") != "server")
     with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
-        _RUNS.update(zip(todo, pool.map(_run_args, todo.values()), strict=True))
+        _RUNS.update(zip(order, pool.map(_run_args, [todo[k] for k in order]), strict=True))
 
 
 def _run_args(args: tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]) -> float:
