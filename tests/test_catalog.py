@@ -57,7 +57,7 @@ def test_every_gpu_states_the_memory_cuda_reports():
         assert 0.9 * g.memory_GiB < g.cuda_total_GiB <= g.memory_GiB, g.id
         assert g.cuda_total_derived or "github.com" in g.cuda_total_source or "flagged" in g.cuda_total_source, g.id
     derived = {g.id for g in catalog.gpus().values() if g.cuda_total_derived}
-    assert derived == {"h100-pcie", "gb200", "m2-ultra", "a10g"}
+    assert derived == {"h100-pcie", "gb200", "m2-ultra", "m1-7core", "m1-max", "m3-max", "a10g"}
     # An L4 is sold as 24 GB but CUDA reports 22.03 GiB (github.com/ArcInstitute/evo2/issues/190).
     assert catalog.gpus()["l4"].visible_GiB == 22.03
 
@@ -76,6 +76,26 @@ def test_a100_has_no_fp8_path_and_m2_ultra_only_apples_gpu_rate():
     # Apple: "Up to 76-core GPU with 27.2 teraflops" (apple.com/mac-pro); no INT8 / FP8 matrix path
     assert m2.platform == "metal" and m2.peak_tflops("bf16") == 27.2 and (m2.sm_count, m2.boost_clock_MHz) == (76, 1398)
     assert m2.peak_tflops("int8") is None and m2.peak_tflops("fp8") is None and "27.2 teraflops" in m2.source
+
+
+def test_the_campaign_macs_are_metal_with_their_sourced_gpu_rates():
+    # The Macs of the XiongjieDai campaign besides the M2 Ultra: Apple's 10.4 TFLOPS for the 32-core M1 Max;
+    # hmc-tech's 2.29 TFLOPS for the 7-core M1 (7/8 of philipturner/metal-benchmarks' 2,617 GFLOPS for 8 cores);
+    # philipturner/applegpuinfo's 14.131 TFLOPS for a 40-core M3-generation GPU at 1.38 GHz (no Apple figure: flagged).
+    gpus = catalog.gpus()
+    figures = {g: (gpus[g].peak_tflops("bf16"), gpus[g].hbm_bandwidth_GBps, gpus[g].sm_count, gpus[g].boost_clock_MHz)
+               for g in ("m1-7core", "m1-max", "m3-max")}  # fmt: skip
+    assert figures == {
+        "m1-7core": (2.29, 68.25, 7, 1278),
+        "m1-max": (10.4, 400, 32, 1296),
+        "m3-max": (14.1, 400, 40, 1380),
+    }
+    for g in figures:
+        assert (
+            gpus[g].platform == "metal" and gpus[g].peak_tflops("int8") is None and gpus[g].peak_tflops("fp8") is None
+        )
+        assert "XiongjieDai/GPU-Benchmarks-on-LLM-Inference" in gpus[g].source
+    assert "Flagged" in gpus["m3-max"].note and "16.4 TFLOPS" in gpus["m3-max"].source
 
 
 # GPUs whose catalogue entry has no tensor rate: memory-only, and every timing answer on them is a
