@@ -8,7 +8,6 @@ import pytest
 import yaml
 from browser_helpers import ROOT, RUNTIME_LIMIT_MS, Records, Site, assert_clean
 from playwright.sync_api import BrowserContext, Page
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from sitebuild.course import estimated_minutes
 
@@ -101,16 +100,15 @@ def test_search_finds_a_lesson_and_the_palette_toggles(context: BrowserContext, 
     page = context.new_page()
     page.goto(site.url)
     query = page.locator("input[data-md-component=search-query]")
-    # A query typed before the search worker has built its index gets no answer: retype, for up to
-    # the runtime's limit (the index is built in a worker that shares the CPU with the other tests).
-    for _ in range(RUNTIME_LIMIT_MS // 5_000):
-        query.fill("")
-        query.fill("cache")
-        try:
-            page.locator(".md-search-result__item").first.wait_for(timeout=5_000)
-            break
-        except PlaywrightTimeoutError:
-            continue
+    # A query typed before the search worker has built its index gets no answer. The theme says when
+    # the index is ready: its result line leaves "Initializing search" ("Type to start searching").
+    # The worker shares the CPU with the other tests, so the wait is generous; then one query.
+    page.wait_for_function(
+        "() => !document.querySelector('.md-search-result__meta').textContent.includes('Initializing')",
+        timeout=3 * RUNTIME_LIMIT_MS,
+    )
+    query.fill("cache")
+    page.locator(".md-search-result__item").first.wait_for(timeout=RUNTIME_LIMIT_MS)
     assert page.locator(".md-search-result__item").count() > 0
     scheme = page.evaluate("() => document.body.dataset.mdColorScheme")
     page.keyboard.press("Escape")
