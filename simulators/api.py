@@ -386,6 +386,13 @@ def measurement_runs() -> dict[str, float]:
     return served_benchmarks.known_runs()
 
 
+def make_runs_with(run_many: Callable[[Callable[[Any], float], list[Any]], list[float]] | None) -> None:
+    """validation_page's engine runs made by `run_many`, a map in other processes (None: here, in turn)."""
+    from .benchmark import served_benchmarks
+
+    served_benchmarks.run_many = run_many
+
+
 def remember_measurement_runs(runs: dict[str, float]) -> None:
     """Runs made earlier by this same code, so they are not made again."""
     from .benchmark import served_benchmarks

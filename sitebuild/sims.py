@@ -17,6 +17,8 @@ from typing import Any
 
 from simulators import api
 
+from . import processes
+
 SERVED = "served_benchmarks\n"  # the cache's keys for the validation's serving runs
 
 
@@ -44,7 +46,9 @@ class Simulators:
             json.loads(cache_file.read_text()) if cache_file is not None and cache_file.is_file() else {}
         )
         self._runs: dict[str, dict[str, Any]] = {}
-        # The validation page's serving rows (the event engine, ~20 s) are kept in the same file.
+        # The validation page's serving rows (the event engine, ~20 s) are kept in the same file,
+        # and made in parallel processes when not.
+        api.make_runs_with(processes.run_many)
         api.remember_measurement_runs(
             {k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)}
         )

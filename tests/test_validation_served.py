@@ -7,12 +7,14 @@ import random
 
 import pytest
 
+from simulators import api
 from simulators.benchmark import served_benchmarks as sb
 from simulators.benchmark import validation
 from simulators.core import costmodel as cm
 from simulators.core import efficiency as ef
 from simulators.core.catalog import gpus, models
 from simulators.engine.steptime import StepCost
+from sitebuild import processes
 
 SERVING = ("offline_output_tokens_per_s", "batch_latency_s", "median_tpot_ms")
 
@@ -146,8 +148,9 @@ def test_a_fused_layers_row_pays_no_layer_overhead_and_others_pay_layers_times_i
 
 
 def test_runs_made_ahead_in_other_processes_are_the_runs_made_here():
-    # run_ahead lists the runs a computation asks for (each answered NaN, nothing kept), makes them
-    # in parallel processes and keeps them: the real call then finds the same values it would make.
+    # run_ahead lists the runs a computation asks for (each answered NaN, nothing kept), has the
+    # build's map make them in other processes (sitebuild/processes.py) and keeps them: the real call
+    # then finds the same values it would make here. Without a map nothing runs ahead.
     batch = [e for e in _rows() if e["arrival"] == "batch"][:3]
     profiles = [ef.profile(validation.profile_of(e)) for e in batch]
 
@@ -160,9 +163,13 @@ def test_runs_made_ahead_in_other_processes_are_the_runs_made_here():
         here = ask()
         sb._RUNS.clear()
         sb.run_ahead(ask)
+        assert sb.known_runs() == {}  # no map: nothing made ahead, nothing kept from the listing
+        api.make_runs_with(processes.run_many)
+        sb.run_ahead(ask)
         ahead = sb.known_runs()
         assert len(ahead) == len(batch) and not any(v != v for v in ahead.values())  # no NaN kept
         assert ask() == here
     finally:
+        api.make_runs_with(None)
         sb._RUNS.clear()
         sb.remember_runs(kept)

@@ -30,13 +30,9 @@ the linear form the engine needs (engine/steptime.py), as for every simulator.
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
 import random
 import statistics
-import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from ..core import efficiency as ef
@@ -230,29 +226,31 @@ _WANTED: dict[str, tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]] | 
 
 
 def run_ahead(ask: Callable[[], object]) -> None:
-    """Make the runs `ask()` would make in parallel processes, one per CPU, and keep them, so that
-    the real call of `ask` finds them all (the same answers: runs are pure). `ask` is called once
-    with every new run answered NaN, only to list them; it must not keep what it computes then.
-    With one CPU, no fork (Pyodide, Windows) or other threads running (a fork copies their locks
-    held), nothing runs ahead."""
+    """Make the runs `ask()` would make with `run_many` (other processes) and keep them, so that the
+    real call of `ask` finds them all (the same answers: runs are pure). `ask` is called once with
+    every new run answered NaN, only to list them; it must not keep what it computes then. Without
+    `run_many` (Pyodide, the CLI, the tests) nothing runs ahead."""
     global _WANTED
-    workers = min(os.cpu_count() or 1, 4)
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+    if run_many is None:
         return
     _WANTED = {}
     try:
         ask()
     finally:
         todo, _WANTED = _WANTED, None
-    if len(todo) < 2:
-        return
     # the longest first (a server row searches its rate over several runs), so no process idles at the end
     order = sorted(todo, key=lambda k: todo[k][0].get("arrival") != "server")
-    with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
-        _RUNS.update(zip(order, pool.map(_run_args, [todo[k] for k in order]), strict=True))
+    _RUNS.update(zip(order, run_many(run_args, [todo[k] for k in order]), strict=True))
 
 
-def _run_args(args: tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]) -> float:
+# How run_ahead makes its runs: a map of `run_args` over their arguments in other processes, set
+# through api.make_runs_with by a caller that has processes (the site build); None: one by one, here.
+# (Processes stay out of this package: the browser's standard library holds what it imports.)
+run_many: Callable[[Callable[[Any], float], list[Any]], list[float]] | None = None
+
+
+def run_args(args: tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]) -> float:
+    """One run from run_ahead's list (module level, so another process can be sent it by name)."""
     return _run(*args)
 
 
