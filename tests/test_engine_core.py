@@ -211,6 +211,31 @@ def test_a_run_without_its_series_is_the_same_run():
     assert sum(r.num_preemptions for r in kept.replicas) > 0
 
 
+def test_a_run_shown_as_it_goes_is_the_same_run():
+    """serve_steps with `every` yields the finished ones each time another `every` have finished
+    (never at the end) and returns exactly serve()'s run: showing it changes nothing."""
+    from simulators.engine.cluster import serve_steps
+
+    rng = random.Random(5)
+    reqs = workload.build(
+        rng, 200, workload.azure_lengths(), workload.arrival_times(rng, 200, "poisson", 40), sharing="system"
+    ).requests
+    spec = EngineSpec(M, GPU, num_blocks=900, prefix="hash")
+    steps, seen = serve_steps(reqs, spec, num_replicas=2, router="prefix", every=30), []
+    while True:
+        try:
+            done, dropped = next(steps)
+        except StopIteration as end:
+            shown = end.value
+            break
+        seen.append(len(done))
+    assert seen and all(k < 200 for k in seen)
+    assert [k // 30 for k in seen] == list(range(1, len(seen) + 1))  # one yield per 30 more finished
+    assert 200 - len(seen) * 30 <= 30 + len(shown.dropped)
+    plain = serve(reqs, spec, num_replicas=2, router="prefix")
+    assert shown.records == plain.records and shown.events == plain.events
+
+
 def test_an_arrival_comes_before_a_step_end_at_the_same_time():
     spec = EngineSpec(M, GPU)
     first = [Request(0, 0.0, 500, 20, ((1, 500),))]

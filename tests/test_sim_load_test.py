@@ -203,8 +203,10 @@ def test_a_change_that_leaves_the_runs_alone_reuses_them_and_answers_as_a_fresh_
     from simulators.benchmark import loadgen
 
     calls = []
-    real = loadgen.serve
-    monkeypatch.setattr(loadgen, "serve", lambda reqs, spec, **kw: calls.append(len(reqs)) or real(reqs, spec, **kw))
+    real = loadgen.serve_steps
+    monkeypatch.setattr(
+        loadgen, "serve_steps", lambda reqs, spec, **kw: calls.append(len(reqs)) or real(reqs, spec, **kw)
+    )
     base = {"num_requests": 60, "view": "knee"}
     session = api.Session()
     session.run("load_test", base, seed=3)

@@ -28,6 +28,11 @@ def _points(figure):
     return [len(trace.get("x") or []) for trace in figure["data"]]
 
 
+def _running(figure):
+    """Whether this partial chart is of a run still going (load_test_view.figure)."""
+    return "(simulating: " in figure["layout"]["title"]["text"]
+
+
 @pytest.mark.parametrize("view", [v for v, _ in load_test.VIEWS])
 def test_a_streamed_answer_is_the_plain_answer_and_its_last_partial_is_its_chart(view):
     params = json.dumps({**SMALL, "view": view})
@@ -35,9 +40,19 @@ def test_a_streamed_answer_is_the_plain_answer_and_its_last_partial_is_its_chart
     streamed = api.Session().run_json_stream("load_test", params, 0, posted.append)
     assert streamed == api.run_json("load_test", params) == api.Session().run_json("load_test", params)
     parts = [json.loads(p) for p in posted]
+    # The chart's first run is drawn once while it goes, when a quarter of its requests are done
+    # (ServedMemo.stream): its point is there, measured on those, and the title says so.
+    running = parts.pop(0)
+    title = running["figure"]["layout"]["title"]["text"]
+    assert title.endswith(f"(simulating: {SMALL['num_requests'] // 4} of {SMALL['num_requests']} requests done)")
+    assert all(t["name"].endswith(" (so far)") for t in running["figure"]["data"])
+    assert _points(running["figure"]) == _points(parts[0]["figure"])
+    so_far = [{**t, "name": t["name"].removesuffix(" (so far)")} for t in running["figure"]["data"]]
+    assert so_far != parts[0]["figure"]["data"]  # the same point, on a quarter of the requests
+    assert not [p for p in parts if _running(p["figure"])]
     assert len(parts) == POINTS[view]
-    assert all(p["ok"] and p["partial"] and set(p) == {"ok", "partial", "figure"} for p in parts)
-    for p in parts:
+    assert all(p["ok"] and p["partial"] and set(p) == {"ok", "partial", "figure"} for p in [running, *parts])
+    for p in [running, *parts]:
         go.Figure(p["figure"])  # raises on any property plotly does not know
     counts = [sum(_points(p["figure"])) for p in parts]
     assert counts[0] > 0 and all(a < b for a, b in zip(counts, counts[1:], strict=False))  # more each time
@@ -78,7 +93,8 @@ def test_after_new_batch_slots_the_chosen_rate_comes_first_and_is_the_answers_po
     params = {**SMALL, "max_num_seqs": 48, "view": "goodput"}
     posted: list[str] = []
     answer = json.loads(api.Session().run_json_stream("load_test", json.dumps(params), 0, posted.append))
-    first = json.loads(posted[0])["figure"]
+    running, first = (json.loads(p)["figure"] for p in posted[:2])
+    assert _running(running) and not _running(first)
     assert _points(first)[:2] == [0, 0]  # no sweep point yet: the ceiling was not needed
     assert _chosen(first) == _chosen(answer["figure"])
     m = answer["metrics"]
@@ -152,7 +168,11 @@ def test_every_streamed_point_is_the_answers_point(name, params):
     final = {t["name"]: _pairs(t) for t in answer["figure"]["data"]}
     shown = 0
     for part in posted:
-        for trace in json.loads(part)["figure"]["data"]:
+        figure = json.loads(part)["figure"]
+        if _running(figure):  # a run still going: its own traces, each of one point "so far"
+            assert all(t["name"].endswith(" (so far)") and len(_pairs(t)) <= 4 for t in figure["data"])
+            continue
+        for trace in figure["data"]:
             assert _pairs(trace) <= final[trace["name"]], trace["name"]
             shown += len(_pairs(trace))
     assert shown > 0

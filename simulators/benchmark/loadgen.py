@@ -30,11 +30,14 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import random
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from ..engine.cluster import EngineSpec, Served, serve
-from ..engine.metrics import Phase, RequestRecord, Slo, as_phase, slo_figures, summarize_apart
+from ..engine.cluster import EngineSpec, Served, serve_steps
+from ..engine.eventloop import run_out
+from ..engine.metrics import Phase, RequestRecord, Slo, as_phase, records, slo_figures, summarize_apart
+from ..engine.sequence import Seq
 from ..engine.workload import Lengths, Request, arrival_times
 
 CEILING_REQUESTS = 2000  # a server's maximum is read on a run this long (steady state, not start-up and drain)
@@ -81,6 +84,10 @@ class LoadRun:
     concurrency: float  # requests in flight, time-weighted mean over the window (GuideLLM's)
 
 
+RunKey = tuple[str, tuple[Any, ...], float, int]  # profile, lengths' key, rate, users: what decides a run
+T = TypeVar("T")
+
+
 class ServedMemo:
     """Profile runs of one server, run length and seed, simulating each distinct load only once.
 
@@ -94,7 +101,7 @@ class ServedMemo:
     def __init__(self, spec: EngineSpec, n: int, seed: int):
         self.spec, self.n, self.seed = spec, n, seed
         # Keyed by what decides a run, so equal samplers made by different calls share runs.
-        self._served: dict[tuple[str, tuple[Any, ...], float, int], Served] = {}
+        self._served: dict[RunKey, Served] = {}
         # Every run draws its lengths first from a fresh Random(seed): draw them once per
         # distribution, and keep the generator's state after them for the arrival times.
         self._drawn: dict[tuple[Any, ...], tuple[list[tuple[int, int]], Any]] = {}
@@ -104,6 +111,49 @@ class ServedMemo:
     def has(self, profile: str, lengths: Lengths, *, rate: float = 1.0, users: int = 1) -> bool:
         """Whether this load is already simulated (run() would only measure it)."""
         return (profile, lengths.key(), rate, users) in self._served
+
+    def _draw(self, lengths: Lengths) -> tuple[Any, ...]:
+        """The lengths' key, their requests' lengths drawn (once) first from a fresh Random(seed)."""
+        key = lengths.key()
+        if key not in self._drawn:
+            rng = random.Random(self.seed)
+            self._drawn[key] = ([lengths.draw(rng) for _ in range(self.n)], rng.getstate())
+        return key
+
+    def _simulate(self, key: RunKey, every: int) -> Generator[tuple[list[Seq], list[Request]], None, None]:
+        """Simulate the load `key` and keep it, yielding what has finished each `every` requests."""
+        profile, lengths_key, rate, users = key
+        drawn, state = self._drawn[lengths_key]
+        rng = random.Random()
+        rng.setstate(state)
+        # measure() reads only the records, the dropped requests and the event count: no
+        # per-step series is recorded, and the replicas (their KV state) are not kept.
+        requests = arrange(profile, drawn, rng, rate=rate, users=users)
+        served = yield from serve_steps(requests, self.spec, keep_series=False, every=every)
+        self._served[key] = dataclasses.replace(served, replicas=[], log=[])
+
+    def stream(
+        self,
+        profile: str,
+        lengths: Lengths,
+        show: Callable[[LoadRun, int], T],
+        *,
+        rate: float = 1.0,
+        users: int = 1,
+        share: float = 0.25,
+        **stats: Any,
+    ) -> Generator[T, None, LoadRun]:
+        """run(); and when the load is not yet simulated, show(the requests finished so far,
+        measured as run() measures them, how many) once, when `share` of them have finished: a page
+        draws the run as it goes, as GuideLLM's progress display does (share 0: no partial)."""
+        key = (profile, self._draw(lengths), rate, users)
+        if key not in self._served:
+            steps = self._simulate(key, max(1, int(self.n * share)) if share else 0)
+            for done, dropped in steps:
+                partial = Served(records(done), list(dropped), 0, [], [])
+                yield show(measure(partial, profile, rate, slots=self.spec.sched.max_num_seqs, **stats), len(done))
+                run_out(steps)  # once: each partial costs a measurement (~10 ms in CPython)
+        return self.run(profile, lengths, rate=rate, users=users, **stats)
 
     def run(
         self,
@@ -117,18 +167,9 @@ class ServedMemo:
         slo: Slo | None = None,
         max_seconds: float | None = None,
     ) -> LoadRun:
-        key = (profile, lengths.key(), rate, users)
+        key = (profile, self._draw(lengths), rate, users)
         if key not in self._served:
-            if key[1] not in self._drawn:
-                rng = random.Random(self.seed)
-                self._drawn[key[1]] = ([lengths.draw(rng) for _ in range(self.n)], rng.getstate())
-            drawn, state = self._drawn[key[1]]
-            rng = random.Random()
-            rng.setstate(state)
-            # measure() reads only the records, the dropped requests and the event count: no
-            # per-step series is recorded, and the replicas (their KV state) are not kept.
-            served = serve(arrange(profile, drawn, rng, rate=rate, users=users), self.spec, keep_series=False)
-            self._served[key] = dataclasses.replace(served, replicas=[], log=[])
+            run_out(self._simulate(key, 0))
         # The statistics but the SLO's are measured once per window; a new SLO counts only which
         # requests meet it (a reader dragging the SLO re-measures no percentile).
         window = (key, as_phase(warmup), as_phase(cooldown), max_seconds)

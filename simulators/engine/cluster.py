@@ -23,6 +23,7 @@ References: 1) llm-d inference scheduler (llm-d.ai; "KV-Cache Wins You Can See")
 from __future__ import annotations
 
 import itertools
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from ..core import efficiency as ef
 from ..core.catalog import Gpu, Model
 from ..core.layout import Layout, pooled_kv_tokens
 from .blockhash import chain_store, current_store, kept_in
-from .eventloop import Router, simulate
+from .eventloop import Router, run_out, simulate_steps
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
 from .replica import Replica
@@ -250,18 +251,48 @@ def serve(
     Block-hash chains come from the current chain store (blockhash.kept_in: the caller's, e.g. an
     api.Session's), else from one made for this call, shared by its replicas.
     """
-    store = current_store()
-    if store is None:
+    steps = serve_steps(
+        requests,
+        spec,
+        num_replicas=num_replicas,
+        router=router,
+        num_prefill=num_prefill,
+        single_step=single_step,
+        keep_log=keep_log,
+        keep_series=keep_series,
+    )
+    served: Served = run_out(steps)
+    return served
+
+
+def serve_steps(
+    requests: list[Request],
+    spec: EngineSpec,
+    *,
+    num_replicas: int = 1,
+    router: str = "round_robin",
+    num_prefill: int = 0,
+    single_step: bool = False,
+    keep_log: bool = False,
+    keep_series: bool = True,
+    every: int = 0,
+) -> Generator[tuple[list[Seq], list[Request]], None, Served]:
+    """serve(), yielding the finished sequences and dropped requests so far each time another
+    `every` requests have finished (eventloop.simulate_steps): a run a page shows as it goes."""
+    if current_store() is None:
         with kept_in(chain_store()):
-            return serve(
-                requests,
-                spec,
-                num_replicas=num_replicas,
-                router=router,
-                num_prefill=num_prefill,
-                single_step=single_step,
-                keep_log=keep_log,
-                keep_series=keep_series,
+            return (
+                yield from serve_steps(
+                    requests,
+                    spec,
+                    num_replicas=num_replicas,
+                    router=router,
+                    num_prefill=num_prefill,
+                    single_step=single_step,
+                    keep_log=keep_log,
+                    keep_series=keep_series,
+                    every=every,
+                )
             )
     log: list[tuple[Any, ...]] | None = [] if keep_log else None
     cost = spec.step_cost()
@@ -290,8 +321,9 @@ def serve(
         def transfer(s: Seq) -> float:
             return per_token * s.num_computed_tokens / (link * cm.GB) if link else 0.0
 
-    done, dropped, events = simulate(
-        requests, reps, route, decode_route=make_router("least_queue") if num_prefill else None, transfer_s=transfer
+    decode_route = make_router("least_queue") if num_prefill else None
+    done, dropped, events = yield from simulate_steps(
+        requests, reps, route, decode_route=decode_route, transfer_s=transfer, every=every
     )
     return Served(records(done), dropped, events, reps, log or [])
 

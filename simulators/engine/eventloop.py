@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from .replica import ARRIVE, KV_ARRIVE, Event, Replica
@@ -25,6 +25,9 @@ from .workload import Request
 Router = Callable[[Seq, list[Replica], float], Replica]
 
 
+Outcome = tuple[list[Seq], list[Request], int]  # finished sequences, dropped requests, events processed
+
+
 def simulate(
     requests: list[Request],
     replicas: list[Replica],
@@ -32,8 +35,35 @@ def simulate(
     *,
     decode_route: Router | None = None,
     transfer_s: Callable[[Seq], float] | None = None,
-) -> tuple[list[Seq], list[Request], int]:
+) -> Outcome:
+    """simulate_steps run to its end, showing nothing on the way."""
+    outcome: Outcome = run_out(
+        simulate_steps(requests, replicas, route, decode_route=decode_route, transfer_s=transfer_s)
+    )
+    return outcome
+
+
+def run_out(steps: Generator[Any, None, Any]) -> Any:
+    """What a generator of simulate_steps' kind returns, its yields ignored."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as end:
+            return end.value
+
+
+def simulate_steps(
+    requests: list[Request],
+    replicas: list[Replica],
+    route: Router,
+    *,
+    decode_route: Router | None = None,
+    transfer_s: Callable[[Seq], float] | None = None,
+    every: int = 0,
+) -> Generator[tuple[list[Seq], list[Request]], None, Outcome]:
     """Run requests through replicas: (finished sequences, dropped requests, events processed).
+    With `every` > 0 it yields (finished, dropped) so far each time another `every` sequences have
+    finished (the lists are the run's own: read them, copy what you keep), before the last one.
 
     Follow-up requests (after=id) are released `arrival_s` after the request they follow ends.
     A request that can never be served (longer than max_model_len or the whole KV pool) is
@@ -64,6 +94,7 @@ def simulate(
     done: list[Seq] = []
     dropped: list[Request] = []
     events = 0
+    mark, last = every, len(requests)  # the count of finished ones that yields next; none at the end
     heappush, heappop = heapq.heappush, heapq.heappop  # local names: this loop runs per event
 
     def push(evs: list[Event]) -> None:
@@ -103,6 +134,10 @@ def simulate(
             heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
         if rep.finished:
             done += rep.finished
+            if every and len(done) >= mark:
+                mark = (len(done) // every + 1) * every
+                if len(done) < last:
+                    yield done, dropped
             if followers:  # release the follow-ups of the finished ones (closed loop, conversations)
                 for s in rep.finished:
                     push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])

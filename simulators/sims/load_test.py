@@ -196,8 +196,12 @@ def run(
     spec, slo, kw, lengths = _server(p)
     served = _runs(p, spec, seed, p.num_requests, keep)
     if view == "percentiles":
-        a = served.run("poisson", lengths, rate=p.rate_per_s, **kw).metrics
-        yield {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(a)}
+
+        def show(part: LoadRun, done: int) -> dict[str, Any]:
+            return {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(part.metrics), "running": [done, served.n]}
+
+        a = yield from served.stream("poisson", lengths, show, rate=p.rate_per_s, **kw)
+        yield {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(a.metrics)}
     swept = (yield from _sweep(p, str(view), seed, keep)) if view in SWEPT_VIEWS else {}
     return {**_measured(p, seed, keep), **swept}
 
@@ -306,33 +310,51 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, A
     spec, slo, kw, lengths = _server(p)
     served = _runs(p, spec, seed, p.num_requests, keep)
     out: dict[str, Any] = {"lengths": p.lengths, "open": [], "closed": [], "other": []}
+
+    def point(
+        curve: str, profile: str, lengths: workload.Lengths, **load: Any
+    ) -> Generator[dict[str, Any], None, None]:
+        """Add the point of this load to `curve` of the chart and yield the chart. The chart's first
+        run is drawn as it goes (ServedMemo.stream), its point marked as running."""
+        first = not (out["open"] or out["closed"] or out["other"] or "chosen" in out)
+
+        def show(part: LoadRun, done: int) -> dict[str, Any]:
+            grown = {**out, "running": [done, served.n]}
+            if curve == "chosen":
+                return {**grown, "chosen": _point(part)}
+            shown = [*out[curve], _point(part)] if curve == "closed" else [_point(part), *out[curve]]
+            return {**grown, curve: shown}
+
+        r = yield from served.stream(profile, lengths, show, share=0.25 if first else 0, **load, **kw)
+        if curve == "chosen":
+            out["chosen"] = _point(r)
+        elif curve == "closed":
+            out["closed"].append(_point(r))
+        else:
+            out[curve].insert(0, _point(r))
+        yield out
+
     if view == "knee":  # closed-loop points need no ceiling: they come first
         for u in USERS:
-            out["closed"].append(_point(served.run("concurrent", lengths, users=u, **kw)))
-            yield out
+            yield from point("closed", "concurrent", lengths, users=u)
     ceiling = _ceiling_runs(p, spec, seed, keep)
     # The goodput chart marks the chosen rate (run()'s own run at it). It needs no ceiling run: when
     # the ceiling is still to simulate (new batch slots), that point comes first, one run instead
     # of two before the first chart; else the kept sweep points do, and it comes last.
     chosen_first = view == "goodput" and not ceiling.has("concurrent", lengths, users=2 * p.max_num_seqs)
     if chosen_first:
-        out["chosen"] = _point(served.run("poisson", lengths, rate=p.rate_per_s, **kw))
-        yield out
+        yield from point("chosen", "poisson", lengths, rate=p.rate_per_s)
     top = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     cap = top.metrics["steady_throughput_per_s"]  # run()'s max_throughput_per_s
-    sweep: list[LoadRun] = []
     for f in reversed(FRACTIONS):
-        sweep.insert(0, served.run("poisson", lengths, rate=f * cap, **kw))
-        out["open"].insert(0, _point(sweep[0]))
-        yield out
+        yield from point("open", "poisson", lengths, rate=f * cap)
+    sweep = [served.run("poisson", lengths, rate=f * cap, **kw) for f in FRACTIONS]  # kept: measured already
     if view == "goodput" and not chosen_first:
-        out["chosen"] = _point(served.run("poisson", lengths, rate=p.rate_per_s, **kw))
-        yield out
+        yield from point("chosen", "poisson", lengths, rate=p.rate_per_s)
     if view == "lengths":
         other = workload.lengths_for("fixed" if p.lengths == "azure" else "azure")
         for f in reversed(FRACTIONS):
-            out["other"].insert(0, _point(served.run("poisson", other, rate=f * cap, **kw)))
-            yield out
+            yield from point("other", "poisson", other, rate=f * cap)
     answer = {"open": out["open"], "closed": out["closed"], "other": out["other"]}
     if view != "knee":
         del answer["closed"]

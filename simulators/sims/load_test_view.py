@@ -15,6 +15,19 @@ DRAIN_DOMINATES = 0.25  # share of the window after the server stops being full
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    """The chart of `view`. While the chart's first run is still going (r["running"]: requests
+    finished, of how many), its title says so, and its traces, which hold only that run's point
+    measured on the requests finished so far, are named "(so far)": no finished point is revised."""
+    fig = _figure(r, view)
+    if "running" in r:
+        done, n = r["running"]
+        fig["layout"]["title"]["text"] += f" (simulating: {done:,} of {n:,} requests done)"
+        for trace in fig["data"]:
+            trace["name"] += " (so far)"
+    return fig
+
+
+def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     v = view
     if v == "percentiles":
         labels = ["mean", "p50", "p90", "p99"]
