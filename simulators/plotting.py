@@ -80,3 +80,15 @@ def layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, An
 
 def figure(data: list[dict[str, Any]], lay: dict[str, Any]) -> dict[str, Any]:
     return {"data": data, "layout": lay}
+
+
+def running(fig: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+    """A chart drawn while its first run is still going (r["running"]: requests finished, of how
+    many; engine.cluster.serve_steps): the title says so, and its traces, which hold only that run
+    measured on the requests finished so far, are named "(so far)", so no finished point is revised."""
+    if "running" in r:
+        done, n = r["running"]
+        fig["layout"]["title"]["text"] += f" (simulating: {done:,} of {n:,} requests done)"
+        for trace in fig["data"]:
+            trace["name"] += " (so far)"
+    return fig

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Generator, Hashable
 from dataclasses import asdict
 from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
+P = TypeVar("P")
 
 # The one cache a simulator sees: keep(key, make) is the value kept for `key`, or make()'s, kept.
 Keep = Callable[[Hashable, Callable[[], Any]], Any]
@@ -86,6 +87,19 @@ def kept(keep: Keep, key: Hashable, make: Callable[[], V]) -> tuple[V, bool]:
 
     value: V = keep(key, making)
     return value, not made
+
+
+def kept_steps(
+    keep: Keep, key: Hashable, steps: Callable[[], Generator[P, None, V]]
+) -> Generator[P, None, tuple[V, bool]]:
+    """kept() for work that yields as it goes (a run a page draws before it ends): made now, its
+    yields pass through, then its value is kept; a run given up half-way keeps nothing."""
+    box: dict[str, V] = keep(key, dict)
+    if "value" in box:
+        return box["value"], True
+    value = yield from steps()
+    box["value"] = value
+    return value, False
 
 
 def run_key(params: Any, seed: int, *what: Any) -> str:

@@ -224,7 +224,7 @@ def test_a_run_shown_as_it_goes_is_the_same_run():
     steps, seen = serve_steps(reqs, spec, num_replicas=2, router="prefix", every=30), []
     while True:
         try:
-            done, dropped = next(steps)
+            done, dropped, replicas = next(steps)
         except StopIteration as end:
             shown = end.value
             break

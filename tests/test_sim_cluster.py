@@ -20,8 +20,11 @@ def test_disaggregation_pays_the_kv_transfer_in_ttft():
 
 def test_the_prefill_split_reuses_the_router_runs_from_the_memo_and_answers_as_fresh_runs(monkeypatch):
     calls = []
-    real = cluster.serve
-    monkeypatch.setattr(cluster, "serve", lambda *a, **k: calls.append(k.get("num_prefill", 0)) or real(*a, **k))
+    for fn in ("serve", "serve_steps"):  # the routers' runs are shown as they go (serve_steps)
+        real = getattr(cluster, fn)
+        monkeypatch.setattr(
+            cluster, fn, lambda *a, real=real, **k: calls.append(k.get("num_prefill", 0)) or real(*a, **k)
+        )
     base = {"num_requests": 40, "num_replicas": 3}
     memo = LruCache(cluster.MEMO_ENTRIES)
     result(cluster.run(parse(cluster.Params, base), seed=2, keep=memo.get_or_make))
@@ -38,8 +41,9 @@ def test_the_prefill_split_reuses_the_router_runs_from_the_memo_and_answers_as_f
 
 def test_a_chart_switch_in_a_session_serves_nothing_again(monkeypatch):
     calls = []
-    real = cluster.serve
-    monkeypatch.setattr(cluster, "serve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for fn in ("serve", "serve_steps"):  # the routers' runs are shown as they go (serve_steps)
+        real = getattr(cluster, fn)
+        monkeypatch.setattr(cluster, fn, lambda *a, real=real, **k: calls.append(1) or real(*a, **k))
     session = api.Session()
     first = session.run("cluster", {"num_requests": 40, "view": "routers"})
     assert len(calls) == 6

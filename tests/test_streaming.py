@@ -232,7 +232,11 @@ def test_the_cluster_charts_stream_one_run_at_a_time(view, grows, count):
     session = api.Session()
     streamed = session.run_json_stream("cluster", json.dumps(params), 0, posted.append)
     assert streamed == api.run_json("cluster", json.dumps(params))
-    parts = [json.loads(p)["figure"] for p in posted]
+    running, *parts = [json.loads(p)["figure"] for p in posted]
+    # The first run is drawn once while it goes (a quarter of the requests done), traces "(so far)".
+    assert _running(running) and grows(running) == 1
+    assert all(t["name"].endswith(" (so far)") for t in running["data"])
+    assert not [f for f in parts if _running(f)]
     assert [grows(f) for f in parts] == list(range(1, count + 1))
     assert parts[-1] == json.loads(streamed)["figure"]
     again: list[str] = []

@@ -35,9 +35,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..engine.cluster import EngineSpec, Served, serve_steps
-from ..engine.eventloop import run_out
+from ..engine.eventloop import Progress, run_out, show_once
 from ..engine.metrics import Phase, RequestRecord, Slo, as_phase, records, slo_figures, summarize_apart
-from ..engine.sequence import Seq
 from ..engine.workload import Lengths, Request, arrival_times
 
 CEILING_REQUESTS = 2000  # a server's maximum is read on a run this long (steady state, not start-up and drain)
@@ -120,7 +119,7 @@ class ServedMemo:
             self._drawn[key] = ([lengths.draw(rng) for _ in range(self.n)], rng.getstate())
         return key
 
-    def _simulate(self, key: RunKey, every: int) -> Generator[tuple[list[Seq], list[Request]], None, None]:
+    def _simulate(self, key: RunKey, every: int) -> Generator[Progress, None, None]:
         """Simulate the load `key` and keep it, yielding what has finished each `every` requests."""
         profile, lengths_key, rate, users = key
         drawn, state = self._drawn[lengths_key]
@@ -148,11 +147,13 @@ class ServedMemo:
         draws the run as it goes, as GuideLLM's progress display does (share 0: no partial)."""
         key = (profile, self._draw(lengths), rate, users)
         if key not in self._served:
-            steps = self._simulate(key, max(1, int(self.n * share)) if share else 0)
-            for done, dropped in steps:
-                partial = Served(records(done), list(dropped), 0, [], [])
-                yield show(measure(partial, profile, rate, slots=self.spec.sched.max_num_seqs, **stats), len(done))
-                run_out(steps)  # once: each partial costs a measurement (~10 ms in CPython)
+
+            def partial(progress: Progress) -> T:
+                done, dropped, _ = progress
+                so_far = Served(records(done), list(dropped), 0, [], [])
+                return show(measure(so_far, profile, rate, slots=self.spec.sched.max_num_seqs, **stats), len(done))
+
+            yield from show_once(self._simulate(key, int(self.n * share) if share else 0), partial)
         return self.run(profile, lengths, rate=rate, users=users, **stats)
 
     def run(

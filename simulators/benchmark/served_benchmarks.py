@@ -229,7 +229,7 @@ def run_ahead(ask: Callable[[], object]) -> None:
     """Make the runs `ask()` would make with `run_many` (other processes) and keep them, so that the
     real call of `ask` finds them all (the same answers: runs are pure). `ask` is called once with
     every new run answered NaN, only to list them; it must not keep what it computes then. Without
-    `run_many` (Pyodide, the CLI, the tests) nothing runs ahead."""
+    `run_many` (Pyodide, the CLI, a process that has made no site build) nothing runs ahead."""
     global _WANTED
     if run_many is None:
         return

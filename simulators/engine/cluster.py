@@ -32,7 +32,7 @@ from ..core import efficiency as ef
 from ..core.catalog import Gpu, Model
 from ..core.layout import Layout, pooled_kv_tokens
 from .blockhash import chain_store, current_store, kept_in
-from .eventloop import Router, run_out, simulate_steps
+from .eventloop import Progress, Router, run_out, simulate_steps
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
 from .replica import Replica
@@ -276,9 +276,9 @@ def serve_steps(
     keep_log: bool = False,
     keep_series: bool = True,
     every: int = 0,
-) -> Generator[tuple[list[Seq], list[Request]], None, Served]:
-    """serve(), yielding the finished sequences and dropped requests so far each time another
-    `every` requests have finished (eventloop.simulate_steps): a run a page shows as it goes."""
+) -> Generator[Progress, None, Served]:
+    """serve(), yielding the finished sequences, dropped requests and replicas so far each time
+    another `every` requests have finished (eventloop.simulate_steps): a run a page shows as it goes."""
     if current_store() is None:
         with kept_in(chain_store()):
             return (

@@ -16,16 +16,19 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, TypeVar
 
 from .replica import ARRIVE, KV_ARRIVE, Event, Replica
 from .sequence import Seq
 from .workload import Request
 
 Router = Callable[[Seq, list[Replica], float], Replica]
+R = TypeVar("R")
+T = TypeVar("T")
 
 
 Outcome = tuple[list[Seq], list[Request], int]  # finished sequences, dropped requests, events processed
+Progress = tuple[list[Seq], list[Request], list[Replica]]  # finished and dropped so far, the replicas
 
 
 def simulate(
@@ -52,6 +55,19 @@ def run_out(steps: Generator[Any, None, Any]) -> Any:
             return end.value
 
 
+def show_once(steps: Generator[Progress, None, R], show: Callable[[Progress], T]) -> Generator[T, None, R]:
+    """Run `steps` out, yielding show(its first progress) on the way: one partial chart of a run
+    (each costs a measurement of the requests finished so far)."""
+    try:
+        progress = next(steps)
+    except StopIteration as end:
+        made: R = end.value
+        return made
+    yield show(progress)
+    value: R = run_out(steps)
+    return value
+
+
 def simulate_steps(
     requests: list[Request],
     replicas: list[Replica],
@@ -60,10 +76,10 @@ def simulate_steps(
     decode_route: Router | None = None,
     transfer_s: Callable[[Seq], float] | None = None,
     every: int = 0,
-) -> Generator[tuple[list[Seq], list[Request]], None, Outcome]:
+) -> Generator[Progress, None, Outcome]:
     """Run requests through replicas: (finished sequences, dropped requests, events processed).
-    With `every` > 0 it yields (finished, dropped) so far each time another `every` sequences have
-    finished (the lists are the run's own: read them, copy what you keep), before the last one.
+    With `every` > 0 it yields (finished, dropped, replicas) so far each time another `every`
+    sequences have finished, before the last one (the run's own lists: read them, copy what you keep).
 
     Follow-up requests (after=id) are released `arrival_s` after the request they follow ends.
     A request that can never be served (longer than max_model_len or the whole KV pool) is
@@ -137,7 +153,7 @@ def simulate_steps(
             if every and len(done) >= mark:
                 mark = (len(done) // every + 1) * every
                 if len(done) < last:
-                    yield done, dropped
+                    yield done, dropped, replicas
             if followers:  # release the follow-ups of the finished ones (closed loop, conversations)
                 for s in rep.finished:
                     push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])

@@ -17,18 +17,21 @@ References: 1) llm-d inference scheduler and "KV-Cache Wins You Can See" (llm-d.
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
-from ..engine.cluster import ROUTERS
+from ..engine.cluster import ROUTERS, serve_steps
+from ..engine.eventloop import Progress, show_once
+from ..engine.metrics import RequestRecord, records
+from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, PERCENT, bar, layout
+from ..plotting import LOG, PERCENT, bar, layout, running
 from ..plotting import figure as make_figure
-from ..results_cache import Keep, for_call, kept
+from ..results_cache import Keep, for_call, kept, kept_steps
 
 TITLE = "Routing across replicas, and prefill/decode disaggregation"
 DESCRIPTION = "Which replica each request goes to decides cache hits, balance and tail latency; splitting prefill from decode changes TTFT and TPOT."
@@ -109,14 +112,20 @@ def _scenario_key(p: Params, seed: int) -> list[Any]:
     ]
 
 
+V = TypeVar("V")
 Run = tuple[dict[str, Any], dict[str, float], dict[str, float]]  # chart entry, metrics, summary
+Show = Callable[[Run, int], dict[str, Any]]  # a run on the requests finished so far, how many -> the chart's result
+Steps = Generator[dict[str, Any], None, V]  # what yields the growing chart's results, then returns V
 
 
-def _router(p: Params, seed: int, keep: Keep, name: str) -> tuple[Run, bool]:
-    """One router's run, and whether it was kept already."""
+def _router(p: Params, seed: int, keep: Keep, name: str, show: Show | None = None) -> Steps[tuple[Run, bool]]:
+    """One router's run, and whether it was kept already; made now with `show`, it is shown once
+    while it goes (show(its run on the requests finished so far, how many))."""
     key = _scenario_key(p, seed)
     reqs, spec = keep(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
-    return kept(keep, json.dumps([*key, name], sort_keys=True), lambda: _route(p, reqs, spec, name))
+    return (
+        yield from kept_steps(keep, json.dumps([*key, name], sort_keys=True), lambda: _route(p, reqs, spec, name, show))
+    )
 
 
 def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]:
@@ -135,15 +144,28 @@ def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]
     return reqs, spec
 
 
-def _route(p: Params, reqs: list[workload.Request], spec: EngineSpec, name: str) -> Run:
-    """One router's run: its chart entry, its metrics and its summary."""
-    served = serve(reqs, spec, num_replicas=p.num_replicas, router=name, keep_series=False)
-    s = summarize(served.records)
+def _route(p: Params, reqs: list[workload.Request], spec: EngineSpec, name: str, show: Show | None) -> Steps[Run]:
+    """One router's run: its chart entry, its metrics and its summary (with `show`, shown once when
+    a quarter of the requests have finished)."""
+    every = len(reqs) // 4 if show else 0
+    steps = serve_steps(reqs, spec, num_replicas=p.num_replicas, router=name, keep_series=False, every=every)
+
+    def partial(progress: Progress) -> dict[str, Any]:
+        done, _, replicas = progress
+        assert show is not None
+        return show(_measured(p, name, records(done), replicas), len(done))
+
+    served = yield from show_once(steps, partial)
+    return _measured(p, name, served.records, served.replicas)
+
+
+def _measured(p: Params, name: str, recs: list[RequestRecord], replicas: list[Replica]) -> Run:
+    s = summarize(recs)
     counts = [0] * p.num_replicas
-    for r in served.records:
+    for r in recs:
         counts[r.replica] += 1
-    hits = sum(rep.hit_tokens for rep in served.replicas)
-    computed = sum(rep.prefill_tokens for rep in served.replicas)
+    hits = sum(rep.hit_tokens for rep in replicas)
+    computed = sum(rep.prefill_tokens for rep in replicas)
     metrics = {
         f"hit_rate_{name}": hits / (hits + computed) if hits + computed else 0.0,
         f"ttft_{name}_s_p99": s["ttft_s_p99"],
@@ -181,8 +203,13 @@ def run(
     keep = for_call(keep, MEMO_ENTRIES)
     modes: dict[str, Any] = {}
     split = {"num_replicas": p.num_replicas, "num_prefill": p.num_prefill}
+    n = p.num_requests
     if view == "disagg":  # colocated is the least-queue router's run: the same requests, replicas and router
-        (_, _, colocated), was_kept = _router(p, seed, keep, "least_queue")
+
+        def colocated_so_far(run: Run, done: int) -> dict[str, Any]:
+            return {**split, "modes": {"colocated": _percentiles(run[2])}, "running": [done, n]}
+
+        (_, _, colocated), was_kept = yield from _router(p, seed, keep, "least_queue", colocated_so_far)
         modes["colocated"] = _percentiles(colocated)
         if not was_kept:
             yield {**split, "modes": dict(modes)}
@@ -193,16 +220,23 @@ def run(
     routers: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     summaries: dict[str, dict[str, float]] = {}
+    head = {"num_replicas": p.num_replicas, "sharing": p.sharing}
     for name in ROUTERS:
-        (routers[name], more, summaries[name]), was_kept = _router(p, seed, keep, name)
+
+        def so_far(run: Run, done: int, name: str = name) -> dict[str, Any]:
+            return {
+                **head,
+                "routers": {**routers, name: run[0]},
+                "metrics": {**metrics, **run[1]},
+                "running": [done, n],
+            }
+
+        # the chart's first run is shown while it goes (a quarter of its requests done)
+        show = so_far if view in ("routers", "balance") and not routers else None
+        (routers[name], more, summaries[name]), was_kept = yield from _router(p, seed, keep, name, show)
         metrics.update(more)
         if view in ("routers", "balance") and not was_kept:
-            yield {
-                "num_replicas": p.num_replicas,
-                "sharing": p.sharing,
-                "routers": dict(routers),
-                "metrics": dict(metrics),
-            }
+            yield {**head, "routers": dict(routers), "metrics": dict(metrics)}
     for mode in ("colocated", "disaggregated"):
         s = summaries["least_queue"] if mode == "colocated" else _disaggregated(p, seed, keep)[0]
         modes[mode] = _percentiles(s)
@@ -220,6 +254,11 @@ def run(
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    """The chart of `view` (plotting.running: drawn while its first run goes, it says so)."""
+    return running(_figure(r, view), r)
+
+
+def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     done = [n for n in ROUTERS if n in r.get("routers", {})]  # all of them, but while they stream
     names = [ROUTER_NAMES[n] for n in done]
     if view == "balance":

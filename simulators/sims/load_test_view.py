@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..benchmark import loadgen
-from ..plotting import LOG, bar, layout, markers, sweep
+from ..plotting import LOG, bar, layout, markers, running, sweep
 from ..plotting import figure as make_figure
 
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)  # the open-loop sweep, shares of the server's maximum
@@ -15,16 +15,8 @@ DRAIN_DOMINATES = 0.25  # share of the window after the server stops being full
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    """The chart of `view`. While the chart's first run is still going (r["running"]: requests
-    finished, of how many), its title says so, and its traces, which hold only that run's point
-    measured on the requests finished so far, are named "(so far)": no finished point is revised."""
-    fig = _figure(r, view)
-    if "running" in r:
-        done, n = r["running"]
-        fig["layout"]["title"]["text"] += f" (simulating: {done:,} of {n:,} requests done)"
-        for trace in fig["data"]:
-            trace["name"] += " (so far)"
-    return fig
+    """The chart of `view` (plotting.running: drawn while its first run goes, it says so)."""
+    return running(_figure(r, view), r)
 
 
 def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
