@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Generator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,53 +280,40 @@ def serve_steps(
 ) -> Generator[Progress, None, Served]:
     """serve(), yielding the finished sequences, dropped requests and replicas so far each time
     another `every` requests have finished (eventloop.simulate_steps): a run a page shows as it goes."""
-    if current_store() is None:
-        with kept_in(chain_store()):
-            return (
-                yield from serve_steps(
-                    requests,
+    # the caller's chain store, else one for this run (the replicas' caches take theirs when built)
+    with nullcontext() if current_store() is not None else kept_in(chain_store()):
+        log: list[tuple[Any, ...]] | None = [] if keep_log else None
+        cost = spec.step_cost()
+        blocks = spec.blocks()  # the same for every replica (a memory fit: computed once)
+        reps = []
+        for i in range(num_replicas):
+            role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
+            reps.append(
+                make_replica(
                     spec,
-                    num_replicas=num_replicas,
-                    router=router,
-                    num_prefill=num_prefill,
+                    i,
+                    role=role,
                     single_step=single_step,
-                    keep_log=keep_log,
+                    log=log,
+                    cost=cost,
+                    num_blocks=blocks,
                     keep_series=keep_series,
-                    every=every,
                 )
             )
-    log: list[tuple[Any, ...]] | None = [] if keep_log else None
-    cost = spec.step_cost()
-    blocks = spec.blocks()  # the same for every replica (a memory fit: computed once)
-    reps = []
-    for i in range(num_replicas):
-        role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
-        reps.append(
-            make_replica(
-                spec,
-                i,
-                role=role,
-                single_step=single_step,
-                log=log,
-                cost=cost,
-                num_blocks=blocks,
-                keep_series=keep_series,
-            )
+        route = make_router(router)
+        transfer = None
+        if num_prefill:
+            link = cm.link_GBps_one_way(spec.gpu) or 0.0
+            per_token = cm.kv_bytes_per_token(spec.model, spec.kv_dtype)
+
+            def transfer(s: Seq) -> float:
+                return per_token * s.num_computed_tokens / (link * cm.GB) if link else 0.0
+
+        decode_route = make_router("least_queue") if num_prefill else None
+        done, dropped, events = yield from simulate_steps(
+            requests, reps, route, decode_route=decode_route, transfer_s=transfer, every=every
         )
-    route = make_router(router)
-    transfer = None
-    if num_prefill:
-        link = cm.link_GBps_one_way(spec.gpu) or 0.0
-        per_token = cm.kv_bytes_per_token(spec.model, spec.kv_dtype)
-
-        def transfer(s: Seq) -> float:
-            return per_token * s.num_computed_tokens / (link * cm.GB) if link else 0.0
-
-    decode_route = make_router("least_queue") if num_prefill else None
-    done, dropped, events = yield from simulate_steps(
-        requests, reps, route, decode_route=decode_route, transfer_s=transfer, every=every
-    )
-    return Served(records(done), dropped, events, reps, log or [])
+        return Served(records(done), dropped, events, reps, log or [])
 
 
 def fit_error(
