@@ -233,18 +233,8 @@ def make_replica(
     )
 
 
-def serve(
-    requests: list[Request],
-    spec: EngineSpec,
-    *,
-    num_replicas: int = 1,
-    router: str = "round_robin",
-    num_prefill: int = 0,
-    single_step: bool = False,
-    keep_log: bool = False,
-    keep_series: bool = True,
-) -> Served:
-    """Run the requests on num_replicas replicas of `spec` (the first num_prefill only prefill).
+def serve(requests: list[Request], spec: EngineSpec, **options: Any) -> Served:
+    """Run the requests on replicas of `spec`: serve_steps run to its end (`options`: its own).
 
     keep_series=False leaves each replica's per-step `series` empty: for callers that read only
     the records and counters (it is one tuple per step, and nothing else depends on it).
@@ -252,17 +242,7 @@ def serve(
     Block-hash chains come from the current chain store (blockhash.kept_in: the caller's, e.g. an
     api.Session's), else from one made for this call, shared by its replicas.
     """
-    steps = serve_steps(
-        requests,
-        spec,
-        num_replicas=num_replicas,
-        router=router,
-        num_prefill=num_prefill,
-        single_step=single_step,
-        keep_log=keep_log,
-        keep_series=keep_series,
-    )
-    served: Served = run_out(steps)
+    served: Served = run_out(serve_steps(requests, spec, **options))
     return served
 
 

@@ -2,7 +2,7 @@
 
 The loop is SimPy's: a heap of (time, priority, seq_no, kind, payload), with seq_no from an
 itertools.count made per run so events are never compared and ties resolve in insertion order
-(the requests that arrive on their own wait beside it in a sorted list: see `simulate`).
+(the requests that arrive on their own wait beside it in a sorted list: see `simulate_steps`).
 Handlers return the events they cause (Vidur's style). Kinds: ARRIVE (a request reaches the
 router), KV_ARRIVE (a prefilled sequence reaches a decode replica), STEP_END (a replica finishes
 the step or stride it planned; a replica that replans bumps its version, and the stale event is
@@ -29,21 +29,6 @@ T = TypeVar("T")
 
 Outcome = tuple[list[Seq], list[Request], int]  # finished sequences, dropped requests, events processed
 Progress = tuple[list[Seq], list[Request], list[Replica]]  # finished and dropped so far, the replicas
-
-
-def simulate(
-    requests: list[Request],
-    replicas: list[Replica],
-    route: Router,
-    *,
-    decode_route: Router | None = None,
-    transfer_s: Callable[[Seq], float] | None = None,
-) -> Outcome:
-    """simulate_steps run to its end, showing nothing on the way."""
-    outcome: Outcome = run_out(
-        simulate_steps(requests, replicas, route, decode_route=decode_route, transfer_s=transfer_s)
-    )
-    return outcome
 
 
 def run_out(steps: Generator[Any, None, Any]) -> Any:
