@@ -313,9 +313,9 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, A
 
     def point(
         curve: str, profile: str, lengths: workload.Lengths, **load: Any
-    ) -> Generator[dict[str, Any], None, None]:
-        """Add the point of this load to `curve` of the chart and yield the chart. The chart's first
-        run is drawn as it goes (ServedMemo.stream), its point marked as running."""
+    ) -> Generator[dict[str, Any], None, LoadRun]:
+        """Add the point of this load to `curve` of the chart, yield the chart, return the run. The
+        chart's first run is drawn as it goes (ServedMemo.stream), its point marked as running."""
         first = not (out["open"] or out["closed"] or out["other"] or "chosen" in out)
 
         def show(part: LoadRun, done: int) -> dict[str, Any]:
@@ -333,6 +333,7 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, A
         else:
             out[curve].insert(0, _point(r))
         yield out
+        return r
 
     if view == "knee":  # closed-loop points need no ceiling: they come first
         for u in USERS:
@@ -346,9 +347,9 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, A
         yield from point("chosen", "poisson", lengths, rate=p.rate_per_s)
     top = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     cap = top.metrics["steady_throughput_per_s"]  # run()'s max_throughput_per_s
+    sweep: list[LoadRun] = []
     for f in reversed(FRACTIONS):
-        yield from point("open", "poisson", lengths, rate=f * cap)
-    sweep = [served.run("poisson", lengths, rate=f * cap, **kw) for f in FRACTIONS]  # kept: measured already
+        sweep.insert(0, (yield from point("open", "poisson", lengths, rate=f * cap)))
     if view == "goodput" and not chosen_first:
         yield from point("chosen", "poisson", lengths, rate=p.rate_per_s)
     if view == "lengths":
