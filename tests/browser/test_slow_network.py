@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from browser_helpers import RUNTIME_LIMIT_MS, Site
-from playwright.sync_api import Browser, BrowserContext, CDPSession, Page
+from playwright.sync_api import Browser, BrowserContext, CDPSession, Page, Route
 
 from sitebuild import serve_precompressed
 
@@ -58,6 +58,15 @@ def throttled(context: BrowserContext, mbps: float, latency_ms: float) -> tuple[
     rate = mbps * 1e6 / 8  # bytes per second
     conditions = {"offline": False, "latency": latency_ms, "downloadThroughput": rate, "uploadThroughput": rate}
     cdp.send("Network.emulateNetworkConditions", conditions)
+
+    # Chromium 150 throttles every later request but shows the emulated connection (the Network
+    # Information API the page reads) only to the document that was open when it was set. So the
+    # page's first script waits until the conditions are set again for the new document.
+    def boot(route: Route) -> None:
+        cdp.send("Network.emulateNetworkConditions", conditions)
+        route.continue_()
+
+    page.route("**/assets/js/boot.js", boot)
     return page, cdp
 
 
