@@ -94,10 +94,11 @@ def test_the_speedup_fades_with_the_batch_and_stops_paying():
 
 
 def test_round_to_nearest_by_hand():
-    # One scale of 1 / 7: 0.5 x 7 = 3.5 rounds to 4 (ties to even), 0.25 x 7 = 1.75 to 2.
-    out = qz.quantize([1.0, -0.5, 0.25, 0.0], 7)
-    assert out == pytest.approx([1.0, -4 / 7, 2 / 7, 0.0])
-    assert qz.quantize([0.0, 0.0], 127) == [0.0, 0.0]
+    # A zero block and [1, -0.5]: one scale of 1 / qmax each. INT4 (qmax 7): -0.5 x 7 = -3.5 rounds
+    # to -4 (ties to even), an error of 1/14; INT8 (127): -63.5 to -64, an error of 1/254.
+    (int8_rms, int8_worst), (int4_rms, int4_worst) = qz.scheme_errors([0.0, 0.0, 1.0, -0.5], 2, 1.25)
+    assert (int8_worst, int4_worst) == (pytest.approx(1 / 254), pytest.approx(1 / 14))
+    assert (int8_rms, int4_rms) == (pytest.approx((1 / 254) / 1.25**0.5), pytest.approx((1 / 14) / 1.25**0.5))
 
 
 def _oracle(w, qmax, scheme, group):
@@ -116,8 +117,9 @@ def _oracle(w, qmax, scheme, group):
 )
 def test_demo_errors_match_a_numpy_oracle(seed, outliers, size, group):
     r = _run(seed=seed, num_outliers=outliers, outlier_size=size, group_size=str(group))
-    w = np.array(qz.demo_matrix(seed, outliers, size))
-    assert w.shape == (64, 256) and (np.abs(w) == size).sum() >= outliers
+    flat, energy = qz.demo_matrix(seed, outliers, size)
+    w = np.array(flat).reshape(64, 256)
+    assert energy == pytest.approx((w**2).sum(), rel=1e-12) and (np.abs(w) == size).sum() >= outliers
     for bits, qmax in (("int8", 127), ("int4", 7)):
         for scheme in qz.SCHEMES:
             rel, worst = _oracle(w, qmax, scheme, group)
@@ -148,13 +150,10 @@ def test_the_demo_chart_speaks_of_outliers():
 
 def test_the_kept_demo_is_the_computation_from_nothing_and_the_same_object_every_time():
     # (A control the demo does not read reuses it: tests/test_results_cache.py.)
-    w = qz.demo_matrix(3, 5, 20.0)
-    energy = qz.energy(w)
-    expected = tuple(
-        (f"{bits}_{s}", *qz.errors(w, qz.quantize_matrix(w, q, s, 128), energy))
-        for bits, q in qz.QMAX.items()
-        for s in qz.SCHEMES
-    )
+    flat, energy = qz.demo_matrix(3, 5, 20.0)
+    sizes = {"per_tensor": len(flat), "per_channel": qz.COLS, "group": 128}
+    found = {s: qz.scheme_errors(flat, sizes[s], energy) for s in qz.SCHEMES}
+    expected = tuple((f"{bits}_{s}", *found[s][i]) for i, bits in enumerate(qz.QMAX) for s in qz.SCHEMES)
     memo = LruCache(qz.MEMO_ENTRIES)
     assert qz.demo_errors(3, 5, 20.0, 128, memo.get_or_make) == expected
     assert qz.demo_errors(3, 5, 20.0, 128, memo.get_or_make) is qz.demo_errors(3, 5, 20.0, 128, memo.get_or_make)
@@ -162,3 +161,9 @@ def test_the_kept_demo_is_the_computation_from_nothing_and_the_same_object_every
     misses, hits = memo.misses, memo.hits
     assert qz.demo_errors(3, 5, 20.0, 32, memo.get_or_make) != expected
     assert (memo.misses, memo.hits) == (misses + 1, hits + 1)
+    # New outliers reuse the seed's normal weights: two misses (errors, matrix), one hit (weights),
+    # and the matrix is the one drawn from nothing.
+    misses, hits = memo.misses, memo.hits
+    fresh = qz.demo_errors(3, 6, 20.0, 128)
+    assert qz.demo_errors(3, 6, 20.0, 128, memo.get_or_make) == fresh
+    assert (memo.misses, memo.hits) == (misses + 2, hits + 1)

@@ -34,6 +34,7 @@ and Xiao et al. 2023, SmoothQuant (arXiv 2211.10438) on outliers and W8A8; 3) Mi
 from __future__ import annotations
 
 import math
+import operator
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -100,55 +101,56 @@ class Params(ModelGpu):
     group_size: str = param("128", label="Demo group size", choices=[("32", "32"), ("64", "64"), ("128", "128")])
 
 
-def demo_matrix(seed: int, num_outliers: int, outlier_size: float) -> list[list[float]]:
-    """ROWS x COLS standard normal weights with `num_outliers` entries set to +-outlier_size."""
+def normal_weights(seed: int) -> tuple[tuple[float, ...], Any]:
+    """ROWS x COLS standard normal weights, row after row, and the generator's state after them."""
     rng = random.Random(seed)
-    w = [[rng.gauss(0.0, 1.0) for _ in range(COLS)] for _ in range(ROWS)]
+    return tuple([rng.gauss(0.0, 1.0) for _ in range(ROWS * COLS)]), rng.getstate()
+
+
+def demo_matrix(
+    seed: int, num_outliers: int, outlier_size: float, keep: Keep | None = None
+) -> tuple[tuple[float, ...], float]:
+    """The seed's normal weights with `num_outliers` entries set to +-outlier_size, row after row
+    (a tuple: a kept matrix cannot be changed by a caller), and its energy. The normal weights are
+    kept: a change of the outliers draws only the outliers, from where the weights left the generator."""
+    normal, state = for_call(keep)(("normal", seed), lambda: normal_weights(seed))
+    rng = random.Random()
+    rng.setstate(state)
+    w = list(normal)
     for k in rng.sample(range(ROWS * COLS), num_outliers):
-        w[k // COLS][k % COLS] = outlier_size * rng.choice((-1.0, 1.0))
-    return w
+        w[k] = outlier_size * rng.choice((-1.0, 1.0))
+    return tuple(w), energy(w)
 
 
-def quantize(values: Sequence[float], qmax: int) -> list[float]:
-    """Symmetric round-to-nearest with one scale for all `values`; returns the dequantised values."""
-    top = max(map(abs, values))
-    if top == 0:
-        return [0.0] * len(values)
-    scale = top / qmax
-    # No clipping to [-qmax, qmax] needed: |v| <= top, so |v / scale| exceeds qmax by a few ulps
-    # at most, and round() brings that back to +-qmax.
-    return [round(v / scale) * scale for v in values]
+def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple[float, float]]:
+    """(relative RMS error, largest absolute error) of `flat` quantised in blocks of `size` values,
+    one scale per block, for each format of QMAX in order; `energy` is energy(flat). Symmetric
+    round-to-nearest (ties to even, Python's round): a block's scale is its largest |value| / qmax,
+    so no value needs clipping to [-qmax, qmax] (|v / scale| exceeds qmax by a few ulps at most, and
+    round() brings that back). Each block's top is found once for both formats, and each error is
+    computed where its value is rounded, without a dequantised copy."""
+    blocks = [flat[j : j + size] for j in range(0, len(flat), size)]
+    tops = [max(max(b), -min(b)) for b in blocks]
+    found = []
+    for qmax in QMAX.values():
+        diff: list[float] = []
+        for block, top in zip(blocks, tops, strict=True):
+            scale = top / qmax if top else 1.0  # an all-zero block is exact at any scale
+            diff += [v - round(v / scale) * scale for v in block]
+        found.append((math.sqrt(sum(map(operator.mul, diff, diff)) / energy), max(max(diff), -min(diff))))
+    return found
 
 
-def quantize_matrix(w: Sequence[Sequence[float]], qmax: int, scheme: str, group: int) -> list[list[float]]:
-    if scheme == "per_tensor":
-        flat = quantize([v for row in w for v in row], qmax)
-        return [flat[i * COLS : (i + 1) * COLS] for i in range(ROWS)]
-    size = COLS if scheme == "per_channel" else group
-    return [[v for j in range(0, COLS, size) for v in quantize(row[j : j + size], qmax)] for row in w]
-
-
-def errors(w: Sequence[Sequence[float]], wq: Sequence[Sequence[float]], energy: float) -> tuple[float, float]:
-    """(relative RMS error, largest absolute error); `energy` is energy(w)."""
-    diff = [a - b for r, rq in zip(w, wq, strict=True) for a, b in zip(r, rq, strict=True)]
-    return math.sqrt(sum([d * d for d in diff]) / energy), max(map(abs, diff))
-
-
-def energy(w: Sequence[Sequence[float]]) -> float:
+def energy(flat: Sequence[float]) -> float:
     """Sum of the squared weights (computed once per matrix, shared by every scheme's error)."""
-    return sum([v * v for r in w for v in r])
+    total: float = sum(map(operator.mul, flat, flat))
+    return total
 
 
-# Demo work kept between calls in the caller's memo (api.Session gives one): the matrix depends
-# only on the seed and the outliers, its errors on those and the group size; a change of any other
-# control (format, batch, context, GPU...) reuses both. At most 8 matrices and 8 error tables.
+# Demo work kept between calls in the caller's memo (api.Session gives one): the normal weights
+# depend only on the seed, the matrix on the seed and the outliers, its errors on those and the group
+# size; a change of any other control (format, batch, context, GPU...) reuses all three.
 MEMO_ENTRIES = 16
-
-
-def _matrix(seed: int, num_outliers: int, outlier_size: float) -> tuple[tuple[tuple[float, ...], ...], float]:
-    """demo_matrix as tuples (a kept matrix cannot be changed by a caller), and its energy."""
-    w = tuple(map(tuple, demo_matrix(seed, num_outliers, outlier_size)))
-    return w, energy(w)
 
 
 def demo_errors(
@@ -159,12 +161,10 @@ def demo_errors(
 
     def make() -> tuple[tuple[str, float, float], ...]:
         matrix = (seed, num_outliers, outlier_size)
-        w, w_energy = keep(("matrix", *matrix), lambda: _matrix(*matrix))
-        return tuple(
-            (f"{b}_{s}", *errors(w, quantize_matrix(w, q, s, group), w_energy))
-            for b, q in QMAX.items()
-            for s in SCHEMES
-        )
+        flat, flat_energy = keep(("matrix", *matrix), lambda: demo_matrix(*matrix, keep))
+        sizes = {"per_tensor": ROWS * COLS, "per_channel": COLS, "group": group}
+        found = {s: scheme_errors(flat, sizes[s], flat_energy) for s in SCHEMES}
+        return tuple((f"{b}_{s}", *found[s][i]) for i, b in enumerate(QMAX) for s in SCHEMES)
 
     found: tuple[tuple[str, float, float], ...] = keep(("errors", seed, num_outliers, outlier_size, group), make)
     return found
