@@ -30,6 +30,7 @@ Language Model Decoding with Speculative Sampling (arXiv 2302.01318).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..params import ModelGpu, engine_param, param
 from ..plotting import LOG, layout, line, markers
 from ..plotting import figure as make_figure
-from ..results_cache import Keep
+from ..results_cache import Keep, for_call
 
 TITLE = "Speculative decoding: draft, verify, accept"
 DESCRIPTION = (
@@ -102,11 +103,27 @@ def simulate_tokens(alpha: float, gamma: int, rounds: int, rng: random.Random) -
     return out
 
 
-def _times(m: Any, gpu: Any, batch: int, ctx: int, eff: cm.Efficiency) -> tuple[cm.StepTime, list[cm.StepTime]]:
+StepTimes = tuple[cm.StepTime, list[cm.StepTime]]
+
+
+def _times(m: Any, gpu: Any, batch: int, ctx: int, eff: cm.Efficiency) -> StepTimes:
     """One decode step, and the verify pass for every draft length 1..MAX_DRAFT."""
     step = cm.step_time(m, gpu, [(1, ctx)] * batch, eff=eff)
     verify = [cm.step_time(m, gpu, [(g + 1, ctx)] * batch, eff=eff) for g in range(1, MAX_DRAFT + 1)]
     return step, verify
+
+
+def _kept_times(keep: Keep, p: Params, m: Any, gpu: Any, eff: cm.Efficiency, ctx: int) -> Callable[[int], StepTimes]:
+    """_times by batch at one context, kept in the caller's memo: the step times do not depend on
+    the acceptance rate, the draft length or the draft's cost, so changing those prices nothing."""
+    table: dict[int, StepTimes] = keep(("step times", p.model, p.gpu, p.ideal, p.engine, ctx), dict)
+
+    def times(batch: int) -> StepTimes:
+        if batch not in table:
+            table[batch] = _times(m, gpu, batch, ctx, eff)
+        return table[batch]
+
+    return times
 
 
 def speedup(alpha: float, gamma: int, c: float, t_step: float, t_verify: float) -> float:
@@ -114,13 +131,11 @@ def speedup(alpha: float, gamma: int, c: float, t_step: float, t_verify: float) 
     return t_step / cm.speculative_time_per_token_s(t_step, t_verify, gamma, c, alpha)
 
 
-def _at_batch(
-    m: Any, gpu: Any, batch: int, ctx: int, eff: cm.Efficiency, a: float, g: int, c: float
-) -> dict[str, float]:
+def _at_batch(times: Callable[[int], StepTimes], batch: int, a: float, g: int, c: float) -> dict[str, float]:
     """Speed-up at draft length g and at the best draft length for one batch (zeros for batch 0)."""
     if batch < 1:
         return {"batch": 0, "speedup": 0.0, "best_speedup": 0.0}
-    bs, bv = _times(m, gpu, batch, ctx, eff)
+    bs, bv = times(batch)
     per_gamma = [speedup(a, k, c, bs.time_s, bv[k - 1].time_s) for k in range(1, MAX_DRAFT + 1)]
     return {"batch": batch, "speedup": per_gamma[g - 1], "best_speedup": max(per_gamma)}
 
@@ -129,7 +144,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     eff = cm.efficiency(p.ideal, p.engine)
     a, g, c = p.acceptance_rate, p.draft_tokens, p.draft_cost_ratio
-    step, verify = _times(m, gpu, p.batch_size, p.context_tokens, eff)
+    keep = for_call(keep)
+    times = _kept_times(keep, p, m, gpu, eff, p.context_tokens)
+    short_times = _kept_times(keep, p, m, gpu, eff, SHORT_CONTEXT)
+    step, verify = times(p.batch_size)
     t_step, t_verify = step.time_s, verify[g - 1].time_s
     gammas = list(range(1, MAX_DRAFT + 1))
     e_by_gamma = [expected_tokens(a, k) for k in gammas]
@@ -141,22 +159,21 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     var = sum((x - mc) ** 2 for x in draws) / (NUM_ROUNDS - 1)
     batch_chosen, batch_best, batch_short, verify_bound_batch = [], [], [], None
     for b in BATCH_GRID:
-        bs, bv = _times(m, gpu, b, p.context_tokens, eff)
+        bs, bv = times(b)
         per_gamma = [speedup(a, k, c, bs.time_s, bv[k - 1].time_s) for k in gammas]
         batch_chosen.append(per_gamma[g - 1])
         batch_best.append(max(per_gamma))
         if verify_bound_batch is None and bv[g - 1].bound == "compute":
             verify_bound_batch = b
-        short_step = cm.step_time(m, gpu, [(1, SHORT_CONTEXT)] * b, eff=eff).time_s
-        short_verify = cm.step_time(m, gpu, [(g + 1, SHORT_CONTEXT)] * b, eff=eff).time_s
-        batch_short.append(speedup(a, g, c, short_step, short_verify))
+        short_step, short_verify = short_times(b)
+        batch_short.append(speedup(a, g, c, short_step.time_s, short_verify[g - 1].time_s))
     # The most sequences whose KV cache fits next to the weights at this context, as vLLM counts (0: none).
     fit_batch = capacity.most_sequences(m, gpu, p.context_tokens)
     # The summary's headline batch: the largest one memory holds (at most the sweep's top), not the
     # sweep's top, which can lie past memory.
-    at_fit = _at_batch(m, gpu, min(fit_batch, BATCH_GRID[-1]), p.context_tokens, eff, a, g, c)
+    at_fit = _at_batch(times, min(fit_batch, BATCH_GRID[-1]), a, g, c)
     short_fit = min(capacity.most_sequences(m, gpu, SHORT_CONTEXT), BATCH_GRID[-1])
-    short_at_fit = _at_batch(m, gpu, short_fit, SHORT_CONTEXT, eff, a, g, c)
+    short_at_fit = _at_batch(short_times, short_fit, a, g, c)
     e = expected_tokens(a, g)
     round_s = g * c * t_step + t_verify
     notes, batch_notes = [], []
