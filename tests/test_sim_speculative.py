@@ -92,3 +92,28 @@ def test_seeds_change_only_the_monte_carlo():
     b = api.run("speculative", {}, seed=2)["metrics"]
     assert a["speedup"] == b["speedup"]
     assert a["monte_carlo_tokens_per_step"] != b["monte_carlo_tokens_per_step"]
+
+
+def test_a_readers_config_objects_price_like_the_catalogue_and_are_kept_apart_from_it():
+    """A pasted config.json and a custom GPU (dicts) key the session's step-time table too: the
+    catalogue's Llama-3-8B shape on the H100's own figures gives the catalogue's answer, and a
+    slower custom GPU is not served the H100's kept times."""
+    cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+        "tie_word_embeddings": False,
+    }
+    session = api.Session()
+    catalogue = session.run("speculative", {"batch_size": 8})["metrics"]
+    pasted = session.run("speculative", {"batch_size": 8, "model": cfg})["metrics"]
+    assert pasted["speedup"] == pytest.approx(catalogue["speedup"], rel=1e-9)
+    slow = {"name": "Slow GPU", "memory_GiB": 80, "hbm_bandwidth_GBps": 500, "dense_bf16_tflops": 100}
+    fresh = api.run("speculative", {"batch_size": 8, "model": cfg, "gpu": slow})["metrics"]
+    assert session.run("speculative", {"batch_size": 8, "model": cfg, "gpu": slow})["metrics"] == fresh
+    assert fresh["itl_baseline_s"] > 2 * catalogue["itl_baseline_s"]

@@ -29,6 +29,7 @@ Language Model Decoding with Speculative Sampling (arXiv 2302.01318).
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,7 +117,9 @@ def _times(m: Any, gpu: Any, batch: int, ctx: int, eff: cm.Efficiency) -> StepTi
 def _kept_times(keep: Keep, p: Params, m: Any, gpu: Any, eff: cm.Efficiency, ctx: int) -> Callable[[int], StepTimes]:
     """_times by batch at one context, kept in the caller's memo: the step times do not depend on
     the acceptance rate, the draft length or the draft's cost, so changing those prices nothing."""
-    table: dict[int, StepTimes] = keep(("step times", p.model, p.gpu, p.ideal, p.engine, ctx), dict)
+    # The model and GPU may be a reader's config objects (dicts): the key holds them as canonical JSON.
+    key = json.dumps(["step times", p.model, p.gpu, p.ideal, p.engine, ctx], sort_keys=True)
+    table: dict[int, StepTimes] = keep(key, dict)
 
     def times(batch: int) -> StepTimes:
         if batch not in table:
