@@ -165,21 +165,25 @@ def test_int4_group_scales_cost_an_eighth_of_a_bit():
     assert catalog.precisions()["int4"].bytes_per_value == 0.515625
 
 
+# Llama-3-8B's config.json as Hugging Face publishes it (the fields the loader reads, and three it
+# ignores); tests/test_sim_speculative.py pastes it too.
+LLAMA_3_8B_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
+    "rope_theta": 500000.0,
+    "torch_dtype": "bfloat16",
+    "tie_word_embeddings": False,
+}
+
+
 def test_pasted_config_json_and_custom_gpu():
-    cfg = {
-        "architectures": ["LlamaForCausalLM"],
-        "hidden_size": 4096,
-        "intermediate_size": 14336,
-        "num_attention_heads": 32,
-        "num_hidden_layers": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 128256,
-        "max_position_embeddings": 8192,
-        "rope_theta": 500000.0,
-        "torch_dtype": "bfloat16",
-        "tie_word_embeddings": False,
-    }
-    m = catalog.resolve_model(cfg)
+    m = catalog.resolve_model(LLAMA_3_8B_CONFIG)
     assert cm.param_counts(m).total == cm.param_counts(catalog.models()["llama-3-8b"]).total
     g = catalog.resolve_gpu({"name": "My GPU", "memory_GiB": 48, "hbm_bandwidth_GBps": 960, "dense_bf16_tflops": 180})
     assert cm.ridge_point(g) == pytest.approx(180e12 / 960e9)

@@ -4,6 +4,7 @@ import random
 
 import numpy as np
 import pytest
+from test_catalog import LLAMA_3_8B_CONFIG
 
 from simulators import api, params
 from simulators.sims import speculative as spec
@@ -98,17 +99,7 @@ def test_a_readers_config_objects_price_like_the_catalogue_and_are_kept_apart_fr
     """A pasted config.json and a custom GPU (dicts) key the session's step-time table too: the
     catalogue's Llama-3-8B shape on the H100's own figures gives the catalogue's answer, and a
     slower custom GPU is not served the H100's kept times."""
-    cfg = {
-        "architectures": ["LlamaForCausalLM"],
-        "hidden_size": 4096,
-        "intermediate_size": 14336,
-        "num_attention_heads": 32,
-        "num_hidden_layers": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 128256,
-        "max_position_embeddings": 8192,
-        "tie_word_embeddings": False,
-    }
+    cfg = LLAMA_3_8B_CONFIG
     session = api.Session()
     catalogue = session.run("speculative", {"batch_size": 8})["metrics"]
     pasted = session.run("speculative", {"batch_size": 8, "model": cfg})["metrics"]
