@@ -20,7 +20,7 @@ def test_disaggregation_pays_the_kv_transfer_in_ttft():
 
 def test_the_prefill_split_reuses_the_router_runs_from_the_memo_and_answers_as_fresh_runs(monkeypatch):
     calls = []
-    for fn in ("serve", "serve_steps"):  # the routers' runs are shown as they go (serve_steps)
+    for fn in ("serve", "serve_shown"):  # the routers' runs are shown as they go (serve_shown)
         real = getattr(cluster, fn)
         monkeypatch.setattr(
             cluster, fn, lambda *a, real=real, **k: calls.append(k.get("num_prefill", 0)) or real(*a, **k)
@@ -41,7 +41,7 @@ def test_the_prefill_split_reuses_the_router_runs_from_the_memo_and_answers_as_f
 
 def test_a_chart_switch_in_a_session_serves_nothing_again(monkeypatch):
     calls = []
-    for fn in ("serve", "serve_steps"):  # the routers' runs are shown as they go (serve_steps)
+    for fn in ("serve", "serve_shown"):  # the routers' runs are shown as they go (serve_shown)
         real = getattr(cluster, fn)
         monkeypatch.setattr(cluster, fn, lambda *a, real=real, **k: calls.append(1) or real(*a, **k))
     session = api.Session()

@@ -213,6 +213,17 @@ def test_the_prefix_cache_charts_stream_and_share_runs_with_run(view, grows):
     assert not again
 
 
+def _shown_while_it_goes(posted, n):
+    """The charts posted, the first one checked as drawn while the first run goes: a quarter of its
+    n requests done (engine.cluster.serve_shown), the title says so and every trace is "(so far)"."""
+    running, *parts = [json.loads(p)["figure"] for p in posted]
+    go.Figure(running)
+    assert running["layout"]["title"]["text"].endswith(f" (simulating: {n // 4} of {n} requests done)")
+    assert running["data"] and all(t["name"].endswith(" (so far)") for t in running["data"])
+    assert not [f for f in parts if _running(f)]
+    return running, parts
+
+
 @pytest.mark.parametrize(
     ("view", "grows", "count"),
     [
@@ -232,11 +243,8 @@ def test_the_cluster_charts_stream_one_run_at_a_time(view, grows, count):
     session = api.Session()
     streamed = session.run_json_stream("cluster", json.dumps(params), 0, posted.append)
     assert streamed == api.run_json("cluster", json.dumps(params))
-    running, *parts = [json.loads(p)["figure"] for p in posted]
-    # The first run is drawn once while it goes (a quarter of the requests done), traces "(so far)".
-    assert _running(running) and grows(running) == 1
-    assert all(t["name"].endswith(" (so far)") for t in running["data"])
-    assert not [f for f in parts if _running(f)]
+    running, parts = _shown_while_it_goes(posted, 40)
+    assert grows(running) == 1
     assert [grows(f) for f in parts] == list(range(1, count + 1))
     assert parts[-1] == json.loads(streamed)["figure"]
     again: list[str] = []
@@ -254,8 +262,9 @@ def test_the_cluster_charts_stream_one_run_at_a_time(view, grows, count):
     ],
 )
 def test_the_reasoning_charts_stream_one_run_at_a_time(view, grows, count):
-    """Each served trace is posted as it ends; the streamed answer is the plain one; a kept scenario
-    posts nothing, and the speculation sweep reuses run()'s runs at 0 and at the chosen draft length."""
+    """Each served trace is posted as it ends, and the chat trace (the time and batch charts' first)
+    once while it goes; the streamed answer is the plain one; a kept scenario posts nothing, and the
+    speculation sweep reuses run()'s runs at 0 and at the chosen draft length."""
     from simulators.sims import reasoning
 
     assert len(reasoning.DRAFTS) == 7
@@ -264,7 +273,12 @@ def test_the_reasoning_charts_stream_one_run_at_a_time(view, grows, count):
     session = api.Session()
     streamed = session.run_json_stream("reasoning", params, 0, posted.append)
     assert streamed == api.run_json("reasoning", params)
-    parts = [json.loads(p)["figure"] for p in posted]
+    if view == "speculation":  # the sweep's points are each a whole run: none is shown half-way
+        parts = [json.loads(p)["figure"] for p in posted]
+        assert not [f for f in parts if _running(f)]
+    else:
+        running, parts = _shown_while_it_goes(posted, 20)
+        assert grows(running) == 1
     assert [grows(f) for f in parts] == list(range(1, count + 1))
     assert parts[-1] == json.loads(streamed)["figure"]
     again: list[str] = []
@@ -285,20 +299,25 @@ def test_the_reasoning_charts_stream_one_run_at_a_time(view, grows, count):
     ],
 )
 def test_the_two_engine_charts_stream_one_run_at_a_time(name, view, grows, count):
-    """Batching (static, then continuous) and paged KV (contiguous, then paged): each run is posted
-    as it ends, the streamed answer is the plain one, and a kept scenario posts nothing."""
+    """Batching (static, then continuous) and paged KV (contiguous, then paged): the first run is
+    shown once while it goes, each run is posted as it ends, the streamed answer is the plain one,
+    and a kept scenario posts nothing."""
     params = json.dumps({"num_requests": 40, "view": view})
     posted: list[str] = []
     session = api.Session()
     streamed = session.run_json_stream(name, params, 0, posted.append)
     assert streamed == api.run_json(name, params) == api.Session().run_json(name, params)
-    parts = [json.loads(p)["figure"] for p in posted]
-    assert len(parts) == count
-    for f in parts:
-        go.Figure(f)
     if count:
+        running, parts = _shown_while_it_goes(posted, 40)
+        assert len(parts) == count
+        for f in parts:
+            go.Figure(f)
         first, last = (grows(f) for f in (parts[0], parts[-1]))
-        assert 0 < first < last
+        assert grows(running) == first and 0 < first < last  # the first run's traces, measured so far
+        so_far = [{**t, "name": t["name"].removesuffix(" (so far)")} for t in running["data"]]
+        assert so_far != parts[0]["data"]  # the same traces, on a quarter of the requests
         assert parts[-1] == json.loads(streamed)["figure"]
+    else:
+        assert not posted
     again: list[str] = []
     assert session.run_json_stream(name, params, 0, again.append) == streamed and not again

@@ -23,17 +23,17 @@ References: 1) llm-d inference scheduler (llm-d.ai; "KV-Cache Wins You Can See")
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core import costmodel as cm
 from ..core import efficiency as ef
 from ..core.catalog import Gpu, Model
 from ..core.layout import Layout, pooled_kv_tokens
 from .blockhash import chain_store, current_store, kept_in
-from .eventloop import Progress, Router, run_out, simulate_steps
+from .eventloop import Progress, Router, run_out, show_once, simulate_steps
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
 from .replica import Replica
@@ -41,6 +41,9 @@ from .scheduler import SchedulerConfig
 from .sequence import Seq
 from .steptime import StepCost
 from .workload import Request
+
+M = TypeVar("M")
+T = TypeVar("T")
 
 ROUTERS = ("round_robin", "least_queue", "least_kv", "prefix", "weighted")
 
@@ -294,6 +297,27 @@ def serve_steps(
             requests, reps, route, decode_route=decode_route, transfer_s=transfer, every=every
         )
         return Served(records(done), dropped, events, reps, log or [])
+
+
+def serve_shown(
+    requests: list[Request],
+    spec: EngineSpec,
+    measure: Callable[[list[RequestRecord], list[Request], list[Replica]], M],
+    show: Callable[[M, int], T] | None = None,
+    **options: Any,
+) -> Generator[T, None, M]:
+    """measure(records, dropped, replicas) of serve(requests, spec, **options). With `show`, the run
+    is shown once while it goes, when a quarter of the requests have finished: it yields
+    show(measure of the run so far, how many have finished) (a page's first chart, drawn early)."""
+    steps = serve_steps(requests, spec, every=len(requests) // 4 if show else 0, **options)
+
+    def partial(progress: Progress) -> T:
+        done, dropped, replicas = progress
+        assert show is not None
+        return show(measure(records(done), dropped, replicas), len(done))
+
+    served: Served = yield from show_once(steps, partial)
+    return measure(served.records, served.dropped, served.replicas)
 
 
 def fit_error(

@@ -25,18 +25,20 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.catalog import resolve_gpu, resolve_model
-from ..engine import EngineSpec, SchedulerConfig, serve, workload
-from ..engine.metrics import describe, downsample, time_average
+from ..engine import EngineSpec, SchedulerConfig, workload
+from ..engine.cluster import serve_shown
+from ..engine.metrics import RequestRecord, describe, downsample, time_average
+from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..plotting import LOG, bar, layout, line
+from ..plotting import LOG, bar, layout, line, running
 from ..plotting import figure as make_figure
-from ..results_cache import Keep, for_call, kept, run_key
+from ..results_cache import Keep, for_call, kept_steps, run_key
 
 TITLE = "Static vs continuous batching"
 DESCRIPTION = (
@@ -119,12 +121,14 @@ def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
 
 
 Served = tuple[dict[str, Any], dict[str, float]]  # one scheduler's chart entry and metrics
+Steps = Generator[dict[str, Any], None, tuple[Served, bool]]  # the charts shown while it goes; the run, whether kept
 
 
-def _served(p: Params, seed: int, policy: str, keep: Keep) -> tuple[Served, bool]:
-    """One scheduler's run of the trace (its chart entry and metrics), and whether it was kept."""
+def _served(p: Params, seed: int, policy: str, keep: Keep, show: Callable[[Served, int], Any] | None) -> Steps:
+    """One scheduler's run of the trace (its chart entry and metrics), and whether it was kept; made
+    now with `show`, it is shown once while it goes (a quarter of the requests done)."""
 
-    def make() -> tuple[dict[str, Any], dict[str, float]]:
+    def steps() -> Generator[dict[str, Any], None, Served]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
         spec = EngineSpec(
             m,
@@ -133,47 +137,58 @@ def _served(p: Params, seed: int, policy: str, keep: Keep) -> tuple[Served, bool
             engine=p.engine,
             **layout_of(p).cost_kw(),
         )
-        served = serve(_trace(p, seed, keep), spec)
-        rep = served.replicas[0]
-        occ = slot_occupancy(rep.series, p.max_num_seqs)
-        # Every request counts: the run has no warm-up or cool-down to leave out, so these are
-        # summarize()'s figures without the 44 others it computes (~11 of a 2,000-request
-        # static run's ~65 ms in Pyodide).
-        recs = served.records
-        ttft, e2e = describe([x.ttft_s for x in recs]), describe([x.e2e_s for x in recs])
-        # Throughput over the whole run: every request, first arrival to last completion.
-        makespan = max(x.arrival_s + x.e2e_s for x in recs) - min(x.arrival_s for x in recs) if recs else 1.0
-        entry = {
-            "series": downsample([(t, slots, running) for t, slots, _, _, _, running in rep.series]),
-            "ttft": [ttft["p50"], ttft["p90"], ttft["p99"]],
-            "e2e": [e2e["p50"], e2e["p90"], e2e["p99"]],
-            "makespan_s": makespan,
-            "num_dropped": len(served.dropped),
-        }
-        metrics = {
-            f"throughput_{policy}_per_s": len(recs) / makespan,
-            f"tokens_{policy}_per_s": sum(x.output_tokens for x in recs) / makespan,
-            f"ttft_{policy}_s_p50": ttft["p50"],
-            f"ttft_{policy}_s_p99": ttft["p99"],
-            f"e2e_{policy}_s_p99": e2e["p99"],
-            f"slot_occupancy_{policy}": occ,
-        }
-        return entry, metrics
+        return (yield from serve_shown(_trace(p, seed, keep), spec, lambda *run: _measured(p, policy, *run), show))
 
-    return kept(keep, run_key(p, seed, policy), make)
+    return (yield from kept_steps(keep, run_key(p, seed, policy), steps))
+
+
+def _measured(
+    p: Params, policy: str, recs: list[RequestRecord], dropped: list[workload.Request], replicas: list[Replica]
+) -> Served:
+    """A run's chart entry and metrics, from the requests it finished (all of them, or so far)."""
+    rep = replicas[0]
+    occ = slot_occupancy(rep.series, p.max_num_seqs)
+    # Every request counts: the run has no warm-up or cool-down to leave out, so these are
+    # summarize()'s figures without the 44 others it computes (~11 of a 2,000-request
+    # static run's ~65 ms in Pyodide).
+    ttft, e2e = describe([x.ttft_s for x in recs]), describe([x.e2e_s for x in recs])
+    # Throughput over the whole run: every request, first arrival to last completion.
+    makespan = max(x.arrival_s + x.e2e_s for x in recs) - min(x.arrival_s for x in recs) if recs else 1.0
+    entry = {
+        "series": downsample([(t, slots, running) for t, slots, _, _, _, running in rep.series]),
+        "ttft": [ttft["p50"], ttft["p90"], ttft["p99"]],
+        "e2e": [e2e["p50"], e2e["p90"], e2e["p99"]],
+        "makespan_s": makespan,
+        "num_dropped": len(dropped),
+    }
+    metrics = {
+        f"throughput_{policy}_per_s": len(recs) / makespan,
+        f"tokens_{policy}_per_s": sum(x.output_tokens for x in recs) / makespan,
+        f"ttft_{policy}_s_p50": ttft["p50"],
+        f"ttft_{policy}_s_p99": ttft["p99"],
+        f"e2e_{policy}_s_p99": e2e["p99"],
+        f"slot_occupancy_{policy}": occ,
+    }
+    return entry, metrics
 
 
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
     """Both schedulers' runs, static first (the cheaper): the chart so far is yielded after each run
-    made now (a run kept from an earlier call is drawn with the answer, at once)."""
+    made now (a run kept from an earlier call is drawn with the answer, at once), and the static
+    run, made now, once while it goes too (plotting.running)."""
     keep = for_call(keep, MEMO_ENTRIES)
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
     metrics: dict[str, float] = {}
+
+    def so_far(run: Served, done: int) -> dict[str, Any]:
+        return {**out, POLICIES[0]: run[0], "running": [done, p.num_requests]}
+
     for policy in POLICIES:
-        (out[policy], more), was_kept = _served(p, seed, policy, keep)
+        show = so_far if policy == POLICIES[0] else None  # the first run shown while it goes
+        (out[policy], more), was_kept = yield from _served(p, seed, policy, keep, show)
         metrics.update(more)
         if not was_kept:
             yield dict(out)
@@ -183,6 +198,11 @@ def run(
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    """The chart of `view` (plotting.running: drawn while the static run goes, it says so)."""
+    return running(_figure(r, view), r)
+
+
+def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "latency":
         labels = ["TTFT p50", "TTFT p90", "TTFT p99", "E2E p50", "E2E p90", "E2E p99"]
         data = [

@@ -23,9 +23,8 @@ from typing import Any, TypeVar
 
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
-from ..engine.cluster import ROUTERS, serve_steps
-from ..engine.eventloop import Progress, show_once
-from ..engine.metrics import RequestRecord, records
+from ..engine.cluster import ROUTERS, serve_shown
+from ..engine.metrics import RequestRecord
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
@@ -147,16 +146,12 @@ def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]
 def _route(p: Params, reqs: list[workload.Request], spec: EngineSpec, name: str, show: Show | None) -> Steps[Run]:
     """One router's run: its chart entry, its metrics and its summary (with `show`, shown once when
     a quarter of the requests have finished)."""
-    every = len(reqs) // 4 if show else 0
-    steps = serve_steps(reqs, spec, num_replicas=p.num_replicas, router=name, keep_series=False, every=every)
 
-    def partial(progress: Progress) -> dict[str, Any]:
-        done, _, replicas = progress
-        assert show is not None
-        return show(_measured(p, name, records(done), replicas), len(done))
+    def measure(recs: list[RequestRecord], _dropped: list[workload.Request], replicas: list[Replica]) -> Run:
+        return _measured(p, name, recs, replicas)
 
-    served = yield from show_once(steps, partial)
-    return _measured(p, name, served.records, served.replicas)
+    opts = {"num_replicas": p.num_replicas, "router": name, "keep_series": False}
+    return (yield from serve_shown(reqs, spec, measure, show, **opts))
 
 
 def _measured(p: Params, name: str, recs: list[RequestRecord], replicas: list[Replica]) -> Run:

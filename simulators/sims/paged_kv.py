@@ -22,19 +22,20 @@ lengths from the WildChat paper, Table 1 (reference section 8), fitted as lognor
 from __future__ import annotations
 
 import random
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, workload
-from ..engine.cluster import fit_error
-from ..engine.metrics import describe, downsample, time_average
+from ..engine.cluster import fit_error, serve_shown
+from ..engine.metrics import RequestRecord, describe, downsample, time_average
+from ..engine.replica import Replica
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, bar, layout, line, sweep
+from ..plotting import LOG, bar, layout, line, running, sweep
 from ..plotting import figure as make_figure
-from ..results_cache import Keep, for_call, kept, run_key
+from ..results_cache import Keep, for_call, kept_steps, run_key
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = (
@@ -79,20 +80,27 @@ class Params(ModelGpuEngine):
 
 
 def _run(reqs: list[workload.Request], spec: EngineSpec) -> dict[str, Any]:
+    """One allocator's run of the trace, measured (the block-size chart's re-runs)."""
     served = serve(reqs, spec)
-    rep = served.replicas[0]
+    return _measured(spec.block_size, served.records, served.dropped, served.replicas)
+
+
+def _measured(
+    block_size: int, recs: list[RequestRecord], dropped: list[workload.Request], replicas: list[Replica]
+) -> dict[str, Any]:
+    """A run's chart entry and figures, from the requests it finished (all of them, or so far)."""
+    rep = replicas[0]
     held = [(t, h) for t, _, _, _, h, _ in rep.series]
-    reserved = [(t, u * spec.block_size) for t, _, _, u, _, _ in rep.series]
+    reserved = [(t, u * block_size) for t, _, _, u, _, _ in rep.series]
     res_avg = time_average(reserved)
-    recs = served.records
     makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
     return {
         "utilization": time_average(held) / res_avg if res_avg else 0.0,
         "max_concurrent": max((x[5] for x in rep.series), default=0),
         "throughput": len(recs) / makespan,
         "ttft_p99": describe([r.ttft_s for r in recs])["p99"],  # summarize()'s, every request counting
-        "series": downsample([(t, h, u * spec.block_size) for t, _, _, u, h, _ in rep.series]),
-        "num_dropped": len(served.dropped),
+        "series": downsample([(t, h, u * block_size) for t, _, _, u, h, _ in rep.series]),
+        "num_dropped": len(dropped),
     }
 
 
@@ -121,17 +129,26 @@ def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
     return got
 
 
-def _served(p: Params, seed: int, layout_: str, keep: Keep) -> tuple[dict[str, Any], bool]:
-    """One allocator's run at the page's block size, and whether it was kept already."""
-    return kept(keep, run_key(p, seed, layout_), lambda: _run(_trace(p, seed, keep), _engine(p, layout_, p.block_size)))
+def _served(
+    p: Params, seed: int, layout_: str, keep: Keep, show: Callable[[dict[str, Any], int], Any] | None
+) -> Generator[dict[str, Any], None, tuple[dict[str, Any], bool]]:
+    """One allocator's run at the page's block size, and whether it was kept already; made now with
+    `show`, it is shown once while it goes (a quarter of the requests done)."""
+
+    def steps() -> Generator[dict[str, Any], None, dict[str, Any]]:
+        spec = _engine(p, layout_, p.block_size)
+        return (yield from serve_shown(_trace(p, seed, keep), spec, lambda *run: _measured(p.block_size, *run), show))
+
+    return (yield from kept_steps(keep, run_key(p, seed, layout_), steps))
 
 
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
     """Both allocators' runs, contiguous first (the cheaper); the memory chart is yielded after each
-    run made now (a kept run is drawn with the answer, at once). The block-size chart adds the paged
-    engine re-run for each of BLOCK_SIZES."""
+    run made now (a kept run is drawn with the answer, at once), and the contiguous run, made now,
+    once while it goes too (plotting.running). The block-size chart adds the paged engine re-run
+    for each of BLOCK_SIZES."""
     keep = for_call(keep, MEMO_ENTRIES)
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
@@ -141,8 +158,13 @@ def run(
         "block_size": p.block_size,
         "max_model_len": p.max_model_len,
     }
+
+    def so_far(run: dict[str, Any], done: int) -> dict[str, Any]:
+        return {**part, LAYOUTS[0]: run, "running": [done, p.num_requests]}
+
     for layout_ in LAYOUTS:
-        part[layout_], was_kept = _served(p, seed, layout_, keep)
+        show = so_far if view == "memory" and layout_ == LAYOUTS[0] else None  # the first run shown while it goes
+        part[layout_], was_kept = yield from _served(p, seed, layout_, keep, show)
         if view == "memory" and not was_kept:
             yield dict(part)
     contiguous, paged = part["contiguous"], part["paged"]
@@ -241,6 +263,11 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    """The chart of `view` (plotting.running: drawn while the contiguous run goes, it says so)."""
+    return running(_figure(r, view), r)
+
+
+def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "blocks":
         return _table_figure(r)
     if view == "block_size":

@@ -19,20 +19,22 @@ Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq
 from __future__ import annotations
 
 import random
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model
 from ..core.layout import pooled_kv_tokens
-from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
-from ..engine.metrics import downsample
+from ..engine import EngineSpec, SchedulerConfig, summarize, workload
+from ..engine.cluster import serve_shown
+from ..engine.metrics import RequestRecord, downsample
+from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..plotting import bar, layout, line, sweep
+from ..plotting import bar, layout, line, running, sweep
 from ..plotting import figure as make_figure
-from ..results_cache import Keep, for_call, kept, run_key
+from ..results_cache import Keep, for_call, kept_steps, run_key
 
 TITLE = "Reasoning workloads: 2k in, 20k out"
 DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
@@ -88,7 +90,8 @@ def _trace(kind: str, p: Params, seed: int, m: Any) -> list[workload.Request]:
     return workload.build(rng, p.num_requests, lengths, times).requests
 
 
-def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) -> dict[str, Any]:
+def _engine(p: Params, m: Any, gpu: Any, k: int) -> EngineSpec:
+    """One replica with k draft tokens per step (0: no speculation)."""
     sched = SchedulerConfig(
         max_num_seqs=p.max_num_seqs,
         max_model_len=MAX_LEN,
@@ -96,10 +99,13 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) ->
         acceptance_rate=p.acceptance_rate,
         draft_cost_ratio=p.draft_cost_ratio,
     )
-    served = serve(reqs, EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw()))
-    recs = served.records
+    return EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
+
+
+def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], replicas: list[Replica]) -> dict[str, Any]:
+    """A served trace's figures, from the requests it finished (all of them, or so far)."""
     s = summarize(recs)
-    rep = served.replicas[0]
+    rep = replicas[0]
     makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
     final_ctx = sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs))
     busy_slots = sum(r.e2e_s - r.queue_s for r in recs) / makespan  # mean slots held (Little's law)
@@ -121,14 +127,21 @@ def _serve(reqs: list[workload.Request], m: Any, gpu: Any, p: Params, k: int) ->
 MEMO_ENTRIES = len(DRAFTS) + 3
 
 
-def _served(p: Params, seed: int, kind: str, k: int, keep: Keep) -> tuple[dict[str, Any], bool]:
-    """_serve of the `kind` trace with k draft tokens, and whether it was kept already."""
+Show = Callable[[dict[str, Any], int], dict[str, Any]]  # a run so far, how many finished -> the chart's result
+Steps = Generator[
+    dict[str, Any], None, tuple[dict[str, Any], bool]
+]  # charts shown while it goes; the run, whether kept
 
-    def make() -> dict[str, Any]:
+
+def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | None = None) -> Steps:
+    """The `kind` trace served with k draft tokens, measured, and whether it was kept already; made
+    now with `show`, it is shown once while it goes (a quarter of the requests done)."""
+
+    def steps() -> Generator[dict[str, Any], None, dict[str, Any]]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        return _serve(_trace(kind, p, seed, m), m, gpu, p, k)
+        return (yield from serve_shown(_trace(kind, p, seed, m), _engine(p, m, gpu, k), _measured, show))
 
-    return kept(keep, run_key(p, seed, kind, k), make)
+    return (yield from kept_steps(keep, run_key(p, seed, kind, k), steps))
 
 
 def run(
@@ -142,17 +155,22 @@ def run(
     sweep: list[dict[str, float]] = []
     if view == "speculation":
         for k in DRAFTS:
-            got, was_kept = _served(p, seed, "reasoning", k, keep)
+            got, was_kept = yield from _served(p, seed, "reasoning", k, keep)
             sweep.append({"k": k, "e2e": got["e2e_mean"]})
             if not was_kept:
                 yield {"sweep": list(sweep), "acceptance_rate": p.acceptance_rate}
     part: dict[str, Any] = {"model": m.name, "gpu": gpu.name}
+
+    def so_far(run: dict[str, Any], done: int) -> dict[str, Any]:
+        return {**part, "chat": run, "running": [done, p.num_requests]}
+
     k = p.num_speculative_tokens
     for name, kind, draft in (("chat", "azure", 0), ("reasoning", "reasoning", 0), ("speculative", "reasoning", k)):
         if name == "speculative" and not k:
             part[name] = part["reasoning"]
             continue
-        part[name], was_kept = _served(p, seed, kind, draft, keep)
+        show = so_far if name == "chat" and view in ("time", "batch") else None  # the first run shown while it goes
+        part[name], was_kept = yield from _served(p, seed, kind, draft, keep, show)
         if not was_kept and (view == "time" or view == "batch" and name != "speculative"):
             yield dict(part)
     chat, plain, spec = part["chat"], part["reasoning"], part["speculative"]
@@ -194,6 +212,11 @@ def run(
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    """The chart of `view` (plotting.running: drawn while the chat trace is served, it says so)."""
+    return running(_figure(r, view), r)
+
+
+def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "speculation":
         data = [sweep(r["sweep"], "k", "e2e", f"Reasoning request, acceptance {r['acceptance_rate']:.0%}")]
         return make_figure(
