@@ -94,3 +94,21 @@ def test_the_cheapest_search_is_drawn_as_it_goes_and_ends_on_the_whole_answer(
     _shows_cpython_answer(figure, "cheapest", values)
     page.close()
     assert_clean(records)
+
+
+def test_an_engine_run_is_drawn_while_it_goes_and_ends_on_the_whole_answer(
+    context: BrowserContext, site: Site, records: Records
+) -> None:
+    """Lesson 05's batching widget serves its trace twice (static, then continuous): the static run
+    is drawn once while it goes, a quarter of its requests done (engine.cluster.serve_shown), then
+    each whole run, and the last chart is the one CPython computes."""
+    page, figure, values, streamed = _change_and_watch(
+        context, site, "lessons/05-continuous-batching/", "main", TITLES, "num_requests", "400"
+    )
+    partial = [title for what, title in streamed if what == "data-partial"]
+    assert streamed[-1][0] == "data-drawn" and partial, streamed
+    assert "simulating: 100 of 400" in partial[0].replace("<br>", " ")
+    assert not [t for t in partial[1:] + [streamed[-1][1]] if "simulating" in t]
+    _shows_cpython_answer(figure, "batching", values)
+    page.close()
+    assert_clean(records)

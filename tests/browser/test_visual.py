@@ -178,6 +178,36 @@ def test_a_live_chart_on_a_phone_keeps_its_axis_title_clear(context: BrowserCont
     assert layout["axes"] == []
 
 
+# Draws, with the page's own charts module, one chart whose title is `words` long, at the phone's
+# width: where its title ends and its plot starts (plotly's drag area), in pixels from its top.
+DRAW_TITLED = """async (words) => {
+  const { draw } = await import(new URL("../../assets/js/charts.js", document.baseURI).href);
+  const el = document.createElement("div");
+  el.style.width = "358px";
+  el.style.height = "360px";
+  document.querySelector("article").prepend(el);
+  await draw(el, { data: [{ type: "scatter", x: [0, 1], y: [0, 1], name: "a line" }],
+                   layout: { title: { text: words }, margin: { l: 60, r: 20, t: 50, b: 60 } } });
+  const top = el.getBoundingClientRect().top;
+  const title = el.querySelector(".g-gtitle").getBoundingClientRect();
+  return [title.top - top, title.bottom - top, el.querySelector(".nsewdrag").getBoundingClientRect().top - top];
+}"""
+
+
+@pytest.mark.parametrize("lines", [1, 2, 4, 6])
+def test_a_long_chart_title_on_a_phone_stays_above_its_plot(context: BrowserContext, site: Site, lines: int) -> None:
+    """charts.js breaks a title too long for the chart into lines; however many, they sit inside
+    the chart and above its plot (plotly hangs the lines after the first into the plot otherwise:
+    lesson 06's chart drawn while it simulates has four at 390 px)."""
+    page = context.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(site.url + "lessons/06-pagedattention/")
+    words = " ".join(["Reserved"] * (4 * lines))  # 4 words of 8 letters fill a line of a 358 px chart
+    title_top, title_bottom, plot_top = page.evaluate(DRAW_TITLED, words)
+    page.close()
+    assert 0 <= title_top and title_bottom <= plot_top, (title_top, title_bottom, plot_top)
+
+
 @pytest.mark.parametrize("palette", PALETTES)
 def test_axe_finds_nothing_serious_on_the_course_map(context: BrowserContext, site: Site, palette: str) -> None:
     """tests/browser/test_accessibility.py audits every page in both palettes; this repeats the

@@ -18,9 +18,13 @@ export async function draw(element, figure) {
 }
 
 // Plotly draws a title on one line, cut off at the chart's edges when the chart is narrower (a
-// phone): a long title is broken between words into lines that fit, and the top margin grows by
-// a line for each. A font's average letter is taken as 0.55 em wide.
+// phone): a long title is broken between words into lines that fit. Plotly places a title by its
+// first line and hangs the others below it, into the plot from the third line on; so a title of
+// several lines hangs from the chart's top edge instead (its top anchor sits 0.7 em too high when
+// it has several lines: measured on the bundled plotly), and the top margin holds every line.
+// A font's average letter is taken as 0.55 em wide, a line as 1.3 em high.
 const TITLE_EM = 0.55;
+const TITLE_PAD_PX = 10;
 
 function fitTitle(layout, width) {
   const title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
@@ -34,8 +38,10 @@ function fitTitle(layout, width) {
     if (line && line.length + 1 + word.length > fits) lines.push(word);
     else lines[lines.length - 1] = line ? `${line} ${word}` : word;
   }
-  const margin = layout.margin ?? {};
-  return { ...layout, title: { ...title, text: lines.join("<br>") }, margin: { ...margin, t: (margin.t ?? 100) + Math.ceil((lines.length - 1) * 1.3 * size) } };
+  const pad = { t: TITLE_PAD_PX + (lines.length > 1 ? 0.7 * size : 0) };
+  const hung = { ...title, text: lines.join("<br>"), yref: "container", y: 1, yanchor: "top", pad };
+  const high = Math.ceil(TITLE_PAD_PX + lines.length * 1.3 * size + TITLE_PAD_PX);
+  return { ...layout, title: hung, margin: { ...layout.margin, t: Math.max(layout.margin?.t ?? 100, high) } };
 }
 
 // A horizontal legend below the plot is placed by plotly a fixed share of the plot's height below
