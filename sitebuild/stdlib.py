@@ -5,7 +5,8 @@ worker passes this reduced zip as Pyodide's `stdLibURL` instead. Its members are
   1. every stdlib file that was imported when Pyodide started as the worker starts it and ran every
      simulator at its defaults and with a bad parameter (sitebuild/stdlib.mjs, Node.js, ~4 s), and
   2. the whole of every stdlib module or package that simulators/ names in an import statement
-     (read from the source), so an import inside a function that those runs missed is still there.
+     (read from the source), so an import inside a function that those runs missed is still there;
+     but for simulators/__main__.py, the command line, which the browser never runs (argparse).
 Its Python files are then compiled to bytecode by Pyodide's own Python (sitebuild/compile_stdlib.mjs):
 importing bytecode skips compiling, which is most of what starting Python from scratch costs. It is
 cached in build/ under the hash of its inputs (the simulators archive, package-lock.json, the scripts).
@@ -50,9 +51,12 @@ def run_in_pyodide(archive_file: Path, stdlib_zip: Path | None = None) -> dict:
 
 
 def imported_names(package_dir: Path) -> set[str]:
-    """Top-level module names in every import statement of the package's Python files."""
+    """Top-level module names in every import statement of the package's Python files but its
+    command line (__main__.py)."""
     names: set[str] = set()
     for path in package_dir.rglob("*.py"):
+        if path.name == "__main__.py":
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names |= {alias.name.split(".")[0] for alias in node.names}
