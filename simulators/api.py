@@ -34,6 +34,7 @@ from . import sims
 from .core.catalog import CatalogError
 from .engine import blockhash
 from .params import ParamError, ParamErrors, missing_figure, parse, priced_by, schema_fields
+from .plotting import running
 from .results_cache import DEFAULT_ENTRIES, MAX_RESULTS, LruCache, ResultsCache
 from .sims import (
     batching,
@@ -187,10 +188,9 @@ def _simulate(
     def simulate() -> dict[str, Any]:
         keep = store.keep(name, getattr(mod, "MEMO_ENTRIES", DEFAULT_ENTRIES))
         with blockhash.kept_in(store.memo(CHAINS, blockhash.BLOCK_SIZES_KEPT)):  # type: ignore[arg-type]
-            made = mod.run(p, seed=seed, keep=keep, view=view)
-            if partial is None:
-                return sims.result(made)
-            return sims.result(made, lambda part: partial(mod.figure(part) if view is None else mod.figure(part, view)))
+            draw = mod.figure if view is None else lambda part: mod.figure(part, view)
+            post = None if partial is None else lambda part: partial(running(draw(part), part))  # "simulating"
+            return sims.result(mod.run(p, seed=seed, keep=keep, view=view), post)
 
     result: dict[str, Any] = store.results.get_or_make((name, dumps(dataclasses.asdict(p)), seed, view), simulate)  # type: ignore[assignment]
     return result

@@ -84,8 +84,9 @@ def figure(data: list[dict[str, Any]], lay: dict[str, Any]) -> dict[str, Any]:
 
 def running(fig: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
     """A chart drawn while its first run is still going (r["running"]: requests finished, of how
-    many; engine.cluster.serve_steps): the title says so, and its traces, which hold only that run
-    measured on the requests finished so far, are named "(so far)", so no finished point is revised."""
+    many; engine.cluster.serve_shown): the title says so, and its traces, which hold only that run
+    measured on the requests finished so far, are named "(so far)", so no finished point is revised.
+    api applies it to every partial chart a simulator yields."""
     if "running" in r:
         done, n = r["running"]
         fig["layout"]["title"]["text"] += f" (simulating: {done:,} of {n:,} requests done)"

@@ -36,7 +36,7 @@ from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..plotting import LOG, bar, layout, line, running
+from ..plotting import LOG, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept_steps, run_key
 
@@ -198,11 +198,6 @@ def run(
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    """The chart of `view` (plotting.running: drawn while the static run goes, it says so)."""
-    return running(_figure(r, view), r)
-
-
-def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "latency":
         labels = ["TTFT p50", "TTFT p90", "TTFT p99", "E2E p50", "E2E p90", "E2E p99"]
         data = [

@@ -28,7 +28,7 @@ from ..engine.metrics import RequestRecord
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, PERCENT, bar, layout, running
+from ..plotting import LOG, PERCENT, bar, layout
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, kept_steps
 
@@ -249,11 +249,6 @@ def run(
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    """The chart of `view` (plotting.running: drawn while its first run goes, it says so)."""
-    return running(_figure(r, view), r)
-
-
-def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     done = [n for n in ROUTERS if n in r.get("routers", {})]  # all of them, but while they stream
     names = [ROUTER_NAMES[n] for n in done]
     if view == "balance":

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..benchmark import loadgen
-from ..plotting import LOG, bar, layout, markers, running, sweep
+from ..plotting import LOG, bar, layout, markers, sweep
 from ..plotting import figure as make_figure
 
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)  # the open-loop sweep, shares of the server's maximum
@@ -15,11 +15,6 @@ DRAIN_DOMINATES = 0.25  # share of the window after the server stops being full
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    """The chart of `view` (plotting.running: drawn while its first run goes, it says so)."""
-    return running(_figure(r, view), r)
-
-
-def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     v = view
     if v == "percentiles":
         labels = ["mean", "p50", "p90", "p99"]

@@ -33,7 +33,7 @@ from ..engine.cluster import fit_error, serve_shown
 from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, bar, layout, line, running, sweep
+from ..plotting import LOG, bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept_steps, run_key
 
@@ -263,11 +263,6 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    """The chart of `view` (plotting.running: drawn while the contiguous run goes, it says so)."""
-    return running(_figure(r, view), r)
-
-
-def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "blocks":
         return _table_figure(r)
     if view == "block_size":

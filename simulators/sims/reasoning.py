@@ -32,7 +32,7 @@ from ..engine.metrics import RequestRecord, downsample
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..plotting import bar, layout, line, running, sweep
+from ..plotting import bar, layout, line, sweep
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept_steps, run_key
 
@@ -128,9 +128,8 @@ MEMO_ENTRIES = len(DRAFTS) + 3
 
 
 Show = Callable[[dict[str, Any], int], dict[str, Any]]  # a run so far, how many finished -> the chart's result
-Steps = Generator[
-    dict[str, Any], None, tuple[dict[str, Any], bool]
-]  # charts shown while it goes; the run, whether kept
+# The charts shown while a run goes; then the run, and whether it was kept.
+Steps = Generator[dict[str, Any], None, tuple[dict[str, Any], bool]]
 
 
 def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | None = None) -> Steps:
@@ -212,11 +211,6 @@ def run(
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    """The chart of `view` (plotting.running: drawn while the chat trace is served, it says so)."""
-    return running(_figure(r, view), r)
-
-
-def _figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "speculation":
         data = [sweep(r["sweep"], "k", "e2e", f"Reasoning request, acceptance {r['acceptance_rate']:.0%}")]
         return make_figure(
