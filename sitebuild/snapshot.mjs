@@ -75,14 +75,13 @@ zip_path = next(p for p in sys.path if p.endswith(".zip"))
 members = list(zipimport._zip_directory_cache[zip_path])
 for folder, _, files in os.walk("/home/pyodide/course/simulators"):
     members += [os.path.join(folder, f).removeprefix("/home/pyodide/course/") for f in files]
-# Build-time and test-only modules (the validation page's tables, run by site_build.py; the engine's
-# reference rules, which tests compare with it), never run by a widget: left out, which keeps the
-# snapshot under the 8 MB budget to interactive (tests/browser/test_slow_network.py).
+# Build-time modules (the validation page's tables, run by site_build.py), never run by a widget:
+# left out, which keeps the snapshot under the 8 MB budget to interactive
+# (tests/browser/test_slow_network.py).
 # (validation and served_benchmarks are imported all the same, by the published simulator.)
 BUILD_ONLY = {
     "simulators.benchmark.validation", "simulators.benchmark.served_benchmarks", "simulators.benchmark.vllm_validation",
     "simulators.benchmark.crossval", "simulators.benchmark.fitting",  # leave-one-group-out: the page's table
-    "simulators.engine.reference",  # the engine's rules on one screen, for the tests
 }
 for member in sorted(members):
     if member.endswith((".py", ".pyc")) and not member.removesuffix("c").endswith("__main__.py"):

@@ -1,4 +1,4 @@
-"""The fast engine and the plain one (simulators/engine/reference.py) agree request by request.
+"""The fast engine and the plain one (tests/engine_reference.py) agree request by request.
 
 The fast engine keeps decoding sequences as running sums, prices runs of decode steps in closed
 form and cuts them when an arrival could start; the reference touches every sequence every step.
@@ -12,13 +12,13 @@ closed-form sum and a step-by-step sum differ in the last bits of a float).
 import math
 import random
 
+from engine_reference import serve_reference
 from engine_scenario import small_requests, small_scheduler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve, workload
-from simulators.engine.reference import serve_reference
 
 GPU = resolve_gpu("h100-sxm")
 MODELS = {name: resolve_model(name) for name in ("llama-3-8b", "mistral-7b", "mixtral-8x7b")}

@@ -1,4 +1,4 @@
-"""The engine on one screen: the same scheduling rules as replica.py, one step at a time, no tricks.
+"""The engine on one screen: the same scheduling rules as simulators/engine/replica.py, one step at a time, no tricks.
 
 This is what `serve()` computes for one replica, written the plain way (in the spirit of
 nano-vllm): every step touches every sequence, decode steps are priced one by one with the
@@ -33,13 +33,13 @@ import heapq
 import itertools
 from collections import deque
 
-from ..core import costmodel as cm
-from .cluster import EngineSpec
-from .kv import KVCacheManager
-from .metrics import RequestRecord, records
-from .sequence import Seq
-from .steptime import attention_keys
-from .workload import Request
+from simulators.core import costmodel as cm
+from simulators.engine.cluster import EngineSpec
+from simulators.engine.kv import KVCacheManager
+from simulators.engine.metrics import RequestRecord, records
+from simulators.engine.sequence import Seq
+from simulators.engine.steptime import attention_keys
+from simulators.engine.workload import Request
 
 
 class ReferenceEngine:
