@@ -1,8 +1,8 @@
 """Accessibility on every page: axe-core in both palettes, keyboard, text alternatives, motion.
 
 axe-core comes from npm (package.json; the site never loads it) and is evaluated in the page.
-Each palette's crawl stays in one tab and moves by instant navigation, so Python starts once per
-crawl; every page is audited with its widgets live (controls enabled, charts drawn).
+Every page is audited with its widgets live (controls enabled, charts drawn), which is also where
+every simulator block of every page is seen to go live.
 """
 
 from __future__ import annotations
@@ -19,10 +19,23 @@ from simulators import api
 SCHEMES = {"light": "default", "dark": "slate"}
 
 
+# Per page: its widgets, those live, and the enabled controls they show.
+WIDGETS = """() => ({
+  widgets: document.querySelectorAll("figure.sim").length,
+  live: document.querySelectorAll("figure.sim.sim-live").length,
+  disabled: document.querySelectorAll("figure.sim .sim-field :is(input, select):disabled").length,
+  controls: document.querySelectorAll("figure.sim .sim-field :is(input, select)").length,
+})"""
+
+
 @pytest.mark.parametrize("palette", SCHEMES)
 def test_axe_finds_no_serious_or_critical_violation_on_any_page(
     context: BrowserContext, site: Site, palette: str
 ) -> None:
+    """Every page audited with its widgets live, and every widget of every page seen going live
+    (controls enabled, chart drawn). The crawl moves by instant navigation, as a reader does, so
+    Python starts once for all of it (test_visual.py loads every page in full and sees each one
+    start the runtime itself)."""
     page = context.new_page()
     page.emulate_media(color_scheme=palette)
     page.goto(site.url)  # forget a palette saved by an earlier page, so the media query decides
@@ -30,16 +43,23 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page(
         "() => Object.keys(localStorage).filter((k) => k.endsWith('__palette')).forEach((k) => localStorage.removeItem(k))"
     )
     page.reload()
-    found = []
+    found, widget_pages, controls = [], 0, 0
     pages = all_pages(site)
     assert len(pages) >= 25, pages
     for url in pages:
         go(page, site, url)
         settle(page)
         assert page.evaluate("() => document.body.dataset.mdColorScheme") == SCHEMES[palette]
+        widgets = page.evaluate(WIDGETS)
+        assert widgets["live"] == widgets["widgets"] and widgets["disabled"] == 0, f"{url}: {widgets}"
+        widget_pages += widgets["widgets"] > 0
+        controls += widgets["controls"]
         found += [f"{url or 'home'}: {v}" for v in axe_violations(page)]
-    assert page.evaluate("() => window.llmCourse.runtime.starts") == 1, "the crawl left instant navigation"
+    starts = page.evaluate("() => window.llmCourse.runtime.starts")
     page.close()
+    # 14 lessons, the frontier pages and the tools embed simulators; the selector finds controls.
+    assert widget_pages >= 20 and controls >= 100, (widget_pages, controls)
+    assert starts == 1, "the crawl left instant navigation"
     assert found == [], "\n".join(found)
 
 

@@ -1,87 +1,19 @@
-"""Every page, offline and on a phone: no request leaves the site, the pre-rendered charts and the
-math are there, nothing overflows a 390-px-wide screen; the runtime works under the CSP; every
-link to another site is well-formed.
-
-The crawl loads each page in full (not by instant navigation), so each page's own <head> is
-exercised; the context's route aborts and records any request to another origin. The wasm request
-is held unanswered during the crawl: the runtime is not what is measured there, and a Python
-start-up per page would only compete for the CPU.
+"""A slider on a phone; the runtime under the Content-Security-Policy; every link to another site
+well-formed. Every page's build-time charts and math without the runtime, and its width on a
+phone, are measured on test_visual.py's shots (one full load of each page per width and palette,
+with any request to another origin aborted and recorded).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
-import pytest
 from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready
-from crawl import all_pages
-from playwright.sync_api import BrowserContext, Route
+from playwright.sync_api import BrowserContext
 
 PHONE = {"width": 390, "height": 844}
-
-
-@dataclass
-class Seen:
-    figures: int
-    drawn: int
-    math: int
-    math_rendered: int
-    scroll_width: int
-    too_wide: list[str]
-
-
-@pytest.fixture(scope="module")
-def crawl(context: BrowserContext, site: Site) -> dict[str, Seen]:
-    page = context.new_page()
-    page.set_viewport_size(PHONE)
-    held: list[Route] = []
-    page.route("**/pyodide.asm.wasm*", lambda route: held.append(route))
-    seen = {}
-    for url in all_pages(site):
-        page.goto(site.url + url)
-        page.wait_for_function(
-            """() => [...document.querySelectorAll("figure.sim .sim-chart")].every((c) => c.querySelector(".sim-static-chart")) &&
-                 [...document.querySelectorAll(".arithmatex")].every((m) => m.querySelector(".katex"))""",
-            timeout=RUNTIME_LIMIT_MS,
-        )
-        page.wait_for_timeout(100)  # a frame for layout after the last chart
-        seen[url] = Seen(
-            **page.evaluate(
-                """() => ({
-                     figures: document.querySelectorAll("figure.sim").length,
-                     drawn: document.querySelectorAll("figure.sim .sim-chart:has(.sim-static-chart)").length,
-                     math: document.querySelectorAll(".arithmatex").length,
-                     math_rendered: document.querySelectorAll(".arithmatex .katex").length,
-                     scroll_width: document.documentElement.scrollWidth,
-                     too_wide: [...document.querySelectorAll(".md-content *")]
-                       .filter((el) => el.getBoundingClientRect().right > innerWidth + 1 && !el.closest(
-                         ".md-typeset__scrollwrap, pre, .katex-display, div.arithmatex, .sim-data-table"))
-                       .slice(0, 3).map((el) => el.tagName + "." + el.className),
-                   })"""
-            )
-        )
-    page.close()
-    return seen
-
-
-def test_the_crawl_covered_every_page(crawl: dict[str, Seen]) -> None:
-    assert "" in crawl and "glossary/" in crawl and "validation/" in crawl
-    assert len([u for u in crawl if u.startswith("lessons/")]) >= 14
-    assert len([u for u in crawl if u.startswith("tools/")]) >= 1
-
-
-def test_every_page_shows_its_prerendered_charts_and_math_offline(crawl: dict[str, Seen]) -> None:
-    missing = {url: s for url, s in crawl.items() if s.drawn != s.figures or s.math_rendered < s.math}
-    assert missing == {}
-    assert sum(s.figures for s in crawl.values()) >= 20
-
-
-def test_no_page_overflows_a_390_px_screen(crawl: dict[str, Seen]) -> None:
-    wide = {url: (s.scroll_width, s.too_wide) for url, s in crawl.items() if s.scroll_width > PHONE["width"] + 1}
-    assert wide == {}
 
 
 def test_a_slider_at_390_px_is_visible_and_operable(context: BrowserContext, site: Site) -> None:

@@ -1,6 +1,8 @@
 """What the reader sees: every page at 1280 px and 390 px, light and dark, compared with committed
 screenshots; the layout measured on each (grids, overlaps, clipped text, chart axes, sideways
-scroll); axe-core on the course map in both palettes.
+scroll, the build-time charts and math there without the runtime); axe-core on the course map in
+both palettes. Each page is loaded in full (not by instant navigation), so its own <head> is
+exercised, and the context aborts and records any request to another origin.
 
 Charts stay in their build-time (static SVG) state: the wasm request is held unanswered, so the
 live plotly charts, whose timing varies, never replace them. What moves by itself (a widget's
@@ -114,6 +116,35 @@ def shots(context: BrowserContext, site: Site) -> dict[str, Shot]:
 def test_every_page_was_shot_at_both_widths_in_both_palettes(shots: dict[str, Shot], site: Site) -> None:
     expected = len(all_pages(site)) * len(WIDTHS) * len(PALETTES) + len(FULL_PAGE) * len(WIDTHS) * len(PALETTES)
     assert len(shots) == expected >= 100
+    pages = all_pages(site)
+    assert "" in pages and "glossary/" in pages and "validation/" in pages
+    assert len([u for u in pages if u.startswith("lessons/")]) >= 14
+    assert len([u for u in pages if u.startswith("tools/")]) >= 1
+
+
+def test_every_page_shows_its_prerendered_charts_and_math_without_the_runtime(shots: dict[str, Shot]) -> None:
+    """The shots are taken with the Python runtime held back and every other site unreachable:
+    what a reader offline, or before Python starts, sees."""
+    missing = {
+        name: {k: s.layout[k] for k in ("figures", "drawn", "math", "math_rendered")}
+        for name, s in shots.items()
+        if s.layout["drawn"] != s.layout["figures"] or s.layout["math_rendered"] < s.layout["math"]
+    }
+    assert missing == {}
+    phone_light = [s for name, s in shots.items() if name.endswith("-390-light")]
+    assert sum(s.layout["figures"] for s in phone_light) >= 20
+
+
+def test_every_page_with_a_widget_starts_the_runtime_itself(shots: dict[str, Shot]) -> None:
+    """Loaded in full, each page's own scripts start Python (its WebAssembly is held back here:
+    test_accessibility.py then sees every widget of every page go live)."""
+    wrong = {
+        name: s.layout["runtime"]
+        for name, s in shots.items()
+        if s.layout["figures"] and s.layout["runtime"] != {"state": "starting", "starts": 1}
+    }
+    assert wrong == {}
+    assert sum(1 for name, s in shots.items() if name.endswith("-1280-light") and s.layout["figures"]) >= 20
 
 
 def test_screenshots_match_the_baselines(shots: dict[str, Shot]) -> None:
@@ -142,7 +173,11 @@ def test_the_course_map_keeps_its_grids(shots: dict[str, Shot]) -> None:
 
 
 def test_nothing_scrolls_sideways(shots: dict[str, Shot]) -> None:
-    wide = {name: s.layout["scroll_width"] for name, s in shots.items() if s.layout["scroll_width"] > s.layout["width"]}
+    wide = {
+        name: (s.layout["scroll_width"], s.layout["too_wide"])
+        for name, s in shots.items()
+        if s.layout["scroll_width"] > s.layout["width"]
+    }
     assert wide == {}
 
 

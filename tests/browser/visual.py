@@ -137,6 +137,17 @@ LAYOUT = """() => {
   return {
     scroll_width: document.documentElement.scrollWidth,
     width: innerWidth,
+    // What sticks out past the screen's right edge (scrolling boxes, code and display math may).
+    too_wide: [...document.querySelectorAll(".md-content *")]
+      .filter((el) => box(el).right > innerWidth + 1 && !el.closest(
+        ".md-typeset__scrollwrap, pre, .katex-display, div.arithmatex, .sim-data-table"))
+      .slice(0, 3).map(name),
+    // The build-time charts and the math, there before (and without) the Python runtime.
+    figures: document.querySelectorAll("figure.sim").length,
+    drawn: document.querySelectorAll("figure.sim .sim-chart:has(.sim-static-chart)").length,
+    math: document.querySelectorAll(".arithmatex").length,
+    math_rendered: document.querySelectorAll(".arithmatex .katex").length,
+    runtime: window.llmCourse?.runtime ? { state: llmCourse.runtime.state, starts: llmCourse.runtime.starts } : null,
     overlaps, clipped, axes,
     journey: [...document.querySelectorAll(".course-journey")].map(perRow),
     journey_items: [...document.querySelectorAll(".course-journey > li")].length,
