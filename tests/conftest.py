@@ -1,16 +1,19 @@
-"""How `./dev test` spreads the suite over processes (pytest-xdist, `--dist loadgroup`).
+"""Shared by every test: the answers a site build kept, and hypothesis's settings.
 
-Each test module stays on one worker, so a module-scoped fixture (Pyodide in Node.js, a browser)
-starts once; every browser module shares one worker, so the site the browser tests serve is built
-once (tests/browser/conftest.py's session fixture) and Chromium runs beside the CPU-bound
-simulator tests instead of beside a second Chromium. Without xdist the groups are ignored."""
+`./dev test` runs the browser tests and the others as two processes at once, the others at the
+lowest priority (nice 19): generating a hypothesis example may then wait for the CPU, which is no
+fault of the test, so the too-slow health check and the per-example deadline are off for all."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from kept import KeptSimulators, kept_file
+
+settings.register_profile("course", suppress_health_check=[HealthCheck.too_slow], deadline=None)
+settings.load_profile("course")
 
 _KEPT: list[Path] = []  # the kept-answers file once loaded (one per process)
 
@@ -32,10 +35,3 @@ def _kept_serving_runs() -> None:
 def kept_sims() -> KeptSimulators:
     """The build's view of the simulators, answering from a build's kept answers where one exists."""
     return KeptSimulators()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        group = "browser" if module.startswith("tests/browser/") else module
-        item.add_marker(pytest.mark.xdist_group(group))
