@@ -5,6 +5,7 @@ State lives for one build in `_build`, set by on_config; everything else is a pu
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from sitebuild.sims import Simulators, cache_file
 
 # docs/*.md that are not pages of their own (excluded in mkdocs.yml's exclude_docs).
 PARTIALS = ("validation-table.md",)
+SIZES_PAGE = "instructors.md"
 
 
 @dataclass
@@ -26,10 +28,27 @@ class _Build:
     course: Course
     sims: Simulators
     generated: dict[str, bytes]
+    # The standard library zip and the start-up snapshot, made by Node.js (about 12 s when not
+    # cached) while the pages render; joined by the page that lists the download sizes, or on_env.
+    runtime_files: Future[tuple[dict[str, tuple[str, bytes]], dict[str, list[int]]]]
     glossary: glossary.Glossary | None = None
 
 
 _build: _Build | None = None
+
+
+def _runtime_files(
+    root: Path, archive: bytes, downloads: dict[str, bytes]
+) -> tuple[dict[str, tuple[str, bytes]], dict[str, list[int]]]:
+    """{"stdlib": (name, zip), "snapshot": (name, snapshot)}, and the sizes of every start-up
+    download: Pyodide's, those two and `downloads` (the worker's other generated files, by name)."""
+    stdlib_file = stdlib.stdlib_zip(root / "simulators", archive, root / "build")
+    made = {"stdlib": stdlib_file, "snapshot": assets.python_snapshot(archive, stdlib_file[1], root / "build")}
+    sizes = precompress.downloads(
+        {name: assets.NODE_MODULES / "pyodide" / name for name in assets.PYODIDE_DOWNLOADS},
+        downloads | dict(made.values()),
+    )
+    return made, sizes
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
@@ -39,36 +58,39 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     archive_name, archive = assets.simulators_archive(root / "simulators")
     sims = Simulators(cache_file(root, archive_name))
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
-    stdlib_name, stdlib_zip = stdlib.stdlib_zip(root / "simulators", archive, root / "build")
-    snapshot_name, snapshot = assets.python_snapshot(archive, stdlib_zip, root / "build")
     data_name, data = assets.data_archive(archive)
-    _build = _Build(
-        course,
-        sims,
-        {
-            f"assets/generated/{archive_name}": archive,
-            f"assets/generated/{schemas_name}": schemas,
-            f"assets/generated/{stdlib_name}": stdlib_zip,
-            f"assets/generated/{snapshot_name}": snapshot,
-            f"assets/generated/{data_name}": data,
-        },
-    )
+    generated = {
+        f"assets/generated/{archive_name}": archive,
+        f"assets/generated/{schemas_name}": schemas,
+        f"assets/generated/{data_name}": data,
+    }
+    pool = ThreadPoolExecutor(1)
+    runtime_files = pool.submit(_runtime_files, root, archive, {archive_name: archive, data_name: data})
+    pool.shutdown(wait=False)  # the thread ends when its work does
+    _build = _Build(course, sims, generated, runtime_files)
     config.extra["runtime"] = {
         "archive": archive_name,
         "schemas": schemas_name,
-        "stdlib": stdlib_name,
-        "snapshot": snapshot_name,
         "data": data_name,
         "pyodideLock": assets.pyodide_lock(),
-        "downloads": precompress.downloads(
-            {name: assets.NODE_MODULES / "pyodide" / name for name in assets.PYODIDE_DOWNLOADS},
-            {archive_name: archive, stdlib_name: stdlib_zip, snapshot_name: snapshot, data_name: data},
-        ),
     }
     config.nav = _nav(course, Path(config.docs_dir))
     terms = Path(config.docs_dir) / "glossary.yml"
     _build.glossary = glossary.load(terms) if terms.is_file() else None
     return config
+
+
+def _runtime_ready(config: MkDocsConfig) -> dict[str, Any]:
+    """config.extra["runtime"] complete: the names of the Node.js-made files and every start-up
+    download's size (waits for those files the first time)."""
+    assert _build is not None
+    runtime = config.extra["runtime"]
+    if "downloads" not in runtime:
+        made, runtime["downloads"] = _build.runtime_files.result()
+        for key, (name, data) in made.items():
+            runtime[key] = name
+            _build.generated[f"assets/generated/{name}"] = data
+    return runtime
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
@@ -79,14 +101,19 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         files.append(File.generated(config, src_uri, abs_src_path=str(path)))
     for src_uri, content in _build.generated.items():
         files.append(File.generated(config, src_uri, content=content))
+    # The page that lists the download sizes renders last, so the other pages render while Node.js
+    # makes the files it measures.
+    if (sizes_page := files.get_file_from_path(SIZES_PAGE)) is not None:
+        files.remove(sizes_page)
+        files.append(sizes_page)
     return files
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     assert _build is not None
     lesson = _build.course.lesson_at(page.file.src_uri)
-    if page.file.src_uri == "instructors.md":  # the download sizes of this build
-        runtime = config.extra["runtime"]
+    if page.file.src_uri == SIZES_PAGE:  # the download sizes of this build
+        runtime = _runtime_ready(config)
         table = precompress.sizes_table(runtime["downloads"], precompress.paths(runtime))
         markdown = markdown.replace(precompress.SIZES_MARKER, table)
         sentence = precompress.class_sentence(runtime["downloads"], precompress.paths(runtime))
@@ -95,6 +122,17 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         path = Path(page.file.abs_src_path or page.file.src_uri)
         return docs_pages.render(markdown, page.file.src_uri, path, _build.sims, _build.glossary, _build.course)
     return lesson_page.render(lesson, _build.course, _build.sims, _build.glossary)
+
+
+def on_env(env: Any, config: MkDocsConfig, files: Files) -> Any:
+    """The Node.js-made files join the site before mkdocs copies its files and renders templates."""
+    assert _build is not None
+    runtime = _runtime_ready(config)
+    for key in ("stdlib", "snapshot"):
+        src_uri = f"assets/generated/{runtime[key]}"
+        if files.get_file_from_path(src_uri) is None:
+            files.append(File.generated(config, src_uri, content=_build.generated[src_uri]))
+    return env
 
 
 def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
