@@ -2,7 +2,8 @@
 
 The wasm request is held without an answer, as a host that stalls does; the client's stall limit (no
 data for 15 s) must end the wait with a notice and a "Try again" button. Once the host answers
-again, that button (pressed with the keyboard) starts Python and the controls come alive.
+again, that button (pressed with the keyboard) starts Python and the controls come alive. The
+page's clock (Playwright's, which runs at the real pace) jumps over the 15 s instead of waiting.
 """
 
 from __future__ import annotations
@@ -14,14 +15,21 @@ from playwright.sync_api import BrowserContext, Route
 def test_a_runtime_that_never_starts_ends_in_a_notice_and_the_charts_stay(context: BrowserContext, site: Site) -> None:
     held: list[Route] = []
     context.route("**/pyodide.asm.wasm*", lambda route: held.append(route))  # never answered
+    context.clock.install()
     page = context.new_page()
     page.goto(site.url + site.pages_with('data-sim="')[0])
+    for _ in range(300):  # until the worker asks for the wasm (the route answers in Playwright's waits)
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the wasm request never reached the route"
+    assert page.evaluate("() => window.llmCourse.runtime.state") == "starting"
+    page.clock.fast_forward(16_000)
     page.wait_for_function("() => window.llmCourse?.runtime?.state === 'failed'", timeout=30_000)
     figure = page.locator("figure.sim").first
     assert "no data for 15 s" in figure.locator(".sim-status").inner_text()
     assert figure.locator(".sim-chart .sim-static-chart").count() > 0
     assert figure.locator(".sim-field input").first.is_disabled()
-    assert held, "the wasm request never reached the route"
     context.unroute("**/pyodide.asm.wasm*")
     for route in held:
         route.abort()
