@@ -243,6 +243,30 @@ def test_a_long_chart_title_on_a_phone_stays_above_its_plot(context: BrowserCont
     assert 0 <= title_top and title_bottom <= plot_top, (title_top, title_bottom, plot_top)
 
 
+def test_a_long_legend_entry_on_a_phone_stays_inside_the_chart(context: BrowserContext, site: Site) -> None:
+    """Plotly cuts a legend entry wider than the chart off at its edge; charts.js breaks a long
+    name into lines on a narrow chart (lesson 05's running chart: "… (prefill or decode) (so far)")."""
+    page = context.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(site.url + "lessons/05-continuous-batching/")
+    name = "Static: sequences still running (prefill or decode), one line per slot (so far)"
+    right, text, chart_right = page.evaluate(
+        """async (name) => {
+             const { draw } = await import(new URL("../../assets/js/charts.js", document.baseURI).href);
+             const el = Object.assign(document.createElement("div"), { style: "width: 358px; height: 360px" });
+             document.querySelector("article").prepend(el);
+             await draw(el, { data: [{ type: "scatter", x: [0, 1], y: [0, 1], name }],
+                              layout: { showlegend: true, legend: { orientation: "h", y: -0.3 } } });
+             const entry = el.querySelector(".legendtext");
+             return [entry.getBoundingClientRect().right, entry.textContent, el.getBoundingClientRect().right];
+           }""",
+        name,
+    )
+    page.close()
+    assert text.replace(" ", "") == name.replace(" ", "")  # every word shown, on one line or more
+    assert right <= chart_right, (right, chart_right)
+
+
 @pytest.mark.parametrize("palette", PALETTES)
 def test_axe_finds_nothing_serious_on_the_course_map(context: BrowserContext, site: Site, palette: str) -> None:
     """tests/browser/test_accessibility.py audits every page in both palettes; this repeats the

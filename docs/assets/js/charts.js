@@ -14,7 +14,19 @@ export async function draw(element, figure) {
   await loadScript(PLOTLY);
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
   const width = element.clientWidth;
-  await Plotly.react(element, inked(figure.data), fitLegend(fitTitle(themed(figure.layout), width), width), { responsive: true, displaylogo: false });
+  const layout = fitLegend(fitTitle(themed(figure.layout), width), width);
+  await Plotly.react(element, fitNames(inked(figure.data), layout, width), layout, { responsive: true, displaylogo: false });
+}
+
+// `text` broken between words into lines of at most `fits` letters (a longer word keeps its line).
+function wrapped(text, fits) {
+  const lines = [""];
+  for (const word of text.split(" ")) {
+    const line = lines[lines.length - 1];
+    if (line && line.length + 1 + word.length > fits) lines.push(word);
+    else lines[lines.length - 1] = line ? `${line} ${word}` : word;
+  }
+  return lines;
 }
 
 // Plotly draws a title on one line, cut off at the chart's edges when the chart is narrower (a
@@ -32,12 +44,7 @@ function fitTitle(layout, width) {
   const size = title.font?.size ?? 1.4 * (layout.font?.size ?? 12); // plotly's default title size
   const fits = Math.max(10, Math.floor((width - 16) / (TITLE_EM * size)));
   if (title.text.length <= fits) return layout;
-  const lines = [""];
-  for (const word of title.text.split(" ")) {
-    const line = lines[lines.length - 1];
-    if (line && line.length + 1 + word.length > fits) lines.push(word);
-    else lines[lines.length - 1] = line ? `${line} ${word}` : word;
-  }
+  const lines = wrapped(title.text, fits);
   const pad = { t: TITLE_PAD_PX + (lines.length > 1 ? 0.7 * size : 0) };
   const hung = { ...title, text: lines.join("<br>"), yref: "container", y: 1, yanchor: "top", pad };
   const high = Math.ceil(TITLE_PAD_PX + lines.length * 1.3 * size + TITLE_PAD_PX);
@@ -56,6 +63,14 @@ function fitLegend(layout, width) {
   const legend = layout.legend;
   if (width >= NARROW_PX || legend?.orientation !== "h" || legend.y === undefined || legend.y >= 0 || legend.yref) return layout;
   return { ...layout, legend: { ...legend, yref: "container", y: 0, yanchor: "bottom" } };
+}
+
+// Plotly cuts off a legend entry wider than the chart (a phone: "… (prefill or decode) (so fa"):
+// on a narrow chart a long name is broken between words, past its symbol (about 40 px).
+function fitNames(data, layout, width) {
+  if (!width || width >= NARROW_PX) return data;
+  const fits = Math.max(12, Math.floor((width - 56) / (TITLE_EM * (layout.legend?.font?.size ?? layout.font?.size ?? 12))));
+  return data.map((t) => (typeof t.name === "string" && t.name.length > fits && !t.name.includes("<br>") ? { ...t, name: wrapped(t.name, fits).join("<br>") } : t));
 }
 
 // The palette's colours, read once per colour scheme: reading computed styles forces the browser
