@@ -87,9 +87,7 @@ def _runtime_ready(config: MkDocsConfig) -> dict[str, Any]:
     runtime = config.extra["runtime"]
     if "downloads" not in runtime:
         made, runtime["downloads"] = _build.runtime_files.result()
-        for key, (name, data) in made.items():
-            runtime[key] = name
-            _build.generated[f"assets/generated/{name}"] = data
+        runtime |= {key: name for key, (name, _) in made.items()}
     return runtime
 
 
@@ -127,11 +125,9 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
 def on_env(env: Any, config: MkDocsConfig, files: Files) -> Any:
     """The Node.js-made files join the site before mkdocs copies its files and renders templates."""
     assert _build is not None
-    runtime = _runtime_ready(config)
-    for key in ("stdlib", "snapshot"):
-        src_uri = f"assets/generated/{runtime[key]}"
-        if files.get_file_from_path(src_uri) is None:
-            files.append(File.generated(config, src_uri, content=_build.generated[src_uri]))
+    _runtime_ready(config)
+    for name, data in _build.runtime_files.result()[0].values():
+        files.append(File.generated(config, f"assets/generated/{name}", content=data))
     return env
 
 
