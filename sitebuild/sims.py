@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,30 @@ class Simulators:
             json.loads(cache_file.read_text()) if cache_file is not None and cache_file.is_file() else {}
         )
         self._runs: dict[str, dict[str, Any]] = {}
+        self._validation: Future[dict[str, str]] | None = None
         # The validation page's serving rows (the event engine, ~20 s) are kept in the same file,
         # and made in parallel processes when not.
         api.make_runs_with(processes.run_many)
         api.remember_measurement_runs(
             {k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)}
         )
+
+    def start_validation(self) -> None:
+        """Start the validation page's work in a thread (its engine runs go to other processes), so
+        that the pages render meanwhile; `validation_page` and `held_out_band` wait for it."""
+        pool = ThreadPoolExecutor(1)
+        self._validation = pool.submit(api.validation_page)
+        pool.shutdown(wait=False)  # the thread ends when its work does
+
+    def validation_page(self) -> dict[str, str]:
+        """api.validation_page(), from the thread when one was started."""
+        return self._validation.result() if self._validation is not None else api.validation_page()
+
+    def held_out_band(self) -> dict[str, float]:
+        """api.held_out_band(), once the validation's work is done (its rows are then kept)."""
+        if self._validation is not None:
+            self._validation.result()
+        return api.held_out_band()
 
     def run(self, name: str, params: dict[str, Any], seed: int = 0) -> dict[str, Any]:
         """The parsed `run_json` answer for these parameters and seed, cached per build."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -214,15 +215,18 @@ def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> floa
     """The row's published quantity, predicted by serving its requests under its conditions."""
     key = repr((sorted(e.items()), p, sched.max_num_seqs, sched.max_num_batched_tokens))
     if key not in _RUNS:
-        if _WANTED is not None:  # run_ahead's listing pass: note the run, answer NaN
-            _WANTED[key] = (e, p, sched)
+        wanted = getattr(_LISTING, "wanted", None)
+        if wanted is not None:  # run_ahead's listing pass: note the run, answer NaN
+            wanted[key] = (e, p, sched)
             return math.nan
         _RUNS[key] = _run(e, p, sched)
     return _RUNS[key]
 
 
 _RUNS: dict[str, float] = {}  # one simulation per row, profile and schedule
-_WANTED: dict[str, tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]] | None = None
+# run_ahead's listing pass, seen only by the thread that makes it (the site build renders other
+# pages meanwhile, some with runs of their own): `wanted`, the runs noted, by key.
+_LISTING = threading.local()
 
 
 def run_ahead(ask: Callable[[], object]) -> None:
@@ -230,14 +234,14 @@ def run_ahead(ask: Callable[[], object]) -> None:
     real call of `ask` finds them all (the same answers: runs are pure). `ask` is called once with
     every new run answered NaN, only to list them; it must not keep what it computes then. Without
     `run_many` (Pyodide, the CLI, a process that has made no site build) nothing runs ahead."""
-    global _WANTED
     if run_many is None:
         return
-    _WANTED = {}
+    todo: dict[str, tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]] = {}
+    _LISTING.wanted = todo
     try:
         ask()
     finally:
-        todo, _WANTED = _WANTED, None
+        _LISTING.wanted = None
     # the longest first (a server row searches its rate over several runs), so no process idles at the end
     order = sorted(todo, key=lambda k: todo[k][0].get("arrival") != "server")
     _RUNS.update(zip(order, run_many(run_args, [todo[k] for k in order]), strict=True))
