@@ -50,12 +50,15 @@ def main() -> int:
         from sitebuild import assets, lesson_page
         from sitebuild.course import load_course
         from sitebuild.errors import BuildError
-        from sitebuild.sims import Simulators, cache_file
+        from sitebuild.sims import Simulators, cache_file, committed_runs
 
         # The build's kept answers (build/, keyed by the simulators' hash): after one build or fast
         # check, an edit re-runs only the widgets and numbers it changed.
         archive_name, _ = assets.simulators_archive(ROOT / "simulators")
-        course, sims_cache = load_course(ROOT / "lessons"), Simulators(cache_file(ROOT, archive_name))
+        course, sims_cache = (
+            load_course(ROOT / "lessons"),
+            Simulators(cache_file(ROOT, archive_name), committed_runs(ROOT)),
+        )
         for lesson in course.lessons:
             if lesson.id in lessons:
                 try:

@@ -393,8 +393,9 @@ def make_runs_with(run_many: Callable[[Callable[[Any], float], list[Any]], list[
     served_benchmarks.run_many = run_many
 
 
-def remember_measurement_runs(runs: dict[str, float]) -> None:
-    """Runs made earlier by this same code, so they are not made again."""
+def keep_measurement_runs(lookup: Callable[[str], float | None] | None) -> None:
+    """Runs made earlier by this same code, found by the key `measurement_runs` gives them (None:
+    not made), so they are not made again."""
     from .benchmark import served_benchmarks
 
-    served_benchmarks.remember_runs(runs)
+    served_benchmarks.kept = lookup

@@ -27,7 +27,7 @@ from sitebuild import (
     stdlib,
 )
 from sitebuild.course import Course, load_course
-from sitebuild.sims import Simulators, cache_file
+from sitebuild.sims import Simulators, cache_file, committed_runs
 
 # docs/*.md that are not pages of their own (excluded in mkdocs.yml's exclude_docs).
 PARTIALS = ("validation-table.md",)
@@ -67,7 +67,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     root = Path(config.config_file_path).parent
     course = load_course(root / config.extra["lessons_dir"])
     archive_name, archive = assets.simulators_archive(root / "simulators")
-    sims = Simulators(cache_file(root, archive_name))
+    sims = Simulators(cache_file(root, archive_name), committed_runs(root))
     sims.start_validation()
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
     data_name, data = assets.data_archive(archive)

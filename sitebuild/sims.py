@@ -5,11 +5,14 @@ pre-rendered chart and the live one come from one code path (and two blocks show
 in two charts simulate it once). Runs are pure and deterministic (same parameters,
 same bytes), so answers are also kept on disk between builds, in a file named after the hash of the
 simulators archive: a change anywhere in simulators/ starts a fresh file. `serve` rebuilds after a
-lesson edit then only run what the edit added.
+lesson edit then only run what the edit added. The validation's engine runs are also committed, in
+docs/validation-runs.json, for the simulators code they depend on: a fresh clone's first build
+reads them instead of making them (about 40 s of engine runs here).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,7 +23,11 @@ from simulators import api
 
 from . import processes
 
-SERVED = "served_benchmarks\n"  # the cache's keys for the validation's serving runs
+SERVED = "served_benchmarks\n"  # the cache's keys for the validation's serving runs (then their digest)
+# The committed runs (scripts/validation_table.py writes them), and what they depend on: the layers
+# of simulators/ below the widgets (tests/test_layers.py keeps the benchmarks from importing more).
+VALIDATION_RUNS = Path("docs") / "validation-runs.json"
+VALIDATION_LAYERS = ("__init__.py", "results_cache.py", "core", "engine", "benchmark", "data")
 
 
 class SimulatorRunError(Exception):
@@ -37,9 +44,41 @@ def cache_file(root: Path, archive_name: str) -> Path:
     return root / "build" / f"sim-runs-{archive_name.removesuffix('.zip')}.json"
 
 
+def run_digest(key: str) -> str:
+    """How a validation run is kept: a digest of its key (api.measurement_runs), a few kB long."""
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def validation_key(root: Path) -> str:
+    """A hash of the files of `root`/simulators/ that the validation's runs depend on."""
+    digest = hashlib.sha256()
+    package = root / "simulators"
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(package)
+        if path.is_file() and rel.parts[0] in VALIDATION_LAYERS and path.suffix != ".pyc":
+            digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def committed_runs(root: Path) -> dict[str, float]:
+    """The committed validation runs, by digest, if these simulators made them; else none."""
+    path = root / VALIDATION_RUNS
+    kept = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return dict(kept["runs"]) if kept.get("simulators") == validation_key(root) else {}
+
+
+def write_committed_runs(root: Path) -> int:
+    """Write the validation runs made in this process as the committed ones; their count."""
+    runs = {run_digest(k): v for k, v in sorted(api.measurement_runs().items())}
+    text = json.dumps({"simulators": validation_key(root), "runs": dict(sorted(runs.items()))}, indent=0)
+    (root / VALIDATION_RUNS).write_text(text + "\n", encoding="utf-8")
+    return len(runs)
+
+
 class Simulators:
-    def __init__(self, cache_file: Path | None = None) -> None:
-        """`cache_file` keeps answers between builds; without one (tests), nothing is kept."""
+    def __init__(self, cache_file: Path | None = None, committed: dict[str, float] | None = None) -> None:
+        """`cache_file` keeps answers between builds; without one (tests), nothing is kept.
+        `committed`: validation runs by digest (committed_runs)."""
         self._session = api.Session()
         self.schemas: dict[str, dict[str, Any]] = api.schemas()
         self._cache_file = cache_file
@@ -51,9 +90,9 @@ class Simulators:
         # The validation page's serving rows (the event engine, ~20 s) are kept in the same file,
         # and made in parallel processes when not.
         api.make_runs_with(processes.run_many)
-        api.remember_measurement_runs(
-            {k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)}
-        )
+        served = {k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)}
+        served |= committed or {}
+        api.keep_measurement_runs(lambda key: served.get(run_digest(key)))
 
     def start_validation(self) -> None:
         """Start the validation page's work in a thread (its engine runs go to other processes), so
@@ -93,7 +132,7 @@ class Simulators:
         for old in self._cache_file.parent.glob("sim-runs-*.json"):
             if old != self._cache_file:
                 old.unlink()
-        self._saved.update({SERVED + k: repr(v) for k, v in api.measurement_runs().items()})
+        self._saved.update({SERVED + run_digest(k): repr(v) for k, v in api.measurement_runs().items()})
         partial = self._cache_file.with_suffix(f".{os.getpid()}.partial")
         partial.write_text(json.dumps(self._saved))
         partial.replace(self._cache_file)  # atomic: a concurrent build reads old or new, never half

@@ -32,7 +32,7 @@ class KeptSimulators:
 
     def __getattr__(self, name: str) -> Any:
         if self._sims is None:
-            from sitebuild.sims import Simulators
+            from sitebuild.sims import Simulators, committed_runs
 
-            self._sims = Simulators(kept_file())
+            self._sims = Simulators(kept_file(), committed_runs(ROOT))
         return getattr(self._sims, name)

@@ -214,6 +214,8 @@ def _poisson_times(n: int, rate: float) -> list[float]:
 def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
     """The row's published quantity, predicted by serving its requests under its conditions."""
     key = repr((sorted(e.items()), p, sched.max_num_seqs, sched.max_num_batched_tokens))
+    if key not in _RUNS and kept is not None and (value := kept(key)) is not None:
+        _RUNS[key] = value
     if key not in _RUNS:
         wanted = getattr(_LISTING, "wanted", None)
         if wanted is not None:  # run_ahead's listing pass: note the run, answer NaN
@@ -264,9 +266,9 @@ def known_runs() -> dict[str, float]:
     return dict(_RUNS)
 
 
-def remember_runs(runs: dict[str, float]) -> None:
-    """Runs made earlier by this same code (`known_runs`), so they are not made again."""
-    _RUNS.update(runs)
+# Runs made earlier by this same code, by key (None: not made), set through
+# api.keep_measurement_runs by a caller that keeps them (the site build); None: none kept.
+kept: Callable[[str], float | None] | None = None
 
 
 def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:

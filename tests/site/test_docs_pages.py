@@ -11,7 +11,7 @@ import pytest
 from simulators import api
 from simulators.benchmark import crossval, validation, vllm_validation
 from simulators.core import catalog
-from sitebuild import docs_pages, hooks
+from sitebuild import docs_pages, hooks, sims
 from sitebuild.course import load_course
 from sitebuild.sims import Simulators
 
@@ -24,6 +24,12 @@ def test_the_committed_validation_table_is_fresh():
     assert (DOCS / "validation-table.md").read_text(encoding="utf-8") == crossval.page_markdown(), (
         "run: python scripts/validation_table.py"
     )
+
+
+def test_the_committed_validation_runs_are_of_these_simulators():
+    # docs/validation-runs.json spares a fresh clone's first build the validation's engine runs; it
+    # names the simulators code that made them, and a build uses it only for that code.
+    assert sims.committed_runs(ROOT), "run: python scripts/validation_table.py"
 
 
 def test_the_validation_page_gets_the_table_and_a_computed_error_band():
