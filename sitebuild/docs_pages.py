@@ -15,6 +15,7 @@ import posixpath
 import re
 from pathlib import Path
 
+from simulators import api
 from sitebuild import glossary as glossary_mod
 from sitebuild import lesson_page
 from sitebuild.course import Course
@@ -38,7 +39,7 @@ def render(markdown: str, src_uri: str, path: Path, sims: Simulators, glossary: 
         # Definitions may hold build-time numbers too ({{ … }}), computed like a lesson's.
         return lesson_page.render_body(glossary_mod.render_page(markdown, glossary, course), path, 1, sims)
     if src_uri == VALIDATION_PAGE:  # its widget first (line numbers as in the file), then the generated tables
-        return render_validation(lesson_page.render_body(markdown, path, 1, sims), sims)
+        return render_validation(lesson_page.render_body(markdown, path, 1, sims))
     return markdown
 
 
@@ -53,10 +54,10 @@ def unlink_missing_lessons(markdown: str, src_uri: str, course: Course) -> str:
     return LESSON_LINK.sub(keep, markdown)
 
 
-def render_validation(markdown: str, sims: Simulators) -> str:
+def render_validation(markdown: str) -> str:
     for marker in (TABLE_MARKER, BAND_MARKER):
         if marker not in markdown:
             raise BuildError(f"docs/{VALIDATION_PAGE} lacks the line {marker}")
-    parts = sims.validation_page()
+    parts = api.validation_page()
     markdown = markdown.replace(VLLM_MARKER, parts["vllm_table"])
     return markdown.replace(BAND_MARKER, parts["band"]).replace(TABLE_MARKER, parts["table"])

@@ -58,10 +58,14 @@ Scenarios = dict[str, dict[str, Any]]
 HELD_OUT = "heldout"
 
 
-# Reserved names (a scenario cannot take them): the held-out band (see the module docstring), the
-# default engine profile.
-profile_constants = cache(api.profile_constants)
-RESERVED = {HELD_OUT: Simulators.held_out_band, "profile": lambda sims: profile_constants()}
+@cache
+def held_out_band() -> dict[str, float]:
+    """The held-out band's statistics a lesson can quote (see the module docstring)."""
+    return api.held_out_band()
+
+
+# Reserved names (a scenario cannot take them): the held-out band, the default engine profile.
+RESERVED = {HELD_OUT: held_out_band, "profile": cache(api.profile_constants)}
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,7 @@ def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: list, 
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "spread":
         return _spread(node, sims, scenarios, calls)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in RESERVED:
-        stats = RESERVED[node.value.id](sims)
+        stats = RESERVED[node.value.id]()
         if node.attr not in stats:
             raise ValueError(f"{node.value.id} has no figure {node.attr!r} (it has: {', '.join(stats)})")
         return stats[node.attr]

@@ -14,18 +14,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from sitebuild import (
-    assets,
-    blocks,
-    csp,
-    docs_pages,
-    expressions,
-    glossary,
-    lesson_page,
-    precompress,
-    service_worker,
-    stdlib,
-)
+from sitebuild import assets, blocks, csp, docs_pages, glossary, lesson_page, precompress, service_worker, stdlib
 from sitebuild.course import Course, load_course
 from sitebuild.sims import Simulators, cache_file, committed_runs
 
@@ -68,7 +57,6 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     course = load_course(root / config.extra["lessons_dir"])
     archive_name, archive = assets.simulators_archive(root / "simulators")
     sims = Simulators(cache_file(root, archive_name), committed_runs(root))
-    sims.start_validation()
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
     data_name, data = assets.data_archive(archive)
     generated = {
@@ -111,21 +99,12 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         files.append(File.generated(config, src_uri, abs_src_path=str(path)))
     for src_uri, content in _build.generated.items():
         files.append(File.generated(config, src_uri, content=content))
-    # Pages render in this order. Those that wait for work begun in on_config go last, so the
-    # others render meanwhile: the pages that quote the validation's band, then the one that lists
-    # the download sizes (made by Node.js).
-    for page in sorted(files.documentation_pages(), key=_waits):
-        files.remove(page)
-        files.append(page)
+    # The page that lists the download sizes renders last, so the other pages render while Node.js
+    # makes the files it measures.
+    if (sizes_page := files.get_file_from_path(SIZES_PAGE)) is not None:
+        files.remove(sizes_page)
+        files.append(sizes_page)
     return files
-
-
-def _waits(file: File) -> int:
-    """0: renders at once; 1: quotes the validation (its page, `heldout.*`); 2: lists the download sizes."""
-    if file.src_uri == SIZES_PAGE:
-        return 2
-    text = Path(file.abs_src_path).read_text(encoding="utf-8") if file.abs_src_path else ""
-    return int(file.src_uri == docs_pages.VALIDATION_PAGE or f"{expressions.HELD_OUT}." in text)
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,15 @@ def cache_file(root: Path, archive_name: str) -> Path:
 def run_digest(key: str) -> str:
     """How a validation run is kept: a digest of its key (api.measurement_runs), a few kB long."""
     return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+# The validation runs read so far in this process, by digest: one process runs one version of the
+# code (`serve` builds in a new process each time), so no Simulators made later forgets them.
+_SERVED: dict[str, float] = {}
+
+
+def _served(key: str) -> float | None:
+    return _SERVED.get(run_digest(key))
 
 
 def validation_key(root: Path) -> str:
@@ -86,30 +94,12 @@ class Simulators:
             json.loads(cache_file.read_text()) if cache_file is not None and cache_file.is_file() else {}
         )
         self._runs: dict[str, dict[str, Any]] = {}
-        self._validation: Future[dict[str, str]] | None = None
         # The validation page's serving rows (the event engine, ~20 s) are kept in the same file,
         # and made in parallel processes when not.
         api.make_runs_with(processes.run_many)
-        served = {k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)}
-        served |= committed or {}
-        api.keep_measurement_runs(lambda key: served.get(run_digest(key)))
-
-    def start_validation(self) -> None:
-        """Start the validation page's work in a thread (its engine runs go to other processes), so
-        that the pages render meanwhile; `validation_page` and `held_out_band` wait for it."""
-        pool = ThreadPoolExecutor(1)
-        self._validation = pool.submit(api.validation_page)
-        pool.shutdown(wait=False)  # the thread ends when its work does
-
-    def validation_page(self) -> dict[str, str]:
-        """api.validation_page(), from the thread when one was started."""
-        return self._validation.result() if self._validation is not None else api.validation_page()
-
-    def held_out_band(self) -> dict[str, float]:
-        """api.held_out_band(), once the validation's work is done (its rows are then kept)."""
-        if self._validation is not None:
-            self._validation.result()
-        return api.held_out_band()
+        _SERVED.update({k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)})
+        _SERVED.update(committed or {})
+        api.keep_measurement_runs(_served)
 
     def run(self, name: str, params: dict[str, Any], seed: int = 0) -> dict[str, Any]:
         """The parsed `run_json` answer for these parameters and seed, cached per build."""

@@ -6,29 +6,31 @@ fault of the test, so the too-slow health check and the per-example deadline are
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, settings
-from kept import KeptSimulators, kept_file
+from kept import ROOT, KeptSimulators, kept_file
 
 settings.register_profile("course", suppress_health_check=[HealthCheck.too_slow], deadline=None)
 settings.load_profile("course")
 
-_KEPT: list[Path] = []  # the kept-answers file once loaded (one per process)
+_LOADED: list[str] = []  # the kept runs loaded in this process: "committed", then the build's file
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _kept_serving_runs() -> None:
-    """The validation rows' engine runs that a site build of these same simulators kept (tests/kept.py),
-    loaded once a process as soon as a module starts after such a build exists, so that the
-    validation and cross-validation tests compare them instead of recomputing them (about 400 s of
-    CPU); without such a build they are computed where first needed."""
-    if not _KEPT and (path := kept_file()) is not None:
-        from sitebuild.sims import Simulators
+    """The validation rows' engine runs made by these same simulators: the committed ones
+    (docs/validation-runs.json) from the first module on, and those a site build kept (tests/kept.py)
+    as soon as a module starts after such a build exists, so that the validation and
+    cross-validation tests compare them instead of recomputing them (about 400 s of CPU). Runs that
+    neither holds are computed where first needed."""
+    from sitebuild.sims import Simulators, committed_runs
 
-        Simulators(path)  # remembers them (sitebuild/sims.py)
-        _KEPT.append(path)
+    if "committed" not in _LOADED:
+        Simulators(None, committed_runs(ROOT))  # remembered for the process (sitebuild/sims.py)
+        _LOADED.append("committed")
+    if "build" not in _LOADED and (path := kept_file()) is not None:
+        Simulators(path)
+        _LOADED.append("build")
 
 
 @pytest.fixture

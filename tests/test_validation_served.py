@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
 
 import pytest
 
@@ -14,13 +15,26 @@ from simulators.core import costmodel as cm
 from simulators.core import efficiency as ef
 from simulators.core.catalog import gpus, models
 from simulators.engine.steptime import StepCost
-from sitebuild import processes
+from sitebuild import processes, sims
 
 SERVING = ("offline_output_tokens_per_s", "batch_latency_s", "median_tpot_ms")
 
 
 def _rows() -> list[dict]:
     return [e for e in validation.measurements() if e["quantity"] in SERVING]
+
+
+def test_the_committed_runs_are_the_runs_the_engine_makes_now():
+    # A build reads docs/validation-runs.json in place of making these runs: made afresh here, a
+    # sample of them (the batch and request-rate rows, a second in all) has the committed value,
+    # to the last bit.
+    committed = sims.committed_runs(Path(__file__).resolve().parents[1])
+    assert len(committed) >= 300, "run: python scripts/validation_table.py"
+    sample = [e for e in _rows() if e["arrival"] in ("batch", "rate")]
+    for e in sample:
+        p, sched = ef.profile(validation.profile_of(e)), validation.schedule(e)
+        assert sb._run(e, p, sched) == committed[sims.run_digest(sb.run_key(e, p, sched))], e["id"]
+    assert len(sample) >= 4
 
 
 def test_every_serving_row_states_its_conditions():

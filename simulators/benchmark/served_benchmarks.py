@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 import random
 import statistics
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -213,22 +212,24 @@ def _poisson_times(n: int, rate: float) -> list[float]:
 
 def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
     """The row's published quantity, predicted by serving its requests under its conditions."""
-    key = repr((sorted(e.items()), p, sched.max_num_seqs, sched.max_num_batched_tokens))
+    key = run_key(e, p, sched)
     if key not in _RUNS and kept is not None and (value := kept(key)) is not None:
         _RUNS[key] = value
     if key not in _RUNS:
-        wanted = getattr(_LISTING, "wanted", None)
-        if wanted is not None:  # run_ahead's listing pass: note the run, answer NaN
-            wanted[key] = (e, p, sched)
+        if _WANTED is not None:  # run_ahead's listing pass: note the run, answer NaN
+            _WANTED[key] = (e, p, sched)
             return math.nan
         _RUNS[key] = _run(e, p, sched)
     return _RUNS[key]
 
 
+def run_key(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> str:
+    """The key a run is kept under (known_runs)."""
+    return repr((sorted(e.items()), p, sched.max_num_seqs, sched.max_num_batched_tokens))
+
+
 _RUNS: dict[str, float] = {}  # one simulation per row, profile and schedule
-# run_ahead's listing pass, seen only by the thread that makes it (the site build renders other
-# pages meanwhile, some with runs of their own): `wanted`, the runs noted, by key.
-_LISTING = threading.local()
+_WANTED: dict[str, tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]] | None = None
 
 
 def run_ahead(ask: Callable[[], object]) -> None:
@@ -236,14 +237,14 @@ def run_ahead(ask: Callable[[], object]) -> None:
     real call of `ask` finds them all (the same answers: runs are pure). `ask` is called once with
     every new run answered NaN, only to list them; it must not keep what it computes then. Without
     `run_many` (Pyodide, the CLI, a process that has made no site build) nothing runs ahead."""
+    global _WANTED
     if run_many is None:
         return
-    todo: dict[str, tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]] = {}
-    _LISTING.wanted = todo
+    _WANTED = {}
     try:
         ask()
     finally:
-        _LISTING.wanted = None
+        todo, _WANTED = _WANTED, None
     # the longest first (a server row searches its rate over several runs), so no process idles at the end
     order = sorted(todo, key=lambda k: todo[k][0].get("arrival") != "server")
     _RUNS.update(zip(order, run_many(run_args, [todo[k] for k in order]), strict=True))

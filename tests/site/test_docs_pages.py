@@ -13,7 +13,6 @@ from simulators.benchmark import crossval, validation, vllm_validation
 from simulators.core import catalog
 from sitebuild import docs_pages, hooks, sims
 from sitebuild.course import load_course
-from sitebuild.sims import Simulators
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -33,7 +32,7 @@ def test_the_committed_validation_runs_are_of_these_simulators():
 
 
 def test_the_validation_page_gets_the_table_and_a_computed_error_band():
-    page = docs_pages.render_validation((DOCS / "validation.md").read_text(encoding="utf-8"), Simulators())
+    page = docs_pages.render_validation((DOCS / "validation.md").read_text(encoding="utf-8"))
     assert docs_pages.TABLE_MARKER not in page and docs_pages.BAND_MARKER not in page
     headers = ("Published point", "| Model | Layout |")
     # The cross-validated table (one row per quantity and engine) stands above the rows, as computed.
@@ -56,7 +55,7 @@ def test_the_validation_page_gets_the_table_and_a_computed_error_band():
 
 def test_the_validation_page_needs_its_markers():
     with pytest.raises(Exception, match="validation-table"):
-        docs_pages.render_validation("# Validation\n\n<!-- validation-band -->\n", Simulators())
+        docs_pages.render_validation("# Validation\n\n<!-- validation-band -->\n")
 
 
 def json_blocks(path: Path) -> list[dict]:
