@@ -75,14 +75,6 @@ def committed_runs(root: Path) -> dict[str, float]:
     return dict(kept["runs"]) if kept.get("simulators") == validation_key(root) else {}
 
 
-def write_committed_runs(root: Path) -> int:
-    """Write the validation runs made in this process as the committed ones; their count."""
-    runs = {run_digest(k): v for k, v in sorted(api.measurement_runs().items())}
-    text = json.dumps({"simulators": validation_key(root), "runs": dict(sorted(runs.items()))}, indent=0)
-    (root / VALIDATION_RUNS).write_text(text + "\n", encoding="utf-8")
-    return len(runs)
-
-
 class Simulators:
     def __init__(self, cache_file: Path | None = None, committed: dict[str, float] | None = None) -> None:
         """`cache_file` keeps answers between builds; without one (tests), nothing is kept.
