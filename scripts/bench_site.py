@@ -49,11 +49,13 @@ from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "browser"))  # local_hosts.py: the servers as hosts serve the site
 
+import local_hosts  # noqa: E402
 from playwright.sync_api import BrowserContext, Page, sync_playwright  # noqa: E402
 
 from simulators import api  # noqa: E402
-from sitebuild import chromium, serve, serve_precompressed  # noqa: E402
+from sitebuild import chromium, serve  # noqa: E402
 
 # Records when the first chart is on screen, on the page's own clock (ms since navigation): the
 # animation frame after its SVG (the build's static one, or plotly's) entered the document.
@@ -360,8 +362,8 @@ def network_figures(
     that a machine shared with others slows each site alike."""
     hosts = {
         label: {
-            "compressing host (precompressed .gz)": serve_precompressed.start_precompressed(site_dir),
-            "python -m http.server": serve_precompressed.start_plain(site_dir),
+            "compressing host (precompressed .gz)": local_hosts.start_precompressed(site_dir),
+            "python -m http.server": local_hosts.start_plain(site_dir),
         }
         for label, site_dir in sites.items()
     }

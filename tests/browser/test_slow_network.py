@@ -1,7 +1,7 @@
 """Slow and data-saving connections, throttled by Chromium itself (the DevTools protocol).
 
 The site is served as a host set up for the build's precompressed copies serves it (nginx's
-gzip_static: sitebuild/serve_precompressed.py). At 5 Mbit/s and 100 ms the download takes about
+gzip_static: tests/browser/local_hosts.py). At 5 Mbit/s and 100 ms the download takes about
 8 s: the runtime must become ready with no failure notice while the status line shows how far the
 download got. With the browser's data saver on, Python is not downloaded until the reader asks.
 """
@@ -12,11 +12,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import local_hosts
 import pytest
 from browser_helpers import RUNTIME_LIMIT_MS, Site
 from playwright.sync_api import Browser, BrowserContext, CDPSession, Page, Route
-
-from sitebuild import serve_precompressed
 
 # Every text the status lines of the page showed, in order (a MutationObserver, from the start).
 STATUS_LOG = """
@@ -34,7 +33,7 @@ FAILURE = re.compile(r"could not|stopped|did not start")
 
 @pytest.fixture(scope="module")
 def host(site: Site) -> Iterator[str]:
-    server = serve_precompressed.start_precompressed(site.dir)
+    server = local_hosts.start_precompressed(site.dir)
     yield f"http://127.0.0.1:{server.server_port}/"
     server.shutdown()
     server.server_close()
@@ -163,8 +162,8 @@ PLAIN_HOST_BUDGET_MB = 14.0
 
 
 HOSTS = {
-    "compressing": (serve_precompressed.start_precompressed, COMPRESSING_BUDGET_MB),
-    "http.server": (serve_precompressed.start_plain, PLAIN_HOST_BUDGET_MB),
+    "compressing": (local_hosts.start_precompressed, COMPRESSING_BUDGET_MB),
+    "http.server": (local_hosts.start_plain, PLAIN_HOST_BUDGET_MB),
 }
 
 

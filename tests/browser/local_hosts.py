@@ -1,4 +1,4 @@
-"""Two more local servers for site/, as hosts serve it, for the benchmark and the browser tests.
+"""Two more local servers for site/, as hosts serve it, for the browser tests and scripts/bench_site.py.
 
 `start_precompressed`: as nginx with `gzip_static on` (docs/instructors.md): a request for FILE is
 answered with FILE.gz and `Content-Encoding: gzip` when the build wrote that copy and the browser
