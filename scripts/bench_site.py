@@ -49,13 +49,14 @@ from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "browser"))  # local_hosts.py: the servers as hosts serve the site
+sys.path.insert(0, str(ROOT / "tests" / "browser"))  # chromium.py, local_hosts.py
 
+import chromium  # noqa: E402
 import local_hosts  # noqa: E402
 from playwright.sync_api import BrowserContext, Page, sync_playwright  # noqa: E402
 
 from simulators import api  # noqa: E402
-from sitebuild import chromium, serve  # noqa: E402
+from sitebuild import serve  # noqa: E402
 
 # Records when the first chart is on screen, on the page's own clock (ms since navigation): the
 # animation frame after its SVG (the build's static one, or plotly's) entered the document.

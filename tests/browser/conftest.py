@@ -14,11 +14,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import chromium
 import pytest
 from browser_helpers import CSP_LISTENER, ROOT, Records, Site, watch
 from playwright.sync_api import Browser, BrowserContext, Route, sync_playwright
 
-from sitebuild import chromium, serve
+from sitebuild import serve
 
 
 @pytest.fixture(scope="session")

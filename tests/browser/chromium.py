@@ -1,11 +1,10 @@
-"""Where Debian's Chromium lives; Playwright's own browser download does not work here."""
+"""Where Debian's Chromium lives, for the browser tests and scripts/bench_site.py; Playwright's own
+browser download does not work here."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-
-from sitebuild.errors import BuildError
 
 CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 
@@ -16,4 +15,4 @@ def executable() -> str:
             return candidate
     if found := shutil.which("chromium"):
         return found
-    raise BuildError("Chromium is missing: apt-get install -y chromium (./dev test does it as root)")
+    raise RuntimeError("Chromium is missing: apt-get install -y chromium (./dev test does it as root)")
