@@ -386,16 +386,13 @@ def measurement_runs() -> dict[str, float]:
     return served_benchmarks.known_runs()
 
 
-def make_runs_with(run_many: Callable[[Callable[[Any], float], list[Any]], list[float]] | None) -> None:
-    """validation_page's engine runs made by `run_many`, a map in other processes (None: here, in turn)."""
+def make_runs_with(
+    run_many: Callable[[Callable[[Any], float], list[Any]], list[float]] | None,
+    kept: Callable[[str], float | None] | None = None,
+) -> None:
+    """How validation_page gets its engine runs: `kept(key)`, a run made earlier by this same code
+    (None: not made; keys as `measurement_runs` gives them), else made by `run_many`, a map in
+    other processes (None: here, in turn)."""
     from .benchmark import served_benchmarks
 
-    served_benchmarks.run_many = run_many
-
-
-def keep_measurement_runs(lookup: Callable[[str], float | None] | None) -> None:
-    """Runs made earlier by this same code, found by the key `measurement_runs` gives them (None:
-    not made), so they are not made again."""
-    from .benchmark import served_benchmarks
-
-    served_benchmarks.kept = lookup
+    served_benchmarks.run_many, served_benchmarks.kept = run_many, kept

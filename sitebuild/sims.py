@@ -86,12 +86,11 @@ class Simulators:
             json.loads(cache_file.read_text()) if cache_file is not None and cache_file.is_file() else {}
         )
         self._runs: dict[str, dict[str, Any]] = {}
-        # The validation page's serving rows (the event engine, ~20 s) are kept in the same file,
-        # and made in parallel processes when not.
-        api.make_runs_with(processes.run_many)
+        # The validation page's serving runs (the event engine, ~40 s of CPU): committed, or kept in
+        # the same file, or made in parallel processes.
         _SERVED.update({k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)})
         _SERVED.update(committed or {})
-        api.keep_measurement_runs(_served)
+        api.make_runs_with(processes.run_many, _served)
 
     def run(self, name: str, params: dict[str, Any], seed: int = 0) -> dict[str, Any]:
         """The parsed `run_json` answer for these parameters and seed, cached per build."""

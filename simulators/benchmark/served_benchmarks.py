@@ -267,8 +267,8 @@ def known_runs() -> dict[str, float]:
     return dict(_RUNS)
 
 
-# Runs made earlier by this same code, by key (None: not made), set through
-# api.keep_measurement_runs by a caller that keeps them (the site build); None: none kept.
+# Runs made earlier by this same code, by key (None: not made), set through api.make_runs_with by
+# a caller that keeps them (the site build); None: none kept.
 kept: Callable[[str], float | None] | None = None
 
 
