@@ -7,6 +7,8 @@
   (tests/test_lessons.py, tests/test_lesson_claims.py, selected by the lesson's id);
 - each changed simulator module runs its own tests/test_sim_<name>.py and the contract tests;
 - a change to a catalogue (simulators/data) runs the catalogue and contract tests;
+- a change below the simulators (core, engine, benchmark, data) is reminded that the committed
+  validation runs need refreshing (scripts/validation_table.py), which CI requires;
 - ruff checks the changed Python files.
 The full suite (`./dev test`, browser tests included) stays what CI runs.
 """
@@ -93,6 +95,13 @@ def main() -> int:
         code = subprocess.run(cmd, cwd=ROOT).returncode
         if code not in (0, 5):
             return code
+    from sitebuild.sims import VALIDATION_LAYERS, VALIDATION_RUNS, committed_runs
+
+    below = [f for f in files if f.startswith("simulators/") and Path(f).parts[1] in VALIDATION_LAYERS]
+    if below and not committed_runs(ROOT):
+        print(
+            f"note: {VALIDATION_RUNS} was made by other code: run python scripts/validation_table.py before you commit"
+        )
     print(f"fast check done in {time.perf_counter() - start:.0f} s (the full suite: ./dev test)")
     return 0
 
