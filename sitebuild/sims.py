@@ -69,10 +69,13 @@ def validation_key(root: Path) -> str:
 
 
 def committed_runs(root: Path) -> dict[str, float]:
-    """The committed validation runs, by digest, if these simulators made them; else none."""
-    path = root / VALIDATION_RUNS
-    kept = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    return dict(kept["runs"]) if kept.get("simulators") == validation_key(root) else {}
+    """The committed validation runs, by digest, if these simulators made them; else none (also
+    when the file is missing or unreadable, as after a merge conflict: the build then makes them)."""
+    try:
+        kept = json.loads((root / VALIDATION_RUNS).read_text(encoding="utf-8"))
+        return dict(kept["runs"]) if kept["simulators"] == validation_key(root) else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 class Simulators:

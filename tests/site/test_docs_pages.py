@@ -31,6 +31,24 @@ def test_the_committed_validation_runs_are_of_these_simulators():
     assert sims.committed_runs(ROOT), "run: python scripts/validation_table.py"
 
 
+def test_committed_runs_are_read_only_for_the_code_that_made_them(tmp_path):
+    (tmp_path / "simulators" / "core").mkdir(parents=True)
+    (tmp_path / "simulators" / "core" / "m.py").write_text("x = 1\n")
+    (tmp_path / "docs").mkdir()
+    runs_file = tmp_path / sims.VALIDATION_RUNS
+    runs_file.write_text(json.dumps({"simulators": sims.validation_key(tmp_path), "runs": {"ab": 1.5}}))
+    assert sims.committed_runs(tmp_path) == {"ab": 1.5}
+    (tmp_path / "simulators" / "core" / "m.py").write_text("x = 2\n")  # other code: not read
+    assert sims.committed_runs(tmp_path) == {}
+    (tmp_path / "simulators" / "sims").mkdir()  # a simulator's module is not what the runs depend on
+    (tmp_path / "simulators" / "sims" / "s.py").write_text("y = 1\n")
+    runs_file.write_text(json.dumps({"simulators": sims.validation_key(tmp_path), "runs": {"ab": 1.5}}))
+    (tmp_path / "simulators" / "sims" / "s.py").write_text("y = 2\n")
+    assert sims.committed_runs(tmp_path) == {"ab": 1.5}
+    runs_file.write_text("<<<<<<< HEAD\n")  # a merge conflict: the build makes the runs instead
+    assert sims.committed_runs(tmp_path) == {}
+
+
 def test_the_validation_page_gets_the_table_and_a_computed_error_band():
     page = docs_pages.render_validation((DOCS / "validation.md").read_text(encoding="utf-8"))
     assert docs_pages.TABLE_MARKER not in page and docs_pages.BAND_MARKER not in page
