@@ -5,7 +5,8 @@ engine runs behind them, which a fresh clone's first site build reads instead of
     python scripts/validation_table.py            # writes both (every run made afresh, ~30 s)
     python scripts/validation_table.py --check    # exits 1 if either is out of date
 
-Importable: `render_markdown()` returns the Markdown (the site build calls it too).
+Importable: `render_markdown()` returns the Markdown (crossval.page_markdown, which the site build
+also renders through simulators.api).
 """
 
 from __future__ import annotations

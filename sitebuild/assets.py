@@ -77,16 +77,24 @@ def pyodide_lock() -> dict[str, Any]:
     return {"info": info, "packages": {}}
 
 
+def package_files(package_dir: Path) -> list[Path]:
+    """The files of simulators/ that ship (Python sources and data files), in a fixed order."""
+    return [
+        path
+        for path in sorted(package_dir.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    ]
+
+
 def simulators_archive(package_dir: Path) -> tuple[str, bytes]:
-    """A reproducible zip of simulators/ (Python sources and data files) and its hashed name."""
+    """A reproducible zip of simulators/ (package_files) and its hashed name."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(package_dir.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                name = path.relative_to(package_dir.parent).as_posix()
-                info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
-                info.compress_type = zipfile.ZIP_DEFLATED
-                archive.writestr(info, path.read_bytes())
+        for path in package_files(package_dir):
+            name = path.relative_to(package_dir.parent).as_posix()
+            info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
     data = buffer.getvalue()
     return f"simulators-{hashlib.sha256(data).hexdigest()[:12]}.zip", data
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from simulators import api
 
-from . import processes
+from . import assets, processes
 
 SERVED = "served_benchmarks\n"  # the cache's keys for the validation's serving runs (then their digest)
 # The committed runs (scripts/validation_table.py writes them), and what they depend on: the layers
@@ -61,9 +61,8 @@ def validation_key(root: Path) -> str:
     """A hash of the files of `root`/simulators/ that the validation's runs depend on."""
     digest = hashlib.sha256()
     package = root / "simulators"
-    for path in sorted(package.rglob("*")):
-        rel = path.relative_to(package)
-        if path.is_file() and rel.parts[0] in VALIDATION_LAYERS and path.suffix != ".pyc":
+    for path in assets.package_files(package):
+        if (rel := path.relative_to(package)).parts[0] in VALIDATION_LAYERS:
             digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
