@@ -41,11 +41,10 @@ def build(site_dir: Path, lessons_dir: Path, site_url: str | None) -> None:
         config = load_config(str(ROOT / "mkdocs.yml"), **overrides)
         config.extra["lessons_dir"] = str(lessons_dir.resolve())
         mkdocs_build(config)
-    except (Abort, ConfigurationError) as exc:
+    except BaseException as exc:
         shutil.rmtree(partial, ignore_errors=True)
-        raise BuildError(f"mkdocs build --strict failed: {exc}") from None
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        if isinstance(exc, (Abort, ConfigurationError)):
+            raise BuildError(f"mkdocs build --strict failed: {exc}") from None
         raise
     old = site_dir.with_name(site_dir.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
@@ -73,8 +72,7 @@ def watch_and_serve(port: int) -> None:
     try:
         while True:
             time.sleep(1)
-            now = _mtimes()
-            if now != seen:
+            if (now := _mtimes()) != seen:
                 seen = now
                 print("change seen: rebuilding…", flush=True)
                 ok = subprocess.run(command).returncode == 0

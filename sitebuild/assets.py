@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from sitebuild.errors import BuildError
-from sitebuild.stdlib import cached
+from sitebuild.processes import run_node
+from sitebuild.stdlib import cached, hashed
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / "node_modules"
@@ -91,12 +92,10 @@ def simulators_archive(package_dir: Path) -> tuple[str, bytes]:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in package_files(package_dir):
-            name = path.relative_to(package_dir.parent).as_posix()
-            info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+            info = zipfile.ZipInfo(path.relative_to(package_dir.parent).as_posix(), date_time=(2024, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, path.read_bytes())
-    data = buffer.getvalue()
-    return f"simulators-{hashlib.sha256(data).hexdigest()[:12]}.zip", data
+    return hashed("simulators", buffer.getvalue(), ".zip")
 
 
 def data_archive(archive: bytes) -> tuple[str, bytes]:
@@ -108,8 +107,7 @@ def data_archive(archive: bytes) -> tuple[str, bytes]:
         for info in source.infolist():
             if not info.filename.endswith(".py"):
                 target.writestr(info, source.read(info))
-    data = buffer.getvalue()
-    return f"simulators-data-{hashlib.sha256(data).hexdigest()[:12]}.zip", data
+    return hashed("simulators-data", buffer.getvalue(), ".zip")
 
 
 def python_snapshot(archive: bytes, stdlib_zip: bytes, cache_dir: Path) -> tuple[str, bytes]:
@@ -121,30 +119,23 @@ def python_snapshot(archive: bytes, stdlib_zip: bytes, cache_dir: Path) -> tuple
     inputs = archive + stdlib_zip + (ROOT / "package-lock.json").read_bytes() + scripts
 
     def make(work: Path) -> Path:
-        node = shutil.which("node")
-        if node is None:
-            raise BuildError("Node.js is needed to make the Python start-up snapshot: apt-get install -y nodejs")
-        archive_file = work.with_suffix(".zip")
+        archive_file, stdlib_file = work.with_suffix(".zip"), work.with_suffix(".stdlib")
         archive_file.write_bytes(archive)
-        stdlib_file = work.with_suffix(".stdlib")
         stdlib_file.write_bytes(stdlib_zip)
-        partial = work.with_suffix(".partial")
-        args = (SNAPSHOT_SCRIPT, NODE_MODULES / "pyodide", archive_file, stdlib_file, partial)
-        done = subprocess.run([node, *map(str, args)], cwd=ROOT, capture_output=True, text=True)
-        archive_file.unlink()
-        stdlib_file.unlink()
-        if done.returncode != 0:
-            # Node prints the whole minified line of a failing module first: keep the message's end.
-            raise BuildError(f"making the Python start-up snapshot failed:\n{done.stderr[-2000:]}")
-        return partial
+        try:
+            args = (NODE_MODULES / "pyodide", archive_file, stdlib_file, work.with_suffix(".partial"))
+            what = "the Python start-up snapshot"
+            run_node(SNAPSHOT_SCRIPT, *args, purpose=f"make {what}", failed=f"making {what} failed")
+        finally:
+            archive_file.unlink()
+            stdlib_file.unlink()
+        return work.with_suffix(".partial")
 
-    data = cached(cache_dir, "python-snapshot", ".gz", inputs, make)
-    return f"python-{hashlib.sha256(data).hexdigest()[:12]}.snapshot", data
+    return hashed("python", cached(cache_dir, "python-snapshot", ".gz", inputs, make), ".snapshot")
 
 
 def schemas_asset(schemas: dict[str, Any]) -> tuple[str, bytes]:
-    data = json.dumps(schemas, sort_keys=True, separators=(",", ":")).encode()
-    return f"schemas-{hashlib.sha256(data).hexdigest()[:12]}.json", data
+    return hashed("schemas", json.dumps(schemas, sort_keys=True, separators=(",", ":")).encode(), ".json")
 
 
 def check_trace_types(figure: dict[str, Any]) -> None:

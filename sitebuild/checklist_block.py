@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-from typing import Any
 
 from sitebuild.block_yaml import BlockError, read_mapping
 from sitebuild.sim_block import WIDGET_ID
@@ -26,7 +25,7 @@ KEYS = ("id", "title", "items")
 
 def render(source: str, used_ids: set[str]) -> str:
     """HTML for one checklist; `used_ids` holds the page's widget ids (mutated)."""
-    spec, lines = _read(source)
+    spec, lines = read_mapping(source, "checklist", KEYS, "items", "id:, items:, optional title:")
     checklist_id = spec.get("id")
     if not isinstance(checklist_id, str) or not WIDGET_ID.match(checklist_id):
         raise BlockError(
@@ -50,11 +49,6 @@ def render(source: str, used_ids: set[str]) -> str:
     return _html(checklist_id, title, items, values)
 
 
-def _read(source: str) -> tuple[dict[str, Any], dict[str, int]]:
-    """The block's mapping and the line offset of each key (and of each `items.<n>`)."""
-    return read_mapping(source, "checklist", KEYS, "items", "id:, items:, optional title:")
-
-
 def _html(checklist_id: str, title: str, items: list[str], values: list[str]) -> str:
     e = html.escape
     prefix = f"checklist-{checklist_id}"
@@ -63,11 +57,11 @@ def _html(checklist_id: str, title: str, items: list[str], values: list[str]) ->
         f'<legend markdown="span">{title.strip()}</legend>',
         '<ul class="checklist-items" markdown="1">',
     ]
-    for index, (item, value) in enumerate(zip(items, values, strict=True), start=1):
-        parts.append(
-            f'<li markdown="span"><input type="checkbox" id="{prefix}-{index}" value="{value}"> '
-            f'<label for="{prefix}-{index}">{item.strip()}</label></li>'
-        )
+    parts += [
+        f'<li markdown="span"><input type="checkbox" id="{prefix}-{index}" value="{value}"> '
+        f'<label for="{prefix}-{index}">{item.strip()}</label></li>'
+        for index, (item, value) in enumerate(zip(items, values, strict=True), start=1)
+    ]
     parts += [
         "</ul>",
         f'<p class="checklist-status" role="status" aria-live="polite">0 of {len(items)} checked</p>',

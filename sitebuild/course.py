@@ -18,12 +18,7 @@ from sitebuild.errors import LessonError
 FRONT_MATTER = re.compile(r"\A-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.S)
 LESSON_ID = re.compile(r"^(\d\d(\.\d+)?|F\d+)$")
 FIELDS: dict[str, type] = {
-    "id": str,
-    "chapter": str,
-    "title": str,
-    "question": str,
-    "bottleneck": str,
-    "primary_metric": str,
+    **dict.fromkeys(("id", "chapter", "title", "question", "bottleneck", "primary_metric"), str),
     "minutes": int,
     "summary": str,
 }
@@ -121,7 +116,13 @@ def load_course(lessons_dir: Path) -> Course:
         (parse_lesson(path) for path in sorted(lessons_dir.glob("*.md"))),
         key=lambda x: id_order(x.id),
     )
-    _check_unique_ids(lessons)
+    seen: dict[str, Path] = {}
+    for lesson in lessons:
+        if lesson.id in seen:
+            raise LessonError(
+                lesson.path, _key_line(lesson.path, "id"), f"id {lesson.id!r} is already used by {seen[lesson.id].name}"
+            )
+        seen[lesson.id] = lesson.path
     chapters = tuple(_chapter(course_file, entry, lessons) for entry in data.get("chapters") or [])
     known = {c.id for c in chapters}
     for lesson in lessons:
@@ -148,10 +149,9 @@ def parse_lesson(path: Path) -> Lesson:
     data, node = _load_yaml(path, match.group(1), 2)
     raw = {key.value: value for key, value in node.value}
     lines = {key.value: key.start_mark.line + 2 for key, _ in node.value}
-    for key in data:
-        if key not in FIELDS and key not in OPTIONAL_FIELDS:
-            allowed = ", ".join([*FIELDS, *OPTIONAL_FIELDS])
-            raise LessonError(path, lines[key], f"unknown front matter key {key!r} (allowed: {allowed})")
+    if unknown := [key for key in data if key not in FIELDS and key not in OPTIONAL_FIELDS]:
+        allowed = ", ".join([*FIELDS, *OPTIONAL_FIELDS])
+        raise LessonError(path, lines[unknown[0]], f"unknown front matter key {unknown[0]!r} (allowed: {allowed})")
     scenarios, scenario_lines = {}, {}
     if "scenarios" in data:
         scenarios = data.pop("scenarios")
@@ -170,19 +170,12 @@ def parse_lesson(path: Path) -> Lesson:
         raise LessonError(path, lines["id"], f"file name must start with the id: {data['id']}-….md")
     if data["minutes"] <= 0:
         raise LessonError(path, lines["minutes"], "'minutes' must be positive")
-    body_line = text.count("\n", 0, match.end()) + 1
     body = text[match.end() :]
     # The minutes shown are never fewer than the reading estimate (review L-11: the typed minutes
     # were about two thirds of a careful reading); a larger typed figure wins.
     data["minutes"] = max(data["minutes"], estimated_minutes(body))
-    return Lesson(
-        path=path,
-        body=body,
-        body_line=body_line,
-        scenarios=scenarios,
-        scenario_lines=scenario_lines,
-        **data,
-    )
+    body_line = text.count("\n", 0, match.end()) + 1
+    return Lesson(path=path, body=body, body_line=body_line, scenarios=scenarios, scenario_lines=scenario_lines, **data)
 
 
 FENCE = re.compile(r"^(`{3,})(\w*)[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
@@ -251,16 +244,6 @@ def _chapter(course_file: Path, entry: dict[str, Any], lessons: list[Lesson]) ->
         **{key: str(entry[key]) for key in CHAPTER_FIELDS},
         lessons=tuple(x for x in lessons if x.chapter == chapter_id),
     )
-
-
-def _check_unique_ids(lessons: list[Lesson]) -> None:
-    seen: dict[str, Path] = {}
-    for lesson in lessons:
-        if lesson.id in seen:
-            raise LessonError(
-                lesson.path, _key_line(lesson.path, "id"), f"id {lesson.id!r} is already used by {seen[lesson.id].name}"
-            )
-        seen[lesson.id] = lesson.path
 
 
 def _key_line(path: Path, key: str) -> int:

@@ -55,17 +55,10 @@ OPERATORS = {
     ast.Pow: operator.pow,
 }
 Scenarios = dict[str, dict[str, Any]]
-HELD_OUT = "heldout"
-
-
-@cache
-def held_out_band() -> dict[str, float]:
-    """The held-out band's statistics a lesson can quote (see the module docstring)."""
-    return api.held_out_band()
-
-
+# (simulator, metric, the parameters passed, scenario ones included) for every call of an expression.
+Calls = list[tuple[str, str, dict[str, Any]]]
 # Reserved names (a scenario cannot take them): the held-out band, the default engine profile.
-RESERVED = {HELD_OUT: held_out_band, "profile": cache(api.profile_constants)}
+RESERVED = {"heldout": cache(api.held_out_band), "profile": cache(api.profile_constants)}
 
 
 @dataclass(frozen=True)
@@ -91,8 +84,7 @@ class Figure:
     text: str
     value: Any
     spec: str
-    # (simulator, metric, the parameters passed, scenario ones included) for every call.
-    calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    calls: Calls = field(default_factory=list)
 
 
 def expand(text: str, sims: Simulators, scenarios: Scenarios | None = None) -> str:
@@ -120,7 +112,7 @@ def figure(source: str, sims: Simulators, scenarios: Scenarios | None = None) ->
     spec = ""
     if match := FORMAT_SPEC.search(source):
         spec, source = match.group(1).strip(), source[: match.start()]
-    calls: list[tuple[str, str, dict[str, Any]]] = []
+    calls: Calls = []
     value = raw_value(source, sims, scenarios, calls)
     try:
         text = format(value, spec)
@@ -129,12 +121,7 @@ def figure(source: str, sims: Simulators, scenarios: Scenarios | None = None) ->
     return Figure(source, text, value, spec, calls)
 
 
-def raw_value(
-    source: str,
-    sims: Simulators,
-    scenarios: Scenarios | None = None,
-    calls: list[tuple[str, str, dict[str, Any]]] | None = None,
-) -> Any:
+def raw_value(source: str, sims: Simulators, scenarios: Scenarios | None = None, calls: Calls | None = None) -> Any:
     """The unformatted value of an expression (no format spec): used for scenario parameters."""
     try:
         tree = ast.parse(source.strip(), mode="eval")
@@ -147,7 +134,7 @@ def raw_value(
     return _value(tree.body, sims, scenarios or {}, calls if calls is not None else [])
 
 
-def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: list, seed: int = 0) -> Any:
+def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: Calls, seed: int = 0) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
@@ -158,32 +145,29 @@ def _value(node: ast.expr, sims: Simulators, scenarios: Scenarios, calls: list, 
         return OPERATORS[type(node.op)](left, right)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "spread":
         return _spread(node, sims, scenarios, calls)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in RESERVED:
-        stats = RESERVED[node.value.id]()
-        if node.attr not in stats:
-            raise ValueError(f"{node.value.id} has no figure {node.attr!r} (it has: {', '.join(stats)})")
-        return stats[node.attr]
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in scenarios:
-        scenario = scenarios[node.value.id]
-        if node.attr not in scenario:
-            raise ValueError(
-                f"scenario {node.value.id!r} has no parameter {node.attr!r} (it has: {', '.join(scenario)})"
-            )
-        return scenario[node.attr]
+    owner = node.value.id if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) else ""
+    if isinstance(node, ast.Attribute) and owner in {*RESERVED, *scenarios}:
+        if owner in RESERVED:
+            table, missing = RESERVED[owner](), f"{owner} has no figure {node.attr!r}"
+        else:
+            table, missing = scenarios[owner], f"scenario {owner!r} has no parameter {node.attr!r}"
+        if node.attr not in table:
+            raise ValueError(f"{missing} (it has: {', '.join(table)})")
+        return table[node.attr]
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and isinstance(node.func.value, ast.Name)
         and not node.args
     ):
-        return _metric(node.func.value.id, node.func.attr, node.keywords, sims, scenarios, calls, seed)
+        return _metric(node, sims, scenarios, calls, seed)
     raise ValueError(
         f"unsupported expression {ast.unparse(node)!r}: write simulator.metric(param=value, …), "
         "optionally with arithmetic on plain numbers"
     )
 
 
-def _spread(node: ast.Call, sims: Simulators, scenarios: Scenarios, calls: list) -> Spread:
+def _spread(node: ast.Call, sims: Simulators, scenarios: Scenarios, calls: Calls) -> Spread:
     seeds = [k for k in node.keywords if k.arg == "seeds"]
     n = seeds[0].value.value if seeds and isinstance(seeds[0].value, ast.Constant) else None
     low, high = SPREAD_SEEDS
@@ -194,15 +178,9 @@ def _spread(node: ast.Call, sims: Simulators, scenarios: Scenarios, calls: list)
     return Spread(min(values), max(values), n)
 
 
-def _metric(
-    name: str,
-    metric: str,
-    keywords: list[ast.keyword],
-    sims: Simulators,
-    scenarios: Scenarios,
-    calls: list,
-    seed: int = 0,
-) -> Any:
+def _metric(call: ast.Call, sims: Simulators, scenarios: Scenarios, calls: Calls, seed: int = 0) -> Any:
+    name, metric = ast.unparse(call.func).split(".")  # simulator.metric(…)
+    keywords = call.keywords
     if name not in sims.schemas:
         raise ValueError(f"unknown simulator {name!r} (known: {', '.join(sorted(sims.schemas))})")
     params: dict[str, Any] = {}

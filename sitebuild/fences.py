@@ -37,24 +37,17 @@ def scan(lines: list[str]) -> Iterator[str | Fence]:
             yield lines[i]
             i += 1
             continue
-        indent = match.group("indent")
-        end = _closing(lines, i, match.group("fence"), len(indent.expandtabs(4)) + 3)
+        indent, fence = match.group("indent"), match.group("fence")
+        # The closing line: the fence's character at least as many times, indented as the fence's
+        # container allows (its own indentation, plus up to three spaces as CommonMark permits).
+        closing = re.compile(rf"^ {{0,{len(indent.expandtabs(4)) + 3}}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j].rstrip("\n"))), None)
         stop = end if end is not None else len(lines)
-        yield Fence(i, end, indent, match.group("lang"), [_dedent(x, indent) for x in lines[i + 1 : stop]])
+        content = [x[len(indent) :] if x.startswith(indent) else x.lstrip(" \t") for x in lines[i + 1 : stop]]
+        yield Fence(i, end, indent, match.group("lang"), content)
         i = stop + 1
 
 
 def prose_lines(text: str) -> list[str]:
     """The lines of a page outside every fenced block, in order (what the glossary linker sees)."""
     return [x for x in scan(text.splitlines(keepends=True)) if isinstance(x, str)]
-
-
-def _closing(lines: list[str], start: int, fence: str, max_indent: int) -> int | None:
-    """The closing line: the fence's character at least as many times, indented as the fence's
-    container allows (its own indentation, plus up to three spaces as CommonMark permits)."""
-    closing = re.compile(rf"^ {{0,{max_indent}}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-    return next((j for j in range(start + 1, len(lines)) if closing.match(lines[j].rstrip("\n"))), None)
-
-
-def _dedent(line: str, indent: str) -> str:
-    return line[len(indent) :] if line.startswith(indent) else line.lstrip(" \t")

@@ -50,53 +50,23 @@ NOT_RUN = {("load_test", "max_throughput_per_s")}
 RUN_STATED = r"\b{n}(?:-| )(?:request|conversation)"
 
 BOUND_WORDS = (
-    "not fit",
-    "n't fit",
-    "more than fits",
-    "more than one",
-    "cannot run",
-    "could not run",
-    "cannot hold",
-    "beyond memory",
-    "beyond what fits",
-    "out of memory",
-    "hypothetical",
-    "extrapolat",
-    "upper bound",
-    "a bound",
-    "exceeds",
-)
+    "not fit|n't fit|more than fits|more than one|cannot run|could not run|cannot hold|beyond memory|"
+    "beyond what fits|out of memory|hypothetical|extrapolat|upper bound|a bound|exceeds"
+).split("|")
 KNIFE_MAX_COUNT = 25
 KNIFE_MARGIN = 0.02
 KNIFE_WORDS = ("to spare", "margin", "knife", "only just", "barely", "at most", "upper bound", "optimistic")
 
 # gpu_memory metrics that describe the batch's fit itself, or do not depend on the batch.
 FIT_EXEMPT = {
-    "gpu_memory": {
-        "weights_GB",
-        "activations_GB",
-        "reserve_GB",
-        "kv_budget_GB",
-        "kv_demand_GB",
-        "kv_token_capacity",
-        "max_batch_at_context",
-        "fits",
-        "min_gpus_to_fit",
-        "ridge_flop_per_byte",
-        "compute_roof_known",
-        "prefill_intensity",
-        "prefill_tflops",
-        "decode_compute_bound_batch",
-        "decode_ever_compute_bound",
-    },
-}
-FIT_EXEMPT["compression"] = {
-    "artifact_GB",
-    "baseline_GB",
-    "artifact_ratio",
-    "bits_per_weight",
-    "kv_token_capacity",
-    "kv_token_capacity_baseline",
+    "gpu_memory": set(
+        "weights_GB activations_GB reserve_GB kv_budget_GB kv_demand_GB kv_token_capacity max_batch_at_context fits "
+        "min_gpus_to_fit ridge_flop_per_byte compute_roof_known prefill_intensity prefill_tflops "
+        "decode_compute_bound_batch decode_ever_compute_bound".split()
+    ),
+    "compression": set(
+        "artifact_GB baseline_GB artifact_ratio bits_per_weight kv_token_capacity kv_token_capacity_baseline".split()
+    ),
 }
 # Pages whose figures are being reworked by an open issue: their problems are printed as warnings,
 # not failures, until that issue lands (then its entry is removed). Keep this list short.
@@ -127,16 +97,11 @@ def check(paragraph: str, source_line: str, line: str, figures: list[Figure], si
                 "time?): use a number format and its unit"
             )
         for name, metric, params in fig.calls:
-            full = _with_defaults(sims, name, params)
+            full = {**{p["name"]: p["default"] for p in sims.schemas[name]["params"]}, **params}
             problems += _short_run(text, name, metric, full)
             problems += _not_fitting(text, sims, name, metric, full, fig)
             problems += _knife_edge(text, sims, name, metric, full, fig)
     return problems
-
-
-def _with_defaults(sims: Simulators, name: str, params: dict[str, Any]) -> dict[str, Any]:
-    defaults = {p["name"]: p["default"] for p in sims.schemas[name]["params"]}
-    return {**defaults, **params}
 
 
 def _short_run(text: str, name: str, metric: str, p: dict[str, Any]) -> list[str]:
@@ -192,10 +157,6 @@ def _fits(sims: Simulators, question: dict[str, Any]) -> dict[str, Any] | None:
         return None  # e.g. a batch beyond gpu_memory's range: judged by the caller's own checks
 
 
-def _bounded(text: str) -> bool:
-    return any(word in text for word in BOUND_WORDS)
-
-
 def _not_fitting(text: str, sims: Simulators, name: str, metric: str, p: dict[str, Any], fig: Figure) -> list[str]:
     question = fit_question(name, p)
     if question is None or metric in FIT_EXEMPT.get(name, set()) and (name, metric) not in BATCH_METRICS:
@@ -206,7 +167,7 @@ def _not_fitting(text: str, sims: Simulators, name: str, metric: str, p: dict[st
             return []
         question = {**question, "batch_size": min(batch, 4096)}
     answer = _fits(sims, question)
-    if answer is None or answer["fits"] or _bounded(text):
+    if answer is None or answer["fits"] or any(word in text for word in BOUND_WORDS):
         return []
     return [
         f"{name}.{metric} is computed at batch {question['batch_size']:,} × {question['context_tokens']:,} tokens, "

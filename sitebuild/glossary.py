@@ -121,17 +121,9 @@ def load(path: Path) -> Glossary:
                 raise BuildError(f"{where}: form {form!r} already belongs to #{by_form[key]}")
             by_form[key] = anchor
         terms.append(Term(entry["term"], anchor, tuple(forms), entry["definition"].strip()))
-    return Glossary(tuple(terms), _pattern(by_form), by_form)
-
-
-def _pattern(by_form: dict[str, str]) -> re.Pattern[str]:
-    parts = []
-    for form in sorted(by_form, key=len, reverse=True):
-        body = re.escape(form)
-        parts.append(body if form != form.lower() else f"(?i:{body})")
-    if not parts:
-        return re.compile(r"(?!)")  # matches nothing
-    return re.compile(rf"(?<![\w-])(?:{'|'.join(parts)})(?:e?s)?(?![\w-])")
+    parts = [re.escape(f) if f != f.lower() else f"(?i:{re.escape(f)})" for f in sorted(by_form, key=len, reverse=True)]
+    pattern = rf"(?<![\w-])(?:{'|'.join(parts)})(?:e?s)?(?![\w-])" if parts else r"(?!)"  # (?!) matches nothing
+    return Glossary(tuple(terms), re.compile(pattern), by_form)
 
 
 class Linker:
@@ -155,11 +147,9 @@ class Linker:
             return text
         out, pos = [], 0
         for span in PROTECTED.finditer(text):
-            out.append(self._link(text[pos : span.start()]))
-            out.append(span.group(0))
+            out += [self._link(text[pos : span.start()]), span.group(0)]
             pos = span.end()
-        out.append(self._link(text[pos:]))
-        return "".join(out)
+        return "".join([*out, self._link(text[pos:])])
 
     def _indented_code(self, text: str) -> bool:
         """True on the lines of an indented code block (four spaces after a blank line, outside a
@@ -182,9 +172,7 @@ class Linker:
 
     def _skip(self, text: str) -> bool:
         stripped = text.strip()
-        if self._done:
-            return True
-        if REFERENCES.match(text):
+        if self._done or REFERENCES.match(text):
             self._done = True
             return True
         if self._math:
@@ -237,8 +225,10 @@ def uses(glossary: Glossary, course: Course) -> dict[str, list[str]]:
     return found
 
 
-def render_terms(glossary: Glossary, course: Course) -> str:
-    """The glossary page's entries: a heading with its anchor, the definition, where it is used."""
+def render_page(markdown: str, glossary: Glossary, course: Course) -> str:
+    """The glossary page: each entry a heading with its anchor, the definition, where it is used."""
+    if MARKER not in markdown:
+        raise BuildError(f"docs/{PAGE} lacks the line {MARKER} where the terms go")
     used = uses(glossary, course)
     by_id = {x.id: x for x in course.lessons}
     parts = []
@@ -247,10 +237,4 @@ def render_terms(glossary: Glossary, course: Course) -> str:
         parts.append(f"## {t.term} {{ #{t.anchor} }}\n\n{t.definition}\n")
         if where:
             parts.append(f'<p class="glossary-uses" markdown="1">Used in lessons {where}.</p>\n')
-    return "\n".join(parts)
-
-
-def render_page(markdown: str, glossary: Glossary, course: Course) -> str:
-    if MARKER not in markdown:
-        raise BuildError(f"docs/{PAGE} lacks the line {MARKER} where the terms go")
-    return markdown.replace(MARKER, render_terms(glossary, course))
+    return markdown.replace(MARKER, "\n".join(parts))

@@ -31,7 +31,7 @@ class _Build:
     # The standard library zip and the start-up snapshot, made by Node.js (about 12 s when not
     # cached) while the pages render; joined by the page that lists the download sizes, or on_env.
     runtime_files: Future[tuple[dict[str, tuple[str, bytes]], dict[str, list[int]]]]
-    glossary: glossary.Glossary | None = None
+    glossary: glossary.Glossary | None
 
 
 _build: _Build | None = None
@@ -53,30 +53,26 @@ def _runtime_files(
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     global _build
-    root = Path(config.config_file_path).parent
+    root, docs = Path(config.config_file_path).parent, Path(config.docs_dir)
     course = load_course(root / config.extra["lessons_dir"])
     archive_name, archive = assets.simulators_archive(root / "simulators")
     sims = Simulators(cache_file(root, archive_name), committed_runs(root))
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
     data_name, data = assets.data_archive(archive)
-    generated = {
-        f"assets/generated/{archive_name}": archive,
-        f"assets/generated/{schemas_name}": schemas,
-        f"assets/generated/{data_name}": data,
-    }
+    files = {archive_name: archive, schemas_name: schemas, data_name: data}
     pool = ThreadPoolExecutor(1)
     runtime_files = pool.submit(_runtime_files, root, archive, {archive_name: archive, data_name: data})
     pool.shutdown(wait=False)  # the thread ends when its work does
-    _build = _Build(course, sims, generated, runtime_files)
+    terms = docs / "glossary.yml"
+    generated = {f"assets/generated/{name}": content for name, content in files.items()}
+    _build = _Build(course, sims, generated, runtime_files, glossary.load(terms) if terms.is_file() else None)
     config.extra["runtime"] = {
         "archive": archive_name,
         "schemas": schemas_name,
         "data": data_name,
         "pyodideLock": assets.pyodide_lock(),
     }
-    config.nav = _nav(course, Path(config.docs_dir))
-    terms = Path(config.docs_dir) / "glossary.yml"
-    _build.glossary = glossary.load(terms) if terms.is_file() else None
+    config.nav = _nav(course, docs)
     return config
 
 
@@ -93,9 +89,8 @@ def _runtime_ready(config: MkDocsConfig) -> dict[str, Any]:
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     assert _build is not None
-    for lesson in _build.course.lessons:
-        files.append(File.generated(config, lesson.src_uri, abs_src_path=str(lesson.path)))
-    for src_uri, path in assets.vendor_files().items():
+    sources = {x.src_uri: x.path for x in _build.course.lessons} | assets.vendor_files()
+    for src_uri, path in sources.items():
         files.append(File.generated(config, src_uri, abs_src_path=str(path)))
     for src_uri, content in _build.generated.items():
         files.append(File.generated(config, src_uri, content=content))
@@ -112,10 +107,9 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     lesson = _build.course.lesson_at(page.file.src_uri)
     if page.file.src_uri == SIZES_PAGE:  # the download sizes of this build
         runtime = _runtime_ready(config)
-        table = precompress.sizes_table(runtime["downloads"], precompress.paths(runtime))
-        markdown = markdown.replace(precompress.SIZES_MARKER, table)
-        sentence = precompress.class_sentence(runtime["downloads"], precompress.paths(runtime))
-        markdown = markdown.replace(precompress.CLASS_MARKER, sentence)
+        sizes, skipped = runtime["downloads"], precompress.paths(runtime)
+        markdown = markdown.replace(precompress.SIZES_MARKER, precompress.sizes_table(sizes, skipped))
+        markdown = markdown.replace(precompress.CLASS_MARKER, precompress.class_sentence(sizes, skipped))
     if lesson is None:
         path = Path(page.file.abs_src_path or page.file.src_uri)
         return docs_pages.render(markdown, page.file.src_uri, path, _build.sims, _build.glossary, _build.course)
@@ -138,8 +132,7 @@ def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -
 
 def on_page_context(context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Any) -> dict[str, Any]:
     assert _build is not None
-    context["course"] = _build.course
-    return context
+    return context | {"course": _build.course}
 
 
 def on_post_build(config: MkDocsConfig) -> None:

@@ -66,27 +66,24 @@ def render_body(
             line_no += 1
             continue
         line_no = first_line + item.start
+        end = item.end if item.end is not None else len(lines)
         kind = blocks.BLOCKS.get(item.lang)
         if kind is None:
-            out.extend(lines[item.start : (item.end if item.end is not None else len(lines)) + 1])
+            out.extend(lines[item.start : end + 1])
+        elif item.end is None:
+            raise LessonError(path, line_no, f"```{item.lang} block is never closed")
         else:
-            if item.end is None:
-                raise LessonError(path, line_no, f"```{item.lang} block is never closed")
-            # Quiz answers and explanations may hold build-time numbers too: `answer: {{ … }}`.
             body = item.content
             try:
                 if kind.check_source is not None:
                     kind.check_source(body)
-            except block_yaml.BlockError as exc:
-                raise LessonError(path, line_no + 1 + exc.offset, str(exc)) from None
-            if kind.numbers:
-                body = [_expand(text, path, line_no + 1 + k, sims, scenarios, text) for k, text in enumerate(body)]
-            try:
+                if kind.numbers:  # quiz answers and explanations may hold build-time numbers: `answer: {{ … }}`
+                    body = [_expand(text, path, line_no + 1 + k, sims, scenarios, text) for k, text in enumerate(body)]
                 html = kind.render("".join(body), page)
             except block_yaml.BlockError as exc:
                 raise LessonError(path, line_no + 1 + exc.offset, str(exc)) from None
             out.append(blocks.placeholder(page, html, item.indent) if item.indent else f"\n{html}\n\n")
-        line_no = first_line + (item.end if item.end is not None else len(lines)) + 1
+        line_no = first_line + end + 1
     return "".join(out) + blocks.stash(page)
 
 

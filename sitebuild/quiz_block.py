@@ -41,18 +41,20 @@ OPTION_KEYS = {"text", "correct", "why"}
 
 def render(source: str, counter: list[int]) -> str:
     """HTML for the questions; `counter` numbers questions across the page (mutated)."""
-    questions, lines = _read(source)
+    questions, node = compose(source, "quiz")
+    if not isinstance(questions, list) or not questions or not isinstance(node, yaml.SequenceNode):
+        raise BlockError(0, "a quiz block is a YAML list of questions (- q: …)")
     parts = ['<div class="quiz" markdown="1">']
-    for index, question in enumerate(questions):
+    for question, item in zip(questions, node.value, strict=True):
         counter[0] += 1
-        parts.append(_question(question, lines[index], counter[0]))
-    parts.append("</div>")
-    return "\n".join(parts)
+        parts.append(_question(question, item.start_mark.line, counter[0]))
+    return "\n".join([*parts, "</div>"])
 
 
 _QUESTION = re.compile(r"^\s*-\s+q:")
 _ANSWER = re.compile(r"^\s*(?:-\s+)?answer:\s*(.*?)\s*$")
 _DEFINITIONAL = re.compile(r"^\s*definitional:\s*\S")
+_NUMBER = re.compile(r"[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def check_source(lines: list[str]) -> None:
@@ -71,16 +73,6 @@ def check_source(lines: list[str]) -> None:
                     f"the answer {match.group(1)} is typed, not computed: write it as a {{{{ … }}}} expression "
                     "under the question's own conditions, or give 'definitional:' with the reason it cannot move",
                 )
-
-
-_NUMBER = re.compile(r"[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?")
-
-
-def _read(source: str) -> tuple[list[dict[str, Any]], list[int]]:
-    questions, node = compose(source, "quiz")
-    if not isinstance(questions, list) or not questions or not isinstance(node, yaml.SequenceNode):
-        raise BlockError(0, "a quiz block is a YAML list of questions (- q: …)")
-    return questions, [item.start_mark.line for item in node.value]
 
 
 def _question(question: Any, line: int, number: int) -> str:
@@ -141,12 +133,11 @@ def _choice(question: dict[str, Any], line: int, number: int) -> str:
     ]
     for index, option in enumerate(options):
         correct = "true" if option.get("correct") is True else "false"
-        parts.append(
+        parts += [
             f'<p class="quiz-option"><label><input type="radio" name="{qid}" value="{index}" '
-            f'data-correct="{correct}"> '
-            f"{option['text']}</label></p>"
-        )
-        parts.append(f'<div class="quiz-why" id="{qid}-why-{index}" hidden markdown="1">\n{option["why"]}\n</div>')
+            f'data-correct="{correct}"> {option["text"]}</label></p>',
+            f'<div class="quiz-why" id="{qid}-why-{index}" hidden markdown="1">\n{option["why"]}\n</div>',
+        ]
     parts.append('<p class="quiz-feedback" role="status" aria-live="polite"></p>\n</div>')
     return "\n".join(parts)
 

@@ -5,12 +5,11 @@ mkdocs.yml with `extra: offline: false`; the build then writes neither file."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from sitebuild.errors import BuildError
+from sitebuild.processes import run_node
 
 SCRIPT = Path(__file__).resolve().with_suffix(".mjs")
 
@@ -24,12 +23,6 @@ def enabled(extra: dict[str, Any]) -> bool:
 
 def generate(site_dir: Path) -> dict[str, Any]:
     """Write site_dir/sw.js and site_dir/offline.json; returns {version, files, bytes}."""
-    node = shutil.which("node")
-    if node is None:
-        raise BuildError("Node.js is needed to generate the offline service worker: apt-get install -y nodejs")
-    done = subprocess.run(
-        [node, str(SCRIPT), str(site_dir)], cwd=SCRIPT.parent.parent, capture_output=True, text=True, timeout=300
-    )
-    if done.returncode != 0:
-        raise BuildError(f"generating the offline service worker failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    what = "the offline service worker"
+    out = run_node(SCRIPT, site_dir, purpose=f"generate {what}", failed=f"generating {what} failed", timeout=300)
+    return json.loads(out.strip().splitlines()[-1])

@@ -31,7 +31,7 @@ WIDGET_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 def render(
     source: str, sims: Simulators, used_ids: set[str], scenarios: dict[str, dict[str, Any]] | None = None
 ) -> str:
-    spec, lines = _read(source)
+    spec, lines = read_mapping(source, "sim", KEYS, "params", "sim:, params:, controls:, caption:")
     name = spec.get("sim")
     if not isinstance(name, str) or name not in sims.schemas:
         known = ", ".join(sorted(sims.schemas))
@@ -74,34 +74,22 @@ def render(
     return _html(widget_id, schema, params, controls, str(spec.get("caption", "")), answer)
 
 
-def _read(source: str) -> tuple[dict[str, Any], dict[str, int]]:
-    """The block's mapping and the line offset of each key (and of each `params.<name>`)."""
-    return read_mapping(source, "sim", KEYS, "params", "sim:, params:, controls:, caption:")
-
-
-def _html(
-    widget_id: str,
-    schema: dict[str, Any],
-    params: dict[str, Any],
-    controls: list[str],
-    caption: str,
-    answer: dict[str, Any],
-) -> str:
+def _html(widget_id: str, schema: dict[str, Any], params: dict, controls: list[str], caption: str, answer: dict) -> str:
     e = html.escape
     labels = {m["name"]: m for m in schema["metrics"]}
     metrics = answer["metrics"]
     keys = [k for k in labels if k in metrics] + [k for k in metrics if k not in labels]  # METRICS order
 
+    def row(key: str) -> str:
+        label, unit = labels.get(key, {}).get("label", key), labels.get(key, {}).get("unit", "")
+        text, shown = format_metric(metrics[key], unit)
+        return (
+            f'<tr data-metric="{e(key)}" data-unit="{e(unit)}"><th scope="row">{e(label)}</th>'
+            f"<td>{e(text)}</td><td>{e(shown)}</td></tr>"
+        )
+
     def rows(names: list[str]) -> str:
-        out = ""
-        for key in names:
-            label, unit = labels.get(key, {}).get("label", key), labels.get(key, {}).get("unit", "")
-            text, shown = format_metric(metrics[key], unit)
-            out += (
-                f'<tr data-metric="{e(key)}" data-unit="{e(unit)}"><th scope="row">{e(label)}</th>'
-                f"<td>{e(text)}</td><td>{e(shown)}</td></tr>"
-            )
-        return out
+        return "".join(map(row, names))
 
     head = '<thead><tr><th scope="col">Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead>'
     # Past KEY_FIGURES, the figures stay one click away, under the data table's toggle.
@@ -115,7 +103,9 @@ def _html(
     parts = [
         f'<figure class="sim" id="sim-{e(widget_id)}" data-widget="{e(widget_id)}" '
         f'data-sim="{e(schema["name"])}" data-params="{e(json.dumps(params))}" '
-        f'data-controls="{e(json.dumps(controls))}" data-answer="{e(compact_json(answer))}">',
+        # An attribute, not a <script type="application/json">: instant navigation re-creates the
+        # scripts of the new page as plain inline scripts, dropping their type.
+        f'data-controls="{e(json.dumps(controls))}" data-answer="{e(json.dumps(answer, separators=(",", ":")))}">',
         f'<figcaption class="sim-caption"><strong>{e(schema["title"])}</strong>'
         + (f" — {e(caption)}" if caption else "")
         + "</figcaption>",
@@ -135,9 +125,3 @@ def _html(
         "</figure>",
     ]
     return "\n".join(parts)
-
-
-def compact_json(value: Any) -> str:
-    # An attribute, not a <script type="application/json">: instant navigation re-creates the
-    # scripts of the new page as plain inline scripts, dropping their type.
-    return json.dumps(value, separators=(",", ":"))

@@ -53,10 +53,6 @@ def run_digest(key: str) -> str:
 _SERVED: dict[str, float] = {}
 
 
-def _served(key: str) -> float | None:
-    return _SERVED.get(run_digest(key))
-
-
 def validation_key(root: Path) -> str:
     """A hash of the files of `root`/simulators/ that the validation's runs depend on."""
     digest = hashlib.sha256()
@@ -92,7 +88,7 @@ class Simulators:
         # the same file, or made in parallel processes.
         _SERVED.update({k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)})
         _SERVED.update(committed or {})
-        api.make_runs_with(processes.run_many, _served)
+        api.make_runs_with(processes.run_many, lambda key: _SERVED.get(run_digest(key)))
 
     def run(self, name: str, params: dict[str, Any], seed: int = 0) -> dict[str, Any]:
         """The parsed `run_json` answer for these parameters and seed, cached per build."""

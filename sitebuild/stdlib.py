@@ -20,13 +20,12 @@ import hashlib
 import io
 import json
 import os
-import shutil
-import subprocess
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 from sitebuild.errors import BuildError
+from sitebuild.processes import run_node
 
 ROOT = Path(__file__).resolve().parent.parent
 PYODIDE = ROOT / "node_modules" / "pyodide"
@@ -35,19 +34,15 @@ SCRIPT = ROOT / "sitebuild" / "stdlib.mjs"
 COMPILE_SCRIPT = ROOT / "sitebuild" / "compile_stdlib.mjs"
 
 
-def _node(script: Path, *args: Path) -> str:
-    node = shutil.which("node")
-    if node is None:
-        raise BuildError("Node.js is needed to build the browser's standard library: apt-get install -y nodejs")
-    done = subprocess.run([node, str(script), str(PYODIDE), *map(str, args)], cwd=ROOT, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise BuildError(f"sitebuild/{script.name} failed:\n{done.stderr[-2000:]}")
-    return done.stdout
-
-
 def run_in_pyodide(archive_file: Path, stdlib_zip: Path | None = None) -> dict:
     """stdlib.mjs's answer: {"files": [imported members of the stdlib zip], "answers": {name: ok}}."""
     return json.loads(_node(SCRIPT, archive_file, *([stdlib_zip] if stdlib_zip else [])))
+
+
+def _node(script: Path, *args: Path) -> str:
+    return run_node(
+        script, PYODIDE, *args, purpose="build the browser's standard library", failed=f"sitebuild/{script.name} failed"
+    )
 
 
 def imported_names(package_dir: Path) -> set[str]:
@@ -94,6 +89,11 @@ def cached(cache_dir: Path, stem: str, suffix: str, inputs: bytes, make: Callabl
     return path.read_bytes()
 
 
+def hashed(stem: str, data: bytes, suffix: str) -> tuple[str, bytes]:
+    """A generated file's name (`stem`, 12 hex digits of its SHA-256, `suffix`) and its bytes."""
+    return f"{stem}-{hashlib.sha256(data).hexdigest()[:12]}{suffix}", data
+
+
 def reduce_zip(full: bytes, keep: list[str]) -> bytes:
     """A zip of the members `keep` of `full`, each stored with its original compression and date."""
     buffer = io.BytesIO()
@@ -106,7 +106,8 @@ def reduce_zip(full: bytes, keep: list[str]) -> bytes:
 
 def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str, bytes]:
     """The reduced standard library zip and its hashed name."""
-    inputs = archive + (ROOT / "package-lock.json").read_bytes() + SCRIPT.read_bytes() + COMPILE_SCRIPT.read_bytes()
+    scripts = SCRIPT.read_bytes() + COMPILE_SCRIPT.read_bytes() + Path(__file__).read_bytes()
+    inputs = archive + (ROOT / "package-lock.json").read_bytes() + scripts
 
     def make(work: Path) -> Path:
         archive_file = work.with_suffix(".archive")
@@ -127,5 +128,4 @@ def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str,
             sources.unlink()
         return work.with_suffix(".partial")
 
-    data = cached(cache_dir, "python-stdlib", ".zip", inputs + Path(__file__).read_bytes(), make)
-    return f"python-stdlib-{hashlib.sha256(data).hexdigest()[:12]}.zip", data
+    return hashed("python-stdlib", cached(cache_dir, "python-stdlib", ".zip", inputs, make), ".zip")
