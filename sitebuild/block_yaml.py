@@ -41,11 +41,9 @@ def read_mapping(
     for key, value in node.value:
         lines[key.value] = key.start_mark.line
         if key.value == nested and isinstance(value, yaml.MappingNode):
-            for sub, _ in value.value:
-                lines[f"{nested}.{sub.value}"] = sub.start_mark.line
+            lines |= {f"{nested}.{sub.value}": sub.start_mark.line for sub, _ in value.value}
         if key.value == nested and isinstance(value, yaml.SequenceNode):
-            for index, item in enumerate(value.value):
-                lines[f"{nested}.{index}"] = item.start_mark.line
+            lines |= {f"{nested}.{index}": item.start_mark.line for index, item in enumerate(value.value)}
     if unknown := [key for key in spec if key not in keys]:
         raise BlockError(lines[unknown[0]], f"unknown key {unknown[0]!r} in {kind} block (allowed: {', '.join(keys)})")
     return spec, lines

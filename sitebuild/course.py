@@ -239,11 +239,8 @@ def _load_yaml(path: Path, text: str, first_line: int) -> tuple[dict[str, Any], 
 def _chapter(course_file: Path, entry: dict[str, Any], lessons: list[Lesson]) -> Chapter:
     if missing := [key for key in CHAPTER_FIELDS if not entry.get(key)]:
         raise LessonError(course_file, 1, f"chapter {entry.get('id')!r} lacks {missing}")
-    chapter_id = str(entry["id"])
-    return Chapter(
-        **{key: str(entry[key]) for key in CHAPTER_FIELDS},
-        lessons=tuple(x for x in lessons if x.chapter == chapter_id),
-    )
+    fields = {key: str(entry[key]) for key in CHAPTER_FIELDS}
+    return Chapter(**fields, lessons=tuple(x for x in lessons if x.chapter == fields["id"]))
 
 
 def _key_line(path: Path, key: str) -> int:

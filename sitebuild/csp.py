@@ -37,10 +37,8 @@ def policy(inline_scripts: set[str]) -> str:
 
 
 def apply(site_dir: Path) -> None:
-    pages = [p for p in site_dir.rglob("*.html") if p.is_file()]
-    texts = {p: p.read_text(encoding="utf-8") for p in pages}
-    scripts = {s for text in texts.values() for s in INLINE_SCRIPT.findall(text)}
-    meta = policy(scripts)
+    texts = {p: p.read_text(encoding="utf-8") for p in site_dir.rglob("*.html") if p.is_file()}
+    meta = policy({s for text in texts.values() for s in INLINE_SCRIPT.findall(text)})
     for path, text in texts.items():
         if PLACEHOLDER in text:
             path.write_text(text.replace(PLACEHOLDER, meta), encoding="utf-8")

@@ -123,25 +123,18 @@ def _short_run(text: str, name: str, metric: str, p: dict[str, Any]) -> list[str
 
 def fit_question(name: str, p: dict[str, Any]) -> dict[str, Any] | None:
     """The gpu_memory parameters that say whether this call's operating point fits, or None."""
-    common = {k: p[k] for k in ("model", "gpu") if k in p}
+    # The precisions and GPUs asked for (sparsity's weight_dtype: the dense baseline it is compared with).
+    asked = {k: p[k] for k in ("model", "gpu", "weight_dtype", "kv_dtype", "num_gpus") if k in p}
+    if name == "slo":  # slo's own capacity is vLLM's accounting (deployment), so is this check
+        asked["accounting"] = "vllm"
     if name in ("generation", "slo"):
         context = int(p["prompt_tokens"]) + int(p["output_tokens"])
-        extra = {k: p[k] for k in ("weight_dtype", "kv_dtype") if k in p}
-        if name == "slo":  # slo's own capacity is vLLM's accounting (deployment), so is this check
-            extra["accounting"] = "vllm"
-        return {**common, **extra, "batch_size": p["batch_size"], "context_tokens": context}
+        return {**asked, "batch_size": p["batch_size"], "context_tokens": context}
     if name in ("quantization", "sparsity", "speculative", "gpu_memory"):
-        extra = {k: p[k] for k in ("weight_dtype", "kv_dtype", "num_gpus") if k in p}
-        if name == "sparsity":
-            extra["weight_dtype"] = p["weight_dtype"]  # the dense baseline it is compared with
-        return {**common, **extra, "batch_size": p["batch_size"], "context_tokens": p["context_tokens"]}
+        return {**asked, "batch_size": p["batch_size"], "context_tokens": p["context_tokens"]}
     if name == "compression":  # compared with bf16 weights: the baseline must run too
-        return {
-            **common,
-            "num_gpus": int(p.get("tensor_parallel_size", 1)) * int(p.get("pipeline_parallel_size", 1)),
-            "batch_size": p["batch_size"],
-            "context_tokens": p["prompt_tokens"],
-        }
+        num_gpus = int(p.get("tensor_parallel_size", 1)) * int(p.get("pipeline_parallel_size", 1))
+        return {**asked, "num_gpus": num_gpus, "batch_size": p["batch_size"], "context_tokens": p["prompt_tokens"]}
     return None
 
 

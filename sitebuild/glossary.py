@@ -164,10 +164,7 @@ class Linker:
             self._code = True
             return True
         self._code = False
-        if NESTING.match(text):
-            self._nested = True
-        elif indent == 0:
-            self._nested = False
+        self._nested = bool(NESTING.match(text)) or (self._nested and indent > 0)
         return False
 
     def _skip(self, text: str) -> bool:
@@ -181,12 +178,9 @@ class Linker:
         if stripped in ("$$", "\\[") or (stripped.startswith("$$") and not stripped.endswith("$$", 2)):
             self._math = True
             return True
+        if self._html is None and (start := HTML_START.match(text)):
+            self._html, self._html_depth = ("-->" if start.group(1) == "!--" else start.group(1).lower()), 0
         if self._html is not None:
-            self._track_html(text)
-            return True
-        if start := HTML_START.match(text):
-            tag = start.group(1)
-            self._html, self._html_depth = ("-->", 0) if tag == "!--" else (tag.lower(), 0)
             self._track_html(text)
             return True
         return bool(SKIP_LINE.match(text)) or stripped.startswith("$$")
@@ -194,8 +188,7 @@ class Linker:
     def _track_html(self, text: str) -> None:
         """Stay in the HTML block until its outermost element (or comment) closes."""
         if self._html == "-->":
-            if "-->" in text:
-                self._html = None
+            self._html = None if "-->" in text else "-->"
             return
         tag = self._html or ""
         self._html_depth += len(re.findall(rf"<{tag}\b", text, re.I)) - len(re.findall(rf"</{tag}\s*>", text, re.I))

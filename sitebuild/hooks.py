@@ -21,6 +21,8 @@ from sitebuild.sims import Simulators, cache_file, committed_runs
 # docs/*.md that are not pages of their own (excluded in mkdocs.yml's exclude_docs).
 PARTIALS = ("validation-table.md",)
 SIZES_PAGE = "instructors.md"
+# {"stdlib": (name, zip), "snapshot": (name, snapshot)}, and the size of each start-up download.
+RuntimeFiles = tuple[dict[str, tuple[str, bytes]], dict[str, list[int]]]
 
 
 @dataclass
@@ -30,16 +32,14 @@ class _Build:
     generated: dict[str, bytes]
     # The standard library zip and the start-up snapshot, made by Node.js (about 12 s when not
     # cached) while the pages render; joined by the page that lists the download sizes, or on_env.
-    runtime_files: Future[tuple[dict[str, tuple[str, bytes]], dict[str, list[int]]]]
+    runtime_files: Future[RuntimeFiles]
     glossary: glossary.Glossary | None
 
 
 _build: _Build | None = None
 
 
-def _runtime_files(
-    root: Path, archive: bytes, downloads: dict[str, bytes]
-) -> tuple[dict[str, tuple[str, bytes]], dict[str, list[int]]]:
+def _runtime_files(root: Path, archive: bytes, downloads: dict[str, bytes]) -> RuntimeFiles:
     """{"stdlib": (name, zip), "snapshot": (name, snapshot)}, and the sizes of every start-up
     download: Pyodide's, those two and `downloads` (the worker's other generated files, by name)."""
     stdlib_file = stdlib.stdlib_zip(root / "simulators", archive, root / "build")

@@ -20,12 +20,9 @@ class _Page(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = dict(attrs)
-        for name in ("id", "name"):
-            if values.get(name):
-                self.ids.add(str(values[name]))
-        for name in ("href", "src"):
-            if values.get(name) and not (tag == "link" and values.get("rel") in ("canonical", "alternate")):
-                self.links.append(str(values[name]))
+        self.ids |= {str(values[name]) for name in ("id", "name") if values.get(name)}
+        if not (tag == "link" and values.get("rel") in ("canonical", "alternate")):
+            self.links += [str(values[name]) for name in ("href", "src") if values.get(name)]
 
 
 def check(site_dir: Path) -> list[str]:

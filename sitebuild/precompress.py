@@ -20,7 +20,8 @@ from pathlib import Path
 # Text and WebAssembly files of at least this size get a .gz copy.
 MIN_BYTES = 16_000
 SUFFIXES = {".wasm", ".mjs", ".js", ".css", ".json", ".html", ".svg", ".xml", ".txt"}
-
+# File name -> [bytes as stored, bytes gzip-compressed].
+Sizes = dict[str, list[int]]
 
 _compressed: dict[bytes, bytes] = {}  # sha256 -> gzip bytes: the wasm is compressed once per process
 
@@ -44,10 +45,10 @@ def write_copies(site_dir: Path) -> int:
     return written
 
 
-def downloads(vendored: dict[str, Path], generated: dict[str, bytes]) -> dict[str, list[int]]:
-    """{file name: [bytes as stored, bytes gzip-compressed]} for the worker's start-up downloads:
-    the vendored Pyodide files it fetches and the generated files (sent as they are). The worker
-    fetches the WebAssembly's .gz copy itself (a plain file every host sends as it is)."""
+def downloads(vendored: dict[str, Path], generated: dict[str, bytes]) -> Sizes:
+    """The sizes of the worker's start-up downloads: the vendored Pyodide files it fetches and the
+    generated files (sent as they are). The worker fetches the WebAssembly's .gz copy itself (a
+    plain file every host sends as it is)."""
     sizes = {}
     for name, path in vendored.items():
         data = path.read_bytes()
@@ -74,19 +75,17 @@ def paths(runtime: dict) -> dict[bool, set[str]]:
     }
 
 
-def start_files(
-    sizes: dict[str, list[int]], skipped: dict[bool, set[str]], with_snapshot: bool
-) -> dict[str, list[int]]:
+def start_files(sizes: Sizes, skipped: dict[bool, set[str]], with_snapshot: bool) -> Sizes:
     """The downloads of one way of starting (`skipped` as `paths` gives it)."""
     return {name: size for name, size in sizes.items() if name not in skipped[with_snapshot]}
 
 
-def sizes_table(sizes: dict[str, list[int]], skipped: dict[bool, set[str]]) -> str:
+def sizes_table(sizes: Sizes, skipped: dict[bool, set[str]]) -> str:
     """The instructors' guide's table: what one reader and a class download to start Python, from
     a host that compresses (with the build's .gz copies) and from one that does not."""
     rows = []
     for label, with_snapshot in (("from scratch (slow connections)", False), ("restoring the snapshot (fast)", True)):
-        files = list(start_files(sizes, skipped, with_snapshot).values())
+        files = start_files(sizes, skipped, with_snapshot).values()
         raw, gz = sum(v[0] for v in files), sum(v[1] for v in files)
         rows.append(
             f"| {label} | {gz / 1e6:.1f} MB | {gz * CLASS_SIZE / 1e6:.0f} MB "
@@ -106,8 +105,8 @@ CLASS_MARKER = "<!-- class-download -->"
 SHARED_MBPS = 40  # an access point's useful throughput shared by a class (an assumption, said so)
 
 
-def class_sentence(sizes: dict[str, list[int]], skipped: dict[bool, set[str]]) -> str:
-    plain = list(start_files(sizes, skipped, with_snapshot=False).values())
+def class_sentence(sizes: Sizes, skipped: dict[bool, set[str]]) -> str:
+    plain = start_files(sizes, skipped, with_snapshot=False).values()
     gz, raw = sum(v[1] for v in plain) * CLASS_SIZE, sum(v[0] for v in plain) * CLASS_SIZE
     return (
         f"{CLASS_SIZE} starts from scratch download {gz / 1e6:.0f} MB from a compressing host "

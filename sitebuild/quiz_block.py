@@ -79,14 +79,22 @@ def _question(question: Any, line: int, number: int) -> str:
     if not isinstance(question, dict) or not isinstance(question.get("q"), str):
         raise BlockError(line, "each question needs 'q:' with the question text")
     kind = question.get("type")
-    if kind == "number":
-        return _number(question, line, number)
-    if kind == "choice":
-        return _choice(question, line, number)
-    raise BlockError(line, f"question type must be 'number' or 'choice', not {kind!r}")
+    if kind not in ("number", "choice"):
+        raise BlockError(line, f"question type must be 'number' or 'choice', not {kind!r}")
+    qid = f"quiz-{number}"
+    attributes, body = (_number if kind == "number" else _choice)(question, line, qid)
+    return "\n".join(
+        [
+            f'<div class="quiz-q" role="{"group" if kind == "number" else "radiogroup"}" aria-labelledby="{qid}-q" '
+            f'data-question="{number}" data-type="{kind}"{attributes} markdown="1">',
+            f'<p class="quiz-prompt" id="{qid}-q" markdown="span"><strong>Q{number}.</strong> {question["q"]}</p>',
+            *body,
+        ]
+    )
 
 
-def _number(question: dict[str, Any], line: int, number: int) -> str:
+def _number(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[str]]:
+    """The question's attributes and its HTML below the prompt."""
     _check_keys(question, NUMBER_KEYS, line)
     answer, tolerance = question.get("answer"), question.get("tolerance", 0.01)
     if not _is_number(answer) or not _is_number(tolerance) or tolerance < 0:
@@ -95,24 +103,19 @@ def _number(question: dict[str, Any], line: int, number: int) -> str:
         raise BlockError(line, "a number question needs an 'explanation'")
     if "definitional" in question and not (isinstance(question["definitional"], str) and question["definitional"]):
         raise BlockError(line, "'definitional:' needs the reason the answer cannot move")
-    qid = f"quiz-{number}"
-    return "\n".join(
-        [
-            f'<div class="quiz-q" role="group" aria-labelledby="{qid}-q" data-question="{number}" '
-            f'data-type="number" data-answer="{answer!r}" data-tolerance="{tolerance!r}" markdown="1">',
-            _prompt(qid, number, question["q"]),
-            f'<p class="quiz-entry"><label for="{qid}-input">Your answer</label> '
-            f'<input id="{qid}-input" type="text" inputmode="decimal" autocomplete="off" '
-            f'aria-describedby="{qid}-feedback"> '
-            f'<button type="button" class="md-button quiz-check">Check</button></p>',
-            f'<p class="quiz-feedback" id="{qid}-feedback" role="status" aria-live="polite"></p>',
-            f'<div class="quiz-explanation" hidden markdown="1">\n{question["explanation"]}\n</div>',
-            "</div>",
-        ]
-    )
+    return f' data-answer="{answer!r}" data-tolerance="{tolerance!r}"', [
+        f'<p class="quiz-entry"><label for="{qid}-input">Your answer</label> '
+        f'<input id="{qid}-input" type="text" inputmode="decimal" autocomplete="off" '
+        f'aria-describedby="{qid}-feedback"> '
+        f'<button type="button" class="md-button quiz-check">Check</button></p>',
+        f'<p class="quiz-feedback" id="{qid}-feedback" role="status" aria-live="polite"></p>',
+        f'<div class="quiz-explanation" hidden markdown="1">\n{question["explanation"]}\n</div>',
+        "</div>",
+    ]
 
 
-def _choice(question: dict[str, Any], line: int, number: int) -> str:
+def _choice(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[str]]:
+    """The question's attributes (none) and its HTML below the prompt."""
     _check_keys(question, CHOICE_KEYS, line)
     options = question.get("options")
     if not isinstance(options, list) or len(options) < 2:
@@ -125,12 +128,7 @@ def _choice(question: dict[str, Any], line: int, number: int) -> str:
             raise BlockError(line, f"option {option['text']!r} needs a 'why:' explanation")
     if not any(option.get("correct") is True for option in options):
         raise BlockError(line, "mark at least one option 'correct: true'")
-    qid = f"quiz-{number}"
-    parts = [
-        f'<div class="quiz-q" role="radiogroup" aria-labelledby="{qid}-q" data-question="{number}" '
-        'data-type="choice" markdown="1">',
-        _prompt(qid, number, question["q"]),
-    ]
+    parts = []
     for index, option in enumerate(options):
         correct = "true" if option.get("correct") is True else "false"
         parts += [
@@ -138,12 +136,7 @@ def _choice(question: dict[str, Any], line: int, number: int) -> str:
             f'data-correct="{correct}"> {option["text"]}</label></p>',
             f'<div class="quiz-why" id="{qid}-why-{index}" hidden markdown="1">\n{option["why"]}\n</div>',
         ]
-    parts.append('<p class="quiz-feedback" role="status" aria-live="polite"></p>\n</div>')
-    return "\n".join(parts)
-
-
-def _prompt(qid: str, number: int, text: str) -> str:
-    return f'<p class="quiz-prompt" id="{qid}-q" markdown="span"><strong>Q{number}.</strong> {text}</p>'
+    return "", [*parts, '<p class="quiz-feedback" role="status" aria-live="polite"></p>\n</div>']
 
 
 def _check_keys(mapping: dict[str, Any], allowed: set[str], line: int) -> None:

@@ -49,9 +49,7 @@ def imported_names(package_dir: Path) -> set[str]:
     """Top-level module names in every import statement of the package's Python files but its
     command line (__main__.py)."""
     names: set[str] = set()
-    for path in package_dir.rglob("*.py"):
-        if path.name == "__main__.py":
-            continue
+    for path in (p for p in package_dir.rglob("*.py") if p.name != "__main__.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names |= {alias.name.split(".")[0] for alias in node.names}
@@ -63,11 +61,9 @@ def imported_names(package_dir: Path) -> set[str]:
 def members(imported: list[str], names: set[str], available: list[str]) -> list[str]:
     """The reduced zip's members, in the full zip's order: the imported files, every file of the
     named top-level modules and packages, and the directory entries above them."""
-    wanted = set(imported)
-    for name in available:
-        top = name.split("/")[0].removesuffix(".py")
-        if top in names and not name.endswith("/"):
-            wanted.add(name)
+    wanted = set(imported) | {
+        name for name in available if name.split("/")[0].removesuffix(".py") in names and not name.endswith("/")
+    }
     for name in list(wanted):
         parts = name.split("/")[:-1]
         wanted |= {"/".join(parts[: i + 1]) + "/" for i in range(len(parts))}
