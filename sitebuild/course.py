@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -111,18 +112,16 @@ def id_order(lesson_id: str) -> tuple[int, tuple[int, ...]]:
 
 def load_course(lessons_dir: Path) -> Course:
     course_file = lessons_dir / "course.yml"
-    data, node = _load_yaml(course_file, course_file.read_text(encoding="utf-8"), 1)
+    data, _ = _load_yaml(course_file, course_file.read_text(encoding="utf-8"), 1)
     lessons = sorted(
         (parse_lesson(path) for path in sorted(lessons_dir.glob("*.md"))),
         key=lambda x: id_order(x.id),
     )
-    seen: dict[str, Path] = {}
-    for lesson in lessons:
-        if lesson.id in seen:
+    for first, lesson in pairwise(lessons):  # sorted by id: one id's lessons are neighbours
+        if lesson.id == first.id:
             raise LessonError(
-                lesson.path, _key_line(lesson.path, "id"), f"id {lesson.id!r} is already used by {seen[lesson.id].name}"
+                lesson.path, _key_line(lesson.path, "id"), f"id {lesson.id!r} is already used by {first.path.name}"
             )
-        seen[lesson.id] = lesson.path
     chapters = tuple(_chapter(course_file, entry, lessons) for entry in data.get("chapters") or [])
     known = {c.id for c in chapters}
     for lesson in lessons:
@@ -216,9 +215,8 @@ def _scenario_lines(path: Path, node: yaml.Node | None, scenarios: Any, line: in
         params = scenarios[name]
         if not isinstance(params, dict) or not params:
             raise LessonError(path, at, f"scenario {name!r} must be a non-empty mapping of parameter: value")
-        for param, v in params.items():
-            if not isinstance(v, (int, float, str, bool)):
-                raise LessonError(path, at, f"scenario {name!r}: {param} must be a number, a string or true/false")
+        if bad := [param for param, v in params.items() if not isinstance(v, (int, float, str, bool))]:
+            raise LessonError(path, at, f"scenario {name!r}: {bad[0]} must be a number, a string or true/false")
         found[str(name)] = at
     return found
 
@@ -244,7 +242,5 @@ def _chapter(course_file: Path, entry: dict[str, Any], lessons: list[Lesson]) ->
 
 
 def _key_line(path: Path, key: str) -> int:
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.startswith(f"{key}:"):
-            return number
-    return 1
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next((number for number, line in enumerate(lines, start=1) if line.startswith(f"{key}:")), 1)

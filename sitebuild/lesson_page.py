@@ -3,8 +3,8 @@
 Fences of a kind in sitebuild/blocks.py (```sim, ```quiz, ```checklist) become their HTML, at the
 top level or inside an admonition, a tab or a list; other fences pass through untouched, and
 `{{ … }}` is only expanded outside fences and inside the blocks that ask for it (a quiz, so a
-numeric answer can be computed), so code samples can show the syntax itself. With a glossary, the first use of each term in a lesson's prose links to its entry
-(sitebuild/glossary.py).
+numeric answer can be computed), so code samples can show the syntax itself. With a glossary,
+the first use of each term in a lesson's prose links to its entry (sitebuild/glossary.py).
 """
 
 from __future__ import annotations

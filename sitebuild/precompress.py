@@ -3,8 +3,8 @@
 The worker downloads `pyodide.asm.wasm.gz` itself and inflates it (9.6 MB become 3.5 MB on every
 host, `python -m http.server` included). For the other files, a host set up to serve precompressed
 files (nginx `gzip_static on`, see docs/instructors.md) sends FILE.gz with `Content-Encoding: gzip`
-when the browser asks for FILE, compressed once at build time at gzip's highest level. Only gzip: Python's standard library has no Brotli, and nginx needs an extra module to
-serve `.br` files.
+when the browser asks for FILE, compressed once at build time at gzip's highest level. Only gzip:
+Python's standard library has no Brotli, and nginx needs an extra module to serve `.br` files.
 
 The start-up downloads (`downloads`) are listed with their size as sent by a host that does not
 compress and by one that does, for the client's progress line and its "Run the simulators here — N

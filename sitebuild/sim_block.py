@@ -100,6 +100,7 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict, controls: list[s
         else ""
     )
     summary_id = f"sim-{widget_id}-summary"
+    chart = static_chart.render(answer["figure"], f"sim-{widget_id}-chart-title")
     parts = [
         f'<figure class="sim" id="sim-{e(widget_id)}" data-widget="{e(widget_id)}" '
         f'data-sim="{e(schema["name"])}" data-params="{e(json.dumps(params))}" '
@@ -115,7 +116,7 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict, controls: list[s
         # A group, not role="img": plotly puts focusable controls inside (axe: nested-interactive).
         # It opens with the chart drawn here, as static SVG: on screen at first paint, no script.
         f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
-        f'aria-describedby="{summary_id}">{static_chart.render(answer["figure"], f"sim-{widget_id}-chart-title")}</div>',
+        f'aria-describedby="{summary_id}">{chart}</div>',
         f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
         f'<table class="sim-metrics"><caption>Key figures</caption>{head}<tbody>{rows(keys[:KEY_FIGURES])}'
         "</tbody></table>",
