@@ -54,13 +54,6 @@ def build(site_dir: Path, lessons_dir: Path, site_url: str | None) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def check(site_dir: Path) -> None:
-    problems = linkcheck.check(site_dir)
-    if problems:
-        raise BuildError("link check failed:\n  " + "\n  ".join(problems))
-    print(f"link check: every local link and anchor in {site_dir.name}/ resolves")
-
-
 def watch_and_serve(port: int) -> None:
     url = f"http://127.0.0.1:{port}/"
     command = [sys.executable, str(Path(__file__).resolve()), "build", "--site-url", url]
@@ -110,9 +103,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             watch_and_serve(args.port)
             return 0
-        build(args.site_dir.resolve(), args.lessons, args.site_url)
+        site_dir = args.site_dir.resolve()
+        build(site_dir, args.lessons, args.site_url)
         if args.command == "check":
-            check(args.site_dir.resolve())
+            if problems := linkcheck.check(site_dir):
+                raise BuildError("link check failed:\n  " + "\n  ".join(problems))
+            print(f"link check: every local link and anchor in {site_dir.name}/ resolves")
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

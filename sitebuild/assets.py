@@ -44,8 +44,7 @@ PLOTLY_TRACE_TYPES = frozenset({"scatter", "bar", "pie"})
 
 def npm_ci() -> None:
     """Install package-lock.json's exact packages, unless node_modules already holds them."""
-    lock = ROOT / "package-lock.json"
-    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
+    digest = hashlib.sha256((ROOT / "package-lock.json").read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text() == digest:
         return
     npm = shutil.which("npm")
@@ -74,8 +73,7 @@ def vendor_files() -> dict[str, Path]:
 
 def pyodide_lock() -> dict[str, Any]:
     """A lock file with the real `info` and no packages: Pyodide loads no wheels and fetches no lock."""
-    info = json.loads((NODE_MODULES / "pyodide" / "pyodide-lock.json").read_text())["info"]
-    return {"info": info, "packages": {}}
+    return {"info": json.loads((NODE_MODULES / "pyodide" / "pyodide-lock.json").read_text())["info"], "packages": {}}
 
 
 def package_files(package_dir: Path) -> list[Path]:
