@@ -186,18 +186,9 @@ def _dtypes(m: Model, p: Params) -> tuple[str, str]:
 def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
     weight, kv = _dtypes(m, p)
     tokens, seqs = batch_limits(gpu, p)
-    return vm.account(
-        m,
-        gpu,
-        **layout_of(p).cost_kw(),
-        gpu_memory_utilization=p.gpu_memory_utilization,
-        max_model_len=p.max_model_len,
-        max_num_batched_tokens=tokens,
-        max_num_seqs=seqs,
-        kv_dtype=kv,
-        weight_dtype=weight,
-        block_size=p.block_size,
-    )
+    same = {k: getattr(p, k) for k in ("gpu_memory_utilization", "max_model_len", "block_size")}
+    limits = {"max_num_batched_tokens": tokens, "max_num_seqs": seqs}
+    return vm.account(m, gpu, **layout_of(p).cost_kw(), **same, **limits, kv_dtype=kv, weight_dtype=weight)
 
 
 def fit_problem(m: Model, gpu: Gpu, p: Params) -> None:
@@ -232,30 +223,20 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     kv_bytes = a.num_blocks * a.page_bytes * a.group_size
     per_context = [vm_concurrency(m, a, c, p, tokens) for c in TABLE_CONTEXTS if c <= m.max_context_tokens]
     gib = cm.GiB
+    # Each stage's GiB by what holds them (the key's name, the VllmMemory field's).
+    held = dict(total="total", requested="requested", weights="weight", activation="activation", non_torch="non_torch")
     stages = [
-        {
-            "stage": s.stage,
-            "num_layers": s.num_layers,
-            "total_GiB": s.total_bytes / gib,
-            "requested_GiB": s.requested_bytes / gib,
-            "weights_GiB": s.weight_bytes / gib,
-            "activation_GiB": s.activation_bytes / gib,
-            "non_torch_GiB": s.non_torch_bytes / gib,
-            "kv_GiB": kv_bytes / gib,
-        }
+        {"stage": s.stage, "num_layers": s.num_layers, "kv_GiB": kv_bytes / gib}
+        | {f"{k}_GiB": getattr(s, f"{f}_bytes") / gib for k, f in held.items()}
         for s in a.stages
     ]
+    shape = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel")
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "tensor_parallel_size": p.tensor_parallel_size,
-        "pipeline_parallel_size": p.pipeline_parallel_size,
-        "data_parallel_size": dp,
-        "enable_expert_parallel": p.enable_expert_parallel,
+        **{k: getattr(p, k) for k in (*shape, "max_model_len", "gpu_memory_utilization")},
         "weight_dtype": weight,
         "kv_cache_dtype": kv,
-        "max_model_len": p.max_model_len,
-        "gpu_memory_utilization": p.gpu_memory_utilization,
         # The batch limits used, and whether each is `vllm serve`'s default for this GPU (field at 0).
         "max_num_batched_tokens": tokens,
         "max_num_seqs": seqs,

@@ -58,6 +58,7 @@ SHARING = [
     ("agent", "Agent trajectories"),
 ]
 PRESSURE = (0.1, 0.2, 0.4, 1.0)
+SHARE = {"range": [0, 1]}  # the hit-rate charts' y axis
 
 VIEWS = [("ttft", "TTFT per cache mode"), ("hits", "Hit rate and prefill saved"), ("pressure", "Hit rate vs KV memory")]
 
@@ -92,35 +93,6 @@ class Params(ModelGpuEngine):
             )
 
 
-def _serve(
-    reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: int, bs: int, engine: str
-) -> dict[str, float]:
-    spec = EngineSpec(
-        m,
-        gpu,
-        SchedulerConfig(max_model_len=m.max_context_tokens),
-        block_size=bs,
-        prefix=mode,
-        num_blocks=blocks,
-        engine=engine,
-    )
-    served = serve(reqs, spec)
-    s = summarize(served.records)
-    rep = served.replicas[0]
-    # Over every admission, recomputation after a preemption included.
-    saved, computed = rep.hit_tokens, rep.prefill_tokens
-    return {
-        "hit_rate": saved / (saved + computed) if saved + computed else 0.0,
-        "saved": saved,
-        "ttft_p50": s["ttft_s_p50"],
-        "ttft_p90": s["ttft_s_p90"],
-        "ttft_p99": s["ttft_s_p99"],
-        "evictions": served.replicas[0].kv.num_evictions,
-        "prefill_tokens": served.replicas[0].prefill_tokens,
-        "dropped": len(served.dropped),
-    }
-
-
 # The served trace per cache and memory size, kept through the caller's keep (api.Session's store)
 # so that the pressure chart's full-memory point is the same run as the other charts'.
 MEMO_ENTRIES = 16
@@ -131,7 +103,20 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
 
     def make() -> dict[str, float]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        return _serve(_trace(p, seed), m, gpu, mode, blocks, p.block_size, p.engine)
+        sched = SchedulerConfig(max_model_len=m.max_context_tokens)
+        spec = EngineSpec(m, gpu, sched, block_size=p.block_size, prefix=mode, num_blocks=blocks, engine=p.engine)
+        served = serve(_trace(p, seed), spec)
+        s, rep = summarize(served.records), served.replicas[0]
+        # Over every admission, recomputation after a preemption included.
+        saved, computed = rep.hit_tokens, rep.prefill_tokens
+        return {
+            "hit_rate": saved / (saved + computed) if saved + computed else 0.0,
+            "saved": saved,
+            **{f"ttft_{q}": s[f"ttft_s_{q}"] for q in ("p50", "p90", "p99")},
+            "evictions": rep.kv.num_evictions,
+            "prefill_tokens": computed,
+            "dropped": len(served.dropped),
+        }
 
     return kept(keep, run_key(p, seed, mode, blocks), make)
 
@@ -174,10 +159,7 @@ def run(
         results[mode], was_kept = _served(p, seed, mode, blocks, keep)
         if not was_kept and (view == "ttft" or view == "hits" and mode != "off"):
             yield {**head, "modes": dict(results)}
-    metrics: dict[str, float] = {}
-    for mode in ("off", "hash", "radix"):
-        metrics[f"ttft_{mode}_s_p50"] = results[mode]["ttft_p50"]
-        metrics[f"ttft_{mode}_s_p99"] = results[mode]["ttft_p99"]
+    metrics = {f"ttft_{mode}_s_{q}": results[mode][f"ttft_{q}"] for mode, _ in MODES for q in ("p50", "p99")}
     for mode in ("hash", "radix"):
         metrics[f"hit_rate_{mode}"] = results[mode]["hit_rate"]
         metrics[f"prefill_saved_{mode}"] = results[mode]["saved"]
@@ -193,44 +175,22 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         for i, mode in enumerate(("hash", "radix")):
             points = [x for x in r["pressure"] if mode in x]  # all, but while they stream
             data.append(sweep(points, "GiB", mode, names[mode], i))
-        return make_figure(
-            data,
-            layout(
-                "Cache hit rate as KV memory shrinks (LRU eviction)",
-                "KV memory (GiB)",
-                "Prompt tokens from cache",
-                xaxis=LOG,
-                yaxis={"range": [0, 1]},
-            ),
-        )
+        title = "Cache hit rate as KV memory shrinks (LRU eviction)"
+        return make_figure(data, layout(title, "KV memory (GiB)", "Prompt tokens from cache", xaxis=LOG, yaxis=SHARE))
     if view == "hits":
         modes = [x for x in ("hash", "radix") if x in r["modes"]]  # both, but while they stream
-        data = [
-            bar(
-                [names[x] for x in modes],
-                [r["modes"][x]["hit_rate"] for x in modes],
-                "Hit rate (share of prompt tokens)",
-                0,
-            ),
-        ]
-        return make_figure(
-            data,
-            layout(
-                f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload",
-                "Cache",
-                "Share of prompt tokens",
-                yaxis={"range": [0, 1]},
-            ),
-        )
+        hit_rates = [r["modes"][x]["hit_rate"] for x in modes]
+        data = [bar([names[x] for x in modes], hit_rates, "Hit rate (share of prompt tokens)", 0)]
+        title = f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload"
+        return make_figure(data, layout(title, "Cache", "Share of prompt tokens", yaxis=SHARE))
     labels = ["p50", "p90", "p99"]
     data = [
         bar(labels, [r["modes"][mode][f"ttft_{q}"] for q in labels], names[mode], i)
         for i, (mode, _) in enumerate(MODES)
         if mode in r["modes"]  # every mode, but while they stream
     ]
-    return make_figure(
-        data, layout(f"Time to first token, {r['model']} on {r['gpu']}", "Percentile", "TTFT (s)", barmode="group")
-    )
+    title = f"Time to first token, {r['model']} on {r['gpu']}"
+    return make_figure(data, layout(title, "Percentile", "TTFT (s)", barmode="group"))
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -58,6 +58,7 @@ DESCRIPTION = (
 ROWS, COLS, INPUTS = 64, 256, 16
 BATCHES = tuple(2**i for i in range(11))  # 1 .. 1024
 SCHEMES = ("24", "unstructured")
+LAYOUTS = [("dense", "Dense (zeros stored)"), ("bitmask", "Bitmask + kept values"), ("csr", "CSR, 16-bit indices")]
 METRICS = {
     "bytes_per_weight_24": ("Stored bytes per block weight, 2:4", "B"),
     "weights_dense_GB": ("Weights, dense", "GB"),
@@ -93,15 +94,7 @@ class Params(ModelGpu):
     # Share of weights set to zero by unstructured pruning (2:4 is always one half).
     sparsity: float = param(0.5, label="Unstructured sparsity", min=0.0, max=0.95, step=0.05)
     # How the unstructured matrix is stored (an assumption about the kernel; see the docstring).
-    unstructured_layout: str = param(
-        "bitmask",
-        label="Unstructured storage",
-        choices=[
-            ("dense", "Dense (zeros stored)"),
-            ("bitmask", "Bitmask + kept values"),
-            ("csr", "CSR, 16-bit indices"),
-        ],
-    )
+    unstructured_layout: str = param("bitmask", label="Unstructured storage", choices=LAYOUTS)
     # Prompt of the prefill comparison, and context of each decoding sequence.
     context_tokens: int = param(
         running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True
@@ -316,25 +309,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         f"Prefill time, {r['context_tokens']:,} tokens",
         f"Decode step, batch {r['batch_size']:,}",
     ]
-    data = [
-        bar(
-            x,
-            [
-                1 - m[f"memory_saved_{v}_fraction"],
-                1 - m[f"flops_saved_{v}_fraction"],
-                1 / m[f"prefill_speedup_{v}"],
-                1 / m[f"decode_speedup_{v}"],
-            ],
-            names[v],
-            i,
-        )
-        for i, v in enumerate(SCHEMES)
-    ]
+    ys = {v: [1 - m[f"{k}_saved_{v}_fraction"] for k in ("memory", "flops")] for v in SCHEMES}
+    for v in SCHEMES:
+        ys[v] += [1 / m[f"{k}_speedup_{v}"] for k in ("prefill", "decode")]
+    data = [bar(x, ys[v], names[v], i) for i, v in enumerate(SCHEMES)]
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
-    return make_figure(
-        data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT)
-    )
+    y_title = "Share of the dense figure (lower is better)"
+    return make_figure(data, layout(title, "", y_title, barmode="group", yaxis=PERCENT))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
