@@ -130,13 +130,8 @@ def _served(p: Params, seed: int, policy: str, keep: Keep, show: Callable[[Serve
 
     def steps() -> Generator[dict[str, Any], None, Served]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        spec = EngineSpec(
-            m,
-            gpu,
-            SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
-            engine=p.engine,
-            **layout_of(p).cost_kw(),
-        )
+        sched = SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+        spec = EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
         return (yield from serve_shown(_trace(p, seed, keep), spec, lambda *run: _measured(p, policy, *run), show))
 
     return (yield from kept_steps(keep, run_key(p, seed, policy), steps))
@@ -147,10 +142,8 @@ def _measured(
 ) -> Served:
     """A run's chart entry and metrics, from the requests it finished (all of them, or so far)."""
     rep = replicas[0]
-    occ = slot_occupancy(rep.series, p.max_num_seqs)
-    # Every request counts: the run has no warm-up or cool-down to leave out, so these are
-    # summarize()'s figures without the 44 others it computes (~11 of a 2,000-request
-    # static run's ~65 ms in Pyodide).
+    # Every request counts (no warm-up or cool-down to leave out): summarize()'s figures without
+    # the 44 others it computes (~11 of a 2,000-request static run's ~65 ms in Pyodide).
     ttft, e2e = describe([x.ttft_s for x in recs]), describe([x.e2e_s for x in recs])
     # Throughput over the whole run: every request, first arrival to last completion.
     makespan = max(x.arrival_s + x.e2e_s for x in recs) - min(x.arrival_s for x in recs) if recs else 1.0
@@ -167,7 +160,7 @@ def _measured(
         f"ttft_{policy}_s_p50": ttft["p50"],
         f"ttft_{policy}_s_p99": ttft["p99"],
         f"e2e_{policy}_s_p99": e2e["p99"],
-        f"slot_occupancy_{policy}": occ,
+        f"slot_occupancy_{policy}": slot_occupancy(rep.series, p.max_num_seqs),
     }
     return entry, metrics
 
@@ -205,31 +198,18 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             for i, k in enumerate(POLICIES)
             if k in r  # both, but while they stream
         ]
-        return make_figure(
-            data,
-            layout(
-                f"Latency percentiles, {r['model']} on {r['gpu']}",
-                "Metric",
-                "Seconds",
-                barmode="group",
-                yaxis=LOG,
-            ),
-        )
+        title = f"Latency percentiles, {r['model']} on {r['gpu']}"
+        return make_figure(data, layout(title, "Metric", "Seconds", barmode="group", yaxis=LOG))
     st, co = r["static"]["series"], r.get("continuous", {}).get("series")  # no continuous run yet while streaming
+    times = [x[0] for x in st]
     data = [
-        line(
-            [x[0] for x in st], [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"
-        ),
-        line([x[0] for x in st], [x[1] for x in st], "Static: slots held by the batch", 3, shape="hv"),
+        line(times, [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"),
+        line(times, [x[1] for x in st], "Static: slots held by the batch", 3, shape="hv"),
     ]
     if co is not None:
         data.append(line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, shape="hv"))
-    return make_figure(
-        data,
-        layout(
-            f"Batch slots over time ({r['max_num_seqs']} slots, {r['rate_per_s']:g} req/s)", "Time (s)", "Sequences"
-        ),
-    )
+    title = f"Batch slots over time ({r['max_num_seqs']} slots, {r['rate_per_s']:g} req/s)"
+    return make_figure(data, layout(title, "Time (s)", "Sequences"))
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -187,7 +187,7 @@ def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
     weight, kv = _dtypes(m, p)
     tokens, seqs = batch_limits(gpu, p)
     same = {k: getattr(p, k) for k in ("gpu_memory_utilization", "max_model_len", "block_size")}
-    limits = {"max_num_batched_tokens": tokens, "max_num_seqs": seqs}
+    limits: dict[str, Any] = {"max_num_batched_tokens": tokens, "max_num_seqs": seqs}
     return vm.account(m, gpu, **layout_of(p).cost_kw(), **same, **limits, kv_dtype=kv, weight_dtype=weight)
 
 

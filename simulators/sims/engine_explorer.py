@@ -79,6 +79,7 @@ METRICS = {
     "compute_share": ("Chosen point: GPU time at the compute roof", ""),
     "kv_capacity_use": ("Chosen point: share of KV memory the batch needs", ""),
 }
+FOLLOWED = ("ttft_s", "e2e_s", "queue_s", "num_prefill_chunks", "num_preemptions", "blocks_allocated")  # metrics
 PREFIX_PAYS, COMPUTE_BINDS, WEIGHT_DOMINATED = 0.2, 0.5, 0.8
 VIEWS = [("request", "Follow one request"), ("operating_points", "Operating points: which bet pays where")]
 EX = running_example()
@@ -112,7 +113,7 @@ class Params(ModelGpuEngine):
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        check_serving(m, gpu, layout_of(self), weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
+        check_serving(m, gpu, layout_of(self), **_formats(self))
         need = (self.prompt_tokens + self.output_tokens) * cm.kv_bytes_per_token(m, self.kv_dtype)
         if self.kv_budget_GiB * cm.GiB < need:
             raise ParamError(
@@ -141,23 +142,24 @@ def operating_point(
         "compute_share": ((P if pc > pm else 0.0) + (D if dc > dm else 0.0)) / (P + D),
         "kv_use": batch * cost.held(prompt + output) / max(capacity, 1),
     }
-    if out["kv_use"] > 1:
-        region = "none"
-    elif out["prefix_saving"] >= PREFIX_PAYS:
-        region = "sglang"
-    elif out["compute_share"] >= COMPUTE_BINDS:
-        region = "tensorrt"
-    elif out["weight_share"] >= WEIGHT_DOMINATED:
-        region = "llamacpp"
-    elif out["weight_share"] <= 0.5:
-        region = "vllm"
-    else:
-        region = "mixed"
-    out["region"] = region
+    rules = (
+        ("none", out["kv_use"] > 1),
+        ("sglang", out["prefix_saving"] >= PREFIX_PAYS),
+        ("tensorrt", out["compute_share"] >= COMPUTE_BINDS),
+        ("llamacpp", out["weight_share"] >= WEIGHT_DOMINATED),
+        ("vllm", out["weight_share"] <= 0.5),
+    )
+    out["region"] = next((region for region, holds in rules if holds), "mixed")
     return out
 
 
 SERIES_POINTS = 600  # points per line of the request view's lower chart, at most
+# The followed request's state after each event of its log (any other: done).
+NEXT_STATE = dict(admit="waiting", chunk="chunk", first_token="decode", recomputed="decode", preempt="preempted")
+
+
+def _formats(p: Params) -> dict[str, Any]:
+    return {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}
 
 
 def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
@@ -168,22 +170,11 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     me = workload.Request(
         n, times[n // 2] if n else 0.0, p.prompt_tokens, p.output_tokens, ((1 << 40, p.prompt_tokens),)
     )
-    max_len = max(m.max_context_tokens, p.prompt_tokens + p.output_tokens)
-    sched = SchedulerConfig(
-        max_num_seqs=p.max_num_seqs, max_num_batched_tokens=p.max_num_batched_tokens, max_model_len=max_len
-    )
+    limits = {k: getattr(p, k) for k in ("max_num_seqs", "max_num_batched_tokens")}
+    sched = SchedulerConfig(**limits, max_model_len=max(m.max_context_tokens, p.prompt_tokens + p.output_tokens))
     blocks = int(p.kv_budget_GiB * cm.GiB // (cm.kv_bytes_per_token(m, p.kv_dtype) * p.block_size))
-    spec = EngineSpec(
-        m,
-        gpu,
-        sched,
-        weight_dtype=p.weight_dtype,
-        kv_dtype=p.kv_dtype,
-        block_size=p.block_size,
-        engine=p.engine,
-        **layout_of(p).cost_kw(),
-        num_blocks=blocks,
-    )
+    kw = {**_formats(p), **layout_of(p).cost_kw(), "block_size": p.block_size, "num_blocks": blocks}
+    spec = EngineSpec(m, gpu, sched, engine=p.engine, **kw)
     served = serve([*reqs, me], spec, keep_log=True)
     rec = next(r for r in served.records if r.id == me.id)
     events = [(t, what, extra) for t, _, what, rid, extra in served.log if rid == me.id]
@@ -193,14 +184,7 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     for t, what, _ in events[1:]:
         if t > since:
             phases.append((state, since, t))
-        state = {
-            "admit": "waiting",
-            "chunk": "chunk",
-            "first_token": "decode",
-            "recomputed": "decode",
-            "preempt": "preempted",
-        }.get(what, "done")
-        since = t
+        state, since = NEXT_STATE.get(what, "done"), t
     t0, t1 = rec.arrival_s, rec.arrival_s + rec.e2e_s
     pad = 0.05 * (t1 - t0)
     rep = served.replicas[0]
@@ -216,11 +200,8 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
         "series": series,
         "num_blocks": blocks,
         "window": [t0 - pad, t1 + pad],
-        "ttft_s": rec.ttft_s,
-        "e2e_s": rec.e2e_s,
-        "queue_s": rec.queue_s,
+        **{k: getattr(rec, k) for k in ("ttft_s", "e2e_s", "queue_s", "num_preemptions")},
         "num_prefill_chunks": sum(1 for _, w, _ in events if w == "chunk"),
-        "num_preemptions": rec.num_preemptions,
         "blocks_allocated": sum(x for _, w, x in events if w in ("preempt", "finish")),
         "background_preemptions": rep.num_preemptions - rec.num_preemptions,
     }
@@ -229,10 +210,8 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     lay = layout_of(p)
-    cost = EngineSpec(
-        m, gpu, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype, engine=p.engine, **lay.cost_kw()
-    ).step_cost()
-    capacity = pooled_kv_tokens(m, gpu, lay, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
+    cost = EngineSpec(m, gpu, **_formats(p), engine=p.engine, **lay.cost_kw()).step_cost()
+    capacity = pooled_kv_tokens(m, gpu, lay, **_formats(p))
     grid = [
         {"batch": b, "context": c, **operating_point(cost, capacity, b, c, p.output_tokens, p.prefix_share)}
         for c in CONTEXTS
@@ -258,10 +237,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "follow": follow,
         "notes": notes,
         "metrics": {
-            **{
-                k: float(follow[k])
-                for k in ("ttft_s", "e2e_s", "queue_s", "num_prefill_chunks", "num_preemptions", "blocks_allocated")
-            },
+            **{k: float(follow[k]) for k in FOLLOWED},
             "weight_bytes_share": point["weight_share"],
             "prefill_share": point["prefill_share"],
             "prefix_saving_share": point["prefix_saving"],
@@ -269,8 +245,3 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             "kv_capacity_use": point["kv_use"],
         },
     }
-
-
-# Prefill chunks drawn one bar each up to this many; beyond (a tiny step budget cuts a prompt into
-# hundreds), back-to-back chunks are drawn as one bar: a hundred one-pixel patterned bars cost the
-# page tens of ms per redraw and show nothing the merged bar does not (its label counts them).
