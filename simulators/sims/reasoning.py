@@ -83,7 +83,7 @@ class Params(ModelGpuEngine):
         check_serving(m, gpu, layout_of(self))
 
 
-def _trace(kind: str, p: Params, seed: int, m: Any) -> list[workload.Request]:
+def _trace(kind: str, p: Params, seed: int) -> list[workload.Request]:
     rng = random.Random(seed)
     times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
     lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
@@ -92,13 +92,8 @@ def _trace(kind: str, p: Params, seed: int, m: Any) -> list[workload.Request]:
 
 def _engine(p: Params, m: Any, gpu: Any, k: int) -> EngineSpec:
     """One replica with k draft tokens per step (0: no speculation)."""
-    sched = SchedulerConfig(
-        max_num_seqs=p.max_num_seqs,
-        max_model_len=MAX_LEN,
-        num_speculative_tokens=k,
-        acceptance_rate=p.acceptance_rate,
-        draft_cost_ratio=p.draft_cost_ratio,
-    )
+    rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
+    sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
     return EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
 
 
@@ -138,7 +133,7 @@ def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | No
 
     def steps() -> Generator[dict[str, Any], None, dict[str, Any]]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        return (yield from serve_shown(_trace(kind, p, seed, m), _engine(p, m, gpu, k), _measured, show))
+        return (yield from serve_shown(_trace(kind, p, seed), _engine(p, m, gpu, k), _measured, show))
 
     return (yield from kept_steps(keep, run_key(p, seed, kind, k), steps))
 
@@ -172,7 +167,7 @@ def run(
         part[name], was_kept = yield from _served(p, seed, kind, draft, keep, show)
         if not was_kept and (view == "time" or view == "batch" and name != "speculative"):
             yield dict(part)
-    chat, plain, spec = part["chat"], part["reasoning"], part["speculative"]
+    plain, spec = part["reasoning"], part["speculative"]
     per_token = cm.kv_bytes_per_token(m)
     capacity = pooled_kv_tokens(m, gpu, layout_of(p), weight_dtype="bf16", kv_dtype="bf16")
     sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
@@ -185,24 +180,17 @@ def run(
         "notes": notes,
         "model": m.name,
         "gpu": gpu.name,
-        "chat": chat,
-        "reasoning": plain,
-        "speculative": spec,
+        **{k: part[k] for k in ("chat", "reasoning", "speculative")},
         "sweep": sweep,
         "k": p.num_speculative_tokens,
         "acceptance_rate": p.acceptance_rate,
         "metrics": {
-            "decode_share_reasoning": plain["decode_share"],
-            "decode_share_chat": chat["decode_share"],
             "prefill_share_reasoning": plain["prefill_share"],
-            "e2e_reasoning_s_mean": plain["e2e_mean"],
-            "e2e_chat_s_mean": chat["e2e_mean"],
-            "turnover_reasoning_per_slot_min": plain["turnover"],
-            "turnover_chat_per_slot_min": chat["turnover"],
-            "kv_GiB_per_sequence_reasoning": plain["final_ctx"] * per_token / cm.GiB,
-            "kv_GiB_per_sequence_chat": chat["final_ctx"] * per_token / cm.GiB,
-            "max_sequences_reasoning": capacity // max(1, round(plain["final_ctx"])),
-            "max_sequences_chat": capacity // max(1, round(chat["final_ctx"])),
+            **{f"decode_share_{v}": part[v]["decode_share"] for v, _ in WORKLOADS},
+            **{f"e2e_{v}_s_mean": part[v]["e2e_mean"] for v, _ in WORKLOADS},
+            **{f"turnover_{v}_per_slot_min": part[v]["turnover"] for v, _ in WORKLOADS},
+            **{f"kv_GiB_per_sequence_{v}": part[v]["final_ctx"] * per_token / cm.GiB for v, _ in WORKLOADS},
+            **{f"max_sequences_{v}": capacity // max(1, round(part[v]["final_ctx"])) for v, _ in WORKLOADS},
             "speculation_speedup": plain["e2e_mean"] / spec["e2e_mean"],
             "tokens_per_step": sched.tokens_per_step(),
             "num_preemptions_reasoning": plain["preemptions"],
@@ -213,10 +201,8 @@ def run(
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "speculation":
         data = [sweep(r["sweep"], "k", "e2e", f"Reasoning request, acceptance {r['acceptance_rate']:.0%}")]
-        return make_figure(
-            data,
-            layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"),
-        )
+        x_title = "Draft tokens per step (0 = no speculation)"
+        return make_figure(data, layout("Mean end-to-end time vs draft length", x_title, "Seconds"))
     if view == "batch":
         data = [
             line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, shape="hv")
@@ -224,26 +210,16 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             if k in r  # both, but while they stream
         ]
         return make_figure(data, layout("Sequences running over time (same arrivals)", "Time (s)", "Sequences"))
-    shown = [
-        (n, k)
-        for n, k in (("Chat", "chat"), ("Reasoning", "reasoning"), ("Reasoning + speculation", "speculative"))
-        if k in r
-    ]
-    names, parts = [n for n, _ in shown], [r[k] for _, k in shown]  # all three, but while they stream
+    traffic = (("Chat", "chat"), ("Reasoning", "reasoning"), ("Reasoning + speculation", "speculative"))
+    shown = [(n, k) for n, k in traffic if k in r]  # all three, but while they stream
+    names, parts = [n for n, _ in shown], [r[k] for _, k in shown]
     data = [
         bar(names, [x["queue_mean"] for x in parts], "Queueing", 3),
         bar(names, [x["ttft_mean"] - x["queue_mean"] for x in parts], "Prefill (to first token)", 1),
         bar(names, [x["e2e_mean"] - x["ttft_mean"] for x in parts], "Decode", 0),
     ]
-    return make_figure(
-        data,
-        layout(
-            f"Where a request's time goes, {r['model']} on {r['gpu']}",
-            "Traffic",
-            "Mean seconds per request",
-            barmode="stack",
-        ),
-    )
+    title = f"Where a request's time goes, {r['model']} on {r['gpu']}"
+    return make_figure(data, layout(title, "Traffic", "Mean seconds per request", barmode="stack"))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
@@ -271,6 +247,7 @@ def summary(r: dict[str, Any], view: str) -> str:
         peak = {k: max((x[1] for x in s), default=0) for k, s in runs.items()}
         end = {k: s[-1][0] if s else 0.0 for k, s in runs.items()}
         preempted = int(m["num_preemptions_reasoning"])
+        again = f"; reasoning requests were preempted {preempted:,} time{'s' if preempted != 1 else ''} and recomputed"
         return (
             f"Sequences running over time, same arrivals: chat peaks at {peak['chat']:,} running at once and is done "
             f"at {end['chat']:,.0f} s; reasoning peaks at {peak['reasoning']:,} and is done at "
@@ -278,11 +255,8 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"instead of {m['turnover_chat_per_slot_min']:.1f}. Each reasoning sequence ends with "
             f"{m['kv_GiB_per_sequence_reasoning']:.2f} GiB of KV (chat {m['kv_GiB_per_sequence_chat']:.2f} GiB), so "
             f"the KV memory holds {m['max_sequences_reasoning']:,.0f} of them against {m['max_sequences_chat']:,.0f}"
-            + (
-                f"; reasoning requests were preempted {preempted:,} time{'s' if preempted != 1 else ''} and recomputed."
-                if preempted
-                else "."
-            )
+            + (again if preempted else "")
+            + "."
         ) + "".join(" " + n for n in r["notes"])
     names = (("chat", "chat"), ("reasoning", "reasoning"), ("speculative", "reasoning with speculation"))
     split = "; ".join(
