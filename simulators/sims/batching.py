@@ -90,12 +90,6 @@ class Params(ModelGpuEngine):
             )
 
 
-def _lengths(p: Params) -> workload.Lengths:
-    if p.lengths == "azure":
-        return workload.azure_lengths()
-    return workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
-
-
 def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_seqs: int) -> float:
     """Busy share of the batch slots: sequences running (prefilling or decoding), time-weighted.
 
@@ -114,7 +108,9 @@ def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
     def make() -> list[workload.Request]:
         rng = random.Random(seed)
         times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-        return workload.build(rng, p.num_requests, _lengths(p), times).requests
+        fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
+        lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform
+        return workload.build(rng, p.num_requests, lengths, times).requests
 
     got: list[workload.Request] = keep(run_key(p, seed, "trace"), make)
     return got
@@ -168,9 +164,8 @@ def _measured(
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """Both schedulers' runs, static first (the cheaper): the chart so far is yielded after each run
-    made now (a run kept from an earlier call is drawn with the answer, at once), and the static
-    run, made now, once while it goes too (plotting.running)."""
+    """Both schedulers' runs, static (the cheaper) first, the chart so far yielded after each run made
+    now and while the first goes (plotting.running)."""
     keep = for_call(keep, MEMO_ENTRIES)
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
@@ -213,7 +208,6 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: throughput, TTFT and busy slots (occupancy), or the percentiles drawn (latency)."""
     m = r["metrics"]
     if view == "latency":
         st, co = r["static"], r["continuous"]

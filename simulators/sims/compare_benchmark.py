@@ -179,8 +179,6 @@ def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) 
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: the scenario, then the chart's own figures for the simulated sweep and the
-    report (TTFT or ITL against throughput, or achieved against offered rate), then the caveats."""
     m = r["metrics"]
     sim = r["sim"]
     text = (

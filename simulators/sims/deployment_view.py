@@ -87,8 +87,6 @@ def _limits(r: dict[str, Any]) -> str:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: the memory of each GPU, the batch limits and vLLM's log lines (memory), or
-    the requests of each length the KV cache holds at once (concurrency)."""
     x = r["metrics"]
     dp = r["data_parallel_size"]
     shape = f"TP {r['tensor_parallel_size']}, PP {r['pipeline_parallel_size']}" + (f", DP {dp}" if dp > 1 else "")

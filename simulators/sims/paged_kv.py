@@ -84,12 +84,10 @@ def _measured(
 ) -> dict[str, Any]:
     """A run's chart entry and figures, from the requests it finished (all of them, or so far)."""
     rep = replicas[0]
-    held = [(t, h) for t, _, _, _, h, _ in rep.series]
-    reserved = [(t, u * block_size) for t, _, _, u, _, _ in rep.series]
-    res_avg = time_average(reserved)
+    res_avg = time_average([(t, u * block_size) for t, _, _, u, _, _ in rep.series])
     makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
     return {
-        "utilization": time_average(held) / res_avg if res_avg else 0.0,
+        "utilization": time_average([(t, h) for t, _, _, _, h, _ in rep.series]) / res_avg if res_avg else 0.0,
         "max_concurrent": max((x[5] for x in rep.series), default=0),
         "throughput": len(recs) / makespan,
         "ttft_p99": describe([r.ttft_s for r in recs])["p99"],  # summarize()'s, every request counting
@@ -141,10 +139,8 @@ def _served(
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """Both allocators' runs, contiguous first (the cheaper); the memory chart is yielded after each
-    run made now (a kept run is drawn with the answer, at once), and the contiguous run, made now,
-    once while it goes too (plotting.running). The block-size chart adds the paged engine re-run
-    for each of BLOCK_SIZES."""
+    """Both allocators' runs, contiguous (the cheaper) first, the memory chart yielded after each run
+    made now and while the first goes; the block-size chart adds the paged engine at BLOCK_SIZES."""
     keep = for_call(keep, MEMO_ENTRIES)
     names = {"model": resolve_model(p.model).name, "gpu": resolve_gpu(p.gpu).name}
     part: dict[str, Any] = {**names, "block_size": p.block_size, "max_model_len": p.max_model_len}
@@ -244,8 +240,6 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: reserved against used KV (memory), the drawn block tables (blocks), or
-    utilisation by block size (block_size)."""
     m = r["metrics"]
     bs = r["block_size"]
     if view == "blocks":

@@ -136,9 +136,8 @@ def _capacity(p: Params, m: Any) -> int:
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """Every cache mode's run at the page's KV memory; the pressure chart adds hit rates with less
-    memory (the trace served again). The chart asked for is yielded after each run made now (kept
-    runs are drawn with the answer, at once): the TTFT chart no cache first, the cheapest."""
+    """Every cache mode's run at the page's KV memory, the pressure chart's with less memory first;
+    the chart asked for is yielded after each run made now (the TTFT chart's cheapest first)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     keep = for_call(keep, MEMO_ENTRIES)
     blocks = _capacity(p, m) // p.block_size
@@ -194,8 +193,6 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: TTFT percentiles per cache mode (ttft), hit rates and prefill saved (hits),
-    or hit rates as the KV memory shrinks (pressure)."""
     m, modes = r["metrics"], r["modes"]
     workload = f"On the {r['sharing'].replace('_', ' ')} workload"
     hits = (

@@ -83,26 +83,11 @@ class Params(ModelGpuEngine):
         check_serving(m, gpu, layout_of(self))
 
 
-def _trace(kind: str, p: Params, seed: int) -> list[workload.Request]:
-    rng = random.Random(seed)
-    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
-    return workload.build(rng, p.num_requests, lengths, times).requests
-
-
-def _engine(p: Params, m: Any, gpu: Any, k: int) -> EngineSpec:
-    """One replica with k draft tokens per step (0: no speculation)."""
-    rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
-    sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
-    return EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
-
-
 def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], replicas: list[Replica]) -> dict[str, Any]:
     """A served trace's figures, from the requests it finished (all of them, or so far)."""
     s = summarize(recs)
     rep = replicas[0]
     makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
-    final_ctx = sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs))
     busy_slots = sum(r.e2e_s - r.queue_s for r in recs) / makespan  # mean slots held (Little's law)
     return {
         "e2e_mean": s["e2e_s_mean"],
@@ -111,7 +96,7 @@ def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], repli
         "decode_share": sum((r.e2e_s - r.ttft_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "prefill_share": sum((r.ttft_s - r.queue_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "turnover": 60 * len(recs) / makespan / max(busy_slots, 1e-9),
-        "final_ctx": final_ctx,
+        "final_ctx": sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs)),
         "preemptions": s["num_preemptions"],
         "series": downsample([(t, running) for t, _, _, _, _, running in rep.series]),
     }
@@ -128,12 +113,19 @@ Steps = Generator[dict[str, Any], None, tuple[dict[str, Any], bool]]
 
 
 def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | None = None) -> Steps:
-    """The `kind` trace served with k draft tokens, measured, and whether it was kept already; made
-    now with `show`, it is shown once while it goes (a quarter of the requests done)."""
+    """The `kind` trace served by one replica with k draft tokens (0: no speculation), measured, and
+    whether it was kept already; made now with `show`, it is shown once while it goes (a quarter of
+    the requests done)."""
 
     def steps() -> Generator[dict[str, Any], None, dict[str, Any]]:
-        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        return (yield from serve_shown(_trace(kind, p, seed), _engine(p, m, gpu, k), _measured, show))
+        rng = random.Random(seed)
+        times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+        lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
+        rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
+        sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
+        spec = EngineSpec(resolve_model(p.model), resolve_gpu(p.gpu), sched, engine=p.engine, **layout_of(p).cost_kw())
+        trace = workload.build(rng, p.num_requests, lengths, times).requests
+        return (yield from serve_shown(trace, spec, _measured, show))
 
     return (yield from kept_steps(keep, run_key(p, seed, kind, k), steps))
 
@@ -141,9 +133,8 @@ def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | No
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """The chat trace, the reasoning trace, and the reasoning trace with speculation; the
-    speculation chart adds the reasoning trace at each k in DRAFTS. The chart asked for is yielded
-    after each run made now (kept runs are drawn with the answer, at once)."""
+    """Chat, reasoning, and reasoning with speculation (the speculation chart adds reasoning at each
+    k in DRAFTS); the chart asked for is yielded after each run made now."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     keep = for_call(keep, MEMO_ENTRIES)
     sweep: list[dict[str, float]] = []
@@ -223,8 +214,6 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: where a request's time goes (time), mean end-to-end time by draft length
-    (speculation), or the sequences running over time and what holds them (batch)."""
     m = r["metrics"]
     if view == "speculation":
         sweep = r["sweep"]
