@@ -74,12 +74,9 @@ METRICS = {
 }
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 TABLE_CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
+AUTO_WEIGHTS = "As the checkpoint (quantization_config), else BF16"
 # The two batch limits' lower ends when set (0 means `vllm serve`'s default for the GPU).
 MIN_BATCHED_TOKENS = 16
-
-
-def _weight_choices() -> list[tuple[str, str]]:
-    return [("auto", "As the checkpoint (quantization_config), else BF16"), *dtype_choices()()]
 
 
 # vLLM's defaults on the running example's GPU (assumptions.toml [vllm_defaults], the one place).
@@ -128,7 +125,9 @@ class Params(ModelGpu):
     max_num_seqs: int = _batch_limit("max_num_seqs", "Max sequences", "sequences", 4096, 1)
     # "auto" stores K and V in the model's dtype (bf16); fp8 halves them (--kv-cache-dtype).
     kv_cache_dtype: str = param("auto", label="KV cache format", choices=[("auto", "auto (bf16)"), ("fp8", "fp8")])
-    weight_dtype: str = param("auto", label="Weight format", choices=_weight_choices)
+    weight_dtype: str = param(
+        "auto", label="Weight format", choices=lambda: [("auto", AUTO_WEIGHTS), *dtype_choices()()]
+    )
     # Tokens per KV block (--block-size).
     block_size: int = param(int(DEFAULTS["block_size"]), label="Block size", unit="tokens", min=1, max=256, step=1)
 
@@ -158,7 +157,8 @@ class Params(ModelGpu):
             )
         tokens, seqs = batch_limits(gpu, self)
         if tokens < seqs:
-            raise ParamError("max_num_batched_tokens", f"must be at least max_num_seqs ({seqs:,}{_said(self, gpu)})")
+            said = "" if self.max_num_seqs else f", vllm serve's default on {gpu.name}"
+            raise ParamError("max_num_batched_tokens", f"must be at least max_num_seqs ({seqs:,}{said})")
         if self.max_model_len > m.max_context_tokens:
             raise ParamError("max_model_len", f"must be at most {m.name}'s {m.max_context_tokens:,} positions")
         # Dense DP ranks are independent replicas; a MoE's expert layers span all tp x dp GPUs.
@@ -172,10 +172,6 @@ def batch_limits(gpu: Gpu, p: Params) -> tuple[int, int]:
     catalog.serve_defaults(gpu), as EngineArgs does when the flag is absent."""
     d = serve_defaults(gpu)
     return p.max_num_batched_tokens or int(d["max_num_batched_tokens"]), p.max_num_seqs or int(d["max_num_seqs"])
-
-
-def _said(p: Params, gpu: Gpu) -> str:
-    return "" if p.max_num_seqs else f", vllm serve's default on {gpu.name}"
 
 
 def _dtypes(m: Model, p: Params) -> tuple[str, str]:

@@ -183,10 +183,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     cap = dx.limit(d, "max_num_seqs")
     batch = obs.get("concurrency") or 1.0
     if "concurrency" not in obs and obs.get("rate_per_s"):  # Little's law on the predicted end-to-end time
-        one = dx.speed(d, 1)
-        batch = obs["rate_per_s"] * (one["ttft_s"] + one["itl_s"] * (obs["output_tokens"] - 1))
-        mid = dx.speed(d, max(1, min(cap, round(batch))))
-        batch = obs["rate_per_s"] * (mid["ttft_s"] + mid["itl_s"] * (obs["output_tokens"] - 1))
+        for _ in range(2):  # alone, then at the batch that implies
+            at = dx.speed(d, max(1, min(cap, round(batch))))
+            batch = obs["rate_per_s"] * (at["ttft_s"] + at["itl_s"] * (obs["output_tokens"] - 1))
     b = max(1, min(cap, round(batch)))
     now = dx.speed(d, b)
     gaps = dx.gaps(obs, now, a, d.log, d.serve.settings)

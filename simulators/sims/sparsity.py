@@ -127,23 +127,18 @@ def prune_24(w: Sequence[Sequence[float]]) -> list[list[float]]:
 
 
 def _matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[list[float]]:
-    cols = list(zip(*x, strict=True))
-    # map(operator.mul) yields the same products in the same order as a generator, so the sums
-    # are bit-identical; it only skips the per-term Python frame.
-    return [[sum(map(operator.mul, row, c)) for c in cols] for row in w]
-
-
-def _sparse_matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[list[float]]:
-    """_matmul of a pruned `w`, skipping its zeros.
+    """W X, skipping the zeros of W.
 
     Adding a zero product leaves a running sum unchanged (up to the sign of a zero sum, which the
-    squared error below cannot see), so this is _matmul's answer with half the multiplications.
+    squared norms below cannot see), so a pruned W costs half the multiplications of a dense one.
     """
     out = []
     for row in w:
         kept = [j for j, v in enumerate(row) if v != 0.0]
         values = [row[j] for j in kept]
         cols = list(zip(*[x[j] for j in kept], strict=True)) if kept else [() for _ in x[0]]
+        # map(operator.mul) yields the same products in the same order as a generator, so the sums
+        # are bit-identical; it only skips the per-term Python frame.
         out.append([sum(map(operator.mul, values, c)) for c in cols])
     return out
 
@@ -166,7 +161,7 @@ class _Base(NamedTuple):
 
 def _scores(b: _Base, wp: list[list[float]]) -> Scores:
     removed = [a for r, rp in zip(b.w, wp, strict=True) for a, c in zip(r, rp, strict=True) if c == 0.0]
-    yp = _sparse_matmul(wp, b.x)
+    yp = _matmul(wp, b.x)
     err = math.sqrt(sum([(a - c) ** 2 for r, rp in zip(b.y, yp, strict=True) for a, c in zip(r, rp, strict=True)]))
     return sum(map(abs, removed)) / b.mag, sum([v * v for v in removed]) / b.energy, err / b.y_norm
 
@@ -220,11 +215,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
-    variants: dict[str, dict[str, Any]] = {
-        "dense": {},
-        "24": {"sparse": True},
-        "unstructured": {"weight_bytes_per_value": per_value},
-    }
+    variants: dict[str, dict[str, Any]] = {"dense": {}, "24": {"sparse": True}}
+    variants["unstructured"] = {"weight_bytes_per_value": per_value}
 
     def decode_step(v: str, b: int) -> cm.StepTime:
         return cm.uniform_decode_step_time(m, gpu, p.context_tokens, b, **kw, **variants[v])
