@@ -127,12 +127,8 @@ def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    kw: dict[str, Any] = {
-        "weight_dtype": p.weight_dtype,
-        "kv_dtype": p.kv_dtype,
-        "eff": cm.efficiency(p.ideal, p.engine),
-        **layout_of(p).cost_kw(),
-    }
+    kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, **layout_of(p).cost_kw()}
+    kw["eff"] = cm.efficiency(p.ideal, p.engine)
     prefill = cm.step_time(m, gpu, [(p.prompt_tokens, 0)] * p.batch_size, **kw)
     first = cm.decode_step_time(m, gpu, [p.prompt_tokens] * p.batch_size, **kw)
     # Every decode step has the same batch, each context one token longer: an affine step time.
@@ -143,10 +139,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         times.append(t)
     ttft = prefill.time_s
     decode = t - ttft
-    every = max(1, len(times) // MAX_TIMELINE_POINTS)
-    idx = list(range(0, len(times), every))
-    if idx[-1] != len(times) - 1:
-        idx.append(len(times) - 1)
+    # Every so many tokens, and the last.
+    idx = sorted({*range(0, len(times), max(1, len(times) // MAX_TIMELINE_POINTS)), len(times) - 1})
     probs = sampling_distribution(p.temperature, p.top_k, p.top_p)
     rng = random.Random(seed)
     draws = rng.choices(range(len(CANDIDATES)), weights=probs, k=NUM_DRAWS)

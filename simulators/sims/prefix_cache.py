@@ -36,19 +36,14 @@ from ..results_cache import Keep, for_call, kept, run_key
 
 TITLE = "Prefix caching: none, block hashing, radix tree"
 DESCRIPTION = "Shared system prompts, few-shot blocks, conversations and agent loops: how much prefill a prefix cache saves, and what eviction costs."
+SHORT = {"off": "No cache", "hash": "Block hashing", "radix": "Radix tree"}  # the metrics' names of the modes
+CACHES = ("hash", "radix")
 METRICS = {
-    "ttft_off_s_p50": ("No cache: median TTFT", "s"),
-    "ttft_hash_s_p50": ("Block hashing: median TTFT", "s"),
-    "ttft_radix_s_p50": ("Radix tree: median TTFT", "s"),
-    "ttft_off_s_p99": ("No cache: p99 TTFT", "s"),
-    "ttft_hash_s_p99": ("Block hashing: p99 TTFT", "s"),
-    "ttft_radix_s_p99": ("Radix tree: p99 TTFT", "s"),
-    "hit_rate_hash": ("Block hashing: prompt tokens from cache", ""),
-    "hit_rate_radix": ("Radix tree: prompt tokens from cache", ""),
-    "prefill_saved_hash": ("Block hashing: prefill tokens saved", "tokens"),
-    "prefill_saved_radix": ("Radix tree: prefill tokens saved", "tokens"),
-    "evictions_hash": ("Block hashing: blocks evicted", "blocks"),
-    "evictions_radix": ("Radix tree: blocks evicted", "blocks"),
+    **{f"ttft_{k}_s_p50": (f"{n}: median TTFT", "s") for k, n in SHORT.items()},
+    **{f"ttft_{k}_s_p99": (f"{n}: p99 TTFT", "s") for k, n in SHORT.items()},
+    **{f"hit_rate_{k}": (f"{SHORT[k]}: prompt tokens from cache", "") for k in CACHES},
+    **{f"prefill_saved_{k}": (f"{SHORT[k]}: prefill tokens saved", "tokens") for k in CACHES},
+    **{f"evictions_{k}": (f"{SHORT[k]}: blocks evicted", "blocks") for k in CACHES},
 }
 MODES = (("off", "No cache"), ("hash", "Block hashing (vLLM)"), ("radix", "Radix tree (SGLang)"))
 SHARING = [
@@ -148,7 +143,7 @@ def run(
             low = max(int(_capacity(p, m) * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
             point = {"GiB": low * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB}
             pressure.append(point)
-            for mode in ("hash", "radix"):
+            for mode in CACHES:
                 got, was_kept = _served(p, seed, mode, low, keep)
                 point[mode] = got["hit_rate"]
                 if not was_kept:  # one cache's point at a time
@@ -159,7 +154,7 @@ def run(
         if not was_kept and (view == "ttft" or view == "hits" and mode != "off"):
             yield {**head, "modes": dict(results)}
     metrics = {f"ttft_{mode}_s_{q}": results[mode][f"ttft_{q}"] for mode, _ in MODES for q in ("p50", "p99")}
-    for mode in ("hash", "radix"):
+    for mode in CACHES:
         metrics[f"hit_rate_{mode}"] = results[mode]["hit_rate"]
         metrics[f"prefill_saved_{mode}"] = results[mode]["saved"]
         metrics[f"evictions_{mode}"] = results[mode]["evictions"]
@@ -171,13 +166,13 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     names = dict(MODES)
     if view == "pressure":
         data = []
-        for i, mode in enumerate(("hash", "radix")):
+        for i, mode in enumerate(CACHES):
             points = [x for x in r["pressure"] if mode in x]  # all, but while they stream
             data.append(sweep(points, "GiB", mode, names[mode], i))
         title = "Cache hit rate as KV memory shrinks (LRU eviction)"
         return make_figure(data, layout(title, "KV memory (GiB)", "Prompt tokens from cache", xaxis=LOG, yaxis=SHARE))
     if view == "hits":
-        modes = [x for x in ("hash", "radix") if x in r["modes"]]  # both, but while they stream
+        modes = [x for x in CACHES if x in r["modes"]]  # both, but while they stream
         hit_rates = [r["modes"][x]["hit_rate"] for x in modes]
         data = [bar([names[x] for x in modes], hit_rates, "Hit rate (share of prompt tokens)", 0)]
         title = f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload"

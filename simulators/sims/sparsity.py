@@ -58,25 +58,22 @@ DESCRIPTION = (
 ROWS, COLS, INPUTS = 64, 256, 16
 BATCHES = tuple(2**i for i in range(11))  # 1 .. 1024
 SCHEMES = ("24", "unstructured")
+NAMES = (("24", "2:4"), ("unstructured", "unstructured"))  # each scheme in the metrics' labels
+PASSES = ("prefill", "decode")
 LAYOUTS = [("dense", "Dense (zeros stored)"), ("bitmask", "Bitmask + kept values"), ("csr", "CSR, 16-bit indices")]
 METRICS = {
     "bytes_per_weight_24": ("Stored bytes per block weight, 2:4", "B"),
     "weights_dense_GB": ("Weights, dense", "GB"),
     "weights_24_GB": ("Weights, 2:4 sparse", "GB"),
     "weights_unstructured_GB": ("Weights, unstructured", "GB"),
-    "prefill_speedup_24": ("Prefill speed-up, 2:4", "x"),
-    "prefill_speedup_unstructured": ("Prefill speed-up, unstructured", "x"),
-    "decode_speedup_24": ("Decode speed-up, 2:4", "x"),
-    "decode_speedup_unstructured": ("Decode speed-up, unstructured", "x"),
+    **{f"{step}_speedup_{s}": (f"{step.capitalize()} speed-up, {n}", "x") for step in PASSES for s, n in NAMES},
     "bytes_per_weight_unstructured": ("Stored bytes per block weight, unstructured", "B"),
-    "memory_saved_24_fraction": ("Weight memory saved, 2:4", ""),
-    "memory_saved_unstructured_fraction": ("Weight memory saved, unstructured", ""),
-    "flops_saved_24_fraction": ("Block matmul FLOPs skipped on paper, 2:4", ""),
-    "flops_saved_unstructured_fraction": ("Block matmul FLOPs skipped on paper, unstructured", ""),
+    **{f"memory_saved_{s}_fraction": (f"Weight memory saved, {n}", "") for s, n in NAMES},
+    **{f"flops_saved_{s}_fraction": (f"Block matmul FLOPs skipped on paper, {n}", "") for s, n in NAMES},
     "sparse_tensor_cores": ("The GPU has a 2:4 sparse tensor rate for this format (1 yes, 0 no)", ""),
     **{
         f"demo_{s}_{k}": (f"Demo, {name}: {label}", "")
-        for s, name in (("24", "2:4"), ("unstructured", "unstructured"))
+        for s, name in NAMES
         for k, label in (
             ("magnitude_removed", "share of |w| removed"),
             ("energy_removed", "share of w^2 removed"),
