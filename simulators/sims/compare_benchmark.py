@@ -60,10 +60,8 @@ class Params(ModelGpuEngine):
                 raise ParamError("report", str(e)) from None
 
 
-# The simulated runs, kept between calls through the caller's keep (api.Session's store; none: kept
-# for this call alone), as load_test's: a scenario takes two entries (its sweep's runs and the
-# ceiling's), so the page's scenario and the reader's last few stay. A new report or chart
-# re-simulates nothing.
+# The simulated runs, kept through the caller's keep (api.Session's store) as load_test's: two entries
+# a scenario (its sweep, its ceiling), so the last few stay and a new report or chart re-simulates nothing.
 MEMO_ENTRIES = 6
 
 

@@ -21,9 +21,8 @@ REGIONS = (
     ("mixed", "Mixed: weights 50-80%, batching amortises them"),
 )
 
-# Prefill chunks drawn one bar each up to this many; beyond (a tiny step budget cuts a prompt into
-# hundreds), back-to-back chunks are drawn as one bar: a hundred one-pixel patterned bars cost the
-# page tens of ms per redraw and show nothing the merged bar does not (its label counts them).
+# Prefill chunks drawn one bar each up to this many; beyond (a tiny budget cuts a prompt into hundreds),
+# back-to-back chunks are one bar, labelled with their count: a hundred one-pixel bars cost tens of ms a redraw.
 MAX_CHUNK_BARS = 32
 
 

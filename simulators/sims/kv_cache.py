@@ -186,10 +186,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         ]
         title = f"Work to generate, {r['model']}"
         return make_figure(data, layout(title, "Sequence length (tokens)", "TFLOP", yaxis=LOG))
-    # Both axes logarithmic (review 2026-12-03, L-7): on a linear axis every curve hugs zero under
-    # budgets of tens of GiB. On log axes the designs are parallel lines a constant factor apart
-    # (MHA 4x GQA for Llama-3-8B), and the gap from a curve's right end up to the vLLM line is the
-    # number of sequences of that context that fit; where a curve crosses the line, none does.
+    # Both axes logarithmic (review 2026-12-03, L-7): on linear axes every curve hugs zero under budgets
+    # of tens of GiB; on log axes the designs are parallel lines (MHA 4x GQA for Llama-3-8B), and the gap
+    # from a curve's end up to the vLLM line is how many sequences fit (none where they cross).
     data = [line(r["grid_tokens"], v["GiB"], name, i) for i, (name, v) in enumerate(r["variants"].items())]
     ends = [r["grid_tokens"][0], r["grid_tokens"][-1]]
     vllm, formula = r["vllm_budget_GiB"], r["formula_budget_GiB"]

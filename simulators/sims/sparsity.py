@@ -163,9 +163,8 @@ def _scores(b: _Base, wp: list[list[float]]) -> Scores:
     return sum(map(abs, removed)) / b.mag, sum([v * v for v in removed]) / b.energy, err / b.y_norm
 
 
-# Demo work kept between calls in the caller's memo (api.Session gives one): W, X and W X depend
-# only on the seed, 2:4 pruning too, unstructured pruning on the seed and the sparsity; a change of
-# any other control reuses them. At most 8 of each.
+# Demo work kept in the caller's memo (api.Session gives one), at most 8 of each: W, X, W X and 2:4
+# pruning depend only on the seed, unstructured pruning on the sparsity too; other controls reuse them.
 MEMO_ENTRIES = 24
 
 
