@@ -230,10 +230,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "grid": grid,
         "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
         "capacity_tokens": capacity,
-        "output_tokens": p.output_tokens,
-        "prefix_share": p.prefix_share,
+        **{k: getattr(p, k) for k in ("output_tokens", "prefix_share", "prompt_tokens")},
         "budget": p.max_num_batched_tokens,
-        "prompt_tokens": p.prompt_tokens,
         "follow": follow,
         "notes": notes,
         "metrics": {

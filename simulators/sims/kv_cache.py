@@ -148,9 +148,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "gpu": gpu.name,
         "gpu_memory_GiB": gpu.memory_GiB,
         "attention": m.attention,
-        "kv_dtype": p.kv_dtype,
-        "context_tokens": p.context_tokens,
-        "num_gpus": p.num_gpus,
+        **{k: getattr(p, k) for k in ("kv_dtype", "context_tokens", "num_gpus")},
         "grid_tokens": log_grid,
         "variants": variants,
         # Both budgets as the cache they hold, in sequence terms: tokens x one token's bytes.

@@ -100,7 +100,9 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
         sched = SchedulerConfig(max_model_len=m.max_context_tokens)
         spec = EngineSpec(m, gpu, sched, block_size=p.block_size, prefix=mode, num_blocks=blocks, engine=p.engine)
-        served = serve(_trace(p, seed), spec)
+        sharing = {k: getattr(p, k) for k in ("sharing", "shared_tokens", "num_prefixes", "turns")}
+        trace = workload.shared_prefix_trace(seed, m.max_context_tokens, p.num_requests, p.rate_per_s, **sharing)
+        served = serve(trace, spec)
         s, rep = summarize(served.records), served.replicas[0]
         # Over every admission, recomputation after a preemption included.
         saved, computed = rep.hit_tokens, rep.prefill_tokens
@@ -114,13 +116,6 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
         }
 
     return kept(keep, run_key(p, seed, mode, blocks), make)
-
-
-def _trace(p: Params, seed: int) -> list[workload.Request]:
-    sharing = {"sharing": p.sharing, "shared_tokens": p.shared_tokens, "num_prefixes": p.num_prefixes, "turns": p.turns}
-    return workload.shared_prefix_trace(
-        seed, resolve_model(p.model).max_context_tokens, p.num_requests, p.rate_per_s, **sharing
-    )
 
 
 def _capacity(p: Params, m: Any) -> int:

@@ -221,14 +221,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     decode = {v: decode_step(v, p.batch_size) for v in variants}
     dense = {b: decode_step("dense", b).time_s for b in BATCHES}
     curves = {v: [dense[b] / decode_step(v, b).time_s for b in BATCHES] for v in SCHEMES}
-    pc = cm.param_counts(m)
-    dense_b = cm.weight_bytes(m, p.weight_dtype)
-    other = dense_b - pc.block_linear * cm.bytes_per_value(p.weight_dtype)
-    weights = {
-        "dense": dense_b,
-        "24": cm.weight_bytes(m, p.weight_dtype, sparse=True),
-        "unstructured": other + pc.block_linear * per_value,
-    }
+    block, dense_b = cm.param_counts(m).block_linear, cm.weight_bytes(m, p.weight_dtype)
+    # Unstructured: the block matmuls re-stored at per_value bytes, the rest as dense.
+    unstructured_b = dense_b - block * cm.bytes_per_value(p.weight_dtype) + block * per_value
+    weights = {"24": cm.weight_bytes(m, p.weight_dtype, sparse=True), "unstructured": unstructured_b}
     path = cm.matmul_path(gpu, p.weight_dtype)
     has_sparse = gpu.peak_tflops(path, sparse=True) is not None
     d = demo(seed, p.sparsity, keep)
@@ -242,28 +238,23 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     notes += [note] if note else []
     metrics: dict[str, float] = {
         "weights_dense_GB": dense_b / cm.GB,
-        "weights_24_GB": weights["24"] / cm.GB,
-        "weights_unstructured_GB": weights["unstructured"] / cm.GB,
         "bytes_per_weight_24": cm.sparse24_bytes_per_value(p.weight_dtype),
         "bytes_per_weight_unstructured": per_value,
-        "memory_saved_24_fraction": 1 - weights["24"] / dense_b,
-        "memory_saved_unstructured_fraction": 1 - weights["unstructured"] / dense_b,
         "flops_saved_24_fraction": 0.5,
         "flops_saved_unstructured_fraction": p.sparsity,
         "sparse_tensor_cores": int(has_sparse),
     }
     for v in SCHEMES:
+        metrics[f"weights_{v}_GB"] = weights[v] / cm.GB
+        metrics[f"memory_saved_{v}_fraction"] = 1 - weights[v] / dense_b
         metrics[f"prefill_speedup_{v}"] = prefill["dense"].time_s / prefill[v].time_s
         metrics[f"decode_speedup_{v}"] = decode["dense"].time_s / decode[v].time_s
         metrics.update({f"demo_{v}_{k}": x for k, x in d[v].items()})
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "weight_dtype": p.weight_dtype,
-        "sparsity": p.sparsity,
+        **{k: getattr(p, k) for k in ("weight_dtype", "sparsity", "context_tokens", "batch_size")},
         "layout": p.unstructured_layout,
-        "context_tokens": p.context_tokens,
-        "batch_size": p.batch_size,
         "prefill_bound": prefill["dense"].bound,
         "decode_bound": decode["dense"].bound,
         "batches": list(BATCHES),
