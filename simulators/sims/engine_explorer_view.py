@@ -52,15 +52,15 @@ def _request_figure(r: dict[str, Any]) -> dict[str, Any]:
             edge = {"color": "#ffffff", "width": 0.5}
             marker = {"color": PALETTE[(3, 1, 0, 6)[i]], "pattern": {"shape": ("", "/", "x", ".")[i]}, "line": edge}
             hover: dict[str, Any] = {"text": text, "textposition": "none", "hovertemplate": "%{text}<extra></extra>"}
-            x, base = [b - a for a, b in segs], [a for a, _ in segs]
-            data.append(bar(x, [lane] * len(segs), name, orientation="h", base=base, yaxis="y", marker=marker, **hover))
+            dx, base, lanes = [b - a for a, b in segs], [a for a, _ in segs], [lane] * len(segs)
+            data.append(bar(dx, lanes, name, orientation="h", base=base, yaxis="y", marker=marker, **hover))
     marks = [(t, w.replace("_", " ")) for t, w, _ in f["events"] if w != "chunk"]
     shown = ("first token", "preempt", "recomputed", "finish")
     labels = [w if w in shown and all(w != v for _, v in marks[:i]) else "" for i, (_, w) in enumerate(marks)]
     tick = {"color": "#000000", "symbol": "line-ns-open", "size": 18}
     hover = {"hovertext": [f"{w} at {t:.3f} s" for t, w in marks], "hoverinfo": "text"}
-    x, y = [t for t, _ in marks], [lane] * len(marks)
-    data.append(markers(x, y, "Events", showlegend=False, text=labels, **hover, marker=tick))
+    at = [t for t, _ in marks]
+    data.append(markers(at, [lane] * len(marks), "Events", showlegend=False, text=labels, **hover, marker=tick))
     s = f["series"]
     data.append(line([x[0] for x in s], [x[1] for x in s], "KV blocks in use (share)", 2, shape="hv", yaxis="y2"))
     data.append(line([x[0] for x in s], [x[2] for x in s], "Sequences running", 4, shape="hv", yaxis="y3"))
