@@ -2,17 +2,16 @@
 
 Model: bytes per token from the model's shape (costmodel.kv_bytes_per_token); per sequence, that
 times the tokens held. How many sequences fit is vLLM's start-up accounting per GPU rank
-(capacity.held: simulators/core/vllm_memory.py through parallel.rank_fit, at `vllm serve`'s defaults for the GPU,
-`num_gpus` as tensor parallelism and max_model_len = the context): the memory CUDA reports times
-gpu_memory_utilization, less the weights each rank holds, the activation peak of a profile run of
-max_num_batched_tokens and the non-torch memory, cut into 16-token blocks; a sequence takes whole
-blocks. These are the figures vLLM would log ("GPU KV cache size", "Maximum concurrency"). The
-lesson's byte arithmetic (costmodel.memory_fit: the data sheet's memory x utilisation, less
-weights and activations, divided by bytes per token) is kept beside them as `*_by_bytes`, an upper
-bound. The same shape is re-costed with the other attention designs (MHA, GQA, MQA, MLA) to show
-what each saves.
-The "work" view compares the FLOPs to generate with and without a cache
-(costmodel.generation_flops): linear against quadratic in the length.
+(capacity.held: simulators/core/vllm_memory.py through parallel.rank_fit, at `vllm serve`'s defaults
+for the GPU, `num_gpus` as tensor parallelism and max_model_len = the context): the memory CUDA
+reports times gpu_memory_utilization, less the weights each rank holds, the activation peak of a
+profile run of max_num_batched_tokens and the non-torch memory, cut into 16-token blocks; a sequence
+takes whole blocks. These are the figures vLLM would log ("GPU KV cache size", "Maximum
+concurrency"). The lesson's byte arithmetic (costmodel.memory_fit: the data sheet's memory x
+utilisation, less weights and activations, divided by bytes per token) is kept beside them as
+`*_by_bytes`, an upper bound. The same shape is re-costed with the other attention designs (MHA,
+GQA, MQA, MLA) to show what each saves. The "work" view compares the FLOPs to generate with and
+without a cache (costmodel.generation_flops): linear against quadratic in the length.
 
 References: 1) Pope et al. 2022, Efficiently Scaling Transformer Inference (arXiv 2211.05102),
 section 2 on KV-cache memory; 2) Ainslie et al. 2023, GQA (arXiv 2305.13245); Shazeer 2019,
