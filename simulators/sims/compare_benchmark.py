@@ -177,14 +177,12 @@ def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) 
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    m = r["metrics"]
-    sim = r["sim"]
+    m, sim = r["metrics"], r["sim"]
     text = (
         f"GuideLLM's sweep of the simulated {r['model']} on one {r['gpu']}: "
         f"{len(sim)} benchmarks, up to {m['sim_sweep_top_per_s']:.1f} requests/s measured, against a steady-state "
-        f"ceiling of {m['sim_max_throughput_per_s']:.1f}."
+        f"ceiling of {m['sim_max_throughput_per_s']:.1f}. Simulated, {_drawn(sim, view)}"
     )
-    text += f" Simulated, {_drawn(sim, view)}"
     if "report" not in r:
         return text + " Open a GuideLLM report (JSON or YAML) to draw it over the sweep; it is read in this page only."
     few = [x for x in r["report"] if x["samples"] < FEW_SAMPLES]
@@ -200,13 +198,12 @@ def summary(r: dict[str, Any], view: str) -> str:
     return text + " The simulation has no client, network or tokenizer delays, and its lengths are not your dataset's."
 
 
-def _drawn(pts: list[dict[str, Any]], view: str) -> str:
+def _drawn(pts: list[dict[str, Any]], k: str) -> str:
     """One series of the chart in words, a sentence: its lowest and highest point by throughput (TTFT,
     ITL), or each benchmark's achieved rate, by the rate offered (throughput)."""
-    if view == "throughput":
+    if k == "throughput":
         rates = "; ".join(f"{x['label']} {x['throughput']:.2f}" for x in sorted(pts, key=lambda x: x["offered"]))
         return f"requests/s achieved per benchmark, by the rate offered: {rates}."
-    k = view
     lo, hi = min(pts, key=lambda x: x["throughput"]), max(pts, key=lambda x: x["throughput"])
 
     def at(x: dict[str, Any]) -> str:
@@ -215,6 +212,4 @@ def _drawn(pts: list[dict[str, Any]], view: str) -> str:
             f"({x['label']})"
         )
 
-    if lo is hi:
-        return f"{k.upper()} is {at(lo)}."
-    return f"{k.upper()} goes from {at(lo)} to {at(hi)}."
+    return f"{k.upper()} is {at(lo)}." if lo is hi else f"{k.upper()} goes from {at(lo)} to {at(hi)}."
