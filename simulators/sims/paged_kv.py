@@ -240,11 +240,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    m = r["metrics"]
-    bs = r["block_size"]
+    m, bs = r["metrics"], r["block_size"]
     if view == "blocks":
-        tokens = r["table_tokens"]
-        width = -(-r["max_model_len"] // bs)
+        tokens, width = r["table_tokens"], -(-r["max_model_len"] // bs)
         if not tokens:
             return f"No request of the trace fits {r['max_model_len']:,} tokens, so there is no block table to draw."
         blocks = sum(-(-t // bs) for t in tokens)
