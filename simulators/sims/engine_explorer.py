@@ -1,13 +1,12 @@
 """Inside a serving engine: one request followed through it, and where each engine's organising bet pays.
 
 Request view. One replica (simulators/engine, vLLM v1's scheduler) serves seeded background
-traffic (Azure 2023 conversation lengths, Poisson arrivals) and one followed request that arrives
-halfway through it. The engine's event log gives the request's life: it waits, is admitted when
-a batch slot and KV blocks for its whole current sequence are free (vLLM's
-scheduler_reserve_full_isl), has its prompt computed in chunks that
-share each step's token budget (`max_num_batched_tokens`) with the decodes already running, takes
-a new KV block every `block_size` tokens, may be preempted (its blocks freed, its progress
-recomputed later) when the blocks run out, and finishes. Alone on the replica its prompt takes
+traffic (Azure 2023 conversation lengths, Poisson arrivals) and one followed request arriving
+halfway through it. The engine's event log gives the request's life: it waits; is admitted when a
+batch slot and KV blocks for its whole current sequence are free (vLLM's scheduler_reserve_full_isl);
+has its prompt computed in chunks sharing each step's token budget (`max_num_batched_tokens`) with
+the running decodes; takes a new KV block every `block_size` tokens; may be preempted (blocks freed,
+progress recomputed later) when blocks run out; and finishes. Alone on the replica its prompt takes
 ceil(prompt / budget) chunks; among decodes each step leaves it budget - decodes tokens.
 
 Operating points view. A grid of batch size (1 to 1,024) by prompt length (256 to 131,072 tokens)
@@ -30,9 +29,8 @@ A point is given to one organising bet (course seed 000), first rule that holds:
    the lever;
 5. vLLM (memory management): KV bytes >= weight bytes; KV memory sets how large a batch fits;
 6. otherwise mixed: batching amortises the weights and no single bet dominates.
-The thresholds are the course's teaching choices, not measurements; the bets' speed claims are
-not modelled (no engine's kernels are timed here): the chart shows where each bet's lever is
-the largest term of the cost model.
+The thresholds are the course's teaching choices, not measurements; no bet's speed claim is modelled
+(no kernel is timed): the chart shows where each bet's lever is the largest term of the cost model.
 
 References: 1) course seed 000, "Systems and the frontier" (the four organising bets);
 2) vLLM v1 vllm/v1/core/sched/scheduler.py (waiting, running, token budget, preempt);

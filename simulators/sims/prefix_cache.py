@@ -118,11 +118,6 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
     return kept(keep, run_key(p, seed, mode, blocks), make)
 
 
-def _capacity(p: Params, m: Any) -> int:
-    """Tokens the KV memory holds."""
-    return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
-
-
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
@@ -130,12 +125,13 @@ def run(
     the chart asked for is yielded after each run made now (the TTFT chart's cheapest first)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     keep = for_call(keep, MEMO_ENTRIES)
-    blocks = _capacity(p, m) // p.block_size
+    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))  # tokens the KV memory holds
+    blocks = capacity // p.block_size
     head = {"model": m.name, "gpu": gpu.name, "sharing": p.sharing}
     pressure: list[dict[str, float]] = []
     if view == "pressure":  # smallest memory first; the full-memory point is the other charts' runs
         for f in PRESSURE:
-            low = max(int(_capacity(p, m) * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
+            low = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
             point = {"GiB": low * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB}
             pressure.append(point)
             for mode in CACHES:
