@@ -226,17 +226,15 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{plain / best['e2e']:.2f}x faster than without speculation"
         )
         if r["k"]:
-            text += (
-                f"; the chosen {r['k']} ({m['tokens_per_step']:.2f} tokens per step) gives "
-                f"{m['speculation_speedup']:.2f}x"
-            )
+            chosen = f"{r['k']} ({m['tokens_per_step']:.2f} tokens per step)"
+            text += f"; the chosen {chosen} gives {m['speculation_speedup']:.2f}x"
         return text + "." + "".join(" " + n for n in r["notes"])
     if view == "batch":
         runs = {k: r[k]["series"] for k in ("chat", "reasoning")}
         peak = {k: max((x[1] for x in s), default=0) for k, s in runs.items()}
         end = {k: s[-1][0] if s else 0.0 for k, s in runs.items()}
         preempted = int(m["num_preemptions_reasoning"])
-        again = f"; reasoning requests were preempted {preempted:,} time{'s' if preempted != 1 else ''} and recomputed"
+        again = f"; reasoning requests were preempted {preempted:,} time{'s' if preempted != 1 else ''} and recomputed."
         return (
             f"Sequences running over time, same arrivals: chat peaks at {peak['chat']:,} running at once and is done "
             f"at {end['chat']:,.0f} s; reasoning peaks at {peak['reasoning']:,} and is done at "
@@ -244,8 +242,7 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"instead of {m['turnover_chat_per_slot_min']:.1f}. Each reasoning sequence ends with "
             f"{m['kv_GiB_per_sequence_reasoning']:.2f} GiB of KV (chat {m['kv_GiB_per_sequence_chat']:.2f} GiB), so "
             f"the KV memory holds {m['max_sequences_reasoning']:,.0f} of them against {m['max_sequences_chat']:,.0f}"
-            + (again if preempted else "")
-            + "."
+            + (again if preempted else ".")
         ) + "".join(" " + n for n in r["notes"])
     names = (("chat", "chat"), ("reasoning", "reasoning"), ("speculative", "reasoning with speculation"))
     split = "; ".join(
