@@ -15,6 +15,7 @@ prefill vs decode; 3) Holtzman et al. 2020, The Curious Case of Neural Text Dege
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass
@@ -113,14 +114,9 @@ def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[
     probs = [w / total for w in weights]
     order = sorted(range(len(probs)), key=lambda i: -probs[i])
     keep = set(order[:top_k] if top_k else order)
-    if top_p < 1.0:
-        cum, nucleus = 0.0, set()
-        for i in order:
-            nucleus.add(i)
-            cum += probs[i]
-            if cum >= top_p:
-                break
-        keep &= nucleus
+    if top_p < 1.0:  # the most likely tokens up to the first whose running sum reaches top_p
+        cum = list(itertools.accumulate(probs[i] for i in order))
+        keep &= set(order[: next((n for n, c in enumerate(cum) if c >= top_p), len(order) - 1) + 1])
     kept = sum(probs[i] for i in keep)
     return [probs[i] / kept if i in keep else 0.0 for i in range(len(probs))]
 

@@ -319,7 +319,6 @@ def summary(r: dict[str, Any], view: str) -> str:
         text = (
             f"{names['24']} keeps 2 of every 4 weights; {names['unstructured'].lower()} keeps the largest "
             f"{1 - r['sparsity']:.0%} anywhere. "
-        ) + (
             f"Pruning the demo matrix by magnitude removes {m['demo_24_energy_removed']:.1%} of its energy with 2:4 and "
             f"{m['demo_unstructured_energy_removed']:.1%} unstructured at {r['sparsity']:.0%}, for output errors of "
             f"{m['demo_24_output_rel_error']:.1%} and {m['demo_unstructured_output_rel_error']:.1%}. "
