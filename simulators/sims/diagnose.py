@@ -117,9 +117,8 @@ def deployment(p: Params) -> dx.Deployment:
             log = sc.parse_log(p.log)
         except ValueError as e:
             raise ParamError("log", str(e)) from None
-    quant = serve.settings.get("quantization")
-    weight = _QUANT.get(str(quant).lower(), "") if quant else ""  # compressed-tensors and others: the config's
     s = serve.settings
+    weight = _QUANT.get(str(s.get("quantization")).lower(), "")  # compressed-tensors, none and others: the config's
     d = dx.Deployment(
         serve, m, resolve_gpu(p.gpu), serve.engine, weight or m.weight_format or "bf16",
         "fp8" if s.get("kv_cache_dtype") == "fp8" else "bf16",
