@@ -91,11 +91,9 @@ class Params(ModelGpuEngine):
 
 
 def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_seqs: int) -> float:
-    """Busy share of the batch slots: sequences running (prefilling or decoding), time-weighted.
-
-    `series` is a replica's, one sample per step at its start (see the module docstring), from
-    the first step to the engine's last idle moment.
-    """
+    """Busy share of the batch slots: sequences running (prefilling or decoding), time-weighted over
+    `series`, a replica's one sample per step at its start (see the module docstring), from the first
+    step to the engine's last idle moment."""
     return time_average([(t, running) for t, _, _, _, _, running in series]) / max_num_seqs
 
 

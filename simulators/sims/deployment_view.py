@@ -75,8 +75,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 def _limits(r: dict[str, Any]) -> str:
     """The two batch limits the engine ran with, and which are `vllm serve`'s defaults for the GPU."""
-    said = r["serve_default"]
-    n = r["max_num_seqs"]
+    said, n = r["serve_default"], r["max_num_seqs"]
     tokens, seqs = f"{r['max_num_batched_tokens']:,} batched tokens", f"{n:,} sequence{'s' if n > 1 else ''}"
     if all(said.values()):
         return f"Batch limits: vllm serve's defaults on this GPU, {tokens} and {seqs}. "

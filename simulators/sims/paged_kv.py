@@ -182,11 +182,8 @@ def _block_sweep(p: Params, reqs: list[workload.Request]) -> list[dict[str, Any]
 
 
 def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
-    """Block tables as stacked horizontal bars, one row per sequence, lengths in blocks.
-
-    Drawn with bars and lines (the browser's plotly bundle has no heatmap): white ticks mark
-    block boundaries inside what each sequence has allocated, up to 256 blocks per row.
-    """
+    """Block tables as stacked horizontal bars, one row per sequence, lengths in blocks (the browser's
+    plotly bundle has no heatmap); white ticks mark block boundaries, up to 256 blocks per row."""
     bs, width = r["block_size"], -(-r["max_model_len"] // r["block_size"])
     labels, held, empty_last, unused = [], [], [], []
     for kind in ("paged", "contiguous"):

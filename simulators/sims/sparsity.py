@@ -124,11 +124,8 @@ def prune_24(w: Sequence[Sequence[float]]) -> list[list[float]]:
 
 
 def _matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[list[float]]:
-    """W X, skipping the zeros of W.
-
-    Adding a zero product leaves a running sum unchanged (up to the sign of a zero sum, which the
-    squared norms below cannot see), so a pruned W costs half the multiplications of a dense one.
-    """
+    """W X, skipping the zeros of W: adding a zero product leaves a running sum unchanged (up to the
+    sign of a zero sum, which the squared norms below cannot see); a pruned W costs half the multiplies."""
     out = []
     for row in w:
         kept = [j for j, v in enumerate(row) if v != 0.0]
