@@ -90,18 +90,10 @@ class Params(ModelGpuEngine):
             )
 
 
-def _lengths(p: Params) -> workload.Lengths:
-    if p.lengths == "azure":
-        return workload.azure_lengths()
-    return workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
-
-
 def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_seqs: int) -> float:
-    """Busy share of the batch slots: sequences running (prefilling or decoding), time-weighted.
-
-    `series` is a replica's, one sample per step at its start (see the module docstring), from
-    the first step to the engine's last idle moment.
-    """
+    """Busy share of the batch slots: sequences running (prefilling or decoding), time-weighted over
+    `series`, a replica's one sample per step at its start (see the module docstring), from the first
+    step to the engine's last idle moment."""
     return time_average([(t, running) for t, _, _, _, _, running in series]) / max_num_seqs
 
 
@@ -114,7 +106,9 @@ def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
     def make() -> list[workload.Request]:
         rng = random.Random(seed)
         times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-        return workload.build(rng, p.num_requests, _lengths(p), times).requests
+        fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
+        lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform
+        return workload.build(rng, p.num_requests, lengths, times).requests
 
     got: list[workload.Request] = keep(run_key(p, seed, "trace"), make)
     return got
@@ -130,13 +124,8 @@ def _served(p: Params, seed: int, policy: str, keep: Keep, show: Callable[[Serve
 
     def steps() -> Generator[dict[str, Any], None, Served]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        spec = EngineSpec(
-            m,
-            gpu,
-            SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
-            engine=p.engine,
-            **layout_of(p).cost_kw(),
-        )
+        sched = SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+        spec = EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
         return (yield from serve_shown(_trace(p, seed, keep), spec, lambda *run: _measured(p, policy, *run), show))
 
     return (yield from kept_steps(keep, run_key(p, seed, policy), steps))
@@ -147,10 +136,8 @@ def _measured(
 ) -> Served:
     """A run's chart entry and metrics, from the requests it finished (all of them, or so far)."""
     rep = replicas[0]
-    occ = slot_occupancy(rep.series, p.max_num_seqs)
-    # Every request counts: the run has no warm-up or cool-down to leave out, so these are
-    # summarize()'s figures without the 44 others it computes (~11 of a 2,000-request
-    # static run's ~65 ms in Pyodide).
+    # Every request counts (no warm-up or cool-down to leave out): summarize()'s figures without
+    # the 44 others it computes (~11 of a 2,000-request static run's ~65 ms in Pyodide).
     ttft, e2e = describe([x.ttft_s for x in recs]), describe([x.e2e_s for x in recs])
     # Throughput over the whole run: every request, first arrival to last completion.
     makespan = max(x.arrival_s + x.e2e_s for x in recs) - min(x.arrival_s for x in recs) if recs else 1.0
@@ -167,7 +154,7 @@ def _measured(
         f"ttft_{policy}_s_p50": ttft["p50"],
         f"ttft_{policy}_s_p99": ttft["p99"],
         f"e2e_{policy}_s_p99": e2e["p99"],
-        f"slot_occupancy_{policy}": occ,
+        f"slot_occupancy_{policy}": slot_occupancy(rep.series, p.max_num_seqs),
     }
     return entry, metrics
 
@@ -175,9 +162,8 @@ def _measured(
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """Both schedulers' runs, static first (the cheaper): the chart so far is yielded after each run
-    made now (a run kept from an earlier call is drawn with the answer, at once), and the static
-    run, made now, once while it goes too (plotting.running)."""
+    """Both schedulers' runs, static (the cheaper) first, the chart so far yielded after each run made
+    now and while the first goes (plotting.running)."""
     keep = for_call(keep, MEMO_ENTRIES)
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
@@ -205,35 +191,21 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             for i, k in enumerate(POLICIES)
             if k in r  # both, but while they stream
         ]
-        return make_figure(
-            data,
-            layout(
-                f"Latency percentiles, {r['model']} on {r['gpu']}",
-                "Metric",
-                "Seconds",
-                barmode="group",
-                yaxis=LOG,
-            ),
-        )
+        title = f"Latency percentiles, {r['model']} on {r['gpu']}"
+        return make_figure(data, layout(title, "Metric", "Seconds", barmode="group", yaxis=LOG))
     st, co = r["static"]["series"], r.get("continuous", {}).get("series")  # no continuous run yet while streaming
+    times = [x[0] for x in st]
     data = [
-        line(
-            [x[0] for x in st], [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"
-        ),
-        line([x[0] for x in st], [x[1] for x in st], "Static: slots held by the batch", 3, shape="hv"),
+        line(times, [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"),
+        line(times, [x[1] for x in st], "Static: slots held by the batch", 3, shape="hv"),
     ]
     if co is not None:
         data.append(line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, shape="hv"))
-    return make_figure(
-        data,
-        layout(
-            f"Batch slots over time ({r['max_num_seqs']} slots, {r['rate_per_s']:g} req/s)", "Time (s)", "Sequences"
-        ),
-    )
+    title = f"Batch slots over time ({r['max_num_seqs']} slots, {r['rate_per_s']:g} req/s)"
+    return make_figure(data, layout(title, "Time (s)", "Sequences"))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: throughput, TTFT and busy slots (occupancy), or the percentiles drawn (latency)."""
     m = r["metrics"]
     if view == "latency":
         st, co = r["static"], r["continuous"]

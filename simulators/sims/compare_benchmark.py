@@ -60,10 +60,8 @@ class Params(ModelGpuEngine):
                 raise ParamError("report", str(e)) from None
 
 
-# The simulated runs, kept between calls through the caller's keep (api.Session's store; none: kept
-# for this call alone), as load_test's: a scenario takes two entries (its sweep's runs and the
-# ceiling's), so the page's scenario and the reader's last few stay. A new report or chart
-# re-simulates nothing.
+# The simulated runs, kept through the caller's keep (api.Session's store) as load_test's: two entries
+# a scenario (its sweep, its ceiling), so the last few stay and a new report or chart re-simulates nothing.
 MEMO_ENTRIES = 6
 
 
@@ -79,10 +77,7 @@ def _point(run: LoadRun, label: str) -> dict[str, Any]:
         "label": label,
         "offered": run.rate,
         "throughput": m["request_throughput_per_s"],
-        "ttft_p50_ms": m["ttft_s_p50"] * 1e3,
-        "ttft_p99_ms": m["ttft_s_p99"] * 1e3,
-        "itl_p50_ms": m["itl_s_p50"] * 1e3,
-        "itl_p99_ms": m["itl_s_p99"] * 1e3,
+        **{f"{k}_{q}_ms": m[f"{k}_s_{q}"] * 1e3 for k in ("ttft", "itl") for q in ("p50", "p99")},
         "samples": int(m["ttft_s_count"]),
     }
 
@@ -95,18 +90,9 @@ def _report_points(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         ttft, rps = m["time_to_first_token_ms"], m["requests_per_second"]
         itl = m.get("inter_token_latency_ms", {"p50": 0.0, "p99": 0.0})
         where = f"@{b['rate']:g}/s" if b["rate"] else f" x{b['streams']}" if b["streams"] else ""
-        out.append(
-            {
-                "label": f"{b['strategy']}{where}",
-                "offered": b["rate"] or rps["mean"],
-                "throughput": rps["mean"],
-                "ttft_p50_ms": ttft["p50"],
-                "ttft_p99_ms": ttft["p99"],
-                "itl_p50_ms": itl["p50"],
-                "itl_p99_ms": itl["p99"],
-                "samples": ttft["count"],
-            }
-        )
+        point = {"label": f"{b['strategy']}{where}", "offered": b["rate"] or rps["mean"], "throughput": rps["mean"]}
+        point |= {f"{k}_{q}_ms": ms[q] for k, ms in (("ttft", ttft), ("itl", itl)) for q in ("p50", "p99")}
+        out.append(point | {"samples": ttft["count"]})
     return rep, out
 
 
@@ -118,9 +104,8 @@ def run(
     report's points, if one is opened, drawn from the first one on."""
     keep = for_call(keep, MEMO_ENTRIES)
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    spec = EngineSpec(
-        m, gpu, SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens), engine=p.engine
-    )
+    sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+    spec = EngineSpec(m, gpu, sched, engine=p.engine)
     lengths = workload.lengths_for(p.lengths)
     rep, pts = _report_points(p.report) if p.report.strip() else ({}, [])
     served = _memo_for(p, "sweep", spec, p.num_requests, seed, keep)
@@ -134,15 +119,12 @@ def run(
     for rate in sweep_rates(sync.rate, top.rate, SWEEP_SIZE):
         out["sim"].append(_point(served.run("constant", lengths, rate=rate), f"constant@{rate:.3g}/s"))
         yield dict(out)
-    ceiling_memo = _memo_for(p, "ceiling", spec, CEILING_REQUESTS, seed, keep)
-    out["ceiling"] = ceiling_memo.run("concurrent", lengths, users=2 * p.max_num_seqs).metrics[
-        "steady_throughput_per_s"
-    ]
+    ceiling = _memo_for(p, "ceiling", spec, CEILING_REQUESTS, seed, keep)
+    out["ceiling"] = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs).metrics["steady_throughput_per_s"]
     yield dict(out)
-    runs, ceiling = out["sim"], out["ceiling"]
     metrics: dict[str, float] = {
-        "sim_max_throughput_per_s": ceiling,
-        "sim_sweep_top_per_s": max(r["throughput"] for r in runs),
+        "sim_max_throughput_per_s": out["ceiling"],
+        "sim_sweep_top_per_s": max(r["throughput"] for r in out["sim"]),
         # No report opened: zeros (every declared metric is always there).
         "report_benchmarks": 0,
         "report_top_per_s": 0.0,
@@ -174,20 +156,15 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data.append(_ceiling(r, [min(xs), max(xs)], None))
         title, xt, yt, ylog = "Throughput per rate", "Offered rate (req/s)", "Achieved (req/s)", False
     else:
-        k = view
+        k, up = view, view.upper()
         for name, pts, color in series:
             pts = sorted(pts, key=lambda x: x["throughput"])
             for q, dash in (("p50", 0), ("p99", 1)):
-                label, hover = f"{name}: {k.upper()} {q}", [_hover(x) for x in pts]
+                label, hover = f"{name}: {up} {q}", [_hover(x) for x in pts]
                 data.append(sweep(pts, "throughput", f"{k}_{q}_ms", label, color + dash, text=hover))
         ys = [x[f"{k}_p99_ms"] for _, pts, _ in series for x in pts] or [1.0]
         data.append(_ceiling(r, None, [min(ys), max(ys)]))
-        title, xt, yt, ylog = (
-            f"{k.upper()} against throughput",
-            "Achieved throughput (req/s)",
-            f"{k.upper()} (ms)",
-            True,
-        )
+        title, xt, yt, ylog = f"{up} against throughput", "Achieved throughput (req/s)", f"{up} (ms)", True
     return make_figure(data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": LOG} if ylog else {})))
 
 
@@ -200,16 +177,12 @@ def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) 
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: the scenario, then the chart's own figures for the simulated sweep and the
-    report (TTFT or ITL against throughput, or achieved against offered rate), then the caveats."""
-    m = r["metrics"]
-    sim = r["sim"]
+    m, sim = r["metrics"], r["sim"]
     text = (
         f"GuideLLM's sweep of the simulated {r['model']} on one {r['gpu']}: "
         f"{len(sim)} benchmarks, up to {m['sim_sweep_top_per_s']:.1f} requests/s measured, against a steady-state "
-        f"ceiling of {m['sim_max_throughput_per_s']:.1f}."
+        f"ceiling of {m['sim_max_throughput_per_s']:.1f}. Simulated, {_drawn(sim, view)}"
     )
-    text += f" Simulated, {_drawn(sim, view)}"
     if "report" not in r:
         return text + " Open a GuideLLM report (JSON or YAML) to draw it over the sweep; it is read in this page only."
     few = [x for x in r["report"] if x["samples"] < FEW_SAMPLES]
@@ -225,13 +198,12 @@ def summary(r: dict[str, Any], view: str) -> str:
     return text + " The simulation has no client, network or tokenizer delays, and its lengths are not your dataset's."
 
 
-def _drawn(pts: list[dict[str, Any]], view: str) -> str:
+def _drawn(pts: list[dict[str, Any]], k: str) -> str:
     """One series of the chart in words, a sentence: its lowest and highest point by throughput (TTFT,
     ITL), or each benchmark's achieved rate, by the rate offered (throughput)."""
-    if view == "throughput":
+    if k == "throughput":
         rates = "; ".join(f"{x['label']} {x['throughput']:.2f}" for x in sorted(pts, key=lambda x: x["offered"]))
         return f"requests/s achieved per benchmark, by the rate offered: {rates}."
-    k = view
     lo, hi = min(pts, key=lambda x: x["throughput"]), max(pts, key=lambda x: x["throughput"])
 
     def at(x: dict[str, Any]) -> str:
@@ -240,6 +212,4 @@ def _drawn(pts: list[dict[str, Any]], view: str) -> str:
             f"({x['label']})"
         )
 
-    if lo is hi:
-        return f"{k.upper()} is {at(lo)}."
-    return f"{k.upper()} goes from {at(lo)} to {at(hi)}."
+    return f"{k.upper()} is {at(lo)}." if lo is hi else f"{k.upper()} goes from {at(lo)} to {at(hi)}."

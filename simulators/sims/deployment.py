@@ -74,12 +74,9 @@ METRICS = {
 }
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 TABLE_CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
+AUTO_WEIGHTS = "As the checkpoint (quantization_config), else BF16"
 # The two batch limits' lower ends when set (0 means `vllm serve`'s default for the GPU).
 MIN_BATCHED_TOKENS = 16
-
-
-def _weight_choices() -> list[tuple[str, str]]:
-    return [("auto", "As the checkpoint (quantization_config), else BF16"), *dtype_choices()()]
 
 
 # vLLM's defaults on the running example's GPU (assumptions.toml [vllm_defaults], the one place).
@@ -128,7 +125,9 @@ class Params(ModelGpu):
     max_num_seqs: int = _batch_limit("max_num_seqs", "Max sequences", "sequences", 4096, 1)
     # "auto" stores K and V in the model's dtype (bf16); fp8 halves them (--kv-cache-dtype).
     kv_cache_dtype: str = param("auto", label="KV cache format", choices=[("auto", "auto (bf16)"), ("fp8", "fp8")])
-    weight_dtype: str = param("auto", label="Weight format", choices=_weight_choices)
+    weight_dtype: str = param(
+        "auto", label="Weight format", choices=lambda: [("auto", AUTO_WEIGHTS), *dtype_choices()()]
+    )
     # Tokens per KV block (--block-size).
     block_size: int = param(int(DEFAULTS["block_size"]), label="Block size", unit="tokens", min=1, max=256, step=1)
 
@@ -158,7 +157,8 @@ class Params(ModelGpu):
             )
         tokens, seqs = batch_limits(gpu, self)
         if tokens < seqs:
-            raise ParamError("max_num_batched_tokens", f"must be at least max_num_seqs ({seqs:,}{_said(self, gpu)})")
+            said = "" if self.max_num_seqs else f", vllm serve's default on {gpu.name}"
+            raise ParamError("max_num_batched_tokens", f"must be at least max_num_seqs ({seqs:,}{said})")
         if self.max_model_len > m.max_context_tokens:
             raise ParamError("max_model_len", f"must be at most {m.name}'s {m.max_context_tokens:,} positions")
         # Dense DP ranks are independent replicas; a MoE's expert layers span all tp x dp GPUs.
@@ -174,10 +174,6 @@ def batch_limits(gpu: Gpu, p: Params) -> tuple[int, int]:
     return p.max_num_batched_tokens or int(d["max_num_batched_tokens"]), p.max_num_seqs or int(d["max_num_seqs"])
 
 
-def _said(p: Params, gpu: Gpu) -> str:
-    return "" if p.max_num_seqs else f", vllm serve's default on {gpu.name}"
-
-
 def _dtypes(m: Model, p: Params) -> tuple[str, str]:
     weight = (m.weight_format or "bf16") if p.weight_dtype == "auto" else p.weight_dtype
     return weight, "bf16" if p.kv_cache_dtype == "auto" else "fp8"
@@ -186,18 +182,9 @@ def _dtypes(m: Model, p: Params) -> tuple[str, str]:
 def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
     weight, kv = _dtypes(m, p)
     tokens, seqs = batch_limits(gpu, p)
-    return vm.account(
-        m,
-        gpu,
-        **layout_of(p).cost_kw(),
-        gpu_memory_utilization=p.gpu_memory_utilization,
-        max_model_len=p.max_model_len,
-        max_num_batched_tokens=tokens,
-        max_num_seqs=seqs,
-        kv_dtype=kv,
-        weight_dtype=weight,
-        block_size=p.block_size,
-    )
+    same = {k: getattr(p, k) for k in ("gpu_memory_utilization", "max_model_len", "block_size")}
+    limits: dict[str, Any] = {"max_num_batched_tokens": tokens, "max_num_seqs": seqs}
+    return vm.account(m, gpu, **layout_of(p).cost_kw(), **same, **limits, kv_dtype=kv, weight_dtype=weight)
 
 
 def fit_problem(m: Model, gpu: Gpu, p: Params) -> None:
@@ -232,30 +219,20 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     kv_bytes = a.num_blocks * a.page_bytes * a.group_size
     per_context = [vm_concurrency(m, a, c, p, tokens) for c in TABLE_CONTEXTS if c <= m.max_context_tokens]
     gib = cm.GiB
+    # Each stage's GiB by what holds them (the key's name, the VllmMemory field's).
+    held = dict(total="total", requested="requested", weights="weight", activation="activation", non_torch="non_torch")
     stages = [
-        {
-            "stage": s.stage,
-            "num_layers": s.num_layers,
-            "total_GiB": s.total_bytes / gib,
-            "requested_GiB": s.requested_bytes / gib,
-            "weights_GiB": s.weight_bytes / gib,
-            "activation_GiB": s.activation_bytes / gib,
-            "non_torch_GiB": s.non_torch_bytes / gib,
-            "kv_GiB": kv_bytes / gib,
-        }
+        {"stage": s.stage, "num_layers": s.num_layers, "kv_GiB": kv_bytes / gib}
+        | {f"{k}_GiB": getattr(s, f"{f}_bytes") / gib for k, f in held.items()}
         for s in a.stages
     ]
+    shape = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel")
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "tensor_parallel_size": p.tensor_parallel_size,
-        "pipeline_parallel_size": p.pipeline_parallel_size,
-        "data_parallel_size": dp,
-        "enable_expert_parallel": p.enable_expert_parallel,
+        **{k: getattr(p, k) for k in (*shape, "max_model_len", "gpu_memory_utilization")},
         "weight_dtype": weight,
         "kv_cache_dtype": kv,
-        "max_model_len": p.max_model_len,
-        "gpu_memory_utilization": p.gpu_memory_utilization,
         # The batch limits used, and whether each is `vllm serve`'s default for this GPU (field at 0).
         "max_num_batched_tokens": tokens,
         "max_num_seqs": seqs,

@@ -54,34 +54,28 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         ranks = f" ({dp} DP ranks together)" if dp > 1 else ""
         title = f"{r['model']}: requests of each length the KV cache holds at once{ranks}"
         # Category axis: plotly would read "1,024" as the number 1024 and space the bars by value.
+        x_axis = {"type": "category"}
         return make_figure(
-            data, layout(title, "Tokens per request (prompt + output)", "Requests at once", xaxis={"type": "category"})
+            data, layout(title, "Tokens per request (prompt + output)", "Requests at once", xaxis=x_axis)
         )
     alike = r["tensor_parallel_size"] * dp
     names = [f"Stage {s['stage']} ({f'{alike} GPUs alike' if alike > 1 else 'one GPU'})" for s in r["stages"]]
-    parts = [
-        ("Weights", "weights_GiB"),
-        ("Activation peak", "activation_GiB"),
-        ("Non-torch", "non_torch_GiB"),
-        ("KV cache", "kv_GiB"),
-    ]
-    data = [bar(names, [s[key] for s in r["stages"]], label, i) for i, (label, key) in enumerate(parts)]
+    parts = [("Weights", "weights"), ("Activation peak", "activation"), ("Non-torch", "non_torch"), ("KV cache", "kv")]
+    data = [bar(names, [s[f"{key}_GiB"] for s in r["stages"]], label, i) for i, (label, key) in enumerate(parts)]
     spare = [
         s["requested_GiB"] - s["weights_GiB"] - s["activation_GiB"] - s["non_torch_GiB"] - s["kv_GiB"]
         for s in r["stages"]
     ]
     data.append(bar(names, spare, "Requested, less than one block", 4))
-    data.append(
-        bar(names, [s["total_GiB"] - s["requested_GiB"] for s in r["stages"]], "Left to CUDA graphs and others", 5)
-    )
+    left = [s["total_GiB"] - s["requested_GiB"] for s in r["stages"]]
+    data.append(bar(names, left, "Left to CUDA graphs and others", 5))
     title = f"{r['model']} on {r['metrics']['num_gpus']} x {r['gpu']}: memory per GPU"
     return make_figure(data, layout(title, "", "GiB per GPU", barmode="stack"))
 
 
 def _limits(r: dict[str, Any]) -> str:
     """The two batch limits the engine ran with, and which are `vllm serve`'s defaults for the GPU."""
-    said = r["serve_default"]
-    n = r["max_num_seqs"]
+    said, n = r["serve_default"], r["max_num_seqs"]
     tokens, seqs = f"{r['max_num_batched_tokens']:,} batched tokens", f"{n:,} sequence{'s' if n > 1 else ''}"
     if all(said.values()):
         return f"Batch limits: vllm serve's defaults on this GPU, {tokens} and {seqs}. "
@@ -92,8 +86,6 @@ def _limits(r: dict[str, Any]) -> str:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: the memory of each GPU, the batch limits and vLLM's log lines (memory), or
-    the requests of each length the KV cache holds at once (concurrency)."""
     x = r["metrics"]
     dp = r["data_parallel_size"]
     shape = f"TP {r['tensor_parallel_size']}, PP {r['pipeline_parallel_size']}" + (f", DP {dp}" if dp > 1 else "")
@@ -102,10 +94,8 @@ def summary(r: dict[str, Any], view: str) -> str:
         held = ", ".join(
             f"{c['context_tokens']:,} tokens {c['max_concurrency']:,.1f}" for c in r["concurrency_by_context"]
         )
-        tokens = (
-            f"{x['kv_cache_tokens']:,} tokens per DP rank, {x['kv_cache_tokens_total']:,} in all"
-            if dp > 1
-            else f"{x['kv_cache_tokens']:,} tokens"
+        tokens = f"{x['kv_cache_tokens']:,} tokens" + (
+            f" per DP rank, {x['kv_cache_tokens_total']:,} in all" if dp > 1 else ""
         )
         return (
             f"Requests held at once by length (prompt + output){', all DP ranks together' if dp > 1 else ''}: "
@@ -115,12 +105,10 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{' per engine' if dp > 1 else ''}."
         )
     logged = "vLLM would log" if dp == 1 else f"Each of the {dp} DP engines would log"
-    total = (
-        f" All {dp} DP ranks together: {x['kv_cache_tokens_total']:,} tokens, {x['max_concurrency_total']:.2f} "
-        f"requests of {r['max_model_len']:,} tokens."
-        if dp > 1
-        else ""
-    )
+    total = ""
+    if dp > 1:
+        total = f" All {dp} DP ranks together: {x['kv_cache_tokens_total']:,} tokens, {x['max_concurrency_total']:.2f} "
+        total += f"requests of {r['max_model_len']:,} tokens."
     return (
         f"{r['model']} on {x['num_gpus']} x {r['gpu']} ({shape}): each GPU holds {x['weights_GiB_per_gpu']:.2f} GiB of "
         f"{r['weight_dtype']} weights, a {x['activation_GiB_per_gpu']:.2f} GiB activation peak and "

@@ -54,14 +54,7 @@ METRICS = {
 VIEWS = [("levers", "Levers, ranked"), ("time", "Where the time goes"), ("evidence", "Predicted against observed")]
 EX = running_example()
 DEFAULT_COMMAND = "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 8192"
-_QUANT = {
-    "fp8": "fp8",
-    "awq": "int4",
-    "awq_marlin": "int4",
-    "gptq": "int4",
-    "gptq_marlin": "int4",
-    "compressed-tensors": "",
-}
+_QUANT = {"fp8": "fp8", "awq": "int4", "awq_marlin": "int4", "gptq": "int4", "gptq_marlin": "int4"}
 
 
 def _measured(what: str, unit: str, top: float, help: str = "0: not given.") -> Any:
@@ -124,9 +117,8 @@ def deployment(p: Params) -> dx.Deployment:
             log = sc.parse_log(p.log)
         except ValueError as e:
             raise ParamError("log", str(e)) from None
-    quant = serve.settings.get("quantization")
-    weight = _QUANT.get(str(quant).lower(), "") if quant else ""
     s = serve.settings
+    weight = _QUANT.get(str(s.get("quantization")).lower(), "")  # compressed-tensors, none and others: the config's
     d = dx.Deployment(
         serve, m, resolve_gpu(p.gpu), serve.engine, weight or m.weight_format or "bf16",
         "fp8" if s.get("kv_cache_dtype") == "fp8" else "bf16",
@@ -163,10 +155,8 @@ def _observed(p: Params) -> dict[str, float]:
         b = benches[p.benchmark - 1] if p.benchmark else max(benches, key=pick)
         mt = b["metrics"]
         out["rate_per_s"] = mt["requests_per_second"]["mean"]
-        out["ttft_s"], out["ttft_p99_s"] = (
-            mt["time_to_first_token_ms"]["p50"] / 1e3,
-            mt["time_to_first_token_ms"]["p99"] / 1e3,
-        )
+        ttft = mt["time_to_first_token_ms"]
+        out["ttft_s"], out["ttft_p99_s"] = ttft["p50"] / 1e3, ttft["p99"] / 1e3
         if "inter_token_latency_ms" in mt:
             out["itl_s"] = mt["inter_token_latency_ms"]["p50"] / 1e3
         if "request_concurrency" in mt:
@@ -192,10 +182,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     cap = dx.limit(d, "max_num_seqs")
     batch = obs.get("concurrency") or 1.0
     if "concurrency" not in obs and obs.get("rate_per_s"):  # Little's law on the predicted end-to-end time
-        one = dx.speed(d, 1)
-        batch = obs["rate_per_s"] * (one["ttft_s"] + one["itl_s"] * (obs["output_tokens"] - 1))
-        mid = dx.speed(d, max(1, min(cap, round(batch))))
-        batch = obs["rate_per_s"] * (mid["ttft_s"] + mid["itl_s"] * (obs["output_tokens"] - 1))
+        for _ in range(2):  # alone, then at the batch that implies
+            at = dx.speed(d, max(1, min(cap, round(batch))))
+            batch = obs["rate_per_s"] * (at["ttft_s"] + at["itl_s"] * (obs["output_tokens"] - 1))
     b = max(1, min(cap, round(batch)))
     now = dx.speed(d, b)
     gaps = dx.gaps(obs, now, a, d.log, d.serve.settings)
@@ -234,13 +223,8 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
         parts = [("Weights streamed", t["weights_s"]), ("KV cache read", t["kv_s"]), ("Compute past memory", t["compute_over_s"]),
                  ("Fixed step overhead", t["overhead_s"]), ("Prefills sharing the GPU", t["itl_s"] - t["step_s"])]  # fmt: skip
         data = [bar([v * 1e3], ["ITL"], k, i, orientation="h") for i, (k, v) in enumerate(parts)]
-        lay = layout(
-            f"Where a token's time goes at {r['metrics']['batch']:.0f} requests in flight",
-            "ms per token",
-            "",
-            barmode="stack",
-        )
-        return make_figure(data, lay)
+        title = f"Where a token's time goes at {r['metrics']['batch']:.0f} requests in flight"
+        return make_figure(data, layout(title, "ms per token", "", barmode="stack"))
     if view == "evidence":
         rows = [
             (label, r["predicted"][key] * 1e3, r["observed"][key] * 1e3)
@@ -260,14 +244,9 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
         return make_figure(data, layout("Predicted against observed", "", "value (unit in the label)", barmode="group"))
     levers = r["levers"]
     data = [bar([x["change"] for x in levers], [x["lever"] for x in levers], "Predicted change", 0, orientation="h")]
-    lay = layout(
-        f"Levers ranked by their effect on {levers[0]['binding'] if levers else 'the binding figure'}",
-        "predicted change (negative: faster)",
-        "",
-        xaxis={"tickformat": "+.0%"},
-        yaxis={"autorange": "reversed"},
-    )
-    return make_figure(data, lay)
+    title = f"Levers ranked by their effect on {levers[0]['binding'] if levers else 'the binding figure'}"
+    x_title, reversed_ = "predicted change (negative: faster)", {"autorange": "reversed"}
+    return make_figure(data, layout(title, x_title, "", xaxis={"tickformat": "+.0%"}, yaxis=reversed_))
 
 
 def summary(r: dict[str, Any], view: str = "levers") -> str:

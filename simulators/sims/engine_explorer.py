@@ -1,13 +1,12 @@
 """Inside a serving engine: one request followed through it, and where each engine's organising bet pays.
 
 Request view. One replica (simulators/engine, vLLM v1's scheduler) serves seeded background
-traffic (Azure 2023 conversation lengths, Poisson arrivals) and one followed request that arrives
-halfway through it. The engine's event log gives the request's life: it waits, is admitted when
-a batch slot and KV blocks for its whole current sequence are free (vLLM's
-scheduler_reserve_full_isl), has its prompt computed in chunks that
-share each step's token budget (`max_num_batched_tokens`) with the decodes already running, takes
-a new KV block every `block_size` tokens, may be preempted (its blocks freed, its progress
-recomputed later) when the blocks run out, and finishes. Alone on the replica its prompt takes
+traffic (Azure 2023 conversation lengths, Poisson arrivals) and one followed request arriving
+halfway through it. The engine's event log gives the request's life: it waits; is admitted when a
+batch slot and KV blocks for its whole current sequence are free (vLLM's scheduler_reserve_full_isl);
+has its prompt computed in chunks sharing each step's token budget (`max_num_batched_tokens`) with
+the running decodes; takes a new KV block every `block_size` tokens; may be preempted (blocks freed,
+progress recomputed later) when blocks run out; and finishes. Alone on the replica its prompt takes
 ceil(prompt / budget) chunks; among decodes each step leaves it budget - decodes tokens.
 
 Operating points view. A grid of batch size (1 to 1,024) by prompt length (256 to 131,072 tokens)
@@ -30,9 +29,8 @@ A point is given to one organising bet (course seed 000), first rule that holds:
    the lever;
 5. vLLM (memory management): KV bytes >= weight bytes; KV memory sets how large a batch fits;
 6. otherwise mixed: batching amortises the weights and no single bet dominates.
-The thresholds are the course's teaching choices, not measurements; the bets' speed claims are
-not modelled (no engine's kernels are timed here): the chart shows where each bet's lever is
-the largest term of the cost model.
+The thresholds are the course's teaching choices, not measurements; no bet's speed claim is modelled
+(no kernel is timed): the chart shows where each bet's lever is the largest term of the cost model.
 
 References: 1) course seed 000, "Systems and the frontier" (the four organising bets);
 2) vLLM v1 vllm/v1/core/sched/scheduler.py (waiting, running, token budget, preempt);
@@ -79,6 +77,7 @@ METRICS = {
     "compute_share": ("Chosen point: GPU time at the compute roof", ""),
     "kv_capacity_use": ("Chosen point: share of KV memory the batch needs", ""),
 }
+FOLLOWED = ("ttft_s", "e2e_s", "queue_s", "num_prefill_chunks", "num_preemptions", "blocks_allocated")  # metrics
 PREFIX_PAYS, COMPUTE_BINDS, WEIGHT_DOMINATED = 0.2, 0.5, 0.8
 VIEWS = [("request", "Follow one request"), ("operating_points", "Operating points: which bet pays where")]
 EX = running_example()
@@ -112,7 +111,7 @@ class Params(ModelGpuEngine):
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        check_serving(m, gpu, layout_of(self), weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
+        check_serving(m, gpu, layout_of(self), **_formats(self))
         need = (self.prompt_tokens + self.output_tokens) * cm.kv_bytes_per_token(m, self.kv_dtype)
         if self.kv_budget_GiB * cm.GiB < need:
             raise ParamError(
@@ -141,23 +140,24 @@ def operating_point(
         "compute_share": ((P if pc > pm else 0.0) + (D if dc > dm else 0.0)) / (P + D),
         "kv_use": batch * cost.held(prompt + output) / max(capacity, 1),
     }
-    if out["kv_use"] > 1:
-        region = "none"
-    elif out["prefix_saving"] >= PREFIX_PAYS:
-        region = "sglang"
-    elif out["compute_share"] >= COMPUTE_BINDS:
-        region = "tensorrt"
-    elif out["weight_share"] >= WEIGHT_DOMINATED:
-        region = "llamacpp"
-    elif out["weight_share"] <= 0.5:
-        region = "vllm"
-    else:
-        region = "mixed"
-    out["region"] = region
+    rules = (
+        ("none", out["kv_use"] > 1),
+        ("sglang", out["prefix_saving"] >= PREFIX_PAYS),
+        ("tensorrt", out["compute_share"] >= COMPUTE_BINDS),
+        ("llamacpp", out["weight_share"] >= WEIGHT_DOMINATED),
+        ("vllm", out["weight_share"] <= 0.5),
+    )
+    out["region"] = next((region for region, holds in rules if holds), "mixed")
     return out
 
 
 SERIES_POINTS = 600  # points per line of the request view's lower chart, at most
+# The followed request's state after each event of its log (any other: done).
+NEXT_STATE = dict(admit="waiting", chunk="chunk", first_token="decode", recomputed="decode", preempt="preempted")
+
+
+def _formats(p: Params) -> dict[str, Any]:
+    return {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}
 
 
 def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
@@ -168,22 +168,11 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     me = workload.Request(
         n, times[n // 2] if n else 0.0, p.prompt_tokens, p.output_tokens, ((1 << 40, p.prompt_tokens),)
     )
-    max_len = max(m.max_context_tokens, p.prompt_tokens + p.output_tokens)
-    sched = SchedulerConfig(
-        max_num_seqs=p.max_num_seqs, max_num_batched_tokens=p.max_num_batched_tokens, max_model_len=max_len
-    )
+    limits = {k: getattr(p, k) for k in ("max_num_seqs", "max_num_batched_tokens")}
+    sched = SchedulerConfig(**limits, max_model_len=max(m.max_context_tokens, p.prompt_tokens + p.output_tokens))
     blocks = int(p.kv_budget_GiB * cm.GiB // (cm.kv_bytes_per_token(m, p.kv_dtype) * p.block_size))
-    spec = EngineSpec(
-        m,
-        gpu,
-        sched,
-        weight_dtype=p.weight_dtype,
-        kv_dtype=p.kv_dtype,
-        block_size=p.block_size,
-        engine=p.engine,
-        **layout_of(p).cost_kw(),
-        num_blocks=blocks,
-    )
+    kw = {**_formats(p), **layout_of(p).cost_kw(), "block_size": p.block_size, "num_blocks": blocks}
+    spec = EngineSpec(m, gpu, sched, engine=p.engine, **kw)
     served = serve([*reqs, me], spec, keep_log=True)
     rec = next(r for r in served.records if r.id == me.id)
     events = [(t, what, extra) for t, _, what, rid, extra in served.log if rid == me.id]
@@ -193,14 +182,7 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     for t, what, _ in events[1:]:
         if t > since:
             phases.append((state, since, t))
-        state = {
-            "admit": "waiting",
-            "chunk": "chunk",
-            "first_token": "decode",
-            "recomputed": "decode",
-            "preempt": "preempted",
-        }.get(what, "done")
-        since = t
+        state, since = NEXT_STATE.get(what, "done"), t
     t0, t1 = rec.arrival_s, rec.arrival_s + rec.e2e_s
     pad = 0.05 * (t1 - t0)
     rep = served.replicas[0]
@@ -216,11 +198,8 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
         "series": series,
         "num_blocks": blocks,
         "window": [t0 - pad, t1 + pad],
-        "ttft_s": rec.ttft_s,
-        "e2e_s": rec.e2e_s,
-        "queue_s": rec.queue_s,
+        **{k: getattr(rec, k) for k in ("ttft_s", "e2e_s", "queue_s", "num_preemptions")},
         "num_prefill_chunks": sum(1 for _, w, _ in events if w == "chunk"),
-        "num_preemptions": rec.num_preemptions,
         "blocks_allocated": sum(x for _, w, x in events if w in ("preempt", "finish")),
         "background_preemptions": rep.num_preemptions - rec.num_preemptions,
     }
@@ -229,10 +208,8 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     lay = layout_of(p)
-    cost = EngineSpec(
-        m, gpu, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype, engine=p.engine, **lay.cost_kw()
-    ).step_cost()
-    capacity = pooled_kv_tokens(m, gpu, lay, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
+    cost = EngineSpec(m, gpu, **_formats(p), engine=p.engine, **lay.cost_kw()).step_cost()
+    capacity = pooled_kv_tokens(m, gpu, lay, **_formats(p))
     grid = [
         {"batch": b, "context": c, **operating_point(cost, capacity, b, c, p.output_tokens, p.prefix_share)}
         for c in CONTEXTS
@@ -251,17 +228,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "grid": grid,
         "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
         "capacity_tokens": capacity,
-        "output_tokens": p.output_tokens,
-        "prefix_share": p.prefix_share,
+        **{k: getattr(p, k) for k in ("output_tokens", "prefix_share", "prompt_tokens")},
         "budget": p.max_num_batched_tokens,
-        "prompt_tokens": p.prompt_tokens,
         "follow": follow,
         "notes": notes,
         "metrics": {
-            **{
-                k: float(follow[k])
-                for k in ("ttft_s", "e2e_s", "queue_s", "num_prefill_chunks", "num_preemptions", "blocks_allocated")
-            },
+            **{k: float(follow[k]) for k in FOLLOWED},
             "weight_bytes_share": point["weight_share"],
             "prefill_share": point["prefill_share"],
             "prefix_saving_share": point["prefix_saving"],
@@ -269,8 +241,3 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             "kv_capacity_use": point["kv_use"],
         },
     }
-
-
-# Prefill chunks drawn one bar each up to this many; beyond (a tiny step budget cuts a prompt into
-# hundreds), back-to-back chunks are drawn as one bar: a hundred one-pixel patterned bars cost the
-# page tens of ms per redraw and show nothing the merged bar does not (its label counts them).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..plotting import MARKERS, PALETTE, layout, line
+from ..plotting import MARKERS, PALETTE, bar, layout, line, markers
 from ..plotting import figure as make_figure
 
 BATCHES = tuple(2**i for i in range(11))  # 1 ... 1,024
@@ -21,7 +21,8 @@ REGIONS = (
     ("mixed", "Mixed: weights 50-80%, batching amortises them"),
 )
 
-
+# Prefill chunks drawn one bar each up to this many; beyond (a tiny budget cuts a prompt into hundreds),
+# back-to-back chunks are one bar, labelled with their count: a hundred one-pixel bars cost tens of ms a redraw.
 MAX_CHUNK_BARS = 32
 
 
@@ -48,71 +49,36 @@ def _request_figure(r: dict[str, Any]) -> dict[str, Any]:
         if key == "chunk" and len(segs) > MAX_CHUNK_BARS:
             segs, text = _merged_chunks(segs)
         if segs:
-            data.append(
-                {
-                    "type": "bar",
-                    "orientation": "h",
-                    "name": name,
-                    "y": [lane] * len(segs),
-                    "base": [a for a, _ in segs],
-                    "x": [b - a for a, b in segs],
-                    "yaxis": "y",
-                    "marker": {
-                        "color": PALETTE[(3, 1, 0, 6)[i]],
-                        "pattern": {"shape": ("", "/", "x", ".")[i]},
-                        "line": {"color": "#ffffff", "width": 0.5},
-                    },
-                    "text": text,
-                    "textposition": "none",
-                    "hovertemplate": "%{text}<extra></extra>",
-                }
-            )
+            edge = {"color": "#ffffff", "width": 0.5}
+            marker = {"color": PALETTE[(3, 1, 0, 6)[i]], "pattern": {"shape": ("", "/", "x", ".")[i]}, "line": edge}
+            hover: dict[str, Any] = {"text": text, "textposition": "none", "hovertemplate": "%{text}<extra></extra>"}
+            dx, base, lanes = [b - a for a, b in segs], [a for a, _ in segs], [lane] * len(segs)
+            data.append(bar(dx, lanes, name, orientation="h", base=base, yaxis="y", marker=marker, **hover))
     marks = [(t, w.replace("_", " ")) for t, w, _ in f["events"] if w != "chunk"]
     shown = ("first token", "preempt", "recomputed", "finish")
-    data.append(
-        {
-            "type": "scatter",
-            "mode": "markers+text",
-            "x": [t for t, _ in marks],
-            "y": [lane] * len(marks),
-            "name": "Events",
-            "showlegend": False,
-            "text": [w if w in shown and all(w != v for _, v in marks[:i]) else "" for i, (_, w) in enumerate(marks)],
-            "hovertext": [f"{w} at {t:.3f} s" for t, w in marks],
-            "hoverinfo": "text",
-            "textposition": "top center",
-            "marker": {"color": "#000000", "symbol": "line-ns-open", "size": 18},
-        }
-    )
+    labels = [w if w in shown and all(w != v for _, v in marks[:i]) else "" for i, (_, w) in enumerate(marks)]
+    tick = {"color": "#000000", "symbol": "line-ns-open", "size": 18}
+    hover = {"hovertext": [f"{w} at {t:.3f} s" for t, w in marks], "hoverinfo": "text"}
+    at = [t for t, _ in marks]
+    data.append(markers(at, [lane] * len(marks), "Events", showlegend=False, text=labels, **hover, marker=tick))
     s = f["series"]
     data.append(line([x[0] for x in s], [x[1] for x in s], "KV blocks in use (share)", 2, shape="hv", yaxis="y2"))
     data.append(line([x[0] for x in s], [x[2] for x in s], "Sequences running", 4, shape="hv", yaxis="y3"))
-    return make_figure(
-        data,
-        layout(
-            f"One {r['prompt_tokens']:,}-token request among background traffic ({r['budget']:,}-token step budget)",
-            "Time (s)",
-            "",
-            xaxis={"range": f["window"], "anchor": "y2"},
-            yaxis={"domain": [0.7, 1.0], "title": {"text": ""}},
-            yaxis2={
-                "domain": [0.0, 0.58],
-                "range": [0, 1.05],
-                "title": {"text": "KV blocks in use"},
-                "tickformat": ".0%",
-                "anchor": "x",
-            },
-            yaxis3={
-                "overlaying": "y2",
-                "side": "right",
-                "title": {"text": "Sequences running"},
-                "rangemode": "tozero",
-                "tickformat": ",d",
-                "automargin": True,
-            },
-            barmode="overlay",
-        ),
-    )
+    title = f"One {r['prompt_tokens']:,}-token request among background traffic ({r['budget']:,}-token step budget)"
+    # Three panes: the request's lane on top, KV blocks below, sequences running on its right axis.
+    kv = {"domain": [0.0, 0.58], "range": [0, 1.05], "title": {"text": "KV blocks in use"}, "tickformat": ".0%"}
+    running = {"overlaying": "y2", "side": "right", "title": {"text": "Sequences running"}, "rangemode": "tozero"}
+    axes = {
+        "xaxis": {"range": f["window"], "anchor": "y2"},
+        "yaxis": {"domain": [0.7, 1.0], "title": {"text": ""}},
+        "yaxis2": {**kv, "anchor": "x"},
+        "yaxis3": {**running, "tickformat": ",d", "automargin": True},
+    }
+    return make_figure(data, layout(title, "Time (s)", "", **axes, barmode="overlay"))
+
+
+def _scatter(x: list[Any], y: list[Any], name: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "scatter", "mode": "markers", "x": x, "y": y, "name": name, **extra}
 
 
 def _points_figure(r: dict[str, Any]) -> dict[str, Any]:
@@ -122,49 +88,23 @@ def _points_figure(r: dict[str, Any]) -> dict[str, Any]:
         if not pts:
             continue
         color = "#bbbbbb" if key == "none" else PALETTE[(i - 1) % len(PALETTE)]
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "name": name,
-                "x": [g["batch"] for g in pts],
-                "y": [g["context"] for g in pts],
-                "marker": {
-                    "color": color,
-                    "symbol": "x-thin-open" if key == "none" else MARKERS[i % len(MARKERS)],
-                    "size": 15,
-                },
-                "text": [
-                    f"weights {g['weight_share']:.0%} of decode bytes, prefill {g['prefill_share']:.0%} of GPU time, compute-bound {g['compute_share']:.0%}, prefix saves {g['prefix_saving']:.0%}, KV {g['kv_use']:.0%} of memory"
-                    for g in pts
-                ],
-                "hovertemplate": "batch %{x}, prompt %{y:,} tokens<br>%{text}<extra></extra>",
-            }
-        )
+        marker = {"color": color, "symbol": "x-thin-open" if key == "none" else MARKERS[i % len(MARKERS)], "size": 15}
+        text = [
+            f"weights {g['weight_share']:.0%} of decode bytes, prefill {g['prefill_share']:.0%} of GPU time, compute-bound {g['compute_share']:.0%}, prefix saves {g['prefix_saving']:.0%}, KV {g['kv_use']:.0%} of memory"
+            for g in pts
+        ]
+        hover = "batch %{x}, prompt %{y:,} tokens<br>%{text}<extra></extra>"
+        xs, ys = [g["batch"] for g in pts], [g["context"] for g in pts]
+        data.append(_scatter(xs, ys, name, marker=marker, text=text, hovertemplate=hover))
     pt = r["point"]
-    data.append(
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "name": f"Marked: batch {pt['batch']}, {pt['context']:,} tokens",
-            "x": [pt["batch"]],
-            "y": [pt["context"]],
-            "marker": {"color": "#000000", "size": 28, "line": {"width": 2.5}, "symbol": "circle-open"},
-            "hoverinfo": "skip",
-        }
-    )
-    lay = layout(
-        "Which organising bet pays where",
-        "Batch size (sequences decoding together)",
-        "Prompt length (tokens)",
-        xaxis={"type": "log", "tickvals": list(BATCHES), "ticktext": [f"{b:,}" for b in BATCHES]},
-        yaxis={
-            "type": "log",
-            "tickvals": list(CONTEXTS),
-            "ticktext": [f"{c // 1024}k" if c >= 1024 else str(c) for c in CONTEXTS],
-        },
-        margin={"t": 70},
-    )
+    ring = {"color": "#000000", "size": 28, "line": {"width": 2.5}, "symbol": "circle-open"}
+    name = f"Marked: batch {pt['batch']}, {pt['context']:,} tokens"
+    data.append(_scatter([pt["batch"]], [pt["context"]], name, marker=ring, hoverinfo="skip"))
+    x_axis = {"type": "log", "tickvals": list(BATCHES), "ticktext": [f"{b:,}" for b in BATCHES]}
+    y_ticks = [f"{c // 1024}k" if c >= 1024 else str(c) for c in CONTEXTS]
+    y_axis = {"type": "log", "tickvals": list(CONTEXTS), "ticktext": y_ticks}
+    x_title, y_title = "Batch size (sequences decoding together)", "Prompt length (tokens)"
+    lay = layout("Which organising bet pays where", x_title, y_title, xaxis=x_axis, yaxis=y_axis, margin={"t": 70})
     # A subtitle, not <sub> markup: plotly writes that as a style attribute, which the CSP refuses.
     subtitle = f"{r['model']} on {r['gpu']}, {r['output_tokens']:,}-token answers, {r['prefix_share']:.0%} of each prompt shared"
     lay["title"] = {**lay["title"], "subtitle": {"text": subtitle}}

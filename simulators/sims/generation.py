@@ -15,6 +15,7 @@ prefill vs decode; 3) Holtzman et al. 2020, The Curious Case of Neural Text Dege
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass
@@ -57,20 +58,10 @@ METRICS = {
 
 # A fixed next-token distribution for the sampling demo: continuations of
 # "The running example asks the model to explain why decoding is" with illustrative logits.
-CANDIDATES = (
-    (" memory", 4.1),
-    (" slow", 3.6),
-    (" bandwidth", 3.3),
-    (" sequential", 2.9),
-    (" expensive", 2.6),
-    (" bound", 2.2),
-    (" limited", 1.9),
-    (" hard", 1.4),
-    (" costly", 1.1),
-    (" serial", 0.9),
-    (" tricky", 0.2),
-    (" purple", -1.5),
-)
+WORDS = "memory slow bandwidth sequential expensive bound limited hard costly serial tricky purple"
+LOGITS = (4.1, 3.6, 3.3, 2.9, 2.6, 2.2, 1.9, 1.4, 1.1, 0.9, 0.2, -1.5)  # one per word, in order
+CANDIDATES = tuple(zip([" " + w for w in WORDS.split()], LOGITS, strict=True))  # (token, logit)
+EX = running_example()
 NUM_DRAWS = 1000
 MAX_TIMELINE_POINTS = 200
 
@@ -80,13 +71,9 @@ VIEWS = [("timeline", "Tokens over time"), ("sampling", "Next-token sampling")]
 @dataclass(frozen=True)
 class Params(ModelGpu):
     # Prompt length: processed in one prefill pass.
-    prompt_tokens: int = param(
-        running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True
-    )
+    prompt_tokens: int = param(EX["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True)
     # Output length: one decode pass each after the first.
-    output_tokens: int = param(
-        running_example()["output_tokens"], label="Output", unit="tokens", min=1, max=50_000, step=1, log=True
-    )
+    output_tokens: int = param(EX["output_tokens"], label="Output", unit="tokens", min=1, max=50_000, step=1, log=True)
     # Identical requests sharing every forward pass.
     batch_size: int = param(1, label="Batch size", unit="requests", min=1, max=1024, step=1, log=True)
     # The parallel layout, as vLLM's flags; the fit is vLLM's, per GPU rank (simulators/parallel.py).
@@ -94,10 +81,8 @@ class Params(ModelGpu):
     pipeline_parallel_size: int = pipeline_parallel_param()
     data_parallel_size: int = data_parallel_param()
     enable_expert_parallel: bool = expert_parallel_param()
-    weight_dtype: str = param(running_example()["weight_dtype"], label="Weight format", choices=dtype_choices())
-    kv_dtype: str = param(
-        running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4")
-    )
+    weight_dtype: str = param(EX["weight_dtype"], label="Weight format", choices=dtype_choices())
+    kv_dtype: str = param(EX["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     engine: str = engine_param()
@@ -112,15 +97,9 @@ class Params(ModelGpu):
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
         if self.prompt_tokens + self.output_tokens > 2 * max(m.max_context_tokens, 131_072):
             raise ParamError("output_tokens", "prompt plus output is far beyond any context this model supports")
-        check_layout(
-            m,
-            gpu,
-            layout_of(self),
-            weight_dtype=self.weight_dtype,
-            kv_dtype=self.kv_dtype,
-            context=self.prompt_tokens + self.output_tokens,
-            batch=self.batch_size,
-        )
+        formats = {"weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype}
+        context = self.prompt_tokens + self.output_tokens
+        check_layout(m, gpu, layout_of(self), **formats, context=context, batch=self.batch_size)
 
 
 def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[float]:
@@ -135,26 +114,17 @@ def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[
     probs = [w / total for w in weights]
     order = sorted(range(len(probs)), key=lambda i: -probs[i])
     keep = set(order[:top_k] if top_k else order)
-    if top_p < 1.0:
-        cum, nucleus = 0.0, set()
-        for i in order:
-            nucleus.add(i)
-            cum += probs[i]
-            if cum >= top_p:
-                break
-        keep &= nucleus
+    if top_p < 1.0:  # the most likely tokens up to the first whose running sum reaches top_p
+        cum = list(itertools.accumulate(probs[i] for i in order))
+        keep &= set(order[: next((n for n, c in enumerate(cum) if c >= top_p), len(order) - 1) + 1])
     kept = sum(probs[i] for i in keep)
     return [probs[i] / kept if i in keep else 0.0 for i in range(len(probs))]
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    kw: dict[str, Any] = {
-        "weight_dtype": p.weight_dtype,
-        "kv_dtype": p.kv_dtype,
-        "eff": cm.efficiency(p.ideal, p.engine),
-        **layout_of(p).cost_kw(),
-    }
+    kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, **layout_of(p).cost_kw()}
+    kw["eff"] = cm.efficiency(p.ideal, p.engine)
     prefill = cm.step_time(m, gpu, [(p.prompt_tokens, 0)] * p.batch_size, **kw)
     first = cm.decode_step_time(m, gpu, [p.prompt_tokens] * p.batch_size, **kw)
     # Every decode step has the same batch, each context one token longer: an affine step time.
@@ -165,10 +135,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         times.append(t)
     ttft = prefill.time_s
     decode = t - ttft
-    every = max(1, len(times) // MAX_TIMELINE_POINTS)
-    idx = list(range(0, len(times), every))
-    if idx[-1] != len(times) - 1:
-        idx.append(len(times) - 1)
+    # Every so many tokens, and the last.
+    idx = sorted({*range(0, len(times), max(1, len(times) // MAX_TIMELINE_POINTS)), len(times) - 1})
     probs = sampling_distribution(p.temperature, p.top_k, p.top_p)
     rng = random.Random(seed)
     draws = rng.choices(range(len(CANDIDATES)), weights=probs, k=NUM_DRAWS)
@@ -177,9 +145,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "batch_size": p.batch_size,
-        "prompt_tokens": p.prompt_tokens,
-        "output_tokens": p.output_tokens,
+        **{k: getattr(p, k) for k in ("batch_size", "prompt_tokens", "output_tokens")},
         "prefill_bound": prefill.bound,
         "decode_bound": first.bound,
         "token_times_s": [times[i] for i in idx],
@@ -220,12 +186,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         line([0, ttft], [0, 0], "Prefill (nothing streamed yet)", 1),
         line(r["token_times_s"], r["token_index"], "Tokens streamed", 0),
     ]
-    return make_figure(
-        data,
-        layout(
-            f"One request on {r['gpu']}: {r['model']}", "Time since the request arrived (s)", "Output tokens received"
-        ),
-    )
+    title = f"One request on {r['gpu']}: {r['model']}"
+    return make_figure(data, layout(title, "Time since the request arrived (s)", "Output tokens received"))
 
 
 def summary(r: dict[str, Any], view: str) -> str:

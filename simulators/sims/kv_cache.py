@@ -2,17 +2,16 @@
 
 Model: bytes per token from the model's shape (costmodel.kv_bytes_per_token); per sequence, that
 times the tokens held. How many sequences fit is vLLM's start-up accounting per GPU rank
-(capacity.held: simulators/core/vllm_memory.py through parallel.rank_fit, at `vllm serve`'s defaults for the GPU,
-`num_gpus` as tensor parallelism and max_model_len = the context): the memory CUDA reports times
-gpu_memory_utilization, less the weights each rank holds, the activation peak of a profile run of
-max_num_batched_tokens and the non-torch memory, cut into 16-token blocks; a sequence takes whole
-blocks. These are the figures vLLM would log ("GPU KV cache size", "Maximum concurrency"). The
-lesson's byte arithmetic (costmodel.memory_fit: the data sheet's memory x utilisation, less
-weights and activations, divided by bytes per token) is kept beside them as `*_by_bytes`, an upper
-bound. The same shape is re-costed with the other attention designs (MHA, GQA, MQA, MLA) to show
-what each saves.
-The "work" view compares the FLOPs to generate with and without a cache
-(costmodel.generation_flops): linear against quadratic in the length.
+(capacity.held: simulators/core/vllm_memory.py through parallel.rank_fit, at `vllm serve`'s defaults
+for the GPU, `num_gpus` as tensor parallelism and max_model_len = the context): the memory CUDA
+reports times gpu_memory_utilization, less the weights each rank holds, the activation peak of a
+profile run of max_num_batched_tokens and the non-torch memory, cut into 16-token blocks; a sequence
+takes whole blocks. These are the figures vLLM would log ("GPU KV cache size", "Maximum
+concurrency"). The lesson's byte arithmetic (costmodel.memory_fit: the data sheet's memory x
+utilisation, less weights and activations, divided by bytes per token) is kept beside them as
+`*_by_bytes`, an upper bound. The same shape is re-costed with the other attention designs (MHA,
+GQA, MQA, MLA) to show what each saves. The "work" view compares the FLOPs to generate with and
+without a cache (costmodel.generation_flops): linear against quadratic in the length.
 
 References: 1) Pope et al. 2022, Efficiently Scaling Transformer Inference (arXiv 2211.05102),
 section 2 on KV-cache memory; 2) Ainslie et al. 2023, GQA (arXiv 2305.13245); Shazeer 2019,
@@ -108,14 +107,17 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_token = cm.kv_bytes_per_token(m, p.kv_dtype)
     per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)
-    fit = cm.memory_fit(m, gpu, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype)
+    on: dict[str, Any] = {"num_gpus": p.num_gpus, "weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}
+    fit = cm.memory_fit(m, gpu, **on)
     held = cm.kv_tokens_held(m, p.context_tokens)
-    tokens, concurrency = capacity.held(
-        m, gpu, p.context_tokens, num_gpus=p.num_gpus, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype
-    )
+    tokens, concurrency = capacity.held(m, gpu, p.context_tokens, **on)
     prompt = min(running_example()["prompt_tokens"], p.context_tokens)
-    with_cache = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=True)
-    without = cm.generation_flops(m, prompt, p.context_tokens - prompt + 1, kv_cache=False)
+
+    def work(c: int, kv_cache: bool) -> float:
+        """FLOPs to generate a sequence of `c` tokens (prompt and output) with or without the cache."""
+        return cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=kv_cache)
+
+    with_cache, without = work(p.context_tokens, True), work(p.context_tokens, False)
     grid, log_grid = _grid(p.context_tokens), _log_grid(p.context_tokens)
     variants = {
         name: {
@@ -145,21 +147,15 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "gpu": gpu.name,
         "gpu_memory_GiB": gpu.memory_GiB,
         "attention": m.attention,
-        "kv_dtype": p.kv_dtype,
-        "context_tokens": p.context_tokens,
-        "num_gpus": p.num_gpus,
+        **{k: getattr(p, k) for k in ("kv_dtype", "context_tokens", "num_gpus")},
         "grid_tokens": log_grid,
         "variants": variants,
         # Both budgets as the cache they hold, in sequence terms: tokens x one token's bytes.
         "vllm_budget_GiB": tokens * per_token / cm.GiB,
         "formula_budget_GiB": max(fit.kv_token_capacity, 0) * per_token / cm.GiB,
         "work_grid_tokens": grid,
-        "work_with_cache": [
-            cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=True) for c in grid
-        ],
-        "work_without_cache": [
-            cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=False) for c in grid
-        ],
+        "work_with_cache": [work(c, True) for c in grid],
+        "work_without_cache": [work(c, False) for c in grid],
         "notes": notes,
         "metrics": {
             "kv_bytes_per_token": per_token,
@@ -185,39 +181,23 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             line(x, [f / 1e12 for f in r["work_with_cache"]], "With a KV cache (linear)", 0),
             line(x, [f / 1e12 for f in r["work_without_cache"]], "Recomputing every step (quadratic)", 1),
         ]
-        return make_figure(
-            data, layout(f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis=LOG)
-        )
-    # Both axes logarithmic (review 2026-12-03, L-7): on a linear axis every curve hugs zero under
-    # budgets of tens of GiB. On log axes the designs are parallel lines a constant factor apart
-    # (MHA 4x GQA for Llama-3-8B), and the gap from a curve's right end up to the vLLM line is the
-    # number of sequences of that context that fit; where a curve crosses the line, none does.
+        title = f"Work to generate, {r['model']}"
+        return make_figure(data, layout(title, "Sequence length (tokens)", "TFLOP", yaxis=LOG))
+    # Both axes logarithmic (review 2026-12-03, L-7): on linear axes every curve hugs zero under budgets
+    # of tens of GiB; on log axes the designs are parallel lines (MHA 4x GQA for Llama-3-8B), and the gap
+    # from a curve's end up to the vLLM line is how many sequences fit (none where they cross).
     data = [line(r["grid_tokens"], v["GiB"], name, i) for i, (name, v) in enumerate(r["variants"].items())]
     ends = [r["grid_tokens"][0], r["grid_tokens"][-1]]
     vllm, formula = r["vllm_budget_GiB"], r["formula_budget_GiB"]
     gpus = f"{r['num_gpus']} GPU{'s' if r['num_gpus'] > 1 else ''}"
     fits = r["metrics"]["max_concurrent_sequences"]
     if vllm > 0:  # a log axis cannot draw zero: with no cache left, the summary says so instead
-        data.append(
-            line(
-                ends,
-                [vllm, vllm],
-                f"KV cache vLLM leaves ({gpus}): {fits:,} sequences of {r['context_tokens']:,} tokens, {r['attention']}",
-                6,
-            )
-        )
+        label = f"KV cache vLLM leaves ({gpus}): {fits:,} sequences of {r['context_tokens']:,} tokens, {r['attention']}"
+        data.append(line(ends, [vllm, vllm], label, 6))
     if formula > 0:
         data.append(line(ends, [formula, formula], f"Byte arithmetic on {r['gpu_memory_GiB']:g} GiB (upper bound)", 4))
-    return make_figure(
-        data,
-        layout(
-            f"KV cache per sequence, {r['model']} ({r['kv_dtype']})",
-            "Context (tokens)",
-            "GiB per sequence (log)",
-            xaxis=LOG,
-            yaxis=LOG,
-        ),
-    )
+    title = f"KV cache per sequence, {r['model']} ({r['kv_dtype']})"
+    return make_figure(data, layout(title, "Context (tokens)", "GiB per sequence (log)", xaxis=LOG, yaxis=LOG))
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -79,23 +79,15 @@ class Params(ModelGpuEngine):
             raise ParamError("kv_budget_GiB", "the KV memory must hold at least one max-length reservation")
 
 
-def _run(reqs: list[workload.Request], spec: EngineSpec) -> dict[str, Any]:
-    """One allocator's run of the trace, measured (the block-size chart's re-runs)."""
-    served = serve(reqs, spec)
-    return _measured(spec.block_size, served.records, served.dropped, served.replicas)
-
-
 def _measured(
     block_size: int, recs: list[RequestRecord], dropped: list[workload.Request], replicas: list[Replica]
 ) -> dict[str, Any]:
     """A run's chart entry and figures, from the requests it finished (all of them, or so far)."""
     rep = replicas[0]
-    held = [(t, h) for t, _, _, _, h, _ in rep.series]
-    reserved = [(t, u * block_size) for t, _, _, u, _, _ in rep.series]
-    res_avg = time_average(reserved)
+    res_avg = time_average([(t, u * block_size) for t, _, _, u, _, _ in rep.series])
     makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
     return {
-        "utilization": time_average(held) / res_avg if res_avg else 0.0,
+        "utilization": time_average([(t, h) for t, _, _, _, h, _ in rep.series]) / res_avg if res_avg else 0.0,
         "max_concurrent": max((x[5] for x in rep.series), default=0),
         "throughput": len(recs) / makespan,
         "ttft_p99": describe([r.ttft_s for r in recs])["p99"],  # summarize()'s, every request counting
@@ -104,19 +96,16 @@ def _measured(
     }
 
 
-def _make_trace(p: Params, seed: int) -> list[workload.Request]:
-    """The seeded trace."""
-    rng = random.Random(seed)
-    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    return workload.build(rng, p.num_requests, workload.Lengths(p.lengths, 0, 0), times).requests
+def _capacity(p: Params) -> int:
+    """Tokens the KV budget holds."""
+    return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(resolve_model(p.model)))
 
 
 def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
     """The engine for a layout and block size on the KV budget."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
     sched = SchedulerConfig(max_num_seqs=1024, max_model_len=p.max_model_len)
-    return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=capacity // bs, engine=p.engine)
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=_capacity(p) // bs, engine=p.engine)
 
 
 # Kept between calls through the caller's keep (api.Session's store), so that a chart switch or a
@@ -125,7 +114,12 @@ MEMO_ENTRIES = 1 + len(LAYOUTS)
 
 
 def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
-    got: list[workload.Request] = keep(run_key(p, seed, "trace"), lambda: _make_trace(p, seed))
+    def make() -> list[workload.Request]:
+        rng = random.Random(seed)
+        times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+        return workload.build(rng, p.num_requests, workload.Lengths(p.lengths, 0, 0), times).requests
+
+    got: list[workload.Request] = keep(run_key(p, seed, "trace"), make)
     return got
 
 
@@ -145,19 +139,11 @@ def _served(
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """Both allocators' runs, contiguous first (the cheaper); the memory chart is yielded after each
-    run made now (a kept run is drawn with the answer, at once), and the contiguous run, made now,
-    once while it goes too (plotting.running). The block-size chart adds the paged engine re-run
-    for each of BLOCK_SIZES."""
+    """Both allocators' runs, contiguous (the cheaper) first, the memory chart yielded after each run
+    made now and while the first goes; the block-size chart adds the paged engine at BLOCK_SIZES."""
     keep = for_call(keep, MEMO_ENTRIES)
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
-    part: dict[str, Any] = {
-        "model": m.name,
-        "gpu": gpu.name,
-        "block_size": p.block_size,
-        "max_model_len": p.max_model_len,
-    }
+    names = {"model": resolve_model(p.model).name, "gpu": resolve_gpu(p.gpu).name}
+    part: dict[str, Any] = {**names, "block_size": p.block_size, "max_model_len": p.max_model_len}
 
     def so_far(run: dict[str, Any], done: int) -> dict[str, Any]:
         return {**part, LAYOUTS[0]: run, "running": [done, p.num_requests]}
@@ -167,7 +153,6 @@ def run(
         part[layout_], was_kept = yield from _served(p, seed, layout_, keep, show)
         if view == "memory" and not was_kept:
             yield dict(part)
-    contiguous, paged = part["contiguous"], part["paged"]
     reqs = _trace(p, seed, keep)
     # Block tables of the first requests, each caught halfway through its answer.
     within = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
@@ -177,14 +162,11 @@ def run(
         "block_sweep": _block_sweep(p, reqs) if view == "block_size" else [],
         "table_tokens": table,
         "metrics": {
-            "kv_utilization_contiguous": contiguous["utilization"],
-            "kv_utilization_paged": paged["utilization"],
-            "internal_fragmentation_paged": 1 - paged["utilization"],
-            "max_concurrent_contiguous": contiguous["max_concurrent"],
-            "max_concurrent_paged": paged["max_concurrent"],
-            "throughput_contiguous_per_s": contiguous["throughput"],
-            "throughput_paged_per_s": paged["throughput"],
-            "kv_capacity_tokens": capacity,
+            **{f"kv_utilization_{v}": part[v]["utilization"] for v in LAYOUTS},
+            "internal_fragmentation_paged": 1 - part["paged"]["utilization"],
+            **{f"max_concurrent_{v}": part[v]["max_concurrent"] for v in LAYOUTS},
+            **{f"throughput_{v}_per_s": part[v]["throughput"] for v in LAYOUTS},
+            "kv_capacity_tokens": _capacity(p),
         },
     }
 
@@ -193,17 +175,15 @@ def _block_sweep(p: Params, reqs: list[workload.Request]) -> list[dict[str, Any]
     """What only the block-size chart draws: the paged engine re-run for each of BLOCK_SIZES."""
     sweep = []
     for bs in BLOCK_SIZES:
-        r = _run(reqs, _engine(p, "paged", bs))
+        served = serve(reqs, _engine(p, "paged", bs))
+        r = _measured(bs, served.records, served.dropped, served.replicas)
         sweep.append({"block_size": bs, "utilization": r["utilization"], "max_concurrent": r["max_concurrent"]})
     return sweep
 
 
 def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
-    """Block tables as stacked horizontal bars, one row per sequence, lengths in blocks.
-
-    Drawn with bars and lines (the browser's plotly bundle has no heatmap): white ticks mark
-    block boundaries inside what each sequence has allocated, up to 256 blocks per row.
-    """
+    """Block tables as stacked horizontal bars, one row per sequence, lengths in blocks (the browser's
+    plotly bundle has no heatmap); white ticks mark block boundaries, up to 256 blocks per row."""
     bs, width = r["block_size"], -(-r["max_model_len"] // r["block_size"])
     labels, held, empty_last, unused = [], [], [], []
     for kind in ("paged", "contiguous"):
@@ -215,27 +195,12 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
             unused.append(width - blocks if kind == "contiguous" else 0)
     rows = list(range(len(labels)))
     hover = "%{customdata}: %{x:.2f} blocks<extra>%{fullData.name}</extra>"
+    grey = {"color": "#d9d9d9", "pattern": {"shape": "."}}
+    kw: dict[str, Any] = {"orientation": "h", "customdata": labels, "hovertemplate": hover}
     data = [
-        bar(held, rows, "Holding tokens", 0, orientation="h", customdata=labels, hovertemplate=hover),
-        bar(
-            empty_last,
-            rows,
-            "Empty slots in the last block",
-            1,
-            orientation="h",
-            customdata=labels,
-            hovertemplate=hover,
-        ),
-        bar(
-            unused,
-            rows,
-            "Reserved, never written (contiguous)",
-            5,
-            orientation="h",
-            customdata=labels,
-            hovertemplate=hover,
-            marker={"color": "#d9d9d9", "pattern": {"shape": "."}},
-        ),
+        bar(held, rows, "Holding tokens", 0, **kw),
+        bar(empty_last, rows, "Empty slots in the last block", 1, **kw),
+        bar(unused, rows, "Reserved, never written (contiguous)", 5, **kw, marker=grey),
     ]
     if width <= 256:
         xs: list[float | None] = []
@@ -244,22 +209,11 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
             for k in range(1, round(h + e + u)):
                 xs += [k, k, None]
                 ys += [row - 0.4, row + 0.4, None]
-        data.append(
-            line(
-                xs, ys, "Block boundaries", 6, showlegend=False, hoverinfo="skip", line={"color": "#ffffff", "width": 1}
-            )
-        )
-    return make_figure(
-        data,
-        layout(
-            f"Block tables: {bs}-token blocks, {width} blocks per {r['max_model_len']:,}-token reservation",
-            "Blocks",
-            "",
-            barmode="stack",
-            bargap=0.2,
-            yaxis={"autorange": "reversed", "tickvals": rows, "ticktext": labels},
-        ),
-    )
+        white = {"color": "#ffffff", "width": 1}
+        data.append(line(xs, ys, "Block boundaries", 6, showlegend=False, hoverinfo="skip", line=white))
+    title = f"Block tables: {bs}-token blocks, {width} blocks per {r['max_model_len']:,}-token reservation"
+    rows_axis = {"autorange": "reversed", "tickvals": rows, "ticktext": labels}
+    return make_figure(data, layout(title, "Blocks", "", barmode="stack", bargap=0.2, yaxis=rows_axis))
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -269,16 +223,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         xs = [s["block_size"] for s in r["block_sweep"]]
         data = [sweep(r["block_sweep"], "block_size", "utilization", "Paged: share of reserved KV holding tokens")]
         data.append(line(xs, [r["metrics"]["kv_utilization_contiguous"]] * len(xs), "Contiguous reservation", 1))
-        return make_figure(
-            data,
-            layout(
-                "Block size trade-off",
-                "Block size (tokens)",
-                "KV utilisation",
-                xaxis=LOG,
-                yaxis={"range": [0, 1.02]},
-            ),
-        )
+        title, y_range = "Block size trade-off", {"range": [0, 1.02]}
+        return make_figure(data, layout(title, "Block size (tokens)", "KV utilisation", xaxis=LOG, yaxis=y_range))
     data = []
     for i, key in enumerate(LAYOUTS):
         if key not in r:  # both, but while they stream
@@ -286,24 +232,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         s, name = r[key]["series"], key.capitalize()
         data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, shape="hv"))
         data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, shape="hv"))
-    return make_figure(
-        data,
-        layout(
-            f"KV reserved vs used ({r['max_model_len']:,}-token reservations, {r['block_size']}-token blocks)",
-            "Time (s)",
-            "Tokens",
-        ),
-    )
+    title = f"KV reserved vs used ({r['max_model_len']:,}-token reservations, {r['block_size']}-token blocks)"
+    return make_figure(data, layout(title, "Time (s)", "Tokens"))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: reserved against used KV (memory), the drawn block tables (blocks), or
-    utilisation by block size (block_size)."""
-    m = r["metrics"]
-    bs = r["block_size"]
+    m, bs = r["metrics"], r["block_size"]
     if view == "blocks":
-        tokens = r["table_tokens"]
-        width = -(-r["max_model_len"] // bs)
+        tokens, width = r["table_tokens"], -(-r["max_model_len"] // bs)
         if not tokens:
             return f"No request of the trace fits {r['max_model_len']:,} tokens, so there is no block table to draw."
         blocks = sum(-(-t // bs) for t in tokens)

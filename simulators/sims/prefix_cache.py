@@ -36,19 +36,14 @@ from ..results_cache import Keep, for_call, kept, run_key
 
 TITLE = "Prefix caching: none, block hashing, radix tree"
 DESCRIPTION = "Shared system prompts, few-shot blocks, conversations and agent loops: how much prefill a prefix cache saves, and what eviction costs."
+SHORT = {"off": "No cache", "hash": "Block hashing", "radix": "Radix tree"}  # the metrics' names of the modes
+CACHES = ("hash", "radix")
 METRICS = {
-    "ttft_off_s_p50": ("No cache: median TTFT", "s"),
-    "ttft_hash_s_p50": ("Block hashing: median TTFT", "s"),
-    "ttft_radix_s_p50": ("Radix tree: median TTFT", "s"),
-    "ttft_off_s_p99": ("No cache: p99 TTFT", "s"),
-    "ttft_hash_s_p99": ("Block hashing: p99 TTFT", "s"),
-    "ttft_radix_s_p99": ("Radix tree: p99 TTFT", "s"),
-    "hit_rate_hash": ("Block hashing: prompt tokens from cache", ""),
-    "hit_rate_radix": ("Radix tree: prompt tokens from cache", ""),
-    "prefill_saved_hash": ("Block hashing: prefill tokens saved", "tokens"),
-    "prefill_saved_radix": ("Radix tree: prefill tokens saved", "tokens"),
-    "evictions_hash": ("Block hashing: blocks evicted", "blocks"),
-    "evictions_radix": ("Radix tree: blocks evicted", "blocks"),
+    **{f"ttft_{k}_s_p50": (f"{n}: median TTFT", "s") for k, n in SHORT.items()},
+    **{f"ttft_{k}_s_p99": (f"{n}: p99 TTFT", "s") for k, n in SHORT.items()},
+    **{f"hit_rate_{k}": (f"{SHORT[k]}: prompt tokens from cache", "") for k in CACHES},
+    **{f"prefill_saved_{k}": (f"{SHORT[k]}: prefill tokens saved", "tokens") for k in CACHES},
+    **{f"evictions_{k}": (f"{SHORT[k]}: blocks evicted", "blocks") for k in CACHES},
 }
 MODES = (("off", "No cache"), ("hash", "Block hashing (vLLM)"), ("radix", "Radix tree (SGLang)"))
 SHARING = [
@@ -58,6 +53,7 @@ SHARING = [
     ("agent", "Agent trajectories"),
 ]
 PRESSURE = (0.1, 0.2, 0.4, 1.0)
+SHARE = {"range": [0, 1]}  # the hit-rate charts' y axis
 
 VIEWS = [("ttft", "TTFT per cache mode"), ("hits", "Hit rate and prefill saved"), ("pressure", "Hit rate vs KV memory")]
 
@@ -92,35 +88,6 @@ class Params(ModelGpuEngine):
             )
 
 
-def _serve(
-    reqs: list[workload.Request], m: Any, gpu: Any, mode: str, blocks: int, bs: int, engine: str
-) -> dict[str, float]:
-    spec = EngineSpec(
-        m,
-        gpu,
-        SchedulerConfig(max_model_len=m.max_context_tokens),
-        block_size=bs,
-        prefix=mode,
-        num_blocks=blocks,
-        engine=engine,
-    )
-    served = serve(reqs, spec)
-    s = summarize(served.records)
-    rep = served.replicas[0]
-    # Over every admission, recomputation after a preemption included.
-    saved, computed = rep.hit_tokens, rep.prefill_tokens
-    return {
-        "hit_rate": saved / (saved + computed) if saved + computed else 0.0,
-        "saved": saved,
-        "ttft_p50": s["ttft_s_p50"],
-        "ttft_p90": s["ttft_s_p90"],
-        "ttft_p99": s["ttft_s_p99"],
-        "evictions": served.replicas[0].kv.num_evictions,
-        "prefill_tokens": served.replicas[0].prefill_tokens,
-        "dropped": len(served.dropped),
-    }
-
-
 # The served trace per cache and memory size, kept through the caller's keep (api.Session's store)
 # so that the pressure chart's full-memory point is the same run as the other charts'.
 MEMO_ENTRIES = 16
@@ -131,40 +98,43 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
 
     def make() -> dict[str, float]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        return _serve(_trace(p, seed), m, gpu, mode, blocks, p.block_size, p.engine)
+        sched = SchedulerConfig(max_model_len=m.max_context_tokens)
+        spec = EngineSpec(m, gpu, sched, block_size=p.block_size, prefix=mode, num_blocks=blocks, engine=p.engine)
+        sharing = {k: getattr(p, k) for k in ("sharing", "shared_tokens", "num_prefixes", "turns")}
+        trace = workload.shared_prefix_trace(seed, m.max_context_tokens, p.num_requests, p.rate_per_s, **sharing)
+        served = serve(trace, spec)
+        s, rep = summarize(served.records), served.replicas[0]
+        # Over every admission, recomputation after a preemption included.
+        saved, computed = rep.hit_tokens, rep.prefill_tokens
+        return {
+            "hit_rate": saved / (saved + computed) if saved + computed else 0.0,
+            "saved": saved,
+            **{f"ttft_{q}": s[f"ttft_s_{q}"] for q in ("p50", "p90", "p99")},
+            "evictions": rep.kv.num_evictions,
+            "prefill_tokens": computed,
+            "dropped": len(served.dropped),
+        }
 
     return kept(keep, run_key(p, seed, mode, blocks), make)
-
-
-def _trace(p: Params, seed: int) -> list[workload.Request]:
-    sharing = {"sharing": p.sharing, "shared_tokens": p.shared_tokens, "num_prefixes": p.num_prefixes, "turns": p.turns}
-    return workload.shared_prefix_trace(
-        seed, resolve_model(p.model).max_context_tokens, p.num_requests, p.rate_per_s, **sharing
-    )
-
-
-def _capacity(p: Params, m: Any) -> int:
-    """Tokens the KV memory holds."""
-    return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))
 
 
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """Every cache mode's run at the page's KV memory; the pressure chart adds hit rates with less
-    memory (the trace served again). The chart asked for is yielded after each run made now (kept
-    runs are drawn with the answer, at once): the TTFT chart no cache first, the cheapest."""
+    """Every cache mode's run at the page's KV memory, the pressure chart's with less memory first;
+    the chart asked for is yielded after each run made now (the TTFT chart's cheapest first)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     keep = for_call(keep, MEMO_ENTRIES)
-    blocks = _capacity(p, m) // p.block_size
+    capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))  # tokens the KV memory holds
+    blocks = capacity // p.block_size
     head = {"model": m.name, "gpu": gpu.name, "sharing": p.sharing}
     pressure: list[dict[str, float]] = []
     if view == "pressure":  # smallest memory first; the full-memory point is the other charts' runs
         for f in PRESSURE:
-            low = max(int(_capacity(p, m) * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
+            low = max(int(capacity * f) // p.block_size, -(-m.max_context_tokens // p.block_size))
             point = {"GiB": low * p.block_size * cm.kv_bytes_per_token(m) / cm.GiB}
             pressure.append(point)
-            for mode in ("hash", "radix"):
+            for mode in CACHES:
                 got, was_kept = _served(p, seed, mode, low, keep)
                 point[mode] = got["hit_rate"]
                 if not was_kept:  # one cache's point at a time
@@ -174,11 +144,8 @@ def run(
         results[mode], was_kept = _served(p, seed, mode, blocks, keep)
         if not was_kept and (view == "ttft" or view == "hits" and mode != "off"):
             yield {**head, "modes": dict(results)}
-    metrics: dict[str, float] = {}
-    for mode in ("off", "hash", "radix"):
-        metrics[f"ttft_{mode}_s_p50"] = results[mode]["ttft_p50"]
-        metrics[f"ttft_{mode}_s_p99"] = results[mode]["ttft_p99"]
-    for mode in ("hash", "radix"):
+    metrics = {f"ttft_{mode}_s_{q}": results[mode][f"ttft_{q}"] for mode, _ in MODES for q in ("p50", "p99")}
+    for mode in CACHES:
         metrics[f"hit_rate_{mode}"] = results[mode]["hit_rate"]
         metrics[f"prefill_saved_{mode}"] = results[mode]["saved"]
         metrics[f"evictions_{mode}"] = results[mode]["evictions"]
@@ -190,52 +157,28 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     names = dict(MODES)
     if view == "pressure":
         data = []
-        for i, mode in enumerate(("hash", "radix")):
+        for i, mode in enumerate(CACHES):
             points = [x for x in r["pressure"] if mode in x]  # all, but while they stream
             data.append(sweep(points, "GiB", mode, names[mode], i))
-        return make_figure(
-            data,
-            layout(
-                "Cache hit rate as KV memory shrinks (LRU eviction)",
-                "KV memory (GiB)",
-                "Prompt tokens from cache",
-                xaxis=LOG,
-                yaxis={"range": [0, 1]},
-            ),
-        )
+        title = "Cache hit rate as KV memory shrinks (LRU eviction)"
+        return make_figure(data, layout(title, "KV memory (GiB)", "Prompt tokens from cache", xaxis=LOG, yaxis=SHARE))
     if view == "hits":
-        modes = [x for x in ("hash", "radix") if x in r["modes"]]  # both, but while they stream
-        data = [
-            bar(
-                [names[x] for x in modes],
-                [r["modes"][x]["hit_rate"] for x in modes],
-                "Hit rate (share of prompt tokens)",
-                0,
-            ),
-        ]
-        return make_figure(
-            data,
-            layout(
-                f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload",
-                "Cache",
-                "Share of prompt tokens",
-                yaxis={"range": [0, 1]},
-            ),
-        )
+        modes = [x for x in CACHES if x in r["modes"]]  # both, but while they stream
+        hit_rates = [r["modes"][x]["hit_rate"] for x in modes]
+        data = [bar([names[x] for x in modes], hit_rates, "Hit rate (share of prompt tokens)", 0)]
+        title = f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload"
+        return make_figure(data, layout(title, "Cache", "Share of prompt tokens", yaxis=SHARE))
     labels = ["p50", "p90", "p99"]
     data = [
         bar(labels, [r["modes"][mode][f"ttft_{q}"] for q in labels], names[mode], i)
         for i, (mode, _) in enumerate(MODES)
         if mode in r["modes"]  # every mode, but while they stream
     ]
-    return make_figure(
-        data, layout(f"Time to first token, {r['model']} on {r['gpu']}", "Percentile", "TTFT (s)", barmode="group")
-    )
+    title = f"Time to first token, {r['model']} on {r['gpu']}"
+    return make_figure(data, layout(title, "Percentile", "TTFT (s)", barmode="group"))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: TTFT percentiles per cache mode (ttft), hit rates and prefill saved (hits),
-    or hit rates as the KV memory shrinks (pressure)."""
     m, modes = r["metrics"], r["modes"]
     workload = f"On the {r['sharing'].replace('_', ' ')} workload"
     hits = (

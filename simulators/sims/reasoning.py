@@ -83,31 +83,11 @@ class Params(ModelGpuEngine):
         check_serving(m, gpu, layout_of(self))
 
 
-def _trace(kind: str, p: Params, seed: int, m: Any) -> list[workload.Request]:
-    rng = random.Random(seed)
-    times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-    lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
-    return workload.build(rng, p.num_requests, lengths, times).requests
-
-
-def _engine(p: Params, m: Any, gpu: Any, k: int) -> EngineSpec:
-    """One replica with k draft tokens per step (0: no speculation)."""
-    sched = SchedulerConfig(
-        max_num_seqs=p.max_num_seqs,
-        max_model_len=MAX_LEN,
-        num_speculative_tokens=k,
-        acceptance_rate=p.acceptance_rate,
-        draft_cost_ratio=p.draft_cost_ratio,
-    )
-    return EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
-
-
 def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], replicas: list[Replica]) -> dict[str, Any]:
     """A served trace's figures, from the requests it finished (all of them, or so far)."""
     s = summarize(recs)
     rep = replicas[0]
     makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
-    final_ctx = sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs))
     busy_slots = sum(r.e2e_s - r.queue_s for r in recs) / makespan  # mean slots held (Little's law)
     return {
         "e2e_mean": s["e2e_s_mean"],
@@ -116,7 +96,7 @@ def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], repli
         "decode_share": sum((r.e2e_s - r.ttft_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "prefill_share": sum((r.ttft_s - r.queue_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "turnover": 60 * len(recs) / makespan / max(busy_slots, 1e-9),
-        "final_ctx": final_ctx,
+        "final_ctx": sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs)),
         "preemptions": s["num_preemptions"],
         "series": downsample([(t, running) for t, _, _, _, _, running in rep.series]),
     }
@@ -133,12 +113,19 @@ Steps = Generator[dict[str, Any], None, tuple[dict[str, Any], bool]]
 
 
 def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | None = None) -> Steps:
-    """The `kind` trace served with k draft tokens, measured, and whether it was kept already; made
-    now with `show`, it is shown once while it goes (a quarter of the requests done)."""
+    """The `kind` trace served by one replica with k draft tokens (0: no speculation), measured, and
+    whether it was kept already; made now with `show`, it is shown once while it goes (a quarter of
+    the requests done)."""
 
     def steps() -> Generator[dict[str, Any], None, dict[str, Any]]:
-        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        return (yield from serve_shown(_trace(kind, p, seed, m), _engine(p, m, gpu, k), _measured, show))
+        rng = random.Random(seed)
+        times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
+        lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
+        rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
+        sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
+        spec = EngineSpec(resolve_model(p.model), resolve_gpu(p.gpu), sched, engine=p.engine, **layout_of(p).cost_kw())
+        trace = workload.build(rng, p.num_requests, lengths, times).requests
+        return (yield from serve_shown(trace, spec, _measured, show))
 
     return (yield from kept_steps(keep, run_key(p, seed, kind, k), steps))
 
@@ -146,9 +133,8 @@ def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | No
 def run(
     p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
 ) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """The chat trace, the reasoning trace, and the reasoning trace with speculation; the
-    speculation chart adds the reasoning trace at each k in DRAFTS. The chart asked for is yielded
-    after each run made now (kept runs are drawn with the answer, at once)."""
+    """Chat, reasoning, and reasoning with speculation (the speculation chart adds reasoning at each
+    k in DRAFTS); the chart asked for is yielded after each run made now."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     keep = for_call(keep, MEMO_ENTRIES)
     sweep: list[dict[str, float]] = []
@@ -172,7 +158,7 @@ def run(
         part[name], was_kept = yield from _served(p, seed, kind, draft, keep, show)
         if not was_kept and (view == "time" or view == "batch" and name != "speculative"):
             yield dict(part)
-    chat, plain, spec = part["chat"], part["reasoning"], part["speculative"]
+    plain, spec = part["reasoning"], part["speculative"]
     per_token = cm.kv_bytes_per_token(m)
     capacity = pooled_kv_tokens(m, gpu, layout_of(p), weight_dtype="bf16", kv_dtype="bf16")
     sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
@@ -185,24 +171,17 @@ def run(
         "notes": notes,
         "model": m.name,
         "gpu": gpu.name,
-        "chat": chat,
-        "reasoning": plain,
-        "speculative": spec,
+        **{k: part[k] for k in ("chat", "reasoning", "speculative")},
         "sweep": sweep,
         "k": p.num_speculative_tokens,
         "acceptance_rate": p.acceptance_rate,
         "metrics": {
-            "decode_share_reasoning": plain["decode_share"],
-            "decode_share_chat": chat["decode_share"],
             "prefill_share_reasoning": plain["prefill_share"],
-            "e2e_reasoning_s_mean": plain["e2e_mean"],
-            "e2e_chat_s_mean": chat["e2e_mean"],
-            "turnover_reasoning_per_slot_min": plain["turnover"],
-            "turnover_chat_per_slot_min": chat["turnover"],
-            "kv_GiB_per_sequence_reasoning": plain["final_ctx"] * per_token / cm.GiB,
-            "kv_GiB_per_sequence_chat": chat["final_ctx"] * per_token / cm.GiB,
-            "max_sequences_reasoning": capacity // max(1, round(plain["final_ctx"])),
-            "max_sequences_chat": capacity // max(1, round(chat["final_ctx"])),
+            **{f"decode_share_{v}": part[v]["decode_share"] for v, _ in WORKLOADS},
+            **{f"e2e_{v}_s_mean": part[v]["e2e_mean"] for v, _ in WORKLOADS},
+            **{f"turnover_{v}_per_slot_min": part[v]["turnover"] for v, _ in WORKLOADS},
+            **{f"kv_GiB_per_sequence_{v}": part[v]["final_ctx"] * per_token / cm.GiB for v, _ in WORKLOADS},
+            **{f"max_sequences_{v}": capacity // max(1, round(part[v]["final_ctx"])) for v, _ in WORKLOADS},
             "speculation_speedup": plain["e2e_mean"] / spec["e2e_mean"],
             "tokens_per_step": sched.tokens_per_step(),
             "num_preemptions_reasoning": plain["preemptions"],
@@ -213,10 +192,8 @@ def run(
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "speculation":
         data = [sweep(r["sweep"], "k", "e2e", f"Reasoning request, acceptance {r['acceptance_rate']:.0%}")]
-        return make_figure(
-            data,
-            layout("Mean end-to-end time vs draft length", "Draft tokens per step (0 = no speculation)", "Seconds"),
-        )
+        x_title = "Draft tokens per step (0 = no speculation)"
+        return make_figure(data, layout("Mean end-to-end time vs draft length", x_title, "Seconds"))
     if view == "batch":
         data = [
             line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, shape="hv")
@@ -224,31 +201,19 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             if k in r  # both, but while they stream
         ]
         return make_figure(data, layout("Sequences running over time (same arrivals)", "Time (s)", "Sequences"))
-    shown = [
-        (n, k)
-        for n, k in (("Chat", "chat"), ("Reasoning", "reasoning"), ("Reasoning + speculation", "speculative"))
-        if k in r
-    ]
-    names, parts = [n for n, _ in shown], [r[k] for _, k in shown]  # all three, but while they stream
+    traffic = (("Chat", "chat"), ("Reasoning", "reasoning"), ("Reasoning + speculation", "speculative"))
+    shown = [(n, k) for n, k in traffic if k in r]  # all three, but while they stream
+    names, parts = [n for n, _ in shown], [r[k] for _, k in shown]
     data = [
         bar(names, [x["queue_mean"] for x in parts], "Queueing", 3),
         bar(names, [x["ttft_mean"] - x["queue_mean"] for x in parts], "Prefill (to first token)", 1),
         bar(names, [x["e2e_mean"] - x["ttft_mean"] for x in parts], "Decode", 0),
     ]
-    return make_figure(
-        data,
-        layout(
-            f"Where a request's time goes, {r['model']} on {r['gpu']}",
-            "Traffic",
-            "Mean seconds per request",
-            barmode="stack",
-        ),
-    )
+    title = f"Where a request's time goes, {r['model']} on {r['gpu']}"
+    return make_figure(data, layout(title, "Traffic", "Mean seconds per request", barmode="stack"))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: where a request's time goes (time), mean end-to-end time by draft length
-    (speculation), or the sequences running over time and what holds them (batch)."""
     m = r["metrics"]
     if view == "speculation":
         sweep = r["sweep"]
@@ -261,16 +226,15 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{plain / best['e2e']:.2f}x faster than without speculation"
         )
         if r["k"]:
-            text += (
-                f"; the chosen {r['k']} ({m['tokens_per_step']:.2f} tokens per step) gives "
-                f"{m['speculation_speedup']:.2f}x"
-            )
+            chosen = f"{r['k']} ({m['tokens_per_step']:.2f} tokens per step)"
+            text += f"; the chosen {chosen} gives {m['speculation_speedup']:.2f}x"
         return text + "." + "".join(" " + n for n in r["notes"])
     if view == "batch":
         runs = {k: r[k]["series"] for k in ("chat", "reasoning")}
         peak = {k: max((x[1] for x in s), default=0) for k, s in runs.items()}
         end = {k: s[-1][0] if s else 0.0 for k, s in runs.items()}
         preempted = int(m["num_preemptions_reasoning"])
+        again = f"; reasoning requests were preempted {preempted:,} time{'s' if preempted != 1 else ''} and recomputed."
         return (
             f"Sequences running over time, same arrivals: chat peaks at {peak['chat']:,} running at once and is done "
             f"at {end['chat']:,.0f} s; reasoning peaks at {peak['reasoning']:,} and is done at "
@@ -278,11 +242,7 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"instead of {m['turnover_chat_per_slot_min']:.1f}. Each reasoning sequence ends with "
             f"{m['kv_GiB_per_sequence_reasoning']:.2f} GiB of KV (chat {m['kv_GiB_per_sequence_chat']:.2f} GiB), so "
             f"the KV memory holds {m['max_sequences_reasoning']:,.0f} of them against {m['max_sequences_chat']:,.0f}"
-            + (
-                f"; reasoning requests were preempted {preempted:,} time{'s' if preempted != 1 else ''} and recomputed."
-                if preempted
-                else "."
-            )
+            + (again if preempted else ".")
         ) + "".join(" " + n for n in r["notes"])
     names = (("chat", "chat"), ("reasoning", "reasoning"), ("speculative", "reasoning with speculation"))
     split = "; ".join(

@@ -58,24 +58,22 @@ DESCRIPTION = (
 ROWS, COLS, INPUTS = 64, 256, 16
 BATCHES = tuple(2**i for i in range(11))  # 1 .. 1024
 SCHEMES = ("24", "unstructured")
+NAMES = (("24", "2:4"), ("unstructured", "unstructured"))  # each scheme in the metrics' labels
+PASSES = ("prefill", "decode")
+LAYOUTS = [("dense", "Dense (zeros stored)"), ("bitmask", "Bitmask + kept values"), ("csr", "CSR, 16-bit indices")]
 METRICS = {
     "bytes_per_weight_24": ("Stored bytes per block weight, 2:4", "B"),
     "weights_dense_GB": ("Weights, dense", "GB"),
     "weights_24_GB": ("Weights, 2:4 sparse", "GB"),
     "weights_unstructured_GB": ("Weights, unstructured", "GB"),
-    "prefill_speedup_24": ("Prefill speed-up, 2:4", "x"),
-    "prefill_speedup_unstructured": ("Prefill speed-up, unstructured", "x"),
-    "decode_speedup_24": ("Decode speed-up, 2:4", "x"),
-    "decode_speedup_unstructured": ("Decode speed-up, unstructured", "x"),
+    **{f"{step}_speedup_{s}": (f"{step.capitalize()} speed-up, {n}", "x") for step in PASSES for s, n in NAMES},
     "bytes_per_weight_unstructured": ("Stored bytes per block weight, unstructured", "B"),
-    "memory_saved_24_fraction": ("Weight memory saved, 2:4", ""),
-    "memory_saved_unstructured_fraction": ("Weight memory saved, unstructured", ""),
-    "flops_saved_24_fraction": ("Block matmul FLOPs skipped on paper, 2:4", ""),
-    "flops_saved_unstructured_fraction": ("Block matmul FLOPs skipped on paper, unstructured", ""),
+    **{f"memory_saved_{s}_fraction": (f"Weight memory saved, {n}", "") for s, n in NAMES},
+    **{f"flops_saved_{s}_fraction": (f"Block matmul FLOPs skipped on paper, {n}", "") for s, n in NAMES},
     "sparse_tensor_cores": ("The GPU has a 2:4 sparse tensor rate for this format (1 yes, 0 no)", ""),
     **{
         f"demo_{s}_{k}": (f"Demo, {name}: {label}", "")
-        for s, name in (("24", "2:4"), ("unstructured", "unstructured"))
+        for s, name in NAMES
         for k, label in (
             ("magnitude_removed", "share of |w| removed"),
             ("energy_removed", "share of w^2 removed"),
@@ -93,15 +91,7 @@ class Params(ModelGpu):
     # Share of weights set to zero by unstructured pruning (2:4 is always one half).
     sparsity: float = param(0.5, label="Unstructured sparsity", min=0.0, max=0.95, step=0.05)
     # How the unstructured matrix is stored (an assumption about the kernel; see the docstring).
-    unstructured_layout: str = param(
-        "bitmask",
-        label="Unstructured storage",
-        choices=[
-            ("dense", "Dense (zeros stored)"),
-            ("bitmask", "Bitmask + kept values"),
-            ("csr", "CSR, 16-bit indices"),
-        ],
-    )
+    unstructured_layout: str = param("bitmask", label="Unstructured storage", choices=LAYOUTS)
     # Prompt of the prefill comparison, and context of each decoding sequence.
     context_tokens: int = param(
         running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True
@@ -134,23 +124,15 @@ def prune_24(w: Sequence[Sequence[float]]) -> list[list[float]]:
 
 
 def _matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[list[float]]:
-    cols = list(zip(*x, strict=True))
-    # map(operator.mul) yields the same products in the same order as a generator, so the sums
-    # are bit-identical; it only skips the per-term Python frame.
-    return [[sum(map(operator.mul, row, c)) for c in cols] for row in w]
-
-
-def _sparse_matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[list[float]]:
-    """_matmul of a pruned `w`, skipping its zeros.
-
-    Adding a zero product leaves a running sum unchanged (up to the sign of a zero sum, which the
-    squared error below cannot see), so this is _matmul's answer with half the multiplications.
-    """
+    """W X, skipping the zeros of W: adding a zero product leaves a running sum unchanged (up to the
+    sign of a zero sum, which the squared norms below cannot see); a pruned W costs half the multiplies."""
     out = []
     for row in w:
         kept = [j for j, v in enumerate(row) if v != 0.0]
         values = [row[j] for j in kept]
         cols = list(zip(*[x[j] for j in kept], strict=True)) if kept else [() for _ in x[0]]
+        # map(operator.mul) yields the same products in the same order as a generator, so the sums
+        # are bit-identical; it only skips the per-term Python frame.
         out.append([sum(map(operator.mul, values, c)) for c in cols])
     return out
 
@@ -173,14 +155,13 @@ class _Base(NamedTuple):
 
 def _scores(b: _Base, wp: list[list[float]]) -> Scores:
     removed = [a for r, rp in zip(b.w, wp, strict=True) for a, c in zip(r, rp, strict=True) if c == 0.0]
-    yp = _sparse_matmul(wp, b.x)
+    yp = _matmul(wp, b.x)
     err = math.sqrt(sum([(a - c) ** 2 for r, rp in zip(b.y, yp, strict=True) for a, c in zip(r, rp, strict=True)]))
     return sum(map(abs, removed)) / b.mag, sum([v * v for v in removed]) / b.energy, err / b.y_norm
 
 
-# Demo work kept between calls in the caller's memo (api.Session gives one): W, X and W X depend
-# only on the seed, 2:4 pruning too, unstructured pruning on the seed and the sparsity; a change of
-# any other control reuses them. At most 8 of each.
+# Demo work kept in the caller's memo (api.Session gives one), at most 8 of each: W, X, W X and 2:4
+# pruning depend only on the seed, unstructured pruning on the sparsity too; other controls reuse them.
 MEMO_ENTRIES = 24
 
 
@@ -227,11 +208,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
-    variants: dict[str, dict[str, Any]] = {
-        "dense": {},
-        "24": {"sparse": True},
-        "unstructured": {"weight_bytes_per_value": per_value},
-    }
+    variants: dict[str, dict[str, Any]] = {"dense": {}, "24": {"sparse": True}}
+    variants["unstructured"] = {"weight_bytes_per_value": per_value}
 
     def decode_step(v: str, b: int) -> cm.StepTime:
         return cm.uniform_decode_step_time(m, gpu, p.context_tokens, b, **kw, **variants[v])
@@ -240,14 +218,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     decode = {v: decode_step(v, p.batch_size) for v in variants}
     dense = {b: decode_step("dense", b).time_s for b in BATCHES}
     curves = {v: [dense[b] / decode_step(v, b).time_s for b in BATCHES] for v in SCHEMES}
-    pc = cm.param_counts(m)
-    dense_b = cm.weight_bytes(m, p.weight_dtype)
-    other = dense_b - pc.block_linear * cm.bytes_per_value(p.weight_dtype)
-    weights = {
-        "dense": dense_b,
-        "24": cm.weight_bytes(m, p.weight_dtype, sparse=True),
-        "unstructured": other + pc.block_linear * per_value,
-    }
+    block, dense_b = cm.param_counts(m).block_linear, cm.weight_bytes(m, p.weight_dtype)
+    # Unstructured: the block matmuls re-stored at per_value bytes, the rest as dense.
+    unstructured_b = dense_b - block * cm.bytes_per_value(p.weight_dtype) + block * per_value
+    weights = {"24": cm.weight_bytes(m, p.weight_dtype, sparse=True), "unstructured": unstructured_b}
     path = cm.matmul_path(gpu, p.weight_dtype)
     has_sparse = gpu.peak_tflops(path, sparse=True) is not None
     d = demo(seed, p.sparsity, keep)
@@ -261,28 +235,23 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     notes += [note] if note else []
     metrics: dict[str, float] = {
         "weights_dense_GB": dense_b / cm.GB,
-        "weights_24_GB": weights["24"] / cm.GB,
-        "weights_unstructured_GB": weights["unstructured"] / cm.GB,
         "bytes_per_weight_24": cm.sparse24_bytes_per_value(p.weight_dtype),
         "bytes_per_weight_unstructured": per_value,
-        "memory_saved_24_fraction": 1 - weights["24"] / dense_b,
-        "memory_saved_unstructured_fraction": 1 - weights["unstructured"] / dense_b,
         "flops_saved_24_fraction": 0.5,
         "flops_saved_unstructured_fraction": p.sparsity,
         "sparse_tensor_cores": int(has_sparse),
     }
     for v in SCHEMES:
+        metrics[f"weights_{v}_GB"] = weights[v] / cm.GB
+        metrics[f"memory_saved_{v}_fraction"] = 1 - weights[v] / dense_b
         metrics[f"prefill_speedup_{v}"] = prefill["dense"].time_s / prefill[v].time_s
         metrics[f"decode_speedup_{v}"] = decode["dense"].time_s / decode[v].time_s
         metrics.update({f"demo_{v}_{k}": x for k, x in d[v].items()})
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "weight_dtype": p.weight_dtype,
-        "sparsity": p.sparsity,
+        **{k: getattr(p, k) for k in ("weight_dtype", "sparsity", "context_tokens", "batch_size")},
         "layout": p.unstructured_layout,
-        "context_tokens": p.context_tokens,
-        "batch_size": p.batch_size,
         "prefill_bound": prefill["dense"].bound,
         "decode_bound": decode["dense"].bound,
         "batches": list(BATCHES),
@@ -316,25 +285,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         f"Prefill time, {r['context_tokens']:,} tokens",
         f"Decode step, batch {r['batch_size']:,}",
     ]
-    data = [
-        bar(
-            x,
-            [
-                1 - m[f"memory_saved_{v}_fraction"],
-                1 - m[f"flops_saved_{v}_fraction"],
-                1 / m[f"prefill_speedup_{v}"],
-                1 / m[f"decode_speedup_{v}"],
-            ],
-            names[v],
-            i,
-        )
-        for i, v in enumerate(SCHEMES)
-    ]
+    ys = {v: [1 - m[f"{k}_saved_{v}_fraction"] for k in ("memory", "flops")] for v in SCHEMES}
+    for v in SCHEMES:
+        ys[v] += [1 / m[f"{k}_speedup_{v}"] for k in ("prefill", "decode")]
+    data = [bar(x, ys[v], names[v], i) for i, v in enumerate(SCHEMES)]
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
-    return make_figure(
-        data, layout(title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT)
-    )
+    y_title = "Share of the dense figure (lower is better)"
+    return make_figure(data, layout(title, "", y_title, barmode="group", yaxis=PERCENT))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
@@ -358,7 +316,6 @@ def summary(r: dict[str, Any], view: str) -> str:
         text = (
             f"{names['24']} keeps 2 of every 4 weights; {names['unstructured'].lower()} keeps the largest "
             f"{1 - r['sparsity']:.0%} anywhere. "
-        ) + (
             f"Pruning the demo matrix by magnitude removes {m['demo_24_energy_removed']:.1%} of its energy with 2:4 and "
             f"{m['demo_unstructured_energy_removed']:.1%} unstructured at {r['sparsity']:.0%}, for output errors of "
             f"{m['demo_24_output_rel_error']:.1%} and {m['demo_unstructured_output_rel_error']:.1%}. "
