@@ -130,21 +130,16 @@ def _azure_median() -> float:
     return math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
 
 
-# The simulated runs of the latest scenario, kept between calls through the caller's keep
-# (api.Session's store). A reader changes one control at a time: a new rate re-simulates one run of the
-# sixteen, new users one, a new SLO, warm-up or chart none. Only what decides a run keys it (model,
-# GPU, engine profile, layout, batch slots, requests, seed); the answers are exactly a fresh computation's. A scenario
-# takes two entries: its runs (at most 24 runs' records, ~7 MB at 1,000 requests) and the runs
-# its maximum is read from. Eight: the widgets of one page share the simulator's keep (lesson 11:
-# 64 and 256 slots) and the page's warm-up runs other seeds; with two, each of those evicted the
-# other's runs and a new rate cost the whole sweep and the 2,000-request ceiling again.
+# The simulated runs of the latest scenarios, kept through the caller's keep (api.Session's store),
+# keyed by what decides a run: a new rate re-simulates one run of the sixteen, a new SLO, warm-up or
+# chart none. A scenario takes two entries (its runs, ~7 MB at 1,000 requests, and its ceiling's).
+# Eight: a page's widgets (lesson 11: 64 and 256 slots) and its warm-up seeds share this keep.
 MEMO_ENTRIES = 8
 
 
 def _runs(p: Params, spec: EngineSpec, seed: int, n: int, keep: Keep) -> ServedMemo:
     """The kept runs of `n` requests on this server (ServedMemo simulates each distinct load once)."""
-    # the engine profile and the GPU layout price every step, so they key the runs too
-    lay = layout_of(p)
+    lay = layout_of(p)  # the engine profile and the GPU layout price every step, so they key the runs too
     key = json.dumps(
         [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs, n, seed], sort_keys=True
     )
@@ -219,22 +214,13 @@ def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
     at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
     closed = served.run("concurrent", lengths, users=p.users, **kw)
-    out: dict[str, Any] = {
-        "model": m.name,
-        "gpu": gpu.name,
-        "rate_per_s": p.rate_per_s,
-        "users": p.users,
-        "lengths": p.lengths,
-        "warmup": p.warmup,
-    }
-    runs = [top, at_rate, closed]
-    cap = top.metrics["steady_throughput_per_s"]
-    a = at_rate.metrics
-    out["percentiles"] = _percentiles(a)
+    runs, a = [top, at_rate, closed], at_rate.metrics
+    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "rate_per_s": p.rate_per_s, "users": p.users}
+    out |= {"lengths": p.lengths, "warmup": p.warmup, "percentiles": _percentiles(a)}
     out["guidellm"] = [guidellm_record(r) for r in runs]
     out["csv"] = to_csv(runs)
     out["metrics"] = {
-        "max_throughput_per_s": cap,
+        "max_throughput_per_s": top.metrics["steady_throughput_per_s"],
         **{k: a[k] for k in ("ttft_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_mean", "tpot_s_p99", "drain_share")},
         **{k: a[k] for k in ("goodput_per_s", "slo_attainment", "request_throughput_per_s")},
         "ttft_s_p99_warmup_kept": kept.metrics["ttft_s_p99"],
@@ -356,13 +342,8 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, A
         other = workload.lengths_for("fixed" if p.lengths == "azure" else "azure")
         for f in reversed(FRACTIONS):
             yield from point("other", "poisson", other, rate=f * cap)
-    answer = {"open": out["open"], "closed": out["closed"], "other": out["other"]}
-    if view != "knee":
-        del answer["closed"]
-    if view != "lengths":
-        del answer["other"]
-    if view == "goodput":
-        answer["chosen"] = out["chosen"]
+    shown = {"knee": ("open", "closed"), "goodput": ("open", "chosen"), "lengths": ("open", "other")}[view]
+    answer = {k: out[k] for k in shown}
     answer["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
     answer["csv"] = to_csv([top, *sweep])
     return answer

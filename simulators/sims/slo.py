@@ -151,8 +151,7 @@ def server(m: Model, gpu: Gpu, p: Params, batch: int) -> dict[str, float]:
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
-    """q-th percentile (0-100) by the project's one rule (stats.percentile, GuideLLM's: the first
-    value whose cumulative share reaches q; with equal weights the nearest rank, ceil(q / 100 * n))."""
+    """q-th percentile (0-100) by the project's one rule, stats.percentile (nearest rank)."""
     return stats.percentile(sorted_values, q / 100)
 
 
@@ -168,13 +167,11 @@ Draw = tuple[float, bool, float, bool]  # TTFT jitter, waits behind a long prefi
 def _draws(p: Params, seed: int) -> list[Draw]:
     """Per request: the TTFT and TPOT jitter factors and whether a long prefill delays it (the same
     draws at every batch, so a batch's sample differs from another's only by the cost model)."""
-    rng = random.Random(seed)
-    out = []
+    rng, out = random.Random(seed), []
     for _ in range(p.num_requests):
         j1 = math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
         waits = rng.random() < p.tail_probability
-        j2 = math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
-        out.append((j1, waits, j2, rng.random() < p.tail_probability))
+        out.append((j1, waits, math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0)), rng.random() < p.tail_probability))
     return out
 
 
@@ -203,12 +200,9 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
     stall = long_s / (p.output_tokens - 1)
 
     def meets(b: int) -> bool:
-        tpot_s = server(m, gpu, p, b)["tpot_s"]
-        extra = stall if b > 1 else 0.0
-        within = bisect.bisect_right(calm, p.tpot_slo_s / tpot_s) + bisect.bisect_right(
-            hit, (p.tpot_slo_s - extra) / tpot_s
-        )
-        return within >= rank
+        tpot_s, extra = server(m, gpu, p, b)["tpot_s"], stall if b > 1 else 0.0
+        calm_in = bisect.bisect_right(calm, p.tpot_slo_s / tpot_s)
+        return calm_in + bisect.bisect_right(hit, (p.tpot_slo_s - extra) / tpot_s) >= rank
 
     if not meets(1):
         return 0
@@ -266,19 +260,15 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "break_even_utilization": (
             s["cost"] * p.utilization / p.hosted_price_per_million_usd if p.hosted_price_per_million_usd else 0.0
         ),
+        **{f"ttft_p{k}_s": ttft_pdf.percentile(k / 100) for k in PERCENTILES},
+        "ttft_mean_s": sum(ttft) / len(ttft),
+        **{f"tpot_p{k}_s": tpot_pdf.percentile(k / 100) for k in PERCENTILES},
+        "tpot_mean_s": sum(tpot) / len(tpot),
+        "slo_met": int(slo_met),
+        "goodput_fraction": good / p.num_requests,
+        "goodput_rps": good / p.num_requests * request_rate,
+        "request_rate_rps": request_rate,
     }
-    metrics.update({f"ttft_p{k}_s": ttft_pdf.percentile(k / 100) for k in PERCENTILES})
-    metrics["ttft_mean_s"] = sum(ttft) / len(ttft)
-    metrics.update({f"tpot_p{k}_s": tpot_pdf.percentile(k / 100) for k in PERCENTILES})
-    metrics["tpot_mean_s"] = sum(tpot) / len(tpot)
-    metrics.update(
-        {
-            "slo_met": int(slo_met),
-            "goodput_fraction": good / p.num_requests,
-            "goodput_rps": good / p.num_requests * request_rate,
-            "request_rate_rps": request_rate,
-        }
-    )
     return {
         "model": m.name,
         "gpu": gpu.name,
@@ -310,38 +300,19 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             line([x[0], x[-1]], [hosted, hosted], "Hosted price (your assumption)", 1),
             markers([r["batch_size"]], [m["cost_per_million_tokens_local_usd"]], f"Batch {r['batch_size']}", 2),
         ]
+        title = f"Cost per million output tokens, {r['model']}"
         return make_figure(
-            data,
-            layout(
-                f"Cost per million output tokens, {r['model']}",
-                "Batch size (requests)",
-                "USD per 1M output tokens",
-                xaxis=LOG,
-                yaxis=LOG,
-            ),
+            data, layout(title, "Batch size (requests)", "USD per 1M output tokens", xaxis=LOG, yaxis=LOG)
         )
-    key = view
-    xs, ys = r[f"{key}_cdf"]
-    target, q = r[f"{key}_slo_s"], r["percentile"]
-    name = key.upper()
-    marks = [
-        (m[f"{key}_mean_s"], "Mean", 3),
-        (m[f"{key}_p{q}_s"], f"p{q}", 4),
-        (m[f"{key}_p99_s"], "p99", 5),
-        (target, "Target", 1),
-    ]
+    xs, ys = r[f"{view}_cdf"]
+    q, name = r["percentile"], view.upper()
+    marks = [(m[f"{view}_mean_s"], "Mean", 3), (m[f"{view}_p{q}_s"], f"p{q}", 4), (m[f"{view}_p99_s"], "p99", 5)]
     data = [line(xs, ys, f"{name} of {len(xs)} sampled points (CDF)", 0)]
+    marks.append((r[f"{view}_slo_s"], "Target", 1))
     data += [line([v, v], [0, 1], f"{label}: {v * 1e3:,.1f} ms", i) for v, label, i in marks]
-    return make_figure(
-        data,
-        layout(
-            f"{name} of sampled requests, batch {r['batch_size']}",
-            f"{name} (s)",
-            "Share of requests at or below",
-            xaxis=LOG,
-            margin={"r": 40},  # room for a log axis's last tick label (else plotly widens it: static charts agree)
-        ),
-    )
+    title = f"{name} of sampled requests, batch {r['batch_size']}"
+    # margin: room for a log axis's last tick label (else plotly widens it: static charts agree)
+    return make_figure(data, layout(title, f"{name} (s)", "Share of requests at or below", xaxis=LOG, margin={"r": 40}))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
