@@ -153,14 +153,11 @@ def _impossible(p: Params, m: Any, chosen: list[Gpu], keep: Keep) -> None:
     """A field error for what no configuration can do, whatever the rate (fixed lengths): run()
     works it out before the search, with the best case kept across the reader's changes."""
 
-    def best_case() -> dict[str, Any]:
-        context = p.prompt_tokens + p.output_tokens
-        return ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, context)
-
     # Independent of the rate and the targets: a session works it out once per model, GPUs and lengths.
     key = ("best_case", _key(p.model), tuple(g.id for g in chosen), p.max_gpus, p.weight_formats, p.prompt_tokens,
            p.output_tokens)  # fmt: skip
-    best = keep(key, best_case)
+    context = p.prompt_tokens + p.output_tokens
+    best = keep(key, lambda: ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, context))
     if not best["fits"]:
         raise ParamError(
             "max_gpus", f"{m.name} does not fit on {p.max_gpus} or fewer of the GPUs allowed in any weight format tried"
@@ -198,11 +195,9 @@ def run(
     the ranking does not move with the seed and every call (the page's warm-up runs included)
     shares the kept runs. Before each layout is confirmed it yields the search so far (what
     figure() draws: the rows found and the lower bounds of the next layouts)."""
-    keep = for_call(keep, MEMO_ENTRIES)
+    keep, m, prices = for_call(keep, MEMO_ENTRIES), resolve_model(p.model), parse_prices(p.prices)
     if p.lengths == "fixed":  # what no configuration can do, whatever the rate
-        _impossible(p, resolve_model(p.model), allowed_gpus(p.gpus, parse_prices(p.prices)), keep)
-    m = resolve_model(p.model)
-    prices = parse_prices(p.prices)
+        _impossible(p, m, allowed_gpus(p.gpus, prices), keep)
     drawn = _drawn(p, m.max_context_tokens)
     max_len = max(a + b for a, b in drawn)
     out_tokens = sum(o for _, o in drawn) / len(drawn)
@@ -272,7 +267,7 @@ def run(
             except StopIteration as done:
                 ranked, confirmed, full = done.value
                 break
-            yield _searching(p, m.name, so_far, candidates[taken:], len(candidates) - taken, runs_by)
+            yield _searching(p, m.name, so_far, candidates[taken:], runs_by)
         # The rows' own runs (the engine's figures); a row whose run misses after all is ranked again.
         rows = [(lay, b, r, k, verdict(served(lay, b, k))) for _, _, lay, b, r, k in ranked]
         if all(v["meets"] for *_, v in rows):
@@ -289,7 +284,6 @@ def _searching(
     model: str,
     ranked: list[ss.Entry],
     left: list[tuple[float, str, ss.Layout, ss.Bounds, int]],
-    layouts_left: int,
     runs_by: dict[str, dict[int, dict[str, float]]],
 ) -> dict[str, Any]:
     """The search as it stands, for figure(): the rows found so far (with the engine's figures
@@ -302,9 +296,11 @@ def _searching(
         rows.append({"config": name, "short": ss.short_name(lay, r), "usd_per_hour": cost, **v})
     pending = [{"config": ss.config_name(lay, r), "short": ss.short_name(lay, r), "usd_per_hour": bound}
                for bound, _, lay, _, r in left[:TOP]]  # fmt: skip
-    return {"model": model, "request_rate_per_s": p.request_rate_per_s, "percentile": p.percentile,
-            "ttft_slo_s": p.ttft_slo_s, "tpot_slo_s": p.tpot_slo_s, "table": rows, "pending": pending,
-            "layouts_left": layouts_left}  # fmt: skip
+    return {"model": model, **_targets(p), "table": rows, "pending": pending, "layouts_left": len(left)}
+
+
+def _targets(p: Params) -> dict[str, Any]:
+    return {k: getattr(p, k) for k in ("request_rate_per_s", "percentile", "ttft_slo_s", "tpot_slo_s")}
 
 
 def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
@@ -317,11 +313,11 @@ def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float
 
 
 def _unusable(m: Any, lay: ss.Layout) -> str:
-    missing = cm.missing_compute_figure(lay.gpu, lay.weight_dtype)
-    if missing:  # a prefill priced as a memory-only floor would win the search on missing data
+    if missing := cm.missing_compute_figure(
+        lay.gpu, lay.weight_dtype
+    ):  # a prefill priced as a memory-only floor would win the search on missing data
         return f"skipped: {lay.gpu.name} has no published {missing}, so its prefill cannot be priced"
-    why = ef.unsupported(ef.DEFAULT, lay.gpu)  # the search prices with vLLM, which Apple silicon does not run
-    if why:
+    if why := ef.unsupported(ef.DEFAULT, lay.gpu):  # the search prices with vLLM, which Apple silicon does not run
         return f"skipped: {why}"
     if m.num_heads % lay.tp:
         return f"TP {lay.tp} does not divide {m.num_heads} attention heads"
@@ -350,10 +346,7 @@ def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[di
     metrics.update(layouts_tried=tried, layouts_confirmed=runs)
     return {
         "model": model,
-        "request_rate_per_s": p.request_rate_per_s,
-        "percentile": p.percentile,
-        "ttft_slo_s": p.ttft_slo_s,
-        "tpot_slo_s": p.tpot_slo_s,
+        **_targets(p),
         "table": ranked,
         "pruned": pruned,
         "prices_usd_per_hour": prices,
