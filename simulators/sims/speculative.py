@@ -153,23 +153,13 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     step, verify = times(p.batch_size)
     t_step, t_verify = step.time_s, verify[g - 1].time_s
     gammas = list(range(1, MAX_DRAFT + 1))
-    e_by_gamma = [expected_tokens(a, k) for k in gammas]
     s_by_gamma = [speedup(a, k, c, t_step, verify[k - 1].time_s) for k in gammas]
     best = max(gammas, key=lambda k: s_by_gamma[k - 1])
-    rng = random.Random(seed)
-    draws = simulate_tokens(a, g, NUM_ROUNDS, rng)
+    draws = simulate_tokens(a, g, NUM_ROUNDS, random.Random(seed))
     mc = sum(draws) / NUM_ROUNDS
     var = sum((x - mc) ** 2 for x in draws) / (NUM_ROUNDS - 1)
-    batch_chosen, batch_best, batch_short, verify_bound_batch = [], [], [], None
-    for b in BATCH_GRID:
-        bs, bv = times(b)
-        per_gamma = [speedup(a, k, c, bs.time_s, bv[k - 1].time_s) for k in gammas]
-        batch_chosen.append(per_gamma[g - 1])
-        batch_best.append(max(per_gamma))
-        if verify_bound_batch is None and bv[g - 1].bound == "compute":
-            verify_bound_batch = b
-        short_step, short_verify = short_times(b)
-        batch_short.append(speedup(a, g, c, short_step.time_s, short_verify[g - 1].time_s))
+    by_batch = [_at_batch(times, b, a, g, c) for b in BATCH_GRID]
+    verify_bound_batch = next((b for b in BATCH_GRID if times(b)[1][g - 1].bound == "compute"), None)
     # The most sequences whose KV cache fits next to the weights at this context, as vLLM counts (0: none).
     fit_batch = capacity.most_sequences(m, gpu, p.context_tokens)
     # The summary's headline batch: the largest one memory holds (at most the sweep's top), not the
@@ -199,14 +189,14 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "verify_bound_batch": verify_bound_batch,
         "fit_batch": fit_batch,
         "gammas": gammas,
-        "expected_by_gamma": e_by_gamma,
+        "expected_by_gamma": [expected_tokens(a, k) for k in gammas],
         "speedup_by_gamma": s_by_gamma,
         "batch_grid": list(BATCH_GRID),
         "at_fit": at_fit,  # {batch, speedup, best_speedup} at the largest batch that fits (batch 0: none)
         "short_at_fit": short_at_fit,  # the same at SHORT_CONTEXT
-        "speedup_by_batch": batch_chosen,
-        "best_speedup_by_batch": batch_best,
-        "short_context_speedup_by_batch": batch_short,
+        "speedup_by_batch": [x["speedup"] for x in by_batch],
+        "best_speedup_by_batch": [x["best_speedup"] for x in by_batch],
+        "short_context_speedup_by_batch": [_at_batch(short_times, b, a, g, c)["speedup"] for b in BATCH_GRID],
         "notes": notes,
         "batch_notes": batch_notes,  # said under the batch view only
         "metrics": {
@@ -257,13 +247,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data.append(line([b, b], [0, top], f"Verify pass (gamma = {r['draft_tokens']}) turns compute-bound", 2))
     if 0 < r["fit_batch"] < x[-1]:
         data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], "Most sequences whose KV cache fits", 3))
-    lay = layout(
-        f"Speculation vs batching: {r['model']} on {r['gpu']}",
-        "Batch size (sequences)",
-        "Speed-up (x)",
-        xaxis=LOG,
-    )
-    return make_figure(data, lay)
+    title = f"Speculation vs batching: {r['model']} on {r['gpu']}"
+    return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
