@@ -101,30 +101,31 @@ class Params(ModelGpu):
     group_size: str = param("128", label="Demo group size", choices=[("32", "32"), ("64", "64"), ("128", "128")])
 
 
-def normal_weights(seed: int) -> tuple[tuple[float, ...], Any]:
-    """ROWS x COLS standard normal weights, row after row, and the generator's state after them."""
-    rng = random.Random(seed)
-    return tuple([rng.gauss(0.0, 1.0) for _ in range(ROWS * COLS)]), rng.getstate()
-
-
 def demo_matrix(
     seed: int, num_outliers: int, outlier_size: float, keep: Keep | None = None
 ) -> tuple[tuple[float, ...], float]:
     """The seed's normal weights with `num_outliers` entries set to +-outlier_size, row after row
     (a tuple: a kept matrix cannot be changed by a caller), and its energy. The normal weights are
     kept: a change of the outliers draws only the outliers, from where the weights left the generator."""
-    normal, state = for_call(keep)(("normal", seed), lambda: normal_weights(seed))
+
+    def normal_weights() -> tuple[tuple[float, ...], Any]:
+        """ROWS x COLS standard normal weights, row after row, and the generator's state after them."""
+        rng = random.Random(seed)
+        return tuple([rng.gauss(0.0, 1.0) for _ in range(ROWS * COLS)]), rng.getstate()
+
+    normal, state = for_call(keep)(("normal", seed), normal_weights)
     rng = random.Random()
     rng.setstate(state)
     w = list(normal)
     for k in rng.sample(range(ROWS * COLS), num_outliers):
         w[k] = outlier_size * rng.choice((-1.0, 1.0))
-    return tuple(w), energy(w)
+    total: float = sum(map(operator.mul, w, w))  # computed once per matrix, shared by every scheme's error
+    return tuple(w), total
 
 
 def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple[float, float]]:
     """(relative RMS error, largest absolute error) of `flat` quantised in blocks of `size` values,
-    one scale per block, for each format of QMAX in order; `energy` is energy(flat). Symmetric
+    one scale per block, for each format of QMAX in order; `energy` is sum(v * v). Symmetric
     round-to-nearest (ties to even, Python's round): a block's scale is its largest |value| / qmax,
     so no value needs clipping to [-qmax, qmax] (|v / scale| exceeds qmax by a few ulps at most, and
     round() brings that back). Each block's top is found once for both formats, and each error is
@@ -139,12 +140,6 @@ def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple
             diff += [v - round(v / scale) * scale for v in block]
         found.append((math.sqrt(sum(map(operator.mul, diff, diff)) / energy), max(max(diff), -min(diff))))
     return found
-
-
-def energy(flat: Sequence[float]) -> float:
-    """Sum of the squared weights (computed once per matrix, shared by every scheme's error)."""
-    total: float = sum(map(operator.mul, flat, flat))
-    return total
 
 
 # Demo work kept between calls in the caller's memo (api.Session gives one): the normal weights
@@ -185,8 +180,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         return (base[b] if b in base else decode_s("bf16", b)) / decode_s(fmt, b)
 
     curves = {f: [speedup(f, b) for b in BATCHES] for f in formats}
-    below = [b for b, s in zip(BATCHES, curves[p.weight_dtype], strict=True) if s < p.worthwhile_speedup]
-    stops = below[0] if below else 0
+    stops = next((b for b, s in zip(BATCHES, curves[p.weight_dtype], strict=True) if s < p.worthwhile_speedup), 0)
     if stops > 1:  # bisect between the last power of two that pays and the first that does not
         lo, hi = stops // 2, stops
         while hi - lo > 1:
@@ -218,14 +212,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "compute_bound_batch": bound or 0,
         "speedup_stops_paying_batch": stops,
     }
+    fmt = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}
     for what, batch in (("Batch", p.batch_size), ("The crossover batch", stops)):
-        note = capacity.batch_note(
-            what, batch, m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype
-        )
-        notes += [note] if batch and note else []
+        if batch and (note := capacity.batch_note(what, batch, m, gpu, p.context_tokens, **fmt)):
+            notes.append(note)
     for key, rel, worst in demo:
-        metrics[f"demo_{key}_rel_rms"] = rel
-        metrics[f"demo_{key}_max_abs_error"] = worst
+        metrics |= {f"demo_{key}_rel_rms": rel, f"demo_{key}_max_abs_error": worst}
     return {
         "model": m.name,
         "gpu": gpu.name,
@@ -256,14 +248,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "demo":
         m = r["metrics"]
         x = ["Per tensor", "Per channel (row)", f"Groups of {r['group_size']}"]
+        scales = [f"+{r['scale_overhead_bits'][s]:.3g} bit/weight of scales" for s in SCHEMES]
         data = [
-            bar(
-                x,
-                [m[f"demo_{b}_{s}_rel_rms"] for s in SCHEMES],
-                f"{b.upper()} round-to-nearest",
-                i,
-                text=[f"+{r['scale_overhead_bits'][s]:.3g} bit/weight of scales" for s in SCHEMES],
-            )
+            bar(x, [m[f"demo_{b}_{s}_rel_rms"] for s in SCHEMES], f"{b.upper()} round-to-nearest", i, text=scales)
             for i, b in enumerate(QMAX)
         ]
         title = f"Error quantising a {ROWS} x {COLS} matrix with {r['num_outliers']} outliers"
