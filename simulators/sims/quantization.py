@@ -212,7 +212,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "compute_bound_batch": bound or 0,
         "speedup_stops_paying_batch": stops,
     }
-    fmt = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}
+    fmt: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}
     for what, batch in (("Batch", p.batch_size), ("The crossover batch", stops)):
         if batch and (note := capacity.batch_note(what, batch, m, gpu, p.context_tokens, **fmt)):
             notes.append(note)
