@@ -146,13 +146,7 @@ def chunk(seed: int, index: int) -> Chunk:
     sharps = [0.6 + 1.4 * rnd() for _ in range(CHUNK)]
     u = tuple([rnd() for _ in range(CHUNK)])
     v = [rnd() for _ in range(CHUNK)]
-    base, pb = array("d"), array("d")
-    first: list[int] = []
-    second: list[int] = []
-    token: list[int] = []
-    lse: list[float] = []
-    nll: list[float] = []
-    pz: list[float] = []
+    base, pb, rows = array("d"), array("d"), []
     for k, sharp in enumerate(sharps):
         at = k * VOCAB
         x = [-sharp * lr + 0.3 * g for lr, g in zip(LOG_RANKS, gauss[at : at + VOCAB], strict=True)]
@@ -165,13 +159,9 @@ def chunk(seed: int, index: int) -> Chunk:
         p = [w / total for w in e]
         base.extend(x)
         pb.extend(p)
-        first.append(one)
-        second.append(two)
-        token.append(tok)
-        lse.append(log(total))
-        nll.append(lse[-1] - x[tok])
-        pz.append(fsum(map(mul, p, z[at : at + VOCAB])))
-    return Chunk(base, pb, z, u, tuple(first), tuple(second), tuple(token), tuple(lse), tuple(nll), tuple(pz))
+        # first, second, token, lse, nll, pz (Chunk's fields)
+        rows.append((one, two, tok, log(total), log(total) - x[tok], fsum(map(mul, p, z[at : at + VOCAB]))))
+    return Chunk(base, pb, z, u, *zip(*rows, strict=True))
 
 
 class Positions(NamedTuple):
@@ -275,7 +265,6 @@ MAX_MARKERS = 1000
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:
     n = len(r["kl_ranked"])
-    ranks = list(range(1, n + 1))
     # At most about MAX_MARKERS markers: thousands of SVG markers block the page's main thread for
     # 200 ms and more per redraw. Every stride-th rank is drawn; the downloads keep every position.
     stride = -(-n // MAX_MARKERS)
@@ -284,22 +273,12 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     clean = [i for i in shown if not r["damaged_ranked"][i]]
     floor = 1e-6  # a log axis cannot show zero divergence
     data = [
-        markers(
-            [ranks[i] for i in clean], [max(r["kl_ranked"][i], floor) for i in clean], "Noise only", 0, mode="markers"
-        ),
-        markers(
-            [ranks[i] for i in hit],
-            [max(r["kl_ranked"][i], floor) for i in hit],
-            "Damaged position (runner-up pushed ahead)",
-            1,
-            mode="markers",
-        ),
+        markers([i + 1 for i in ranks], [max(r["kl_ranked"][i], floor) for i in ranks], name, j, mode="markers")
+        for j, (name, ranks) in enumerate((("Noise only", clean), ("Damaged position (runner-up pushed ahead)", hit)))
     ]
     x_title = "Position rank" + (f" (one position in {stride} drawn)" if stride > 1 else "")
-    return make_figure(
-        data,
-        layout("KL divergence per position, worst first", x_title, "KL(baseline || optimised), nats", yaxis=LOG),
-    )
+    title = "KL divergence per position, worst first"
+    return make_figure(data, layout(title, x_title, "KL(baseline || optimised), nats", yaxis=LOG))
 
 
 def summary(r: dict[str, Any]) -> str:
