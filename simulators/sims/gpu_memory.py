@@ -183,12 +183,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "decode_trail_batches": list(DECODE_TRAIL),
         "notes": notes,
         "metrics": {
-            "weights_GB": chosen["weights"] / cm.GB,
-            "activations_GB": chosen["activations"] / cm.GB,
-            "non_torch_GB": chosen["non_torch"] / cm.GB,
-            "reserve_GB": chosen["reserve"] / cm.GB,
-            "kv_budget_GB": chosen["kv_budget"] / cm.GB,
-            "kv_demand_GB": chosen["kv_demand"] / cm.GB,
+            **{
+                f"{k}_GB": chosen[k] / cm.GB
+                for k in ("weights", "activations", "non_torch", "reserve", "kv_budget", "kv_demand")
+            },
             "kv_token_capacity": chosen["kv_token_capacity"],
             "max_concurrency": chosen["max_concurrency"],
             "max_batch_at_context": int(chosen["max_concurrency"]),
@@ -208,31 +206,32 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
 def _fit_figure(r: dict[str, Any]) -> dict[str, Any]:
     # Category labels (plotly would read "1" as a number): "3 PP" is 3 GPUs with pipeline stages.
-    x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in r["bars"]]
-    layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in r["bars"]]
+    bars = r["bars"]
+    x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in bars]
+    layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in bars]
     hover = "%{x} GPUs, %{customdata}: %{y:.1f} GB<extra>%{fullData.name}</extra>"
-    gb = cm.GB
     parts = [
-        ("Weights", [b["weights"] / gb for b in r["bars"]]),
-        ("Activation peak", [b["activations"] / gb for b in r["bars"]]),
-        ("Non-torch", [b["non_torch"] / gb for b in r["bars"]]),
+        ("Weights", [b["weights"] for b in bars]),
+        ("Activation peak", [b["activations"] for b in bars]),
+        ("Non-torch", [b["non_torch"] for b in bars]),
         (
             f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens",
-            [min(b["kv_demand"], max(0.0, b["kv_budget"])) / gb for b in r["bars"]],
+            [min(b["kv_demand"], max(0.0, b["kv_budget"])) for b in bars],
         ),
-        ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) / gb for b in r["bars"]]),
-        ("Reserve (1 - utilisation)", [b["reserve"] / gb for b in r["bars"]]),
+        ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) for b in bars]),
+        ("Reserve (1 - utilisation)", [b["reserve"] for b in bars]),
     ]
-    data = [bar(x, y, name, i, customdata=layouts, hovertemplate=hover) for i, (name, y) in enumerate(parts)]
-    data.append(markers(x, [b["capacity"] / gb for b in r["bars"]], "Memory CUDA reports", 6, mode="markers"))
-    title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: fits from {r['metrics']['min_gpus_to_fit']} GPU(s)"
-    if not r["metrics"]["min_gpus_to_fit"]:
-        title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: does not fit on 8 GPUs"
-    axis = {"type": "category"}
-    return make_figure(
-        data,
-        layout(title, "GPUs (PP: with pipeline stages)", "GB per GPU", barmode="stack", xaxis=axis),
+    data = [
+        bar(x, [v / cm.GB for v in y], name, i, customdata=layouts, hovertemplate=hover)
+        for i, (name, y) in enumerate(parts)
+    ]
+    data.append(markers(x, [b["capacity"] / cm.GB for b in bars], "Memory CUDA reports", 6, mode="markers"))
+    fewest = r["metrics"]["min_gpus_to_fit"]
+    title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: " + (
+        f"fits from {fewest} GPU(s)" if fewest else "does not fit on 8 GPUs"
     )
+    axes = ("GPUs (PP: with pipeline stages)", "GB per GPU")
+    return make_figure(data, layout(title, *axes, barmode="stack", xaxis={"type": "category"}))
 
 
 def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
@@ -245,29 +244,16 @@ def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
     ]
     if ridge:
         data.append(line([ridge, hi], [peak, peak], f"Compute roof: {peak:,.0f} TFLOP/s ({r['matmul_path']})", 1))
+    batches = [f"batch {b:,}" for b in r["decode_trail_batches"]]
+    xs, ys = [i for i, _ in r["decode_trail"]], [t for _, t in r["decode_trail"]]
     data += [
-        line(
-            [i for i, _ in r["decode_trail"]],
-            [t for _, t in r["decode_trail"]],
-            "Decode, batch 1 to 4,096",
-            2,
-            mode="lines+markers",
-            text=[f"batch {b:,}" for b in r["decode_trail_batches"]],
-        ),
+        line(xs, ys, "Decode, batch 1 to 4,096", 2, mode="lines+markers", text=batches),
         markers([r["decode_point"][0]], [r["decode_point"][1]], f"Decode, batch {r['batch_size']:,}", 3),
         markers([r["prefill_point"][0]], [r["prefill_point"][1]], f"Prefill, {r['context_tokens']:,} tokens", 4),
     ]
     title = f"Roofline of {r['gpu']}" + (f": ridge at {ridge:,.1f} FLOP/B" if ridge else ": no published FLOPs")
-    return make_figure(
-        data,
-        layout(
-            title,
-            "Arithmetic intensity (FLOP per byte moved)",
-            "Attainable TFLOP/s",
-            xaxis=LOG,
-            yaxis=LOG,
-        ),
-    )
+    axes = ("Arithmetic intensity (FLOP per byte moved)", "Attainable TFLOP/s")
+    return make_figure(data, layout(title, *axes, xaxis=LOG, yaxis=LOG))
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
