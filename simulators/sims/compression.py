@@ -110,15 +110,15 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     table = schemes()["schemes"]
     kv = "fp8" if p.kv_fp8 else "bf16"
     base_pre, base_dec = _passes(m, gpu, BASELINE, "bf16", p.batch_size, p.prompt_tokens, **kw)
+    base_by_batch = [_passes(m, gpu, BASELINE, "bf16", b, p.prompt_tokens, **kw)[1].time_s for b in BATCH_GRID]
     rows, passes = {}, {}
     for sid, s in table.items():
         pre, dec = passes[sid] = _passes(m, gpu, s, kv, p.batch_size, p.prompt_tokens, **kw)
         tokens = vllm_kv_tokens(m, gpu, lay, weight_dtype=s["weight_dtype"], kv_dtype=kv, sparse=s["sparse"])
-        by_batch = []
-        for b in BATCH_GRID:
-            _, d = _passes(m, gpu, s, kv, b, p.prompt_tokens, **kw)
-            _, d0 = _passes(m, gpu, BASELINE, "bf16", b, p.prompt_tokens, **kw)
-            by_batch.append(d0.time_s / d.time_s)
+        by_batch = [
+            t0 / _passes(m, gpu, s, kv, b, p.prompt_tokens, **kw)[1].time_s
+            for b, t0 in zip(BATCH_GRID, base_by_batch, strict=True)
+        ]
         rows[sid] = {
             "name": s["name"],
             "artifact_GB": cm.weight_bytes(m, s["weight_dtype"], sparse=s["sparse"]) / cm.GB,
@@ -152,7 +152,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if not row["kv_token_capacity"]:
         notes.append(f"Even compressed, the weights do not fit on {where}.")
     # Speed-ups are against BF16, which must hold the batch too (vLLM's accounting, per GPU rank).
-    most = base_tokens // cm.kv_tokens_held(m, p.prompt_tokens)
+    held = cm.kv_tokens_held(m, p.prompt_tokens)
+    most = base_tokens // held
     if base_tokens and p.batch_size > most:
         notes.append(
             f"Batch {p.batch_size:,} does not fit: at {p.prompt_tokens:,} tokens of context, {where} holds at most "
@@ -181,8 +182,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "batch_grid": list(BATCH_GRID),
         "baseline_capacity": base_tokens,
         # Sequences of this prompt whose KV cache fits beside the weights, in this scheme and in BF16.
-        "fit_batch": max(0, row["kv_token_capacity"]) // cm.kv_tokens_held(m, p.prompt_tokens),
-        "fit_batch_baseline": max(0, base_tokens) // cm.kv_tokens_held(m, p.prompt_tokens),
+        "fit_batch": max(0, row["kv_token_capacity"]) // held,
+        "fit_batch_baseline": max(0, base_tokens) // held,
         "notes": notes,
         "metrics": {
             "artifact_GB": row["artifact_GB"],
@@ -202,50 +203,28 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    rows = r["schemes"]
-    names = [v["name"] for v in rows.values()]
+    rows = list(r["schemes"].values())
+    names = [v["name"] for v in rows]
     kv = " + FP8 KV" if r["kv_fp8"] else ""
     if view == "batch":
         x = r["batch_grid"]
-        data = [line(x, v["decode_speedup_by_batch"], v["name"] + kv, i) for i, v in enumerate(rows.values())]
+        data = [line(x, v["decode_speedup_by_batch"], v["name"] + kv, i) for i, v in enumerate(rows)]
         data.append(line([x[0], x[-1]], [1, 1], "BF16 (1x)", 6))
-        lay = layout(
-            f"Decode speed-up over BF16: {r['model']} on {r['gpu']}",
-            "Batch size (sequences)",
-            "Speed-up (x)",
-            xaxis=LOG,
-        )
-        return make_figure(data, lay)
+        title = f"Decode speed-up over BF16: {r['model']} on {r['gpu']}"
+        return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
     if view == "memory":
+        weights = [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows]
+        tokens = [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows]
         data = [
-            bar(
-                ["BF16"] + names,
-                [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows.values()],
-                "Weights (GB)",
-                0,
-            ),
-            bar(
-                ["BF16"] + names,
-                [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows.values()],
-                f"KV tokens that fit{kv} (millions)",
-                1,
-            ),
+            bar(["BF16"] + names, weights, "Weights (GB)", 0),
+            bar(["BF16"] + names, tokens, f"KV tokens that fit{kv} (millions)", 1),
         ]
-        lay = layout(
-            f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}",
-            "Scheme",
-            "GB / million tokens",
-            barmode="group",
-        )
-        return make_figure(data, lay)
+        title = f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}"
+        return make_figure(data, layout(title, "Scheme", "GB / million tokens", barmode="group"))
+    prefill = f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})"
     data = [
-        bar(
-            names,
-            [v["prefill_speedup"] for v in rows.values()],
-            f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})",
-            0,
-        ),
-        bar(names, [v["decode_speedup"] for v in rows.values()], f"Decode step (batch {r['batch_size']})", 1),
+        bar(names, [v["prefill_speedup"] for v in rows], prefill, 0),
+        bar(names, [v["decode_speedup"] for v in rows], f"Decode step (batch {r['batch_size']})", 1),
         line([names[0], names[-1]], [1, 1], "BF16 (1x)", 6),
     ]
     lay = layout(f"Speed-up over BF16{kv}: {r['model']} on {r['gpu']}", "Scheme", "Speed-up (x)", barmode="group")
