@@ -117,17 +117,15 @@ class Params(ModelGpuEngine):
         m = resolve_model(self.model)
         check_serving(m, resolve_gpu(self.gpu), layout_of(self))
         # Requests longer than the context are dropped; when the typical one is, none is served.
-        typical = workload.lengths_for("fixed") if self.lengths == "fixed" else None
-        need = typical.prompt + typical.output if typical else _azure_median()
+        fixed = workload.lengths_for("fixed")
+        need: float = fixed.prompt + fixed.output
+        if self.lengths != "fixed":  # the medians of the Azure lognormals
+            need = math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
         if need > m.max_context_tokens:
             raise ParamError(
                 "lengths",
                 f"requests of about {need:,.0f} tokens do not fit {m.name}'s {m.max_context_tokens:,}-token context",
             )
-
-
-def _azure_median() -> float:
-    return math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
 
 
 # The simulated runs of the latest scenarios, kept through the caller's keep (api.Session's store),
@@ -170,13 +168,8 @@ def _point(r: LoadRun) -> dict[str, float]:
 def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Lengths]:
     """The simulated server, the SLO, the statistics' options (warm-up, cool-down, SLO), the lengths."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    spec = EngineSpec(
-        m,
-        gpu,
-        SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
-        engine=p.engine,
-        **layout_of(p).cost_kw(),
-    )
+    config = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+    spec = EngineSpec(m, gpu, config, engine=p.engine, **layout_of(p).cost_kw())
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
     return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, workload.lengths_for(p.lengths)
 
@@ -204,7 +197,6 @@ def run(
 def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
     """What every chart shows: the maximum, the figures at the chosen rate and users, the records."""
     spec, slo, kw, lengths = _server(p)
-    m, gpu = spec.model, spec.gpu
     # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
     # profile sends everything at once; in a short run that measures the drain as well). It is
     # read as completions per second over the middle of the completion timeline
@@ -215,7 +207,7 @@ def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
     closed = served.run("concurrent", lengths, users=p.users, **kw)
     runs, a = [top, at_rate, closed], at_rate.metrics
-    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "rate_per_s": p.rate_per_s, "users": p.users}
+    out: dict[str, Any] = {"model": spec.model.name, "gpu": spec.gpu.name, "rate_per_s": p.rate_per_s, "users": p.users}
     out |= {"lengths": p.lengths, "warmup": p.warmup, "percentiles": _percentiles(a)}
     out["guidellm"] = [guidellm_record(r) for r in runs]
     out["csv"] = to_csv(runs)
@@ -233,7 +225,7 @@ def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
         "few_samples_for_p99": float(a["ttft_s_count"] < loadgen.FEW_SAMPLES),
     }
     out["num_requests"] = p.num_requests
-    out["max_context_tokens"] = m.max_context_tokens
+    out["max_context_tokens"] = spec.model.max_context_tokens
     return out
 
 
@@ -259,9 +251,7 @@ EXPORTS = [
 
 def export(p: Params, kind: str, *, seed: int = 0) -> str:
     """The file `kind` of EXPORTS for this server (`run load_test --format guidellm` is the first)."""
-    if kind == "guidellm":
-        return json.dumps(guidellm_report(p, seed=seed), indent=1)
-    return json.dumps(search(p, kind, seed=seed), indent=1)
+    return json.dumps(guidellm_report(p, seed=seed) if kind == "guidellm" else search(p, kind, seed=seed), indent=1)
 
 
 def knee_streams(slots: int) -> list[int]:
