@@ -175,22 +175,11 @@ def _draws(p: Params, seed: int) -> list[Draw]:
     return out
 
 
-def _sample(
-    s: dict[str, float], draws: list[Draw], long_s: float, batch: int, out: int
-) -> tuple[list[float], list[float]]:
-    """The sampled TTFTs and TPOTs at one batch (a stall needs another request's prefill: none at batch 1)."""
-    stall = long_s / (out - 1) if out > 1 else 0.0
-    ttft = [s["ttft_s"] * j1 + (long_s if waits else 0.0) for j1, waits, _, _ in draws]
-    tpot = [s["tpot_s"] * j2 + (stall if stalled and batch > 1 else 0.0) for _, _, j2, stalled in draws]
-    return ttft, tpot
-
-
 def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], long_s: float, limit: int) -> int:
     """The largest batch up to `limit` whose sample meets the TPOT target at the chosen percentile (0:
-    none; the caller checks TTFT, the same at every batch here). A TPOT is the batch's cost-model TPOT times
-    its jitter plus its stall: the sample meets the target when at least `rank` TPOTs are within
-    it, counted on the sorted jitters of the stalled and the other requests (no sample is redrawn
-    or sorted per batch), and that count falls as the batch grows: a search."""
+    none; TTFT is the same at every batch). It meets it when at least `rank` TPOTs (cost-model TPOT x
+    jitter + stall) are within it, counted on the sorted jitters of the stalled and the other
+    requests (nothing redrawn or sorted per batch); the count falls as the batch grows: a search."""
     q, n = int(p.percentile), len(draws)
     if limit < 1:
         return 0
@@ -226,7 +215,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     draws: list[Draw] = for_call(keep)(
         ("draws", seed, p.num_requests, p.jitter_sigma, p.tail_probability), lambda: _draws(p, seed)
     )
-    ttft, tpot = _sample(s, draws, long_prefill_s, p.batch_size, p.output_tokens)
+    # The sampled TTFTs and TPOTs (a stall needs another request's prefill: none at batch 1).
+    stall = long_prefill_s / (p.output_tokens - 1) if p.batch_size > 1 else 0.0
+    ttft = [s["ttft_s"] * j1 + (long_prefill_s if waits else 0.0) for j1, waits, _, _ in draws]
+    tpot = [s["tpot_s"] * j2 + (stall if stalled else 0.0) for _, _, j2, stalled in draws]
     good = sum(t1 <= p.ttft_slo_s and t2 <= p.tpot_slo_s for t1, t2 in zip(ttft, tpot, strict=True))
     ttft.sort()
     tpot.sort()
