@@ -184,6 +184,10 @@ def _drawn(p: Params, cap: int) -> list[tuple[int, int]]:
     return [lengths.draw(rng) for _ in range(p.num_requests)]
 
 
+Candidate = tuple[float, str, ss.Layout, ss.Bounds, int]  # lower-bound price, label, layout, bounds, replicas
+RunsBy = dict[str, dict[int, dict[str, float]]]  # each layout's engine runs by grid rate index
+
+
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
 
@@ -203,9 +207,9 @@ def run(
     out_tokens = sum(o for _, o in drawn) / len(drawn)
     base = (_key(p.model), p.lengths, p.prompt_tokens, p.output_tokens, p.num_requests)
     pruned: list[dict[str, Any]] = []
-    candidates: list[tuple[float, str, ss.Layout, ss.Bounds, int]] = []
+    candidates: list[Candidate] = []
     tried = 0
-    runs_by: dict[str, dict[int, dict[str, float]]] = {}
+    runs_by: RunsBy = {}
 
     def prepare(lay: ss.Layout) -> tuple[ss.Bounds | None, dict[int, dict[str, float]]]:
         """One memo entry per layout: its bounds (None if vLLM would not start it) and, as they
@@ -276,16 +280,22 @@ def run(
     table = [
         _row(p, lay, r, {**v, "load": ss.at_index(k) / b.rate_bound_per_s}, out_tokens) for lay, b, r, k, v in rows
     ]
-    return _result(p, m.name, table, pruned, tried, confirmed, prices)
+    best = table[0] if table else None
+    keys = ("usd_per_hour", "usd_per_million_output_tokens", "num_gpus", "ttft_s", "tpot_s", "headroom")
+    metrics: dict[str, float] = {k: float(best[k]) if best else 0.0 for k in keys}
+    metrics.update(layouts_tried=tried, layouts_confirmed=confirmed)
+    return {
+        "model": m.name,
+        **_targets(p),
+        "table": table,
+        "pruned": pruned,
+        "prices_usd_per_hour": prices,
+        "found": best is not None,
+        "metrics": metrics,
+    }
 
 
-def _searching(
-    p: Params,
-    model: str,
-    ranked: list[ss.Entry],
-    left: list[tuple[float, str, ss.Layout, ss.Bounds, int]],
-    runs_by: dict[str, dict[int, dict[str, float]]],
-) -> dict[str, Any]:
+def _searching(p: Params, model: str, ranked: list[ss.Entry], left: list[Candidate], runs_by: RunsBy) -> dict[str, Any]:
     """The search as it stands, for figure(): the rows found so far (with the engine's figures
     where its run at the row's rate is kept) and, as "pending", the lower-bound prices of the
     next `TOP` layouts the engine has still to confirm."""
@@ -313,11 +323,11 @@ def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float
 
 
 def _unusable(m: Any, lay: ss.Layout) -> str:
-    if missing := cm.missing_compute_figure(
-        lay.gpu, lay.weight_dtype
-    ):  # a prefill priced as a memory-only floor would win the search on missing data
+    # A prefill priced as a memory-only floor would win the search on missing data; the search
+    # prices with vLLM, which Apple silicon does not run.
+    if missing := cm.missing_compute_figure(lay.gpu, lay.weight_dtype):
         return f"skipped: {lay.gpu.name} has no published {missing}, so its prefill cannot be priced"
-    if why := ef.unsupported(ef.DEFAULT, lay.gpu):  # the search prices with vLLM, which Apple silicon does not run
+    if why := ef.unsupported(ef.DEFAULT, lay.gpu):
         return f"skipped: {why}"
     if m.num_heads % lay.tp:
         return f"TP {lay.tp} does not divide {m.num_heads} attention heads"
@@ -336,20 +346,3 @@ def _floors_miss(p: Params, b: ss.Bounds, gpus_needed: int) -> str:
     if gpus_needed > p.max_gpus:
         return f"the rate needs at least {gpus_needed} GPUs (a replica serves under {b.rate_bound_per_s:,.2f} req/s)"
     return ""
-
-
-def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[dict[str, Any]], tried: int,
-            runs: int, prices: dict[str, float]) -> dict[str, Any]:  # fmt: skip
-    best = ranked[0] if ranked else None
-    keys = ("usd_per_hour", "usd_per_million_output_tokens", "num_gpus", "ttft_s", "tpot_s", "headroom")
-    metrics: dict[str, float] = {k: float(best[k]) if best else 0.0 for k in keys}
-    metrics.update(layouts_tried=tried, layouts_confirmed=runs)
-    return {
-        "model": model,
-        **_targets(p),
-        "table": ranked,
-        "pruned": pruned,
-        "prices_usd_per_hour": prices,
-        "found": best is not None,
-        "metrics": metrics,
-    }
