@@ -244,17 +244,10 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         bar(names, [m[f"hit_rate_{n}"] for n in done], "Cache hit rate", 0, offsetgroup="hits"),
         bar(names, [m[f"ttft_{n}_s_p99"] for n in done], "p99 TTFT (s)", 1, yaxis="y2", offsetgroup="ttft"),
     ]
-    return make_figure(
-        data,
-        layout(
-            f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload",
-            "Router",
-            "Share of prompt tokens from cache",
-            barmode="group",
-            yaxis=PERCENT,
-            yaxis2={"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True},
-        ),
-    )
+    title = f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload"
+    y2 = {"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True}
+    lay = layout(title, "Router", "Share of prompt tokens from cache", barmode="group", yaxis=PERCENT, yaxis2=y2)
+    return make_figure(data, lay)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -234,7 +234,9 @@ def _fit_figure(r: dict[str, Any]) -> dict[str, Any]:
     return make_figure(data, layout(title, *axes, barmode="stack", xaxis={"type": "category"}))
 
 
-def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view != "roofline":
+        return _fit_figure(r)
     bw, peak, ridge = r["bandwidth_GBps"] * cm.GB / 1e12, r["peak_tflops"], r["metrics"]["ridge_flop_per_byte"]
     points = [r["prefill_point"], r["decode_point"], *r["decode_trail"]]
     lo = min(0.5, min(i for i, _ in points) / 2)
@@ -254,10 +256,6 @@ def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
     title = f"Roofline of {r['gpu']}" + (f": ridge at {ridge:,.1f} FLOP/B" if ridge else ": no published FLOPs")
     axes = ("Arithmetic intensity (FLOP per byte moved)", "Attainable TFLOP/s")
     return make_figure(data, layout(title, *axes, xaxis=LOG, yaxis=LOG))
-
-
-def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    return _roofline_figure(r) if view == "roofline" else _fit_figure(r)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

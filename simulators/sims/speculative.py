@@ -107,23 +107,19 @@ def simulate_tokens(alpha: float, gamma: int, rounds: int, rng: random.Random) -
 StepTimes = tuple[cm.StepTime, list[cm.StepTime]]
 
 
-def _times(m: Any, gpu: Any, batch: int, ctx: int, eff: cm.Efficiency) -> StepTimes:
-    """One decode step, and the verify pass for every draft length 1..MAX_DRAFT."""
-    step = cm.step_time(m, gpu, [(1, ctx)] * batch, eff=eff)
-    verify = [cm.step_time(m, gpu, [(g + 1, ctx)] * batch, eff=eff) for g in range(1, MAX_DRAFT + 1)]
-    return step, verify
-
-
 def _kept_times(keep: Keep, p: Params, m: Any, gpu: Any, eff: cm.Efficiency, ctx: int) -> Callable[[int], StepTimes]:
-    """_times by batch at one context, kept in the caller's memo: the step times do not depend on
-    the acceptance rate, the draft length or the draft's cost, so changing those prices nothing."""
+    """By batch at one context: one decode step, and the verify pass for every draft length
+    1..MAX_DRAFT, kept in the caller's memo: the step times do not depend on the acceptance rate,
+    the draft length or the draft's cost, so changing those prices nothing."""
     # The model and GPU may be a reader's config objects (dicts): the key holds them as canonical JSON.
     key = json.dumps(["step times", p.model, p.gpu, p.ideal, p.engine, ctx], sort_keys=True)
     table: dict[int, StepTimes] = keep(key, dict)
 
     def times(batch: int) -> StepTimes:
         if batch not in table:
-            table[batch] = _times(m, gpu, batch, ctx, eff)
+            step = cm.step_time(m, gpu, [(1, ctx)] * batch, eff=eff)
+            verify = [cm.step_time(m, gpu, [(g + 1, ctx)] * batch, eff=eff) for g in range(1, MAX_DRAFT + 1)]
+            table[batch] = step, verify
         return table[batch]
 
     return times
