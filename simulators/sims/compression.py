@@ -93,32 +93,26 @@ class Params(ModelGpu):
 BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}
 
 
-def _passes(
-    m: Any, gpu: Any, s: dict[str, Any], kv: str, batch: int, prompt: int, **kw: Any
-) -> tuple[cm.StepTime, cm.StepTime]:
-    """(prefill, one decode step) of `batch` sequences in scheme `s`."""
-    fmt = {"kv_dtype": kv, **{k: s[k] for k in ("weight_dtype", "activation_dtype", "sparse")}}
-    prefill = cm.step_time(m, gpu, [(prompt, 0)] * batch, **fmt, **kw)
-    decode = cm.step_time(m, gpu, [(1, prompt)] * batch, **fmt, **kw)
-    return prefill, decode
-
-
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     lay = layout_of(p)
     kw = {"eff": cm.efficiency(p.ideal, p.engine), **lay.cost_kw()}
     table = schemes()["schemes"]
     kv = "fp8" if p.kv_fp8 else "bf16"
-    base_pre, base_dec = _passes(m, gpu, BASELINE, "bf16", p.batch_size, p.prompt_tokens, **kw)
-    base_by_batch = [_passes(m, gpu, BASELINE, "bf16", b, p.prompt_tokens, **kw)[1].time_s for b in BATCH_GRID]
+
+    def timed(s: dict[str, Any], kv: str, batch: int) -> tuple[cm.StepTime, cm.StepTime]:
+        """(prefill, one decode step) of `batch` sequences of the prompt in scheme `s`."""
+        fmt = {"kv_dtype": kv, **{k: s[k] for k in ("weight_dtype", "activation_dtype", "sparse")}}
+        prefill = cm.step_time(m, gpu, [(p.prompt_tokens, 0)] * batch, **fmt, **kw)
+        return prefill, cm.step_time(m, gpu, [(1, p.prompt_tokens)] * batch, **fmt, **kw)
+
+    base_pre, base_dec = timed(BASELINE, "bf16", p.batch_size)
+    base_by_batch = [timed(BASELINE, "bf16", b)[1].time_s for b in BATCH_GRID]
     rows, passes = {}, {}
     for sid, s in table.items():
-        pre, dec = passes[sid] = _passes(m, gpu, s, kv, p.batch_size, p.prompt_tokens, **kw)
+        pre, dec = passes[sid] = timed(s, kv, p.batch_size)
         tokens = vllm_kv_tokens(m, gpu, lay, weight_dtype=s["weight_dtype"], kv_dtype=kv, sparse=s["sparse"])
-        by_batch = [
-            t0 / _passes(m, gpu, s, kv, b, p.prompt_tokens, **kw)[1].time_s
-            for b, t0 in zip(BATCH_GRID, base_by_batch, strict=True)
-        ]
+        by_batch = [t0 / timed(s, kv, b)[1].time_s for b, t0 in zip(BATCH_GRID, base_by_batch, strict=True)]
         rows[sid] = {
             "name": s["name"],
             "artifact_GB": cm.weight_bytes(m, s["weight_dtype"], sparse=s["sparse"]) / cm.GB,
@@ -260,27 +254,24 @@ def summary(r: dict[str, Any], view: str) -> str:
             if r["fit_batch_baseline"] < grid[-1]
             else "."
         )
-    else:
+    else:  # which scheme gains most in prefill and which in decode, at this batch and prompt
+        pre = max(r["schemes"].values(), key=lambda v: v["prefill_speedup"])
+        dec = max(r["schemes"].values(), key=lambda v: v["decode_speedup"])
+        fastest = (
+            f"Of all schemes, {pre['name']} gains most in prefill ({pre['prefill_speedup']:.2f}x) and "
+            f"{dec['name']} most in decode ({dec['decode_speedup']:.2f}x)."
+        )
+        if pre["sparse"] or dec["sparse"]:
+            fastest += (
+                " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
+            )
         text = (
             f"On {r['num_gpus']} x {r['gpu']} with the matmuls on the {r['matmul_path'].upper()} path, "
             f"{r['scheme_name']}{kv} runs prefill of {r['prompt_tokens']:,} tokens x {r['batch_size']} "
             f"({r['prefill_bound']}-bound) {m['prefill_speedup']:.2f}x as fast as BF16 and a decode step "
-            f"({r['decode_bound']}-bound) {m['decode_speedup']:.2f}x as fast. {_fastest(r['schemes'])} "
+            f"({r['decode_bound']}-bound) {m['decode_speedup']:.2f}x as fast. {fastest} "
             f"Quality ({r['quality_source']}): {r['quality']}"
         )
     if r["kv_cache"] and view != "batch":
         text += f" FP8 KV cache: {r['kv_cache']['calibration']} {r['kv_cache']['quality']}"
     return text + "".join(" " + n for n in r["notes"])
-
-
-def _fastest(rows: dict[str, Any]) -> str:
-    """Which scheme gains most in prefill and which in decode, at this batch and prompt."""
-    pre = max(rows.values(), key=lambda v: v["prefill_speedup"])
-    dec = max(rows.values(), key=lambda v: v["decode_speedup"])
-    text = (
-        f"Of all schemes, {pre['name']} gains most in prefill ({pre['prefill_speedup']:.2f}x) and "
-        f"{dec['name']} most in decode ({dec['decode_speedup']:.2f}x)."
-    )
-    if pre["sparse"] or dec["sparse"]:
-        text += " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
-    return text
