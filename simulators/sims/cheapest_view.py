@@ -68,12 +68,9 @@ def summary(r: dict[str, Any], view: str) -> str:
             for i, x in enumerate(rows)
         ]
         return (
-            head
-            + "Each ranked layout's latency, against the targets that mark the corner of the allowed box: "
-            + "; ".join(points)
-            + f". Layout {tight + 1} is closest to a target, with {rows[tight]['headroom']:.0%} of the tighter "
-            + "target left."
-            + _skipped(r["pruned"])
+            f"{head}Each ranked layout's latency, against the targets that mark the corner of the allowed box: "
+            f"{'; '.join(points)}. Layout {tight + 1} is closest to a target, with {rows[tight]['headroom']:.0%} of "
+            f"the tighter target left.{_skipped(r['pruned'])}"
         )
     lines = [
         f"{i + 1}. {x['config']}: USD {x['usd_per_hour']:,.2f}/h, USD {x['usd_per_million_output_tokens']:,.3f} per "
@@ -82,12 +79,9 @@ def summary(r: dict[str, Any], view: str) -> str:
         for i, x in enumerate(r["table"])
     ]
     return (
-        head
-        + "The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
-        + "the last row was not run): "
-        + "; ".join(lines)
-        + f". {sum(x['why'] != NO_PRICE for x in r['pruned'])} layouts were left out."
-        + _skipped(r["pruned"])
+        f"{head}The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
+        f"the last row was not run): {'; '.join(lines)}. {sum(x['why'] != NO_PRICE for x in r['pruned'])} layouts "
+        f"were left out.{_skipped(r['pruned'])}"
     )
 
 

@@ -273,12 +273,9 @@ def summary(r: dict[str, Any], view: str) -> str:
         )
     else:
         text += f"they exceed what vLLM may use by {-m['kv_budget_GB']:.1f} GB per GPU. "
-    text += f"A batch of {r['batch_size']:,} needs {m['kv_demand_GB']:.1f} GB of KV cache per GPU: it " + (
-        "fits" if m["fits"] else "does not fit"
-    )
-    text += (
-        f"; the fewest GPUs that fit it: {m['min_gpus_to_fit']}." if m["min_gpus_to_fit"] else "; not even on 8 GPUs."
-    )
+    fits = "fits" if m["fits"] else "does not fit"
+    fewest = f"the fewest GPUs that fit it: {m['min_gpus_to_fit']}." if m["min_gpus_to_fit"] else "not even on 8 GPUs."
+    text += f"A batch of {r['batch_size']:,} needs {m['kv_demand_GB']:.1f} GB of KV cache per GPU: it {fits}; {fewest}"
     if view == "roofline":
         text += f" Prefill runs at {m['prefill_intensity']:,.0f} FLOP/B, decode at batch {r['batch_size']:,} at "
         text += f"{m['decode_intensity']:,.1f} FLOP/B."

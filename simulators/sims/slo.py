@@ -333,17 +333,13 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"(p{q} {'within' if at_q <= target else 'over'} it). The sample spreads around the cost model's "
             f"{r[f'model_{k}_s'] * 1e3:,.1f} ms; {why} " + goodput + "".join(" " + n for n in r["notes"])
         )
+    best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
     text = (
         f"{r['model']} on one {r['gpu']} at batch {r['batch_size']} makes {m['local_tokens_per_s']:,.0f} output "
         f"tokens/s while busy: at {r['utilization']:.0%} utilisation a million tokens cost ${local:,.2f} locally "
         f"against an assumed ${hosted:,.2f} hosted. "
-    )
-    best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
-    text += (
         f"Larger batches share each weight read: the cost falls to ${best[0]:,.2f} at batch {best[1]:,}, "
         f"while TPOT grows from {r['sweep_tpot_s'][0] * 1e3:,.1f} ms to {r['sweep_tpot_s'][-1] * 1e3:,.0f} ms. "
-    )
-    text += (
         f"TTFT: mean {m['ttft_mean_s'] * 1e3:,.0f} ms, p{q} {m[f'ttft_p{q}_s'] * 1e3:,.0f} ms, "
         f"p99 {m['ttft_p99_s'] * 1e3:,.0f} ms (target {r['ttft_slo_s'] * 1e3:,.0f} ms). "
         f"TPOT: mean {m['tpot_mean_s'] * 1e3:,.1f} ms, p{q} {m[f'tpot_p{q}_s'] * 1e3:,.1f} ms, "
