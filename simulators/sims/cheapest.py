@@ -251,10 +251,9 @@ def run(
         return runs[k]
 
     def meets(lay: ss.Layout, b: ss.Bounds, k: int) -> bool:
-        """Whether one replica meets the targets at grid rate k: its run there; else a run that
-        missed at a lower rate (a higher rate only loads the replica more) or met at a higher one
-        answers (meeting is taken as monotone in the rate; the brute-force tests check it, and a
-        row's own run below settles any doubt); else the engine runs."""
+        """Whether one replica meets the targets at grid rate k: its run there, else a kept miss at a lower
+        rate or a pass at a higher one (meeting is taken as monotone in the rate: the brute-force tests
+        check it, and a row's own run below settles any doubt), else the engine runs."""
         runs = runs_by[lay.label]
         if k not in runs:
             if any(j < k and not verdict(got)["meets"] for j, got in runs.items()):

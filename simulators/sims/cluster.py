@@ -89,10 +89,9 @@ class Params(ModelGpuEngine):
             raise ParamError("num_prefill", f"must leave at least one decode replica: below {self.num_replicas}")
 
 
-# Router runs kept between calls through the caller's keep (api.Session's store): neither the chart nor
-# the split into prefill and decode replicas changes them, so a change of the split re-serves only
-# the disaggregated run (one of six). Keyed by every parameter the runs depend on and the router;
-# one scenario kept: its trace, each router's run and the disaggregated run (of the latest split).
+# Runs kept through the caller's keep (api.Session's store), keyed by every parameter they depend on:
+# a new split re-serves only the disaggregated run (one of six). One scenario: its trace, each
+# router's run and the disaggregated run of the latest split.
 MEMO_ENTRIES = len(ROUTERS) + 2
 
 
@@ -251,8 +250,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: hit rate and tail TTFT per router (routers), requests per replica (balance),
-    or colocated against disaggregated latency (disagg)."""
+    """One text per view (VIEWS): routers, balance, or colocated against disaggregated latency."""
     m = r["metrics"]
     if view == "balance":
         even = sorted(ROUTERS, key=lambda n: m[f"imbalance_{n}"])

@@ -99,10 +99,8 @@ class Params:
 
 class Chunk(NamedTuple):
     """CHUNK positions' draws and the baseline's side of them (the module docstring's scheme).
-
     `base`, `pb` and `z` are flat arrays of doubles, position-major (VOCAB values per position):
-    compact, since the memo holds up to MAX_POSITIONS x 3 x VOCAB of them. Never change them.
-    """
+    compact, since the memo holds up to MAX_POSITIONS x 3 x VOCAB of them. Never change them."""
 
     base: array[float]  # baseline logits
     pb: array[float]  # baseline next-token probabilities
@@ -116,14 +114,11 @@ class Chunk(NamedTuple):
     pz: tuple[float, ...]  # sum p_i z_i under the baseline's distribution p
 
 
-# Kept between calls through the caller's keep (api.Session's store), in two stores of their own,
-# per chunk: its draws, which depend only on (seed, chunk index), never on a control; and its
-# scores, which depend on the draws and the three damage controls, never on num_positions (a
-# position's scores are its own). So a change of num_positions draws and scores at most one new
-# chunk, and a change of any other control scores every chunk again from the kept draws. Each
-# store holds one seed's MAX_POSITIONS (a run reads its chunks in order, so a smaller bound would
-# evict each one just before it is needed); two stores, so that new scores never evict draws:
-# about 9 MB of draws in the reader's browser, the scores a few hundred KB.
+# Kept through the caller's keep (api.Session's store), per chunk, in two stores: its draws, by
+# (seed, chunk index) alone; its scores, by the draws and the three damage controls (never by
+# num_positions). So a new num_positions draws and scores at most one new chunk, another control
+# rescores the kept draws. Each store holds one seed's MAX_POSITIONS (a run reads chunks in order: a
+# smaller bound would evict each just before its use); two, so new scores never evict draws (~9 MB).
 MEMO_ENTRIES = 2
 CHUNKS = MAX_POSITIONS // CHUNK
 

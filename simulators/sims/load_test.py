@@ -278,11 +278,9 @@ SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 
 def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """What only the sweep charts draw: the rate sweep (and the users or other-lengths sweep); their
-    runs then fill the GuideLLM records and the CSV in place of the three runs every chart has.
-
-    Each growing chart is yielded after each point, points in chart order, the cheapest first
-    (closed loop from one user up; open loop from the highest rate down)."""
+    """The sweep charts' points (rates, and users or other lengths), whose runs then fill the GuideLLM
+    records and CSV. The chart is yielded after each point, cheapest first (closed loop from one user
+    up; open loop from the highest rate down)."""
     spec, slo, kw, lengths = _server(p)
     served = _runs(p, spec, seed, p.num_requests, keep)
     out: dict[str, Any] = {"lengths": p.lengths, "open": [], "closed": [], "other": []}

@@ -69,9 +69,7 @@ def _flags(point: dict[str, float]) -> str:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: the open-loop sweep against the closed loop (knee), goodput by offered rate
-    (goodput), TTFT p99 for both length distributions (lengths), or the chosen rate's statistics
-    (percentiles)."""
+    """One text per view (load_test.VIEWS), each with what its figures rest on."""
     m = r["metrics"]
     top = f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s."
     chosen = (

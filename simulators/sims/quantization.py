@@ -142,9 +142,8 @@ def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple
     return found
 
 
-# Demo work kept between calls in the caller's memo (api.Session gives one): the normal weights
-# depend only on the seed, the matrix on the seed and the outliers, its errors on those and the group
-# size; a change of any other control (format, batch, context, GPU...) reuses all three.
+# Demo work kept in the caller's memo: the normal weights by seed, the matrix by seed and outliers,
+# its errors by those and the group size; any other control (format, batch, GPU...) reuses all three.
 MEMO_ENTRIES = 16
 
 

@@ -308,8 +308,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: cost against batch, then the latency sample (cost), or the sampled TTFT or
-    TPOT distribution against its target (ttft, tpot)."""
+    """One text per view: cost against batch and the latency sample, or one latency against its target."""
     m, q = r["metrics"], r["percentile"]
     local, hosted = m["cost_per_million_tokens_local_usd"], m["cost_per_million_tokens_hosted_usd"]
     goodput = (
