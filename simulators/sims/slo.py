@@ -83,16 +83,14 @@ MAX_CDF_POINTS = 200
 
 VIEWS = [("cost", "Cost per million tokens vs batch"), ("ttft", "TTFT distribution"), ("tpot", "TPOT distribution")]
 
+EXAMPLE = running_example()  # the course's running example: default lengths and formats
+
 
 @dataclass(frozen=True)
 class Params(ModelGpuEngine):
     # Prompt and answer of each request (the running example by default).
-    prompt_tokens: int = param(
-        running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, log=True
-    )
-    output_tokens: int = param(
-        running_example()["output_tokens"], label="Output", unit="tokens", min=2, max=50_000, log=True
-    )
+    prompt_tokens: int = param(EXAMPLE["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, log=True)
+    output_tokens: int = param(EXAMPLE["output_tokens"], label="Output", unit="tokens", min=2, max=50_000, log=True)
     # Requests decoding together: more is cheaper per token and slower per request.
     batch_size: int = param(32, label="Batch size", unit="requests", min=1, max=MAX_BATCH, step=1, log=True)
     # Your assumption: what one GPU-hour costs you (a rental quote, or hardware + power amortised).
