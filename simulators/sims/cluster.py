@@ -132,9 +132,7 @@ def _router(p: Params, seed: int, keep: Keep, name: str, show: Show | None = Non
 
 def _measured(p: Params, name: str, recs: list[RequestRecord], _dropped: Any, replicas: list[Replica]) -> Run:
     s = summarize(recs)
-    counts = [0] * p.num_replicas
-    for r in recs:
-        counts[r.replica] += 1
+    counts = [sum(r.replica == i for r in recs) for i in range(p.num_replicas)]
     hits = sum(rep.hit_tokens for rep in replicas)
     computed = sum(rep.prefill_tokens for rep in replicas)
     metrics = {

@@ -292,20 +292,17 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, A
         chart's first run is drawn as it goes (ServedMemo.stream), its point marked as running."""
         first = not (out["open"] or out["closed"] or out["other"] or "chosen" in out)
 
-        def show(part: LoadRun, done: int) -> dict[str, Any]:
-            grown = {**out, "running": [done, served.n]}
+        def placed(run: LoadRun) -> Any:
+            """`curve` with the run's point where the chart draws it (closed loop last, open first)."""
             if curve == "chosen":
-                return {**grown, "chosen": _point(part)}
-            shown = [*out[curve], _point(part)] if curve == "closed" else [_point(part), *out[curve]]
-            return {**grown, curve: shown}
+                return _point(run)
+            return [*out[curve], _point(run)] if curve == "closed" else [_point(run), *out[curve]]
+
+        def show(part: LoadRun, done: int) -> dict[str, Any]:
+            return {**out, "running": [done, served.n], curve: placed(part)}
 
         r = yield from served.stream(profile, lengths, show, share=0.25 if first else 0, **load, **kw)
-        if curve == "chosen":
-            out["chosen"] = _point(r)
-        elif curve == "closed":
-            out["closed"].append(_point(r))
-        else:
-            out[curve].insert(0, _point(r))
+        out[curve] = placed(r)
         yield out
         return r
 
