@@ -31,26 +31,15 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         ]
         if "chosen" in r:  # the chosen rate's throughput and goodput (the key figures)
             c = r["chosen"]
-            data.append(
-                markers(
-                    [c["offered"], c["offered"]],
-                    [c["throughput"], c["goodput"]],
-                    f"At the chosen rate ({c['offered']:g} req/s)",
-                    6,
-                    mode="markers",
-                    text=[f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")],
-                )
-            )
-        return make_figure(
-            data, layout("Goodput vs offered load (open loop, Poisson)", "Offered rate (req/s)", "Requests per second")
-        )
+            text = [f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")]
+            name, xs = f"At the chosen rate ({c['offered']:g} req/s)", [c["offered"]] * 2
+            data.append(markers(xs, [c["throughput"], c["goodput"]], name, 6, mode="markers", text=text))
+        title = "Goodput vs offered load (open loop, Poisson)"
+        return make_figure(data, layout(title, "Offered rate (req/s)", "Requests per second"))
     if view == "lengths":
         names = {"azure": "Heavy-tailed lengths (Azure lognormal)", "fixed": "Fixed lengths (same means)"}
-        other = names["fixed" if r["lengths"] == "azure" else "azure"]
-        data = [
-            sweep(o, "offered", "ttft_p99", names[r["lengths"]], 0),
-            sweep(r["other"], "offered", "ttft_p99", other, 1),
-        ]
+        first, other = names[r["lengths"]], names["fixed" if r["lengths"] == "azure" else "azure"]
+        data = [sweep(o, "offered", "ttft_p99", first, 0), sweep(r["other"], "offered", "ttft_p99", other, 1)]
         return make_figure(data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis=LOG))
     c, offered, users = r["closed"], [f"{x['offered']:.1f} req/s offered" for x in o], [f"{u} users" for u in USERS]
     data = [
