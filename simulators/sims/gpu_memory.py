@@ -210,14 +210,12 @@ def _fit_figure(r: dict[str, Any]) -> dict[str, Any]:
     x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in bars]
     layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in bars]
     hover = "%{x} GPUs, %{customdata}: %{y:.1f} GB<extra>%{fullData.name}</extra>"
+    kv = f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens"
     parts = [
         ("Weights", [b["weights"] for b in bars]),
         ("Activation peak", [b["activations"] for b in bars]),
         ("Non-torch", [b["non_torch"] for b in bars]),
-        (
-            f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens",
-            [min(b["kv_demand"], max(0.0, b["kv_budget"])) for b in bars],
-        ),
+        (kv, [min(b["kv_demand"], max(0.0, b["kv_budget"])) for b in bars]),
         ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) for b in bars]),
         ("Reserve (1 - utilisation)", [b["reserve"] for b in bars]),
     ]
