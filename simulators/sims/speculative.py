@@ -213,34 +213,26 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "draft":
-        x = r["gammas"]
-        chosen = r["draft_tokens"]
+        x, chosen, a, c = r["gammas"], r["draft_tokens"], r["acceptance_rate"], r["draft_cost_ratio"]
         data = [
             line(x, r["expected_by_gamma"], "Tokens per target pass, E (closed form)", 0),
             line(x, r["speedup_by_gamma"], "Wall-clock speed-up", 1),
             line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
             markers([chosen], [r["speedup_by_gamma"][chosen - 1]], "Chosen draft length", 2),
         ]
-        title = (
-            f"alpha = {r['acceptance_rate']:g}, c = {r['draft_cost_ratio']:g}, batch {r['batch_size']} on {r['gpu']}"
-        )
+        title = f"alpha = {a:g}, c = {c:g}, batch {r['batch_size']} on {r['gpu']}"
         return make_figure(data, layout(title, "Draft length gamma (tokens)", "Tokens per pass / speed-up (x)"))
-    x = r["batch_grid"]
+    x, gamma = r["batch_grid"], f"gamma = {r['draft_tokens']}"
     data = [
-        line(x, r["speedup_by_batch"], f"Speed-up, gamma = {r['draft_tokens']}", 0),
+        line(x, r["speedup_by_batch"], f"Speed-up, {gamma}", 0),
         line(x, r["best_speedup_by_batch"], "Speed-up at the best gamma for each batch", 1),
-        line(
-            x,
-            r["short_context_speedup_by_batch"],
-            f"Speed-up, gamma = {r['draft_tokens']}, {SHORT_CONTEXT}-token context",
-            4,
-        ),
+        line(x, r["short_context_speedup_by_batch"], f"Speed-up, {gamma}, {SHORT_CONTEXT}-token context", 4),
         line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
     ]
     top = max(r["best_speedup_by_batch"] + r["short_context_speedup_by_batch"] + [1.0])
     if r["verify_bound_batch"] is not None:
         b = r["verify_bound_batch"]
-        data.append(line([b, b], [0, top], f"Verify pass (gamma = {r['draft_tokens']}) turns compute-bound", 2))
+        data.append(line([b, b], [0, top], f"Verify pass ({gamma}) turns compute-bound", 2))
     if 0 < r["fit_batch"] < x[-1]:
         data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], "Most sequences whose KV cache fits", 3))
     title = f"Speculation vs batching: {r['model']} on {r['gpu']}"
