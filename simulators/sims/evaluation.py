@@ -189,18 +189,15 @@ def score(c: Chunk, noise: float, frac: float, margin: float) -> Scores:
     grow = [pi * expm1(noise * z) for pi, z in zip(pb, zs, strict=True)]
     hits = [u < frac for u in c.u]
     for k in range(CHUNK):
-        if hits[k]:
-            two = k * VOCAB + c.second[k]
-            opt[two] = opt[k * VOCAB + c.first[k]] + margin
-            grow[two] = pb[two] * expm1(opt[two] - base[two])
-    for k in range(CHUNK):
         at = k * VOCAB
+        shift = noise * c.pz[k]  # sum p_i d_i without damage
+        if hits[k]:  # the runner-up pushed `margin` above the favourite
+            two = at + c.second[k]
+            opt[two] = opt[at + c.first[k]] + margin
+            grow[two] = pb[two] * expm1(opt[two] - base[two])
+            shift += pb[two] * (opt[two] - base[two] - noise * zs[two])
         y = opt[at : at + VOCAB]
         lift = log1p(fsum(grow[at : at + VOCAB]))  # L(y) - L(x)
-        shift = noise * c.pz[k]  # sum p_i d_i without damage
-        if hits[k]:
-            two = at + c.second[k]
-            shift += pb[two] * (opt[two] - base[two] - noise * zs[two])
         kls.append(lift - shift)
         nll_opt.append(c.lse[k] + lift - y[c.token[k]])
         agree.append(y.index(max(y)) == c.first[k])
