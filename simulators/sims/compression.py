@@ -238,9 +238,9 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{r['prompt_tokens']:,} tokens against {r['fit_batch_baseline']:,}. Calibration: {r['calibration']}"
         )
     elif view == "batch":
-        by_batch = r["schemes"][r["scheme"]]["decode_speedup_by_batch"]
-        grid = r["batch_grid"]
+        by_batch, grid = r["schemes"][r["scheme"]]["decode_speedup_by_batch"], r["batch_grid"]
         last = {v["name"]: v["decode_speedup_by_batch"][-1] for v in r["schemes"].values()}
+        past = "; points beyond that are roofline extrapolations, not batches one deployment can run."
         text = (
             f"At {r['prompt_tokens']:,} tokens of context on {r['num_gpus']} x {r['gpu']}, {r['scheme_name']}{kv} speeds "
             f"a decode step up {by_batch[0]:.2f}x at batch 1 and {by_batch[-1]:.2f}x at batch {grid[-1]:,}: as the batch "
@@ -248,12 +248,7 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"shrinking the weights saves less. At batch {grid[-1]:,} the schemes range from "
             f"{min(last.values()):.2f}x ({min(last, key=lambda k: last[k])}) to {max(last.values()):.2f}x "
             f"({max(last, key=lambda k: last[k])}). At this context BF16 holds at most {r['fit_batch_baseline']:,} sequences"
-        )
-        text += (
-            "; points beyond that are roofline extrapolations, not batches one deployment can run."
-            if r["fit_batch_baseline"] < grid[-1]
-            else "."
-        )
+        ) + (past if r["fit_batch_baseline"] < grid[-1] else ".")
     else:  # which scheme gains most in prefill and which in decode, at this batch and prompt
         pre = max(r["schemes"].values(), key=lambda v: v["prefill_speedup"])
         dec = max(r["schemes"].values(), key=lambda v: v["decode_speedup"])
