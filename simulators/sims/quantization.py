@@ -271,15 +271,10 @@ def _marked(i: int) -> dict[str, Any]:
 
 def summary(r: dict[str, Any], view: str) -> str:
     m, fmt = r["metrics"], r["weight_dtype"]
-    text = (
-        f"{fmt} stores {m['bits_per_weight']:g} bits per weight: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB "
-        f"to {m['weights_GB']:.1f} GB. At batch {r['batch_size']:,} a decode step on {r['gpu']} takes "
-        f"{m['decode_step_s'] * 1e3:,.2f} ms instead of {m['decode_step_bf16_s'] * 1e3:,.2f} ms "
-        f"({m['decode_speedup']:.2f}x); a {r['context_tokens']:,}-token prefill gains {m['prefill_speedup']:.2f}x. "
-    )
+    stores = f"{fmt} stores {m['bits_per_weight']:g} bits per weight"
     if view == "demo":  # the demo's own story: what the scales do to the error (review A-16)
-        text = f"{fmt} stores {m['bits_per_weight']:g} bits per weight. " + (
-            f"In the demo matrix with {r['num_outliers']} outliers, INT4 errs by "
+        return (
+            f"{stores}. In the demo matrix with {r['num_outliers']} outliers, INT4 errs by "
             f"{m['demo_int4_per_tensor_rel_rms']:.1%} (relative RMS) with one scale per tensor, "
             f"{m['demo_int4_per_channel_rel_rms']:.1%} per channel and {m['demo_int4_group_rel_rms']:.1%} with groups of "
             f"{r['group_size']}; INT8: {m['demo_int8_per_tensor_rel_rms']:.2%}, {m['demo_int8_per_channel_rel_rms']:.2%} "
@@ -287,19 +282,22 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{m['demo_int4_group_max_abs_error']:.2f} sigma in INT4 with groups: finer scales protect the other weights, "
             "not the ones sharing a scale with the outlier."
         )
-    elif view == "formats":  # the weight memory of every format, the chosen one's first
+    if view == "formats":  # the weight memory of every format, the chosen one's first
         sizes = "; ".join(
             f"{name} {gb:.1f} GB ({bits:g} bits)"
             for name, gb, bits in zip(r["format_names"], r["weights_GB"], r["bits_per_weight"], strict=True)
         )
-        text = (
-            f"{fmt} stores {m['bits_per_weight']:g} bits per weight: {r['model']} shrinks from "
-            f"{m['weights_bf16_GB']:.1f} GB to {m['weights_GB']:.1f} GB ({m['weights_GB'] / m['weights_bf16_GB']:.0%}). "
-            f"Weight memory per format, with bits per weight: {sizes}."
+        return (
+            f"{stores}: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB to {m['weights_GB']:.1f} GB "
+            f"({m['weights_GB'] / m['weights_bf16_GB']:.0%}). Weight memory per format, with bits per weight: {sizes}."
         )
-    elif m["speedup_stops_paying_batch"]:
-        text += f"The decode speed-up falls below {r['worthwhile_speedup']:g}x from batch {m['speedup_stops_paying_batch']:,}. "
-    else:
-        text += f"The decode speed-up stays above {r['worthwhile_speedup']:g}x up to batch 4,096. "
-    notes = [] if view in ("demo", "formats") else r["notes"]  # the notes are about the speed-up
-    return text.strip() + "".join(" " + n for n in notes)
+    stops, worth = m["speedup_stops_paying_batch"], r["worthwhile_speedup"]
+    pays = f"falls below {worth:g}x from batch {stops:,}" if stops else f"stays above {worth:g}x up to batch 4,096"
+    text = (
+        f"{stores}: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB "
+        f"to {m['weights_GB']:.1f} GB. At batch {r['batch_size']:,} a decode step on {r['gpu']} takes "
+        f"{m['decode_step_s'] * 1e3:,.2f} ms instead of {m['decode_step_bf16_s'] * 1e3:,.2f} ms "
+        f"({m['decode_speedup']:.2f}x); a {r['context_tokens']:,}-token prefill gains {m['prefill_speedup']:.2f}x. "
+        f"The decode speed-up {pays}."
+    )
+    return text + "".join(" " + n for n in r["notes"])  # the notes are about the speed-up
