@@ -141,9 +141,7 @@ class Params:
 
     def check(self) -> None:
         m = resolve_model(self.model)
-        prices = parse_prices(self.prices)
-        chosen = allowed_gpus(self.gpus, prices)
-        if not chosen:
+        if not allowed_gpus(self.gpus, parse_prices(self.prices)):
             raise ParamError("prices", "none of the GPUs allowed has a price: give one, e.g. 'l40s=1.2'")
         if self.lengths == "fixed" and self.prompt_tokens + self.output_tokens > m.max_context_tokens:
             raise ParamError("output_tokens", f"prompt plus output exceed {m.name}'s {m.max_context_tokens:,} tokens")
