@@ -138,7 +138,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     decode = cm.decode_step_time(m, gpu, [p.context_tokens] * p.batch_size, **kw)
     trail = [_point(cm.decode_step_time(m, gpu, [p.context_tokens] * b, **kw)) for b in DECODE_TRAIL]
     bound_batch = cm.decode_compute_bound_batch(m, gpu, p.context_tokens, **kw) if ridge else None
-    peak = gpu.peak_tflops(path)
     notes = []
     if ridge is None:
         notes.append(
@@ -173,7 +172,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "context_tokens": p.context_tokens,
         "num_gpus": p.num_gpus,
         "bandwidth_GBps": gpu.hbm_bandwidth_GBps,
-        "peak_tflops": peak or 0.0,
+        "peak_tflops": gpu.peak_tflops(path) or 0.0,
         "bars": bars,
         "prefill_point": _point(prefill),
         "decode_point": _point(decode),
