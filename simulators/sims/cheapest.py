@@ -141,9 +141,7 @@ class Params:
 
     def check(self) -> None:
         m = resolve_model(self.model)
-        prices = parse_prices(self.prices)
-        chosen = allowed_gpus(self.gpus, prices)
-        if not chosen:
+        if not allowed_gpus(self.gpus, parse_prices(self.prices)):
             raise ParamError("prices", "none of the GPUs allowed has a price: give one, e.g. 'l40s=1.2'")
         if self.lengths == "fixed" and self.prompt_tokens + self.output_tokens > m.max_context_tokens:
             raise ParamError("output_tokens", f"prompt plus output exceed {m.name}'s {m.max_context_tokens:,} tokens")
@@ -153,14 +151,11 @@ def _impossible(p: Params, m: Any, chosen: list[Gpu], keep: Keep) -> None:
     """A field error for what no configuration can do, whatever the rate (fixed lengths): run()
     works it out before the search, with the best case kept across the reader's changes."""
 
-    def best_case() -> dict[str, Any]:
-        context = p.prompt_tokens + p.output_tokens
-        return ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, context)
-
     # Independent of the rate and the targets: a session works it out once per model, GPUs and lengths.
     key = ("best_case", _key(p.model), tuple(g.id for g in chosen), p.max_gpus, p.weight_formats, p.prompt_tokens,
            p.output_tokens)  # fmt: skip
-    best = keep(key, best_case)
+    context = p.prompt_tokens + p.output_tokens
+    best = keep(key, lambda: ss.best_case(m, chosen, p.max_gpus, p.weight_formats, p.prompt_tokens, context))
     if not best["fits"]:
         raise ParamError(
             "max_gpus", f"{m.name} does not fit on {p.max_gpus} or fewer of the GPUs allowed in any weight format tried"
@@ -187,6 +182,10 @@ def _drawn(p: Params, cap: int) -> list[tuple[int, int]]:
     return [lengths.draw(rng) for _ in range(p.num_requests)]
 
 
+Candidate = tuple[float, str, ss.Layout, ss.Bounds, int]  # lower-bound price, label, layout, bounds, replicas
+RunsBy = dict[str, dict[int, dict[str, float]]]  # each layout's engine runs by grid rate index
+
+
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
 
@@ -198,19 +197,17 @@ def run(
     the ranking does not move with the seed and every call (the page's warm-up runs included)
     shares the kept runs. Before each layout is confirmed it yields the search so far (what
     figure() draws: the rows found and the lower bounds of the next layouts)."""
-    keep = for_call(keep, MEMO_ENTRIES)
+    keep, m, prices = for_call(keep, MEMO_ENTRIES), resolve_model(p.model), parse_prices(p.prices)
     if p.lengths == "fixed":  # what no configuration can do, whatever the rate
-        _impossible(p, resolve_model(p.model), allowed_gpus(p.gpus, parse_prices(p.prices)), keep)
-    m = resolve_model(p.model)
-    prices = parse_prices(p.prices)
+        _impossible(p, m, allowed_gpus(p.gpus, prices), keep)
     drawn = _drawn(p, m.max_context_tokens)
     max_len = max(a + b for a, b in drawn)
     out_tokens = sum(o for _, o in drawn) / len(drawn)
     base = (_key(p.model), p.lengths, p.prompt_tokens, p.output_tokens, p.num_requests)
     pruned: list[dict[str, Any]] = []
-    candidates: list[tuple[float, str, ss.Layout, ss.Bounds, int]] = []
+    candidates: list[Candidate] = []
     tried = 0
-    runs_by: dict[str, dict[int, dict[str, float]]] = {}
+    runs_by: RunsBy = {}
 
     def prepare(lay: ss.Layout) -> tuple[ss.Bounds | None, dict[int, dict[str, float]]]:
         """One memo entry per layout: its bounds (None if vLLM would not start it) and, as they
@@ -252,10 +249,9 @@ def run(
         return runs[k]
 
     def meets(lay: ss.Layout, b: ss.Bounds, k: int) -> bool:
-        """Whether one replica meets the targets at grid rate k: its run there; else a run that
-        missed at a lower rate (a higher rate only loads the replica more) or met at a higher one
-        answers (meeting is taken as monotone in the rate; the brute-force tests check it, and a
-        row's own run below settles any doubt); else the engine runs."""
+        """Whether one replica meets the targets at grid rate k: its run there, else a kept miss at a lower
+        rate or a pass at a higher one (meeting is taken as monotone in the rate: the brute-force tests
+        check it, and a row's own run below settles any doubt), else the engine runs."""
         runs = runs_by[lay.label]
         if k not in runs:
             if any(j < k and not verdict(got)["meets"] for j, got in runs.items()):
@@ -272,7 +268,7 @@ def run(
             except StopIteration as done:
                 ranked, confirmed, full = done.value
                 break
-            yield _searching(p, m.name, so_far, candidates[taken:], len(candidates) - taken, runs_by)
+            yield _searching(p, m.name, so_far, candidates[taken:], runs_by)
         # The rows' own runs (the engine's figures); a row whose run misses after all is ranked again.
         rows = [(lay, b, r, k, verdict(served(lay, b, k))) for _, _, lay, b, r, k in ranked]
         if all(v["meets"] for *_, v in rows):
@@ -281,17 +277,22 @@ def run(
     table = [
         _row(p, lay, r, {**v, "load": ss.at_index(k) / b.rate_bound_per_s}, out_tokens) for lay, b, r, k, v in rows
     ]
-    return _result(p, m.name, table, pruned, tried, confirmed, prices)
+    best = table[0] if table else None
+    keys = ("usd_per_hour", "usd_per_million_output_tokens", "num_gpus", "ttft_s", "tpot_s", "headroom")
+    metrics: dict[str, float] = {k: float(best[k]) if best else 0.0 for k in keys}
+    metrics.update(layouts_tried=tried, layouts_confirmed=confirmed)
+    return {
+        "model": m.name,
+        **_targets(p),
+        "table": table,
+        "pruned": pruned,
+        "prices_usd_per_hour": prices,
+        "found": best is not None,
+        "metrics": metrics,
+    }
 
 
-def _searching(
-    p: Params,
-    model: str,
-    ranked: list[ss.Entry],
-    left: list[tuple[float, str, ss.Layout, ss.Bounds, int]],
-    layouts_left: int,
-    runs_by: dict[str, dict[int, dict[str, float]]],
-) -> dict[str, Any]:
+def _searching(p: Params, model: str, ranked: list[ss.Entry], left: list[Candidate], runs_by: RunsBy) -> dict[str, Any]:
     """The search as it stands, for figure(): the rows found so far (with the engine's figures
     where its run at the row's rate is kept) and, as "pending", the lower-bound prices of the
     next `TOP` layouts the engine has still to confirm."""
@@ -302,9 +303,11 @@ def _searching(
         rows.append({"config": name, "short": ss.short_name(lay, r), "usd_per_hour": cost, **v})
     pending = [{"config": ss.config_name(lay, r), "short": ss.short_name(lay, r), "usd_per_hour": bound}
                for bound, _, lay, _, r in left[:TOP]]  # fmt: skip
-    return {"model": model, "request_rate_per_s": p.request_rate_per_s, "percentile": p.percentile,
-            "ttft_slo_s": p.ttft_slo_s, "tpot_slo_s": p.tpot_slo_s, "table": rows, "pending": pending,
-            "layouts_left": layouts_left}  # fmt: skip
+    return {"model": model, **_targets(p), "table": rows, "pending": pending, "layouts_left": len(left)}
+
+
+def _targets(p: Params) -> dict[str, Any]:
+    return {k: getattr(p, k) for k in ("request_rate_per_s", "percentile", "ttft_slo_s", "tpot_slo_s")}
 
 
 def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
@@ -317,11 +320,11 @@ def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float
 
 
 def _unusable(m: Any, lay: ss.Layout) -> str:
-    missing = cm.missing_compute_figure(lay.gpu, lay.weight_dtype)
-    if missing:  # a prefill priced as a memory-only floor would win the search on missing data
+    # A prefill priced as a memory-only floor would win the search on missing data; the search
+    # prices with vLLM, which Apple silicon does not run.
+    if missing := cm.missing_compute_figure(lay.gpu, lay.weight_dtype):
         return f"skipped: {lay.gpu.name} has no published {missing}, so its prefill cannot be priced"
-    why = ef.unsupported(ef.DEFAULT, lay.gpu)  # the search prices with vLLM, which Apple silicon does not run
-    if why:
+    if why := ef.unsupported(ef.DEFAULT, lay.gpu):
         return f"skipped: {why}"
     if m.num_heads % lay.tp:
         return f"TP {lay.tp} does not divide {m.num_heads} attention heads"
@@ -340,23 +343,3 @@ def _floors_miss(p: Params, b: ss.Bounds, gpus_needed: int) -> str:
     if gpus_needed > p.max_gpus:
         return f"the rate needs at least {gpus_needed} GPUs (a replica serves under {b.rate_bound_per_s:,.2f} req/s)"
     return ""
-
-
-def _result(p: Params, model: str, ranked: list[dict[str, Any]], pruned: list[dict[str, Any]], tried: int,
-            runs: int, prices: dict[str, float]) -> dict[str, Any]:  # fmt: skip
-    best = ranked[0] if ranked else None
-    keys = ("usd_per_hour", "usd_per_million_output_tokens", "num_gpus", "ttft_s", "tpot_s", "headroom")
-    metrics: dict[str, float] = {k: float(best[k]) if best else 0.0 for k in keys}
-    metrics.update(layouts_tried=tried, layouts_confirmed=runs)
-    return {
-        "model": model,
-        "request_rate_per_s": p.request_rate_per_s,
-        "percentile": p.percentile,
-        "ttft_slo_s": p.ttft_slo_s,
-        "tpot_slo_s": p.tpot_slo_s,
-        "table": ranked,
-        "pruned": pruned,
-        "prices_usd_per_hour": prices,
-        "found": best is not None,
-        "metrics": metrics,
-    }

@@ -10,54 +10,41 @@ from ..plotting import figure as make_figure
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    if "pending" in r:
-        return _searching_figure(r, view)
-    rows = r["table"]
-    names = [x["config"] for x in rows]
+    """While the engine confirms layouts (what run() yields, with "pending") the rows found so far
+    and, in the cost view, the lower bounds of the layouts next in line; then the ranked table."""
+    q, searching, rows = r["percentile"], "pending" in r, r["table"]
+    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: " + (
+        f"searching ({r['layouts_left']} layouts still in line)"
+        if searching
+        else f"configurations meeting the p{q} SLO"
+    )
     if view == "latency":
-        q = r["percentile"]
+        run = [x for x in rows if "ttft_s" in x]  # every row, once the search is done
         data = [
-            markers([x["tpot_s"] * 1e3 for x in rows], [x["ttft_s"] * 1e3 for x in rows], "Ranked configurations",
-                    0, text=[str(i + 1) for i in range(len(rows))]),
-            markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
-        ]  # fmt: skip
-        return make_figure(
-            data, layout(f"p{q} latency of each ranked configuration", f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
-        )
-    # Horizontal bars with short labels (rank, GPUs, GPU id, layout) that a phone's width holds; the
-    # whole configuration is in the hover text and the table. Listed bottom-up: the cheapest on top.
-    short = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)][::-1]
-    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
-    cost = [x["usd_per_hour"] for x in rows][::-1]
-    data = [bar(cost, short, "USD per hour", 0, orientation="h", customdata=names[::-1], hovertemplate=hover)]
-    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: configurations meeting the p{r['percentile']} SLO"
-    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
-
-
-def _searching_figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    """The chart while the engine confirms layouts (what run() yields): the rows found so far and,
-    in the cost view, the lower bounds of the layouts next in line."""
-    rows, pending = r["table"], r["pending"]
-    title = f"{r['model']} at {r['request_rate_per_s']:g} req/s: searching ({r['layouts_left']} layouts still in line)"
-    if view == "latency":
-        run = [x for x in rows if "ttft_s" in x]
-        data = [
-            markers([x["tpot_s"] * 1e3 for x in run], [x["ttft_s"] * 1e3 for x in run], "Confirmed so far", 0,
+            markers([x["tpot_s"] * 1e3 for x in run], [x["ttft_s"] * 1e3 for x in run],
+                    "Confirmed so far" if searching else "Ranked configurations", 0,
                     text=[str(i + 1) for i in range(len(run))]),
             markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
         ]  # fmt: skip
-        q = r["percentile"]
+        title = title if searching else f"p{q} latency of each ranked configuration"
         return make_figure(data, layout(title, f"p{q} ITL (ms)", f"p{q} TTFT (ms)"))
-    hover = "%{customdata}: USD %{x:,.2f} per hour<extra></extra>"
-    found = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)]
-    data = [
-        bar([x["usd_per_hour"] for x in rows][::-1], found[::-1], "Meets the targets (engine)", 0, orientation="h",
-            customdata=[x["config"] for x in rows][::-1], hovertemplate=hover),
-        bar([x["usd_per_hour"] for x in pending][::-1], [f"{x['short']} (bound)" for x in pending][::-1],
-            "Lower bound, not yet run", 1, orientation="h", customdata=[x["config"] for x in pending][::-1],
-            hovertemplate="%{customdata}: at least USD %{x:,.2f} per hour<extra></extra>"),
-    ]  # fmt: skip
+    # Horizontal bars with short labels (rank, GPUs, GPU id, layout) that a phone's width holds; the
+    # whole configuration is in the hover text and the table. Listed bottom-up: the cheapest on top.
+    found = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)][::-1]
+    data = [_bars(rows[::-1], found, "Meets the targets (engine)" if searching else "USD per hour", 0, "")]
+    if searching:
+        pending = r["pending"][::-1]
+        data.append(
+            _bars(pending, [f"{x['short']} (bound)" for x in pending], "Lower bound, not yet run", 1, "at least ")
+        )
     return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
+
+
+def _bars(rows: list[dict[str, Any]], labels: list[str], name: str, i: int, bound: str) -> dict[str, Any]:
+    """Horizontal bars of the rows' prices per hour, each row's whole configuration in its hover text."""
+    hover = f"%{{customdata}}: {bound}USD %{{x:,.2f}} per hour<extra></extra>"
+    cost, names = [x["usd_per_hour"] for x in rows], [x["config"] for x in rows]
+    return bar(cost, labels, name, i, orientation="h", customdata=names, hovertemplate=hover)
 
 
 def summary(r: dict[str, Any], view: str) -> str:
@@ -81,12 +68,9 @@ def summary(r: dict[str, Any], view: str) -> str:
             for i, x in enumerate(rows)
         ]
         return (
-            head
-            + "Each ranked layout's latency, against the targets that mark the corner of the allowed box: "
-            + "; ".join(points)
-            + f". Layout {tight + 1} is closest to a target, with {rows[tight]['headroom']:.0%} of the tighter "
-            + "target left."
-            + _skipped(r["pruned"])
+            f"{head}Each ranked layout's latency, against the targets that mark the corner of the allowed box: "
+            f"{'; '.join(points)}. Layout {tight + 1} is closest to a target, with {rows[tight]['headroom']:.0%} of "
+            f"the tighter target left.{_skipped(r['pruned'])}"
         )
     lines = [
         f"{i + 1}. {x['config']}: USD {x['usd_per_hour']:,.2f}/h, USD {x['usd_per_million_output_tokens']:,.3f} per "
@@ -95,12 +79,9 @@ def summary(r: dict[str, Any], view: str) -> str:
         for i, x in enumerate(r["table"])
     ]
     return (
-        head
-        + "The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
-        + "the last row was not run): "
-        + "; ".join(lines)
-        + f". {sum(x['why'] != NO_PRICE for x in r['pruned'])} layouts were left out."
-        + _skipped(r["pruned"])
+        f"{head}The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
+        f"the last row was not run): {'; '.join(lines)}. {sum(x['why'] != NO_PRICE for x in r['pruned'])} layouts "
+        f"were left out.{_skipped(r['pruned'])}"
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from ..core.catalog import resolve_gpu, resolve_model
@@ -88,27 +89,15 @@ class Params(ModelGpuEngine):
             raise ParamError("num_prefill", f"must leave at least one decode replica: below {self.num_replicas}")
 
 
-# Router runs kept between calls through the caller's keep (api.Session's store): neither the chart nor
-# the split into prefill and decode replicas changes them, so a change of the split re-serves only
-# the disaggregated run (one of six). Keyed by every parameter the runs depend on and the router;
-# one scenario kept: its trace, each router's run and the disaggregated run (of the latest split).
+# Runs kept through the caller's keep (api.Session's store), keyed by every parameter they depend on:
+# a new split re-serves only the disaggregated run (one of six). One scenario: its trace, each
+# router's run and the disaggregated run of the latest split.
 MEMO_ENTRIES = len(ROUTERS) + 2
 
 
 def _scenario_key(p: Params, seed: int) -> list[Any]:
-    return [
-        p.model,
-        p.gpu,
-        p.num_replicas,
-        p.sharing,
-        p.num_prefixes,
-        p.shared_tokens,
-        p.num_requests,
-        p.rate_per_s,
-        p.engine,  # the profile and the layout price every step
-        repr(layout_of(p)),
-        seed,
-    ]
+    trace = (p.model, p.gpu, p.num_replicas, p.sharing, p.num_prefixes, p.shared_tokens, p.num_requests, p.rate_per_s)
+    return [*trace, p.engine, repr(layout_of(p)), seed]  # the profile and the layout price every step
 
 
 V = TypeVar("V")
@@ -117,48 +106,33 @@ Show = Callable[[Run, int], dict[str, Any]]  # a run on the requests finished so
 Steps = Generator[dict[str, Any], None, V]  # what yields the growing chart's results, then returns V
 
 
-def _router(p: Params, seed: int, keep: Keep, name: str, show: Show | None = None) -> Steps[tuple[Run, bool]]:
-    """One router's run, and whether it was kept already; made now with `show`, it is shown once
-    while it goes (show(its run on the requests finished so far, how many))."""
+def _scenario(p: Params, seed: int, keep: Keep) -> tuple[list[Any], list[workload.Request], EngineSpec]:
+    """The scenario's key, the trace every router serves and the replicas' engine (kept)."""
     key = _scenario_key(p, seed)
-    reqs, spec = keep(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
-    return (
-        yield from kept_steps(keep, json.dumps([*key, name], sort_keys=True), lambda: _route(p, reqs, spec, name, show))
-    )
+
+    def make() -> tuple[list[workload.Request], EngineSpec]:
+        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+        sharing = {"sharing": p.sharing, "num_prefixes": p.num_prefixes, "shared_tokens": p.shared_tokens}
+        reqs = workload.shared_prefix_trace(seed, m.max_context_tokens, p.num_requests, p.rate_per_s, **sharing)
+        config = SchedulerConfig(max_model_len=m.max_context_tokens)
+        return reqs, EngineSpec(m, gpu, config, prefix="hash", engine=p.engine, **layout_of(p).cost_kw())
+
+    reqs, spec = keep(json.dumps(key, sort_keys=True), make)
+    return key, reqs, spec
 
 
-def _scenario(p: Params, seed: int) -> tuple[list[workload.Request], EngineSpec]:
-    """The trace every router serves, and the replicas' engine."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    sharing = {"sharing": p.sharing, "num_prefixes": p.num_prefixes, "shared_tokens": p.shared_tokens}
-    reqs = workload.shared_prefix_trace(seed, m.max_context_tokens, p.num_requests, p.rate_per_s, **sharing)
-    spec = EngineSpec(
-        m,
-        gpu,
-        SchedulerConfig(max_model_len=m.max_context_tokens),
-        prefix="hash",
-        engine=p.engine,
-        **layout_of(p).cost_kw(),
-    )
-    return reqs, spec
+def _router(p: Params, seed: int, keep: Keep, name: str, show: Show | None = None) -> Steps[tuple[Run, bool]]:
+    """One router's run (its chart entry, metrics and summary), and whether it was kept already;
+    made now with `show`, it is shown once when a quarter of the requests have finished."""
+    key, reqs, spec = _scenario(p, seed, keep)
+    measure, opts = partial(_measured, p, name), {"num_replicas": p.num_replicas, "router": name, "keep_series": False}
+    run_key = json.dumps([*key, name], sort_keys=True)
+    return (yield from kept_steps(keep, run_key, lambda: serve_shown(reqs, spec, measure, show, **opts)))
 
 
-def _route(p: Params, reqs: list[workload.Request], spec: EngineSpec, name: str, show: Show | None) -> Steps[Run]:
-    """One router's run: its chart entry, its metrics and its summary (with `show`, shown once when
-    a quarter of the requests have finished)."""
-
-    def measure(recs: list[RequestRecord], _dropped: list[workload.Request], replicas: list[Replica]) -> Run:
-        return _measured(p, name, recs, replicas)
-
-    opts = {"num_replicas": p.num_replicas, "router": name, "keep_series": False}
-    return (yield from serve_shown(reqs, spec, measure, show, **opts))
-
-
-def _measured(p: Params, name: str, recs: list[RequestRecord], replicas: list[Replica]) -> Run:
+def _measured(p: Params, name: str, recs: list[RequestRecord], _dropped: Any, replicas: list[Replica]) -> Run:
     s = summarize(recs)
-    counts = [0] * p.num_replicas
-    for r in recs:
-        counts[r.replica] += 1
+    counts = [sum(r.replica == i for r in recs) for i in range(p.num_replicas)]
     hits = sum(rep.hit_tokens for rep in replicas)
     computed = sum(rep.prefill_tokens for rep in replicas)
     metrics = {
@@ -176,16 +150,12 @@ def _percentiles(s: dict[str, float]) -> dict[str, list[float]]:
 
 def _disaggregated(p: Params, seed: int, keep: Keep) -> tuple[dict[str, float], bool]:
     """The same trace on the same replicas split into prefill and decode pools, and whether kept."""
-    key = _scenario_key(p, seed)
-    reqs, spec = keep(json.dumps(key, sort_keys=True), lambda: _scenario(p, seed))
-
-    def make() -> dict[str, float]:
-        served = serve(
-            reqs, spec, num_replicas=p.num_replicas, router="least_queue", num_prefill=p.num_prefill, keep_series=False
-        )
-        return summarize(served.records)
-
-    return kept(keep, json.dumps([*_scenario_key(p, seed), "disaggregated", p.num_prefill], sort_keys=True), make)
+    key, reqs, spec = _scenario(p, seed, keep)
+    opts = {"num_replicas": p.num_replicas, "router": "least_queue", "num_prefill": p.num_prefill, "keep_series": False}
+    make = partial(serve, reqs, spec, **opts)
+    return kept(
+        keep, json.dumps([*key, "disaggregated", p.num_prefill], sort_keys=True), lambda: summarize(make().records)
+    )
 
 
 def run(
@@ -194,11 +164,8 @@ def run(
     """Every router's run, then the split into prefill and decode pools. The chart asked for is
     yielded as it grows, one run made now at a time (kept runs are drawn with the answer): the
     routers and balance charts router by router; the disaggregation chart's two runs come first."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    keep = for_call(keep, MEMO_ENTRIES)
-    modes: dict[str, Any] = {}
+    keep, modes, n = for_call(keep, MEMO_ENTRIES), {}, p.num_requests
     split = {"num_replicas": p.num_replicas, "num_prefill": p.num_prefill}
-    n = p.num_requests
     if view == "disagg":  # colocated is the least-queue router's run: the same requests, replicas and router
 
         def colocated_so_far(run: Run, done: int) -> dict[str, Any]:
@@ -219,12 +186,8 @@ def run(
     for name in ROUTERS:
 
         def so_far(run: Run, done: int, name: str = name) -> dict[str, Any]:
-            return {
-                **head,
-                "routers": {**routers, name: run[0]},
-                "metrics": {**metrics, **run[1]},
-                "running": [done, n],
-            }
+            grown = {"routers": {**routers, name: run[0]}, "metrics": {**metrics, **run[1]}}
+            return {**head, **grown, "running": [done, n]}
 
         # the chart's first run is shown while it goes (a quarter of its requests done)
         show = so_far if view in ("routers", "balance") and not routers else None
@@ -238,8 +201,8 @@ def run(
         metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
         metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]
     return {
-        "model": m.name,
-        "gpu": gpu.name,
+        "model": resolve_model(p.model).name,
+        "gpu": resolve_gpu(p.gpu).name,
         **split,
         "sharing": p.sharing,
         "routers": {k: {f: list(v) for f, v in r.items()} for k, r in routers.items()},
@@ -259,48 +222,29 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return make_figure(data, layout("Requests per replica, per router", "Router", "Requests", barmode="group"))
     if view == "disagg":
         labels = ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
+        split = f"{r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode"
+        modes = {"colocated": f"{r['num_replicas']} colocated replicas", "disaggregated": split}
         data = [
             bar(labels, [x * 1e3 for x in r["modes"][k]["ttft"] + r["modes"][k]["tpot"]], name, i)
-            for i, (k, name) in enumerate(
-                (
-                    ("colocated", f"{r['num_replicas']} colocated replicas"),
-                    ("disaggregated", f"{r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode"),
-                )
-            )
+            for i, (k, name) in enumerate(modes.items())
             if k in r["modes"]  # both, but while they stream
         ]
-        return make_figure(
-            data,
-            layout(
-                "Colocated vs disaggregated prefill and decode",
-                "Metric",
-                "Milliseconds",
-                barmode="group",
-                yaxis=LOG,
-            ),
-        )
+        title = "Colocated vs disaggregated prefill and decode"
+        return make_figure(data, layout(title, "Metric", "Milliseconds", barmode="group", yaxis=LOG))
     m = r["metrics"]
     data = [
         # Offset groups put the two bars side by side although they hang on different y axes.
         bar(names, [m[f"hit_rate_{n}"] for n in done], "Cache hit rate", 0, offsetgroup="hits"),
         bar(names, [m[f"ttft_{n}_s_p99"] for n in done], "p99 TTFT (s)", 1, yaxis="y2", offsetgroup="ttft"),
     ]
-    return make_figure(
-        data,
-        layout(
-            f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload",
-            "Router",
-            "Share of prompt tokens from cache",
-            barmode="group",
-            yaxis=PERCENT,
-            yaxis2={"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True},
-        ),
-    )
+    title = f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload"
+    y2 = {"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True}
+    lay = layout(title, "Router", "Share of prompt tokens from cache", barmode="group", yaxis=PERCENT, yaxis2=y2)
+    return make_figure(data, lay)
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: hit rate and tail TTFT per router (routers), requests per replica (balance),
-    or colocated against disaggregated latency (disagg)."""
+    """One text per view (VIEWS): routers, balance, or colocated against disaggregated latency."""
     m = r["metrics"]
     if view == "balance":
         even = sorted(ROUTERS, key=lambda n: m[f"imbalance_{n}"])

@@ -93,32 +93,26 @@ class Params(ModelGpu):
 BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}
 
 
-def _passes(
-    m: Any, gpu: Any, s: dict[str, Any], kv: str, batch: int, prompt: int, **kw: Any
-) -> tuple[cm.StepTime, cm.StepTime]:
-    """(prefill, one decode step) of `batch` sequences in scheme `s`."""
-    fmt = {"kv_dtype": kv, **{k: s[k] for k in ("weight_dtype", "activation_dtype", "sparse")}}
-    prefill = cm.step_time(m, gpu, [(prompt, 0)] * batch, **fmt, **kw)
-    decode = cm.step_time(m, gpu, [(1, prompt)] * batch, **fmt, **kw)
-    return prefill, decode
-
-
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     lay = layout_of(p)
     kw = {"eff": cm.efficiency(p.ideal, p.engine), **lay.cost_kw()}
     table = schemes()["schemes"]
     kv = "fp8" if p.kv_fp8 else "bf16"
-    base_pre, base_dec = _passes(m, gpu, BASELINE, "bf16", p.batch_size, p.prompt_tokens, **kw)
+
+    def timed(s: dict[str, Any], kv: str, batch: int) -> tuple[cm.StepTime, cm.StepTime]:
+        """(prefill, one decode step) of `batch` sequences of the prompt in scheme `s`."""
+        fmt = {"kv_dtype": kv, **{k: s[k] for k in ("weight_dtype", "activation_dtype", "sparse")}}
+        prefill = cm.step_time(m, gpu, [(p.prompt_tokens, 0)] * batch, **fmt, **kw)
+        return prefill, cm.step_time(m, gpu, [(1, p.prompt_tokens)] * batch, **fmt, **kw)
+
+    base_pre, base_dec = timed(BASELINE, "bf16", p.batch_size)
+    base_by_batch = [timed(BASELINE, "bf16", b)[1].time_s for b in BATCH_GRID]
     rows, passes = {}, {}
     for sid, s in table.items():
-        pre, dec = passes[sid] = _passes(m, gpu, s, kv, p.batch_size, p.prompt_tokens, **kw)
+        pre, dec = passes[sid] = timed(s, kv, p.batch_size)
         tokens = vllm_kv_tokens(m, gpu, lay, weight_dtype=s["weight_dtype"], kv_dtype=kv, sparse=s["sparse"])
-        by_batch = []
-        for b in BATCH_GRID:
-            _, d = _passes(m, gpu, s, kv, b, p.prompt_tokens, **kw)
-            _, d0 = _passes(m, gpu, BASELINE, "bf16", b, p.prompt_tokens, **kw)
-            by_batch.append(d0.time_s / d.time_s)
+        by_batch = [t0 / timed(s, kv, b)[1].time_s for b, t0 in zip(BATCH_GRID, base_by_batch, strict=True)]
         rows[sid] = {
             "name": s["name"],
             "artifact_GB": cm.weight_bytes(m, s["weight_dtype"], sparse=s["sparse"]) / cm.GB,
@@ -152,7 +146,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if not row["kv_token_capacity"]:
         notes.append(f"Even compressed, the weights do not fit on {where}.")
     # Speed-ups are against BF16, which must hold the batch too (vLLM's accounting, per GPU rank).
-    most = base_tokens // cm.kv_tokens_held(m, p.prompt_tokens)
+    held = cm.kv_tokens_held(m, p.prompt_tokens)
+    most = base_tokens // held
     if base_tokens and p.batch_size > most:
         notes.append(
             f"Batch {p.batch_size:,} does not fit: at {p.prompt_tokens:,} tokens of context, {where} holds at most "
@@ -181,8 +176,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "batch_grid": list(BATCH_GRID),
         "baseline_capacity": base_tokens,
         # Sequences of this prompt whose KV cache fits beside the weights, in this scheme and in BF16.
-        "fit_batch": max(0, row["kv_token_capacity"]) // cm.kv_tokens_held(m, p.prompt_tokens),
-        "fit_batch_baseline": max(0, base_tokens) // cm.kv_tokens_held(m, p.prompt_tokens),
+        "fit_batch": max(0, row["kv_token_capacity"]) // held,
+        "fit_batch_baseline": max(0, base_tokens) // held,
         "notes": notes,
         "metrics": {
             "artifact_GB": row["artifact_GB"],
@@ -202,50 +197,28 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    rows = r["schemes"]
-    names = [v["name"] for v in rows.values()]
+    rows = list(r["schemes"].values())
+    names = [v["name"] for v in rows]
     kv = " + FP8 KV" if r["kv_fp8"] else ""
     if view == "batch":
         x = r["batch_grid"]
-        data = [line(x, v["decode_speedup_by_batch"], v["name"] + kv, i) for i, v in enumerate(rows.values())]
+        data = [line(x, v["decode_speedup_by_batch"], v["name"] + kv, i) for i, v in enumerate(rows)]
         data.append(line([x[0], x[-1]], [1, 1], "BF16 (1x)", 6))
-        lay = layout(
-            f"Decode speed-up over BF16: {r['model']} on {r['gpu']}",
-            "Batch size (sequences)",
-            "Speed-up (x)",
-            xaxis=LOG,
-        )
-        return make_figure(data, lay)
+        title = f"Decode speed-up over BF16: {r['model']} on {r['gpu']}"
+        return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
     if view == "memory":
+        weights = [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows]
+        tokens = [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows]
         data = [
-            bar(
-                ["BF16"] + names,
-                [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows.values()],
-                "Weights (GB)",
-                0,
-            ),
-            bar(
-                ["BF16"] + names,
-                [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows.values()],
-                f"KV tokens that fit{kv} (millions)",
-                1,
-            ),
+            bar(["BF16"] + names, weights, "Weights (GB)", 0),
+            bar(["BF16"] + names, tokens, f"KV tokens that fit{kv} (millions)", 1),
         ]
-        lay = layout(
-            f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}",
-            "Scheme",
-            "GB / million tokens",
-            barmode="group",
-        )
-        return make_figure(data, lay)
+        title = f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}"
+        return make_figure(data, layout(title, "Scheme", "GB / million tokens", barmode="group"))
+    prefill = f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})"
     data = [
-        bar(
-            names,
-            [v["prefill_speedup"] for v in rows.values()],
-            f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})",
-            0,
-        ),
-        bar(names, [v["decode_speedup"] for v in rows.values()], f"Decode step (batch {r['batch_size']})", 1),
+        bar(names, [v["prefill_speedup"] for v in rows], prefill, 0),
+        bar(names, [v["decode_speedup"] for v in rows], f"Decode step (batch {r['batch_size']})", 1),
         line([names[0], names[-1]], [1, 1], "BF16 (1x)", 6),
     ]
     lay = layout(f"Speed-up over BF16{kv}: {r['model']} on {r['gpu']}", "Scheme", "Speed-up (x)", barmode="group")
@@ -265,9 +238,9 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{r['prompt_tokens']:,} tokens against {r['fit_batch_baseline']:,}. Calibration: {r['calibration']}"
         )
     elif view == "batch":
-        by_batch = r["schemes"][r["scheme"]]["decode_speedup_by_batch"]
-        grid = r["batch_grid"]
+        by_batch, grid = r["schemes"][r["scheme"]]["decode_speedup_by_batch"], r["batch_grid"]
         last = {v["name"]: v["decode_speedup_by_batch"][-1] for v in r["schemes"].values()}
+        past = "; points beyond that are roofline extrapolations, not batches one deployment can run."
         text = (
             f"At {r['prompt_tokens']:,} tokens of context on {r['num_gpus']} x {r['gpu']}, {r['scheme_name']}{kv} speeds "
             f"a decode step up {by_batch[0]:.2f}x at batch 1 and {by_batch[-1]:.2f}x at batch {grid[-1]:,}: as the batch "
@@ -275,33 +248,25 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"shrinking the weights saves less. At batch {grid[-1]:,} the schemes range from "
             f"{min(last.values()):.2f}x ({min(last, key=lambda k: last[k])}) to {max(last.values()):.2f}x "
             f"({max(last, key=lambda k: last[k])}). At this context BF16 holds at most {r['fit_batch_baseline']:,} sequences"
+        ) + (past if r["fit_batch_baseline"] < grid[-1] else ".")
+    else:  # which scheme gains most in prefill and which in decode, at this batch and prompt
+        pre = max(r["schemes"].values(), key=lambda v: v["prefill_speedup"])
+        dec = max(r["schemes"].values(), key=lambda v: v["decode_speedup"])
+        fastest = (
+            f"Of all schemes, {pre['name']} gains most in prefill ({pre['prefill_speedup']:.2f}x) and "
+            f"{dec['name']} most in decode ({dec['decode_speedup']:.2f}x)."
         )
-        text += (
-            "; points beyond that are roofline extrapolations, not batches one deployment can run."
-            if r["fit_batch_baseline"] < grid[-1]
-            else "."
-        )
-    else:
+        if pre["sparse"] or dec["sparse"]:
+            fastest += (
+                " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
+            )
         text = (
             f"On {r['num_gpus']} x {r['gpu']} with the matmuls on the {r['matmul_path'].upper()} path, "
             f"{r['scheme_name']}{kv} runs prefill of {r['prompt_tokens']:,} tokens x {r['batch_size']} "
             f"({r['prefill_bound']}-bound) {m['prefill_speedup']:.2f}x as fast as BF16 and a decode step "
-            f"({r['decode_bound']}-bound) {m['decode_speedup']:.2f}x as fast. {_fastest(r['schemes'])} "
+            f"({r['decode_bound']}-bound) {m['decode_speedup']:.2f}x as fast. {fastest} "
             f"Quality ({r['quality_source']}): {r['quality']}"
         )
     if r["kv_cache"] and view != "batch":
         text += f" FP8 KV cache: {r['kv_cache']['calibration']} {r['kv_cache']['quality']}"
     return text + "".join(" " + n for n in r["notes"])
-
-
-def _fastest(rows: dict[str, Any]) -> str:
-    """Which scheme gains most in prefill and which in decode, at this batch and prompt."""
-    pre = max(rows.values(), key=lambda v: v["prefill_speedup"])
-    dec = max(rows.values(), key=lambda v: v["decode_speedup"])
-    text = (
-        f"Of all schemes, {pre['name']} gains most in prefill ({pre['prefill_speedup']:.2f}x) and "
-        f"{dec['name']} most in decode ({dec['decode_speedup']:.2f}x)."
-    )
-    if pre["sparse"] or dec["sparse"]:
-        text += " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
-    return text

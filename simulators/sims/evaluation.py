@@ -99,10 +99,8 @@ class Params:
 
 class Chunk(NamedTuple):
     """CHUNK positions' draws and the baseline's side of them (the module docstring's scheme).
-
     `base`, `pb` and `z` are flat arrays of doubles, position-major (VOCAB values per position):
-    compact, since the memo holds up to MAX_POSITIONS x 3 x VOCAB of them. Never change them.
-    """
+    compact, since the memo holds up to MAX_POSITIONS x 3 x VOCAB of them. Never change them."""
 
     base: array[float]  # baseline logits
     pb: array[float]  # baseline next-token probabilities
@@ -116,14 +114,11 @@ class Chunk(NamedTuple):
     pz: tuple[float, ...]  # sum p_i z_i under the baseline's distribution p
 
 
-# Kept between calls through the caller's keep (api.Session's store), in two stores of their own,
-# per chunk: its draws, which depend only on (seed, chunk index), never on a control; and its
-# scores, which depend on the draws and the three damage controls, never on num_positions (a
-# position's scores are its own). So a change of num_positions draws and scores at most one new
-# chunk, and a change of any other control scores every chunk again from the kept draws. Each
-# store holds one seed's MAX_POSITIONS (a run reads its chunks in order, so a smaller bound would
-# evict each one just before it is needed); two stores, so that new scores never evict draws:
-# about 9 MB of draws in the reader's browser, the scores a few hundred KB.
+# Kept through the caller's keep (api.Session's store), per chunk, in two stores: its draws, by
+# (seed, chunk index) alone; its scores, by the draws and the three damage controls (never by
+# num_positions). So a new num_positions draws and scores at most one new chunk, another control
+# rescores the kept draws. Each store holds one seed's MAX_POSITIONS (a run reads chunks in order: a
+# smaller bound would evict each just before its use); two, so new scores never evict draws (~9 MB).
 MEMO_ENTRIES = 2
 CHUNKS = MAX_POSITIONS // CHUNK
 
@@ -146,13 +141,7 @@ def chunk(seed: int, index: int) -> Chunk:
     sharps = [0.6 + 1.4 * rnd() for _ in range(CHUNK)]
     u = tuple([rnd() for _ in range(CHUNK)])
     v = [rnd() for _ in range(CHUNK)]
-    base, pb = array("d"), array("d")
-    first: list[int] = []
-    second: list[int] = []
-    token: list[int] = []
-    lse: list[float] = []
-    nll: list[float] = []
-    pz: list[float] = []
+    base, pb, rows = array("d"), array("d"), []
     for k, sharp in enumerate(sharps):
         at = k * VOCAB
         x = [-sharp * lr + 0.3 * g for lr, g in zip(LOG_RANKS, gauss[at : at + VOCAB], strict=True)]
@@ -165,13 +154,9 @@ def chunk(seed: int, index: int) -> Chunk:
         p = [w / total for w in e]
         base.extend(x)
         pb.extend(p)
-        first.append(one)
-        second.append(two)
-        token.append(tok)
-        lse.append(log(total))
-        nll.append(lse[-1] - x[tok])
-        pz.append(fsum(map(mul, p, z[at : at + VOCAB])))
-    return Chunk(base, pb, z, u, tuple(first), tuple(second), tuple(token), tuple(lse), tuple(nll), tuple(pz))
+        # first, second, token, lse, nll, pz (Chunk's fields)
+        rows.append((one, two, tok, log(total), log(total) - x[tok], fsum(map(mul, p, z[at : at + VOCAB]))))
+    return Chunk(base, pb, z, u, *zip(*rows, strict=True))
 
 
 class Positions(NamedTuple):
@@ -204,18 +189,15 @@ def score(c: Chunk, noise: float, frac: float, margin: float) -> Scores:
     grow = [pi * expm1(noise * z) for pi, z in zip(pb, zs, strict=True)]
     hits = [u < frac for u in c.u]
     for k in range(CHUNK):
-        if hits[k]:
-            two = k * VOCAB + c.second[k]
-            opt[two] = opt[k * VOCAB + c.first[k]] + margin
-            grow[two] = pb[two] * expm1(opt[two] - base[two])
-    for k in range(CHUNK):
         at = k * VOCAB
+        shift = noise * c.pz[k]  # sum p_i d_i without damage
+        if hits[k]:  # the runner-up pushed `margin` above the favourite
+            two = at + c.second[k]
+            opt[two] = opt[at + c.first[k]] + margin
+            grow[two] = pb[two] * expm1(opt[two] - base[two])
+            shift += pb[two] * (opt[two] - base[two] - noise * zs[two])
         y = opt[at : at + VOCAB]
         lift = log1p(fsum(grow[at : at + VOCAB]))  # L(y) - L(x)
-        shift = noise * c.pz[k]  # sum p_i d_i without damage
-        if hits[k]:
-            two = at + c.second[k]
-            shift += pb[two] * (opt[two] - base[two] - noise * zs[two])
         kls.append(lift - shift)
         nll_opt.append(c.lse[k] + lift - y[c.token[k]])
         agree.append(y.index(max(y)) == c.first[k])
@@ -275,7 +257,6 @@ MAX_MARKERS = 1000
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:
     n = len(r["kl_ranked"])
-    ranks = list(range(1, n + 1))
     # At most about MAX_MARKERS markers: thousands of SVG markers block the page's main thread for
     # 200 ms and more per redraw. Every stride-th rank is drawn; the downloads keep every position.
     stride = -(-n // MAX_MARKERS)
@@ -284,22 +265,12 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     clean = [i for i in shown if not r["damaged_ranked"][i]]
     floor = 1e-6  # a log axis cannot show zero divergence
     data = [
-        markers(
-            [ranks[i] for i in clean], [max(r["kl_ranked"][i], floor) for i in clean], "Noise only", 0, mode="markers"
-        ),
-        markers(
-            [ranks[i] for i in hit],
-            [max(r["kl_ranked"][i], floor) for i in hit],
-            "Damaged position (runner-up pushed ahead)",
-            1,
-            mode="markers",
-        ),
+        markers([i + 1 for i in ranks], [max(r["kl_ranked"][i], floor) for i in ranks], name, j, mode="markers")
+        for j, (name, ranks) in enumerate((("Noise only", clean), ("Damaged position (runner-up pushed ahead)", hit)))
     ]
     x_title = "Position rank" + (f" (one position in {stride} drawn)" if stride > 1 else "")
-    return make_figure(
-        data,
-        layout("KL divergence per position, worst first", x_title, "KL(baseline || optimised), nats", yaxis=LOG),
-    )
+    title = "KL divergence per position, worst first"
+    return make_figure(data, layout(title, x_title, "KL(baseline || optimised), nats", yaxis=LOG))
 
 
 def summary(r: dict[str, Any]) -> str:

@@ -138,7 +138,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     decode = cm.decode_step_time(m, gpu, [p.context_tokens] * p.batch_size, **kw)
     trail = [_point(cm.decode_step_time(m, gpu, [p.context_tokens] * b, **kw)) for b in DECODE_TRAIL]
     bound_batch = cm.decode_compute_bound_batch(m, gpu, p.context_tokens, **kw) if ridge else None
-    peak = gpu.peak_tflops(path)
     notes = []
     if ridge is None:
         notes.append(
@@ -173,7 +172,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "context_tokens": p.context_tokens,
         "num_gpus": p.num_gpus,
         "bandwidth_GBps": gpu.hbm_bandwidth_GBps,
-        "peak_tflops": peak or 0.0,
+        "peak_tflops": gpu.peak_tflops(path) or 0.0,
         "bars": bars,
         "prefill_point": _point(prefill),
         "decode_point": _point(decode),
@@ -183,12 +182,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "decode_trail_batches": list(DECODE_TRAIL),
         "notes": notes,
         "metrics": {
-            "weights_GB": chosen["weights"] / cm.GB,
-            "activations_GB": chosen["activations"] / cm.GB,
-            "non_torch_GB": chosen["non_torch"] / cm.GB,
-            "reserve_GB": chosen["reserve"] / cm.GB,
-            "kv_budget_GB": chosen["kv_budget"] / cm.GB,
-            "kv_demand_GB": chosen["kv_demand"] / cm.GB,
+            **{
+                f"{k}_GB": chosen[k] / cm.GB
+                for k in ("weights", "activations", "non_torch", "reserve", "kv_budget", "kv_demand")
+            },
             "kv_token_capacity": chosen["kv_token_capacity"],
             "max_concurrency": chosen["max_concurrency"],
             "max_batch_at_context": int(chosen["max_concurrency"]),
@@ -208,34 +205,35 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
 def _fit_figure(r: dict[str, Any]) -> dict[str, Any]:
     # Category labels (plotly would read "1" as a number): "3 PP" is 3 GPUs with pipeline stages.
-    x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in r["bars"]]
-    layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in r["bars"]]
+    bars = r["bars"]
+    x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in bars]
+    layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in bars]
     hover = "%{x} GPUs, %{customdata}: %{y:.1f} GB<extra>%{fullData.name}</extra>"
-    gb = cm.GB
+    kv = f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens"
     parts = [
-        ("Weights", [b["weights"] / gb for b in r["bars"]]),
-        ("Activation peak", [b["activations"] / gb for b in r["bars"]]),
-        ("Non-torch", [b["non_torch"] / gb for b in r["bars"]]),
-        (
-            f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens",
-            [min(b["kv_demand"], max(0.0, b["kv_budget"])) / gb for b in r["bars"]],
-        ),
-        ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) / gb for b in r["bars"]]),
-        ("Reserve (1 - utilisation)", [b["reserve"] / gb for b in r["bars"]]),
+        ("Weights", [b["weights"] for b in bars]),
+        ("Activation peak", [b["activations"] for b in bars]),
+        ("Non-torch", [b["non_torch"] for b in bars]),
+        (kv, [min(b["kv_demand"], max(0.0, b["kv_budget"])) for b in bars]),
+        ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) for b in bars]),
+        ("Reserve (1 - utilisation)", [b["reserve"] for b in bars]),
     ]
-    data = [bar(x, y, name, i, customdata=layouts, hovertemplate=hover) for i, (name, y) in enumerate(parts)]
-    data.append(markers(x, [b["capacity"] / gb for b in r["bars"]], "Memory CUDA reports", 6, mode="markers"))
-    title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: fits from {r['metrics']['min_gpus_to_fit']} GPU(s)"
-    if not r["metrics"]["min_gpus_to_fit"]:
-        title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: does not fit on 8 GPUs"
-    axis = {"type": "category"}
-    return make_figure(
-        data,
-        layout(title, "GPUs (PP: with pipeline stages)", "GB per GPU", barmode="stack", xaxis=axis),
+    data = [
+        bar(x, [v / cm.GB for v in y], name, i, customdata=layouts, hovertemplate=hover)
+        for i, (name, y) in enumerate(parts)
+    ]
+    data.append(markers(x, [b["capacity"] / cm.GB for b in bars], "Memory CUDA reports", 6, mode="markers"))
+    fewest = r["metrics"]["min_gpus_to_fit"]
+    title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: " + (
+        f"fits from {fewest} GPU(s)" if fewest else "does not fit on 8 GPUs"
     )
+    axes = ("GPUs (PP: with pipeline stages)", "GB per GPU")
+    return make_figure(data, layout(title, *axes, barmode="stack", xaxis={"type": "category"}))
 
 
-def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view != "roofline":
+        return _fit_figure(r)
     bw, peak, ridge = r["bandwidth_GBps"] * cm.GB / 1e12, r["peak_tflops"], r["metrics"]["ridge_flop_per_byte"]
     points = [r["prefill_point"], r["decode_point"], *r["decode_trail"]]
     lo = min(0.5, min(i for i, _ in points) / 2)
@@ -245,33 +243,16 @@ def _roofline_figure(r: dict[str, Any]) -> dict[str, Any]:
     ]
     if ridge:
         data.append(line([ridge, hi], [peak, peak], f"Compute roof: {peak:,.0f} TFLOP/s ({r['matmul_path']})", 1))
+    batches = [f"batch {b:,}" for b in r["decode_trail_batches"]]
+    xs, ys = [i for i, _ in r["decode_trail"]], [t for _, t in r["decode_trail"]]
     data += [
-        line(
-            [i for i, _ in r["decode_trail"]],
-            [t for _, t in r["decode_trail"]],
-            "Decode, batch 1 to 4,096",
-            2,
-            mode="lines+markers",
-            text=[f"batch {b:,}" for b in r["decode_trail_batches"]],
-        ),
+        line(xs, ys, "Decode, batch 1 to 4,096", 2, mode="lines+markers", text=batches),
         markers([r["decode_point"][0]], [r["decode_point"][1]], f"Decode, batch {r['batch_size']:,}", 3),
         markers([r["prefill_point"][0]], [r["prefill_point"][1]], f"Prefill, {r['context_tokens']:,} tokens", 4),
     ]
     title = f"Roofline of {r['gpu']}" + (f": ridge at {ridge:,.1f} FLOP/B" if ridge else ": no published FLOPs")
-    return make_figure(
-        data,
-        layout(
-            title,
-            "Arithmetic intensity (FLOP per byte moved)",
-            "Attainable TFLOP/s",
-            xaxis=LOG,
-            yaxis=LOG,
-        ),
-    )
-
-
-def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    return _roofline_figure(r) if view == "roofline" else _fit_figure(r)
+    axes = ("Arithmetic intensity (FLOP per byte moved)", "Attainable TFLOP/s")
+    return make_figure(data, layout(title, *axes, xaxis=LOG, yaxis=LOG))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
@@ -289,12 +270,9 @@ def summary(r: dict[str, Any], view: str) -> str:
         )
     else:
         text += f"they exceed what vLLM may use by {-m['kv_budget_GB']:.1f} GB per GPU. "
-    text += f"A batch of {r['batch_size']:,} needs {m['kv_demand_GB']:.1f} GB of KV cache per GPU: it " + (
-        "fits" if m["fits"] else "does not fit"
-    )
-    text += (
-        f"; the fewest GPUs that fit it: {m['min_gpus_to_fit']}." if m["min_gpus_to_fit"] else "; not even on 8 GPUs."
-    )
+    fits = "fits" if m["fits"] else "does not fit"
+    fewest = f"the fewest GPUs that fit it: {m['min_gpus_to_fit']}." if m["min_gpus_to_fit"] else "not even on 8 GPUs."
+    text += f"A batch of {r['batch_size']:,} needs {m['kv_demand_GB']:.1f} GB of KV cache per GPU: it {fits}; {fewest}"
     if view == "roofline":
         text += f" Prefill runs at {m['prefill_intensity']:,.0f} FLOP/B, decode at batch {r['batch_size']:,} at "
         text += f"{m['decode_intensity']:,.1f} FLOP/B."

@@ -117,8 +117,10 @@ class Params(ModelGpuEngine):
         m = resolve_model(self.model)
         check_serving(m, resolve_gpu(self.gpu), layout_of(self))
         # Requests longer than the context are dropped; when the typical one is, none is served.
-        typical = workload.lengths_for("fixed") if self.lengths == "fixed" else None
-        need = typical.prompt + typical.output if typical else _azure_median()
+        fixed = workload.lengths_for("fixed")
+        need: float = fixed.prompt + fixed.output
+        if self.lengths != "fixed":  # the medians of the Azure lognormals
+            need = math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
         if need > m.max_context_tokens:
             raise ParamError(
                 "lengths",
@@ -126,25 +128,16 @@ class Params(ModelGpuEngine):
             )
 
 
-def _azure_median() -> float:
-    return math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
-
-
-# The simulated runs of the latest scenario, kept between calls through the caller's keep
-# (api.Session's store). A reader changes one control at a time: a new rate re-simulates one run of the
-# sixteen, new users one, a new SLO, warm-up or chart none. Only what decides a run keys it (model,
-# GPU, engine profile, layout, batch slots, requests, seed); the answers are exactly a fresh computation's. A scenario
-# takes two entries: its runs (at most 24 runs' records, ~7 MB at 1,000 requests) and the runs
-# its maximum is read from. Eight: the widgets of one page share the simulator's keep (lesson 11:
-# 64 and 256 slots) and the page's warm-up runs other seeds; with two, each of those evicted the
-# other's runs and a new rate cost the whole sweep and the 2,000-request ceiling again.
+# The simulated runs of the latest scenarios, kept through the caller's keep (api.Session's store),
+# keyed by what decides a run: a new rate re-simulates one run of the sixteen, a new SLO, warm-up or
+# chart none. A scenario takes two entries (its runs, ~7 MB at 1,000 requests, and its ceiling's).
+# Eight: a page's widgets (lesson 11: 64 and 256 slots) and its warm-up seeds share this keep.
 MEMO_ENTRIES = 8
 
 
 def _runs(p: Params, spec: EngineSpec, seed: int, n: int, keep: Keep) -> ServedMemo:
     """The kept runs of `n` requests on this server (ServedMemo simulates each distinct load once)."""
-    # the engine profile and the GPU layout price every step, so they key the runs too
-    lay = layout_of(p)
+    lay = layout_of(p)  # the engine profile and the GPU layout price every step, so they key the runs too
     key = json.dumps(
         [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs, n, seed], sort_keys=True
     )
@@ -175,13 +168,8 @@ def _point(r: LoadRun) -> dict[str, float]:
 def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Lengths]:
     """The simulated server, the SLO, the statistics' options (warm-up, cool-down, SLO), the lengths."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    spec = EngineSpec(
-        m,
-        gpu,
-        SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens),
-        engine=p.engine,
-        **layout_of(p).cost_kw(),
-    )
+    config = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+    spec = EngineSpec(m, gpu, config, engine=p.engine, **layout_of(p).cost_kw())
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
     return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, workload.lengths_for(p.lengths)
 
@@ -209,7 +197,6 @@ def run(
 def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
     """What every chart shows: the maximum, the figures at the chosen rate and users, the records."""
     spec, slo, kw, lengths = _server(p)
-    m, gpu = spec.model, spec.gpu
     # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
     # profile sends everything at once; in a short run that measures the drain as well). It is
     # read as completions per second over the middle of the completion timeline
@@ -219,22 +206,13 @@ def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
     at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
     closed = served.run("concurrent", lengths, users=p.users, **kw)
-    out: dict[str, Any] = {
-        "model": m.name,
-        "gpu": gpu.name,
-        "rate_per_s": p.rate_per_s,
-        "users": p.users,
-        "lengths": p.lengths,
-        "warmup": p.warmup,
-    }
-    runs = [top, at_rate, closed]
-    cap = top.metrics["steady_throughput_per_s"]
-    a = at_rate.metrics
-    out["percentiles"] = _percentiles(a)
+    runs, a = [top, at_rate, closed], at_rate.metrics
+    out: dict[str, Any] = {"model": spec.model.name, "gpu": spec.gpu.name, "rate_per_s": p.rate_per_s, "users": p.users}
+    out |= {"lengths": p.lengths, "warmup": p.warmup, "percentiles": _percentiles(a)}
     out["guidellm"] = [guidellm_record(r) for r in runs]
     out["csv"] = to_csv(runs)
     out["metrics"] = {
-        "max_throughput_per_s": cap,
+        "max_throughput_per_s": top.metrics["steady_throughput_per_s"],
         **{k: a[k] for k in ("ttft_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_mean", "tpot_s_p99", "drain_share")},
         **{k: a[k] for k in ("goodput_per_s", "slo_attainment", "request_throughput_per_s")},
         "ttft_s_p99_warmup_kept": kept.metrics["ttft_s_p99"],
@@ -247,7 +225,7 @@ def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
         "few_samples_for_p99": float(a["ttft_s_count"] < loadgen.FEW_SAMPLES),
     }
     out["num_requests"] = p.num_requests
-    out["max_context_tokens"] = m.max_context_tokens
+    out["max_context_tokens"] = spec.model.max_context_tokens
     return out
 
 
@@ -273,9 +251,7 @@ EXPORTS = [
 
 def export(p: Params, kind: str, *, seed: int = 0) -> str:
     """The file `kind` of EXPORTS for this server (`run load_test --format guidellm` is the first)."""
-    if kind == "guidellm":
-        return json.dumps(guidellm_report(p, seed=seed), indent=1)
-    return json.dumps(search(p, kind, seed=seed), indent=1)
+    return json.dumps(guidellm_report(p, seed=seed) if kind == "guidellm" else search(p, kind, seed=seed), indent=1)
 
 
 def knee_streams(slots: int) -> list[int]:
@@ -302,11 +278,9 @@ SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 
 def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, Any], None, dict[str, Any]]:
-    """What only the sweep charts draw: the rate sweep (and the users or other-lengths sweep); their
-    runs then fill the GuideLLM records and the CSV in place of the three runs every chart has.
-
-    Each growing chart is yielded after each point, points in chart order, the cheapest first
-    (closed loop from one user up; open loop from the highest rate down)."""
+    """The sweep charts' points (rates, and users or other lengths), whose runs then fill the GuideLLM
+    records and CSV. The chart is yielded after each point, cheapest first (closed loop from one user
+    up; open loop from the highest rate down)."""
     spec, slo, kw, lengths = _server(p)
     served = _runs(p, spec, seed, p.num_requests, keep)
     out: dict[str, Any] = {"lengths": p.lengths, "open": [], "closed": [], "other": []}
@@ -318,20 +292,17 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, A
         chart's first run is drawn as it goes (ServedMemo.stream), its point marked as running."""
         first = not (out["open"] or out["closed"] or out["other"] or "chosen" in out)
 
-        def show(part: LoadRun, done: int) -> dict[str, Any]:
-            grown = {**out, "running": [done, served.n]}
+        def placed(run: LoadRun) -> Any:
+            """`curve` with the run's point where the chart draws it (closed loop last, open first)."""
             if curve == "chosen":
-                return {**grown, "chosen": _point(part)}
-            shown = [*out[curve], _point(part)] if curve == "closed" else [_point(part), *out[curve]]
-            return {**grown, curve: shown}
+                return _point(run)
+            return [*out[curve], _point(run)] if curve == "closed" else [_point(run), *out[curve]]
+
+        def show(part: LoadRun, done: int) -> dict[str, Any]:
+            return {**out, "running": [done, served.n], curve: placed(part)}
 
         r = yield from served.stream(profile, lengths, show, share=0.25 if first else 0, **load, **kw)
-        if curve == "chosen":
-            out["chosen"] = _point(r)
-        elif curve == "closed":
-            out["closed"].append(_point(r))
-        else:
-            out[curve].insert(0, _point(r))
+        out[curve] = placed(r)
         yield out
         return r
 
@@ -356,13 +327,8 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, A
         other = workload.lengths_for("fixed" if p.lengths == "azure" else "azure")
         for f in reversed(FRACTIONS):
             yield from point("other", "poisson", other, rate=f * cap)
-    answer = {"open": out["open"], "closed": out["closed"], "other": out["other"]}
-    if view != "knee":
-        del answer["closed"]
-    if view != "lengths":
-        del answer["other"]
-    if view == "goodput":
-        answer["chosen"] = out["chosen"]
+    shown = {"knee": ("open", "closed"), "goodput": ("open", "chosen"), "lengths": ("open", "other")}[view]
+    answer = {k: out[k] for k in shown}
     answer["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
     answer["csv"] = to_csv([top, *sweep])
     return answer

@@ -15,84 +15,50 @@ DRAIN_DOMINATES = 0.25  # share of the window after the server stops being full
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    v = view
-    if v == "percentiles":
+    if view == "percentiles":
         labels = ["mean", "p50", "p90", "p99"]
         data = [
             bar(labels, [x * 1e3 for x in r["percentiles"][k]], name, i)
             for i, (k, name) in enumerate((("ttft_s", "TTFT"), ("tpot_s", "TPOT")))
         ]
-        return make_figure(
-            data,
-            layout(
-                f"Mean vs percentiles at {r['rate_per_s']:g} req/s",
-                "Statistic",
-                "Milliseconds",
-                barmode="group",
-                yaxis=LOG,
-            ),
-        )
+        title = f"Mean vs percentiles at {r['rate_per_s']:g} req/s"
+        return make_figure(data, layout(title, "Statistic", "Milliseconds", barmode="group", yaxis=LOG))
     o = r["open"]
-    if v == "goodput":
+    if view == "goodput":
         data = [
             sweep(o, "offered", "throughput", "Throughput", 0),
             sweep(o, "offered", "goodput", "Goodput (requests meeting the SLO)", 1),
         ]
         if "chosen" in r:  # the chosen rate's throughput and goodput (the key figures)
             c = r["chosen"]
-            data.append(
-                markers(
-                    [c["offered"], c["offered"]],
-                    [c["throughput"], c["goodput"]],
-                    f"At the chosen rate ({c['offered']:g} req/s)",
-                    6,
-                    mode="markers",
-                    text=[f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")],
-                )
-            )
-        return make_figure(
-            data, layout("Goodput vs offered load (open loop, Poisson)", "Offered rate (req/s)", "Requests per second")
-        )
-    if v == "lengths":
+            text = [f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")]
+            name, xs = f"At the chosen rate ({c['offered']:g} req/s)", [c["offered"]] * 2
+            data.append(markers(xs, [c["throughput"], c["goodput"]], name, 6, mode="markers", text=text))
+        title = "Goodput vs offered load (open loop, Poisson)"
+        return make_figure(data, layout(title, "Offered rate (req/s)", "Requests per second"))
+    if view == "lengths":
         names = {"azure": "Heavy-tailed lengths (Azure lognormal)", "fixed": "Fixed lengths (same means)"}
-        other = "fixed" if r["lengths"] == "azure" else "azure"
-        data = [
-            sweep(o, "offered", "ttft_p99", names[r["lengths"]], 0),
-            sweep(r["other"], "offered", "ttft_p99", names[other], 1),
-        ]
+        first, other = names[r["lengths"]], names["fixed" if r["lengths"] == "azure" else "azure"]
+        data = [sweep(o, "offered", "ttft_p99", first, 0), sweep(r["other"], "offered", "ttft_p99", other, 1)]
         return make_figure(data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis=LOG))
-    c, offered = r["closed"], [f"{x['offered']:.1f} req/s offered" for x in o]
+    c, offered, users = r["closed"], [f"{x['offered']:.1f} req/s offered" for x in o], [f"{u} users" for u in USERS]
     data = [
         sweep(o, "throughput", "ttft_p99", "Open loop (Poisson rate sweep)", 0, text=offered),
-        sweep(
-            c, "throughput", "ttft_p99", "Closed loop (1-128 users)", 1, text=[f"{u} users" for u in USERS[: len(c)]]
-        ),
+        sweep(c, "throughput", "ttft_p99", "Closed loop (1-128 users)", 1, text=users[: len(c)]),
     ]
-    return make_figure(
-        data,
-        layout(
-            "Open loop shows the knee; closed loop hides it",
-            "Achieved throughput (req/s)",
-            "TTFT p99 (s)",
-            yaxis=LOG,
-        ),
-    )
+    title = "Open loop shows the knee; closed loop hides it"
+    return make_figure(data, layout(title, "Achieved throughput (req/s)", "TTFT p99 (s)", yaxis=LOG))
 
 
 def _flags(point: dict[str, float]) -> str:
     """What a point's figures rest on, where it is too little (as _trust_sentence says it)."""
-    out = ""
-    if point["samples"] < loadgen.FEW_SAMPLES:
-        out += f"; under {loadgen.FEW_SAMPLES} requests"
-    if point["drain_share"] > DRAIN_DOMINATES:
-        out += f"; {point['drain_share']:.0%} of the run is the drain"
-    return out
+    few = f"; under {loadgen.FEW_SAMPLES} requests" if point["samples"] < loadgen.FEW_SAMPLES else ""
+    drain = f"; {point['drain_share']:.0%} of the run is the drain" if point["drain_share"] > DRAIN_DOMINATES else ""
+    return few + drain
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: the open-loop sweep against the closed loop (knee), goodput by offered rate
-    (goodput), TTFT p99 for both length distributions (lengths), or the chosen rate's statistics
-    (percentiles)."""
+    """One text per view (load_test.VIEWS), each with what its figures rest on."""
     m = r["metrics"]
     top = f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s."
     chosen = (

@@ -101,30 +101,31 @@ class Params(ModelGpu):
     group_size: str = param("128", label="Demo group size", choices=[("32", "32"), ("64", "64"), ("128", "128")])
 
 
-def normal_weights(seed: int) -> tuple[tuple[float, ...], Any]:
-    """ROWS x COLS standard normal weights, row after row, and the generator's state after them."""
-    rng = random.Random(seed)
-    return tuple([rng.gauss(0.0, 1.0) for _ in range(ROWS * COLS)]), rng.getstate()
-
-
 def demo_matrix(
     seed: int, num_outliers: int, outlier_size: float, keep: Keep | None = None
 ) -> tuple[tuple[float, ...], float]:
     """The seed's normal weights with `num_outliers` entries set to +-outlier_size, row after row
     (a tuple: a kept matrix cannot be changed by a caller), and its energy. The normal weights are
     kept: a change of the outliers draws only the outliers, from where the weights left the generator."""
-    normal, state = for_call(keep)(("normal", seed), lambda: normal_weights(seed))
+
+    def normal_weights() -> tuple[tuple[float, ...], Any]:
+        """ROWS x COLS standard normal weights, row after row, and the generator's state after them."""
+        rng = random.Random(seed)
+        return tuple([rng.gauss(0.0, 1.0) for _ in range(ROWS * COLS)]), rng.getstate()
+
+    normal, state = for_call(keep)(("normal", seed), normal_weights)
     rng = random.Random()
     rng.setstate(state)
     w = list(normal)
     for k in rng.sample(range(ROWS * COLS), num_outliers):
         w[k] = outlier_size * rng.choice((-1.0, 1.0))
-    return tuple(w), energy(w)
+    total: float = sum(map(operator.mul, w, w))  # computed once per matrix, shared by every scheme's error
+    return tuple(w), total
 
 
 def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple[float, float]]:
     """(relative RMS error, largest absolute error) of `flat` quantised in blocks of `size` values,
-    one scale per block, for each format of QMAX in order; `energy` is energy(flat). Symmetric
+    one scale per block, for each format of QMAX in order; `energy` is sum(v * v). Symmetric
     round-to-nearest (ties to even, Python's round): a block's scale is its largest |value| / qmax,
     so no value needs clipping to [-qmax, qmax] (|v / scale| exceeds qmax by a few ulps at most, and
     round() brings that back). Each block's top is found once for both formats, and each error is
@@ -141,15 +142,8 @@ def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple
     return found
 
 
-def energy(flat: Sequence[float]) -> float:
-    """Sum of the squared weights (computed once per matrix, shared by every scheme's error)."""
-    total: float = sum(map(operator.mul, flat, flat))
-    return total
-
-
-# Demo work kept between calls in the caller's memo (api.Session gives one): the normal weights
-# depend only on the seed, the matrix on the seed and the outliers, its errors on those and the group
-# size; a change of any other control (format, batch, context, GPU...) reuses all three.
+# Demo work kept in the caller's memo: the normal weights by seed, the matrix by seed and outliers,
+# its errors by those and the group size; any other control (format, batch, GPU...) reuses all three.
 MEMO_ENTRIES = 16
 
 
@@ -185,8 +179,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         return (base[b] if b in base else decode_s("bf16", b)) / decode_s(fmt, b)
 
     curves = {f: [speedup(f, b) for b in BATCHES] for f in formats}
-    below = [b for b, s in zip(BATCHES, curves[p.weight_dtype], strict=True) if s < p.worthwhile_speedup]
-    stops = below[0] if below else 0
+    stops = next((b for b, s in zip(BATCHES, curves[p.weight_dtype], strict=True) if s < p.worthwhile_speedup), 0)
     if stops > 1:  # bisect between the last power of two that pays and the first that does not
         lo, hi = stops // 2, stops
         while hi - lo > 1:
@@ -218,14 +211,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "compute_bound_batch": bound or 0,
         "speedup_stops_paying_batch": stops,
     }
+    fmt: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}
     for what, batch in (("Batch", p.batch_size), ("The crossover batch", stops)):
-        note = capacity.batch_note(
-            what, batch, m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype
-        )
-        notes += [note] if batch and note else []
+        if batch and (note := capacity.batch_note(what, batch, m, gpu, p.context_tokens, **fmt)):
+            notes.append(note)
     for key, rel, worst in demo:
-        metrics[f"demo_{key}_rel_rms"] = rel
-        metrics[f"demo_{key}_max_abs_error"] = worst
+        metrics |= {f"demo_{key}_rel_rms": rel, f"demo_{key}_max_abs_error": worst}
     return {
         "model": m.name,
         "gpu": gpu.name,
@@ -256,14 +247,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "demo":
         m = r["metrics"]
         x = ["Per tensor", "Per channel (row)", f"Groups of {r['group_size']}"]
+        scales = [f"+{r['scale_overhead_bits'][s]:.3g} bit/weight of scales" for s in SCHEMES]
         data = [
-            bar(
-                x,
-                [m[f"demo_{b}_{s}_rel_rms"] for s in SCHEMES],
-                f"{b.upper()} round-to-nearest",
-                i,
-                text=[f"+{r['scale_overhead_bits'][s]:.3g} bit/weight of scales" for s in SCHEMES],
-            )
+            bar(x, [m[f"demo_{b}_{s}_rel_rms"] for s in SCHEMES], f"{b.upper()} round-to-nearest", i, text=scales)
             for i, b in enumerate(QMAX)
         ]
         title = f"Error quantising a {ROWS} x {COLS} matrix with {r['num_outliers']} outliers"
@@ -285,15 +271,10 @@ def _marked(i: int) -> dict[str, Any]:
 
 def summary(r: dict[str, Any], view: str) -> str:
     m, fmt = r["metrics"], r["weight_dtype"]
-    text = (
-        f"{fmt} stores {m['bits_per_weight']:g} bits per weight: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB "
-        f"to {m['weights_GB']:.1f} GB. At batch {r['batch_size']:,} a decode step on {r['gpu']} takes "
-        f"{m['decode_step_s'] * 1e3:,.2f} ms instead of {m['decode_step_bf16_s'] * 1e3:,.2f} ms "
-        f"({m['decode_speedup']:.2f}x); a {r['context_tokens']:,}-token prefill gains {m['prefill_speedup']:.2f}x. "
-    )
+    stores = f"{fmt} stores {m['bits_per_weight']:g} bits per weight"
     if view == "demo":  # the demo's own story: what the scales do to the error (review A-16)
-        text = f"{fmt} stores {m['bits_per_weight']:g} bits per weight. " + (
-            f"In the demo matrix with {r['num_outliers']} outliers, INT4 errs by "
+        return (
+            f"{stores}. In the demo matrix with {r['num_outliers']} outliers, INT4 errs by "
             f"{m['demo_int4_per_tensor_rel_rms']:.1%} (relative RMS) with one scale per tensor, "
             f"{m['demo_int4_per_channel_rel_rms']:.1%} per channel and {m['demo_int4_group_rel_rms']:.1%} with groups of "
             f"{r['group_size']}; INT8: {m['demo_int8_per_tensor_rel_rms']:.2%}, {m['demo_int8_per_channel_rel_rms']:.2%} "
@@ -301,19 +282,22 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{m['demo_int4_group_max_abs_error']:.2f} sigma in INT4 with groups: finer scales protect the other weights, "
             "not the ones sharing a scale with the outlier."
         )
-    elif view == "formats":  # the weight memory of every format, the chosen one's first
+    if view == "formats":  # the weight memory of every format, the chosen one's first
         sizes = "; ".join(
             f"{name} {gb:.1f} GB ({bits:g} bits)"
             for name, gb, bits in zip(r["format_names"], r["weights_GB"], r["bits_per_weight"], strict=True)
         )
-        text = (
-            f"{fmt} stores {m['bits_per_weight']:g} bits per weight: {r['model']} shrinks from "
-            f"{m['weights_bf16_GB']:.1f} GB to {m['weights_GB']:.1f} GB ({m['weights_GB'] / m['weights_bf16_GB']:.0%}). "
-            f"Weight memory per format, with bits per weight: {sizes}."
+        return (
+            f"{stores}: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB to {m['weights_GB']:.1f} GB "
+            f"({m['weights_GB'] / m['weights_bf16_GB']:.0%}). Weight memory per format, with bits per weight: {sizes}."
         )
-    elif m["speedup_stops_paying_batch"]:
-        text += f"The decode speed-up falls below {r['worthwhile_speedup']:g}x from batch {m['speedup_stops_paying_batch']:,}. "
-    else:
-        text += f"The decode speed-up stays above {r['worthwhile_speedup']:g}x up to batch 4,096. "
-    notes = [] if view in ("demo", "formats") else r["notes"]  # the notes are about the speed-up
-    return text.strip() + "".join(" " + n for n in notes)
+    stops, worth = m["speedup_stops_paying_batch"], r["worthwhile_speedup"]
+    pays = f"falls below {worth:g}x from batch {stops:,}" if stops else f"stays above {worth:g}x up to batch 4,096"
+    text = (
+        f"{stores}: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB "
+        f"to {m['weights_GB']:.1f} GB. At batch {r['batch_size']:,} a decode step on {r['gpu']} takes "
+        f"{m['decode_step_s'] * 1e3:,.2f} ms instead of {m['decode_step_bf16_s'] * 1e3:,.2f} ms "
+        f"({m['decode_speedup']:.2f}x); a {r['context_tokens']:,}-token prefill gains {m['prefill_speedup']:.2f}x. "
+        f"The decode speed-up {pays}."
+    )
+    return text + "".join(" " + n for n in r["notes"])  # the notes are about the speed-up

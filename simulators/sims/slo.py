@@ -83,16 +83,14 @@ MAX_CDF_POINTS = 200
 
 VIEWS = [("cost", "Cost per million tokens vs batch"), ("ttft", "TTFT distribution"), ("tpot", "TPOT distribution")]
 
+EXAMPLE = running_example()  # the course's running example: default lengths and formats
+
 
 @dataclass(frozen=True)
 class Params(ModelGpuEngine):
     # Prompt and answer of each request (the running example by default).
-    prompt_tokens: int = param(
-        running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, log=True
-    )
-    output_tokens: int = param(
-        running_example()["output_tokens"], label="Output", unit="tokens", min=2, max=50_000, log=True
-    )
+    prompt_tokens: int = param(EXAMPLE["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, log=True)
+    output_tokens: int = param(EXAMPLE["output_tokens"], label="Output", unit="tokens", min=2, max=50_000, log=True)
     # Requests decoding together: more is cheaper per token and slower per request.
     batch_size: int = param(32, label="Batch size", unit="requests", min=1, max=MAX_BATCH, step=1, log=True)
     # Your assumption: what one GPU-hour costs you (a rental quote, or hardware + power amortised).
@@ -151,8 +149,7 @@ def server(m: Model, gpu: Gpu, p: Params, batch: int) -> dict[str, float]:
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
-    """q-th percentile (0-100) by the project's one rule (stats.percentile, GuideLLM's: the first
-    value whose cumulative share reaches q; with equal weights the nearest rank, ceil(q / 100 * n))."""
+    """q-th percentile (0-100) by the project's one rule, stats.percentile (nearest rank)."""
     return stats.percentile(sorted_values, q / 100)
 
 
@@ -168,32 +165,19 @@ Draw = tuple[float, bool, float, bool]  # TTFT jitter, waits behind a long prefi
 def _draws(p: Params, seed: int) -> list[Draw]:
     """Per request: the TTFT and TPOT jitter factors and whether a long prefill delays it (the same
     draws at every batch, so a batch's sample differs from another's only by the cost model)."""
-    rng = random.Random(seed)
-    out = []
+    rng, out = random.Random(seed), []
     for _ in range(p.num_requests):
         j1 = math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
         waits = rng.random() < p.tail_probability
-        j2 = math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0))
-        out.append((j1, waits, j2, rng.random() < p.tail_probability))
+        out.append((j1, waits, math.exp(p.jitter_sigma * rng.gauss(0.0, 1.0)), rng.random() < p.tail_probability))
     return out
-
-
-def _sample(
-    s: dict[str, float], draws: list[Draw], long_s: float, batch: int, out: int
-) -> tuple[list[float], list[float]]:
-    """The sampled TTFTs and TPOTs at one batch (a stall needs another request's prefill: none at batch 1)."""
-    stall = long_s / (out - 1) if out > 1 else 0.0
-    ttft = [s["ttft_s"] * j1 + (long_s if waits else 0.0) for j1, waits, _, _ in draws]
-    tpot = [s["tpot_s"] * j2 + (stall if stalled and batch > 1 else 0.0) for _, _, j2, stalled in draws]
-    return ttft, tpot
 
 
 def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], long_s: float, limit: int) -> int:
     """The largest batch up to `limit` whose sample meets the TPOT target at the chosen percentile (0:
-    none; the caller checks TTFT, the same at every batch here). A TPOT is the batch's cost-model TPOT times
-    its jitter plus its stall: the sample meets the target when at least `rank` TPOTs are within
-    it, counted on the sorted jitters of the stalled and the other requests (no sample is redrawn
-    or sorted per batch), and that count falls as the batch grows: a search."""
+    none; TTFT is the same at every batch). It meets it when at least `rank` TPOTs (cost-model TPOT x
+    jitter + stall) are within it, counted on the sorted jitters of the stalled and the other
+    requests (nothing redrawn or sorted per batch); the count falls as the batch grows: a search."""
     q, n = int(p.percentile), len(draws)
     if limit < 1:
         return 0
@@ -203,12 +187,9 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
     stall = long_s / (p.output_tokens - 1)
 
     def meets(b: int) -> bool:
-        tpot_s = server(m, gpu, p, b)["tpot_s"]
-        extra = stall if b > 1 else 0.0
-        within = bisect.bisect_right(calm, p.tpot_slo_s / tpot_s) + bisect.bisect_right(
-            hit, (p.tpot_slo_s - extra) / tpot_s
-        )
-        return within >= rank
+        tpot_s, extra = server(m, gpu, p, b)["tpot_s"], stall if b > 1 else 0.0
+        calm_in = bisect.bisect_right(calm, p.tpot_slo_s / tpot_s)
+        return calm_in + bisect.bisect_right(hit, (p.tpot_slo_s - extra) / tpot_s) >= rank
 
     if not meets(1):
         return 0
@@ -232,7 +213,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     draws: list[Draw] = for_call(keep)(
         ("draws", seed, p.num_requests, p.jitter_sigma, p.tail_probability), lambda: _draws(p, seed)
     )
-    ttft, tpot = _sample(s, draws, long_prefill_s, p.batch_size, p.output_tokens)
+    # The sampled TTFTs and TPOTs (a stall needs another request's prefill: none at batch 1).
+    stall = long_prefill_s / (p.output_tokens - 1) if p.batch_size > 1 else 0.0
+    ttft = [s["ttft_s"] * j1 + (long_prefill_s if waits else 0.0) for j1, waits, _, _ in draws]
+    tpot = [s["tpot_s"] * j2 + (stall if stalled else 0.0) for _, _, j2, stalled in draws]
     good = sum(t1 <= p.ttft_slo_s and t2 <= p.tpot_slo_s for t1, t2 in zip(ttft, tpot, strict=True))
     ttft.sort()
     tpot.sort()
@@ -266,19 +250,15 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "break_even_utilization": (
             s["cost"] * p.utilization / p.hosted_price_per_million_usd if p.hosted_price_per_million_usd else 0.0
         ),
+        **{f"ttft_p{k}_s": ttft_pdf.percentile(k / 100) for k in PERCENTILES},
+        "ttft_mean_s": sum(ttft) / len(ttft),
+        **{f"tpot_p{k}_s": tpot_pdf.percentile(k / 100) for k in PERCENTILES},
+        "tpot_mean_s": sum(tpot) / len(tpot),
+        "slo_met": int(slo_met),
+        "goodput_fraction": good / p.num_requests,
+        "goodput_rps": good / p.num_requests * request_rate,
+        "request_rate_rps": request_rate,
     }
-    metrics.update({f"ttft_p{k}_s": ttft_pdf.percentile(k / 100) for k in PERCENTILES})
-    metrics["ttft_mean_s"] = sum(ttft) / len(ttft)
-    metrics.update({f"tpot_p{k}_s": tpot_pdf.percentile(k / 100) for k in PERCENTILES})
-    metrics["tpot_mean_s"] = sum(tpot) / len(tpot)
-    metrics.update(
-        {
-            "slo_met": int(slo_met),
-            "goodput_fraction": good / p.num_requests,
-            "goodput_rps": good / p.num_requests * request_rate,
-            "request_rate_rps": request_rate,
-        }
-    )
     return {
         "model": m.name,
         "gpu": gpu.name,
@@ -310,43 +290,23 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             line([x[0], x[-1]], [hosted, hosted], "Hosted price (your assumption)", 1),
             markers([r["batch_size"]], [m["cost_per_million_tokens_local_usd"]], f"Batch {r['batch_size']}", 2),
         ]
+        title = f"Cost per million output tokens, {r['model']}"
         return make_figure(
-            data,
-            layout(
-                f"Cost per million output tokens, {r['model']}",
-                "Batch size (requests)",
-                "USD per 1M output tokens",
-                xaxis=LOG,
-                yaxis=LOG,
-            ),
+            data, layout(title, "Batch size (requests)", "USD per 1M output tokens", xaxis=LOG, yaxis=LOG)
         )
-    key = view
-    xs, ys = r[f"{key}_cdf"]
-    target, q = r[f"{key}_slo_s"], r["percentile"]
-    name = key.upper()
-    marks = [
-        (m[f"{key}_mean_s"], "Mean", 3),
-        (m[f"{key}_p{q}_s"], f"p{q}", 4),
-        (m[f"{key}_p99_s"], "p99", 5),
-        (target, "Target", 1),
-    ]
+    xs, ys = r[f"{view}_cdf"]
+    q, name = r["percentile"], view.upper()
+    marks = [(m[f"{view}_mean_s"], "Mean", 3), (m[f"{view}_p{q}_s"], f"p{q}", 4), (m[f"{view}_p99_s"], "p99", 5)]
     data = [line(xs, ys, f"{name} of {len(xs)} sampled points (CDF)", 0)]
+    marks.append((r[f"{view}_slo_s"], "Target", 1))
     data += [line([v, v], [0, 1], f"{label}: {v * 1e3:,.1f} ms", i) for v, label, i in marks]
-    return make_figure(
-        data,
-        layout(
-            f"{name} of sampled requests, batch {r['batch_size']}",
-            f"{name} (s)",
-            "Share of requests at or below",
-            xaxis=LOG,
-            margin={"r": 40},  # room for a log axis's last tick label (else plotly widens it: static charts agree)
-        ),
-    )
+    title = f"{name} of sampled requests, batch {r['batch_size']}"
+    # margin: room for a log axis's last tick label (else plotly widens it: static charts agree)
+    return make_figure(data, layout(title, f"{name} (s)", "Share of requests at or below", xaxis=LOG, margin={"r": 40}))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: cost against batch, then the latency sample (cost), or the sampled TTFT or
-    TPOT distribution against its target (ttft, tpot)."""
+    """One text per view: cost against batch and the latency sample, or one latency against its target."""
     m, q = r["metrics"], r["percentile"]
     local, hosted = m["cost_per_million_tokens_local_usd"], m["cost_per_million_tokens_hosted_usd"]
     goodput = (
@@ -370,17 +330,13 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"(p{q} {'within' if at_q <= target else 'over'} it). The sample spreads around the cost model's "
             f"{r[f'model_{k}_s'] * 1e3:,.1f} ms; {why} " + goodput + "".join(" " + n for n in r["notes"])
         )
+    best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
     text = (
         f"{r['model']} on one {r['gpu']} at batch {r['batch_size']} makes {m['local_tokens_per_s']:,.0f} output "
         f"tokens/s while busy: at {r['utilization']:.0%} utilisation a million tokens cost ${local:,.2f} locally "
         f"against an assumed ${hosted:,.2f} hosted. "
-    )
-    best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
-    text += (
         f"Larger batches share each weight read: the cost falls to ${best[0]:,.2f} at batch {best[1]:,}, "
         f"while TPOT grows from {r['sweep_tpot_s'][0] * 1e3:,.1f} ms to {r['sweep_tpot_s'][-1] * 1e3:,.0f} ms. "
-    )
-    text += (
         f"TTFT: mean {m['ttft_mean_s'] * 1e3:,.0f} ms, p{q} {m[f'ttft_p{q}_s'] * 1e3:,.0f} ms, "
         f"p99 {m['ttft_p99_s'] * 1e3:,.0f} ms (target {r['ttft_slo_s'] * 1e3:,.0f} ms). "
         f"TPOT: mean {m['tpot_mean_s'] * 1e3:,.1f} ms, p{q} {m[f'tpot_p{q}_s'] * 1e3:,.1f} ms, "

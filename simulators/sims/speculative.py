@@ -107,23 +107,19 @@ def simulate_tokens(alpha: float, gamma: int, rounds: int, rng: random.Random) -
 StepTimes = tuple[cm.StepTime, list[cm.StepTime]]
 
 
-def _times(m: Any, gpu: Any, batch: int, ctx: int, eff: cm.Efficiency) -> StepTimes:
-    """One decode step, and the verify pass for every draft length 1..MAX_DRAFT."""
-    step = cm.step_time(m, gpu, [(1, ctx)] * batch, eff=eff)
-    verify = [cm.step_time(m, gpu, [(g + 1, ctx)] * batch, eff=eff) for g in range(1, MAX_DRAFT + 1)]
-    return step, verify
-
-
 def _kept_times(keep: Keep, p: Params, m: Any, gpu: Any, eff: cm.Efficiency, ctx: int) -> Callable[[int], StepTimes]:
-    """_times by batch at one context, kept in the caller's memo: the step times do not depend on
-    the acceptance rate, the draft length or the draft's cost, so changing those prices nothing."""
+    """By batch at one context: one decode step, and the verify pass for every draft length
+    1..MAX_DRAFT, kept in the caller's memo: the step times do not depend on the acceptance rate,
+    the draft length or the draft's cost, so changing those prices nothing."""
     # The model and GPU may be a reader's config objects (dicts): the key holds them as canonical JSON.
     key = json.dumps(["step times", p.model, p.gpu, p.ideal, p.engine, ctx], sort_keys=True)
     table: dict[int, StepTimes] = keep(key, dict)
 
     def times(batch: int) -> StepTimes:
         if batch not in table:
-            table[batch] = _times(m, gpu, batch, ctx, eff)
+            step = cm.step_time(m, gpu, [(1, ctx)] * batch, eff=eff)
+            verify = [cm.step_time(m, gpu, [(g + 1, ctx)] * batch, eff=eff) for g in range(1, MAX_DRAFT + 1)]
+            table[batch] = step, verify
         return table[batch]
 
     return times
@@ -153,23 +149,13 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     step, verify = times(p.batch_size)
     t_step, t_verify = step.time_s, verify[g - 1].time_s
     gammas = list(range(1, MAX_DRAFT + 1))
-    e_by_gamma = [expected_tokens(a, k) for k in gammas]
     s_by_gamma = [speedup(a, k, c, t_step, verify[k - 1].time_s) for k in gammas]
     best = max(gammas, key=lambda k: s_by_gamma[k - 1])
-    rng = random.Random(seed)
-    draws = simulate_tokens(a, g, NUM_ROUNDS, rng)
+    draws = simulate_tokens(a, g, NUM_ROUNDS, random.Random(seed))
     mc = sum(draws) / NUM_ROUNDS
     var = sum((x - mc) ** 2 for x in draws) / (NUM_ROUNDS - 1)
-    batch_chosen, batch_best, batch_short, verify_bound_batch = [], [], [], None
-    for b in BATCH_GRID:
-        bs, bv = times(b)
-        per_gamma = [speedup(a, k, c, bs.time_s, bv[k - 1].time_s) for k in gammas]
-        batch_chosen.append(per_gamma[g - 1])
-        batch_best.append(max(per_gamma))
-        if verify_bound_batch is None and bv[g - 1].bound == "compute":
-            verify_bound_batch = b
-        short_step, short_verify = short_times(b)
-        batch_short.append(speedup(a, g, c, short_step.time_s, short_verify[g - 1].time_s))
+    by_batch = [_at_batch(times, b, a, g, c) for b in BATCH_GRID]
+    verify_bound_batch = next((b for b in BATCH_GRID if times(b)[1][g - 1].bound == "compute"), None)
     # The most sequences whose KV cache fits next to the weights at this context, as vLLM counts (0: none).
     fit_batch = capacity.most_sequences(m, gpu, p.context_tokens)
     # The summary's headline batch: the largest one memory holds (at most the sweep's top), not the
@@ -199,14 +185,14 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "verify_bound_batch": verify_bound_batch,
         "fit_batch": fit_batch,
         "gammas": gammas,
-        "expected_by_gamma": e_by_gamma,
+        "expected_by_gamma": [expected_tokens(a, k) for k in gammas],
         "speedup_by_gamma": s_by_gamma,
         "batch_grid": list(BATCH_GRID),
         "at_fit": at_fit,  # {batch, speedup, best_speedup} at the largest batch that fits (batch 0: none)
         "short_at_fit": short_at_fit,  # the same at SHORT_CONTEXT
-        "speedup_by_batch": batch_chosen,
-        "best_speedup_by_batch": batch_best,
-        "short_context_speedup_by_batch": batch_short,
+        "speedup_by_batch": [x["speedup"] for x in by_batch],
+        "best_speedup_by_batch": [x["best_speedup"] for x in by_batch],
+        "short_context_speedup_by_batch": [_at_batch(short_times, b, a, g, c)["speedup"] for b in BATCH_GRID],
         "notes": notes,
         "batch_notes": batch_notes,  # said under the batch view only
         "metrics": {
@@ -227,43 +213,30 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "draft":
-        x = r["gammas"]
-        chosen = r["draft_tokens"]
+        x, chosen, a, c = r["gammas"], r["draft_tokens"], r["acceptance_rate"], r["draft_cost_ratio"]
         data = [
             line(x, r["expected_by_gamma"], "Tokens per target pass, E (closed form)", 0),
             line(x, r["speedup_by_gamma"], "Wall-clock speed-up", 1),
             line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
             markers([chosen], [r["speedup_by_gamma"][chosen - 1]], "Chosen draft length", 2),
         ]
-        title = (
-            f"alpha = {r['acceptance_rate']:g}, c = {r['draft_cost_ratio']:g}, batch {r['batch_size']} on {r['gpu']}"
-        )
+        title = f"alpha = {a:g}, c = {c:g}, batch {r['batch_size']} on {r['gpu']}"
         return make_figure(data, layout(title, "Draft length gamma (tokens)", "Tokens per pass / speed-up (x)"))
-    x = r["batch_grid"]
+    x, gamma = r["batch_grid"], f"gamma = {r['draft_tokens']}"
     data = [
-        line(x, r["speedup_by_batch"], f"Speed-up, gamma = {r['draft_tokens']}", 0),
+        line(x, r["speedup_by_batch"], f"Speed-up, {gamma}", 0),
         line(x, r["best_speedup_by_batch"], "Speed-up at the best gamma for each batch", 1),
-        line(
-            x,
-            r["short_context_speedup_by_batch"],
-            f"Speed-up, gamma = {r['draft_tokens']}, {SHORT_CONTEXT}-token context",
-            4,
-        ),
+        line(x, r["short_context_speedup_by_batch"], f"Speed-up, {gamma}, {SHORT_CONTEXT}-token context", 4),
         line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
     ]
     top = max(r["best_speedup_by_batch"] + r["short_context_speedup_by_batch"] + [1.0])
     if r["verify_bound_batch"] is not None:
         b = r["verify_bound_batch"]
-        data.append(line([b, b], [0, top], f"Verify pass (gamma = {r['draft_tokens']}) turns compute-bound", 2))
+        data.append(line([b, b], [0, top], f"Verify pass ({gamma}) turns compute-bound", 2))
     if 0 < r["fit_batch"] < x[-1]:
         data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], "Most sequences whose KV cache fits", 3))
-    lay = layout(
-        f"Speculation vs batching: {r['model']} on {r['gpu']}",
-        "Batch size (sequences)",
-        "Speed-up (x)",
-        xaxis=LOG,
-    )
-    return make_figure(data, lay)
+    title = f"Speculation vs batching: {r['model']} on {r['gpu']}"
+    return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
 
 
 def summary(r: dict[str, Any], view: str) -> str:
