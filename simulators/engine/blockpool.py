@@ -9,24 +9,19 @@ hashing and matching on top).
     contiguous:  seq A  [A0 A1 A2 . . . . . . . . . . . . . . .]   max_model_len reserved at
                  seq B  [B0 B1 . . . . . . . . . . . . . . . . .]   admission, mostly empty
 
-Blocks are counted, not named, unless the prefix cache needs a name for them: a cached block is
-an entry of `cached`, its key (blockhash.py; vLLM's block_hash) mapped to its `ref_cnt` (running
-sequences using it); a part-filled one (radix) also keeps its content and token count in
-`part_filled`. As in vLLM v1's block pool there is one free-block queue, `free_queue`, least
-recently freed first: runs of empty blocks (a counter under an ("empty", n) key) and cached blocks
-no sequence references (their key). A sequence frees its blocks to the tail, last block first;
-allocation takes from the head, evicting a cached block it finds there; a prefix hit takes its
-blocks out of the queue.
-Invariant (tests): free-queue blocks + referenced cached + private (uncached blocks held by
-sequences) == num_blocks.
+Blocks are counted, not named, unless the prefix cache needs a name: a cached block is an entry
+of `cached`, its key (blockhash.py; vLLM's block_hash) mapped to its `ref_cnt`; a part-filled one
+(radix) also keeps its content and token count in `part_filled`. As in vLLM v1 there is one
+free-block queue, `free_queue`, least recently freed first: runs of empty blocks and cached blocks
+no sequence references. A sequence frees its blocks to the tail, last block first; allocation
+takes from the head, evicting a cached block it finds there; a prefix hit takes its blocks out.
+Invariant (tests): free-queue blocks + referenced cached + private == num_blocks.
 
-Counted, not hashed: a request whose first segment no other request shares (most load tests:
-every prompt its own) can only ever hit its own blocks, after a preemption. Its blocks stay
-uncached while it runs; when it leaves, its full blocks enter the queue as one ("own", id) -> n
-entry where their hashes would have gone, last block first, so eviction eats the run from its end
-exactly as it would the blocks, and on readmission it takes back what is left (`free_own`,
-`own_hit`, `take_own`; the scheduler decides). Hits, re-hits and evictions are those of hashing
-every block (a test forces both ways), at the cost of one queue entry instead of one per block.
+Counted, not hashed: a request whose first segment no other request shares can only ever hit its
+own blocks, after a preemption. They stay uncached while it runs; when it leaves, its full blocks
+enter the queue as one ("own", id) -> n entry where their keys would have gone, so eviction eats
+the run from its end as it would the blocks, and on readmission it takes back what is left. Hits,
+re-hits and evictions are those of hashing every block (a test forces both ways).
 
 References: 1) Kwon et al. 2023, PagedAttention (arXiv 2309.06180); 2) vLLM v1
 vllm/v1/core/block_pool.py (block_hash, ref_cnt, free_block_queue): free_blocks appends blocks
@@ -50,11 +45,9 @@ class BlockPool:
 
     num_blocks: int
     block_size: int
-    # "paged" or "contiguous" (each sequence reserves reserve_tokens at admission).
-    layout: str = "paged"
+    layout: str = "paged"  # or "contiguous": each sequence reserves reserve_tokens at admission
     reserve_tokens: int = 0
-    # "off", "hash" or "radix": the prefix cache that names blocks (kv.py).
-    prefix: str = "off"
+    prefix: str = "off"  # or "hash" or "radix": the prefix cache that names blocks (kv.py)
     num_free_blocks: int = 0  # blocks in free_queue: empty ones and unreferenced cached ones
     cached: dict[int, int] = field(default_factory=dict)  # block key -> ref_cnt
     # The free-block queue, least recently freed first: ("empty", n), ("own", seq id) or
@@ -95,7 +88,7 @@ class BlockPool:
         return self.num_blocks - self.num_free_blocks
 
     def take(self, n: int) -> bool:
-        """Allocate n private blocks from the head of the free queue, evicting cached ones found there."""
+        """Allocate n private blocks from the queue's head, evicting cached ones found there."""
         if n > self.num_free_blocks:
             return False
         if not n:
@@ -146,37 +139,28 @@ class BlockPool:
                 del self.part_filled[key]
                 self._forget_partial(key)
 
-    def give_back(self, n: int) -> None:
+    def give_back(self, n: int, tail: bool = True) -> None:
         """Free n private blocks: empty blocks at the tail of the queue (most recently freed)."""
         if n > 0:
             queue = self.free_queue
-            tail = next(reversed(queue), None)
-            if type(tail) is tuple and tail[0] == "empty":
-                queue[tail] += n
+            end = next(reversed(queue) if tail else iter(queue), None)
+            if type(end) is tuple and end[0] == "empty":  # empty blocks are alike: one run
+                queue[end] += n
             else:
-                queue[("empty", next(self._runs))] = n
+                key = ("empty", next(self._runs))
+                queue[key] = n
+                queue.move_to_end(key, tail)
             self.num_free_blocks += n
 
     def untake(self, n: int) -> None:
         """Return n blocks just taken to the head of the queue (a reservation not used)."""
-        if n > 0:
-            queue = self.free_queue
-            head = next(iter(queue), None)
-            if type(head) is tuple and head[0] == "empty":  # empty blocks are alike: one run
-                queue[head] += n
-            else:
-                key = ("empty", next(self._runs))
-                queue[key] = n
-                queue.move_to_end(key, last=False)
-            self.num_free_blocks += n
+        self.give_back(n, tail=False)
 
     # -- a unique sequence's cached blocks, counted, not hashed (see `free_own`) ------------------
 
     def free_own(self, seq_id: int, n: int) -> None:
-        """Free the n cached blocks of a sequence no other request can hit (its first segment is
-        its own): one queue entry, ("own", id) -> n, in the place its n hashed blocks would take
-        (last block first, so eviction eats the run from its end, as it would the blocks). Only
-        the sequence itself, preempted, can find them again (`own_hit`); nothing is hashed."""
+        """Free the n cached blocks of a sequence no other request can hit: one queue entry,
+        ("own", id) -> n, where its n hashed blocks would go (module docstring)."""
         if n > 0:
             self.free_queue[("own", seq_id)] = n
             self.num_free_blocks += n
@@ -228,11 +212,10 @@ class BlockPool:
             del self.free_queue[("chain", n)]
             del self.chains[n]
 
-    # Every sequence holding a cached block holds the blocks before it in its chain (`owned` is a
-    # prefix of its chain, see Scheduler), so ref counts never grow along a chain: the blocks of a
-    # list with more than k references are a leading run, found by bisection.
     def _held(self, hashes: list[int], k: int) -> int:
-        """How many leading blocks of a chain's `hashes` have more than k references."""
+        """How many leading blocks of a chain's `hashes` have more than k references. A sequence
+        holding a cached block holds the blocks before it, so ref counts never grow along a chain:
+        those blocks are a leading run, found by bisection."""
         cached = self.cached
         lo, hi = 0, len(hashes)
         while lo < hi:
@@ -258,8 +241,7 @@ class BlockPool:
 
     def _unqueue(self, free: list[int]) -> None:
         """Take free cached blocks, consecutive blocks of one chain, out of the queue. Each chain
-        entry they are in loses its first blocks: a hit is a chain's prefix, and an entry holds
-        consecutive blocks of a chain (see `unref`), so where the hit enters an entry is its start."""
+        entry they are in loses its first blocks (a hit is a chain's prefix; an entry, a run of it)."""
         queue, chains, ends = self.free_queue, self.chains, self.ends
         i = 0
         while i < len(free):
@@ -286,9 +268,9 @@ class BlockPool:
 
     def unref(self, hashes: list[int]) -> None:
         """A sequence lets go of a chain's leading blocks. Those it alone held (the last ones) are
-        free: one queue entry, ("chain", n), in the place their single entries would take (vLLM
-        frees the tail block first, so that LRU eviction takes the ends of prefixes before their
-        roots); eviction eats the entry from its end, and a hit takes blocks from its start."""
+        free: one queue entry, ("chain", n), where their single entries would go (vLLM frees the
+        tail block first, so LRU evicts prefixes' ends before their roots); eviction eats the entry
+        from its end, and a hit takes blocks from its start."""
         cached = self.cached
         held = self._held(hashes, 1)
         for h in hashes[:held]:

@@ -37,7 +37,7 @@ from .eventloop import Progress, Router, run_out, show_once, simulate_steps
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
 from .replica import Replica
-from .scheduler import SchedulerConfig
+from .scheduler import Log, SchedulerConfig
 from .sequence import Seq
 from .steptime import StepCost
 from .workload import Request
@@ -88,15 +88,8 @@ class EngineSpec:
         # a load test serves the same spec a dozen times per call.
         cost = self.__dict__.get("_step_cost")
         if cost is None:
-            cost = StepCost(
-                self.model,
-                self.gpu,
-                weight_dtype=self.weight_dtype,
-                kv_dtype=self.kv_dtype,
-                activation_dtype=self.activation_dtype,
-                eff=self.efficiency(),
-                **self.parallel().cost_kw(),
-            )
+            kw = {**self._dtypes(), "activation_dtype": self.activation_dtype, **self.parallel().cost_kw()}
+            cost = StepCost(self.model, self.gpu, eff=self.efficiency(), **kw)
             object.__setattr__(self, "_step_cost", cost)
         return cost
 
@@ -109,15 +102,11 @@ class EngineSpec:
     def blocks(self) -> int:
         if self.num_blocks is not None:
             return self.num_blocks
-        tokens = pooled_kv_tokens(
-            self.model,
-            self.gpu,
-            self.parallel(),
-            weight_dtype=self.weight_dtype,
-            kv_dtype=self.kv_dtype,
-            max_num_batched_tokens=self.sched.max_num_batched_tokens,
-        )
-        return tokens // self.block_size
+        kw = {**self._dtypes(), "max_num_batched_tokens": self.sched.max_num_batched_tokens}
+        return pooled_kv_tokens(self.model, self.gpu, self.parallel(), **kw) // self.block_size
+
+    def _dtypes(self) -> dict[str, Any]:
+        return {"weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype}
 
     def parallel(self) -> Layout:
         return Layout(self.tp, self.pp, self.dp, self.ep)
@@ -135,16 +124,12 @@ class EngineSpec:
         object.__setattr__(self, "_step_cost", other.step_cost())
 
 
-def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)) -> Router:
-    """A fresh router (its state, e.g. round-robin's turn, lives inside this call).
-
-    Each router reads its scorers in one pass over the candidates, in index order, keeping the
-    first best: the same choice as min/max over the key tuples in the module docstring's terms
-    (least_queue: (depth, index); least_kv: (KV use, depth, index); prefix: (hit share, -depth,
-    -index); weighted: (score, -index)). It runs for every arrival, on every replica.
-    """
+def make_router(name: str) -> Router:
+    """A fresh router (its state, e.g. round-robin's turn, lives inside this call). One pass over the
+    candidates in index order keeps the first best: least_queue min (depth, index); least_kv min
+    (KV use, depth, index); prefix max (hit share, -depth, -index); weighted max (score, -index)."""
     turn = itertools.count()
-    wp, wq, wk = weights
+    wp, wq, wk = 2.0, 1.0, 1.0  # weighted: prefix, queue and KV scorers (module docstring)
     seen: list[Replica] | None = None  # the replicas last routed to, split once by role:
     front: list[Replica] = []  # those that take new requests (prefill or both)
     back: list[Replica] = []  # those that take prefilled sequences (decode or both)
@@ -175,20 +160,21 @@ def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
                     best, best_u, best_d = r, u, d
             return best
         content, prompt = s.content(), s.prompt
+
+        def hit(kv: KVCacheManager) -> float:  # share of the prompt in the replica's prefix cache
+            return kv.match(content, prompt)[1] / prompt if kv.prefix != "off" and not s.unique else 0.0
+
         if name == "prefix":
             best_h, best_d = -1.0, 0
             for r in cands:
-                h = r.kv.match(content, prompt)[1] / prompt if r.kv.prefix != "off" and not s.unique else 0.0
-                d = depth(r)
+                h, d = hit(r.kv), depth(r)
                 if h > best_h or (h == best_h and d < best_d):
                     best, best_h, best_d = r, h, d
             return best
         top = max(1, max(depth(r) for r in cands))
         best_score = None
         for r in cands:
-            kv = r.kv
-            h = kv.match(content, prompt)[1] / prompt if kv.prefix != "off" and not s.unique else 0.0
-            score = wp * h + wq * (1 - depth(r) / top) + wk * (1 - kv.num_used() / kv.num_blocks)
+            score = wp * hit(r.kv) + wq * (1 - depth(r) / top) + wk * (1 - r.kv.num_used() / r.kv.num_blocks)
             if best_score is None or score > best_score:
                 best, best_score = r, score
         return best
@@ -202,49 +188,14 @@ class Served:
     dropped: list[Request]
     events: int
     replicas: list[Replica]
-    log: list[tuple[Any, ...]]
-
-
-def make_replica(
-    spec: EngineSpec,
-    index: int = 0,
-    *,
-    role: str = "both",
-    single_step: bool = False,
-    log: list[tuple[Any, ...]] | None = None,
-    cost: StepCost | None = None,
-    num_blocks: int | None = None,
-    keep_series: bool = True,
-) -> Replica:
-    reserve = spec.sched.max_model_len if spec.layout == "contiguous" else 0
-    kv = KVCacheManager(
-        spec.blocks() if num_blocks is None else num_blocks,
-        spec.block_size,
-        spec.layout,
-        reserve,
-        spec.prefix if spec.layout == "paged" else "off",
-    )
-    return Replica(
-        index,
-        spec.sched,
-        kv,
-        cost or spec.step_cost(),
-        role=role,
-        single_step=single_step,
-        log=log,
-        keep_series=keep_series,
-    )
+    log: Log
 
 
 def serve(requests: list[Request], spec: EngineSpec, **options: Any) -> Served:
     """Run the requests on replicas of `spec`: serve_steps run to its end (`options`: its own).
-
-    keep_series=False leaves each replica's per-step `series` empty: for callers that read only
-    the records and counters (it is one tuple per step, and nothing else depends on it).
-
-    Block-hash chains come from the current chain store (blockhash.kept_in: the caller's, e.g. an
-    api.Session's), else from one made for this call, shared by its replicas.
-    """
+    keep_series=False leaves each replica's per-step `series` empty (for callers that read only
+    the records and counters). Block-hash chains come from the current chain store
+    (blockhash.kept_in: e.g. an api.Session's), else from one made for this call."""
     served: Served = run_out(serve_steps(requests, spec, **options))
     return served
 
@@ -265,25 +216,16 @@ def serve_steps(
     another `every` requests have finished (eventloop.simulate_steps): a run a page shows as it goes."""
     # the caller's chain store, else one for this run (the replicas' caches take theirs when built)
     with nullcontext() if current_store() is not None else kept_in(chain_store()):
-        log: list[tuple[Any, ...]] | None = [] if keep_log else None
+        log: Log | None = [] if keep_log else None
         cost = spec.step_cost()
         blocks = spec.blocks()  # the same for every replica (a memory fit: computed once)
+        reserve = spec.sched.max_model_len if spec.layout == "contiguous" else 0
+        prefix = spec.prefix if spec.layout == "paged" else "off"
         reps = []
         for i in range(num_replicas):
             role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
-            reps.append(
-                make_replica(
-                    spec,
-                    i,
-                    role=role,
-                    single_step=single_step,
-                    log=log,
-                    cost=cost,
-                    num_blocks=blocks,
-                    keep_series=keep_series,
-                )
-            )
-        route = make_router(router)
+            kv = KVCacheManager(blocks, spec.block_size, spec.layout, reserve, prefix)
+            reps.append(Replica(i, spec.sched, kv, cost, role, single_step, log, keep_series))
         transfer = None
         if num_prefill:
             link = cm.link_GBps_one_way(spec.gpu) or 0.0
@@ -294,7 +236,7 @@ def serve_steps(
 
         decode_route = make_router("least_queue") if num_prefill else None
         done, dropped, events = yield from simulate_steps(
-            requests, reps, route, decode_route=decode_route, transfer_s=transfer, every=every
+            requests, reps, make_router(router), decode_route=decode_route, transfer_s=transfer, every=every
         )
         return Served(records(done), dropped, events, reps, log or [])
 
@@ -321,12 +263,7 @@ def serve_shown(
 
 
 def fit_error(
-    model: Model,
-    gpu: Gpu,
-    *,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-    layout: Layout | None = None,
+    model: Model, gpu: Gpu, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16", layout: Layout | None = None
 ) -> str | None:
     """Why the model cannot be served on this layout (1 GPU by default): KV room under 4,096 tokens; or None."""
     lay = layout or Layout()

@@ -6,28 +6,9 @@ from .workload import Request
 
 
 class Seq:
-    __slots__ = (
-        "req",
-        "id",
-        "prompt",
-        "num_computed_tokens",
-        "out",
-        "g0",
-        "finish_g",
-        "blocks",
-        "owned",
-        "chain_len",
-        "t_arrival",
-        "t_scheduled",
-        "t_first_token",
-        "t_finish",
-        "num_preemptions",
-        "cached_tokens",
-        "prefilled",
-        "scheduled",
-        "decoding",
-        "replica",
-        "unique",
+    __slots__ = tuple(
+        "req id prompt num_computed_tokens out g0 finish_g blocks owned chain_len t_arrival t_scheduled "
+        "t_first_token t_finish num_preemptions cached_tokens prefilled scheduled decoding replica unique".split()
     )
 
     def __init__(self, req: Request, t_arrival: float):

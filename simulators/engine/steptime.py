@@ -39,6 +39,12 @@ def attention_keys(new_tokens: int, cached_tokens: int) -> int:
     return new_tokens * cached_tokens + new_tokens * (new_tokens + 1) // 2
 
 
+def batch_sums(seqs: list[tuple[int, int]], held: Callable[[int], int]) -> tuple[int, int, int, int]:
+    """(tokens, num_seqs, keys, kv) of a batch of (new_tokens, cached_tokens) pairs (module docstring)."""
+    keys = sum(attention_keys(q, c) for q, c in seqs)
+    return sum(q for q, _ in seqs), len(seqs), keys, sum(held(c) + q for q, c in seqs)
+
+
 def _solve(rows: list[list[float]], rhs: list[float]) -> list[float]:
     """x with rows . x = rhs (Gaussian elimination with partial pivoting; 4 x 4 at most)."""
     n = len(rows)
@@ -69,16 +75,7 @@ class _Coefficients:
     ):
         (q, c), rest = base[0], base[1:]
         probes = [base, [(q + 1, c), *rest], [(q, c + 1), *rest], [*base, (1, 0)]]
-        feats = []  # (tokens, seqs, keys, kv) of each probe
-        for seqs in probes:
-            feats.append(
-                (
-                    sum(n for n, _ in seqs),
-                    len(seqs),
-                    sum(attention_keys(n, k) for n, k in seqs),
-                    sum(held(k) + n for n, k in seqs),
-                )
-            )
+        feats = [batch_sums(seqs, held) for seqs in probes]  # (tokens, seqs, keys, kv) of each probe
         times = [step(seqs) for seqs in probes]
         self.x, self.y, self.z, self.fixed_compute = _solve(
             [[t, n, k, 1.0] for t, n, k, _ in feats], [t.compute_s for t in times]
@@ -147,20 +144,23 @@ class StepCost:
     def parts(self, tokens: int, num_seqs: int, keys: float, kv: float) -> tuple[float, float, float]:
         """(compute_s, memory_s, after_s) of a batch given its four sums; after_s (communication,
         activation traffic and fixed costs) runs after the roofline."""
+        mb, c = self._per_micro_batch(tokens, num_seqs)
+        return (
+            (c.x * tokens + c.y * num_seqs + c.z * keys) / mb + c.fixed_compute,
+            self._weights(tokens, mb, c) + c.v * kv / mb,
+            (c.u + self.hop) * tokens / mb + c.overhead,
+        )
+
+    def _per_micro_batch(self, tokens: int, num_seqs: int) -> tuple[int, StepCost | _Coefficients]:
+        """A pipeline's micro-batches (1 without stages) and the coefficients of one of them."""
         if self.pp > 1:
             mb = self.micro_batches(num_seqs)
-            c = self._set(-(-tokens // mb), -(-num_seqs // mb))
-            return (
-                (c.x * tokens + c.y * num_seqs + c.z * keys) / mb + c.fixed_compute,
-                self.weights_s(-(-tokens // mb)) + c.v * kv / mb,
-                (c.u + self.hop) * tokens / mb + c.overhead,
-            )
-        c = self if num_seqs > self.matvec else self._set(tokens, num_seqs)
-        return (
-            c.x * tokens + c.y * num_seqs + c.z * keys + c.fixed_compute,
-            (self.weights_s(tokens) if self.moe else c.weights) + c.v * kv,  # no call for a dense model
-            c.u * tokens + c.overhead,
-        )
+            return mb, self._set(-(-tokens // mb), -(-num_seqs // mb))
+        return 1, self._set(tokens, num_seqs)
+
+    def _weights(self, tokens: int, mb: int, c: StepCost | _Coefficients) -> float:
+        """Weights streamed by one micro-batch's pass (no call for a dense model without stages)."""
+        return self.weights_s(-(-tokens // mb)) if self.pp > 1 or self.moe else c.weights
 
     def mean_prefill_compute_s(self, mean_tokens: float, mean_keys: float) -> float:
         """The mean compute time of prefilling prompts each alone (one sequence, nothing cached),
@@ -177,9 +177,7 @@ class StepCost:
 
     def batch_time_s(self, seqs: list[tuple[int, int]]) -> float:
         """The same answer as step_time(seqs).time_s, from the linear form (for tests)."""
-        keys = sum(attention_keys(q, c) for q, c in seqs)
-        kv = sum(self.held(c) + q for q, c in seqs)
-        return self.time_s(sum(q for q, _ in seqs), len(seqs), keys, kv)
+        return self.time_s(*batch_sums(seqs, self.held))
 
     def decode_stride(
         self, batch: int, sum_context: int, sum_held: int, held_growth: int, q: int = 1
@@ -193,17 +191,9 @@ class StepCost:
         """
         tokens = batch * q
         keys = q * sum_context + batch * q * (q + 1) // 2
-        if self.pp > 1:  # a pipeline round: see parts()
-            mb = self.micro_batches(batch)
-            c = self._set(-(-tokens // mb), -(-batch // mb))
-            c0 = (c.x * tokens + c.y * batch + c.z * keys) / mb + c.fixed_compute
-            m0 = self.weights_s(-(-tokens // mb)) + c.v * (sum_held + tokens) / mb
-            after = (c.u + self.hop) * tokens / mb + c.overhead
-            return c0, c.z * q * batch / mb, m0, c.v * held_growth / mb, after
-        c = self if batch > self.matvec else self._set(tokens, batch)
-        c0 = c.x * tokens + c.y * batch + c.z * keys + c.fixed_compute
-        m0 = (self.weights_s(tokens) if self.moe else c.weights) + c.v * (sum_held + tokens)
-        return c0, c.z * q * batch, m0, c.v * held_growth, c.u * tokens + c.overhead
+        c0, m0, after = self.parts(tokens, batch, keys, sum_held + tokens)
+        mb, c = self._per_micro_batch(tokens, batch)
+        return c0, c.z * q * batch / mb, m0, c.v * held_growth / mb, after
 
 
 def stride_time_s(c0: float, c1: float, m0: float, m1: float, comm: float, n: int) -> float:
