@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
@@ -64,16 +65,14 @@ def simulate_steps(
 ) -> Generator[Progress, None, Outcome]:
     """Run requests through replicas: (finished sequences, dropped requests, events processed).
     With `every` > 0 it yields (finished, dropped, replicas) so far each time another `every`
-    sequences have finished, before the last one (the run's own lists: read them, copy what you keep).
+    sequences have finished, before the last one (the run's own lists: copy what you keep).
 
     Follow-up requests (after=id) are released `arrival_s` after the request they follow ends.
     A request that can never be served (longer than max_model_len or the whole KV pool) is
-    dropped when it arrives. What follows it depends on whether the follow-up re-sends its answer:
-    a conversation's next turn does (its history holds that answer), so it and the rest of the
-    conversation are dropped too; a closed-loop user's next request does not, so it is released
-    as if the dropped one had ended with an error then (GuideLLM records an error and goes on).
-    With `decode_route`, replicas with role "prefill" hand finished prefills to a decode replica
-    after `transfer_s(seq)` seconds (disaggregation).
+    dropped when it arrives, and so is a follow-up that re-sends its answer (a conversation's next
+    turn); a closed-loop user's next request is released as if the dropped one had ended with an
+    error then (GuideLLM records an error and goes on). With `decode_route`, "prefill" replicas
+    hand finished prefills to a decode replica after `transfer_s(seq)` seconds (disaggregation).
     """
     counter = itertools.count()
     heap: list[tuple[float, int, int, int, Any]] = []
@@ -81,12 +80,10 @@ def simulate_steps(
     for r in requests:
         if r.after is not None:
             followers.setdefault(r.after, []).append(r)
-    # Requests that arrive on their own are known in advance: they wait in a list sorted by
-    # arrival time (ties: their order in `requests`), not in the heap, which then holds only the
-    # few events the handlers cause (a small heap compares far fewer tuples). The next event is
-    # the earlier of the two heads; at equal times the listed arrival goes first, exactly as in
-    # one heap, where it would have priority 0 and a lower sequence number than any event pushed.
-    arrivals = sorted([r for r in requests if r.after is None], key=_arrival_s)
+    # Requests that arrive on their own wait in a list sorted by arrival time, not in the heap,
+    # which then holds only the few events the handlers cause. The next event is the earlier of
+    # the two heads; at equal times the listed arrival goes first, as in one heap (priority 0).
+    arrivals = sorted([r for r in requests if r.after is None], key=operator.attrgetter("arrival_s"))
     arrival_times = [r.arrival_s for r in arrivals]  # a list index is cheaper than a field read
     next_arrival, num_arrivals = 0, len(arrivals)
     firsts = Counter(r.segments[0][0] for r in requests if r.segments)
@@ -152,10 +149,6 @@ def simulate_steps(
     return done, dropped, events
 
 
-def _arrival_s(r: Request) -> float:
-    return r.arrival_s
-
-
 def _drop(
     req: Request,
     t: float,
@@ -163,11 +156,8 @@ def _drop(
     push: Callable[[list[Event]], None],
     dropped: list[Request],
 ) -> None:
-    """Drop a request that cannot be served, and every follow-up that re-sends a dropped answer.
-
-    Iterative (an explicit stack), so a chain of thousands of follow-ups cannot overflow
-    Python's recursion limit.
-    """
+    """Drop a request that cannot be served, and every follow-up that re-sends a dropped answer
+    (an explicit stack: a chain of thousands of follow-ups cannot overflow the recursion limit)."""
     stack = [req]
     while stack:
         r = stack.pop()
