@@ -66,8 +66,6 @@ class BlockPool:
         self.num_free_blocks = 0
         self.give_back(self.num_blocks)
 
-    # -- counting -----------------------------------------------------------------------------
-
     def blocks_for(self, tokens: int) -> int:
         """Blocks a sequence of `tokens` tokens holds: ceil(tokens / block_size), or its slab."""
         if self.layout == "contiguous":
@@ -79,8 +77,6 @@ class BlockPool:
 
     def num_available_after_ref(self, hashes: list[int]) -> int:
         """Blocks still available once `hashes` are referenced (free cached ones leave the queue)."""
-        if not hashes:  # no prefix hit (most admissions)
-            return self.num_free_blocks
         return self.num_free_blocks - (len(hashes) - self._held(hashes, 0))
 
     def num_used(self) -> int:
@@ -94,17 +90,15 @@ class BlockPool:
         if not n:
             return True
         self.num_free_blocks -= n
-        queue = self.free_queue
-        head = next(iter(queue))
-        if type(head) is tuple and head[0] != "chain" and queue[head] > n:  # usually empty blocks
-            queue[head] -= n
-            if head[0] == "own":
-                self.num_evictions += n
-            return True
-        evicted = 0
+        queue, evicted = self.free_queue, 0
         while n:
             key = next(iter(queue))
-            if type(key) is tuple and key[0] == "chain":  # cached blocks freed together: the last first
+            if isinstance(key, int):  # a cached block no one references
+                del queue[key]
+                self._evict((key,))
+                evicted += 1
+                n -= 1
+            elif key[0] == "chain":  # cached blocks freed together: the last first
                 run = self.chains[key[1]]
                 gone = min(len(run), n)
                 self._forget_ends(run)
@@ -113,21 +107,15 @@ class BlockPool:
                 self._recount(key[1])  # what is left keeps its place at the head
                 evicted += gone
                 n -= gone
-                continue
-            key, count = queue.popitem(last=False)
-            if type(key) is tuple:  # a run of empty blocks, or of a unique sequence's cached ones
+            else:  # a run of empty blocks (the usual head), or of a unique sequence's cached ones
+                count = queue[key]
                 if key[0] == "own":
                     evicted += min(count, n)
                 if count > n:
                     queue[key] = count - n
-                    queue.move_to_end(key, last=False)
                     break
+                del queue[key]
                 n -= count
-                continue
-            assert isinstance(key, int)
-            self._evict((key,))  # a cached block no one references
-            evicted += 1
-            n -= 1
         self.num_evictions += evicted
         return True
 
@@ -137,7 +125,10 @@ class BlockPool:
             del self.cached[key]
             if key in self.part_filled:
                 del self.part_filled[key]
-                self._forget_partial(key)
+                for kids in self.partial.values():  # drop it from its parent's list
+                    if key in kids:
+                        kids.remove(key)
+                        break
 
     def give_back(self, n: int, tail: bool = True) -> None:
         """Free n private blocks: empty blocks at the tail of the queue (most recently freed)."""
@@ -172,13 +163,6 @@ class BlockPool:
     def take_own(self, seq_id: int) -> None:
         """A unique sequence takes its cached blocks back (a prefix hit on them)."""
         self.num_free_blocks -= self.free_queue.pop(("own", seq_id), 0)
-
-    def _forget_partial(self, h: int) -> None:
-        """Drop an evicted part-filled block from its parent's list."""
-        for kids in self.partial.values():
-            if h in kids:
-                kids.remove(h)
-                break
 
     # -- cached blocks: references, and the queue's entries for blocks freed together ----------
 

@@ -19,9 +19,8 @@ the token count that is asked of the cost model and remembered) plus KV bytes; t
 traffic and activation traffic are linear in tokens; the engine's fixed costs and the
 all-reduces' latency are `fixed`. A profile whose small steps run matrix-vector kernels
 (llama.cpp: at most matvec_max_tokens tokens, no small-M curve, a bandwidth cap) has a second set
-of coefficients for those steps. `tests/test_engine_core.py` checks the identity against
-`step_time` on random batches, and `tests/test_one_speed_model.py` that a run's steps stay within
-2% of it for every engine, dense and mixture of experts, with and without pipeline stages.
+of coefficients for those steps. Tests check the identity on random batches, and that a run's
+steps stay within 2% of `step_time` for every engine, dense and MoE, with and without stages.
 """
 
 from __future__ import annotations
@@ -33,14 +32,16 @@ from ..core import costmodel as cm
 from ..core import parallel_time as pt
 from ..core.catalog import Gpu, Model
 
+Batch = list[tuple[int, int]]  # (new_tokens, cached_tokens) per sequence
+
 
 def attention_keys(new_tokens: int, cached_tokens: int) -> int:
     """Keys the causal attention of one sequence's new tokens reads (query j sees c + j keys)."""
     return new_tokens * cached_tokens + new_tokens * (new_tokens + 1) // 2
 
 
-def batch_sums(seqs: list[tuple[int, int]], held: Callable[[int], int]) -> tuple[int, int, int, int]:
-    """(tokens, num_seqs, keys, kv) of a batch of (new_tokens, cached_tokens) pairs (module docstring)."""
+def batch_sums(seqs: Batch, held: Callable[[int], int]) -> tuple[int, int, int, int]:
+    """(tokens, num_seqs, keys, kv) of a batch (module docstring)."""
     keys = sum(attention_keys(q, c) for q, c in seqs)
     return sum(q for q, _ in seqs), len(seqs), keys, sum(held(c) + q for q, c in seqs)
 
@@ -67,12 +68,7 @@ class _Coefficients:
     one more one-token sequence. A profile's kernel regimes (matrix-vector steps) hold throughout,
     so the base is chosen inside the regime the coefficients are for."""
 
-    def __init__(
-        self,
-        step: Callable[[list[tuple[int, int]]], cm.StepTime],
-        held: Callable[[int], int],
-        base: list[tuple[int, int]],
-    ):
+    def __init__(self, step: Callable[[Batch], cm.StepTime], held: Callable[[int], int], base: Batch):
         (q, c), rest = base[0], base[1:]
         probes = [base, [(q + 1, c), *rest], [(q, c + 1), *rest], [*base, (1, 0)]]
         feats = [batch_sums(seqs, held) for seqs in probes]  # (tokens, seqs, keys, kv) of each probe
@@ -102,29 +98,24 @@ class StepCost:
         link = cm.link_GBps_one_way(gpu) if self.pp > 1 else None
         self.hop = pt.pp_send_s(1 / self.dp, model.hidden_size, self.pp, link) if link else 0.0
 
-        def step(seqs: list[tuple[int, int]]) -> cm.StepTime:
+        def step(seqs: Batch) -> cm.StepTime:
             return cm.step_time(model, gpu, seqs, **one_pass)
 
         self._step = step
-        self.compute_known = step([(1, 0)]).compute_known
         # Steps of at most `matvec` tokens (per rank and micro-batch) run matrix-vector kernels, and
         # so does an LM head over at most that many sequences: a set of coefficients per regime.
         eff = kw.get("eff") or cm.default_efficiency()
         self.matvec = mv = eff.matvec_max_tokens * self.dp
-        c = _Coefficients(step, self.held, [(1, 0)] * (mv + 1))
+        self.large = c = _Coefficients(step, self.held, [(1, 0)] * (mv + 1))  # sequences > matvec
         self.small = _Coefficients(step, self.held, [(1, 0)]) if mv else c  # tokens <= matvec
         self.few = _Coefficients(step, self.held, [(mv + 1, 0)]) if mv else c  # sequences <= matvec
-        self.x, self.y, self.z, self.fixed_compute = c.x, c.y, c.z, c.fixed_compute
-        self.v, self.u, self.overhead, self.weights = c.v, c.u, c.overhead, c.weights
-        self.moe = model.is_moe
+        self.moe, self.window = model.is_moe, model.sliding_window
         self._moe_weights: dict[int, float] = {}
-        self.window = model.sliding_window
 
-    def _set(self, tokens: int, seqs: int) -> StepCost | _Coefficients:
-        """The coefficients of a pass over `tokens` tokens of `seqs` sequences (per micro-batch):
-        this object's own when both are above `matvec`."""
+    def _set(self, tokens: int, seqs: int) -> _Coefficients:
+        """The coefficients of a pass over `tokens` tokens of `seqs` sequences (per micro-batch)."""
         if seqs > self.matvec:
-            return self
+            return self.large
         return self.small if tokens <= self.matvec else self.few
 
     def weights_s(self, tokens: int) -> float:
@@ -151,14 +142,14 @@ class StepCost:
             (c.u + self.hop) * tokens / mb + c.overhead,
         )
 
-    def _per_micro_batch(self, tokens: int, num_seqs: int) -> tuple[int, StepCost | _Coefficients]:
+    def _per_micro_batch(self, tokens: int, num_seqs: int) -> tuple[int, _Coefficients]:
         """A pipeline's micro-batches (1 without stages) and the coefficients of one of them."""
         if self.pp > 1:
             mb = self.micro_batches(num_seqs)
             return mb, self._set(-(-tokens // mb), -(-num_seqs // mb))
         return 1, self._set(tokens, num_seqs)
 
-    def _weights(self, tokens: int, mb: int, c: StepCost | _Coefficients) -> float:
+    def _weights(self, tokens: int, mb: int, c: _Coefficients) -> float:
         """Weights streamed by one micro-batch's pass (no call for a dense model without stages)."""
         return self.weights_s(-(-tokens // mb)) if self.pp > 1 or self.moe else c.weights
 
@@ -175,7 +166,7 @@ class StepCost:
     def held(self, context: int) -> int:
         return cm.kv_tokens_held(self.model, context)
 
-    def batch_time_s(self, seqs: list[tuple[int, int]]) -> float:
+    def batch_time_s(self, seqs: Batch) -> float:
         """The same answer as step_time(seqs).time_s, from the linear form (for tests)."""
         return self.time_s(*batch_sums(seqs, self.held))
 
@@ -206,33 +197,19 @@ def stride_time_s(c0: float, c1: float, m0: float, m1: float, comm: float, n: in
         return 0.0
     # Step k is compute-bound when c0 + c1 k > m0 + m1 k; the difference is monotone in k.
     first_compute = c0 > m0
-    guess = n
+    split = n
     if c1 != m1:
         k_star = (m0 - c0) / (c1 - m1)
-        guess = int(k_star) + 1 if 0 <= k_star < n else n
-    # The usual stride binds on one side throughout: settle that case without a call.
-    if guess == n and (c0 + c1 * (n - 1) > m0 + m1 * (n - 1)) == first_compute:
-        split = n
-    else:
-        split = _settle(c0, c1, m0, m1, guess, n, first_compute)
+        split = int(k_star) + 1 if 0 <= k_star < n else n
+    # `split`: the first step whose binding side differs from step 0's, settled robustly to rounding
+    # (the usual stride binds on one side throughout: one comparison).
+    while split > 0 and (c0 + c1 * (split - 1) > m0 + m1 * (split - 1)) != first_compute:
+        split -= 1
+    while split < n and (c0 + c1 * split > m0 + m1 * split) == first_compute:
+        split += 1
     if not first_compute:
         c0, c1, m0, m1 = m0, m1, c0, c1
-    # Two arithmetic series, sum_{k=a}^{b-1} (p0 + p1 k) = (b - a) p0 + p1 (a + b - 1)(b - a) / 2:
-    # step 0's binding side for the first `split` steps, the other side for the rest.
+    # Step 0's binding side for the first `split` steps, the other side for the rest.
     head = split * c0 + c1 * (split - 1) * split / 2 if split > 0 else 0.0
     tail = (n - split) * m0 + m1 * (split + n - 1) * (n - split) / 2 if n > split else 0.0
     return head + tail + comm * n
-
-
-def _settle(c0: float, c1: float, m0: float, m1: float, split: int, n: int, first_compute: bool) -> int:
-    """The first k in [0, n] whose binding side differs from step 0's (robust to rounding)."""
-
-    def compute_binds(k: int) -> bool:
-        return c0 + c1 * k > m0 + m1 * k
-
-    split = max(0, min(n, split))
-    while split > 0 and compute_binds(split - 1) != first_compute:
-        split -= 1
-    while split < n and compute_binds(split) == first_compute:
-        split += 1
-    return split
