@@ -24,10 +24,9 @@ the run from its end as it would the blocks, and on readmission it takes back wh
 re-hits and evictions are those of hashing every block (a test forces both ways).
 
 References: 1) Kwon et al. 2023, PagedAttention (arXiv 2309.06180); 2) vLLM v1
-vllm/v1/core/block_pool.py (block_hash, ref_cnt, free_block_queue): free_blocks appends blocks
-with ref_cnt 0 to free_block_queue, get_new_blocks pops from its head and evicts a cached block
-found there, touch removes a hit block from the queue; kv_cache_manager.py free(): "We free the
-blocks in reverse order so that the tail blocks are evicted first".
+vllm/v1/core/block_pool.py (block_hash, ref_cnt, free_block_queue, get_new_blocks, touch);
+kv_cache_manager.py free(): "We free the blocks in reverse order so that the tail blocks are
+evicted first".
 """
 
 from __future__ import annotations
@@ -147,8 +146,6 @@ class BlockPool:
         """Return n blocks just taken to the head of the queue (a reservation not used)."""
         self.give_back(n, tail=False)
 
-    # -- a unique sequence's cached blocks, counted, not hashed (see `free_own`) ------------------
-
     def free_own(self, seq_id: int, n: int) -> None:
         """Free the n cached blocks of a sequence no other request can hit: one queue entry,
         ("own", id) -> n, where its n hashed blocks would go (module docstring)."""
@@ -164,23 +161,20 @@ class BlockPool:
         """A unique sequence takes its cached blocks back (a prefix hit on them)."""
         self.num_free_blocks -= self.free_queue.pop(("own", seq_id), 0)
 
-    # -- cached blocks: references, and the queue's entries for blocks freed together ----------
-
     def _touch(self, h: int) -> None:
         """A free part-filled block found again: it goes to the tail of the queue, on its own."""
-        queue = self.free_queue
         if self.cached.get(h) != 0:  # held: not in the queue
             return
         n = self.ends.get(h)
         if n is None:
-            queue.move_to_end(h)
+            self.free_queue.move_to_end(h)
             return
         run = self.chains[n]
         assert run[-1] == h  # the last block of the sequence that freed it
         self._forget_ends(run)
         run.pop()
         self._recount(n)
-        queue[h] = 1
+        self.free_queue[h] = 1
 
     def _forget_ends(self, run: list[int]) -> None:
         """Before blocks leave a chain entry: its first and last block are about to change."""
@@ -211,15 +205,14 @@ class BlockPool:
         return lo
 
     def ref(self, hashes: list[int]) -> None:
-        """A sequence holds the leading blocks of a chain (a prefix hit): the free ones among them
-        (the last ones) leave the queue."""
+        """A sequence holds the leading blocks of a chain (a prefix hit): the free ones leave the queue."""
         cached = self.cached
         held = self._held(hashes, 0)
         for h in hashes[:held]:
             cached[h] += 1
         if free := hashes[held:]:
             self._unqueue(free)
-            for h in free:  # a plain loop: about 2x faster than update(fromkeys) in CPython, 1.5x in Pyodide
+            for h in free:  # a plain loop: 2x faster than update(fromkeys) in CPython, 1.5x in Pyodide
                 cached[h] = 1
             self.num_free_blocks -= len(free)
 

@@ -6,11 +6,10 @@ Routers (what llm-d's inference scheduler and its predecessors choose between):
 - least_kv: lowest share of KV blocks in use.
 - prefix: most prompt tokens already in the replica's prefix cache (ties: least queue).
 - weighted: llm-d's scheme: each scorer maps a replica to [0, 1] (prefix: hit share of the
-  prompt; queue: 1 - depth / max depth; kv: 1 - KV use), the router sums weight x score and
-  picks the best. Default weights favour the prefix scorer 2 : 1 : 1, as llm-d's example
-  configuration does with its prefix-cache and load scorers.
-Looking up the prefix cache of a replica costs the router nothing here; llm-d keeps an
-approximate index of each pod's cache from KV events to do the same.
+  prompt; queue: 1 - depth / max depth; kv: 1 - KV use); the best sum of weight x score wins,
+  weights 2 : 1 : 1, as llm-d's example configuration weighs its prefix-cache and load scorers.
+Looking up a replica's prefix cache costs the router nothing here (llm-d keeps an approximate
+index of each pod's cache from KV events).
 
 Disaggregation (DistServe, Splitwise): `num_prefill` replicas only prefill; each finished
 prefill frees its blocks there and ships its KV to the least-loaded decode replica, arriving
@@ -61,19 +60,15 @@ class EngineSpec:
     # A profile given whole (the validation's refits) prices the steps instead of `engine`'s.
     profile: cm.Efficiency | None = None
     activation_dtype: str | None = None  # None: the weights' format where the GPU multiplies it (W8A8)
+    # Tensor and pipeline stages, data-parallel attention ranks, expert parallelism (parallel.py).
     tp: int = 1
-    # Pipeline stages, data-parallel attention ranks and expert parallelism (simulators/parallel.py).
     pp: int = 1
     dp: int = 1
     ep: bool = False
-    # Tokens per KV block (vLLM --block-size).
-    block_size: int = 16
-    # "paged" blocks or "contiguous" max_model_len reservations.
-    layout: str = "paged"
-    # Prefix cache: "off", "hash" or "radix". On by default, as in vLLM v1 (vllm/config/cache.py
-    # CacheConfig.enable_prefix_caching = True): a preempted request finds its own full blocks
-    # again. A request whose first segment no other request shares has its blocks counted, not
-    # hashed (kv.free_own): only it can hit them, so the cache costs it almost nothing.
+    block_size: int = 16  # tokens per KV block (vLLM --block-size)
+    layout: str = "paged"  # "paged" blocks or "contiguous" max_model_len reservations
+    # Prefix cache: "off", "hash" or "radix". On by default, as in vLLM v1 (CacheConfig.
+    # enable_prefix_caching): a preempted request finds its own full blocks again.
     prefix: str = "hash"
     # KV blocks per replica; None: what memory_fit leaves after weights and activations.
     num_blocks: int | None = None
@@ -84,8 +79,7 @@ class EngineSpec:
         object.__setattr__(self, "sched", self.sched.for_gpu(self.gpu))
 
     def step_cost(self) -> StepCost:
-        # Made once per spec and kept on it (a spec is frozen; the cost is a pure function of it):
-        # a load test serves the same spec a dozen times per call.
+        # Made once per spec and kept on it (a pure function of a frozen spec, served many times).
         cost = self.__dict__.get("_step_cost")
         if cost is None:
             kw = {**self._dtypes(), "activation_dtype": self.activation_dtype, **self.parallel().cost_kw()}
@@ -94,9 +88,8 @@ class EngineSpec:
         return cost
 
     def efficiency(self) -> cm.Efficiency:
-        """The profile that prices this spec's steps. Multi-step scheduling (vLLM v0.6) schedules and
-        prepares inputs once per run of num_scheduler_steps steps: the profile's CPU time between
-        passes (step_overhead_us) is spread over the run."""
+        """The profile that prices this spec's steps; under multi-step scheduling its CPU time
+        between passes (step_overhead_us) is spread over each run of num_scheduler_steps steps."""
         return ef.multi_step(self.profile or cm.efficiency(self.ideal, self.engine), self.sched.num_scheduler_steps)
 
     def blocks(self) -> int:
@@ -113,8 +106,7 @@ class EngineSpec:
 
     def adopt_step_cost(self, other: EngineSpec) -> None:
         """Keep `other`'s step cost, which must be this spec's own: specs that differ only in KV
-        blocks or batch limits (which the step cost does not read) share one. The cheapest search
-        makes a spec per layout and request lengths; the cost is one per layout."""
+        blocks or batch limits (which the step cost does not read) share one."""
 
         def key(s: EngineSpec) -> tuple[Any, ...]:
             return (s.model, s.gpu, s.weight_dtype, s.kv_dtype, s.activation_dtype, s.efficiency(), s.parallel())
@@ -214,7 +206,6 @@ def serve_steps(
 ) -> Generator[Progress, None, Served]:
     """serve(), yielding the finished sequences, dropped requests and replicas so far each time
     another `every` requests have finished (eventloop.simulate_steps): a run a page shows as it goes."""
-    # the caller's chain store, else one for this run (the replicas' caches take theirs when built)
     with nullcontext() if current_store() is not None else kept_in(chain_store()):
         log: Log | None = [] if keep_log else None
         cost = spec.step_cost()
@@ -248,9 +239,8 @@ def serve_shown(
     show: Callable[[M, int], T] | None = None,
     **options: Any,
 ) -> Generator[T, None, M]:
-    """measure(records, dropped, replicas) of serve(requests, spec, **options). With `show`, the run
-    is shown once while it goes, when a quarter of the requests have finished: it yields
-    show(measure of the run so far, how many have finished) (a page's first chart, drawn early)."""
+    """measure(records, dropped, replicas) of serve(requests, spec, **options). With `show`, it
+    yields show(measure so far, how many finished) once, when a quarter have finished."""
     steps = serve_steps(requests, spec, every=len(requests) // 4 if show else 0, **options)
 
     def partial(progress: Progress) -> T:

@@ -99,6 +99,20 @@ def simulate_steps(
         for t, prio, kind, obj in evs:
             heappush(heap, (t, prio, next(counter), kind, obj))
 
+    def drop(req: Request, t: float) -> None:
+        """Drop a request that cannot be served, and every follow-up that re-sends a dropped answer
+        (an explicit stack: a chain of thousands of follow-ups cannot overflow the recursion limit)."""
+        stack = [req]
+        while stack:
+            r = stack.pop()
+            # Kept with the absolute time it was refused (a follow-up's arrival_s is a delay).
+            dropped.append(r._replace(arrival_s=t, after=None))
+            for f in followers.pop(r.id, ()):
+                if r.output_segment >= 0 and any(seg == r.output_segment for seg, _ in f.segments):
+                    stack.append(f)  # its prompt holds the answer that never came
+                else:
+                    push([(t + f.arrival_s, 0, ARRIVE, f)])
+
     obj: Any  # a Request (ARRIVE), (replica, Seq) (KV_ARRIVE) or (replica, version) (STEP_END)
     while heap or next_arrival < num_arrivals:
         if next_arrival < num_arrivals and (not heap or arrival_times[next_arrival] <= heap[0][0]):
@@ -110,16 +124,14 @@ def simulate_steps(
         if kind == ARRIVE:
             tokens = obj.prompt_tokens + obj.output_tokens
             if tokens > max_len or kv0.blocks_for(tokens) > kv0.num_blocks:
-                _drop(obj, t, followers, push, dropped)
+                drop(obj, t)
                 continue
             s = Seq(obj, t)
             # Unique: no other prompt starts with its first segment, or it names no segments (its
             # tokens are its own); only it can hit its blocks (kv.free_own).
             first = obj.segments[0] if obj.segments else None
             s.unique = first is None or (first[1] > 0 and firsts[first[0]] == 1)
-            # Handlers return at most a few events, most often none or one: pushed inline.
-            for ev_t, prio, ev_kind, ev_obj in route(s, replicas, t).add(s, t):
-                heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
+            push(route(s, replicas, t).add(s, t))
             continue
         if kind == KV_ARRIVE:
             push(obj[0].add(obj[1], t))
@@ -128,8 +140,7 @@ def simulate_steps(
         rep, version = obj
         if version != rep.version:
             continue
-        for ev_t, prio, ev_kind, ev_obj in rep.step_end(t):
-            heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
+        push(rep.step_end(t))
         if rep.finished:
             done += rep.finished
             if every and len(done) >= mark:
@@ -147,24 +158,3 @@ def simulate_steps(
                 push([(t + (transfer_s(s) if transfer_s else 0.0), 0, KV_ARRIVE, (dest, s))])
             rep.handoff.clear()
     return done, dropped, events
-
-
-def _drop(
-    req: Request,
-    t: float,
-    followers: dict[int, list[Request]],
-    push: Callable[[list[Event]], None],
-    dropped: list[Request],
-) -> None:
-    """Drop a request that cannot be served, and every follow-up that re-sends a dropped answer
-    (an explicit stack: a chain of thousands of follow-ups cannot overflow the recursion limit)."""
-    stack = [req]
-    while stack:
-        r = stack.pop()
-        # Kept with the absolute time it was refused (a follow-up's arrival_s is a delay).
-        dropped.append(r._replace(arrival_s=t, after=None))
-        for f in followers.pop(r.id, ()):
-            if r.output_segment >= 0 and any(seg == r.output_segment for seg, _ in f.segments):
-                stack.append(f)  # its prompt holds the answer that never came
-            else:
-                push([(t + f.arrival_s, 0, ARRIVE, f)])

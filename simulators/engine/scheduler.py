@@ -256,8 +256,7 @@ class Scheduler:
         else:
             self.prefill_held -= s.num_computed_tokens
             self.prefilling.remove(s)
-        freed = len(s.owned) + s.blocks
-        self._release(s)
+        freed = self._release(s)
         s.prompt = s.req.prompt_tokens + s.out  # recompute the prompt and the output so far
         s.num_computed_tokens = 0
         s.num_preemptions += 1
@@ -278,7 +277,9 @@ class Scheduler:
             s.blocks -= converted
             s.chain_len += converted
 
-    def _release(self, s: Seq) -> None:
+    def _release(self, s: Seq) -> int:
+        """Free a sequence's blocks; returns how many it held."""
+        held = len(s.owned) + s.blocks
         if s.unique and self.prefix_on:  # its first chain_len blocks are cached, the rest private
             self.kv.give_back(s.blocks - s.chain_len)
             self.kv.free_own(s.id, s.chain_len)
@@ -286,6 +287,7 @@ class Scheduler:
             self.kv.give_back(s.blocks)  # last block first (vLLM v1 frees in reverse order): the
             self.kv.unref(s.owned)  # private tail, then the cached blocks from the end back
         s.owned, s.blocks, s.chain_len = [], 0, 0
+        return held
 
     def _prefill_done(self, s: Seq, t: float) -> None:
         """A sequence's prompt is computed (its full blocks cached): emit its first token, decode."""
@@ -335,10 +337,8 @@ class Scheduler:
             converted = self.kv.cache_blocks(s.content(), ctx, s.chain_len, s.owned, final=True)
             s.blocks -= converted
         self.running.remove(s)
-        held = len(s.owned) + s.blocks
-        self._release(s)
         self.finished.append(s)
-        self._log(t, "finish", s, held)
+        self._log(t, "finish", s, self._release(s))
 
     def _log(self, t: float, what: str, s: Seq, extra: int = 0) -> None:
         if self.log is not None:
