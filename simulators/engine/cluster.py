@@ -188,8 +188,7 @@ def serve(requests: list[Request], spec: EngineSpec, **options: Any) -> Served:
     keep_series=False leaves each replica's per-step `series` empty (for callers that read only
     the records and counters). Block-hash chains come from the current chain store
     (blockhash.kept_in: e.g. an api.Session's), else from one made for this call."""
-    served: Served = run_out(serve_steps(requests, spec, **options))
-    return served
+    return run_out(serve_steps(requests, spec, **options))
 
 
 def serve_steps(

@@ -1,8 +1,8 @@
 """The decoding sequences of one replica, kept so that a decode step costs O(1), not O(batch).
 
-A decode step adds one token to every decoding sequence. Instead of touching each one, the
-replica counts decode steps in `steps`, and a sequence that starts decoding with context c
-stores g0 = steps - c: its context at any later time is steps - g0. From that:
+A decode step adds one token to every decoding sequence. Instead of touching each one, the set
+counts decode steps in `steps`; a sequence that joins with context c stores g0 = steps - c, so
+its context is steps - g0 at any later time. From that:
 
 - the batch's summed context grows by num_seqs per step (`sum_context`);
 - a sequence needs a new block on the step where its context is a multiple of block_size, that
@@ -11,8 +11,8 @@ stores g0 = steps - c: its context at any later time is steps - g0. From that:
 - a heap of the step counts at which sequences emit their last token (`finish_heap`) says
   how many steps may run before the next one finishes.
 
-A sequence leaving the set (finished or preempted) gets its context and output count written
-back (`leave`). Reference: this is the engine's own device; vLLM touches every request per step.
+A sequence leaving the set gets its context and output count written back (`leave`).
+Reference: this is the engine's own device; vLLM touches every request per step.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The event loop that drives replicas: arrivals, step ends and KV hand-offs, in time order.
 
 The loop is SimPy's: a heap of (time, priority, seq_no, kind, payload), with seq_no from an
-itertools.count made per run so events are never compared and ties resolve in insertion order
-(the requests that arrive on their own wait beside it in a sorted list: see `simulate_steps`).
+itertools.count made per run so events are never compared and ties resolve in insertion order.
 Handlers return the events they cause (Vidur's style). Kinds: ARRIVE (a request reaches the
 router), KV_ARRIVE (a prefilled sequence reaches a decode replica), STEP_END (a replica finishes
 the step or stride it planned; a replica that replans bumps its version, and the stale event is
@@ -32,13 +31,14 @@ Outcome = tuple[list[Seq], list[Request], int]  # finished sequences, dropped re
 Progress = tuple[list[Seq], list[Request], list[Replica]]  # finished and dropped so far, the replicas
 
 
-def run_out(steps: Generator[Any, None, Any]) -> Any:
+def run_out(steps: Generator[Any, None, R]) -> R:
     """What a generator of simulate_steps' kind returns, its yields ignored."""
     while True:
         try:
             next(steps)
         except StopIteration as end:
-            return end.value
+            value: R = end.value
+            return value
 
 
 def show_once(steps: Generator[Progress, None, R], show: Callable[[Progress], T]) -> Generator[T, None, R]:
@@ -50,8 +50,7 @@ def show_once(steps: Generator[Progress, None, R], show: Callable[[Progress], T]
         made: R = end.value
         return made
     yield show(progress)
-    value: R = run_out(steps)
-    return value
+    return run_out(steps)
 
 
 def simulate_steps(

@@ -30,6 +30,7 @@ schemas/benchmark/transient.py; 3) Zhong et al. 2024, DistServe (goodput).
 
 from __future__ import annotations
 
+import heapq
 import math
 import operator
 from collections.abc import Sequence
@@ -221,8 +222,7 @@ def summarize_apart(
     ended = [r for r in kept if lo <= r.arrival_s + r.e2e_s <= hi]
     n_err = len([t for t in errored if lo <= t <= hi])
     n_inc = len(overlapping(cut, lo, hi))
-    out["num_requests"] = len(kept)
-    out["num_successful"] = len(kept)
+    out["num_requests"] = out["num_successful"] = len(kept)
     out["num_incomplete"] = n_inc
     out["num_errored"] = n_err
     out["window_s"] = hi - lo
@@ -258,18 +258,10 @@ def drain_s(spans: list[tuple[float, float]], lo: float, hi: float, slots: int) 
     full_until = lo
     if slots > 0:
         # Starts and ends in time order, an end first at equal times (a request that ends when
-        # another starts frees its slot first): two sorted lists merged, cheaper than sorting
-        # (time, +1 / -1) pairs.
-        ends = sorted([b for _, b in spans])
-        n = i = j = 0
-        num = len(starts)
-        while i < num or j < num:
-            if i < num and (j == num or starts[i] < ends[j]):
-                t, d = starts[i], 1
-                i += 1
-            else:
-                t, d = ends[j], -1
-                j += 1
+        # another starts frees its slot first): two sorted lists merged.
+        ends = sorted([(b, -1) for _, b in spans])
+        n = 0
+        for t, d in heapq.merge(ends, [(a, 1) for a in starts]):
             if n >= slots:
                 full_until = t  # full up to this event
             n += d

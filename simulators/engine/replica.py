@@ -1,15 +1,13 @@
 """One replica: the scheduler's plan turned into timed steps and strides.
 
-`Replica` is a `Scheduler` (scheduler.py: queues, KV pool, the decision of each step) with a
-clock. `plan` asks the scheduler for the next step and prices it with the cost model's step time
-(steptime.py); the event loop (eventloop.py) calls `step_end` when the planned time is reached.
+`Replica` is a `Scheduler` (scheduler.py) with a clock: `plan` asks the scheduler for the next
+step and prices it (steptime.py); the event loop calls `step_end` when the planned time comes.
 
 Fast by construction: when a step has no prefill chunk, the batch is fixed until the next
 scheduling event and every context grows by one token per step, so the replica plans a *stride*
-of n decode steps at once and prices it in closed form (steptime.stride_time_s). A stride ends
-at the next completion, or earlier when the free blocks would run out (then the scheduler
-preempts), or when the sliding window of some sequence fills. An arrival that could be admitted
-cuts the stride at the end of the step in progress. Under multi-step scheduling (vLLM v0.6's
+of n decode steps at once, priced in closed form (steptime.stride_time_s). A stride ends at the
+next completion, or earlier when the free blocks would run out (then the scheduler preempts) or
+a sliding window fills; an arrival that could be admitted cuts it after the step in progress. Under multi-step scheduling (vLLM v0.6's
 --num-scheduler-steps k) strides and cuts are whole runs of k steps. The cost of a run grows with
 arrivals, chunks, completions and preemptions, not with tokens. `single_step=True` plans one step
 at a time instead; tests check both give the same timings.
@@ -211,11 +209,9 @@ class Replica(Scheduler):
         decode.steps += n
         decode.sum_context += decode.num_seqs * n
         if n:
-            growth = (
-                decode.num_seqs
-                if not self.window
-                else sum(1 for s in self.running if s.decoding and decode.steps - n - s.g0 < self.window)
-            )
+            growth = decode.num_seqs  # KV tokens held grow by this much per step (as planned)
+            if window := self.window:
+                growth = sum(1 for s in self.running if s.decoding and decode.steps - n - s.g0 < window)
             decode.sum_held += growth * n
             if self.blocked:
                 self.retry_blocked()

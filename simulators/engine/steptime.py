@@ -129,9 +129,6 @@ class StepCost:
             self._moe_weights[tokens] = w
         return w
 
-    def micro_batches(self, num_seqs: int) -> int:
-        return pt.micro_batches(-(-num_seqs // self.dp), self.pp)
-
     def parts(self, tokens: int, num_seqs: int, keys: float, kv: float) -> tuple[float, float, float]:
         """(compute_s, memory_s, after_s) of a batch given its four sums; after_s (communication,
         activation traffic and fixed costs) runs after the roofline."""
@@ -145,7 +142,7 @@ class StepCost:
     def _per_micro_batch(self, tokens: int, num_seqs: int) -> tuple[int, _Coefficients]:
         """A pipeline's micro-batches (1 without stages) and the coefficients of one of them."""
         if self.pp > 1:
-            mb = self.micro_batches(num_seqs)
+            mb = pt.micro_batches(-(-num_seqs // self.dp), self.pp)
             return mb, self._set(-(-tokens // mb), -(-num_seqs // mb))
         return 1, self._set(tokens, num_seqs)
 
