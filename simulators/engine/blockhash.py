@@ -41,8 +41,7 @@ def block_runs(segments: Segments, block_size: int, upto: int) -> list[Runs]:
     """Content of each block of the first `upto` tokens: a list of runs per block (last may be short)."""
     blocks: list[Runs] = []
     cur: list[tuple[int, int, int]] = []
-    room = block_size
-    left = upto
+    room, left = block_size, upto
     for seg_id, n in segments:
         start = 0
         while start < n and left > 0:
@@ -54,8 +53,6 @@ def block_runs(segments: Segments, block_size: int, upto: int) -> list[Runs]:
             if room == 0:
                 blocks.append(tuple(cur))
                 cur, room = [], block_size
-        if left == 0:
-            break
     if cur:
         blocks.append(tuple(cur))
     return blocks

@@ -117,9 +117,8 @@ class EngineSpec:
 
 
 def make_router(name: str) -> Router:
-    """A fresh router (its state, e.g. round-robin's turn, lives inside this call). One pass over the
-    candidates in index order keeps the first best: least_queue min (depth, index); least_kv min
-    (KV use, depth, index); prefix max (hit share, -depth, -index); weighted max (score, -index)."""
+    """A fresh router (its state, e.g. round-robin's turn, lives inside this call); ties go to the
+    first candidate in index order."""
     turn = itertools.count()
     wp, wq, wk = 2.0, 1.0, 1.0  # weighted: prefix, queue and KV scorers (module docstring)
     seen: list[Replica] | None = None  # the replicas last routed to, split once by role:
@@ -136,40 +135,23 @@ def make_router(name: str) -> Router:
         cands = back if s.prefilled else front
         if name == "round_robin":
             return cands[next(turn) % len(cands)]
-        best = cands[0]
         if name == "least_queue" or s.prefilled:
-            best_d = depth(best)
-            for r in cands:
-                d = depth(r)
-                if d < best_d:
-                    best, best_d = r, d
-            return best
+            return min(cands, key=depth)
         if name == "least_kv":
-            best_u, best_d = 2.0, 0
-            for r in cands:
-                u, d = r.kv.num_used() / r.kv.num_blocks, depth(r)
-                if u < best_u or (u == best_u and d < best_d):
-                    best, best_u, best_d = r, u, d
-            return best
+            return min(cands, key=lambda r: (r.kv.num_used() / r.kv.num_blocks, depth(r)))
         content, prompt = s.content(), s.prompt
 
         def hit(kv: KVCacheManager) -> float:  # share of the prompt in the replica's prefix cache
             return kv.match(content, prompt)[1] / prompt if kv.prefix != "off" and not s.unique else 0.0
 
         if name == "prefix":
-            best_h, best_d = -1.0, 0
-            for r in cands:
-                h, d = hit(r.kv), depth(r)
-                if h > best_h or (h == best_h and d < best_d):
-                    best, best_h, best_d = r, h, d
-            return best
+            return max(cands, key=lambda r: (hit(r.kv), -depth(r)))
         top = max(1, max(depth(r) for r in cands))
-        best_score = None
-        for r in cands:
-            score = wp * hit(r.kv) + wq * (1 - depth(r) / top) + wk * (1 - r.kv.num_used() / r.kv.num_blocks)
-            if best_score is None or score > best_score:
-                best, best_score = r, score
-        return best
+
+        def score(r: Replica) -> float:
+            return wp * hit(r.kv) + wq * (1 - depth(r) / top) + wk * (1 - r.kv.num_used() / r.kv.num_blocks)
+
+        return max(cands, key=score)
 
     return route
 
@@ -215,7 +197,17 @@ def serve_steps(
         for i in range(num_replicas):
             role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
             kv = KVCacheManager(blocks, spec.block_size, spec.layout, reserve, prefix)
-            reps.append(Replica(i, spec.sched, kv, cost, role, single_step, log, keep_series))
+            rep = Replica(
+                i,
+                spec.sched,
+                kv=kv,
+                cost=cost,
+                role=role,
+                single_step=single_step,
+                log=log,
+                keep_series=keep_series,
+            )
+            reps.append(rep)
         transfer = None
         if num_prefill:
             link = cm.link_GBps_one_way(spec.gpu) or 0.0

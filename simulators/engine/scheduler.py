@@ -278,7 +278,6 @@ class Scheduler:
             s.chain_len += converted
 
     def _release(self, s: Seq) -> int:
-        """Free a sequence's blocks; returns how many it held."""
         held = len(s.owned) + s.blocks
         if s.unique and self.prefix_on:  # its first chain_len blocks are cached, the rest private
             self.kv.give_back(s.blocks - s.chain_len)
@@ -311,8 +310,7 @@ class Scheduler:
                 self.blocked.append(s)
 
     def retry_blocked(self) -> None:
-        """After decode steps: the `blocked` sequences cache what they can, if an eviction may have
-        removed their twin."""
+        """After decode steps: `blocked` sequences cache what they can if an eviction removed a twin."""
         if self.kv.num_evictions == self.evictions_seen:
             return
         self.evictions_seen = self.kv.num_evictions

@@ -71,8 +71,7 @@ class Workload:
 
 
 def arrival_times(rng: random.Random, n: int, process: str, rate: float) -> list[float]:
-    """n arrival times at `rate` per second: "poisson" (exponential gaps, CV 1) or "constant" (gaps
-    of exactly 1/rate)."""
+    """n arrival times at `rate` per second: "poisson" (exponential gaps, CV 1) or "constant" (1/rate)."""
     if process not in ("poisson", "constant"):
         raise ValueError(f"unknown arrival process '{process}'")
     if n <= 0:
