@@ -126,8 +126,7 @@ def simulate_steps(
                 drop(obj, t)
                 continue
             s = Seq(obj, t)
-            # Unique: no other prompt starts with its first segment, or it names no segments (its
-            # tokens are its own); only it can hit its blocks (kv.free_own).
+            # Unique: no other prompt starts with its first segment, or it names none (Seq.unique).
             first = obj.segments[0] if obj.segments else None
             s.unique = first is None or (first[1] > 0 and firsts[first[0]] == 1)
             push(route(s, replicas, t).add(s, t))

@@ -43,8 +43,7 @@ class SchedulerConfig:
     # "continuous" (iteration-level) or "static" (a new batch only when the last one is done).
     batching: str = "continuous"
     # Most sequences running at once (vLLM --max-num-seqs) and the token budget of one step
-    # (--max-num-batched-tokens). None: `vllm serve`'s default for the GPU (vllm_serve_defaults),
-    # filled in by EngineSpec.
+    # (--max-num-batched-tokens). None: `vllm serve`'s default for the GPU, filled in by EngineSpec.
     max_num_seqs: int = None  # type: ignore[assignment]
     max_num_batched_tokens: int = None  # type: ignore[assignment]
     # Split long prompts into chunks that share steps with decodes (Sarathi-Serve, vLLM v1).
@@ -62,9 +61,8 @@ class SchedulerConfig:
     num_speculative_tokens: int = 0
     acceptance_rate: float = 0.7
     draft_cost_ratio: float = 0.05
-    # Multi-step scheduling (vLLM v0.6's --num-scheduler-steps): decode-only steps run in runs of
-    # this many, and the scheduler looks again (admits, finishes) only when a run ends; a
-    # sequence whose last token comes mid-run stays in the batch until then. 1: every step.
+    # Multi-step scheduling (vLLM v0.6's --num-scheduler-steps): decode-only steps run in runs of this
+    # many; the scheduler looks again (admits, finishes) only when a run ends. 1: every step.
     num_scheduler_steps: int = 1
 
     def __post_init__(self) -> None:

@@ -33,9 +33,7 @@ class Seq:
         self.scheduled = 0  # tokens scheduled in the current step
         self.decoding = False  # a member of its replica's decode set
         self.replica = -1  # index of the replica it was routed to
-        # No other request's prompt starts with its first segment, so only it can hit its own
-        # cached blocks (after a preemption): they are counted, not hashed (kv.free_own).
-        self.unique = False
+        self.unique = False  # only it can hit its own cached blocks: counted, not hashed (blockpool.py)
 
     def content(self) -> tuple[tuple[int, int], ...]:
         """Prompt segments plus the output generated so far (what the KV cache holds)."""
