@@ -126,10 +126,8 @@ class Scheduler:
 
     def schedule(self, t: float) -> tuple[list[Seq], bool]:
         """Prefill chunks for the next step, and whether decodes run in it (module docstring)."""
-        cfg, kv, decode = self.cfg, self.kv, self.decode
-        static = self.static
-        self.reserved = 0
-        self.skipped = False
+        cfg, kv, decode, static = self.cfg, self.kv, self.decode, self.static
+        self.reserved, self.skipped = 0, False
         # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
         need = decode.blocks_needed(1)
         while decode.num_seqs and need > kv.num_available():

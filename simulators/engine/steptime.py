@@ -171,12 +171,9 @@ class StepCost:
         self, batch: int, sum_context: int, sum_held: int, held_growth: int, q: int = 1
     ) -> tuple[float, float, float, float, float]:
         """Step k of a decode stride as affine pieces: (compute0, compute1, memory0, memory1, after).
-
-        Each of `batch` sequences brings q new tokens (1 for plain decode, k + 1 for a speculative
-        verify pass) and its context grows by one token per step, so at step k the batch has
-        sum_context + batch k cached tokens; the KV read grows by `held_growth` tokens per step
-        (batch, less the sequences capped by a sliding window).
-        """
+        Each of `batch` sequences brings q new tokens (1, or k + 1 for a speculative verify pass) and
+        its context grows by one token per step; the KV read grows by `held_growth` tokens per step
+        (batch, less the sequences capped by a sliding window)."""
         tokens = batch * q
         keys = q * sum_context + batch * q * (q + 1) // 2
         c0, m0, after = self.parts(tokens, batch, keys, sum_held + tokens)
