@@ -62,7 +62,6 @@ class BlockPool:
 
     def __post_init__(self) -> None:
         self._runs = itertools.count()  # names of the queue's runs of blocks (empty ones, chains)
-        self.num_free_blocks = 0
         self.give_back(self.num_blocks)
 
     def blocks_for(self, tokens: int) -> int:

@@ -144,7 +144,7 @@ class Scheduler:
             kv.take(need)
         preempted = False
         if static:
-            budget = 1 << 40
+            budget = 1 << 40  # whole prompts, however long
         elif cfg.chunked_prefill:
             budget = cfg.max_num_batched_tokens - decode.num_seqs
         else:  # whole prompts only, so the budget must hold the longest one (as vLLM v0 required)
@@ -213,8 +213,6 @@ class Scheduler:
         chunk = min(s.prompt - hit_tokens, budget)
         if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
             return -1
-        if self.static:  # the whole prompt
-            chunk = s.prompt - hit_tokens
         need = kv.blocks_for(hit_tokens + chunk) - len(hit) - own
         # Blocks that must be free: the first chunk's, or (reserve_full_isl) the whole prompt's, plus
         # the watermark; checked before touching anything, so a failed attempt leaves the LRU alone.
