@@ -11,11 +11,8 @@ Public API (everything a simulator module needs):
     reqs = workload.build(rng, n, workload.azure_lengths(), workload.arrival_times(rng, n, "poisson", 20.0))
     served = serve(reqs.requests, spec, num_replicas=1, router="round_robin", num_prefill=0)
     served.records    # one metrics.RequestRecord per finished request (TTFT, TPOT, e2e, queue...)
-    served.dropped    # requests longer than max_model_len or the KV pool, and the conversation
-                      # turns after them (a closed-loop user's next request is still sent); each
-                      # carries the absolute time it was refused in arrival_s
-    served.replicas   # per replica: .series (t, batch, waiting, used blocks, held tokens, running),
-                      # .kv (KVCacheManager), .num_preemptions, .busy_s
+    served.dropped    # requests that can never fit, and turns re-sending their answers (eventloop)
+    served.replicas   # per replica: .series (per step), .kv (KVCacheManager), .num_preemptions, .busy_s
     summarize(served.records, slo=Slo(ttft_s=0.5, tpot_s=0.05), warmup=0.1, cooldown=0.1)
 
 Files, one concept each (vLLM v1 names: block_size, block_table, ref_cnt, num_computed_tokens,
@@ -31,14 +28,12 @@ waiting, running):
     steptime.py   costmodel.step_time as an O(1) linear form; closed-form decode strides
     replica.py    Replica: a scheduler with a clock (timed steps, decode strides, cuts)
     eventloop.py  the event loop over replicas (heap with seq_no): arrivals, step ends, hand-offs
-    reference.py  the same rules as a plain engine on one screen (tests compare the two)
     cluster.py    EngineSpec, routers (llm-d style), disaggregation, serve()
-    loadgen.py    GuideLLM profiles and sweep; export with GuideLLM's metric names
-    metrics.py    TTFT, TPOT, ITL, e2e, queueing; percentiles; goodput; Little's law
+    metrics.py    TTFT, TPOT, ITL, e2e, queueing; percentiles; goodput
+(tests/engine_reference.py restates the rules as a plain engine on one screen; tests compare.)
 
 Every RNG and counter is made inside a call. Nothing is process-global: blockhash's chain memos
-(a bounded cache of a pure function, a prompt's block hashes, so they change no result) live in
-the store their caller passes (an api.Session's) or in one made for a serve() call.
+(a pure function's cache) live in the store their caller passes or in one made for a serve() call.
 """
 
 from . import workload

@@ -19,11 +19,9 @@ depend only on that equality, so this gives the same answers as hashing each blo
 part-filled last block of a sequence (radix mode keeps it) is keyed by hash((parent key, runs)).
 
 Chains are pure functions of the segments and the block size, remembered in a memo shared by every
-cache of one block size. Who keeps the memos, and for how long, is the caller's choice, as for a
-simulator's MEMO_ENTRIES (results_cache.py): `kept_in(store)` makes the caches built inside it use
-`store`, a bounded LruCache of memos by block size. api.Session passes its own (so a reader's next
-change finds the chains of the prompts it served before, and they go with the session); a call
-without a session, and serve() called outside any store, get one for that call alone. Nothing is
+cache of one block size. `kept_in(store)` makes the caches built inside it use `store`, a bounded
+LruCache of memos by block size: api.Session passes its own (a reader's next change finds the
+chains it served before); serve() outside any store makes one for that call. Nothing is
 process-global.
 """
 
@@ -36,14 +34,14 @@ from contextvars import ContextVar
 from ..results_cache import LruCache
 
 Runs = tuple[tuple[int, int, int], ...]  # (segment id, start, end) token ranges in one block
+Segments = tuple[tuple[int, int], ...]  # a prompt: (segment id, tokens) pairs
 
 
-def block_runs(segments: tuple[tuple[int, int], ...], block_size: int, upto: int) -> list[Runs]:
+def block_runs(segments: Segments, block_size: int, upto: int) -> list[Runs]:
     """Content of each block of the first `upto` tokens: a list of runs per block (last may be short)."""
     blocks: list[Runs] = []
     cur: list[tuple[int, int, int]] = []
-    room = block_size
-    left = upto
+    room, left = block_size, upto
     for seg_id, n in segments:
         start = 0
         while start < n and left > 0:
@@ -55,8 +53,6 @@ def block_runs(segments: tuple[tuple[int, int], ...], block_size: int, upto: int
             if room == 0:
                 blocks.append(tuple(cur))
                 cur, room = [], block_size
-        if left == 0:
-            break
     if cur:
         blocks.append(tuple(cur))
     return blocks
@@ -66,14 +62,11 @@ def is_prefix(short: Runs, long: Runs) -> bool:
     """True when the tokens of `short` are a prefix of the tokens of `long`."""
     if len(short) > len(long):
         return False
-    for i, (s, lo, hi) in enumerate(short):
-        s2, lo2, hi2 = long[i]
-        if s != s2 or lo != lo2 or (hi != hi2 and (i != len(short) - 1 or hi > hi2)):
-            return False
-    return True
+    last, pairs = len(short) - 1, enumerate(zip(short, long, strict=False))
+    return all(a[:2] == b[:2] and (a[2] == b[2] or (i == last and a[2] < b[2])) for i, (a, b) in pairs)
 
 
-def block_content(segments: tuple[tuple[int, int], ...], block_size: int, index: int, upto: int) -> Runs:
+def block_content(segments: Segments, block_size: int, index: int, upto: int) -> Runs:
     """The runs of block `index` of the first `upto` tokens (shorter than a block at the end)."""
     start, stop = index * block_size, min((index + 1) * block_size, upto)
     runs: list[tuple[int, int, int]] = []
@@ -96,14 +89,9 @@ MAX_BLOCKS_PER_SEQUENCE = 1 << INDEX_BITS
 Chain = tuple[list[int], Runs, int]  # full blocks' keys, the part-filled tail's runs, the segments' hash
 
 
-class ChainMemo(dict[tuple[tuple[int, int], ...], Chain]):
-    """Block keys per prefix of segments, for one block size.
-
-    A chain is a pure function of the segments and the block size, so one memo per block size
-    serves every cache of a store (see kept_in): a reader's next change usually serves the same
-    prompts again (another rate, router or replica count) and finds their chains here. It is
-    emptied when the chains it holds pass MAX_BLOCKS blocks (a few MB in the reader's browser).
-    """
+class ChainMemo(dict[Segments, Chain]):
+    """Block keys per prefix of segments, for one block size, shared by every cache of a store
+    (kept_in); emptied when its chains pass MAX_BLOCKS blocks (a few MB in the reader's browser)."""
 
     MAX_BLOCKS = 500_000
 
@@ -111,7 +99,7 @@ class ChainMemo(dict[tuple[tuple[int, int], ...], Chain]):
         super().__init__()
         self.blocks = 0
 
-    def keep(self, key: tuple[tuple[int, int], ...], chain: Chain) -> None:
+    def keep(self, key: Segments, chain: Chain) -> None:
         if self.blocks + len(chain[0]) > self.MAX_BLOCKS:
             self.clear()
             self.blocks = 0
@@ -119,7 +107,7 @@ class ChainMemo(dict[tuple[tuple[int, int], ...], Chain]):
         self.blocks += len(chain[0])
 
 
-def chain(memo: ChainMemo, segments: tuple[tuple[int, int], ...], bs: int) -> Chain:
+def chain(memo: ChainMemo, segments: Segments, bs: int) -> Chain:
     """The full blocks' keys of all the segments (see the module docstring), the runs of the
     part-filled tail block, and a hash of the segments (whole) that later segments' keys build on."""
     known = memo.get(segments)
@@ -179,6 +167,4 @@ def kept_in(store: ChainStore) -> Iterator[ChainStore]:
 def chain_memo(block_size: int) -> ChainMemo:
     """The chain memo for `block_size` from the current store; outside any, a new one of its own."""
     store = _STORE.get()
-    if store is None:
-        return ChainMemo()
-    return store.get_or_make(block_size, ChainMemo)
+    return ChainMemo() if store is None else store.get_or_make(block_size, ChainMemo)

@@ -9,30 +9,24 @@ hashing and matching on top).
     contiguous:  seq A  [A0 A1 A2 . . . . . . . . . . . . . . .]   max_model_len reserved at
                  seq B  [B0 B1 . . . . . . . . . . . . . . . . .]   admission, mostly empty
 
-Blocks are counted, not named, unless the prefix cache needs a name for them: a cached block is
-an entry of `cached`, its key (blockhash.py; vLLM's block_hash) mapped to its `ref_cnt` (running
-sequences using it); a part-filled one (radix) also keeps its content and token count in
-`part_filled`. As in vLLM v1's block pool there is one free-block queue, `free_queue`, least
-recently freed first: runs of empty blocks (a counter under an ("empty", n) key) and cached blocks
-no sequence references (their key). A sequence frees its blocks to the tail, last block first;
-allocation takes from the head, evicting a cached block it finds there; a prefix hit takes its
-blocks out of the queue.
-Invariant (tests): free-queue blocks + referenced cached + private (uncached blocks held by
-sequences) == num_blocks.
+Blocks are counted, not named, unless the prefix cache needs a name: a cached block is an entry
+of `cached`, its key (blockhash.py; vLLM's block_hash) mapped to its `ref_cnt`; a part-filled one
+(radix) also keeps its content and token count in `part_filled`. As in vLLM v1 there is one
+free-block queue, `free_queue`, least recently freed first: runs of empty blocks and cached blocks
+no sequence references. A sequence frees its blocks to the tail, last block first; allocation
+takes from the head, evicting a cached block it finds there; a prefix hit takes its blocks out.
+Invariant (tests): free-queue blocks + referenced cached + private == num_blocks.
 
-Counted, not hashed: a request whose first segment no other request shares (most load tests:
-every prompt its own) can only ever hit its own blocks, after a preemption. Its blocks stay
-uncached while it runs; when it leaves, its full blocks enter the queue as one ("own", id) -> n
-entry where their hashes would have gone, last block first, so eviction eats the run from its end
-exactly as it would the blocks, and on readmission it takes back what is left (`free_own`,
-`own_hit`, `take_own`; the scheduler decides). Hits, re-hits and evictions are those of hashing
-every block (a test forces both ways), at the cost of one queue entry instead of one per block.
+Counted, not hashed: a request whose first segment no other request shares can only ever hit its
+own blocks, after a preemption. They stay uncached while it runs; when it leaves, its full blocks
+enter the queue as one ("own", id) -> n entry where their keys would have gone, so eviction eats
+the run from its end as it would the blocks, and on readmission it takes back what is left. Hits,
+re-hits and evictions are those of hashing every block (a test forces both ways).
 
 References: 1) Kwon et al. 2023, PagedAttention (arXiv 2309.06180); 2) vLLM v1
-vllm/v1/core/block_pool.py (block_hash, ref_cnt, free_block_queue): free_blocks appends blocks
-with ref_cnt 0 to free_block_queue, get_new_blocks pops from its head and evicts a cached block
-found there, touch removes a hit block from the queue; kv_cache_manager.py free(): "We free the
-blocks in reverse order so that the tail blocks are evicted first".
+vllm/v1/core/block_pool.py (block_hash, ref_cnt, free_block_queue, get_new_blocks, touch);
+kv_cache_manager.py free(): "We free the blocks in reverse order so that the tail blocks are
+evicted first".
 """
 
 from __future__ import annotations
@@ -50,11 +44,9 @@ class BlockPool:
 
     num_blocks: int
     block_size: int
-    # "paged" or "contiguous" (each sequence reserves reserve_tokens at admission).
-    layout: str = "paged"
+    layout: str = "paged"  # or "contiguous": each sequence reserves reserve_tokens at admission
     reserve_tokens: int = 0
-    # "off", "hash" or "radix": the prefix cache that names blocks (kv.py).
-    prefix: str = "off"
+    prefix: str = "off"  # or "hash" or "radix": the prefix cache that names blocks (kv.py)
     num_free_blocks: int = 0  # blocks in free_queue: empty ones and unreferenced cached ones
     cached: dict[int, int] = field(default_factory=dict)  # block key -> ref_cnt
     # The free-block queue, least recently freed first: ("empty", n), ("own", seq id) or
@@ -70,10 +62,7 @@ class BlockPool:
 
     def __post_init__(self) -> None:
         self._runs = itertools.count()  # names of the queue's runs of blocks (empty ones, chains)
-        self.num_free_blocks = 0
         self.give_back(self.num_blocks)
-
-    # -- counting -----------------------------------------------------------------------------
 
     def blocks_for(self, tokens: int) -> int:
         """Blocks a sequence of `tokens` tokens holds: ceil(tokens / block_size), or its slab."""
@@ -86,8 +75,6 @@ class BlockPool:
 
     def num_available_after_ref(self, hashes: list[int]) -> int:
         """Blocks still available once `hashes` are referenced (free cached ones leave the queue)."""
-        if not hashes:  # no prefix hit (most admissions)
-            return self.num_free_blocks
         return self.num_free_blocks - (len(hashes) - self._held(hashes, 0))
 
     def num_used(self) -> int:
@@ -95,23 +82,21 @@ class BlockPool:
         return self.num_blocks - self.num_free_blocks
 
     def take(self, n: int) -> bool:
-        """Allocate n private blocks from the head of the free queue, evicting cached ones found there."""
+        """Allocate n private blocks from the queue's head, evicting cached ones found there."""
         if n > self.num_free_blocks:
             return False
         if not n:
             return True
         self.num_free_blocks -= n
-        queue = self.free_queue
-        head = next(iter(queue))
-        if type(head) is tuple and head[0] != "chain" and queue[head] > n:  # usually empty blocks
-            queue[head] -= n
-            if head[0] == "own":
-                self.num_evictions += n
-            return True
-        evicted = 0
+        queue, evicted = self.free_queue, 0
         while n:
             key = next(iter(queue))
-            if type(key) is tuple and key[0] == "chain":  # cached blocks freed together: the last first
+            if isinstance(key, int):  # a cached block no one references
+                del queue[key]
+                self._evict((key,))
+                evicted += 1
+                n -= 1
+            elif key[0] == "chain":  # cached blocks freed together: the last first
                 run = self.chains[key[1]]
                 gone = min(len(run), n)
                 self._forget_ends(run)
@@ -120,21 +105,15 @@ class BlockPool:
                 self._recount(key[1])  # what is left keeps its place at the head
                 evicted += gone
                 n -= gone
-                continue
-            key, count = queue.popitem(last=False)
-            if type(key) is tuple:  # a run of empty blocks, or of a unique sequence's cached ones
+            else:  # a run of empty blocks (the usual head), or of a unique sequence's cached ones
+                count = queue[key]
                 if key[0] == "own":
                     evicted += min(count, n)
                 if count > n:
                     queue[key] = count - n
-                    queue.move_to_end(key, last=False)
                     break
+                del queue[key]
                 n -= count
-                continue
-            assert isinstance(key, int)
-            self._evict((key,))  # a cached block no one references
-            evicted += 1
-            n -= 1
         self.num_evictions += evicted
         return True
 
@@ -144,39 +123,31 @@ class BlockPool:
             del self.cached[key]
             if key in self.part_filled:
                 del self.part_filled[key]
-                self._forget_partial(key)
+                for kids in self.partial.values():  # drop it from its parent's list
+                    if key in kids:
+                        kids.remove(key)
+                        break
 
-    def give_back(self, n: int) -> None:
+    def give_back(self, n: int, tail: bool = True) -> None:
         """Free n private blocks: empty blocks at the tail of the queue (most recently freed)."""
         if n > 0:
             queue = self.free_queue
-            tail = next(reversed(queue), None)
-            if type(tail) is tuple and tail[0] == "empty":
-                queue[tail] += n
+            end = next(reversed(queue) if tail else iter(queue), None)
+            if type(end) is tuple and end[0] == "empty":  # empty blocks are alike: one run
+                queue[end] += n
             else:
-                queue[("empty", next(self._runs))] = n
+                key = ("empty", next(self._runs))
+                queue[key] = n
+                queue.move_to_end(key, tail)
             self.num_free_blocks += n
 
     def untake(self, n: int) -> None:
         """Return n blocks just taken to the head of the queue (a reservation not used)."""
-        if n > 0:
-            queue = self.free_queue
-            head = next(iter(queue), None)
-            if type(head) is tuple and head[0] == "empty":  # empty blocks are alike: one run
-                queue[head] += n
-            else:
-                key = ("empty", next(self._runs))
-                queue[key] = n
-                queue.move_to_end(key, last=False)
-            self.num_free_blocks += n
-
-    # -- a unique sequence's cached blocks, counted, not hashed (see `free_own`) ------------------
+        self.give_back(n, tail=False)
 
     def free_own(self, seq_id: int, n: int) -> None:
-        """Free the n cached blocks of a sequence no other request can hit (its first segment is
-        its own): one queue entry, ("own", id) -> n, in the place its n hashed blocks would take
-        (last block first, so eviction eats the run from its end, as it would the blocks). Only
-        the sequence itself, preempted, can find them again (`own_hit`); nothing is hashed."""
+        """Free the n cached blocks of a sequence no other request can hit: one queue entry,
+        ("own", id) -> n, where its n hashed blocks would go (module docstring)."""
         if n > 0:
             self.free_queue[("own", seq_id)] = n
             self.num_free_blocks += n
@@ -189,30 +160,20 @@ class BlockPool:
         """A unique sequence takes its cached blocks back (a prefix hit on them)."""
         self.num_free_blocks -= self.free_queue.pop(("own", seq_id), 0)
 
-    def _forget_partial(self, h: int) -> None:
-        """Drop an evicted part-filled block from its parent's list."""
-        for kids in self.partial.values():
-            if h in kids:
-                kids.remove(h)
-                break
-
-    # -- cached blocks: references, and the queue's entries for blocks freed together ----------
-
     def _touch(self, h: int) -> None:
         """A free part-filled block found again: it goes to the tail of the queue, on its own."""
-        queue = self.free_queue
         if self.cached.get(h) != 0:  # held: not in the queue
             return
         n = self.ends.get(h)
         if n is None:
-            queue.move_to_end(h)
+            self.free_queue.move_to_end(h)
             return
         run = self.chains[n]
         assert run[-1] == h  # the last block of the sequence that freed it
         self._forget_ends(run)
         run.pop()
         self._recount(n)
-        queue[h] = 1
+        self.free_queue[h] = 1
 
     def _forget_ends(self, run: list[int]) -> None:
         """Before blocks leave a chain entry: its first and last block are about to change."""
@@ -228,11 +189,10 @@ class BlockPool:
             del self.free_queue[("chain", n)]
             del self.chains[n]
 
-    # Every sequence holding a cached block holds the blocks before it in its chain (`owned` is a
-    # prefix of its chain, see Scheduler), so ref counts never grow along a chain: the blocks of a
-    # list with more than k references are a leading run, found by bisection.
     def _held(self, hashes: list[int], k: int) -> int:
-        """How many leading blocks of a chain's `hashes` have more than k references."""
+        """How many leading blocks of a chain's `hashes` have more than k references. A sequence
+        holding a cached block holds the blocks before it, so ref counts never grow along a chain:
+        those blocks are a leading run, found by bisection."""
         cached = self.cached
         lo, hi = 0, len(hashes)
         while lo < hi:
@@ -244,22 +204,20 @@ class BlockPool:
         return lo
 
     def ref(self, hashes: list[int]) -> None:
-        """A sequence holds the leading blocks of a chain (a prefix hit): the free ones among them
-        (the last ones) leave the queue."""
+        """A sequence holds the leading blocks of a chain (a prefix hit): the free ones leave the queue."""
         cached = self.cached
         held = self._held(hashes, 0)
         for h in hashes[:held]:
             cached[h] += 1
         if free := hashes[held:]:
             self._unqueue(free)
-            for h in free:  # a plain loop: about 2x faster than update(fromkeys) in CPython, 1.5x in Pyodide
+            for h in free:  # a plain loop: 2x faster than update(fromkeys) in CPython, 1.5x in Pyodide
                 cached[h] = 1
             self.num_free_blocks -= len(free)
 
     def _unqueue(self, free: list[int]) -> None:
         """Take free cached blocks, consecutive blocks of one chain, out of the queue. Each chain
-        entry they are in loses its first blocks: a hit is a chain's prefix, and an entry holds
-        consecutive blocks of a chain (see `unref`), so where the hit enters an entry is its start."""
+        entry they are in loses its first blocks (a hit is a chain's prefix; an entry, a run of it)."""
         queue, chains, ends = self.free_queue, self.chains, self.ends
         i = 0
         while i < len(free):
@@ -286,9 +244,9 @@ class BlockPool:
 
     def unref(self, hashes: list[int]) -> None:
         """A sequence lets go of a chain's leading blocks. Those it alone held (the last ones) are
-        free: one queue entry, ("chain", n), in the place their single entries would take (vLLM
-        frees the tail block first, so that LRU eviction takes the ends of prefixes before their
-        roots); eviction eats the entry from its end, and a hit takes blocks from its start."""
+        free: one queue entry, ("chain", n), where their single entries would go (vLLM frees the
+        tail block first, so LRU evicts prefixes' ends before their roots); eviction eats the entry
+        from its end, and a hit takes blocks from its start."""
         cached = self.cached
         held = self._held(hashes, 1)
         for h in hashes[:held]:

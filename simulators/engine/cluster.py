@@ -6,11 +6,10 @@ Routers (what llm-d's inference scheduler and its predecessors choose between):
 - least_kv: lowest share of KV blocks in use.
 - prefix: most prompt tokens already in the replica's prefix cache (ties: least queue).
 - weighted: llm-d's scheme: each scorer maps a replica to [0, 1] (prefix: hit share of the
-  prompt; queue: 1 - depth / max depth; kv: 1 - KV use), the router sums weight x score and
-  picks the best. Default weights favour the prefix scorer 2 : 1 : 1, as llm-d's example
-  configuration does with its prefix-cache and load scorers.
-Looking up the prefix cache of a replica costs the router nothing here; llm-d keeps an
-approximate index of each pod's cache from KV events to do the same.
+  prompt; queue: 1 - depth / max depth; kv: 1 - KV use); the best sum of weight x score wins,
+  weights 2 : 1 : 1, as llm-d's example configuration weighs its prefix-cache and load scorers.
+Looking up a replica's prefix cache costs the router nothing here (llm-d keeps an approximate
+index of each pod's cache from KV events).
 
 Disaggregation (DistServe, Splitwise): `num_prefill` replicas only prefill; each finished
 prefill frees its blocks there and ships its KV to the least-loaded decode replica, arriving
@@ -37,7 +36,7 @@ from .eventloop import Progress, Router, run_out, show_once, simulate_steps
 from .kv import KVCacheManager
 from .metrics import RequestRecord, records
 from .replica import Replica
-from .scheduler import SchedulerConfig
+from .scheduler import Log, SchedulerConfig
 from .sequence import Seq
 from .steptime import StepCost
 from .workload import Request
@@ -61,19 +60,15 @@ class EngineSpec:
     # A profile given whole (the validation's refits) prices the steps instead of `engine`'s.
     profile: cm.Efficiency | None = None
     activation_dtype: str | None = None  # None: the weights' format where the GPU multiplies it (W8A8)
+    # Tensor and pipeline stages, data-parallel attention ranks, expert parallelism (parallel.py).
     tp: int = 1
-    # Pipeline stages, data-parallel attention ranks and expert parallelism (simulators/parallel.py).
     pp: int = 1
     dp: int = 1
     ep: bool = False
-    # Tokens per KV block (vLLM --block-size).
-    block_size: int = 16
-    # "paged" blocks or "contiguous" max_model_len reservations.
-    layout: str = "paged"
-    # Prefix cache: "off", "hash" or "radix". On by default, as in vLLM v1 (vllm/config/cache.py
-    # CacheConfig.enable_prefix_caching = True): a preempted request finds its own full blocks
-    # again. A request whose first segment no other request shares has its blocks counted, not
-    # hashed (kv.free_own): only it can hit them, so the cache costs it almost nothing.
+    block_size: int = 16  # tokens per KV block (vLLM --block-size)
+    layout: str = "paged"  # "paged" blocks or "contiguous" max_model_len reservations
+    # Prefix cache: "off", "hash" or "radix". On by default, as in vLLM v1 (CacheConfig.
+    # enable_prefix_caching): a preempted request finds its own full blocks again.
     prefix: str = "hash"
     # KV blocks per replica; None: what memory_fit leaves after weights and activations.
     num_blocks: int | None = None
@@ -84,48 +79,34 @@ class EngineSpec:
         object.__setattr__(self, "sched", self.sched.for_gpu(self.gpu))
 
     def step_cost(self) -> StepCost:
-        # Made once per spec and kept on it (a spec is frozen; the cost is a pure function of it):
-        # a load test serves the same spec a dozen times per call.
+        # Made once per spec and kept on it (a pure function of a frozen spec, served many times).
         cost = self.__dict__.get("_step_cost")
         if cost is None:
-            cost = StepCost(
-                self.model,
-                self.gpu,
-                weight_dtype=self.weight_dtype,
-                kv_dtype=self.kv_dtype,
-                activation_dtype=self.activation_dtype,
-                eff=self.efficiency(),
-                **self.parallel().cost_kw(),
-            )
+            kw = {**self._dtypes(), "activation_dtype": self.activation_dtype, **self.parallel().cost_kw()}
+            cost = StepCost(self.model, self.gpu, eff=self.efficiency(), **kw)
             object.__setattr__(self, "_step_cost", cost)
         return cost
 
     def efficiency(self) -> cm.Efficiency:
-        """The profile that prices this spec's steps. Multi-step scheduling (vLLM v0.6) schedules and
-        prepares inputs once per run of num_scheduler_steps steps: the profile's CPU time between
-        passes (step_overhead_us) is spread over the run."""
+        """The profile that prices this spec's steps; under multi-step scheduling its CPU time
+        between passes (step_overhead_us) is spread over each run of num_scheduler_steps steps."""
         return ef.multi_step(self.profile or cm.efficiency(self.ideal, self.engine), self.sched.num_scheduler_steps)
 
     def blocks(self) -> int:
         if self.num_blocks is not None:
             return self.num_blocks
-        tokens = pooled_kv_tokens(
-            self.model,
-            self.gpu,
-            self.parallel(),
-            weight_dtype=self.weight_dtype,
-            kv_dtype=self.kv_dtype,
-            max_num_batched_tokens=self.sched.max_num_batched_tokens,
-        )
-        return tokens // self.block_size
+        kw = {**self._dtypes(), "max_num_batched_tokens": self.sched.max_num_batched_tokens}
+        return pooled_kv_tokens(self.model, self.gpu, self.parallel(), **kw) // self.block_size
+
+    def _dtypes(self) -> dict[str, Any]:
+        return {"weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype}
 
     def parallel(self) -> Layout:
         return Layout(self.tp, self.pp, self.dp, self.ep)
 
     def adopt_step_cost(self, other: EngineSpec) -> None:
         """Keep `other`'s step cost, which must be this spec's own: specs that differ only in KV
-        blocks or batch limits (which the step cost does not read) share one. The cheapest search
-        makes a spec per layout and request lengths; the cost is one per layout."""
+        blocks or batch limits (which the step cost does not read) share one."""
 
         def key(s: EngineSpec) -> tuple[Any, ...]:
             return (s.model, s.gpu, s.weight_dtype, s.kv_dtype, s.activation_dtype, s.efficiency(), s.parallel())
@@ -135,16 +116,11 @@ class EngineSpec:
         object.__setattr__(self, "_step_cost", other.step_cost())
 
 
-def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)) -> Router:
-    """A fresh router (its state, e.g. round-robin's turn, lives inside this call).
-
-    Each router reads its scorers in one pass over the candidates, in index order, keeping the
-    first best: the same choice as min/max over the key tuples in the module docstring's terms
-    (least_queue: (depth, index); least_kv: (KV use, depth, index); prefix: (hit share, -depth,
-    -index); weighted: (score, -index)). It runs for every arrival, on every replica.
-    """
+def make_router(name: str) -> Router:
+    """A fresh router (its state, e.g. round-robin's turn, lives inside this call); ties go to the
+    first candidate in index order."""
     turn = itertools.count()
-    wp, wq, wk = weights
+    wp, wq, wk = 2.0, 1.0, 1.0  # weighted: prefix, queue and KV scorers (module docstring)
     seen: list[Replica] | None = None  # the replicas last routed to, split once by role:
     front: list[Replica] = []  # those that take new requests (prefill or both)
     back: list[Replica] = []  # those that take prefilled sequences (decode or both)
@@ -159,39 +135,23 @@ def make_router(name: str, weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
         cands = back if s.prefilled else front
         if name == "round_robin":
             return cands[next(turn) % len(cands)]
-        best = cands[0]
         if name == "least_queue" or s.prefilled:
-            best_d = depth(best)
-            for r in cands:
-                d = depth(r)
-                if d < best_d:
-                    best, best_d = r, d
-            return best
+            return min(cands, key=depth)
         if name == "least_kv":
-            best_u, best_d = 2.0, 0
-            for r in cands:
-                u, d = r.kv.num_used() / r.kv.num_blocks, depth(r)
-                if u < best_u or (u == best_u and d < best_d):
-                    best, best_u, best_d = r, u, d
-            return best
+            return min(cands, key=lambda r: (r.kv.num_used() / r.kv.num_blocks, depth(r)))
         content, prompt = s.content(), s.prompt
+
+        def hit(kv: KVCacheManager) -> float:  # share of the prompt in the replica's prefix cache
+            return kv.match(content, prompt)[1] / prompt if kv.prefix != "off" and not s.unique else 0.0
+
         if name == "prefix":
-            best_h, best_d = -1.0, 0
-            for r in cands:
-                h = r.kv.match(content, prompt)[1] / prompt if r.kv.prefix != "off" and not s.unique else 0.0
-                d = depth(r)
-                if h > best_h or (h == best_h and d < best_d):
-                    best, best_h, best_d = r, h, d
-            return best
+            return max(cands, key=lambda r: (hit(r.kv), -depth(r)))
         top = max(1, max(depth(r) for r in cands))
-        best_score = None
-        for r in cands:
-            kv = r.kv
-            h = kv.match(content, prompt)[1] / prompt if kv.prefix != "off" and not s.unique else 0.0
-            score = wp * h + wq * (1 - depth(r) / top) + wk * (1 - kv.num_used() / kv.num_blocks)
-            if best_score is None or score > best_score:
-                best, best_score = r, score
-        return best
+
+        def score(r: Replica) -> float:
+            return wp * hit(r.kv) + wq * (1 - depth(r) / top) + wk * (1 - r.kv.num_used() / r.kv.num_blocks)
+
+        return max(cands, key=score)
 
     return route
 
@@ -202,51 +162,15 @@ class Served:
     dropped: list[Request]
     events: int
     replicas: list[Replica]
-    log: list[tuple[Any, ...]]
-
-
-def make_replica(
-    spec: EngineSpec,
-    index: int = 0,
-    *,
-    role: str = "both",
-    single_step: bool = False,
-    log: list[tuple[Any, ...]] | None = None,
-    cost: StepCost | None = None,
-    num_blocks: int | None = None,
-    keep_series: bool = True,
-) -> Replica:
-    reserve = spec.sched.max_model_len if spec.layout == "contiguous" else 0
-    kv = KVCacheManager(
-        spec.blocks() if num_blocks is None else num_blocks,
-        spec.block_size,
-        spec.layout,
-        reserve,
-        spec.prefix if spec.layout == "paged" else "off",
-    )
-    return Replica(
-        index,
-        spec.sched,
-        kv,
-        cost or spec.step_cost(),
-        role=role,
-        single_step=single_step,
-        log=log,
-        keep_series=keep_series,
-    )
+    log: Log
 
 
 def serve(requests: list[Request], spec: EngineSpec, **options: Any) -> Served:
     """Run the requests on replicas of `spec`: serve_steps run to its end (`options`: its own).
-
-    keep_series=False leaves each replica's per-step `series` empty: for callers that read only
-    the records and counters (it is one tuple per step, and nothing else depends on it).
-
-    Block-hash chains come from the current chain store (blockhash.kept_in: the caller's, e.g. an
-    api.Session's), else from one made for this call, shared by its replicas.
-    """
-    served: Served = run_out(serve_steps(requests, spec, **options))
-    return served
+    keep_series=False leaves each replica's per-step `series` empty (for callers that read only
+    the records and counters). Block-hash chains come from the current chain store
+    (blockhash.kept_in: e.g. an api.Session's), else from one made for this call."""
+    return run_out(serve_steps(requests, spec, **options))
 
 
 def serve_steps(
@@ -263,27 +187,27 @@ def serve_steps(
 ) -> Generator[Progress, None, Served]:
     """serve(), yielding the finished sequences, dropped requests and replicas so far each time
     another `every` requests have finished (eventloop.simulate_steps): a run a page shows as it goes."""
-    # the caller's chain store, else one for this run (the replicas' caches take theirs when built)
     with nullcontext() if current_store() is not None else kept_in(chain_store()):
-        log: list[tuple[Any, ...]] | None = [] if keep_log else None
+        log: Log | None = [] if keep_log else None
         cost = spec.step_cost()
         blocks = spec.blocks()  # the same for every replica (a memory fit: computed once)
+        reserve = spec.sched.max_model_len if spec.layout == "contiguous" else 0
+        prefix = spec.prefix if spec.layout == "paged" else "off"
         reps = []
         for i in range(num_replicas):
             role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
-            reps.append(
-                make_replica(
-                    spec,
-                    i,
-                    role=role,
-                    single_step=single_step,
-                    log=log,
-                    cost=cost,
-                    num_blocks=blocks,
-                    keep_series=keep_series,
-                )
+            kv = KVCacheManager(blocks, spec.block_size, spec.layout, reserve, prefix)
+            rep = Replica(
+                i,
+                spec.sched,
+                kv=kv,
+                cost=cost,
+                role=role,
+                single_step=single_step,
+                log=log,
+                keep_series=keep_series,
             )
-        route = make_router(router)
+            reps.append(rep)
         transfer = None
         if num_prefill:
             link = cm.link_GBps_one_way(spec.gpu) or 0.0
@@ -294,7 +218,7 @@ def serve_steps(
 
         decode_route = make_router("least_queue") if num_prefill else None
         done, dropped, events = yield from simulate_steps(
-            requests, reps, route, decode_route=decode_route, transfer_s=transfer, every=every
+            requests, reps, make_router(router), decode_route=decode_route, transfer_s=transfer, every=every
         )
         return Served(records(done), dropped, events, reps, log or [])
 
@@ -306,9 +230,8 @@ def serve_shown(
     show: Callable[[M, int], T] | None = None,
     **options: Any,
 ) -> Generator[T, None, M]:
-    """measure(records, dropped, replicas) of serve(requests, spec, **options). With `show`, the run
-    is shown once while it goes, when a quarter of the requests have finished: it yields
-    show(measure of the run so far, how many have finished) (a page's first chart, drawn early)."""
+    """measure(records, dropped, replicas) of serve(requests, spec, **options). With `show`, it
+    yields show(measure so far, how many finished) once, when a quarter have finished."""
     steps = serve_steps(requests, spec, every=len(requests) // 4 if show else 0, **options)
 
     def partial(progress: Progress) -> T:
@@ -321,12 +244,7 @@ def serve_shown(
 
 
 def fit_error(
-    model: Model,
-    gpu: Gpu,
-    *,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-    layout: Layout | None = None,
+    model: Model, gpu: Gpu, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16", layout: Layout | None = None
 ) -> str | None:
     """Why the model cannot be served on this layout (1 GPU by default): KV room under 4,096 tokens; or None."""
     lay = layout or Layout()

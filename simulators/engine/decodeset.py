@@ -1,8 +1,8 @@
 """The decoding sequences of one replica, kept so that a decode step costs O(1), not O(batch).
 
-A decode step adds one token to every decoding sequence. Instead of touching each one, the
-replica counts decode steps in `steps`, and a sequence that starts decoding with context c
-stores g0 = steps - c: its context at any later time is steps - g0. From that:
+A decode step adds one token to every decoding sequence. Instead of touching each one, the set
+counts decode steps in `steps`; a sequence that joins with context c stores g0 = steps - c, so
+its context is steps - g0 at any later time. From that:
 
 - the batch's summed context grows by num_seqs per step (`sum_context`);
 - a sequence needs a new block on the step where its context is a multiple of block_size, that
@@ -11,8 +11,8 @@ stores g0 = steps - c: its context at any later time is steps - g0. From that:
 - a heap of the step counts at which sequences emit their last token (`finish_heap`) says
   how many steps may run before the next one finishes.
 
-A sequence leaving the set (finished or preempted) gets its context and output count written
-back (`leave`). Reference: this is the engine's own device; vLLM touches every request per step.
+A sequence leaving the set gets its context and output count written back (`leave`).
+Reference: this is the engine's own device; vLLM touches every request per step.
 """
 
 from __future__ import annotations
@@ -62,12 +62,9 @@ class DecodeSet:
         self.by_residue[s.g0 % self.block_size] -= 1
 
     def blocks_needed(self, n: int) -> int:
-        """New blocks the members need over the next n steps (one per block boundary crossed).
-
-        Step g (the value of `steps` when it starts) crosses a boundary for every member with
-        g0 = g (mod block_size): n // block_size full rounds cross every member once each, and
-        the remaining n % block_size steps are counted from the histogram.
-        """
+        """New blocks the members need over the next n steps: step g crosses a block boundary for
+        every member with g0 = g (mod block_size), so n // block_size rounds cross each member once,
+        and the remaining steps are counted from the histogram."""
         if not self.paged or n <= 0 or not self.num_seqs:
             return 0
         bs, res = self.block_size, self.by_residue
@@ -89,9 +86,8 @@ class DecodeSet:
         return heap[0][0] - self.steps
 
     def any_finished(self) -> bool:
-        """Whether a member has emitted its last token (pop_finished would yield something): the
-        heap's least step count is the earliest finish, stale entries' included (a stale entry
-        at or before `steps` only makes pop_finished drop it)."""
+        """Whether pop_finished may yield something: the heap's least step count is the earliest
+        finish (a stale entry at or before `steps` only makes pop_finished drop it)."""
         heap = self.finish_heap
         return bool(heap) and heap[0][0] <= self.steps
 
@@ -106,9 +102,7 @@ class DecodeSet:
 
 
 def _current(entry: tuple[int, int, Seq]) -> bool:
-    """Whether a finish-heap entry is its sequence's latest. A preempted sequence leaves its entry
-    behind; once it decodes again that entry is still there, with the step count at which it
-    would have finished had it never been preempted (too early): only the entry matching the
-    sequence's own finish_g counts."""
+    """Whether a finish-heap entry is its sequence's latest: a preempted sequence leaves its entry
+    behind (too early once it decodes again); only the one matching its finish_g counts."""
     s = entry[2]
     return s.decoding and entry[0] == s.finish_g

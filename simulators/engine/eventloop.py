@@ -1,8 +1,7 @@
 """The event loop that drives replicas: arrivals, step ends and KV hand-offs, in time order.
 
 The loop is SimPy's: a heap of (time, priority, seq_no, kind, payload), with seq_no from an
-itertools.count made per run so events are never compared and ties resolve in insertion order
-(the requests that arrive on their own wait beside it in a sorted list: see `simulate_steps`).
+itertools.count made per run so events are never compared and ties resolve in insertion order.
 Handlers return the events they cause (Vidur's style). Kinds: ARRIVE (a request reaches the
 router), KV_ARRIVE (a prefilled sequence reaches a decode replica), STEP_END (a replica finishes
 the step or stride it planned; a replica that replans bumps its version, and the stale event is
@@ -14,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
@@ -31,13 +31,14 @@ Outcome = tuple[list[Seq], list[Request], int]  # finished sequences, dropped re
 Progress = tuple[list[Seq], list[Request], list[Replica]]  # finished and dropped so far, the replicas
 
 
-def run_out(steps: Generator[Any, None, Any]) -> Any:
+def run_out(steps: Generator[Any, None, R]) -> R:
     """What a generator of simulate_steps' kind returns, its yields ignored."""
     while True:
         try:
             next(steps)
         except StopIteration as end:
-            return end.value
+            value: R = end.value
+            return value
 
 
 def show_once(steps: Generator[Progress, None, R], show: Callable[[Progress], T]) -> Generator[T, None, R]:
@@ -49,8 +50,7 @@ def show_once(steps: Generator[Progress, None, R], show: Callable[[Progress], T]
         made: R = end.value
         return made
     yield show(progress)
-    value: R = run_out(steps)
-    return value
+    return run_out(steps)
 
 
 def simulate_steps(
@@ -64,16 +64,14 @@ def simulate_steps(
 ) -> Generator[Progress, None, Outcome]:
     """Run requests through replicas: (finished sequences, dropped requests, events processed).
     With `every` > 0 it yields (finished, dropped, replicas) so far each time another `every`
-    sequences have finished, before the last one (the run's own lists: read them, copy what you keep).
+    sequences have finished, before the last one (the run's own lists: copy what you keep).
 
     Follow-up requests (after=id) are released `arrival_s` after the request they follow ends.
     A request that can never be served (longer than max_model_len or the whole KV pool) is
-    dropped when it arrives. What follows it depends on whether the follow-up re-sends its answer:
-    a conversation's next turn does (its history holds that answer), so it and the rest of the
-    conversation are dropped too; a closed-loop user's next request does not, so it is released
-    as if the dropped one had ended with an error then (GuideLLM records an error and goes on).
-    With `decode_route`, replicas with role "prefill" hand finished prefills to a decode replica
-    after `transfer_s(seq)` seconds (disaggregation).
+    dropped when it arrives, and so is a follow-up that re-sends its answer (a conversation's next
+    turn); a closed-loop user's next request is released as if the dropped one had ended with an
+    error then (GuideLLM records an error and goes on). With `decode_route`, "prefill" replicas
+    hand finished prefills to a decode replica after `transfer_s(seq)` seconds (disaggregation).
     """
     counter = itertools.count()
     heap: list[tuple[float, int, int, int, Any]] = []
@@ -81,12 +79,10 @@ def simulate_steps(
     for r in requests:
         if r.after is not None:
             followers.setdefault(r.after, []).append(r)
-    # Requests that arrive on their own are known in advance: they wait in a list sorted by
-    # arrival time (ties: their order in `requests`), not in the heap, which then holds only the
-    # few events the handlers cause (a small heap compares far fewer tuples). The next event is
-    # the earlier of the two heads; at equal times the listed arrival goes first, exactly as in
-    # one heap, where it would have priority 0 and a lower sequence number than any event pushed.
-    arrivals = sorted([r for r in requests if r.after is None], key=_arrival_s)
+    # Requests that arrive on their own wait in a list sorted by arrival time, not in the heap,
+    # which then holds only the few events the handlers cause. The next event is the earlier of
+    # the two heads; at equal times the listed arrival goes first, as in one heap (priority 0).
+    arrivals = sorted([r for r in requests if r.after is None], key=operator.attrgetter("arrival_s"))
     arrival_times = [r.arrival_s for r in arrivals]  # a list index is cheaper than a field read
     next_arrival, num_arrivals = 0, len(arrivals)
     firsts = Counter(r.segments[0][0] for r in requests if r.segments)
@@ -102,6 +98,20 @@ def simulate_steps(
         for t, prio, kind, obj in evs:
             heappush(heap, (t, prio, next(counter), kind, obj))
 
+    def drop(req: Request, t: float) -> None:
+        """Drop a request that cannot be served, and every follow-up that re-sends a dropped answer
+        (an explicit stack: a chain of thousands of follow-ups cannot overflow the recursion limit)."""
+        stack = [req]
+        while stack:
+            r = stack.pop()
+            # Kept with the absolute time it was refused (a follow-up's arrival_s is a delay).
+            dropped.append(r._replace(arrival_s=t, after=None))
+            for f in followers.pop(r.id, ()):
+                if r.output_segment >= 0 and any(seg == r.output_segment for seg, _ in f.segments):
+                    stack.append(f)  # its prompt holds the answer that never came
+                else:
+                    push([(t + f.arrival_s, 0, ARRIVE, f)])
+
     obj: Any  # a Request (ARRIVE), (replica, Seq) (KV_ARRIVE) or (replica, version) (STEP_END)
     while heap or next_arrival < num_arrivals:
         if next_arrival < num_arrivals and (not heap or arrival_times[next_arrival] <= heap[0][0]):
@@ -113,16 +123,13 @@ def simulate_steps(
         if kind == ARRIVE:
             tokens = obj.prompt_tokens + obj.output_tokens
             if tokens > max_len or kv0.blocks_for(tokens) > kv0.num_blocks:
-                _drop(obj, t, followers, push, dropped)
+                drop(obj, t)
                 continue
             s = Seq(obj, t)
-            # Unique: no other prompt starts with its first segment, or it names no segments (its
-            # tokens are its own); only it can hit its blocks (kv.free_own).
+            # Unique: no other prompt starts with its first segment, or it names none (Seq.unique).
             first = obj.segments[0] if obj.segments else None
             s.unique = first is None or (first[1] > 0 and firsts[first[0]] == 1)
-            # Handlers return at most a few events, most often none or one: pushed inline.
-            for ev_t, prio, ev_kind, ev_obj in route(s, replicas, t).add(s, t):
-                heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
+            push(route(s, replicas, t).add(s, t))
             continue
         if kind == KV_ARRIVE:
             push(obj[0].add(obj[1], t))
@@ -131,8 +138,7 @@ def simulate_steps(
         rep, version = obj
         if version != rep.version:
             continue
-        for ev_t, prio, ev_kind, ev_obj in rep.step_end(t):
-            heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
+        push(rep.step_end(t))
         if rep.finished:
             done += rep.finished
             if every and len(done) >= mark:
@@ -150,31 +156,3 @@ def simulate_steps(
                 push([(t + (transfer_s(s) if transfer_s else 0.0), 0, KV_ARRIVE, (dest, s))])
             rep.handoff.clear()
     return done, dropped, events
-
-
-def _arrival_s(r: Request) -> float:
-    return r.arrival_s
-
-
-def _drop(
-    req: Request,
-    t: float,
-    followers: dict[int, list[Request]],
-    push: Callable[[list[Event]], None],
-    dropped: list[Request],
-) -> None:
-    """Drop a request that cannot be served, and every follow-up that re-sends a dropped answer.
-
-    Iterative (an explicit stack), so a chain of thousands of follow-ups cannot overflow
-    Python's recursion limit.
-    """
-    stack = [req]
-    while stack:
-        r = stack.pop()
-        # Kept with the absolute time it was refused (a follow-up's arrival_s is a delay).
-        dropped.append(r._replace(arrival_s=t, after=None))
-        for f in followers.pop(r.id, ()):
-            if r.output_segment >= 0 and any(seg == r.output_segment for seg, _ in f.segments):
-                stack.append(f)  # its prompt holds the answer that never came
-            else:
-                push([(t + f.arrival_s, 0, ARRIVE, f)])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .blockhash import Chain, ChainMemo, Runs, block_content, block_runs, chain, chain_memo, is_prefix
+from .blockhash import Chain, ChainMemo, Runs, Segments, block_content, block_runs, chain, chain_memo, is_prefix
 from .blockpool import BlockPool
 
 __all__ = ["KVCacheManager", "ChainMemo", "block_runs", "chain_memo"]
@@ -35,9 +35,7 @@ class KVCacheManager(BlockPool):
         if self.memo is None:
             self.memo = chain_memo(self.block_size)
 
-    # -- prefix cache -------------------------------------------------------------------------
-
-    def block(self, segments: tuple[tuple[int, int], ...], index: int, upto: int) -> tuple[int, Runs]:
+    def block(self, segments: Segments, index: int, upto: int) -> tuple[int, Runs]:
         """(key, runs) of block `index` of the first `upto` tokens: a full block's key from the
         chain (blockhash), a part-filled one's hash((parent key, runs))."""
         runs = block_content(segments, self.block_size, index, upto)
@@ -46,29 +44,24 @@ class KVCacheManager(BlockPool):
         parent = self._chain(segments)[0][index - 1] if index else 0
         return hash((parent, runs)), runs
 
-    def hashes(self, segments: tuple[tuple[int, int], ...], upto: int) -> list[tuple[int, Runs]]:
-        """(key, runs) for each block of the first `upto` tokens, the last one maybe part-filled.
-
-        Chains are remembered per prefix of segments, so a conversation's next turn keys only its
-        new segments (the work stays proportional to new segments, not to history).
-        """
+    def hashes(self, segments: Segments, upto: int) -> list[tuple[int, Runs]]:
+        """(key, runs) for each block of the first `upto` tokens, the last one maybe part-filled."""
         return [self.block(segments, i, upto) for i in range(-(-upto // self.block_size))]
 
-    def _chain(self, segments: tuple[tuple[int, int], ...]) -> Chain:
+    def _chain(self, segments: Segments) -> Chain:
         """The full blocks' keys of all the segments, the part-filled tail's runs, their hash."""
         assert self.memo is not None  # set in __post_init__
         return chain(self.memo, segments, self.block_size)
 
-    def match(self, segments: tuple[tuple[int, int], ...], prompt_tokens: int) -> tuple[list[int], int]:
+    def match(self, segments: Segments, prompt_tokens: int) -> tuple[list[int], int]:
         """Cached prefix of a prompt: (hashes of matched full blocks, tokens hit). Touches LRU."""
         if self.prefix == "off" or prompt_tokens <= 1:
             return [], 0
         bs = self.block_size
         n_full, rem = divmod(prompt_tokens, bs)
         hs = self._chain(segments)[0]
-        # Plain loops over dicts of ints: this runs for every admission attempt and, with a
-        # prefix-aware router, for every replica per arrival. (Pyodide runs such bytecode faster
-        # than C helpers called through method wrappers, map or takewhile: measured 2-3x.)
+        # Plain loops: this runs for every admission attempt and, with a prefix-aware router, for
+        # every replica per arrival (Pyodide runs them 2-3x faster than map or takewhile).
         cached = self.cached
         if self.num_evictions:
             n = 0
@@ -77,9 +70,8 @@ class KVCacheManager(BlockPool):
                     break
                 n += 1
         else:
-            # Until the first eviction every cached block's parent is cached too (blocks enter
-            # the cache only after their prefix, see cache_blocks): along a chain the cached
-            # blocks are a prefix, and a binary search finds its end.
+            # Until the first eviction every cached block's parent is cached too (cache_blocks): the
+            # cached blocks of a chain are a prefix, and a binary search finds its end.
             lo, hi = 0, min(n_full, len(hs))
             while lo < hi:
                 mid = (lo + hi) // 2
@@ -108,18 +100,11 @@ class KVCacheManager(BlockPool):
                 tokens -= bs
         return hit, tokens
 
-    def cache_blocks(
-        self, segments: tuple[tuple[int, int], ...], upto: int, start: int, owned: list[int], *, final: bool = False
-    ) -> int:
-        """Turn a sequence's private blocks (of its first `upto` tokens) from block `start` on
-        into cached ones it references.
-
-        Full blocks only, except that "radix" also keeps the part-filled last block of a
-        finished sequence (`final`: its content will not change any more). A block whose
-        hash is already cached (another sequence computed it meanwhile) stays private, and so
-        do the blocks after it. Returns how many private blocks were converted; their hashes
-        are appended to `owned`.
-        """
+    def cache_blocks(self, segments: Segments, upto: int, start: int, owned: list[int], *, final: bool = False) -> int:
+        """Turn a sequence's private blocks (of its first `upto` tokens) from block `start` on into
+        cached ones it references (appended to `owned`); returns how many. Full blocks only, but
+        "radix" also keeps a finished (`final`) sequence's part-filled last block. A block already
+        cached (another sequence computed it meanwhile) stays private, and so do those after it."""
         n_full, rem = divmod(upto, self.block_size)
         hs = self._chain(segments)[0]
         cached = self.cached

@@ -30,6 +30,8 @@ schemas/benchmark/transient.py; 3) Zhong et al. 2024, DistServe (goodput).
 
 from __future__ import annotations
 
+import heapq
+import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,32 +71,17 @@ class RequestRecord(NamedTuple):  # a named tuple: one per finished request, and
 
 def records(done: list[Seq]) -> list[RequestRecord]:
     out: list[RequestRecord] = []
-    append = out.append
-    for s in sorted(done, key=_by_id):
-        req = s.req
-        n = req.output_tokens
-        t0 = s.t_arrival
-        e2e = s.t_finish - t0
-        ttft = s.t_first_token - t0
-        append(
+    for s in sorted(done, key=operator.attrgetter("id")):
+        r, t0 = s.req, s.t_arrival
+        n, e2e, ttft = r.output_tokens, s.t_finish - t0, s.t_first_token - t0
+        tpot = (e2e - ttft) / (n - 1) if n > 1 else None
+        q = s.t_scheduled - t0
+        out.append(
             RequestRecord(
-                s.id,
-                t0,
-                s.t_scheduled - t0,
-                ttft,
-                e2e,
-                (e2e - ttft) / (n - 1) if n > 1 else None,
-                req.prompt_tokens,
-                n,
-                s.cached_tokens,
-                s.num_preemptions,
-                s.replica,
+                s.id, t0, q, ttft, e2e, tpot, r.prompt_tokens, n, s.cached_tokens, s.num_preemptions, s.replica
             )
         )
     return out
-
-
-_by_id = operator.attrgetter("id")
 
 
 @dataclass(frozen=True)
@@ -123,8 +110,7 @@ class Phase:
         t = str(text).strip().lower()
         try:
             if t.endswith("%"):
-                v = float(t[:-1]) / 100
-                kind = "percent"
+                v, kind = float(t[:-1]) / 100, "percent"
             elif t.endswith("s"):
                 v, kind = float(t[:-1]), "seconds"
             else:
@@ -186,12 +172,9 @@ def overlapping(recs: list[RequestRecord], lo: float, hi: float) -> list[Request
 
 
 def summarize(recs: list[RequestRecord], *, slo: Slo | None = None, **apart: Any) -> dict[str, float]:
-    """Flat metrics: ttft_s_p99, itl_s_mean, ..., their `_count`, throughput, goodput, statuses
-    (`apart`: summarize_apart's options).
-
-    `recs` are the successful requests; `incomplete` those cut while running (their e2e ends at
-    the cut); `dropped_arrivals` the start times of requests the server refused (errored).
-    """
+    """Flat metrics: ttft_s_p99, itl_s_mean, ..., their `_count`, throughput, goodput, statuses.
+    `recs` are the successful requests; `apart`: summarize_apart's options: `incomplete` the
+    requests cut while running (e2e ends at the cut), `dropped_arrivals` the refused ones' starts."""
     out, kept, attempted = summarize_apart(recs, **apart)
     return {**out, **slo_figures(kept, attempted, out["request_throughput_per_s"], slo)}
 
@@ -223,7 +206,6 @@ def summarize_apart(
     dur = max(hi - lo, 1e-12)
     first_tok = [r for r in recs if r.arrival_s + r.ttft_s >= lo and r.arrival_s <= hi]
     after_first = [r for r in recs if r.arrival_s + r.e2e_s >= lo and r.arrival_s + r.ttft_s <= hi]
-    out: dict[str, float] = {}
     series = {
         "ttft_s": describe([r.ttft_s for r in first_tok]),
         "tpot_s": describe([r.tpot_s for r in kept if r.tpot_s is not None]),
@@ -235,15 +217,12 @@ def summarize_apart(
             [r.e2e_s / r.output_tokens for r in kept], [float(r.output_tokens) for r in kept]
         ),
     }
-    for name, st in series.items():
-        for stat, v in st.items():
-            out[f"{name}_{stat}"] = v
+    out: dict[str, float] = {f"{name}_{stat}": v for name, st in series.items() for stat, v in st.items()}
     prompt = sum([r.prompt_tokens for r in kept])
     ended = [r for r in kept if lo <= r.arrival_s + r.e2e_s <= hi]
     n_err = len([t for t in errored if lo <= t <= hi])
     n_inc = len(overlapping(cut, lo, hi))
-    out["num_requests"] = len(kept)
-    out["num_successful"] = len(kept)
+    out["num_requests"] = out["num_successful"] = len(kept)
     out["num_incomplete"] = n_inc
     out["num_errored"] = n_err
     out["window_s"] = hi - lo
@@ -279,18 +258,10 @@ def drain_s(spans: list[tuple[float, float]], lo: float, hi: float, slots: int) 
     full_until = lo
     if slots > 0:
         # Starts and ends in time order, an end first at equal times (a request that ends when
-        # another starts frees its slot first): two sorted lists merged, cheaper than sorting
-        # (time, +1 / -1) pairs.
-        ends = sorted([b for _, b in spans])
-        n = i = j = 0
-        num = len(starts)
-        while i < num or j < num:
-            if i < num and (j == num or starts[i] < ends[j]):
-                t, d = starts[i], 1
-                i += 1
-            else:
-                t, d = ends[j], -1
-                j += 1
+        # another starts frees its slot first): two sorted lists merged.
+        ends = sorted([(b, -1) for _, b in spans])
+        n = 0
+        for t, d in heapq.merge(ends, [(a, 1) for a in starts]):
             if n >= slots:
                 full_until = t  # full up to this event
             n += d
@@ -306,15 +277,10 @@ def _tokens_inside(r: RequestRecord, lo: float, hi: float) -> float:
     inside = 1.0 if lo <= t0 <= hi else 0.0
     if n > 1 and t1 > t0:
         step = (t1 - t0) / (n - 1)  # token k (1..n-1) at t0 + k * step
-        k_lo = max(1, _ceil((lo - t0) / step))
+        k_lo = max(1, math.ceil((lo - t0) / step))
         k_hi = min(n - 1, int((hi - t0) / step))
         inside += max(0, k_hi - k_lo + 1)
     return inside
-
-
-def _ceil(x: float) -> int:
-    i = int(x)
-    return i + 1 if x > i else i
 
 
 def downsample(points: list[tuple[Any, ...]], limit: int = MAX_POINTS) -> list[tuple[Any, ...]]:

@@ -1,18 +1,16 @@
 """One replica: the scheduler's plan turned into timed steps and strides.
 
-`Replica` is a `Scheduler` (scheduler.py: queues, KV pool, the decision of each step) with a
-clock. `plan` asks the scheduler for the next step and prices it with the cost model's step time
-(steptime.py); the event loop (eventloop.py) calls `step_end` when the planned time is reached.
+`Replica` is a `Scheduler` (scheduler.py) with a clock: `plan` asks the scheduler for the next
+step and prices it (steptime.py); the event loop calls `step_end` when the planned time comes.
 
 Fast by construction: when a step has no prefill chunk, the batch is fixed until the next
 scheduling event and every context grows by one token per step, so the replica plans a *stride*
-of n decode steps at once and prices it in closed form (steptime.stride_time_s). A stride ends
-at the next completion, or earlier when the free blocks would run out (then the scheduler
-preempts), or when the sliding window of some sequence fills. An arrival that could be admitted
-cuts the stride at the end of the step in progress. Under multi-step scheduling (vLLM v0.6's
---num-scheduler-steps k) strides and cuts are whole runs of k steps. The cost of a run therefore grows with
-arrivals, prefill chunks, completions and preemptions, not with tokens. `single_step=True`
-plans one step at a time instead; tests check both give the same timings.
+of n decode steps at once, priced in closed form (steptime.stride_time_s). A stride ends at the
+next completion, or earlier when the free blocks would run out (then the scheduler preempts) or
+a sliding window fills; an arrival that could be admitted cuts it after the step in progress. Under multi-step scheduling (vLLM v0.6's
+--num-scheduler-steps k) strides and cuts are whole runs of k steps. The cost of a run grows with
+arrivals, chunks, completions and preemptions, not with tokens. `single_step=True` plans one step
+at a time instead; tests check both give the same timings.
 
 With a log, every event appends (t, replica, what, seq id, extra): "arrive"; "admit" (extra:
 prompt tokens found in the prefix cache); "chunk" (extra: prompt tokens scheduled in the step
@@ -26,7 +24,7 @@ from typing import Any
 
 from ..core import costmodel as cm
 from .kv import KVCacheManager
-from .scheduler import Scheduler, SchedulerConfig
+from .scheduler import Log, Scheduler, SchedulerConfig
 from .sequence import Seq
 from .steptime import StepCost, attention_keys, stride_time_s
 
@@ -41,13 +39,12 @@ class Replica(Scheduler):
         cfg: SchedulerConfig,
         kv: KVCacheManager,
         cost: StepCost,
-        *,
-        role: str = "both",
-        single_step: bool = False,
-        log: list[tuple[Any, ...]] | None = None,
-        keep_series: bool = True,
+        role: str,
+        single_step: bool,
+        log: Log | None,
+        keep_series: bool,
     ):
-        super().__init__(index, cfg, kv, cost.held if cost.window else None, role=role, log=log)
+        super().__init__(index, cfg, kv, cost.held if cost.window else None, role, log)
         self.cost = cost  # step time as a linear form (steptime.py)
         self.window = cost.window  # sliding-window attention: tokens a sequence keeps, or 0
         if self.window and cfg.num_scheduler_steps > 1:
@@ -146,17 +143,12 @@ class Replica(Scheduler):
                 else:
                     hi = mid
             n = lo
-        k = self.cfg.num_speculative_tokens
-        plain = self.cost.decode_stride(decode.num_seqs, decode.sum_context, decode.sum_held, growth)
-        # Speculation: the verify pass's pieces, then the drafts' (_stride_s); else the plain ones.
-        self.plan_pieces = (
-            (*self.cost.decode_stride(decode.num_seqs, decode.sum_context, decode.sum_held, growth, q=k + 1), *plain)
-            if k
-            else plain
-        )
+        k, sums = self.cfg.num_speculative_tokens, (decode.num_seqs, decode.sum_context, decode.sum_held, growth)
+        plain = self.cost.decode_stride(*sums)
+        # Speculation: the verify pass's pieces, then the plain ones (_stride_s).
+        self.plan_pieces = (*self.cost.decode_stride(*sums, q=k + 1), *plain) if k else plain
         self.plan_steps = n
-        # The stride's blocks are taken when it ends (for the steps it really ran), so that a
-        # cut stride has evicted exactly the cached blocks that single steps would have.
+        # Taken when it ends, for the steps it ran: a cut stride evicts what single steps would.
         self.plan_blocks = -1
         self.num_strides += 1
         if self.keep_series:
@@ -165,13 +157,12 @@ class Replica(Scheduler):
 
     def _stride_s(self, n: int) -> float:
         """Time of the first n steps of the planned stride (speculation: see costmodel.speculative_step_s)."""
-        p = self.plan_pieces
+        p, cfg = self.plan_pieces, self.cfg
         verify = stride_time_s(p[0], p[1], p[2], p[3], p[4], n)
-        k = self.cfg.num_speculative_tokens
-        if not k:
+        if not (k := cfg.num_speculative_tokens):
             return verify
         plain = stride_time_s(p[5], p[6], p[7], p[8], p[9], n)
-        return cm.speculative_time_per_token_s(plain, verify, k, self.cfg.draft_cost_ratio, self.cfg.acceptance_rate)
+        return cm.speculative_time_per_token_s(plain, verify, k, cfg.draft_cost_ratio, cfg.acceptance_rate)
 
     def _end_at(self, t_end: float) -> list[Event]:
         self.version += 1
@@ -180,15 +171,12 @@ class Replica(Scheduler):
 
     def _cut(self, t: float) -> list[Event]:
         """Shorten the stride in flight to the steps that started before t."""
-        # The fewest steps n in [1, plan_steps] whose end plan_t0 + S(n) is at or after t. S grows
-        # almost linearly (contexts grow by one token a step), so interpolating between the
-        # bracket's ends finds n in a few evaluations; every other guess bisects, which bounds
-        # the worst case by twice binary search's. Only the comparison decides, as in bisection.
+        # The fewest steps n in [1, plan_steps] whose end plan_t0 + S(n) is at or after t. S is
+        # almost linear, so interpolation finds n in a few evaluations; every other guess bisects
+        # (at worst twice binary search's). Only the comparisons decide: rounding moves a guess.
         t0, target = self.plan_t0, t - self.plan_t0
         lo, hi = 0, self.plan_steps  # S(lo) misses t (S(0) = 0), hi is the answer if nothing smaller is
-        # S(plan_steps) is the planned end less t0 (up to rounding, which only moves a guess: the
-        # comparisons decide); every later s_hi is S(hi) exactly, as the new end uses.
-        s_lo, s_hi = 0.0, self.plan_end - t0
+        s_lo, s_hi = 0.0, self.plan_end - t0  # later s_hi are S(hi) exactly, as the new end uses
         interpolate = True
         while hi - lo > 1:
             mid = (lo + hi) // 2
@@ -221,11 +209,9 @@ class Replica(Scheduler):
         decode.steps += n
         decode.sum_context += decode.num_seqs * n
         if n:
-            growth = (
-                decode.num_seqs
-                if not self.window
-                else sum(1 for s in self.running if s.decoding and decode.steps - n - s.g0 < self.window)
-            )
+            growth = decode.num_seqs  # KV tokens held grow by this much per step (as planned)
+            if window := self.window:
+                growth = sum(1 for s in self.running if s.decoding and decode.steps - n - s.g0 < window)
             decode.sum_held += growth * n
             if self.blocked:
                 self.retry_blocked()
@@ -243,12 +229,8 @@ class Replica(Scheduler):
         return self.plan(t)
 
     def _record(self, t: float, written: int = 0) -> None:
-        """The state of the step starting at t, held until the next sample (a step function).
-
-        Taken after scheduling, so the sequences the step processes count in it: a static batch's
-        long prefill shows its slots busy, not the empty engine before it. `written`: tokens whose
-        KV the step writes into blocks already taken (a stride takes its blocks when it ends).
-        """
+        """The state of the step starting at t, after scheduling (so a static batch's long prefill
+        shows its slots busy). `written`: tokens whose KV the step writes into blocks already taken."""
         running = len(self.running)
         slots = self.batch_slots if running and self.static else running
         held = self.decode.sum_context + self.prefill_held + written

@@ -43,22 +43,17 @@ class SchedulerConfig:
     # "continuous" (iteration-level) or "static" (a new batch only when the last one is done).
     batching: str = "continuous"
     # Most sequences running at once (vLLM --max-num-seqs) and the token budget of one step
-    # (--max-num-batched-tokens). None: `vllm serve`'s default for the GPU (vllm_serve_defaults),
-    # filled in by EngineSpec.
+    # (--max-num-batched-tokens). None: `vllm serve`'s default for the GPU, filled in by EngineSpec.
     max_num_seqs: int = None  # type: ignore[assignment]
     max_num_batched_tokens: int = None  # type: ignore[assignment]
     # Split long prompts into chunks that share steps with decodes (Sarathi-Serve, vLLM v1).
     chunked_prefill: bool = True
     # Longest prompt + output a sequence may reach; longer requests are dropped and reported.
     max_model_len: int = 8192
-    # Admission control (vLLM v1 KVCacheManager.allocate_slots): a waiting or preempted sequence
-    # is admitted only when blocks for its whole current sequence (prompt, plus the output so far
-    # after a preemption) are free, not only for its first chunk (vLLM's
-    # scheduler_reserve_full_isl, on by default: it prevents over-admission and KV thrashing with
-    # chunked prefill), keeping `watermark` of all blocks free while anything runs. vLLM v1's
-    # KVCacheManager applies its watermark to waiting and preempted requests only, when something
-    # is scheduled, and defaults it to 0.0 (vllm/v1/core/kv_cache_manager.py); v0's
-    # BlockSpaceManager kept 0.01.
+    # Admission control (vLLM v1 allocate_slots): admit only when blocks for the whole current
+    # sequence are free, not only for its first chunk (vLLM's scheduler_reserve_full_isl, on by
+    # default: no over-admission or KV thrashing with chunked prefill), keeping `watermark` of all
+    # blocks free while anything runs (vLLM v1 defaults it to 0.0; v0's BlockSpaceManager kept 0.01).
     reserve_full_isl: bool = True
     watermark: float = 0.0
     # Speculative decoding: draft tokens per step (0 = off), per-token acceptance rate, and the
@@ -66,9 +61,8 @@ class SchedulerConfig:
     num_speculative_tokens: int = 0
     acceptance_rate: float = 0.7
     draft_cost_ratio: float = 0.05
-    # Multi-step scheduling (vLLM v0.6's --num-scheduler-steps): decode-only steps run in runs of
-    # this many, and the scheduler looks again (admits, finishes) only when a run ends; a
-    # sequence whose last token comes mid-run stays in the batch until then. 1: every step.
+    # Multi-step scheduling (vLLM v0.6's --num-scheduler-steps): decode-only steps run in runs of this
+    # many; the scheduler looks again (admits, finishes) only when a run ends. 1: every step.
     num_scheduler_steps: int = 1
 
     def __post_init__(self) -> None:
@@ -82,11 +76,9 @@ class SchedulerConfig:
         if self.max_num_seqs is not None and self.max_num_batched_tokens is not None:
             return self
         tokens, seqs = vllm_serve_defaults(gpu)
-        return dataclasses.replace(
-            self,
-            max_num_seqs=seqs if self.max_num_seqs is None else self.max_num_seqs,
-            max_num_batched_tokens=tokens if self.max_num_batched_tokens is None else self.max_num_batched_tokens,
-        )
+        seqs = seqs if self.max_num_seqs is None else self.max_num_seqs
+        tokens = tokens if self.max_num_batched_tokens is None else self.max_num_batched_tokens
+        return dataclasses.replace(self, max_num_seqs=seqs, max_num_batched_tokens=tokens)
 
     def tokens_per_step(self) -> float:
         """Expected tokens a speculative step emits (costmodel.speculative_tokens_per_pass)."""
@@ -94,30 +86,23 @@ class SchedulerConfig:
 
 
 def vllm_serve_defaults(gpu: Any) -> tuple[int, int]:
-    """`vllm serve`'s (max_num_batched_tokens, max_num_seqs) on `gpu` (catalog.serve_defaults, read
-    from assumptions.toml [vllm_defaults]: larger budgets on GPUs of 70 GiB or more, the A100 excepted)."""
+    """`vllm serve`'s (max_num_batched_tokens, max_num_seqs) on `gpu` (assumptions.toml [vllm_defaults])."""
     d = serve_defaults(gpu)
     return int(d["max_num_batched_tokens"]), int(d["max_num_seqs"])
+
+
+Log = list[tuple[Any, ...]]  # (t, replica, what, seq id, extra) per event (replica.py)
 
 
 class Scheduler:
     """One replica's queues and KV pool, and the scheduling decision of each step (vLLM v1's Scheduler)."""
 
-    def __init__(
-        self,
-        index: int,
-        cfg: SchedulerConfig,
-        kv: KVCacheManager,
-        held: Any,
-        *,
-        role: str = "both",
-        log: list[tuple[Any, ...]] | None = None,
-    ):
+    def __init__(self, index: int, cfg: SchedulerConfig, kv: KVCacheManager, held: Any, role: str, log: Log | None):
         self.index = index  # this replica's place in the cluster
         self.cfg = cfg
         self.kv = kv  # the block pool and prefix cache (kv.py)
         self.role = role  # "both", or "prefill" / "decode" when disaggregated
-        self.log = log  # event log shared by the replicas, or None (see replica.py)
+        self.log = log  # event log shared by the replicas, or None
         self.prefix_on = kv.prefix != "off"
         self.static = cfg.batching == "static"
         self.decode = DecodeSet(kv.block_size, kv.layout == "paged", held)
@@ -134,19 +119,15 @@ class Scheduler:
         self.num_preemptions = 0
         self.hit_tokens = 0  # prompt tokens served from the prefix cache, all admissions
         self.rehit_tokens = 0  # of those, found again by preempted sequences (their own blocks)
-        # Decoding sequences whose prompt blocks stayed private because a twin (the same prefix,
-        # computed in the same step by another sequence) was cached first: once that twin is
-        # evicted their blocks can be cached (the reference retries every step; only an eviction
-        # can change its answer, so they are retried when the eviction count moves).
+        # Decoding sequences whose prompt blocks stayed private because a twin (same prefix, same
+        # step) was cached first: they may cache them once an eviction removes the twin.
         self.blocked: list[Seq] = []
         self.evictions_seen = 0
 
     def schedule(self, t: float) -> tuple[list[Seq], bool]:
         """Prefill chunks for the next step, and whether decodes run in it (module docstring)."""
-        cfg, kv, decode = self.cfg, self.kv, self.decode
-        static = self.static
-        self.reserved = 0
-        self.skipped = False
+        cfg, kv, decode, static = self.cfg, self.kv, self.decode, self.static
+        self.reserved, self.skipped = 0, False
         # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
         need = decode.blocks_needed(1)
         while decode.num_seqs and need > kv.num_available():
@@ -155,39 +136,36 @@ class Scheduler:
         if static and self.running and not self.prefilling:
             return [], True  # a static batch in flight: decode until it is done
         if not self.waiting and not self.prefilling:  # decodes only (most steps): nothing to admit
-            # Nothing competes for blocks, so none is reserved: the stride that follows takes
-            # its blocks when it ends, from the head of the free queue, the same blocks a
-            # reservation would have taken first (Replica._plan_stride).
+            # No block is reserved: the stride takes its blocks when it ends, from the head of the
+            # free queue, the same blocks a reservation would have taken (Replica._plan_stride).
             return [], decode.num_seqs > 0 and not static
         self.reserved = need
         if need:
             kv.take(need)
         preempted = False
         if static:
-            budget = 1 << 40
+            budget = 1 << 40  # whole prompts, however long
         elif cfg.chunked_prefill:
             budget = cfg.max_num_batched_tokens - decode.num_seqs
         else:  # whole prompts only, so the budget must hold the longest one (as vLLM v0 required)
             budget = max(cfg.max_num_batched_tokens, cfg.max_model_len)
         chunks: list[Seq] = []
-        i = 0
-        while i < len(self.prefilling) and budget > 0:  # part-prefilled sequences: next chunks
-            s = self.prefilling[i]
+        for s in self.prefilling:  # part-prefilled sequences: next chunks
+            if budget <= 0:
+                break
             chunk = min(s.prompt - s.num_computed_tokens, budget)
             need = kv.blocks_for(s.num_computed_tokens + chunk) - len(s.owned) - s.blocks
-            while need > kv.num_available() and self.running[-1] is not s:
-                self._preempt_last(t)
+            victim = None
+            while need > kv.num_available() and victim is not s:  # preempt from the tail, s last
+                victim = self._preempt_last(t)
                 preempted = True
-            if need > kv.num_available():
-                self._preempt_last(t)
-                preempted = True
+            if victim is s:
                 break
             kv.take(need)
             s.blocks += need
             s.scheduled = chunk
             budget -= chunk
             chunks.append(s)
-            i += 1
         self.skipped = preempted and bool(self.waiting)
         if preempted:  # decodes preempted above no longer need their reserved blocks
             extra = self.reserved - decode.blocks_needed(1)
@@ -235,12 +213,9 @@ class Scheduler:
         chunk = min(s.prompt - hit_tokens, budget)
         if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
             return -1
-        if self.static:  # the whole prompt
-            chunk = s.prompt - hit_tokens
         need = kv.blocks_for(hit_tokens + chunk) - len(hit) - own
-        # Blocks that must be free to admit: the first chunk's, or (reserve_full_isl) the whole
-        # prompt's, plus the watermark. Checked before touching anything, so a failed attempt
-        # leaves the LRU order alone.
+        # Blocks that must be free: the first chunk's, or (reserve_full_isl) the whole prompt's, plus
+        # the watermark; checked before touching anything, so a failed attempt leaves the LRU alone.
         gate = kv.blocks_for(s.prompt) - len(hit) - own if self.cfg.reserve_full_isl else need
         if gate + water > kv.num_available_after_ref(hit) - own:
             return -1
@@ -252,11 +227,11 @@ class Scheduler:
         self.waiting.popleft()
         s.owned, s.chain_len, s.blocks = hit, len(hit) + own, need + own
         s.num_computed_tokens = hit_tokens
-        if not s.num_preemptions:
-            s.cached_tokens = hit_tokens  # the request's own prompt served from the cache
         self.hit_tokens += hit_tokens
         if s.num_preemptions:
             self.rehit_tokens += hit_tokens
+        else:
+            s.cached_tokens = hit_tokens  # the request's own prompt served from the cache
         self.prefill_held += hit_tokens
         s.scheduled = chunk
         if s.t_scheduled < 0:
@@ -275,8 +250,7 @@ class Scheduler:
         else:
             self.prefill_held -= s.num_computed_tokens
             self.prefilling.remove(s)
-        freed = len(s.owned) + s.blocks
-        self._release(s)
+        freed = self._release(s)
         s.prompt = s.req.prompt_tokens + s.out  # recompute the prompt and the output so far
         s.num_computed_tokens = 0
         s.num_preemptions += 1
@@ -287,11 +261,9 @@ class Scheduler:
         return s
 
     def _cache_full_blocks(self, s: Seq, tokens: int) -> None:
-        """Cache the full blocks of a sequence's first `tokens` computed tokens (vLLM v1 caches a
-        block as soon as it is full, outputs included: allocate_slots -> cache_blocks), so that a
-        preempted sequence finds its own blocks again. A decoding sequence's blocks are cached
-        when it leaves the decode set (preempted or finished): until then it references them, so
-        nothing could evict or hit them (its output is its own), and the result is the same."""
+        """Cache the full blocks of a sequence's first `tokens` computed tokens, outputs included, as
+        vLLM v1 does once a block is full. A decoding sequence's are cached when it leaves the decode
+        set: until then it references them, so nothing could evict or hit them (same result)."""
         if s.unique:  # counted only (kv.free_own): its full blocks are its cached ones
             s.chain_len = max(s.chain_len, tokens // self.kv.block_size)
         elif self.prefix_on:
@@ -299,7 +271,8 @@ class Scheduler:
             s.blocks -= converted
             s.chain_len += converted
 
-    def _release(self, s: Seq) -> None:
+    def _release(self, s: Seq) -> int:
+        held = len(s.owned) + s.blocks
         if s.unique and self.prefix_on:  # its first chain_len blocks are cached, the rest private
             self.kv.give_back(s.blocks - s.chain_len)
             self.kv.free_own(s.id, s.chain_len)
@@ -307,6 +280,7 @@ class Scheduler:
             self.kv.give_back(s.blocks)  # last block first (vLLM v1 frees in reverse order): the
             self.kv.unref(s.owned)  # private tail, then the cached blocks from the end back
         s.owned, s.blocks, s.chain_len = [], 0, 0
+        return held
 
     def _prefill_done(self, s: Seq, t: float) -> None:
         """A sequence's prompt is computed (its full blocks cached): emit its first token, decode."""
@@ -330,8 +304,7 @@ class Scheduler:
                 self.blocked.append(s)
 
     def retry_blocked(self) -> None:
-        """After decode steps: the blocked sequences (see `blocked`) cache what they can, in the
-        order they started decoding, if an eviction may have removed their twin."""
+        """After decode steps: `blocked` sequences cache what they can if an eviction removed a twin."""
         if self.kv.num_evictions == self.evictions_seen:
             return
         self.evictions_seen = self.kv.num_evictions
@@ -356,10 +329,8 @@ class Scheduler:
             converted = self.kv.cache_blocks(s.content(), ctx, s.chain_len, s.owned, final=True)
             s.blocks -= converted
         self.running.remove(s)
-        held = len(s.owned) + s.blocks
-        self._release(s)
         self.finished.append(s)
-        self._log(t, "finish", s, held)
+        self._log(t, "finish", s, self._release(s))
 
     def _log(self, t: float, what: str, s: Seq, extra: int = 0) -> None:
         if self.log is not None:

@@ -6,28 +6,9 @@ from .workload import Request
 
 
 class Seq:
-    __slots__ = (
-        "req",
-        "id",
-        "prompt",
-        "num_computed_tokens",
-        "out",
-        "g0",
-        "finish_g",
-        "blocks",
-        "owned",
-        "chain_len",
-        "t_arrival",
-        "t_scheduled",
-        "t_first_token",
-        "t_finish",
-        "num_preemptions",
-        "cached_tokens",
-        "prefilled",
-        "scheduled",
-        "decoding",
-        "replica",
-        "unique",
+    __slots__ = tuple(
+        "req id prompt num_computed_tokens out g0 finish_g blocks owned chain_len t_arrival t_scheduled "
+        "t_first_token t_finish num_preemptions cached_tokens prefilled scheduled decoding replica unique".split()
     )
 
     def __init__(self, req: Request, t_arrival: float):
@@ -52,9 +33,7 @@ class Seq:
         self.scheduled = 0  # tokens scheduled in the current step
         self.decoding = False  # a member of its replica's decode set
         self.replica = -1  # index of the replica it was routed to
-        # No other request's prompt starts with its first segment, so only it can hit its own
-        # cached blocks (after a preemption): they are counted, not hashed (kv.free_own).
-        self.unique = False
+        self.unique = False  # only it can hit its own cached blocks: counted, not hashed (blockpool.py)
 
     def content(self) -> tuple[tuple[int, int], ...]:
         """Prompt segments plus the output generated so far (what the KV cache holds)."""

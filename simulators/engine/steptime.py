@@ -19,9 +19,8 @@ the token count that is asked of the cost model and remembered) plus KV bytes; t
 traffic and activation traffic are linear in tokens; the engine's fixed costs and the
 all-reduces' latency are `fixed`. A profile whose small steps run matrix-vector kernels
 (llama.cpp: at most matvec_max_tokens tokens, no small-M curve, a bandwidth cap) has a second set
-of coefficients for those steps. `tests/test_engine_core.py` checks the identity against
-`step_time` on random batches, and `tests/test_one_speed_model.py` that a run's steps stay within
-2% of it for every engine, dense and mixture of experts, with and without pipeline stages.
+of coefficients for those steps. Tests check the identity on random batches, and that a run's
+steps stay within 2% of `step_time` for every engine, dense and MoE, with and without stages.
 """
 
 from __future__ import annotations
@@ -33,10 +32,18 @@ from ..core import costmodel as cm
 from ..core import parallel_time as pt
 from ..core.catalog import Gpu, Model
 
+Batch = list[tuple[int, int]]  # (new_tokens, cached_tokens) per sequence
+
 
 def attention_keys(new_tokens: int, cached_tokens: int) -> int:
     """Keys the causal attention of one sequence's new tokens reads (query j sees c + j keys)."""
     return new_tokens * cached_tokens + new_tokens * (new_tokens + 1) // 2
+
+
+def batch_sums(seqs: Batch, held: Callable[[int], int]) -> tuple[int, int, int, int]:
+    """(tokens, num_seqs, keys, kv) of a batch (module docstring)."""
+    keys = sum(attention_keys(q, c) for q, c in seqs)
+    return sum(q for q, _ in seqs), len(seqs), keys, sum(held(c) + q for q, c in seqs)
 
 
 def _solve(rows: list[list[float]], rhs: list[float]) -> list[float]:
@@ -61,24 +68,10 @@ class _Coefficients:
     one more one-token sequence. A profile's kernel regimes (matrix-vector steps) hold throughout,
     so the base is chosen inside the regime the coefficients are for."""
 
-    def __init__(
-        self,
-        step: Callable[[list[tuple[int, int]]], cm.StepTime],
-        held: Callable[[int], int],
-        base: list[tuple[int, int]],
-    ):
+    def __init__(self, step: Callable[[Batch], cm.StepTime], held: Callable[[int], int], base: Batch):
         (q, c), rest = base[0], base[1:]
         probes = [base, [(q + 1, c), *rest], [(q, c + 1), *rest], [*base, (1, 0)]]
-        feats = []  # (tokens, seqs, keys, kv) of each probe
-        for seqs in probes:
-            feats.append(
-                (
-                    sum(n for n, _ in seqs),
-                    len(seqs),
-                    sum(attention_keys(n, k) for n, k in seqs),
-                    sum(held(k) + n for n, k in seqs),
-                )
-            )
+        feats = [batch_sums(seqs, held) for seqs in probes]  # (tokens, seqs, keys, kv) of each probe
         times = [step(seqs) for seqs in probes]
         self.x, self.y, self.z, self.fixed_compute = _solve(
             [[t, n, k, 1.0] for t, n, k, _ in feats], [t.compute_s for t in times]
@@ -105,29 +98,24 @@ class StepCost:
         link = cm.link_GBps_one_way(gpu) if self.pp > 1 else None
         self.hop = pt.pp_send_s(1 / self.dp, model.hidden_size, self.pp, link) if link else 0.0
 
-        def step(seqs: list[tuple[int, int]]) -> cm.StepTime:
+        def step(seqs: Batch) -> cm.StepTime:
             return cm.step_time(model, gpu, seqs, **one_pass)
 
         self._step = step
-        self.compute_known = step([(1, 0)]).compute_known
         # Steps of at most `matvec` tokens (per rank and micro-batch) run matrix-vector kernels, and
         # so does an LM head over at most that many sequences: a set of coefficients per regime.
         eff = kw.get("eff") or cm.default_efficiency()
         self.matvec = mv = eff.matvec_max_tokens * self.dp
-        c = _Coefficients(step, self.held, [(1, 0)] * (mv + 1))
+        self.large = c = _Coefficients(step, self.held, [(1, 0)] * (mv + 1))  # sequences > matvec
         self.small = _Coefficients(step, self.held, [(1, 0)]) if mv else c  # tokens <= matvec
         self.few = _Coefficients(step, self.held, [(mv + 1, 0)]) if mv else c  # sequences <= matvec
-        self.x, self.y, self.z, self.fixed_compute = c.x, c.y, c.z, c.fixed_compute
-        self.v, self.u, self.overhead, self.weights = c.v, c.u, c.overhead, c.weights
-        self.moe = model.is_moe
+        self.moe, self.window = model.is_moe, model.sliding_window
         self._moe_weights: dict[int, float] = {}
-        self.window = model.sliding_window
 
-    def _set(self, tokens: int, seqs: int) -> StepCost | _Coefficients:
-        """The coefficients of a pass over `tokens` tokens of `seqs` sequences (per micro-batch):
-        this object's own when both are above `matvec`."""
+    def _set(self, tokens: int, seqs: int) -> _Coefficients:
+        """The coefficients of a pass over `tokens` tokens of `seqs` sequences (per micro-batch)."""
         if seqs > self.matvec:
-            return self
+            return self.large
         return self.small if tokens <= self.matvec else self.few
 
     def weights_s(self, tokens: int) -> float:
@@ -141,26 +129,26 @@ class StepCost:
             self._moe_weights[tokens] = w
         return w
 
-    def micro_batches(self, num_seqs: int) -> int:
-        return pt.micro_batches(-(-num_seqs // self.dp), self.pp)
-
     def parts(self, tokens: int, num_seqs: int, keys: float, kv: float) -> tuple[float, float, float]:
         """(compute_s, memory_s, after_s) of a batch given its four sums; after_s (communication,
         activation traffic and fixed costs) runs after the roofline."""
-        if self.pp > 1:
-            mb = self.micro_batches(num_seqs)
-            c = self._set(-(-tokens // mb), -(-num_seqs // mb))
-            return (
-                (c.x * tokens + c.y * num_seqs + c.z * keys) / mb + c.fixed_compute,
-                self.weights_s(-(-tokens // mb)) + c.v * kv / mb,
-                (c.u + self.hop) * tokens / mb + c.overhead,
-            )
-        c = self if num_seqs > self.matvec else self._set(tokens, num_seqs)
+        mb, c = self._per_micro_batch(tokens, num_seqs)
         return (
-            c.x * tokens + c.y * num_seqs + c.z * keys + c.fixed_compute,
-            (self.weights_s(tokens) if self.moe else c.weights) + c.v * kv,  # no call for a dense model
-            c.u * tokens + c.overhead,
+            (c.x * tokens + c.y * num_seqs + c.z * keys) / mb + c.fixed_compute,
+            self._weights(tokens, mb, c) + c.v * kv / mb,
+            (c.u + self.hop) * tokens / mb + c.overhead,
         )
+
+    def _per_micro_batch(self, tokens: int, num_seqs: int) -> tuple[int, _Coefficients]:
+        """A pipeline's micro-batches (1 without stages) and the coefficients of one of them."""
+        if self.pp > 1:
+            mb = pt.micro_batches(-(-num_seqs // self.dp), self.pp)
+            return mb, self._set(-(-tokens // mb), -(-num_seqs // mb))
+        return 1, self._set(tokens, num_seqs)
+
+    def _weights(self, tokens: int, mb: int, c: _Coefficients) -> float:
+        """Weights streamed by one micro-batch's pass (no call for a dense model without stages)."""
+        return self.weights_s(-(-tokens // mb)) if self.pp > 1 or self.moe else c.weights
 
     def mean_prefill_compute_s(self, mean_tokens: float, mean_keys: float) -> float:
         """The mean compute time of prefilling prompts each alone (one sequence, nothing cached),
@@ -175,35 +163,22 @@ class StepCost:
     def held(self, context: int) -> int:
         return cm.kv_tokens_held(self.model, context)
 
-    def batch_time_s(self, seqs: list[tuple[int, int]]) -> float:
+    def batch_time_s(self, seqs: Batch) -> float:
         """The same answer as step_time(seqs).time_s, from the linear form (for tests)."""
-        keys = sum(attention_keys(q, c) for q, c in seqs)
-        kv = sum(self.held(c) + q for q, c in seqs)
-        return self.time_s(sum(q for q, _ in seqs), len(seqs), keys, kv)
+        return self.time_s(*batch_sums(seqs, self.held))
 
     def decode_stride(
         self, batch: int, sum_context: int, sum_held: int, held_growth: int, q: int = 1
     ) -> tuple[float, float, float, float, float]:
         """Step k of a decode stride as affine pieces: (compute0, compute1, memory0, memory1, after).
-
-        Each of `batch` sequences brings q new tokens (1 for plain decode, k + 1 for a speculative
-        verify pass) and its context grows by one token per step, so at step k the batch has
-        sum_context + batch k cached tokens; the KV read grows by `held_growth` tokens per step
-        (batch, less the sequences capped by a sliding window).
-        """
+        Each of `batch` sequences brings q new tokens (1, or k + 1 for a speculative verify pass) and
+        its context grows by one token per step; the KV read grows by `held_growth` tokens per step
+        (batch, less the sequences capped by a sliding window)."""
         tokens = batch * q
         keys = q * sum_context + batch * q * (q + 1) // 2
-        if self.pp > 1:  # a pipeline round: see parts()
-            mb = self.micro_batches(batch)
-            c = self._set(-(-tokens // mb), -(-batch // mb))
-            c0 = (c.x * tokens + c.y * batch + c.z * keys) / mb + c.fixed_compute
-            m0 = self.weights_s(-(-tokens // mb)) + c.v * (sum_held + tokens) / mb
-            after = (c.u + self.hop) * tokens / mb + c.overhead
-            return c0, c.z * q * batch / mb, m0, c.v * held_growth / mb, after
-        c = self if batch > self.matvec else self._set(tokens, batch)
-        c0 = c.x * tokens + c.y * batch + c.z * keys + c.fixed_compute
-        m0 = (self.weights_s(tokens) if self.moe else c.weights) + c.v * (sum_held + tokens)
-        return c0, c.z * q * batch, m0, c.v * held_growth, c.u * tokens + c.overhead
+        c0, m0, after = self.parts(tokens, batch, keys, sum_held + tokens)
+        mb, c = self._per_micro_batch(tokens, batch)
+        return c0, c.z * q * batch / mb, m0, c.v * held_growth / mb, after
 
 
 def stride_time_s(c0: float, c1: float, m0: float, m1: float, comm: float, n: int) -> float:
@@ -216,33 +191,19 @@ def stride_time_s(c0: float, c1: float, m0: float, m1: float, comm: float, n: in
         return 0.0
     # Step k is compute-bound when c0 + c1 k > m0 + m1 k; the difference is monotone in k.
     first_compute = c0 > m0
-    guess = n
+    split = n
     if c1 != m1:
         k_star = (m0 - c0) / (c1 - m1)
-        guess = int(k_star) + 1 if 0 <= k_star < n else n
-    # The usual stride binds on one side throughout: settle that case without a call.
-    if guess == n and (c0 + c1 * (n - 1) > m0 + m1 * (n - 1)) == first_compute:
-        split = n
-    else:
-        split = _settle(c0, c1, m0, m1, guess, n, first_compute)
+        split = int(k_star) + 1 if 0 <= k_star < n else n
+    # `split`: the first step whose binding side differs from step 0's, settled robustly to rounding
+    # (the usual stride binds on one side throughout: one comparison).
+    while split > 0 and (c0 + c1 * (split - 1) > m0 + m1 * (split - 1)) != first_compute:
+        split -= 1
+    while split < n and (c0 + c1 * split > m0 + m1 * split) == first_compute:
+        split += 1
     if not first_compute:
         c0, c1, m0, m1 = m0, m1, c0, c1
-    # Two arithmetic series, sum_{k=a}^{b-1} (p0 + p1 k) = (b - a) p0 + p1 (a + b - 1)(b - a) / 2:
-    # step 0's binding side for the first `split` steps, the other side for the rest.
+    # Step 0's binding side for the first `split` steps, the other side for the rest.
     head = split * c0 + c1 * (split - 1) * split / 2 if split > 0 else 0.0
     tail = (n - split) * m0 + m1 * (split + n - 1) * (n - split) / 2 if n > split else 0.0
     return head + tail + comm * n
-
-
-def _settle(c0: float, c1: float, m0: float, m1: float, split: int, n: int, first_compute: bool) -> int:
-    """The first k in [0, n] whose binding side differs from step 0's (robust to rounding)."""
-
-    def compute_binds(k: int) -> bool:
-        return c0 + c1 * k > m0 + m1 * k
-
-    split = max(0, min(n, split))
-    while split > 0 and compute_binds(split - 1) != first_compute:
-        split -= 1
-    while split < n and compute_binds(split) == first_compute:
-        split += 1
-    return split

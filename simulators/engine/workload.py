@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 # Azure LLM inference trace 2023, conversation: lognormal fits of ln(tokens) (reference section 8).
@@ -43,6 +43,11 @@ def lognormal_from_moments(mean: float, std: float) -> tuple[float, float]:
 # 94.46 +- 626.39 tokens, assistant turns 348.45 +- 269.93, fitted by moments.
 SHAREGPT_PROMPT = lognormal_from_moments(94.46, 626.39)
 SHAREGPT_OUTPUT = lognormal_from_moments(348.45, 269.93)
+LOGNORMAL = {  # (mu, sigma) of ln(prompt tokens) and ln(output tokens) per length distribution
+    "azure": (AZURE_CONV_PROMPT, AZURE_CONV_OUTPUT),
+    "sharegpt": (SHAREGPT_PROMPT, SHAREGPT_OUTPUT),
+    "reasoning": (REASONING_PROMPT, REASONING_OUTPUT),
+}
 
 
 class Request(NamedTuple):  # a named tuple: a run builds thousands, and tuples build fastest
@@ -62,13 +67,11 @@ class Request(NamedTuple):  # a named tuple: a run builds thousands, and tuples 
 @dataclass
 class Workload:
     requests: list[Request]
-    num_truncated: int = 0
-    notes: list[str] = field(default_factory=list)
+    num_truncated: int = 0  # lengths cut to a cap
 
 
 def arrival_times(rng: random.Random, n: int, process: str, rate: float) -> list[float]:
-    """n arrival times at `rate` per second: "poisson" (exponential gaps, CV 1) or "constant" (gaps
-    of exactly 1/rate)."""
+    """n arrival times at `rate` per second: "poisson" (exponential gaps, CV 1) or "constant" (1/rate)."""
     if process not in ("poisson", "constant"):
         raise ValueError(f"unknown arrival process '{process}'")
     if n <= 0:
@@ -105,10 +108,8 @@ class Lengths:
 
     def _cap(self, x: float, cap: int) -> int:
         v = max(1, round(x))
-        if v > cap:
-            self.num_truncated += 1
-            return cap
-        return v
+        self.num_truncated += v > cap
+        return min(v, cap)
 
     def draw(self, rng: random.Random) -> tuple[int, int]:
         k = self.kind
@@ -118,15 +119,9 @@ class Lengths:
             s = self.spread
             p = rng.uniform(self.prompt * (1 - s), self.prompt * (1 + s))
             o = rng.uniform(self.output * (1 - s), self.output * (1 + s))
-        elif k == "azure":
-            p = rng.lognormvariate(*AZURE_CONV_PROMPT)
-            o = rng.lognormvariate(*AZURE_CONV_OUTPUT)
-        elif k == "sharegpt":
-            p = rng.lognormvariate(*SHAREGPT_PROMPT)
-            o = rng.lognormvariate(*SHAREGPT_OUTPUT)
-        elif k == "reasoning":
-            p = rng.lognormvariate(*REASONING_PROMPT)
-            o = rng.lognormvariate(*REASONING_OUTPUT)
+        elif k in LOGNORMAL:
+            prompt, output = LOGNORMAL[k]
+            p, o = rng.lognormvariate(*prompt), rng.lognormvariate(*output)
         else:
             raise ValueError(f"unknown length distribution '{k}'")
         return self._cap(p, self.prompt_cap), self._cap(o, self.output_cap)
@@ -205,18 +200,9 @@ def build(
                 p, o = lengths.draw(rng)
                 if sharing == "agent":  # a tool result is shorter than a user turn
                     p = max(1, p // 4)
-            history = history + ((next(seg), p),)
-            out_seg = next(seg)
-            req = Request(
-                next(ids),
-                t if prev is None else think_s,
-                sum(s for _, s in history),
-                o,
-                history,
-                after=None if prev is None else prev.id,
-                output_segment=out_seg,
-            )
-            reqs.append(req)
+            history, out_seg = history + ((next(seg), p),), next(seg)
+            t_req, after = (t, None) if prev is None else (think_s, prev.id)
+            prev = Request(next(ids), t_req, sum(s for _, s in history), o, history, after, out_seg)
+            reqs.append(prev)
             history = history + ((out_seg, o),)
-            prev = req
     return Workload(reqs, lengths.num_truncated)
