@@ -12,22 +12,12 @@ from typing import Any
 
 from .data_files import CatalogError
 
-GPU_NUMBER_KEYS = (
-    "memory_GiB",
-    "cuda_total_GiB",
-    "hbm_bandwidth_GBps",
-    "dense_bf16_tflops",
-    "sparse_bf16_tflops",
-    "dense_fp16_acc_tflops",
-    "dense_fp8_tflops",
-    "sparse_fp8_tflops",
-    "dense_int8_tops",
-    "sparse_int8_tops",
-    "interconnect_GBps",
-    "host_link_GBps",
-    "tdp_W",
-    "sm_count",
-    "boost_clock_MHz",
+GPU_NUMBER_KEYS = tuple(
+    """
+    memory_GiB cuda_total_GiB hbm_bandwidth_GBps dense_bf16_tflops sparse_bf16_tflops dense_fp16_acc_tflops
+    dense_fp8_tflops sparse_fp8_tflops dense_int8_tops sparse_int8_tops interconnect_GBps host_link_GBps tdp_W
+    sm_count boost_clock_MHz
+    """.split()
 )
 GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source", "cuda_total_source", "platform")
 GPU_PLATFORMS = ("", "metal")  # "": CUDA or ROCm; "metal": Apple silicon, whose engines differ (efficiency.on_gpu)
