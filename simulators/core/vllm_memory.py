@@ -230,7 +230,6 @@ def account(
         raise ValueError(f"{m.name} has no experts: --enable-expert-parallel needs a mixture of experts")
     if ep and tp * dp > m.num_experts:
         raise ValueError(f"tp x dp = {tp * dp} ranks exceed the model's {m.num_experts} experts")
-    mem = assumptions()["vllm_memory"]
     total = gpu.visible_GiB * GiB
     requested = total * utilization
     non_torch = non_torch_bytes(tp * dp if m.is_moe else tp, pp)
@@ -255,7 +254,7 @@ def account(
     concurrency = num_blocks / per_request
     one_request = per_request * page * size
     heads, replicated = kv_heads_per_rank(m, tp)
-    graphs = mem["cudagraph_GiB"] * GiB
+    graphs = assumptions()["vllm_memory"]["cudagraph_GiB"] * GiB
     lines = [
         f"Model loading took {max(s.weight_bytes for s in stages) / GiB:.4f} GiB",
         f"Available KV cache memory: {min(s.kv_bytes for s in stages) / GiB:.2f} GiB",
