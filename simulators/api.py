@@ -175,6 +175,7 @@ def _draw(mod: ModuleType, result: dict[str, Any], view: str | None) -> dict[str
 
 CHAINS = "engine.chains"  # the session's namespace for the engine's block-hash chains (engine/blockhash.py)
 Partial = Callable[[dict[str, Any]], None]
+Post = Callable[[str], Any]
 
 
 def _simulate(
@@ -299,12 +300,7 @@ class Session:
         return _run_json(name, params_json, seed, view, self.cache)
 
     def run_json_stream(
-        self,
-        name: str,
-        params_json: str,
-        seed: int = 0,
-        post: Callable[[str], Any] | None = None,
-        view: str | None = None,
+        self, name: str, params_json: str, seed: int = 0, post: Post | None = None, view: str | None = None
     ) -> str:
         """run_json's answer; meanwhile `post` gets each growing chart a streaming simulator draws as
         {"ok": true, "partial": true, "figure": ...} in JSON (the answer's chart is the complete one)."""

@@ -211,10 +211,7 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
             "help": meta["help"],
             "custom": meta["custom"],
         }
-        if meta.get("file"):
-            entry["file"] = meta["file"]
-        if meta.get("lines"):
-            entry["lines"] = meta["lines"]
+        entry |= {k: meta[k] for k in ("file", "lines") if meta.get(k)}
         if entry["type"] in ("int", "float"):
             entry.update(min=meta["min"], max=meta["max"], step=meta["step"], log=meta["log"])
         choices = _choices(meta)

@@ -34,10 +34,6 @@ GiB = 2**30
 BF16_BYTES = 2
 
 
-# ---------------------------------------------------------------------------------------------
-# Parameters and bytes
-
-
 @dataclass(frozen=True)
 class ParamCounts:
     # Matmul weights inside the transformer blocks: the part a quantisation scheme compresses.
@@ -224,10 +220,6 @@ def kv_replication(m: Model, tp: int) -> float:
     if m.kv_lora_rank:
         return float(tp)
     return tp / m.num_kv_heads if m.num_kv_heads < tp else 1
-
-
-# ---------------------------------------------------------------------------------------------
-# FLOPs
 
 
 def lm_head_params(m: Model) -> int:

@@ -83,10 +83,6 @@ def model_for_repo(repo: str) -> Model | None:
     return models()[mid] if mid else models().get(key)
 
 
-# ---------------------------------------------------------------------------------------------
-# Number formats, assumptions and the running example
-
-
 @dataclass(frozen=True)
 class Precision:
     id: str

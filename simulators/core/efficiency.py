@@ -1,37 +1,31 @@
 """Engine profiles: the achieved fraction of peak for what actually runs, per engine.
 
 A profile from data/engine_profiles.toml (vLLM, SGLang, TensorRT-LLM, llama.cpp) is the input
-costmodel.step_time prices every forward pass with; this module holds the data and the few
-formulas that depend on the profile and the model alone, and imports nothing from the cost model:
+costmodel.step_time prices every forward pass with (roofline.py has the step's formula); this module
+holds the data and the few formulas that depend on the profile and the model alone, and imports
+nothing from the cost model. A profile gives:
 
-    compute = GEMM time / gemm_efficiency(path, M) + attention time / attention
-    memory  = bytes / (peak bandwidth * bandwidth)
-    step    = max(compute, memory) + communication + fixed overhead + activation traffic
+- shares of peak: memory `bandwidth`, a GEMM plateau per tensor-core path (BF16, FP8, INT8),
+  `attention`, and the `w4a16` factor weight-only 4-bit GEMMs pay. With M the step's tokens per
+  rank and micro-batch, gemm_efficiency = plateau(path) * M / (M + gemm_m_half);
+- communication: the ring all-reduce's bandwidth term at the share of the link's rate the
+  engine's kernel reaches (`allreduce_bandwidth`) plus, under tensor parallelism, a latency per
+  all-reduce (`allreduce_latency_us`, two per layer: the alpha of an alpha-beta model);
+- fixed costs: the step's own and, with `layer_overhead_us`, a time per layer (a layer's kernels
+  at a small batch take a time that does not fall with their bytes: launch gaps, latency floors);
+- `activation_io`: the activation traffic between a layer's kernels (norms, rotary, SwiGLU, each
+  GEMM's input and output: activation_values), memory-bound and serial with the GEMMs, which
+  matters most in long prefills with FP8 GEMMs;
+- `matvec_max_tokens`: steps up to that many tokens run matrix-vector kernels (llama.cpp's MMVQ)
+  that pay no small-M penalty; with `matvec_bytes_per_sm_cycle`, and the GPU's SM count and boost
+  clock, they stream at most SMs x clock x that many bytes (Little's law: each SM keeps a bounded
+  number of bytes in flight for a roughly fixed latency in cycles, so a GPU whose bandwidth
+  outgrows its SMs and clock is not filled).
 
-communication is the cost model's ring all-reduce bandwidth term (at the share of the link's rate
-the engine's all-reduce kernel reaches, `allreduce_bandwidth`) plus, under tensor parallelism,
-a latency per all-reduce (`allreduce_latency_us`, two all-reduces per layer: the alpha of an
-alpha-beta model). The fixed overhead is the step's own plus, where a profile sets
-`layer_overhead_us`, a fixed time per layer (the kernels of one layer at a small batch take a time
-that does not fall with their bytes: launch gaps and latency floors). Where a profile sets
-`activation_io`, the activation traffic between a layer's kernels (norms, rotary, SwiGLU and each
-GEMM's input and output, per token: activation_values) is memory-bound and serial with the GEMMs,
-which matters most in long prefills with FP8 GEMMs. A step of at most `matvec_max_tokens` tokens
-runs matrix-vector kernels (llama.cpp's MMVQ) that stream the weights without tensor-core tiles,
-so it pays no small-M penalty; where a profile sets `matvec_bytes_per_sm_cycle` and the GPU lists
-its SM count and boost clock, such a step streams at most SMs x clock x that many bytes (Little's
-law: each SM keeps a bounded number of bytes in flight for a memory latency of a roughly fixed
-number of cycles, so a GPU whose bandwidth outgrows its SMs and clock is not filled).
-
-M is the step's token count (per rank and micro-batch): gemm_efficiency = plateau(path) * M /
-(M + gemm_m_half), the plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only
-4-bit GEMMs pay the `w4a16` factor. `IDEAL` is the ceiling: every factor 1.0 and no overhead.
-
-An engine runs other kernels on another platform: a profile with `platform` and `replaces` (llama.cpp's
-Metal backend on Apple silicon) prices that engine on a GPU of that platform (`on_gpu`, which the cost
-model applies to every step), and is not an engine of its own in the choices. An engine with no
-profile for a GPU's platform does not run there (`unsupported`): vLLM, SGLang and TensorRT-LLM need
-CUDA or ROCm.
+`IDEAL` is the ceiling: every factor 1.0 and no overhead. A profile with `platform` and `replaces`
+(llama.cpp's Metal backend on Apple silicon) prices that engine on a GPU of that platform (`on_gpu`,
+applied to every step) and is no engine of its own in the choices; an engine with no profile for a
+GPU's platform does not run there (`unsupported`): vLLM, SGLang and TensorRT-LLM need CUDA or ROCm.
 """
 
 from __future__ import annotations

@@ -58,11 +58,10 @@ def rank_fit(
     sparse checkpoint frees more memory for KV (its block matmuls at sparse24_bytes_per_value)."""
     a = vm.account(m, gpu, **lay.cost_kw(), max_model_len=context, kv_dtype=kv_dtype, weight_dtype=weight_dtype, **vllm)
     stage_share = max(s.num_layers for s in a.stages) / m.num_layers
-    per_value = cm.block_bytes_per_value(weight_dtype)
     spread = 0.0
     if sparse:
-        saved = per_value - cm.block_bytes_per_value(weight_dtype, sparse=True)
-        spread += cm.param_counts(m).block_linear * saved * stage_share / lay.tp
+        saved = cm.block_bytes_per_value(weight_dtype) - cm.block_bytes_per_value(weight_dtype, sparse=True)
+        spread = cm.param_counts(m).block_linear * saved * stage_share / lay.tp
     worst = min(a.stages, key=lambda s: s.kv_bytes)
     blocks = max(0, int((worst.kv_bytes + spread) // (a.page_bytes * a.group_size)))
     if not spread:

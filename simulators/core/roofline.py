@@ -23,22 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import bytes_flops as bf
 from . import efficiency as profiles
 from . import parallel_time as pt
-from .bytes_flops import (
-    BF16_BYTES,
-    GB,
-    attention_flops_per_key,
-    block_bytes_per_value,
-    kv_bytes_per_token,
-    kv_replication,
-    kv_tokens_held,
-    lm_head_params,
-    param_counts,
-    precision,
-    routed_params_read,
-    streamed_weight_bytes,
-)
 from .catalog import Gpu, Model
 
 # An engine profile (efficiency.py) is what every time is priced with; that module imports nothing from this one.
@@ -124,8 +111,8 @@ def matmul_path(gpu: Gpu, weight_dtype: str, activation_dtype: str | None = None
     tensor cores), as is FP8 without a native path (vLLM's Marlin kernels on an A100).
     """
     act = activation_dtype or (weight_dtype if weight_dtype in ("fp8", "int8") else "bf16")
-    path = precision(act).tensor_core
-    if precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:
+    path = bf.precision(act).tensor_core
+    if bf.precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:
         return "bf16"
     return path
 
@@ -155,13 +142,13 @@ def step_time(
     unstructured_bytes_per_value: no tensor-core path, so the dense rate).
     """
     # attention_flops(m, q, c) inlined (the same float operations): steps of thousands of sequences.
-    per_key = attention_flops_per_key(m)
+    per_key = bf.attention_flops_per_key(m)
     num_seqs = len(seqs)
     if seqs and seqs.count(seqs[0]) == num_seqs:  # one shape (a uniform decode step): O(1) Python steps
         q, c = seqs[0]
         tokens = q * num_seqs
         attention_flops = sum([per_key * (q * c + q * (q + 1) / 2)] * num_seqs)  # still added one by one
-        kv_tokens = (kv_tokens_held(m, c) + q) * num_seqs
+        kv_tokens = (bf.kv_tokens_held(m, c) + q) * num_seqs
     else:
         tokens = sum(q for q, _ in seqs)
         attention_flops = sum([per_key * (q * c + q * (q + 1) / 2) for q, c in seqs])
@@ -170,7 +157,7 @@ def step_time(
         for q, c in seqs:
             h = held.get(c)
             if h is None:
-                h = held[c] = kv_tokens_held(m, c)
+                h = held[c] = bf.kv_tokens_held(m, c)
             kv_tokens += h + q
     # Per GPU, with n = tp x dp ranks and m = micro_batches(seqs / dp, pp):
     # compute = F / (n m); memory = W_dense / tp + W_experts(ceil(tokens / m)) / n + KV x replication / (n m);
@@ -181,17 +168,17 @@ def step_time(
     path = matmul_path(gpu, weight_dtype, activation_dtype)
     ranks = tp * dp
     mb = pt.micro_batches(-(-num_seqs // dp), pp)
-    head = 2.0 * lm_head_params(m)
+    head = 2.0 * bf.lm_head_params(m)
     logits_tokens = num_seqs  # only the last token of a prefill chunk needs logits; every decode token does
-    block_flops = 2.0 * param_counts(m).block_linear_active * tokens
+    block_flops = 2.0 * bf.param_counts(m).block_linear_active * tokens
     other_flops = head * logits_tokens + attention_flops
     w_tokens = -(-tokens // mb)  # the largest micro-batch's tokens (each reads its own experts)
-    block = block_bytes_per_value(weight_dtype, sparse) if weight_bytes_per_value is None else weight_bytes_per_value
-    w_bytes = streamed_weight_bytes(m, weight_dtype, w_tokens, per_value=block)
+    block = bf.block_bytes_per_value(weight_dtype, sparse) if weight_bytes_per_value is None else weight_bytes_per_value
+    w_bytes = bf.streamed_weight_bytes(m, weight_dtype, w_tokens, per_value=block)
     if dp > 1:  # each attention rank reads its own copy of the non-expert weights
-        experts = routed_params_read(m, w_tokens) * block
+        experts = bf.routed_params_read(m, w_tokens) * block
         w_bytes = (w_bytes - experts) * dp + experts
-    kv_bytes = kv_bytes_per_token(m, kv_dtype) * kv_tokens * kv_replication(m, tp) / mb
+    kv_bytes = bf.kv_bytes_per_token(m, kv_dtype) * kv_tokens * bf.kv_replication(m, tp) / mb
     total_bytes = (w_bytes + kv_bytes) / ranks
     block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
     bf16_peak = gpu.peak_tflops("bf16")
@@ -214,7 +201,7 @@ def step_time(
             + head * logits_tokens / (_kernel_peak(eff, gpu, "bf16") * per_rank * head_eff)
             + attention_s
         )
-    ideal_memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * GB)
+    ideal_memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * bf.GB)
     memory_s = ideal_memory_s / eff.bandwidth
     cap = profiles.matvec_bandwidth_GBps(eff, gpu, local_tokens)
     if cap is not None:  # matrix-vector kernels that cannot fill the bandwidth
@@ -254,7 +241,7 @@ def _kernel_peak(p: Efficiency, gpu: Gpu, path: str) -> float:
     return gpu.peak_tflops(path) or 0.0
 
 
-ACTIVATION_BYTES = BF16_BYTES  # activations pass between kernels in BF16
+ACTIVATION_BYTES = bf.BF16_BYTES  # activations pass between kernels in BF16
 
 
 def activation_s(p: Efficiency, m: Model, gpu: Gpu, tokens: float, tp: int) -> float:
@@ -263,7 +250,7 @@ def activation_s(p: Efficiency, m: Model, gpu: Gpu, tokens: float, tp: int) -> f
     if not p.activation_io:
         return 0.0
     moved = p.activation_io * profiles.activation_values(m, tp) * ACTIVATION_BYTES * tokens
-    return moved / (gpu.hbm_bandwidth_GBps * GB * p.bandwidth)
+    return moved / (gpu.hbm_bandwidth_GBps * bf.GB * p.bandwidth)
 
 
 def prefill_time(m: Model, gpu: Gpu, prompt_tokens: int, **kw: object) -> StepTime:

@@ -23,8 +23,9 @@ Model (vLLM V1, `vllm/v1/worker/gpu_worker.py` determine_available_memory and
 - Activation peak: the profile run is one forward pass of `max_num_batched_tokens` tokens and a
   sampler pass over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits (gpu_model_runner
   profile_run). vLLM measures it; we estimate it with constants fitted to v0.19.0's logs.
-- Non-torch memory (cuBLAS/NCCL workspaces grown during the profile run) likewise; CUDA graphs are captured after the KV cache is allocated, so these versions do not
-  subtract them: they must fit in the (1 - gpu_memory_utilization) margin, and we report them.
+- Non-torch memory (cuBLAS/NCCL workspaces grown during the profile run) likewise; CUDA graphs are
+  captured after the KV cache is allocated, so these versions do not subtract them: they must fit
+  in the (1 - gpu_memory_utilization) margin, and we report them.
 - Layers of several kinds (sliding window and full, as gpt-oss and Gemma) are split into KV
   groups of `group_size` layers that share one block pool (_get_kv_cache_groups_uniform_page_size).
 
