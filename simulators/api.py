@@ -168,9 +168,8 @@ def _chart(mod: ModuleType, view: Any) -> str | None:
 
 
 def _draw(mod: ModuleType, result: dict[str, Any], view: str | None) -> dict[str, Any]:
-    if view is None:
-        return {"figure": mod.figure(result), "summary": mod.summary(result)}
-    return {"figure": mod.figure(result, view), "summary": mod.summary(result, view)}
+    chosen = () if view is None else (view,)  # a simulator with one chart takes no view
+    return {"figure": mod.figure(result, *chosen), "summary": mod.summary(result, *chosen)}
 
 
 CHAINS = "engine.chains"  # the session's namespace for the engine's block-hash chains (engine/blockhash.py)

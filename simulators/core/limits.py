@@ -35,10 +35,7 @@ def decode_compute_bound_batch(
     lo, hi = 0, limit  # compute_bound(lo) is False (or lo == 0), compute_bound(hi) is True
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if compute_bound(mid):
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if compute_bound(mid) else (mid, hi)
     return hi
 
 
