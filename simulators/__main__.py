@@ -39,8 +39,7 @@ def _parse_sets(sets: list[str]) -> dict[str, object]:
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise ValueError(f"--set expects key=value, got {item!r}")
-        # JSON objects (a pasted config.json or a custom GPU) pass through; the rest stay text
-        # and are converted by the simulator's own validation.
+        # JSON objects (a config.json, a custom GPU) pass through; the simulator converts the rest.
         if value.startswith("@"):  # --set model=@config.json reads a file (a real config.json)
             with open(value[1:], encoding="utf-8") as f:
                 value = f.read()
@@ -64,10 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     rr.add_argument("file")
     rr.add_argument("--json", action="store_true", help="print the normalised report as JSON")
     args = ap.parse_args(argv)
-
     if args.cmd == "read-report":
         return _read_report(args.file, args.json)
-
     if args.cmd == "list":
         for name, mod in api.SIMULATORS.items():
             print(f"{name:14s} {mod.TITLE}")
@@ -100,8 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for key, value in answer["metrics"].items():
             print(f"{key:32s} {value}")
-        print()
-        print(answer["summary"])
+        print(f"\n{answer['summary']}")
     return 0
 
 

@@ -168,21 +168,20 @@ def _chart(mod: ModuleType, view: Any) -> str | None:
 
 
 def _draw(mod: ModuleType, result: dict[str, Any], view: str | None) -> dict[str, Any]:
-    if view is None:
-        return {"figure": mod.figure(result), "summary": mod.summary(result)}
-    return {"figure": mod.figure(result, view), "summary": mod.summary(result, view)}
+    chosen = () if view is None else (view,)  # a simulator with one chart takes no view
+    return {"figure": mod.figure(result, *chosen), "summary": mod.summary(result, *chosen)}
 
 
 CHAINS = "engine.chains"  # the session's namespace for the engine's block-hash chains (engine/blockhash.py)
 Partial = Callable[[dict[str, Any]], None]
+Post = Callable[[str], Any]
 
 
 def _simulate(
     name: str, mod: ModuleType, p: Any, seed: int, view: str | None, cache: ResultsCache | None, partial: Partial | None
 ) -> dict[str, Any]:
-    """run()'s full result for this chart: kept in `cache` (a session's; else a store for this call
-    alone), and, while a run() that yields makes it, each growing result's chart handed to `partial`
-    (drawn only when someone listens)."""
+    """run()'s full result for this chart, kept in `cache` (else a store for this call alone); each
+    growing result a run() yields is drawn and handed to `partial`, when someone listens."""
     store = cache if cache is not None else ResultsCache()
 
     def simulate() -> dict[str, Any]:
@@ -205,23 +204,19 @@ def run(
     cache: ResultsCache | None = None,
     partial: Partial | None = None,
 ) -> dict[str, Any]:
-    """Validate, run and draw; the answer run_json serialises. Never raises on bad input.
-
-    `view` picks the chart (default: a "view" key in `params`, else the simulator's first chart).
-    With a `cache`, a scenario already simulated (the same parameters and seed) is only drawn.
-    `partial` receives the chart as it grows, where the simulator's run() yields (see _simulate).
-    """
+    """Validate, run and draw: the answer run_json serialises; never raises on bad input. `view` picks
+    the chart (default: a "view" key in `params`, else the first); with a `cache`, a scenario already
+    simulated is only drawn; `partial` receives the chart as it grows (_simulate)."""
     try:
         mod = _module(name)
     except UnknownSimulator as e:
-        return {"ok": False, "errors": [{"field": "", "message": e.args[0]}]}
-    params = dict(params) if isinstance(params, dict) else params
-    if isinstance(params, dict) and VIEW in params:
-        chosen = params.pop(VIEW)
+        return _failed(e.args[0])
+    if isinstance(params, dict):
+        params = dict(params)
+        chosen = params.pop(VIEW, None)
         view = chosen if view is None else view
-    if isinstance(params, dict) and EXPORT in params:
-        params.pop(VIEW, None)
-        return _export(name, mod, params.pop(EXPORT), params, seed)
+        if EXPORT in params:
+            return _export(name, mod, params.pop(EXPORT), params, seed)
     try:
         chart = _chart(mod, view)
         p = parse(mod.Params, params)
@@ -232,9 +227,9 @@ def run(
     try:
         result = _simulate(name, mod, p, seed, chart, cache, partial)
     except ParamError as e:  # a rule run() works out with its kept work (cheapest: no layout can)
-        return {"ok": False, "errors": [{"field": e.field, "message": e.message}]}
+        return _failed(e.message, e.field)
     except CatalogError as e:
-        return {"ok": False, "errors": [{"field": "", "message": str(e)}]}
+        return _failed(str(e))
     drawn = _draw(mod, result, chart)
     priced = priced_by(p)
     if priced:  # each answer says which profile priced its times (one speed model, a named choice)
@@ -248,22 +243,22 @@ def run(
     }
 
 
+def _failed(message: str, field: str = "") -> dict[str, Any]:
+    return {"ok": False, "errors": [{"field": field, "message": message}]}
+
+
 def _export(name: str, mod: ModuleType, kind: Any, params: dict[str, Any], seed: int) -> dict[str, Any]:
     """The file `kind` of mod.EXPORTS for these parameters, or field errors."""
     files = {k: file for k, _, file in getattr(mod, "EXPORTS", [])}
     if kind not in files:
-        offered = ", ".join(files) or "none"
-        return {
-            "ok": False,
-            "errors": [{"field": EXPORT, "message": f"{name} offers no {kind!r} file (offered: {offered})"}],
-        }
+        return _failed(f"{name} offers no {kind!r} file (offered: {', '.join(files) or 'none'})", EXPORT)
     try:
         p = parse(mod.Params, params)
         text = mod.export(p, kind, seed=seed)
     except ParamErrors as e:
         return {"ok": False, "errors": e.errors}
     except CatalogError as e:
-        return {"ok": False, "errors": [{"field": "", "message": str(e)}]}
+        return _failed(str(e))
     return {"ok": True, "export": {"kind": kind, "file": files[kind], "text": text}}
 
 
@@ -285,7 +280,7 @@ def _run_json(
     try:
         params = json.loads(params_json) if params_json.strip() else {}
     except json.JSONDecodeError as e:
-        return dumps({"ok": False, "errors": [{"field": "", "message": f"parameters are not valid JSON: {e}"}]})
+        return dumps(_failed(f"parameters are not valid JSON: {e}"))
     answer = run(name, params, seed, view, cache=cache, partial=partial)
     return dumps({k: answer[k] for k in ("ok", *keys)} if keys and answer["ok"] else answer)
 
@@ -304,17 +299,10 @@ class Session:
         return _run_json(name, params_json, seed, view, self.cache)
 
     def run_json_stream(
-        self,
-        name: str,
-        params_json: str,
-        seed: int = 0,
-        post: Callable[[str], Any] | None = None,
-        view: str | None = None,
+        self, name: str, params_json: str, seed: int = 0, post: Post | None = None, view: str | None = None
     ) -> str:
-        """run_json's answer, the same string; meanwhile, where the simulator streams its chart
-        (a sweep point by point), `post` gets each growing chart as {"ok": true, "partial": true,
-        "figure": ...} in JSON, so the page can redraw before the whole answer is ready. Partial
-        charts only add points: the answer's chart is the last and complete one."""
+        """run_json's answer; meanwhile `post` gets each growing chart a streaming simulator draws as
+        {"ok": true, "partial": true, "figure": ...} in JSON (the answer's chart is the complete one)."""
 
         def partial(figure: dict[str, Any]) -> None:
             if post is not None:
@@ -323,8 +311,7 @@ class Session:
         return _run_json(name, params_json, seed, view, self.cache, partial=partial)
 
     def figure_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
-        """Only the chart and its words, {"ok": true, "figure": ..., "summary": ...}: for a chart
-        switch, drawn from the kept result (simulated first if this scenario is not kept)."""
+        """Only {"ok": true, "figure": ..., "summary": ...}: a chart switch, drawn from the kept result."""
         return _run_json(name, params_json, seed, view, self.cache, ("figure", "summary"))
 
     @property
@@ -356,8 +343,7 @@ def validation_page() -> dict[str, str]:
 
 def held_out_band() -> dict[str, float]:
     """What a lesson may quote as `heldout.*`: the held-out band, and the cross-validated band of each
-    quantity (prefixes `ttft`, `decode`, `throughput`, `serving`, and `cv` for every speed row), so
-    that a sentence quotes its own quantity's band: "half within X%, nine in ten within Y%"."""
+    quantity (prefixes `ttft`, `decode`, `throughput`, `serving`, and `cv` for every speed row)."""
     from .benchmark import crossval
     from .benchmark.validation import band
 
@@ -390,9 +376,8 @@ def make_runs_with(
     run_many: Callable[[Callable[[Any], float], list[Any]], list[float]] | None,
     kept: Callable[[str], float | None] | None = None,
 ) -> None:
-    """How validation_page gets its engine runs: `kept(key)`, a run made earlier by this same code
-    (None: not made; keys as `measurement_runs` gives them), else made by `run_many`, a map in
-    other processes (None: here, in turn)."""
+    """How validation_page gets its engine runs: `kept(key)`, made earlier by this same code (None: not
+    made; keys as `measurement_runs`), else `run_many`, a map in other processes (None: here, in turn)."""
     from .benchmark import served_benchmarks
 
     served_benchmarks.run_many, served_benchmarks.kept = run_many, kept

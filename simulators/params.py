@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .core import catalog
+from .core import catalog, efficiency
 from .core import costmodel as cm
 
 T = TypeVar("T")
@@ -58,24 +58,10 @@ def param(
     file: str | None = None,
     lines: int = 0,
 ) -> Any:
-    """A dataclass field with UI metadata. `custom` ("model" or "gpu") also accepts an object.
-    `file` (a text field: the accepted file types, e.g. ".json,.yaml") makes the page offer a file
-    input whose text becomes the value; the file is read in the page and never sent anywhere.
-    `lines` (a text field) makes it a box of that many lines the reader can paste into (with
-    `file`, beside the file input)."""
-    meta = {
-        "label": label,
-        "unit": unit,
-        "min": min,
-        "max": max,
-        "step": step,
-        "choices": choices,
-        "help": help,
-        "custom": custom,
-        "log": log,
-        "file": file,
-        "lines": lines,
-    }
+    """A dataclass field with UI metadata: every keyword. `custom` ("model" or "gpu") also accepts an
+    object. For a text field, `file` (accepted types, e.g. ".json,.yaml") offers a file input whose
+    text becomes the value (read in the page, never sent anywhere) and `lines` a box to paste into."""
+    meta = {k: v for k, v in locals().items() if k != "default"}
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -110,9 +96,7 @@ def gpu_param(**kw: Any) -> Any:
 
 def _choices(meta: Mapping[str, Any]) -> list[tuple[str, str]] | None:
     c = meta["choices"]
-    if c is None:
-        return None
-    return list(c() if callable(c) else c)
+    return None if c is None else list(c() if callable(c) else c)
 
 
 def _kind(f: dataclasses.Field[Any]) -> str:
@@ -184,16 +168,14 @@ def _unit(meta: Mapping[str, Any]) -> str:
 
 
 def parse(cls: type[T], raw: dict[str, Any]) -> T:
-    """Validate `raw` against `cls`; missing fields take their defaults, then `check()` runs, if the
-    class has one. (A costly rule that reuses kept work belongs in run(), which is handed `keep`.)"""
+    """Validate `raw` against `cls`; missing fields take their defaults, then `check()` runs, if any
+    (a costly rule that reuses kept work belongs in run(), which is handed `keep`)."""
     if not isinstance(raw, dict):
         raise ParamErrors([{"field": "", "message": "parameters must be a JSON object"}])
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    errors: list[dict[str, str]] = []
+    known = ", ".join(fields)
+    errors = [{"field": key, "message": f"unknown parameter; known: {known}"} for key in raw if key not in fields]
     values: dict[str, Any] = {}
-    for key in raw:
-        if key not in fields:
-            errors.append({"field": key, "message": f"unknown parameter; known: {', '.join(fields)}"})
     for name, f in fields.items():
         if name not in raw:
             continue
@@ -229,10 +211,7 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
             "help": meta["help"],
             "custom": meta["custom"],
         }
-        if meta.get("file"):
-            entry["file"] = meta["file"]
-        if meta.get("lines"):
-            entry["lines"] = meta["lines"]
+        entry |= {k: meta[k] for k in ("file", "lines") if meta.get(k)}
         if entry["type"] in ("int", "float"):
             entry.update(min=meta["min"], max=meta["max"], step=meta["step"], log=meta["log"])
         choices = _choices(meta)
@@ -243,8 +222,6 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
 
 
 def engine_choices() -> list[tuple[str, str]]:
-    from .core import efficiency
-
     return [(pid, prof.name) for pid, prof in efficiency.profiles().items()]
 
 
@@ -254,9 +231,7 @@ def engine_param(**kw: Any) -> Any:
         "help",
         "Engine profile: its bandwidth and BF16 GEMM plateau factors and step overhead (data/engine_profiles.toml).",
     )
-    from .core.costmodel import DEFAULT_ENGINE
-
-    return param(DEFAULT_ENGINE, label="Engine", choices=engine_choices, **kw)
+    return param(cm.DEFAULT_ENGINE, label="Engine", choices=engine_choices, **kw)
 
 
 # Fields that many serving simulators declare, each with its own default and range.
@@ -305,8 +280,6 @@ def missing_figure(p: Any) -> dict[str, str] | None:
     if not isinstance(getattr(p, "engine", None), str) or gpu_value is None:
         return None
     gpu = catalog.resolve_gpu(gpu_value)
-    from .core import efficiency
-
     if why := efficiency.unsupported(p.engine, gpu):  # vLLM on an Apple GPU: not even its ideal runs there
         return {"field": "engine", "message": why}
     missing = cm.missing_compute_figure(gpu, getattr(p, "weight_dtype", "bf16"))
@@ -326,8 +299,6 @@ def priced_by(p: Any) -> str:
         return ""
     if getattr(p, "ideal", False):
         return "ideal hardware (100% of peak, no overhead)"
-    from .core import efficiency
-
     gpu = getattr(p, "gpu", None)
     named = efficiency.profile(engine) if gpu is None else efficiency.profile_for(engine, catalog.resolve_gpu(gpu))
     return f"the {named.name} profile"

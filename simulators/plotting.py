@@ -67,11 +67,8 @@ def layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, An
         "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
         "hovermode": "closest",
     }
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = {**out[key], **value}
-        else:
-            out[key] = value
+    for key, value in extra.items():  # a dict merges into the default's
+        out[key] = {**out[key], **value} if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     for key, axis in out.items():
         if key[1:5] == "axis" and isinstance(axis, dict) and axis.get("type") == "log":
             out[key] = {"minorloglabels": "none", **axis}

@@ -92,8 +92,8 @@ def kept(keep: Keep, key: Hashable, make: Callable[[], V]) -> tuple[V, bool]:
 def kept_steps(
     keep: Keep, key: Hashable, steps: Callable[[], Generator[P, None, V]]
 ) -> Generator[P, None, tuple[V, bool]]:
-    """kept() for work that yields as it goes (a run a page draws before it ends): made now, its
-    yields pass through, then its value is kept; a run given up half-way keeps nothing."""
+    """kept() for work that yields as it goes: its yields pass through, then its value is kept (a run
+    given up half-way keeps nothing)."""
     box: dict[str, V] = keep(key, dict)
     if "value" in box:
         return box["value"], True
@@ -103,14 +103,13 @@ def kept_steps(
 
 
 def run_key(params: Any, seed: int, *what: Any) -> str:
-    """A memo key for one run of a scenario: every parameter (a dataclass), the seed, and what
-    the run is (a policy, a cache mode, a memory size...), as canonical JSON."""
+    """A memo key for one run of a scenario, as canonical JSON: every parameter (a dataclass), the seed,
+    and what the run is (a policy, a cache mode, a memory size...)."""
     return json.dumps([asdict(params), seed, *what], sort_keys=True, default=str)
 
 
 class ResultsCache:
-    """A session's store: answers by (simulator, canonical parameters, seed, chart), and one
-    namespace of work per simulator (and one for the engine's chains), all least recently used."""
+    """A session's store: answers, and one namespace of work per simulator (and the engine's chains)."""
 
     def __init__(self, max_results: int = MAX_RESULTS) -> None:
         self.results: LruCache[object] = LruCache(max_results)

@@ -34,10 +34,6 @@ GiB = 2**30
 BF16_BYTES = 2
 
 
-# ---------------------------------------------------------------------------------------------
-# Parameters and bytes
-
-
 @dataclass(frozen=True)
 class ParamCounts:
     # Matmul weights inside the transformer blocks: the part a quantisation scheme compresses.
@@ -70,11 +66,9 @@ def _attention_params(m: Model) -> tuple[int, int]:
         return q + kv + o, m.q_lora_rank + m.kv_lora_rank
     q_out, kv_out = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
     linear = h * q_out + 2 * h * kv_out + q_out * h
-    bias = 0
-    if m.attention_bias:
-        bias = q_out + 2 * kv_out
+    bias = q_out + 2 * kv_out if m.attention_bias or m.mlp == "gelu" else 0
     if m.mlp == "gelu":  # GPT-2: every projection has a bias
-        bias = q_out + 2 * kv_out + h
+        bias += h
     return linear, bias
 
 
@@ -114,12 +108,9 @@ def precision(dtype: str) -> Precision:
 
 
 def sparse24_bytes_per_value(dtype: str) -> float:
-    """Stored bytes per original value of a 2:4 structured-sparse matrix in `dtype`.
-
-    Two of every four values are kept, and each kept value carries a 2-bit index of its position
-    in the group of four (NVIDIA's 2:4 format, the same for 16- and 8-bit values):
-    bytes = bytes_per_value / 2 + (2 bits / 8) / 2. FP8: 0.5 + 0.125 = 0.625 B per weight.
-    """
+    """Stored bytes per original value of a 2:4 structured-sparse matrix in `dtype`: two of four values
+    kept, each with a 2-bit position index (NVIDIA's format): bytes_per_value / 2 + (2 bits / 8) / 2.
+    FP8: 0.5 + 0.125 = 0.625 B per weight."""
     return bytes_per_value(dtype) / 2 + 2 / 8 / 2
 
 
@@ -159,13 +150,8 @@ def weight_bytes(m: Model, weight_dtype: str = "bf16", *, sparse: bool = False) 
 def streamed_weight_bytes(
     m: Model, weight_dtype: str = "bf16", num_tokens: int = 1, *, sparse: bool = False, per_value: float | None = None
 ) -> float:
-    """Weight bytes one forward pass over `num_tokens` tokens must read from memory.
-
-    `per_value` overrides the stored bytes per block-matmul weight (e.g. unstructured_bytes_per_value).
-
-    The embedding table is looked up, not streamed. For MoE, the expected number of distinct
-    experts hit by `num_tokens` tokens under uniform routing is E * (1 - (1 - k/E)^tokens).
-    """
+    """Weight bytes one forward pass over `num_tokens` tokens reads (only the experts they route to);
+    `per_value` overrides the stored bytes per block-matmul weight (e.g. unstructured_bytes_per_value)."""
     p = param_counts(m)
     linear = p.block_linear - routed_expert_params(m) + routed_params_read(m, num_tokens)
     rest = lm_head_params(m) + p.other  # a tied head still reads the embedding table
@@ -214,8 +200,7 @@ def layer_tokens_held(m: Model, kind: str, context_tokens: int) -> int:
 
 
 def kv_tokens_held(m: Model, context_tokens: int) -> int:
-    """Tokens a sequence keeps in cache, averaged over its KV layers: all of them, or the window
-    for sliding-window layers (interleaved local/global models average the two)."""
+    """Tokens a sequence keeps in cache, averaged (rounded up) over its KV layers."""
     n = kv_layers(m)
     if n == 0:
         return 0
@@ -230,16 +215,11 @@ def kv_bytes_per_sequence(m: Model, context_tokens: int, kv_dtype: str = "bf16")
 
 
 def kv_replication(m: Model, tp: int) -> float:
-    """How many times over tp ranks hold a sequence's KV cache: 1 when the KV heads split evenly;
-    tp / kv_heads when there are fewer heads than ranks (each keeps one); tp for an MLA latent,
-    which every rank copies (vLLM; simulators/core/vllm_memory.py)."""
+    """How many times over tp ranks hold a sequence's KV cache: 1 when the KV heads split evenly,
+    tp / kv_heads with fewer heads than ranks (each keeps one), tp for an MLA latent (every rank's)."""
     if m.kv_lora_rank:
         return float(tp)
     return tp / m.num_kv_heads if m.num_kv_heads < tp else 1
-
-
-# ---------------------------------------------------------------------------------------------
-# FLOPs
 
 
 def lm_head_params(m: Model) -> int:
@@ -266,12 +246,9 @@ def attention_flops(m: Model, new_tokens: int, cached_tokens: int = 0) -> float:
 
 
 def generation_flops(m: Model, prompt_tokens: int, output_tokens: int, *, kv_cache: bool) -> float:
-    """FLOPs to produce `output_tokens` after a prompt, with or without a KV cache.
-
-    With a cache: one prefill of the prompt, then one token per step over the cached context.
-    Without: every step reruns the whole sequence so far (prompt + tokens generated), so the
-    matmul work grows with the square of the length and attention with its cube. Closed forms
-    of the sums over steps t = 0 .. output_tokens - 1 of a pass over n = prompt + t tokens.
+    """FLOPs to produce `output_tokens` after a prompt, with a KV cache (one prefill, then one token
+    per step) or without (every step reruns the whole sequence: matmuls grow with the square of the
+    length, attention with its cube). Closed forms of the sums over the steps.
     """
     p, n_out = prompt_tokens, output_tokens
     per_tok = 2.0 * param_counts(m).block_linear_active

@@ -27,15 +27,8 @@ def held(
     (0, 0.0) when vLLM would refuse the layout (the heads do not split over num_gpus)."""
     if m.num_heads % num_gpus or cm.kv_layers(m) == 0:
         return 0, 0.0
-    fit = rank_fit(
-        m,
-        gpu,
-        Layout(num_gpus),
-        weight_dtype=weight_dtype,
-        kv_dtype=kv_dtype,
-        context=context_tokens,
-        **vllm_defaults(gpu),
-    )
+    d = vllm_defaults(gpu)
+    fit = rank_fit(m, gpu, Layout(num_gpus), weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context_tokens, **d)
     return fit.kv_tokens, fit.max_concurrency
 
 

@@ -21,11 +21,8 @@ from .model import model_from_config as model_from_config
 
 
 def serve_defaults(gpu: Gpu) -> dict[str, float]:
-    """What `vllm serve` (the version in assumptions.toml [vllm_defaults]) picks on this GPU.
-
-    gpu_memory_utilization, block_size, and max_num_batched_tokens / max_num_seqs by GPU as
-    EngineArgs chooses them for the API server (larger on GPUs of 70 GiB or more, the A100 excepted).
-    """
+    """What `vllm serve` (the version in assumptions.toml [vllm_defaults]) picks on this GPU: batch
+    limits as EngineArgs chooses them for the API server (larger on GPUs of 70 GiB or more, not A100s)."""
     d = assumptions()["vllm_defaults"]
     large = gpu.visible_GiB >= d["large_gpu_min_GiB"] and "a100" not in gpu.name.lower()
     size = "large" if large else "small"
@@ -84,10 +81,6 @@ def model_for_repo(repo: str) -> Model | None:
     by_name = {r.split("/")[-1]: mid for r, mid in hf_repos().items()}  # a local copy keeps the name
     mid = hf_repos().get("/".join(key.split("/")[-2:])) or by_name.get(key.split("/")[-1])
     return models()[mid] if mid else models().get(key)
-
-
-# ---------------------------------------------------------------------------------------------
-# Number formats, assumptions and the running example
 
 
 @dataclass(frozen=True)

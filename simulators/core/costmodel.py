@@ -1,18 +1,13 @@
 """The one cost model: bytes, FLOPs and time of transformer inference on a GPU.
 
-Every time, byte and FLOP figure in the course comes from small pure functions fed by the
-catalogues (catalog.py) and an engine profile (efficiency.py). Callers import this module
-(`from ..core import costmodel as cm`) and use the names below, which live by what they hold:
+Every figure comes from small pure functions fed by the catalogues (catalog.py) and an engine
+profile (efficiency.py). Callers import this module (`from ..core import costmodel as cm`); the
+names below live by what they hold:
 
-    bytes_flops.py    what a forward pass holds, reads and computes: parameter counts, bytes per
-                      value of a number format, weight and KV-cache bytes, FLOPs; no time
-    roofline.py       step_time, the one function that prices a forward pass (StepTime: compute
-                      and memory roofs, then what does not overlap them), the engine profile it
-                      prices with (efficiency), prefill and decode shortcuts, speculation
-    parallel_time.py  what a layout over several GPUs adds: all-reduces, all-to-alls, the
-                      pipeline's sends and micro-batches
-    limits.py         which roof binds (ridge point, compute-bound decode batch), the figure a
-                      GPU lacks, and whether weights, activations and KV cache fit (memory_fit)
+    bytes_flops.py    parameter counts, bytes per value, weight and KV-cache bytes, FLOPs; no time
+    roofline.py       step_time, the one function that prices a forward pass, and its shortcuts
+    parallel_time.py  what a layout over several GPUs adds: collectives, pipeline sends
+    limits.py         which roof binds, the figure a GPU lacks, whether it all fits (memory_fit)
 
 Only roofline.py reads an engine profile's factors (tests/test_one_speed_model.py).
 """

@@ -1,42 +1,37 @@
 """Engine profiles: the achieved fraction of peak for what actually runs, per engine.
 
 A profile from data/engine_profiles.toml (vLLM, SGLang, TensorRT-LLM, llama.cpp) is the input
-costmodel.step_time prices every forward pass with; this module holds the data and the few
-formulas that depend on the profile and the model alone, and imports nothing from the cost model:
+costmodel.step_time prices every forward pass with (roofline.py has the step's formula); this module
+holds the data and the few formulas that depend on the profile and the model alone, and imports
+nothing from the cost model. A profile gives:
 
-    compute = GEMM time / gemm_efficiency(path, M) + attention time / attention
-    memory  = bytes / (peak bandwidth * bandwidth)
-    step    = max(compute, memory) + communication + fixed overhead + activation traffic
+- shares of peak: memory `bandwidth`, a GEMM plateau per tensor-core path (BF16, FP8, INT8),
+  `attention`, and the `w4a16` factor weight-only 4-bit GEMMs pay. With M the step's tokens per
+  rank and micro-batch, gemm_efficiency = plateau(path) * M / (M + gemm_m_half);
+- communication: the ring all-reduce's bandwidth term at the share of the link's rate the
+  engine's kernel reaches (`allreduce_bandwidth`) plus, under tensor parallelism, a latency per
+  all-reduce (`allreduce_latency_us`, two per layer: the alpha of an alpha-beta model);
+- fixed costs: the step's own and, with `layer_overhead_us`, a time per layer (a layer's kernels
+  at a small batch take a time that does not fall with their bytes: launch gaps, latency floors);
+- `activation_io`: the activation traffic between a layer's kernels (norms, rotary, SwiGLU, each
+  GEMM's input and output: activation_values), memory-bound and serial with the GEMMs, which
+  matters most in long prefills with FP8 GEMMs;
+- `matvec_max_tokens`: steps up to that many tokens run matrix-vector kernels (llama.cpp's MMVQ)
+  that pay no small-M penalty; with `matvec_bytes_per_sm_cycle`, and the GPU's SM count and boost
+  clock, they stream at most SMs x clock x that many bytes (Little's law: each SM keeps a bounded
+  number of bytes in flight for a roughly fixed latency in cycles, so a GPU whose bandwidth
+  outgrows its SMs and clock is not filled).
 
-communication is the cost model's ring all-reduce bandwidth term (at the share of the link's rate
-the engine's all-reduce kernel reaches, `allreduce_bandwidth`) plus, under tensor parallelism,
-a latency per all-reduce (`allreduce_latency_us`, two all-reduces per layer: the alpha of an
-alpha-beta model). The fixed overhead is the step's own plus, where a profile sets
-`layer_overhead_us`, a fixed time per layer (the kernels of one layer at a small batch take a time
-that does not fall with their bytes: launch gaps and latency floors). Where a profile sets
-`activation_io`, the activation traffic between a layer's kernels (norms, rotary, SwiGLU and each
-GEMM's input and output, per token: activation_values) is memory-bound and serial with the GEMMs,
-which matters most in long prefills with FP8 GEMMs. A step of at most `matvec_max_tokens` tokens
-runs matrix-vector kernels (llama.cpp's MMVQ) that stream the weights without tensor-core tiles,
-so it pays no small-M penalty; where a profile sets `matvec_bytes_per_sm_cycle` and the GPU lists
-its SM count and boost clock, such a step streams at most SMs x clock x that many bytes (Little's
-law: each SM keeps a bounded number of bytes in flight for a memory latency of a roughly fixed
-number of cycles, so a GPU whose bandwidth outgrows its SMs and clock is not filled).
-
-M is the step's token count (per rank and micro-batch): gemm_efficiency = plateau(path) * M /
-(M + gemm_m_half), the plateau depends on the tensor-core path (BF16, FP8, INT8) and weight-only
-4-bit GEMMs pay the `w4a16` factor. `IDEAL` is the ceiling: every factor 1.0 and no overhead.
-
-An engine runs other kernels on another platform: a profile with `platform` and `replaces` (llama.cpp's
-Metal backend on Apple silicon) prices that engine on a GPU of that platform (`on_gpu`, which the cost
-model applies to every step), and is not an engine of its own in the choices. An engine with no
-profile for a GPU's platform does not run there (`unsupported`): vLLM, SGLang and TensorRT-LLM need
-CUDA or ROCm.
+`IDEAL` is the ceiling: every factor 1.0 and no overhead. A profile with `platform` and `replaces`
+(llama.cpp's Metal backend on Apple silicon) prices that engine on a GPU of that platform (`on_gpu`,
+applied to every step) and is no engine of its own in the choices; an engine with no profile for a
+GPU's platform does not run there (`unsupported`): vLLM, SGLang and TensorRT-LLM need CUDA or ROCm.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from functools import cache, lru_cache
 from typing import Any
 
@@ -44,14 +39,16 @@ from .catalog import Gpu, Model, data_file
 
 FACTORS = ("bandwidth", "gemm_bf16", "gemm_fp8", "gemm_int8", "w4a16", "attention")
 WEIGHT_ONLY_4BIT = ("int4",)
-OPTIONAL = (
-    "allreduce_latency_us",
-    "matvec_max_tokens",
-    "layer_overhead_us",
-    "allreduce_bandwidth",
-    "activation_io",
-    "matvec_bytes_per_sm_cycle",
-)  # each with a `<key>_source` when given
+# Keys a profile may leave out, each with a `<key>_source` when given.
+OPTIONAL = tuple(
+    """
+    allreduce_latency_us matvec_max_tokens layer_overhead_us allreduce_bandwidth activation_io matvec_bytes_per_sm_cycle
+    """.split()
+)
+# The physical ceiling: every share of peak 1.0, every fixed cost 0 (IDEAL, ceiling).
+_CEILING: dict[str, Any] = dict.fromkeys((*FACTORS, "allreduce_bandwidth"), 1.0)
+_CEILING |= dict.fromkeys(("gemm_m_half", "step_overhead_us", "allreduce_latency_us", "layer_overhead_us"), 0.0)
+_CEILING |= dict.fromkeys(("activation_io", "matvec_bytes_per_sm_cycle"), 0.0)
 
 
 @dataclass(frozen=True)
@@ -90,18 +87,7 @@ class EngineProfile:
 
 
 IDEAL = EngineProfile(
-    id="ideal",
-    name="Ideal hardware (100% of peak)",
-    bandwidth=1.0,
-    gemm_bf16=1.0,
-    gemm_fp8=1.0,
-    gemm_int8=1.0,
-    gemm_m_half=0.0,
-    w4a16=1.0,
-    attention=1.0,
-    step_overhead_us=0.0,
-    max_num_seqs=1 << 30,
-    max_num_batched_tokens=1 << 30,
+    id="ideal", name="Ideal hardware (100% of peak)", max_num_seqs=1 << 30, max_num_batched_tokens=1 << 30, **_CEILING
 )
 
 
@@ -111,6 +97,10 @@ class ProfileError(ValueError):
 
 def _data() -> dict[str, Any]:
     return data_file("engine_profiles.toml")
+
+
+# How a profile's key is read, by its field's type.
+_READ: dict[str, Callable[[Any], Any]] = {"float": float, "int": int, "bool": bool, "str": str}
 
 
 def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
@@ -132,24 +122,13 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
         raise ProfileError(f"{where}: 'allreduce_bandwidth' must be in (0, 1], got {d['allreduce_bandwidth']!r}")
     if bool(d.get("platform")) != bool(d.get("replaces")):
         raise ProfileError(f"{where}: 'platform' and 'replaces' go together (a platform's profile of an engine)")
+    kinds = {f.name: _READ.get(str(f.type)) for f in fields(EngineProfile) if f.name not in ("id", "name")}
     return EngineProfile(
         id=pid,
         name=str(d["name"]),
-        **{k: float(d[k]) for k in (*FACTORS, "gemm_m_half", "step_overhead_us")},
-        max_num_seqs=int(d["max_num_seqs"]),
-        max_num_batched_tokens=int(d["max_num_batched_tokens"]),
-        cuda_graphs=bool(d.get("cuda_graphs", True)),
-        fp16_accumulate=bool(d.get("fp16_accumulate", False)),
-        allreduce_latency_us=float(d.get("allreduce_latency_us", 0.0)),
-        matvec_max_tokens=int(d.get("matvec_max_tokens", 0)),
-        layer_overhead_us=float(d.get("layer_overhead_us", 0.0)),
-        allreduce_bandwidth=float(d.get("allreduce_bandwidth", 1.0)),
-        activation_io=float(d.get("activation_io", 0.0)),
-        matvec_bytes_per_sm_cycle=float(d.get("matvec_bytes_per_sm_cycle", 0.0)),
+        **{k: read(v) for k, v in d.items() if (read := kinds.get(k))},
         quantized_path=dict(d.get("quantized_path", {})),
         sources={k[: -len("_source")]: v for k, v in d.items() if k.endswith("_source")},
-        platform=str(d.get("platform", "")),
-        replaces=str(d.get("replaces", "")),
     )
 
 
@@ -164,8 +143,7 @@ def _all() -> dict[str, EngineProfile]:
 
 @cache
 def profiles() -> dict[str, EngineProfile]:
-    """Every engine of data/engine_profiles.toml, in file order (not the platform profiles that
-    replace one on another platform: `platform_profiles`)."""
+    """Every engine of data/engine_profiles.toml, in file order (not `platform_profiles`)."""
     return {pid: p for pid, p in _all().items() if not p.platform}
 
 
@@ -199,18 +177,16 @@ def _for_platform(pid: str, platform: str) -> EngineProfile | None:
 
 
 def on_gpu(p: EngineProfile, gpu: Gpu) -> EngineProfile:
-    """The profile that prices engine `p` on `gpu`: its platform's profile where it has one (llama.cpp
-    on an Apple GPU runs Metal kernels, not CUDA ones), else `p` itself. The cost model calls this
-    for every step, so a simulator that names an engine gets its platform's kernels on any GPU."""
+    """The profile that prices engine `p` on `gpu`: its platform's where it has one (llama.cpp on an
+    Apple GPU runs Metal kernels), else `p`. The cost model applies it to every step."""
     if not gpu.platform or p.platform == gpu.platform:
         return p
     return _for_platform(p.id, gpu.platform) or p
 
 
 def multi_step(p: EngineProfile, runs: int) -> EngineProfile:
-    """`p` under multi-step scheduling (vLLM v0.6's --num-scheduler-steps): scheduling and input
-    preparation happen once per run of `runs` decode steps, so the CPU time between passes
-    (step_overhead_us) is spread over the run."""
+    """`p` under multi-step scheduling (vLLM v0.6's --num-scheduler-steps): the CPU time between
+    passes (step_overhead_us) is spent once per run of `runs` decode steps."""
     return replace(p, step_overhead_us=p.step_overhead_us / runs) if runs > 1 else p
 
 
@@ -220,9 +196,7 @@ def profile_for(engine: str, gpu: Gpu) -> EngineProfile:
 
 
 def unsupported(engine: str, gpu: Gpu) -> str | None:
-    """Why `engine` cannot run on `gpu` (None where it can): an engine with no profile for the GPU's
-    platform does not run there. vLLM, SGLang and TensorRT-LLM are built on CUDA (or ROCm) kernels;
-    on Apple silicon only llama.cpp's Metal backend is modelled."""
+    """Why `engine` cannot run on `gpu` (None where it can): it has no profile for the GPU's platform."""
     if not gpu.platform or engine == "ideal" or _for_platform(engine, gpu.platform) is not None:
         return None
     runs = [
@@ -238,32 +212,13 @@ def unsupported(engine: str, gpu: Gpu) -> str | None:
 
 def ceiling(p: EngineProfile) -> EngineProfile:
     """The physical ceiling of engine `p`: its kernel paths and schedule, every factor 1.0, no overhead."""
-    return replace(
-        p,
-        id=f"{p.id}-ideal",
-        bandwidth=1.0,
-        gemm_bf16=1.0,
-        gemm_fp8=1.0,
-        gemm_int8=1.0,
-        w4a16=1.0,
-        attention=1.0,
-        gemm_m_half=0.0,
-        step_overhead_us=0.0,
-        allreduce_latency_us=0.0,
-        layer_overhead_us=0.0,
-        allreduce_bandwidth=1.0,
-        activation_io=0.0,
-        matvec_bytes_per_sm_cycle=0.0,
-    )
+    return replace(p, id=f"{p.id}-ideal", **_CEILING)
 
 
 def matvec_bandwidth_GBps(p: EngineProfile, gpu: Gpu, tokens: float) -> float | None:
-    """The most a step of `tokens` tokens streams on `gpu` (GB/s) when it runs matrix-vector kernels
-    that keep a bounded number of bytes in flight per SM: SMs x boost clock x bytes per SM-cycle.
-    None where no cap applies (larger steps, no such factor, no SM count or clock for the GPU)."""
-    if not p.matvec_bytes_per_sm_cycle or tokens > p.matvec_max_tokens:
-        return None
-    if not gpu.sm_count or not gpu.boost_clock_MHz:
+    """SMs x boost clock x bytes per SM-cycle (GB/s): the most a matrix-vector step of `tokens` tokens
+    streams on `gpu`; None where no cap applies (larger steps, no such factor, no SM count or clock)."""
+    if not (p.matvec_bytes_per_sm_cycle and gpu.sm_count and gpu.boost_clock_MHz) or tokens > p.matvec_max_tokens:
         return None
     return gpu.sm_count * gpu.boost_clock_MHz * 1e-3 * p.matvec_bytes_per_sm_cycle
 
@@ -282,16 +237,12 @@ def fixed_overhead_s(p: EngineProfile, m: Model) -> float:
 def activation_values(m: Model, tp: int) -> float:
     """Activation values one token writes and reads between the kernels of a forward pass, per rank.
 
-    A Llama-style layer runs, besides its GEMMs: two fused residual-add + RMSNorm kernels (each
-    reads the token's hidden state and residual and writes both: 4 d), rotary embedding in place
-    on q and k (read and write), attention (reads q, writes its output; the KV cache is counted
-    elsewhere) and the SwiGLU activation (reads gate and up, writes their product: 3 I); each GEMM
-    reads its input and writes its output. That is 12 d + (6 q + 4 kv + 6 I) / tp values, where
-    q and kv are the query and key-value widths and I the MLP width (a token's active experts' for
-    a mixture of experts); d-wide tensors are whole on every tensor-parallel rank, the others split.
-    A two-matrix GELU MLP has 4 I instead of 6 I. The kernels are vLLM's own
-    (csrc/layernorm_kernels.cu fused_add_rms_norm, csrc/pos_encoding_kernels.cu rotary_embedding,
-    csrc/activation_kernels.cu silu_and_mul); fusing more of them, as a compiled step does, moves less.
+    Besides its GEMMs (each reads its input, writes its output), a Llama-style layer runs two fused
+    residual-add + RMSNorm kernels (4 d each), rotary embedding in place on q and k, attention
+    (reads q, writes its output) and SwiGLU (3 I): 12 d + (6 q + 4 kv + 6 I) / tp values, I the MLP
+    width (a token's active experts'); d-wide tensors are whole on every TP rank. A GELU MLP has 4 I.
+    vLLM's kernels: csrc/layernorm_kernels.cu fused_add_rms_norm, csrc/pos_encoding_kernels.cu
+    rotary_embedding, csrc/activation_kernels.cu silu_and_mul; a compiled step fuses more.
     """
     q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
     per_i = 6 if m.mlp == "swiglu" else 4

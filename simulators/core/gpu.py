@@ -12,22 +12,12 @@ from typing import Any
 
 from .data_files import CatalogError
 
-GPU_NUMBER_KEYS = (
-    "memory_GiB",
-    "cuda_total_GiB",
-    "hbm_bandwidth_GBps",
-    "dense_bf16_tflops",
-    "sparse_bf16_tflops",
-    "dense_fp16_acc_tflops",
-    "dense_fp8_tflops",
-    "sparse_fp8_tflops",
-    "dense_int8_tops",
-    "sparse_int8_tops",
-    "interconnect_GBps",
-    "host_link_GBps",
-    "tdp_W",
-    "sm_count",
-    "boost_clock_MHz",
+GPU_NUMBER_KEYS = tuple(
+    """
+    memory_GiB cuda_total_GiB hbm_bandwidth_GBps dense_bf16_tflops sparse_bf16_tflops dense_fp16_acc_tflops
+    dense_fp8_tflops sparse_fp8_tflops dense_int8_tops sparse_int8_tops interconnect_GBps host_link_GBps tdp_W
+    sm_count boost_clock_MHz
+    """.split()
 )
 GPU_TEXT_KEYS = ("name", "memory_type", "interconnect", "note", "source", "cuda_total_source", "platform")
 GPU_PLATFORMS = ("", "metal")  # "": CUDA or ROCm; "metal": Apple silicon, whose engines differ (efficiency.on_gpu)
@@ -89,12 +79,12 @@ class Gpu:
         return None if value is None else float(value)
 
 
-def _number(where: str, key: str, value: Any, *, positive: bool = True) -> float:
+def _number(where: str, key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise CatalogError(f"{where}: '{key}' must be a number, got {value!r}")
     if value != value or value in (float("inf"), float("-inf")):
         raise CatalogError(f"{where}: '{key}' must be finite, got {value!r}")
-    if positive and value <= 0:
+    if value <= 0:
         raise CatalogError(f"{where}: '{key}' must be greater than 0, got {value!r}")
     return float(value)
 
@@ -111,15 +101,11 @@ def gpu_from_dict(data: dict[str, Any], gpu_id: str = "custom") -> Gpu:
     for key in ("memory_GiB", "hbm_bandwidth_GBps"):
         if key not in data:
             raise CatalogError(f"{where}: '{key}' is required")
-    fields: dict[str, Any] = {}
-    for key in GPU_NUMBER_KEYS:
-        if key in data:
-            fields[key] = _number(where, key, data[key])
+    fields: dict[str, Any] = {key: _number(where, key, data[key]) for key in GPU_NUMBER_KEYS if key in data}
     for key in GPU_TEXT_KEYS:
-        if key in data:
-            if not isinstance(data[key], str):
-                raise CatalogError(f"{where}: '{key}' must be text")
-            fields[key] = data[key]
+        if key in data and not isinstance(data[key], str):
+            raise CatalogError(f"{where}: '{key}' must be text")
+    fields |= {key: data[key] for key in GPU_TEXT_KEYS if key in data}
     if fields.get("platform", "") not in GPU_PLATFORMS:
         raise CatalogError(f"{where}: 'platform' must be one of {', '.join(repr(x) for x in GPU_PLATFORMS)}")
     fields.setdefault("name", str(data.get("id", gpu_id)))

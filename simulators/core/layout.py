@@ -56,21 +56,12 @@ def rank_fit(
 ) -> RankFit:
     """vLLM's per-rank accounting for this layout (experts over tp x dp ranks: vm.account); a 2:4
     sparse checkpoint frees more memory for KV (its block matmuls at sparse24_bytes_per_value)."""
-    a = vm.account(
-        m,
-        gpu,
-        **lay.cost_kw(),
-        max_model_len=context,
-        kv_dtype=kv_dtype,
-        weight_dtype=weight_dtype,
-        **vllm,
-    )
+    a = vm.account(m, gpu, **lay.cost_kw(), max_model_len=context, kv_dtype=kv_dtype, weight_dtype=weight_dtype, **vllm)
     stage_share = max(s.num_layers for s in a.stages) / m.num_layers
-    per_value = cm.block_bytes_per_value(weight_dtype)
     spread = 0.0
     if sparse:
-        saved = per_value - cm.block_bytes_per_value(weight_dtype, sparse=True)
-        spread += cm.param_counts(m).block_linear * saved * stage_share / lay.tp
+        saved = cm.block_bytes_per_value(weight_dtype) - cm.block_bytes_per_value(weight_dtype, sparse=True)
+        spread = cm.param_counts(m).block_linear * saved * stage_share / lay.tp
     worst = min(a.stages, key=lambda s: s.kv_bytes)
     blocks = max(0, int((worst.kv_bytes + spread) // (a.page_bytes * a.group_size)))
     if not spread:
@@ -83,11 +74,9 @@ def rank_fit(
 def pooled_kv_tokens(
     m: Model, gpu: Gpu, lay: Layout, *, weight_dtype: str, kv_dtype: str, max_num_batched_tokens: int | None = None
 ) -> int:
-    """KV tokens by the course's byte arithmetic (costmodel.memory_fit), taken per GPU rank.
-
-    One GPU: memory_fit itself. More: each rank's memory x utilisation, less the fullest rank's
-    weights and one activation workspace, holds its share of every token's KV (replicated KV
-    heads and MLA latents count on every rank); dp attention ranks hold their own requests.
+    """KV tokens by the course's byte arithmetic (costmodel.memory_fit), per GPU rank: its memory x
+    utilisation, less its weights and one activation workspace, holds its share of every token's KV
+    (replicated KV heads and MLA latents on every rank); dp attention ranks hold their own requests.
     """
     if lay.num_gpus == 1:
         return cm.memory_fit(
@@ -108,13 +97,8 @@ def pooled_kv_tokens(
 
 
 def vllm_defaults(gpu: Gpu) -> dict[str, Any]:
-    """`vllm serve`'s limits on this GPU and the course's gpu_memory_utilization, as deployment uses them."""
-    d = serve_defaults(gpu)
-    return {
-        "gpu_memory_utilization": d["gpu_memory_utilization"],
-        "max_num_batched_tokens": int(d["max_num_batched_tokens"]),
-        "max_num_seqs": int(d["max_num_seqs"]),
-    }
+    """`vllm serve`'s limits on this GPU and the course's gpu_memory_utilization (serve_defaults but block_size)."""
+    return {k: v for k, v in serve_defaults(gpu).items() if k != "block_size"}
 
 
 def vllm_kv_tokens(

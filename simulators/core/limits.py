@@ -35,10 +35,7 @@ def decode_compute_bound_batch(
     lo, hi = 0, limit  # compute_bound(lo) is False (or lo == 0), compute_bound(hi) is True
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if compute_bound(mid):
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if compute_bound(mid) else (mid, hi)
     return hi
 
 
@@ -67,12 +64,9 @@ class MemoryFit:
 
 
 def activation_bytes(m: Model, max_num_batched_tokens: int, max_num_seqs: int = 256) -> float:
-    """Rough peak activation workspace of the largest forward pass (per replica).
-
-    Live at once in one layer: the residual stream and attention output (about 4 * hidden per
-    token) and the MLP's gate and up outputs (2 * intermediate per token) in bf16, plus fp32
-    logits for up to `max_num_seqs` sequences. An estimate, not a profile: vLLM measures this
-    by running a dummy forward pass at start-up.
+    """Rough peak activation workspace of the largest forward pass (per replica): live at once in one
+    layer, the residual stream and attention output (4 hidden per token) and the MLP's gate and up
+    outputs (2 intermediate), plus fp32 logits for `max_num_seqs` sequences. vLLM measures it instead.
     """
     a = assumptions()["activations"]
     inter = m.moe_intermediate_size * m.num_experts_per_tok if m.is_moe else m.intermediate_size
@@ -90,12 +84,9 @@ def memory_fit(
     max_num_batched_tokens: int | None = None,
     sparse: bool = False,
 ) -> MemoryFit:
-    """Weights + activations + KV cache against the memory of `num_gpus` GPUs (tensor-parallel).
-
-    Per GPU rank: each holds 1/num_gpus of the weights, its own activation workspace and its
-    share of every token's KV cache, which is a whole KV head when there are fewer heads than
-    GPUs and the whole latent for MLA (kv_replication), so replicated KV counts on every rank.
-    `sparse` stores the block matmuls 2:4 sparse (weight_bytes(..., sparse=True)).
+    """Weights + activations + KV cache against the memory of `num_gpus` tensor-parallel GPUs: each
+    holds 1/num_gpus of the weights, its own activation workspace and its share of every token's KV
+    (replicated KV heads and MLA latents on every rank: kv_replication). `sparse`: 2:4 block matmuls.
     """
     d = serve_defaults(gpu)  # vLLM's defaults, one place (assumptions.toml [vllm_defaults])
     tokens = int(d["max_num_batched_tokens"]) if max_num_batched_tokens is None else max_num_batched_tokens

@@ -100,88 +100,27 @@ _ALIASES = {
     "num_experts_per_tok": ("num_experts_per_tok", "experts_per_token"),
 }
 _REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size")
-_OPTIONAL_INT = (
-    "head_dim",
-    "sliding_window",
-    "num_experts_per_tok",
-    "n_shared_experts",
-    "moe_intermediate_size",
-    "first_k_dense_replace",
-    "kv_lora_rank",
-    "q_lora_rank",
-    "qk_rope_head_dim",
-    "qk_nope_head_dim",
-    "v_head_dim",
+_OPTIONAL_INT = tuple(
+    """
+    head_dim sliding_window num_experts_per_tok n_shared_experts moe_intermediate_size first_k_dense_replace
+    kv_lora_rank q_lora_rank qk_rope_head_dim qk_nope_head_dim v_head_dim
+    """.split()
 )
 # Keys of a real config.json that do not change cost (tokenizer ids, rope settings, dtype...).
-_IGNORED = {
-    "architectures",
-    "model_type",
-    "bos_token_id",
-    "eos_token_id",
-    "pad_token_id",
-    "torch_dtype",
-    "transformers_version",
-    "rope_theta",
-    "rope_scaling",
-    "rms_norm_eps",
-    "layer_norm_epsilon",
-    "initializer_range",
-    "attention_dropout",
-    "use_cache",
-    "pretraining_tp",
-    "mlp_bias",
-    "max_window_layers",
-    "use_sliding_window",
-    "bos_token",
-    "eos_token",
-    "activation_function",
-    "resid_pdrop",
-    "embd_pdrop",
-    "attn_pdrop",
-    "summary_type",
-    "summary_use_proj",
-    "summary_activation",
-    "summary_proj_to_labels",
-    "summary_first_dropout",
-    "n_ctx",
-    "task_specific_params",
-    "auto_map",
-    "quantization_config",
-    "routed_scaling_factor",
-    "scoring_func",
-    "topk_method",
-    "n_group",
-    "topk_group",
-    "norm_topk_prob",
-    "aux_loss_alpha",
-    "seq_aux",
-    "num_nextn_predict_layers",
-    "moe_layer_freq",
-    "ep_size",
-    "output_router_logits",
-    "router_aux_loss_coef",
-    "router_jitter_noise",
-    "rope_interleave",
-    "hidden_dropout",
-    "attention_probs_dropout_prob",
-    "scale_attn_weights",
-    "reorder_and_upcast_attn",
-    "scale_attn_by_inverse_layer_idx",
-    "id2label",
-    "label2id",
-    "_name_or_path",
-    "dtype",
-    "layer_types",
-    "tie_embeddings",
-    "bias",
-    "sliding_window_pattern",
-    "attention_chunk_size",
-    "no_rope_layers",
-    "shared_expert_intermediate_size",
-    "text_config",
-    "vision_config",
-}
+_IGNORED = set(
+    """
+    architectures model_type bos_token_id eos_token_id pad_token_id torch_dtype transformers_version rope_theta
+    rope_scaling rms_norm_eps layer_norm_epsilon initializer_range attention_dropout use_cache pretraining_tp
+    mlp_bias max_window_layers use_sliding_window bos_token eos_token activation_function resid_pdrop embd_pdrop
+    attn_pdrop summary_type summary_use_proj summary_activation summary_proj_to_labels summary_first_dropout
+    n_ctx task_specific_params auto_map quantization_config routed_scaling_factor scoring_func topk_method
+    n_group topk_group norm_topk_prob aux_loss_alpha seq_aux num_nextn_predict_layers moe_layer_freq ep_size
+    output_router_logits router_aux_loss_coef router_jitter_noise rope_interleave hidden_dropout
+    attention_probs_dropout_prob scale_attn_weights reorder_and_upcast_attn scale_attn_by_inverse_layer_idx
+    id2label label2id _name_or_path dtype layer_types tie_embeddings bias sliding_window_pattern
+    attention_chunk_size no_rope_layers shared_expert_intermediate_size text_config vision_config
+    """.split()
+)
 _PLAIN_MLP_TYPES = {"gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon"}
 _CATALOGUE_ONLY = {"name", "source", "published_params_B", "id", "hf_ids"}
 
@@ -256,11 +195,11 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
         name=str(config.get("name", model_id)),
         num_layers=layers,
         hidden_size=hidden,
+        vocab_size=_int(where, "vocab_size", get("vocab_size")),
         num_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
         intermediate_size=intermediate,
-        vocab_size=_int(where, "vocab_size", get("vocab_size")),
         max_context_tokens=_int(where, "max_position_embeddings", get("max_position_embeddings") or 2048),
         tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
         attention_bias=bool(config.get("attention_bias", False)),

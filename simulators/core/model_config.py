@@ -27,18 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 # `layer_types` values in Hugging Face configs, mapped to the four kinds above.
-_LAYER_TYPE_KINDS = {
-    "full_attention": "full",
-    "attention": "full",
-    "sliding_attention": "sliding",
-    "sliding_window_attention": "sliding",
-    "chunked_attention": "chunked",
-    "linear_attention": "none",
-    "mamba": "none",
-    "mamba2": "none",
-    "recurrent": "none",
-    "conv": "none",
-}
+_LAYER_TYPE_KINDS = {"full_attention": "full", "attention": "full", "sliding_attention": "sliding"}
+_LAYER_TYPE_KINDS |= {"sliding_window_attention": "sliding", "chunked_attention": "chunked"}
+_LAYER_TYPE_KINDS |= dict.fromkeys(("linear_attention", "mamba", "mamba2", "recurrent", "conv"), "none")
 
 
 # Defaults the Hugging Face config classes fill in for keys a family's config.json leaves out
@@ -86,19 +77,16 @@ def layer_kinds(config: dict[str, Any], num_layers: int) -> tuple[tuple[str, ...
     if isinstance(types, list) and types:
         if len(types) != num_layers:
             raise ValueError(f"'layer_types' lists {len(types)} layers, num_hidden_layers is {num_layers}")
-        kinds = []
-        for t in types:
-            kind = _LAYER_TYPE_KINDS.get(str(t))
-            if kind is None:
-                raise ValueError(
-                    f"'layer_types' has an unknown layer type {t!r}; known: {', '.join(_LAYER_TYPE_KINDS)}"
-                )
-            kinds.append(kind)
+        if unknown := [t for t in types if str(t) not in _LAYER_TYPE_KINDS]:
+            raise ValueError(
+                f"'layer_types' has an unknown layer type {unknown[0]!r}; known: {', '.join(_LAYER_TYPE_KINDS)}"
+            )
+        kinds = [_LAYER_TYPE_KINDS[str(t)] for t in types]
         if "none" in kinds:
             notes.append(
                 f"{kinds.count('none')} of {num_layers} layers keep no KV cache (linear attention or state space)"
             )
-        return _uniform_or(tuple(kinds)), notes
+        return (() if set(kinds) == {"full"} else tuple(kinds)), notes
     if model_type.startswith("gemma2") and config.get("sliding_window"):
         return tuple("full" if i % 2 else "sliding" for i in range(num_layers)), notes
     pattern = config.get("sliding_window_pattern")
@@ -113,16 +101,10 @@ def layer_kinds(config: dict[str, Any], num_layers: int) -> tuple[tuple[str, ...
     return (), notes
 
 
-def _uniform_or(kinds: tuple[str, ...]) -> tuple[str, ...]:
-    return () if set(kinds) == {"full"} else kinds
-
-
 def sliding_window(config: dict[str, Any]) -> int | None:
     """The window, or None where the config carries one its model does not use."""
     window = config.get("sliding_window")
-    if not window:
-        return None
-    if config.get("use_sliding_window") is False:  # Qwen 2 / 3 ship a window switched off
+    if not window or config.get("use_sliding_window") is False:  # Qwen 2 / 3 ship a window switched off
         return None
     return int(window)
 

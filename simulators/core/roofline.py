@@ -23,48 +23,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import bytes_flops as bf
 from . import efficiency as profiles
 from . import parallel_time as pt
-from .bytes_flops import (
-    BF16_BYTES,
-    GB,
-    attention_flops_per_key,
-    block_bytes_per_value,
-    kv_bytes_per_token,
-    kv_replication,
-    kv_tokens_held,
-    lm_head_params,
-    param_counts,
-    precision,
-    routed_params_read,
-    streamed_weight_bytes,
-)
 from .catalog import Gpu, Model
 
-# An engine profile (simulators/core/efficiency.py, data/engine_profiles.toml) is the efficiency every
-# time is priced with: achieved shares of peak per kernel path, the GEMM's small-M curve, fixed
-# costs per pass and per layer, activation traffic. It is an input here; that module imports
-# nothing from this one.
+# An engine profile (efficiency.py) is what every time is priced with; that module imports nothing from this one.
 Efficiency = profiles.EngineProfile
 IDEAL = profiles.IDEAL
 DEFAULT_ENGINE = profiles.DEFAULT
 
 
 def default_efficiency() -> Efficiency:
-    """The default engine's (DEFAULT_ENGINE) profile: what every time a reader sees is priced with
-    unless a simulator's engine choice or "ideal" says otherwise."""
+    """DEFAULT_ENGINE's profile: what every time is priced with unless a simulator's choice says otherwise."""
     return profiles.profile(DEFAULT_ENGINE)
 
 
 def efficiency(ideal: bool, engine: str = DEFAULT_ENGINE) -> Efficiency:
-    """An engine's profile, or with `ideal` its ceiling: the same kernel paths, every factor 1.0
-    and no fixed cost (the physical floor of that engine's times)."""
+    """An engine's profile, or with `ideal` its ceiling (efficiency.ceiling)."""
     p = profiles.profile(engine)
     return profiles.ceiling(p) if ideal else p
 
 
 def roofline_s(compute_s: float, memory_s: float, communication_s: float = 0.0) -> float:
-    """A step's time: the binding roof (compute or memory; they overlap) plus communication after it."""
+    """The binding roof (compute and memory overlap) plus communication after it."""
     return (compute_s if compute_s > memory_s else memory_s) + communication_s
 
 
@@ -80,8 +62,7 @@ def speculative_tokens_per_pass(acceptance_rate: float, num_draft_tokens: int) -
 def speculative_time_per_token_s(
     step_s: float, verify_s: float, num_draft_tokens: int, draft_cost_ratio: float, acceptance_rate: float
 ) -> float:
-    """Time per emitted token with speculation: k draft steps, each draft_cost_ratio of a target
-    decode step (step_s), plus one verify pass (verify_s), per expected tokens of one pass."""
+    """(verify_s + k draft steps of draft_cost_ratio x step_s) per expected tokens of one pass."""
     drafts_s = step_s * num_draft_tokens * draft_cost_ratio
     return (verify_s + drafts_s) / speculative_tokens_per_pass(acceptance_rate, num_draft_tokens)
 
@@ -97,11 +78,9 @@ class StepTime:
     matmul_path: str  # tensor-core path the matmuls ran on: "bf16", "fp8" or "int8"
     # Of compute_s, the attention FLOPs' share (engine profiles give attention its own efficiency).
     attention_s: float = 0.0
-    # The engine's fixed time per forward pass: its step overhead and a fixed time per layer
-    # (efficiency.fixed_overhead_s); the all-reduces' latency is in communication_s.
+    # The engine's fixed time per pass and per layer (efficiency.fixed_overhead_s).
     overhead_s: float = 0.0
-    # Activation traffic between a layer's kernels (norms, rotary, SwiGLU, GEMM inputs and outputs):
-    # memory-bound elementwise work, serial with the GEMMs (activation_s).
+    # Activation traffic between a layer's kernels, serial with the GEMMs (activation_s).
     activation_s: float = 0.0
 
     @property
@@ -110,7 +89,7 @@ class StepTime:
 
     @property
     def serial_s(self) -> float:
-        """What runs after the roofline, not overlapped: communication, activation traffic, fixed costs."""
+        """What runs after the roofline, not overlapped."""
         return self.communication_s + self.activation_s + self.overhead_s
 
     @property
@@ -128,14 +107,12 @@ class StepTime:
 def matmul_path(gpu: Gpu, weight_dtype: str, activation_dtype: str | None = None) -> str:
     """Tensor-core path of the block matmuls: both operands must be in a format the GPU multiplies.
 
-    By default FP8 and INT8 weights run with activations in the same format (W8A8); INT4 is
-    weight-only (W4A16): weights are dequantised and the bf16 tensor cores do the work. Without
-    a native path (FP8 on an A100) the same happens, as vLLM's weight-only FP8 (Marlin) kernels
-    do on Ampere.
+    FP8 and INT8 weights run W8A8 by default; INT4 is weight-only (W4A16: dequantised onto the bf16
+    tensor cores), as is FP8 without a native path (vLLM's Marlin kernels on an A100).
     """
     act = activation_dtype or (weight_dtype if weight_dtype in ("fp8", "int8") else "bf16")
-    path = precision(act).tensor_core
-    if precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:
+    path = bf.precision(act).tensor_core
+    if bf.precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:
         return "bf16"
     return path
 
@@ -158,98 +135,55 @@ def step_time(
 ) -> StepTime:
     """Time of one forward pass over `seqs`, a list of (new_tokens, cached_tokens) per sequence.
 
-    The layout is `tp` tensor-parallel ranks, `pp` pipeline stages (the pass is then a round in
-    which every sequence gains a token: parallel_time.py) and, for a mixture of experts, `dp`
-    data-parallel attention ranks, with the experts spread over tp x dp ranks when `ep`.
-
-    `sparse` uses the 2:4 structured-sparse tensor rate for the block matmuls and halves their
-    weight bytes (plus 2 bits of metadata per kept value: sparse24_bytes_per_value).
-    `weight_bytes_per_value` overrides only the stored bytes per block-matmul weight, e.g. an
-    unstructured-sparse layout (unstructured_bytes_per_value): GPUs have no tensor-core path for
-    unstructured sparsity, so the matmuls still run at the dense rate.
+    The layout is `tp` tensor-parallel ranks, `pp` pipeline stages (a pass is then a round in which
+    every sequence gains a token) and `dp` data-parallel attention ranks, experts spread when `ep`.
+    `sparse` uses the 2:4 sparse tensor rate and bytes (sparse24_bytes_per_value);
+    `weight_bytes_per_value` overrides only the stored bytes per block-matmul weight (e.g.
+    unstructured_bytes_per_value: no tensor-core path, so the dense rate).
     """
-    # attention_flops(m, q, c) inlined: the same float operations in the same order, without a
-    # call per sequence (steps of thousands of sequences are costed in inner loops).
-    per_key = attention_flops_per_key(m)
-    attention = sum([per_key * (q * c + q * (q + 1) / 2) for q, c in seqs])
-    held: dict[int, int] = {}  # kv_tokens_held walks every layer: once per distinct context
-    kv_tokens = 0
-    for q, c in seqs:
-        h = held.get(c)
-        if h is None:
-            h = held[c] = kv_tokens_held(m, c)
-        kv_tokens += h + q
-    return _step_time(
-        m,
-        gpu,
-        tokens=sum(q for q, _ in seqs),
-        num_seqs=len(seqs),
-        attention_flops=attention,
-        kv_tokens=kv_tokens,
-        weight_dtype=weight_dtype,
-        kv_dtype=kv_dtype,
-        activation_dtype=activation_dtype,
-        eff=eff,
-        tp=tp,
-        sparse=sparse,
-        weight_bytes_per_value=weight_bytes_per_value,
-        pp=pp,
-        dp=dp,
-        ep=ep,
-    )
-
-
-def _step_time(
-    m: Model,
-    gpu: Gpu,
-    *,
-    tokens: int,
-    num_seqs: int,
-    attention_flops: float,
-    kv_tokens: int,
-    weight_dtype: str,
-    kv_dtype: str,
-    activation_dtype: str | None,
-    eff: Efficiency | None,
-    tp: int,
-    sparse: bool,
-    weight_bytes_per_value: float | None,
-    pp: int = 1,
-    dp: int = 1,
-    ep: bool = False,
-) -> StepTime:
-    """step_time from the batch's totals: new tokens, sequences, attention FLOPs and KV tokens read.
-
-    Per GPU, with n = tp x dp ranks side by side and m = micro_batches(sequences / dp, pp):
-    compute = F / (n m); memory = W_dense / tp + W_experts(ceil(tokens / m)) / n + KV x replication / (n m);
-    communication = (all-reduces + all-to-alls) / m + the pipeline's sends (parallel_time.py).
-    """
+    # attention_flops(m, q, c) inlined (the same float operations): steps of thousands of sequences.
+    per_key = bf.attention_flops_per_key(m)
+    num_seqs = len(seqs)
+    if seqs and seqs.count(seqs[0]) == num_seqs:  # one shape (a uniform decode step): O(1) Python steps
+        q, c = seqs[0]
+        tokens = q * num_seqs
+        attention_flops = sum([per_key * (q * c + q * (q + 1) / 2)] * num_seqs)  # still added one by one
+        kv_tokens = (bf.kv_tokens_held(m, c) + q) * num_seqs
+    else:
+        tokens = sum(q for q, _ in seqs)
+        attention_flops = sum([per_key * (q * c + q * (q + 1) / 2) for q, c in seqs])
+        held: dict[int, int] = {}  # kv_tokens_held walks every layer: once per distinct context
+        kv_tokens = 0
+        for q, c in seqs:
+            h = held.get(c)
+            if h is None:
+                h = held[c] = bf.kv_tokens_held(m, c)
+            kv_tokens += h + q
+    # Per GPU, with n = tp x dp ranks and m = micro_batches(seqs / dp, pp):
+    # compute = F / (n m); memory = W_dense / tp + W_experts(ceil(tokens / m)) / n + KV x replication / (n m);
+    # communication = (all-reduces + all-to-alls) / m + the pipeline's sends (parallel_time.py).
     if sparse and weight_bytes_per_value is not None:
         raise ValueError("give either sparse (2:4) or weight_bytes_per_value, not both")
     eff = profiles.on_gpu(eff or default_efficiency(), gpu)  # an engine's kernels on the GPU's platform
     path = matmul_path(gpu, weight_dtype, activation_dtype)
-    p = param_counts(m)
     ranks = tp * dp
     mb = pt.micro_batches(-(-num_seqs // dp), pp)
-    per_token_block = 2.0 * p.block_linear_active
-    head = 2.0 * lm_head_params(m)
-    # Only the last token of a prefill chunk needs logits; every decode token does.
-    logits_tokens = num_seqs
-    block_flops = per_token_block * tokens
+    head = 2.0 * bf.lm_head_params(m)
+    logits_tokens = num_seqs  # only the last token of a prefill chunk needs logits; every decode token does
+    block_flops = 2.0 * bf.param_counts(m).block_linear_active * tokens
     other_flops = head * logits_tokens + attention_flops
     w_tokens = -(-tokens // mb)  # the largest micro-batch's tokens (each reads its own experts)
-    block = block_bytes_per_value(weight_dtype, sparse) if weight_bytes_per_value is None else weight_bytes_per_value
-    w_bytes = streamed_weight_bytes(m, weight_dtype, w_tokens, per_value=block)
+    block = bf.block_bytes_per_value(weight_dtype, sparse) if weight_bytes_per_value is None else weight_bytes_per_value
+    w_bytes = bf.streamed_weight_bytes(m, weight_dtype, w_tokens, per_value=block)
     if dp > 1:  # each attention rank reads its own copy of the non-expert weights
-        experts = routed_params_read(m, w_tokens) * block
+        experts = bf.routed_params_read(m, w_tokens) * block
         w_bytes = (w_bytes - experts) * dp + experts
-    kv_bytes = kv_bytes_per_token(m, kv_dtype) * kv_tokens * kv_replication(m, tp) / mb
+    kv_bytes = bf.kv_bytes_per_token(m, kv_dtype) * kv_tokens * bf.kv_replication(m, tp) / mb
     total_bytes = (w_bytes + kv_bytes) / ranks
     block_peak = gpu.peak_tflops(path, sparse=sparse) or gpu.peak_tflops(path)
     bf16_peak = gpu.peak_tflops("bf16")
     known = block_peak is not None and bf16_peak is not None
-    # The M of one rank's GEMMs in one micro-batch: every new token for the block GEMMs, one row
-    # per sequence for the LM head (only a chunk's last token needs logits).
+    # The M of one rank's GEMMs in one micro-batch: new tokens for the blocks, sequences for the LM head.
     local_tokens, local_seqs = tokens / (dp * mb), logits_tokens / (dp * mb)
     compute_s = attention_s = 0.0
     if block_peak is not None and bf16_peak is not None:
@@ -267,7 +201,7 @@ def _step_time(
             + head * logits_tokens / (_kernel_peak(eff, gpu, "bf16") * per_rank * head_eff)
             + attention_s
         )
-    ideal_memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * GB)
+    ideal_memory_s = total_bytes / (gpu.hbm_bandwidth_GBps * bf.GB)
     memory_s = ideal_memory_s / eff.bandwidth
     cap = profiles.matvec_bandwidth_GBps(eff, gpu, local_tokens)
     if cap is not None:  # matrix-vector kernels that cannot fill the bandwidth
@@ -277,8 +211,7 @@ def _step_time(
         link = pt.link_GBps_one_way(gpu)
         if link is None:
             raise ValueError(f"{gpu.name} has no GPU-to-GPU or host link figure for a multi-GPU layout")
-        # The collectives at the share of the link the engine's kernels reach, and their latency;
-        # the pipeline's point-to-point sends at the link's rate.
+        # Collectives at the engine's share of the link, plus their latency; pipeline sends at its rate.
         comm_s = pt.collectives_s(m, tokens, tp, dp, ep, link) / (mb * eff.allreduce_bandwidth)
         comm_s += profiles.allreduce_latency_s(eff, m, tp)
         comm_s += pt.pp_send_s(tokens / dp / mb, m.hidden_size, pp, link)
@@ -297,7 +230,7 @@ def _step_time(
 
 
 def _kernel_path(p: Efficiency, gpu: Gpu, weight_dtype: str, path: str) -> str:
-    """The tensor-core path the engine's kernels use for these weights (falls back to `path`)."""
+    """The path the engine's kernels use for these weights (falls back to `path`)."""
     kernel = p.quantized_path.get(weight_dtype, path)
     return kernel if gpu.peak_tflops(kernel) is not None else path
 
@@ -308,16 +241,16 @@ def _kernel_peak(p: Efficiency, gpu: Gpu, path: str) -> float:
     return gpu.peak_tflops(path) or 0.0
 
 
-ACTIVATION_BYTES = BF16_BYTES  # activations pass between kernels in BF16
+ACTIVATION_BYTES = bf.BF16_BYTES  # activations pass between kernels in BF16
 
 
 def activation_s(p: Efficiency, m: Model, gpu: Gpu, tokens: float, tp: int) -> float:
-    """Time of a step's activation traffic between kernels (efficiency.activation_values per token):
-    serial with the GEMMs, at the profile's bandwidth share; none in the ceiling (perfect fusion)."""
+    """Activation traffic between kernels (efficiency.activation_values) at the profile's bandwidth
+    share; none in the ceiling (perfect fusion)."""
     if not p.activation_io:
         return 0.0
     moved = p.activation_io * profiles.activation_values(m, tp) * ACTIVATION_BYTES * tokens
-    return moved / (gpu.hbm_bandwidth_GBps * GB * p.bandwidth)
+    return moved / (gpu.hbm_bandwidth_GBps * bf.GB * p.bandwidth)
 
 
 def prefill_time(m: Model, gpu: Gpu, prompt_tokens: int, **kw: object) -> StepTime:
@@ -327,41 +260,21 @@ def prefill_time(m: Model, gpu: Gpu, prompt_tokens: int, **kw: object) -> StepTi
 
 def decode_step_time(m: Model, gpu: Gpu, context_lens: list[int], **kw: object) -> StepTime:
     """One decode step: each sequence adds one token on top of its cached context."""
-    if _all_equal(context_lens):
+    if context_lens and context_lens.count(context_lens[0]) == len(context_lens):
         return uniform_decode_step_time(m, gpu, context_lens[0], len(context_lens), **kw)
     return step_time(m, gpu, [(1, c) for c in context_lens], **kw)  # type: ignore[arg-type]
 
 
-def _all_equal(values: list[int]) -> bool:
-    return bool(values) and values.count(values[0]) == len(values)
-
-
 def uniform_decode_step_time(m: Model, gpu: Gpu, context_tokens: int, batch_size: int, **kw: object) -> StepTime:
-    """decode_step_time of `batch_size` sequences all at `context_tokens`, in O(1) Python steps.
-
-    Bit for bit the same StepTime: the per-sequence attention FLOPs are still added one by one in
-    the same order (by the built-in sum, in C), and the integer totals are exact.
-    """
-    per_seq = attention_flops_per_key(m) * (1 * context_tokens + 1 * (1 + 1) / 2)
-    return _step_time(
-        m,
-        gpu,
-        tokens=batch_size,
-        num_seqs=batch_size,
-        attention_flops=sum([per_seq] * batch_size),
-        kv_tokens=(kv_tokens_held(m, context_tokens) + 1) * batch_size,
-        **{**(step_time.__kwdefaults__ or {}), **kw},  # step_time's defaults, then the caller's keywords
-    )
+    """decode_step_time of `batch_size` sequences all at `context_tokens`, in O(1) Python steps."""
+    return step_time(m, gpu, [(1, context_tokens)] * batch_size, **kw)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class DecodeLine:
-    """A decode step's parts as affine functions of S, the sum of cached context lengths.
-
-    For a fixed batch, compute_s = compute_base_s + compute_per_token_s * S and likewise for
-    memory, because attention FLOPs and KV bytes are linear in each context length. The serving
-    engine uses this to advance a run of decode steps in one closed-form stride.
-    """
+    """A decode step's parts as affine functions of S, the sum of cached context lengths: for a fixed
+    batch compute_s = compute_base_s + compute_per_token_s * S, likewise memory (attention FLOPs and
+    KV bytes are linear in each context). The engine advances runs of decode steps with it."""
 
     compute_base_s: float
     compute_per_token_s: float

@@ -25,19 +25,8 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
-PERCENTILES: dict[str, float] = {
-    "p001": 0.001,
-    "p01": 0.01,
-    "p05": 0.05,
-    "p10": 0.1,
-    "p25": 0.25,
-    "p50": 0.5,
-    "p75": 0.75,
-    "p90": 0.9,
-    "p95": 0.95,
-    "p99": 0.99,
-    "p999": 0.999,
-}
+# GuideLLM's percentiles, named by their decimals: p001 = 0.001, p50 = 0.5.
+PERCENTILES = {k: float("0." + k[1:]) for k in "p001 p01 p05 p10 p25 p50 p75 p90 p95 p99 p999".split()}
 MERGE_THRESHOLD_S = 1e-4  # GuideLLM merges events closer than 0.1 ms into one
 
 
@@ -101,15 +90,12 @@ def percentile(values: Sequence[float], q: float, weights: Sequence[float] | Non
 def summary(
     values: Sequence[float], weights: Sequence[float] | None = None, count: int | None = None
 ) -> dict[str, Any]:
-    """GuideLLM's DistributionSummary of (optionally weighted) values, as a plain dict.
-
-    `count` defaults to the number of values when unweighted and to the rounded sum of the
-    weights when weighted (GuideLLM's default: a token-weighted ITL counts tokens).
+    """GuideLLM's DistributionSummary of (optionally weighted) values, as a plain dict. `count`
+    defaults to the number of values, or the rounded sum of the weights (a token-weighted ITL counts tokens).
     """
     if count is None:
         count = len(values) if weights is None else round(sum(weights))
-    pdf = Pdf(values, weights, count)
-    return _from_pdf(pdf)
+    return _from_pdf(Pdf(values, weights, count))
 
 
 def _from_pdf(pdf: Pdf) -> dict[str, Any]:

@@ -23,8 +23,9 @@ Model (vLLM V1, `vllm/v1/worker/gpu_worker.py` determine_available_memory and
 - Activation peak: the profile run is one forward pass of `max_num_batched_tokens` tokens and a
   sampler pass over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits (gpu_model_runner
   profile_run). vLLM measures it; we estimate it with constants fitted to v0.19.0's logs.
-- Non-torch memory (cuBLAS/NCCL workspaces grown during the profile run) likewise; CUDA graphs are captured after the KV cache is allocated, so these versions do not
-  subtract them: they must fit in the (1 - gpu_memory_utilization) margin, and we report them.
+- Non-torch memory (cuBLAS/NCCL workspaces grown during the profile run) likewise; CUDA graphs are
+  captured after the KV cache is allocated, so these versions do not subtract them: they must fit
+  in the (1 - gpu_memory_utilization) margin, and we report them.
 - Layers of several kinds (sliding window and full, as gpt-oss and Gemma) are split into KV
   groups of `group_size` layers that share one block pool (_get_kv_cache_groups_uniform_page_size).
 
@@ -35,6 +36,7 @@ vllm/v1/kv_cache_interface.py, vllm/distributed/utils.py (get_pp_indices); 2) vL
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from . import costmodel as cm
@@ -108,14 +110,10 @@ def page_bytes(m: Model, tp: int, kv_dtype: str, block_size: int) -> int:
 
 
 def expert_share(m: Model, tp: int, dp: int, ep: bool) -> float:
-    """Share of the routed experts the fullest rank holds.
-
-    vLLM shards a MoE layer over all tp x dp ranks (FusedMoEParallelConfig.make flattens TP across
-    DP: flatten_tp_size = dp x tp). Without expert parallelism every expert is split tp x dp ways;
-    with --enable-expert-parallel (ep_size = tp x dp, tp 1 inside the layer) each rank holds whole
+    """Share of the routed experts the fullest rank holds: every expert split over tp x dp ranks
+    (FusedMoEParallelConfig.make: flatten_tp_size = dp x tp), or with --enable-expert-parallel whole
     experts, E // ep_size and one more on the first E % ep_size ranks (determine_expert_map).
-    Shared experts are built outside FusedMoE (deepseek_v2.py) and split over TP only.
-    """
+    Shared experts are built outside FusedMoE (deepseek_v2.py) and split over TP only."""
     ranks = tp * dp
     if ep and m.is_moe:
         return -(-m.num_experts // ranks) / m.num_experts
@@ -125,14 +123,9 @@ def expert_share(m: Model, tp: int, dp: int, ep: bool) -> float:
 def weight_bytes(
     m: Model, weight_dtype: str, tp: int, layers: int, *, first: bool, last: bool, dp: int = 1, ep: bool = False
 ) -> float:
-    """Weights one rank of a stage of `layers` layers holds.
-
-    MXFP4 checkpoints (gpt-oss) quantise only the routed experts: attention, router, embedding
-    and head stay bf16 (their quantization_config modules_to_not_convert). A vision tower is
-    loaded on the first stage, split over TP like the rest. The routed experts are spread over
-    tp x dp ranks (expert_share); everything else is split over TP and copied on every
-    data-parallel rank.
-    """
+    """Weights one rank of a stage of `layers` layers holds: routed experts spread over tp x dp ranks
+    (expert_share), the rest split over TP and copied on every DP rank, a vision tower on the first
+    stage. MXFP4 checkpoints (gpt-oss) quantise only the routed experts (modules_to_not_convert)."""
     p = cm.param_counts(m)
     share = layers / m.num_layers
     per_value = cm.block_bytes_per_value(weight_dtype)
@@ -146,14 +139,10 @@ def weight_bytes(
 
 
 def rope_cache_bytes(m: Model) -> float:
-    """The rotary embedding's cos/sin table every rank builds when it loads the model.
-
-    vLLM's RotaryEmbedding registers a buffer `cos_sin_cache` of max_position_embeddings x
-    rotary_dim values in the model dtype (vllm/model_executor/layers/rotary_embedding/base.py,
-    _compute_cos_sin_cache), shared by the layers (get_rope caches one per configuration) and
-    not split by TP. It is counted in "Model loading took": 32 MiB for Llama 3.1 (131,072
-    positions), but 2.5 GiB for Llama 4 Scout, whose config allows 10,485,760 positions.
-    """
+    """The rotary cos/sin table every rank builds: max_position_embeddings x rotary_dim values in the
+    model dtype, shared by the layers, not split by TP (vllm/model_executor/layers/rotary_embedding/
+    base.py, _compute_cos_sin_cache). In "Model loading took": 32 MiB for Llama 3.1, 2.5 GiB for
+    Llama 4 Scout (10,485,760 positions)."""
     rotary_dim = m.qk_rope_head_dim if m.kv_lora_rank else m.head_dim
     return float(m.max_context_tokens * rotary_dim * cm.BF16_BYTES)
 
@@ -161,13 +150,9 @@ def rope_cache_bytes(m: Model) -> float:
 def activation_bytes(
     m: Model, tp: int, pp: int, max_num_batched_tokens: int, max_num_seqs: int, *, last: bool
 ) -> float:
-    """Peak of the profile run on one rank: forward workspace plus the sampler's logits.
-
-    Fitted to vLLM v0.19.0's logged "torch peak memory increase" (assumptions.toml
-    [vllm_memory]): a forward part that grows with the batched tokens (and, for MoE, with the
-    routed experts' workspace), pipeline buffers, and fp32 logits for min(max_num_seqs,
-    max_num_batched_tokens) rows on the last stage. The logs show no change with TP.
-    """
+    """Peak of the profile run on one rank, fitted to vLLM v0.19.0's "torch peak memory increase"
+    (assumptions.toml [vllm_memory]): a forward part per batched token (plus the routed experts'
+    workspace, pipeline buffers) and fp32 logits on the last stage. The logs show no change with TP."""
     a = assumptions()["vllm_memory"]
     tokens = max_num_batched_tokens
     forward = tokens * a["forward_bytes_per_token"]
@@ -181,11 +166,8 @@ def activation_bytes(
 
 
 def non_torch_bytes(tp: int, pp: int) -> float:
-    """Memory the profile run grows outside PyTorch (NCCL buffers with TP), per GPU.
-
-    `tp` is the ranks a layer's collective spans: for a mixture of experts over dp data-parallel
-    ranks the MoE layers' all-reduce or all-to-all spans tp x dp, so the caller passes tp x dp
-    (an assumption: the fitted logs have no data parallelism)."""
+    """Memory the profile run grows outside PyTorch (NCCL buffers), per GPU; `tp` is the ranks a
+    collective spans (tp x dp for a MoE: an assumption, the fitted logs have no data parallelism)."""
     a = assumptions()["vllm_memory"]
     gib = a["non_torch_tp_GiB"] if tp > 1 else a["non_torch_pp_GiB"] if pp > 1 else a["non_torch_GiB"]
     return float(gib) * GiB
@@ -193,9 +175,7 @@ def non_torch_bytes(tp: int, pp: int) -> float:
 
 def _groups(kinds: list[str]) -> tuple[int, list[str]]:
     """(group_size, kind of each group), as vLLM groups layers of several kinds."""
-    by_kind: dict[str, int] = {}
-    for kind in kinds:
-        by_kind[kind] = by_kind.get(kind, 0) + 1
+    by_kind = Counter(kinds)
     if len(by_kind) == 1:
         ((kind, n),) = by_kind.items()
         return n, [kind]
@@ -232,24 +212,15 @@ def account(
     dp: int = 1,
     ep: bool = False,
 ) -> VllmMemory:
-    """vLLM's accounting for one deployment. Raises ValueError for a layout vLLM would refuse.
-
-    A setting left as None takes `vllm serve`'s default on this GPU (serve_defaults).
-    `dp` data-parallel ranks (--data-parallel-size) each run their own engine: their own
-    requests, their own KV cache and batch limits, the attention and dense layers copied (split
-    over `tp` inside each), the routed experts spread over all tp x dp ranks (expert_share;
-    `ep` is --enable-expert-parallel). The figures and log lines are those of one DP rank's
-    engine, which each DP engine logs alike; the layout holds `dp` times its requests.
+    """vLLM's accounting for one deployment (ValueError for a layout vLLM would refuse); a setting
+    left None takes `vllm serve`'s default (serve_defaults). The figures and log lines are one DP
+    rank's engine's (each has its own requests and KV cache); the layout holds `dp` times its requests.
     """
     d = serve_defaults(gpu)
-    if gpu_memory_utilization is None:
-        gpu_memory_utilization = d["gpu_memory_utilization"]
-    if max_num_batched_tokens is None:
-        max_num_batched_tokens = int(d["max_num_batched_tokens"])
-    if max_num_seqs is None:
-        max_num_seqs = int(d["max_num_seqs"])
-    if block_size is None:
-        block_size = int(d["block_size"])
+    utilization = d["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
+    batched = int(d["max_num_batched_tokens"]) if max_num_batched_tokens is None else max_num_batched_tokens
+    seqs = int(d["max_num_seqs"]) if max_num_seqs is None else max_num_seqs
+    block_size = int(d["block_size"]) if block_size is None else block_size
     if m.num_heads % tp:
         raise ValueError(f"{m.num_heads} attention heads are not divisible by tensor_parallel_size {tp}")
     if pp > m.num_layers:
@@ -260,9 +231,8 @@ def account(
         raise ValueError(f"{m.name} has no experts: --enable-expert-parallel needs a mixture of experts")
     if ep and tp * dp > m.num_experts:
         raise ValueError(f"tp x dp = {tp * dp} ranks exceed the model's {m.num_experts} experts")
-    mem = assumptions()["vllm_memory"]
     total = gpu.visible_GiB * GiB
-    requested = total * gpu_memory_utilization
+    requested = total * utilization
     non_torch = non_torch_bytes(tp * dp if m.is_moe else tp, pp)
     page = page_bytes(m, tp, kv_dtype, block_size)
     stages: list[StageMemory] = []
@@ -273,7 +243,7 @@ def account(
         kinds = [k for k in m.kinds[start : start + n] if k != "none"]
         start += n
         w = weight_bytes(m, weight_dtype, tp, n, first=first, last=last, dp=dp, ep=ep)
-        act = activation_bytes(m, tp, pp, max_num_batched_tokens, max_num_seqs, last=last)
+        act = activation_bytes(m, tp, pp, batched, seqs, last=last)
         kv = requested - w - act - non_torch
         if kinds:
             size, groups = _groups(kinds)
@@ -281,11 +251,11 @@ def account(
         stages.append(StageMemory(i, n, total, requested, w, act, non_torch, kv, blocks))
     num_blocks = min(s.num_blocks for s in stages)
     kv_tokens = num_blocks // len(groups) * block_size
-    per_request = sum(blocks_per_request(m, g, max_model_len, max_num_batched_tokens, block_size) for g in groups)
+    per_request = sum(blocks_per_request(m, g, max_model_len, batched, block_size) for g in groups)
     concurrency = num_blocks / per_request
     one_request = per_request * page * size
     heads, replicated = kv_heads_per_rank(m, tp)
-    graphs = mem["cudagraph_GiB"] * GiB
+    graphs = assumptions()["vllm_memory"]["cudagraph_GiB"] * GiB
     lines = [
         f"Model loading took {max(s.weight_bytes for s in stages) / GiB:.4f} GiB",
         f"Available KV cache memory: {min(s.kv_bytes for s in stages) / GiB:.2f} GiB",
