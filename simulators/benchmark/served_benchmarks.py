@@ -88,10 +88,9 @@ def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     kind = e.get("lengths", "fixed")
     if kind == "fixed":
         return [(isl, osl)] * n
-    d = dict(LENGTHS[kind])
-    d["max_input"] = int(e.get("max_input_tokens", d["max_input"]))
-    d["max_total"] = int(e.get("max_total_tokens", d["max_total"]))
-    if isl >= d["max_input"] or isl + osl >= d["max_total"]:
+    d = LENGTHS[kind]
+    cap_in, cap_total = int(e.get("max_input_tokens", d["max_input"])), int(e.get("max_total_tokens", d["max_total"]))
+    if isl >= cap_in or isl + osl >= cap_total:
         raise ValueError(f"measurement '{e.get('id')}': mean lengths {isl}/{osl} do not fit the caps of '{kind}'")
     # a lognormal's sigma from its coefficient of variation: sqrt(ln(1 + cv^2))
     si, so = (float(x) for x in d["sigma"]) if "sigma" in d else (math.sqrt(math.log(1 + cv * cv)) for cv in d["cv"])
@@ -105,7 +104,7 @@ def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
         while len(out) < n:
             p = round(rng.lognormvariate(mu_i, si))
             o = osl if fixed_out else round(rng.lognormvariate(mu_o, so))
-            if p < d["min"] or o < d["min"] or p > d["max_input"] or p + o > d["max_total"]:
+            if p < d["min"] or o < d["min"] or p > cap_in or p + o > cap_total:
                 continue  # the benchmark's own filter: such a request is never sent
             out.append((p, o))
         mi, mo = (sum(x[k] for x in out) / n for k in (0, 1))

@@ -75,8 +75,11 @@ class Layout:
 
     @property
     def shape(self) -> str:
-        parts = [f"TP{self.tp}"] + [f"PP{self.pp}"] * (self.pp > 1) + [f"DP{self.dp}"] * (self.dp > 1)
-        return " ".join(parts + ["EP"] * self.ep)
+        return " ".join(self.parts() + ["EP"] * self.ep)
+
+    def parts(self, sep: str = "") -> list[str]:
+        """TP, then PP and DP where above 1: "TP2 PP2" (`sep` between name and size: "TP 2")."""
+        return [f"TP{sep}{self.tp}"] + [f"PP{sep}{self.pp}"] * (self.pp > 1) + [f"DP{sep}{self.dp}"] * (self.dp > 1)
 
     @property
     def label(self) -> str:
@@ -129,20 +132,10 @@ def _memory(
     m: Model, gpu: Gpu, tp: int, pp: int, dp: int, ep: bool, weight_dtype: str, max_model_len: int
 ) -> vm.VllmMemory | None:
     tokens, seqs = vllm_serve_defaults(gpu)
+    kw: dict[str, Any] = {"gpu_memory_utilization": serve_defaults(gpu)["gpu_memory_utilization"]}
+    kw |= {"max_model_len": max_model_len, "max_num_batched_tokens": tokens, "max_num_seqs": seqs}
     try:
-        return vm.account(
-            m,
-            gpu,
-            tp=tp,
-            pp=pp,
-            dp=dp,
-            ep=ep,
-            gpu_memory_utilization=serve_defaults(gpu)["gpu_memory_utilization"],
-            max_model_len=max_model_len,
-            max_num_batched_tokens=tokens,
-            max_num_seqs=seqs,
-            weight_dtype=weight_dtype,
-        )
+        return vm.account(m, gpu, tp=tp, pp=pp, dp=dp, ep=ep, weight_dtype=weight_dtype, **kw)
     except ValueError:
         return None
 
@@ -154,17 +147,9 @@ def spec(m: Model, layout: Layout, num_blocks: int) -> EngineSpec:
     exceed one rank's token budget, which vLLM would split)."""
     tokens, seqs = vllm_serve_defaults(layout.gpu)
     sched = SchedulerConfig(max_num_seqs=layout.dp * seqs, max_num_batched_tokens=layout.dp * tokens)
-    return EngineSpec(
-        m,
-        layout.gpu,
-        sched if layout.dp > 1 else SchedulerConfig(),
-        weight_dtype=layout.weight_dtype,
-        tp=layout.tp,
-        pp=layout.pp,
-        dp=layout.dp,
-        ep=layout.ep,
-        num_blocks=layout.dp * num_blocks,
-    )
+    lay: dict[str, Any] = {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "ep": layout.ep}
+    sched = sched if layout.dp > 1 else SchedulerConfig()
+    return EngineSpec(m, layout.gpu, sched, weight_dtype=layout.weight_dtype, num_blocks=layout.dp * num_blocks, **lay)
 
 
 @lru_cache(maxsize=8)
@@ -230,19 +215,15 @@ def at_index(k: int) -> float:
 
 def config_name(lay: Layout, replicas: int) -> str:
     """How the table names a configuration: "4 x l40s (2 replicas of TP 2, fp8)"."""
-    n = replicas * lay.num_gpus
-    shape = ", ".join([f"TP {lay.tp}"] + [f"PP {lay.pp}"] * (lay.pp > 1) + [f"DP {lay.dp}"] * (lay.dp > 1))
-    shape += " + EP" if lay.ep else ""
+    shape = ", ".join(lay.parts(" ")) + (" + EP" if lay.ep else "")
     how = f"{replicas} replicas of {shape}" if replicas > 1 else shape
-    return f"{n} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
+    return f"{replicas * lay.num_gpus} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
 
 
 def short_name(lay: Layout, replicas: int) -> str:
     """The chart's label, which a phone's width holds: "4 x l40s 2xTP2 fp8" (parallelism beyond
     one GPU and a format other than bf16 only; "2x" = replicas)."""
-    shape = [f"TP{lay.tp}"] * (lay.tp > 1) + [f"PP{lay.pp}"] * (lay.pp > 1) + [f"DP{lay.dp}"] * (lay.dp > 1)
-    shape += ["EP"] * lay.ep
-    how = "-".join(shape) or "1 GPU"
+    how = "-".join(lay.parts()[lay.tp == 1 :] + ["EP"] * lay.ep) or "1 GPU"
     how = f"{replicas}x{how}" if replicas > 1 else how
     fmt = "" if lay.weight_dtype == "bf16" else f" {lay.weight_dtype}"
     return f"{replicas * lay.num_gpus} x {lay.gpu.id} {how}{fmt}"
@@ -336,10 +317,8 @@ def best_case(
                 if a is None or not a.fits:
                     continue
                 kw: dict[str, Any] = {"weight_dtype": dtype, "eff": cm.efficiency(False), "tp": tp, "dp": dp, "ep": ep}
-                ttft, tpot = (
-                    _over_pp(t, pp)
-                    for t in (cm.prefill_time(m, gpu, prompt, **kw), cm.decode_step_time(m, gpu, [prompt], **kw))
-                )
+                steps = (cm.prefill_time(m, gpu, prompt, **kw), cm.decode_step_time(m, gpu, [prompt], **kw))
+                ttft, tpot = (_over_pp(t, pp) for t in steps)
                 where = f"{lay.num_gpus} x {gpu.id} ({lay.shape}, {dtype})"
                 best["fits"] = True
                 if ttft < best["ttft_s"]:

@@ -77,10 +77,6 @@ def _decode_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
     return bm.decode_rate(p, *_setup(e), int(e["context_tokens"]), b)
 
 
-def _decode_step_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
-    return 1e3 * int(e.get("batch_size", 1)) / _decode_rate(e, p)
-
-
 def _prefill_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
     m, g, f = _setup(e)
     seqs = [(int(e["context_tokens"]), 0)] * int(e.get("batch_size", 1))
@@ -106,10 +102,6 @@ def _offline(e: dict[str, Any], p: ef.EngineProfile) -> float:
     return total / int(e.get("num_gpus", tp)) if e.get("per_gpu") else total
 
 
-def _prompt_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
-    return bm.prompt_rate(p, *_setup(e), int(e["prompt_tokens"]), int(e["ubatch"]))
-
-
 def _matvec_stream(e: dict[str, Any], p: ef.EngineProfile) -> float:
     """GB/s a one-token (matrix-vector) decode step streams: its bytes over its memory time."""
     m, g, f = _setup(e)
@@ -118,13 +110,14 @@ def _matvec_stream(e: dict[str, Any], p: ef.EngineProfile) -> float:
     return g.hbm_bandwidth_GBps * ideal / real
 
 
+Predict = Callable[[dict[str, Any], ef.EngineProfile], float]
 # Each quantity a measurement can name, as a function of (measurement, engine profile).
-PREDICTIONS: dict[str, Callable[[dict[str, Any], ef.EngineProfile], float]] = {
+PREDICTIONS: dict[str, Predict] = {
     "decode_tokens_per_s": _decode_rate,
-    "decode_step_ms": _decode_step_ms,
+    "decode_step_ms": lambda e, p: 1e3 * int(e.get("batch_size", 1)) / _decode_rate(e, p),
     "prefill_ms": _prefill_ms,
     "offline_output_tokens_per_s": _offline,
-    "prompt_tokens_per_s": _prompt_rate,
+    "prompt_tokens_per_s": lambda e, p: bm.prompt_rate(p, *_setup(e), int(e["prompt_tokens"]), int(e["ubatch"])),
     "matvec_stream_GBps": _matvec_stream,
     "batch_latency_s": _served,
     "median_tpot_ms": lambda e, p: _served(e, p) * 1e3,
@@ -146,9 +139,7 @@ def as_run(e: dict[str, Any], p: ef.EngineProfile) -> ef.EngineProfile:
     return replace(p, layer_overhead_us=0.0) if e.get("fused_layers") else p
 
 
-def _wrap(
-    fn: Callable[[dict[str, Any], ef.EngineProfile], float],
-) -> Callable[[dict[str, Any], ef.EngineProfile], float]:
+def _wrap(fn: Predict) -> Predict:
     return lambda e, p: fn(e, as_run(e, p))
 
 
@@ -185,9 +176,8 @@ class Row:
 
     @property
     def error(self) -> float:
-        """Signed relative error as a speed: predicted speed / published speed - 1 (> 0: optimistic).
-
-        For a time the speed is its inverse, so the error is published / predicted - 1."""
+        """Signed relative error as a speed: predicted speed / published speed - 1 (> 0: optimistic);
+        for a time, whose speed is its inverse, published / predicted - 1."""
         if self.quantity in TIMES:
             return self.published / self.predicted - 1
         return self.predicted / self.published - 1
@@ -296,13 +286,11 @@ HEADER = (
 
 
 def _table(selected: list[Row]) -> list[str]:
-    lines = list(HEADER)
-    for r in selected:
-        lines.append(
-            f"| {_cell(r.what)} | {r.unit} | {r.engine if r.is_speed else '-'} | {_num(r.ideal)} | {_num(r.predicted)} "
-            f"| {_num(r.published)} | {r.error:+.0%} | {_cell(r.conditions)} | {_cell(r.source)} | {_cell(r.command)} |"
-        )
-    return lines
+    return [*HEADER] + [
+        f"| {_cell(r.what)} | {r.unit} | {r.engine if r.is_speed else '-'} | {_num(r.ideal)} | {_num(r.predicted)} "
+        f"| {_num(r.published)} | {r.error:+.0%} | {_cell(r.conditions)} | {_cell(r.source)} | {_cell(r.command)} |"
+        for r in selected
+    ]
 
 
 def band_text(b: Band) -> str:
