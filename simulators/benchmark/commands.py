@@ -64,8 +64,7 @@ def engine_of(e: dict[str, Any]) -> str:
 
 
 def command(e: dict[str, Any]) -> Command | str:
-    """The row's command (`generation` or a size page where one states the row, else `published`),
-    or why none can."""
+    """The row's command (`generation` or a size page where one states it, else `published`), or why none can."""
     if engine_of(e) not in ef.profiles():  # the simulators' engine choices
         return f"engine profile '{profile_of(e)}' is not one of the simulators' engines"
     q = e["quantity"]

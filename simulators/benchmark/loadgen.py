@@ -58,8 +58,7 @@ def arrange(
     rate: float = 1.0,
     users: int = 1,
 ) -> list[Request]:
-    """requests_for, given the (prompt, output) lengths already drawn from `rng` (closed-loop chains
-    use Request.after)."""
+    """requests_for, the (prompt, output) lengths already drawn from `rng` (closed loop: Request.after)."""
     n = len(drawn)
     if profile in ("synchronous", "concurrent"):
         users = 1 if profile == "synchronous" else max(1, users)
@@ -185,9 +184,8 @@ class ServedMemo:
 
 
 def measure(served: Served, profile: str, rate: float, *, slo: Slo | None = None, **window: Any) -> LoadRun:
-    """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize);
-    `window`: measure_apart's warmup, cooldown, max_seconds and slots (the server's batch slots,
-    which date the drain: metrics.drain_s)."""
+    """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize); `window`:
+    measure_apart's warmup, cooldown, max_seconds and slots (batch slots, which date the drain)."""
     return with_slo(measure_apart(served, profile, rate, **window), slo)
 
 

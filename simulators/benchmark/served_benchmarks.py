@@ -212,10 +212,10 @@ _WANTED: dict[str, tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]] | 
 
 
 def run_ahead(ask: Callable[[], object]) -> None:
-    """Make the runs `ask()` would make with `run_many` (other processes) and keep them, so that the
-    real call of `ask` finds them all (the same answers: runs are pure). `ask` is called once with
-    every new run answered NaN, only to list them; it must not keep what it computes then. Without
-    `run_many` (Pyodide, the CLI, a process that has made no site build) nothing runs ahead."""
+    """Make the runs `ask()` would make with `run_many` (other processes) and keep them, so the real
+    call of `ask` finds them (runs are pure). `ask` is first called with every new run answered NaN, to
+    list them, and must not keep what it computes then. Without `run_many` (Pyodide, the CLI, a process
+    that has made no site build) nothing runs ahead."""
     global _WANTED
     if run_many is None:
         return
@@ -241,8 +241,7 @@ def run_args(args: tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]) ->
 
 
 def known_runs() -> dict[str, float]:
-    """The runs made so far in this process, by key (the site build keeps them on disk between
-    builds, in its cache file named after the simulators' hash: sitebuild/sims.py)."""
+    """The runs made so far in this process, by key (the site build keeps them: sitebuild/sims.py)."""
     return dict(_RUNS)
 
 

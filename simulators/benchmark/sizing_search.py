@@ -87,13 +87,11 @@ class Layout:
 
 
 def shapes(m: Model, max_gpus: int) -> list[tuple[int, int, int, bool]]:
-    """(tp, pp, dp, ep) of every replica shape searched, at most min(max_gpus, 8) GPUs.
-
-    Dense models: tp x pp (more copies are replicas). A mixture of experts also: dp data-parallel
-    attention ranks with expert parallelism (vLLM's recommended DP + EP), each of tp GPUs, no
-    pipeline. TP with EP and no DP is left out: it holds the same bytes per GPU as TP
-    (vllm_memory.expert_share) and the cost model times it the same. Whether vLLM would start a
-    shape (heads divisible by tp, layers >= pp, experts >= tp x dp) is memory()'s to say."""
+    """(tp, pp, dp, ep) of every replica shape searched, at most min(max_gpus, 8) GPUs. Dense models:
+    tp x pp (more copies are replicas). A mixture of experts also: dp data-parallel attention ranks
+    with expert parallelism (vLLM's recommended DP + EP), each of tp GPUs, no pipeline. TP with EP and
+    no DP is left out: it holds the bytes per GPU of TP (vllm_memory.expert_share) and times the same.
+    Whether vLLM would start a shape (heads divisible by tp, layers >= pp, experts >= tp x dp) is memory()'s to say."""
     cap = min(max_gpus, REPLICA_MAX_GPUS)
     out = [(tp, pp, 1, False) for tp in TP_SIZES for pp in PP_SIZES if tp * pp <= cap]
     if m.is_moe:
@@ -141,10 +139,9 @@ def _memory(
 
 
 def spec(m: Model, layout: Layout, num_blocks: int) -> EngineSpec:
-    """The engine replica of a layout: vLLM's serve defaults, its KV blocks as vLLM counts them
-    (`num_blocks` per DP rank). The engine runs a DP group as one scheduler, with dp times one
-    rank's blocks and batch limits (each DP rank of vLLM has its own; a prompt's chunk may then
-    exceed one rank's token budget, which vLLM would split)."""
+    """The engine replica of a layout: vLLM's serve defaults, its KV blocks as vLLM counts them (`num_blocks`
+    per DP rank). A DP group runs as one scheduler with dp times one rank's blocks and batch limits (in vLLM
+    each rank has its own; a prompt's chunk may then exceed one rank's token budget, which vLLM splits)."""
     tokens, seqs = vllm_serve_defaults(layout.gpu)
     sched = SchedulerConfig(max_num_seqs=layout.dp * seqs, max_num_batched_tokens=layout.dp * tokens)
     lay: dict[str, Any] = {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "ep": layout.ep}
@@ -302,10 +299,9 @@ def verdict(run: dict[str, float], q: str, ttft_slo_s: float, tpot_slo_s: float)
 def best_case(
     m: Model, gpus: list[Gpu], max_gpus: int, formats: str, prompt: int, max_model_len: int
 ) -> dict[str, Any]:
-    """The most any allowed layout can do: the lowest TTFT and ITL floors over the layouts that fit
-    (cost model, course efficiencies, as the engine; a pipeline's parts over pp, as bounds()), and
-    whether any fits at all. The floors are at most every searched layout's, so a target they miss
-    is missed by all."""
+    """The most any allowed layout can do: the lowest TTFT and ITL floors over the layouts that fit (cost
+    model, course efficiencies, as the engine; a pipeline's parts over pp, as bounds()), and whether any
+    fits. The floors are at most every searched layout's, so a target they miss is missed by all."""
     best: dict[str, Any] = {"fits": False, "ttft_s": math.inf, "tpot_s": math.inf, "ttft_at": "", "tpot_at": ""}
     for gpu in gpus:
         for dtype in weight_formats(gpu, formats):

@@ -188,16 +188,14 @@ class Row:
 
 
 def rows() -> list[Row]:
-    """Every row with its predictions. Computed once per process (the serving rows run the event
-    engine: about 20 s); the rows are frozen, the list is the caller's."""
+    """Every row with its predictions, computed once per process (the serving rows run the event engine)."""
     return list(_rows())
 
 
 def source_group(e: dict[str, Any]) -> str:
-    """The row's source group: its `group` key, else derived from its source. An MLPerf result is
-    grouped by round and submitter (one submission's 1-GPU and 8-GPU systems are one group); any
-    other source by its document (the text before its first comma or parenthesis), so the rows of
-    one campaign, README or paper table share a group."""
+    """The row's source group: its `group` key, else derived from its source. An MLPerf result is grouped
+    by round and submitter (one submission's 1-GPU and 8-GPU systems are one group); any other source by
+    its document (the text before its first comma or parenthesis): one campaign, README or paper table."""
     if "group" in e:
         return str(e["group"])
     src = str(e["source"])
