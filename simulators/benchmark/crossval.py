@@ -60,16 +60,14 @@ def _refit(r: Row) -> bool:
 
 def _make_scored() -> tuple[Scored, ...]:
     entries = {e["id"]: e for e in validation.measurements()}
-    out = []
-    for r in validation.rows():
-        if not r.is_speed or r.role == "check":
-            continue
-        cv = r
-        if _refit(r):
-            p = fitting.fit(without=r.group)[r.engine]
-            cv = replace(r, predicted=validation.PREDICTIONS[r.quantity](entries[r.id], p))
-        out.append(Scored(r, cv))
-    return tuple(out)
+
+    def held_out(r: Row) -> Row:
+        if not _refit(r):
+            return r
+        p = fitting.fit(without=r.group)[r.engine]
+        return replace(r, predicted=validation.PREDICTIONS[r.quantity](entries[r.id], p))
+
+    return tuple(Scored(r, held_out(r)) for r in validation.rows() if r.is_speed and r.role != "check")
 
 
 def scored() -> list[Scored]:

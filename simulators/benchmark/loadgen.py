@@ -59,18 +59,13 @@ def arrange(
     users: int = 1,
 ) -> list[Request]:
     """requests_for, the (prompt, output) lengths already drawn from `rng` (closed loop: Request.after)."""
-    n = len(drawn)
     if profile in ("synchronous", "concurrent"):
         users = 1 if profile == "synchronous" else max(1, users)
-        out = []
-        for i, (p, o) in enumerate(drawn):
-            prev = i - users if i >= users else None
-            out.append(Request(i, 0.0, p, o, ((i + 1, p),), after=prev))
-        return out
-    if profile == "throughput":
-        times = [0.0] * n
-    else:
-        times = arrival_times(rng, n, "constant" if profile == "constant" else "poisson", rate)
+        # request i is sent when request i - users ends
+        after = [i - users if i >= users else None for i in range(len(drawn))]
+        return [Request(i, 0.0, p, o, ((i + 1, p),), after=after[i]) for i, (p, o) in enumerate(drawn)]
+    kind = "constant" if profile == "constant" else "poisson"
+    times = [0.0] * len(drawn) if profile == "throughput" else arrival_times(rng, len(drawn), kind, rate)
     return [Request(i, times[i], p, o, ((i + 1, p),)) for i, (p, o) in enumerate(drawn)]
 
 

@@ -147,10 +147,8 @@ def _p99(xs: list[float]) -> float:
 def _server(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
     """Highest Poisson rate whose p99 TTFT and TPOT meet the bounds: its output tokens per second."""
     ttft, tpot = float(e["ttft_limit_ms"]) / 1e3, float(e["tpot_limit_ms"]) / 1e3
-    n = len(lengths)
-    offline = _served(lengths, [0.0] * n, spec)
-    mean_out = sum(o for _, o in lengths) / n
-    hi = _throughput(offline) / mean_out  # requests per second: no rate above the offline one holds
+    n, mean_out = len(lengths), sum(o for _, o in lengths) / len(lengths)
+    hi = _throughput(_served(lengths, [0.0] * n, spec)) / mean_out  # requests/s: no rate above the offline one holds
     lo, best = 0.0, 0.0
 
     def meets(rate: float) -> float | None:

@@ -328,6 +328,5 @@ def _over_pp(t: cm.StepTime, pp: int) -> float:
     """A one-pass step's time with every part over pp (pp = 1: t.time_s)."""
     if pp <= 1:
         return t.time_s
-    return (
-        cm.roofline_s(t.compute_s / pp, t.memory_s / pp, t.communication_s / pp) + (t.overhead_s + t.activation_s) / pp
-    )
+    overlapped = cm.roofline_s(t.compute_s / pp, t.memory_s / pp, t.communication_s / pp)
+    return overlapped + (t.overhead_s + t.activation_s) / pp
