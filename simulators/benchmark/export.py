@@ -27,10 +27,7 @@ def guidellm_record(run: LoadRun) -> dict[str, Any]:
     m = run.metrics
     out: dict[str, Any] = {"profile": run.profile, "rate": run.rate, "request_concurrency": run.concurrency}
     for name, (ours, scale) in GUIDELLM_NAMES.items():
-        if ours in m:
-            out[name] = m[ours] * scale
-        else:
-            out[name] = {g: m[f"{ours}_{s}"] * scale for g, s in GUIDELLM_STATS.items()}
+        out[name] = m[ours] * scale if ours in m else {g: m[f"{ours}_{s}"] * scale for g, s in GUIDELLM_STATS.items()}
     return out
 
 

@@ -108,10 +108,7 @@ def solve(g: Callable[[float], float], x0: float, lo: float, hi: float, increasi
     for _ in range(40):
         if abs(gx) < TOLERANCE or b - a < 1e-9 * max(1.0, abs(hi)):
             return x
-        if (gx < 0) == increasing:
-            a = x
-        else:
-            b = x
+        a, b = (x, b) if (gx < 0) == increasing else (a, x)  # the root stays in [a, b]
         step = None
         if prev is not None and gx != prev[1]:
             step = x - gx * (x - prev[0]) / (gx - prev[1])
