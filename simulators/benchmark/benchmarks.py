@@ -13,6 +13,7 @@ instead (served_benchmarks.py). Every time comes from costmodel.step_time with t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..core import costmodel as cm
 from ..core import efficiency as ef
@@ -26,13 +27,19 @@ class Formats:
     activation_dtype: str | None = None
     tp: int = 1
 
-    def kw(self) -> dict[str, object]:
+    def kw(self) -> dict[str, Any]:
         return {
             "weight_dtype": self.weight_dtype,
             "kv_dtype": self.kv_dtype,
             "activation_dtype": self.activation_dtype,
             "tp": self.tp,
         }
+
+
+def formats(e: dict[str, Any]) -> Formats:
+    """A measurement's formats and tensor parallel size (data/measurements.toml's keys)."""
+    dtypes = (e.get("weight_dtype", "bf16"), e.get("kv_dtype", "bf16"), e.get("activation_dtype"))
+    return Formats(*dtypes, tp=int(e.get("tp", 1)))
 
 
 def kv_sequences(m: Model, gpu: Gpu, f: Formats, seq_tokens: int) -> int:
@@ -51,11 +58,11 @@ def prompt_rate(p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, prompt_toke
     total, done = 0.0, 0
     while done < prompt_tokens:
         q = min(ubatch, prompt_tokens - done)
-        total += cm.step_time(m, gpu, [(q, done)], **f.kw(), eff=p).time_s  # type: ignore[arg-type]
+        total += cm.step_time(m, gpu, [(q, done)], **f.kw(), eff=p).time_s
         done += q
     return prompt_tokens / total
 
 
 def decode_rate(p: ef.EngineProfile, m: Model, gpu: Gpu, f: Formats, context_tokens: int, batch: int = 1) -> float:
     """Tokens per second of `batch` sequences decoding at `context_tokens` of context."""
-    return batch / cm.step_time(m, gpu, [(1, context_tokens)] * batch, **f.kw(), eff=p).time_s  # type: ignore[arg-type]
+    return batch / cm.step_time(m, gpu, [(1, context_tokens)] * batch, **f.kw(), eff=p).time_s

@@ -50,9 +50,7 @@ def profile_of(e: dict[str, Any]) -> str:
 
 def _base(e: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"model": e["model"], "gpu": e.get("gpu"), "engine": engine_of(e)}
-    for key, default in (("weight_dtype", "bf16"), ("kv_dtype", "bf16")):
-        if e.get(key, default) != default:
-            out[key] = e[key]
+    out |= {k: e[k] for k in ("weight_dtype", "kv_dtype") if e.get(k, "bf16") != "bf16"}
     if int(e.get("tp", 1)) != 1:
         out["tensor_parallel_size"] = int(e["tp"])
     return out
@@ -66,8 +64,7 @@ def engine_of(e: dict[str, Any]) -> str:
 
 
 def command(e: dict[str, Any]) -> Command | str:
-    """The row's command (`generation` or a size page where one states the row, else `published`),
-    or why none can."""
+    """The row's command (`generation` or a size page where one states it, else `published`), or why none can."""
     if engine_of(e) not in ef.profiles():  # the simulators' engine choices
         return f"engine profile '{profile_of(e)}' is not one of the simulators' engines"
     q = e["quantity"]
@@ -129,20 +126,15 @@ def _published(e: dict[str, Any], q: str) -> Command:
 
 def _size(e: dict[str, Any], q: str) -> Command | None:
     """Sizes and shapes: the KV cache and GPU memory pages print them."""
-    dtypes: dict[str, Any] = {k: e[k] for k in ("weight_dtype", "kv_dtype") if k in e}
+    model: dict[str, Any] = {"model": e.get("model")} | {k: e[k] for k in ("weight_dtype", "kv_dtype") if k in e}
     if q == "kv_bytes_per_token":
-        return Command(
-            "kv_cache", {"model": e["model"], **dtypes}, "kv_bytes_per_token", 1.0, False, "kv_bytes_per_token"
-        )
+        return Command("kv_cache", model, q, 1.0, False, q)
     if q == "kv_GiB_per_sequence":
-        p = {"model": e["model"], **dtypes, "context_tokens": int(e["context_tokens"])}
-        return Command("kv_cache", p, "kv_GiB_per_sequence", 1.0, False, "kv_GiB_per_sequence")
+        return Command("kv_cache", model | {"context_tokens": int(e["context_tokens"])}, q, 1.0, False, q)
     if q == "weight_GiB":
-        return Command(
-            "kv_cache", {"model": e["model"], **dtypes}, "weights_GB", 1e9 / 2**30, False, "weights_GB x 0.9313"
-        )
+        return Command("kv_cache", model, "weights_GB", 1e9 / 2**30, False, "weights_GB x 0.9313")
     if q == "ridge_flop_per_byte":
-        return Command("gpu_memory", {"gpu": e["gpu"]}, "ridge_flop_per_byte", 1.0, False, "ridge_flop_per_byte")
+        return Command("gpu_memory", {"gpu": e["gpu"]}, q, 1.0, False, q)
     return None
 
 

@@ -19,6 +19,12 @@ from ..core.efficiency import unsupported
 from . import serve_command as sc
 
 BAND = 0.35  # the validation page's yardstick: a gap beyond it is named
+LOGGED_FLAGS = "tensor_parallel_size pipeline_parallel_size max_model_len gpu_memory_utilization kv_cache_dtype".split()
+# Where to look when a measured time is well above the model's.
+LOOK_AT = {
+    "ttft_s": "look at queueing (a rate near capacity), a token budget that splits the prompt, or a cold prefix cache",
+    "itl_s": "look at the batch (more requests in flight than stated), long contexts, preemptions or CPU time per step",
+}
 
 
 @dataclass(frozen=True)
@@ -79,21 +85,14 @@ def limit(d: Deployment, flag: str) -> int:
 def _disagree(args: dict[str, Any], settings: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     """Flags the log's non-default args and the command line set differently (the log's wins)."""
     out: dict[str, tuple[Any, Any]] = {}
-    for flag in (
-        "tensor_parallel_size",
-        "pipeline_parallel_size",
-        "max_model_len",
-        "gpu_memory_utilization",
-        "kv_cache_dtype",
-    ):
-        if (
-            flag in args
-            and args[flag] != settings.get(flag, args[flag])
-            and not (flag == "kv_cache_dtype" and args[flag] == "auto")
-        ):
+    for flag in LOGGED_FLAGS:
+        if flag not in args:
+            continue
+        if flag not in settings:
+            if flag != "kv_cache_dtype":
+                out[flag] = (args[flag], "its default")
+        elif args[flag] != settings[flag] and not (flag == "kv_cache_dtype" and args[flag] == "auto"):
             out[flag] = (args[flag], settings[flag])
-        elif flag in args and flag not in settings and flag != "kv_cache_dtype":
-            out[flag] = (args[flag], "its default")
     return out
 
 
@@ -101,19 +100,8 @@ def gaps(
     obs: dict[str, float], now: dict[str, float], a: vm.VllmMemory, log: dict[str, Any] | None, settings: dict[str, Any]
 ) -> list[str]:
     out = []
-    checks = [
-        (
-            "ttft_s",
-            "TTFT",
-            "look at queueing (a rate near capacity), a token budget that splits the prompt, or a cold prefix cache",
-        ),
-        (
-            "itl_s",
-            "ITL",
-            "look at the batch (more requests in flight than stated), long contexts, preemptions or CPU time per step",
-        ),
-    ]
-    for key, name, where in checks:
+    for key, where in LOOK_AT.items():
+        name = key[:-2].upper()  # TTFT, ITL
         if obs.get(key):
             r = obs[key] / now[key]
             if r > 1 + BAND:
@@ -136,88 +124,51 @@ def gaps(
 
 
 def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[dict[str, Any]]:
-    s, m, out = d.serve.settings, d.model, []
+    s, m, out, cw = d.serve.settings, d.model, [], d.serve.command_with
     name = "ITL" if binding == "itl_s" else "TTFT"
 
-    def add(lever: str, command: str, after: dict[str, float], lesson: str, key: str = binding, note: str = "") -> None:
+    def add(lever: str, command: str, after: dict[str, float], lesson: str, note: str, key: str = binding) -> None:
         before = now[key]
         out.append({"lever": lever, "command": command, "figure": {"itl_s": "ITL", "ttft_s": "TTFT", "stall_itl_s": "ITL of a step that carries a prefill"}[key],
-                    "key": key, "before_s": before, "after_s": after[key], "change": after[key] / before - 1, "lesson": lesson, "note": note})  # fmt: skip
+                    "key": key, "before_s": before, "after_s": after[key], "change": after[key] / before - 1, "lesson": lesson, "note": note,
+                    "binding": name})  # fmt: skip
 
     if d.kv_dtype != "fp8":
         fp8kv = replace(d, kv_dtype="fp8")
-        held = memory(fp8kv).max_concurrency / max(memory(d).max_concurrency, 1e-9)
-        add(
-            "FP8 KV cache",
-            d.serve.command_with("--kv-cache-dtype", "fp8"),
-            speed(fp8kv, b),
-            "03-quantization",
-            note=f"holds {held:.1f}x the requests",
-        )
+        held = f"holds {memory(fp8kv).max_concurrency / max(memory(d).max_concurrency, 1e-9):.1f}x the requests"
+        add("FP8 KV cache", cw("--kv-cache-dtype", "fp8"), speed(fp8kv, b), "03-quantization", held)
     if d.weight_dtype == "bf16" and d.gpu.peak_tflops("fp8"):
-        add(
-            "FP8 weights (W8A8)",
-            d.serve.command_with("--quantization", "fp8"),
-            speed(replace(d, weight_dtype="fp8"), b),
-            "03-quantization",
-            note="a quality check is part of the change (lesson F3)",
-        )
+        w8a8, note = replace(d, weight_dtype="fp8"), "a quality check is part of the change (lesson F3)"
+        add("FP8 weights (W8A8)", cw("--quantization", "fp8"), speed(w8a8, b), "03-quantization", note)
     if m.num_heads % (2 * d.tp) == 0 and cm.link_GBps_one_way(d.gpu):
+        tp2, n = replace(d, tp=2 * d.tp), str(2 * d.tp)
         try:
-            memory(replace(d, tp=2 * d.tp))
-            add(
-                f"Tensor parallel {2 * d.tp}",
-                d.serve.command_with("--tensor-parallel-size", str(2 * d.tp)),
-                speed(replace(d, tp=2 * d.tp), b),
-                "02-gpu-memory",
-                note="twice the GPUs",
-            )
+            memory(tp2)
+            lever = f"Tensor parallel {n}"
+            add(lever, cw("--tensor-parallel-size", n), speed(tp2, b), "02-gpu-memory", "twice the GPUs")
         except ValueError:
             pass
     if d.observed["prompt_tokens"] > 512 and limit(d, "max_num_batched_tokens") > 512:
         small = replace(d, serve=replace(d.serve, settings={**s, "max_num_batched_tokens": 512}))
-        add(
-            "Token budget 512 (chunked prefill)",
-            d.serve.command_with("--max-num-batched-tokens", "512"),
-            speed(small, b),
-            "05-continuous-batching",
-            key="stall_itl_s",
-            note="TTFT grows by a step overhead per chunk",
-        )
+        lever, note = "Token budget 512 (chunked prefill)", "TTFT grows by a step overhead per chunk"
+        budget = cw("--max-num-batched-tokens", "512")
+        add(lever, budget, speed(small, b), "05-continuous-batching", note, "stall_itl_s")
     if s.get("enable_prefix_caching") is False:
-        half = int(d.observed["prompt_tokens"]) // 2
-        add(
-            "Prefix caching",
-            d.serve.command_with("--enable-prefix-caching"),
-            speed(d, b, prefix_cached=half),
-            "07-prefix-caching",
-            key="ttft_s",
-            note="if half of each prompt is a shared prefix",
-        )
+        cached = speed(d, b, prefix_cached=int(d.observed["prompt_tokens"]) // 2)
+        note = "if half of each prompt is a shared prefix"
+        add("Prefix caching", cw("--enable-prefix-caching"), cached, "07-prefix-caching", note, "ttft_s")
     if b <= 16:
         step = now["step_s"]
         per_token = cm.speculative_time_per_token_s(step, step, 4, 0.05, 0.7)
         add("Speculative decoding (4 draft tokens)", d.serve.command_with("--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4}'),
             {**now, "itl_s": per_token * now["itl_s"] / step}, "08-speculative-decoding", key="itl_s", note="at an acceptance rate of 0.7, a memory-bound verify pass")  # fmt: skip
     if other := _other_gpu(d, b, binding):
-        add(
-            f"Another GPU: {other[0].id}",
-            shlex.join(d.serve.tokens),
-            other[1],
-            "02-gpu-memory",
-            note=f"{other[0].name}, same flags; the catalogue's fastest that fits",
-        )
+        note = f"{other[0].name}, same flags; the catalogue's fastest that fits"
+        add(f"Another GPU: {other[0].id}", shlex.join(d.serve.tokens), other[1], "02-gpu-memory", note)
     if b >= 4:
-        fewer = replace(d.serve, settings={**s, "max_num_seqs": b // 2})
-        add(
-            f"Fewer requests per batch ({b // 2})",
-            fewer.command_with("--max-num-seqs", str(b // 2)),
-            speed(replace(d, serve=fewer), b // 2),
-            "00.2-local-models-and-slos",
-            note="half the throughput per GPU",
-        )
-    for x in out:
-        x["binding"] = name
+        fewer = speed(replace(d, serve=replace(d.serve, settings={**s, "max_num_seqs": b // 2})), b // 2)
+        lever, note = f"Fewer requests per batch ({b // 2})", "half the throughput per GPU"
+        add(lever, cw("--max-num-seqs", str(b // 2)), fewer, "00.2-local-models-and-slos", note)
     return out
 
 

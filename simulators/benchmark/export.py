@@ -27,29 +27,18 @@ def guidellm_record(run: LoadRun) -> dict[str, Any]:
     m = run.metrics
     out: dict[str, Any] = {"profile": run.profile, "rate": run.rate, "request_concurrency": run.concurrency}
     for name, (ours, scale) in GUIDELLM_NAMES.items():
-        if ours in m:
-            out[name] = m[ours] * scale
-        else:
-            out[name] = {g: m[f"{ours}_{s}"] * scale for g, s in GUIDELLM_STATS.items()}
+        out[name] = m[ours] * scale if ours in m else {g: m[f"{ours}_{s}"] * scale for g, s in GUIDELLM_STATS.items()}
     return out
 
 
 def to_csv(runs: list[LoadRun]) -> str:
     """The sweep as CSV: one row per benchmark, GuideLLM's metric names as columns."""
-    rows = [guidellm_record(r) for r in runs]
-    cols = ["profile", "rate", "request_concurrency"]
-    for name in GUIDELLM_NAMES:
-        if isinstance(rows[0][name], dict):
-            cols += [f"{name}_{g}" for g in GUIDELLM_STATS]
-        else:
-            cols.append(name)
-    lines = [",".join(cols)]
-    for row in rows:
-        flat: dict[str, Any] = {}
-        for k, v in row.items():
-            if isinstance(v, dict):
-                flat.update({f"{k}_{g}": x for g, x in v.items()})
-            else:
-                flat[k] = v
-        lines.append(",".join(f"{flat[c]:.6g}" if isinstance(flat[c], float) else str(flat[c]) for c in cols))
+    rows = []
+    for run in runs:
+        flat: dict[str, Any] = {}  # a metric's statistics as NAME_STAT columns
+        for k, v in guidellm_record(run).items():
+            flat |= {f"{k}_{g}": x for g, x in v.items()} if isinstance(v, dict) else {k: v}
+        rows.append(flat)
+    lines = [",".join(rows[0])]
+    lines += [",".join(f"{x:.6g}" if isinstance(x, float) else str(x) for x in row.values()) for row in rows]
     return "\n".join(lines) + "\n"

@@ -83,6 +83,7 @@ TIES: dict[tuple[str, str], tuple[str, str]] = {
     ("sglang", "bandwidth"): ("vllm", "bandwidth"),
     ("sglang", "gemm_fp8"): ("vllm", "gemm_fp8"),
 }
+Keys = set[tuple[str, str]]  # (profile, constant) pairs
 TOLERANCE = 1e-3  # |log(predicted / published)| at which a constant counts as solved (0.1%)
 
 
@@ -98,11 +99,6 @@ def speeds(p: ef.EngineProfile, e: dict[str, Any]) -> tuple[float, float]:
     return (published, pred) if e["quantity"] in validation.TIMES else (pred, published)
 
 
-def log_ratio(p: ef.EngineProfile, rows: list[dict[str, Any]]) -> float:
-    """Mean log(predicted / published speed) over the rows: 0 when the constant fits them."""
-    return sum(math.log(a / b) for a, b in (speeds(p, e) for e in rows)) / len(rows)
-
-
 def solve(g: Callable[[float], float], x0: float, lo: float, hi: float, increasing: bool) -> float:
     """A root of the monotone g in [lo, hi]: secant steps from x0, bisection when a step leaves the
     bracket (event-engine rows make g a staircase at fine scale). Ends within TOLERANCE or at a bound."""
@@ -112,10 +108,7 @@ def solve(g: Callable[[float], float], x0: float, lo: float, hi: float, increasi
     for _ in range(40):
         if abs(gx) < TOLERANCE or b - a < 1e-9 * max(1.0, abs(hi)):
             return x
-        if (gx < 0) == increasing:
-            a = x
-        else:
-            b = x
+        a, b = (x, b) if (gx < 0) == increasing else (a, x)  # the root stays in [a, b]
         step = None
         if prev is not None and gx != prev[1]:
             step = x - gx * (x - prev[0]) / (gx - prev[1])
@@ -127,13 +120,7 @@ def solve(g: Callable[[float], float], x0: float, lo: float, hi: float, increasi
     return x
 
 
-def _prior(
-    profiles: dict[str, ef.EngineProfile],
-    pid: str,
-    factor: str,
-    fitted: set[tuple[str, str]],
-    gone: set[tuple[str, str]],
-) -> Any:
+def _prior(profiles: dict[str, ef.EngineProfile], pid: str, factor: str, fitted: Keys, gone: Keys) -> Any:
     """A constant with no row left: the median of its value on the other engines of its platform (their fitted ones
     where any other engine fits it), else the dataclass default. `gone`: constants whose rows were
     all left out, and copies of the constant itself, never serve as a prior."""
@@ -182,7 +169,9 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
             old = getattr(p, f.factor)
 
             def g(x: float, p: ef.EngineProfile = p, f: Fit = f, rows: list[dict[str, Any]] = rows) -> float:
-                return log_ratio(with_value(p, f.factor, x), rows)
+                """Mean log(predicted / published speed) over the rows at x: 0 when the constant fits them."""
+                q = with_value(p, f.factor, x)
+                return sum(math.log(a / b) for a, b in (speeds(q, e) for e in rows)) / len(rows)
 
             new = solve(g, old, f.lo, f.hi, f.factor not in DECREASING)
             profiles[f.profile] = with_value(p, f.factor, new)
@@ -200,15 +189,10 @@ def _tie(profiles: dict[str, ef.EngineProfile]) -> None:
 
 def with_value(p: ef.EngineProfile, factor: str, value: Any) -> ef.EngineProfile:
     """The profile with one constant set (by name: the fits name their constant)."""
-    kw: dict[str, Any] = {factor: value}
-    return replace(p, **kw)
+    return replace(p, **{factor: value})
 
 
 def calibration_groups() -> list[str]:
     """The source groups that hold a calibration row, in file order."""
-    out: list[str] = []
-    for e in validation.measurements():
-        g = validation.source_group(e)
-        if e.get("role") == "calibration" and g not in out:
-            out.append(g)
-    return out
+    calibration = [e for e in validation.measurements() if e.get("role") == "calibration"]
+    return list(dict.fromkeys(validation.source_group(e) for e in calibration))

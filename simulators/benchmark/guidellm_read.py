@@ -30,24 +30,21 @@ class ReportError(ValueError):
     pass
 
 
-def parse_text(text: str) -> Any:
-    """JSON, or else GuideLLM's YAML; a ReportError names what could not be read."""
+def read(text: str) -> dict[str, Any]:
+    """A report as JSON, or else GuideLLM's YAML; a ReportError names what could not be read."""
     stripped = text.lstrip()
     if not stripped:
         raise ReportError("the file is empty")
     if stripped[0] in "{[":
         try:
-            return json.loads(text)
+            return normalize(json.loads(text))
         except json.JSONDecodeError as e:
             raise ReportError(f"not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
     try:
-        return mini_yaml.loads(text)
+        doc = mini_yaml.loads(text)
     except (mini_yaml.YamlError, ValueError) as e:
         raise ReportError(f"neither JSON nor YAML this reader knows: {e}") from None
-
-
-def read(text: str) -> dict[str, Any]:
-    return normalize(parse_text(text))
+    return normalize(doc)
 
 
 def normalize(doc: Any) -> dict[str, Any]:
@@ -98,7 +95,7 @@ def _stats(s: dict[str, Any], where: str) -> dict[str, float]:
         raise ReportError(f"{where}.successful has no percentiles")
     try:
         median = float(s["median"])
-        out = {
+        return {
             "mean": float(s["mean"]),
             "median": median,
             "p50": float(pct.get("p50", median)),  # 0.2-0.3 wrote no p50: the median is it
@@ -109,4 +106,3 @@ def _stats(s: dict[str, Any], where: str) -> dict[str, float]:
         }
     except (KeyError, TypeError, ValueError) as e:
         raise ReportError(f"{where}.successful: missing or non-numeric {e}") from None
-    return out

@@ -22,6 +22,7 @@ from ..engine.metrics import RequestRecord, overlapping, window
 
 SCHEMA_VERSION = 2
 WRITER = "0.8.1"  # the GuideLLM release whose layout this is
+Recs = list[RequestRecord]
 
 
 # Per-modality counters GuideLLM's report carries (null where nothing was measured; a
@@ -36,15 +37,13 @@ _MODALITIES = {
 _MODALITY_FIELDS = [f"{d}{s}" for d in ("input", "output", "total") for s in ("", "_per_second", "_concurrency")]
 
 
-def _by_status(one: Any, ok: list[RequestRecord], cut: list[RequestRecord]) -> dict[str, dict[str, Any]]:
+def _by_status(one: Any, ok: Recs, cut: Recs) -> dict[str, dict[str, Any]]:
     """A metric's summaries by status; the simulated server never errs (no errored requests)."""
     return {"successful": one(ok), "incomplete": one(cut), "errored": stats.summary([]), "total": one([*ok, *cut])}
 
 
-def _status(
-    fn: Any, ok: list[RequestRecord], cut: list[RequestRecord], weighted: bool = False
-) -> dict[str, dict[str, Any]]:
-    def one(recs: list[RequestRecord]) -> dict[str, Any]:
+def _status(fn: Any, ok: Recs, cut: Recs, weighted: bool = False) -> dict[str, dict[str, Any]]:
+    def one(recs: Recs) -> dict[str, Any]:
         pairs = [fn(r) for r in recs]
         if weighted:
             return stats.summary([v for v, _ in pairs], [w for _, w in pairs])
@@ -53,12 +52,8 @@ def _status(
     return _by_status(one, ok, cut)
 
 
-def _rates(events_of: Any, ok: list[RequestRecord], cut: list[RequestRecord], lo: float, hi: float) -> dict[str, Any]:
+def _rates(events_of: Any, ok: Recs, cut: Recs, lo: float, hi: float) -> dict[str, Any]:
     return _by_status(lambda recs: stats.rate_summary([e for r in recs for e in events_of(r)], lo, hi), ok, cut)
-
-
-def _end(r: RequestRecord) -> list[tuple[float, float]]:
-    return [(r.arrival_s + r.e2e_s, 1.0)]
 
 
 def _out_tokens(r: RequestRecord) -> list[tuple[float, float]]:
@@ -68,18 +63,8 @@ def _out_tokens(r: RequestRecord) -> list[tuple[float, float]]:
     return [(t0, 1.0)] + [(t0 + (t1 - t0) * k / (n - 1), 1.0) for k in range(1, n)]
 
 
-def _itl_ms(r: RequestRecord) -> tuple[float, float]:
-    return ((r.tpot_s or 0.0) * 1e3, r.output_tokens - 1.0)
-
-
 def benchmark(
-    profile: str,
-    rate: float,
-    streams: int,
-    ok: list[RequestRecord],
-    cut: list[RequestRecord],
-    errored: list[float],
-    index: int,
+    profile: str, rate: float, streams: int, ok: Recs, cut: Recs, errored: list[float], index: int
 ) -> dict[str, Any]:
     """One `benchmarks[]` entry: a profile's run, measured over GuideLLM's window."""
     lo, hi = window([*ok, *cut], extra_starts=errored)
@@ -94,19 +79,19 @@ def benchmark(
     made = {"successful": len(ok), "errored": n_err, "incomplete": len(cut), "total": len(ok) + len(cut) + n_err}
     metrics: dict[str, Any] = {
         "request_totals": {"successful": len(ok), "incomplete": len(cut), "errored": n_err, "total": made["total"]},
-        "requests_per_second": _rates(_end, ok, cut, lo, hi),
+        "requests_per_second": _rates(lambda r: [(r.arrival_s + r.e2e_s, 1.0)], ok, cut, lo, hi),
         "request_concurrency": {"successful": conc, "incomplete": empty, "errored": empty, "total": conc},
         "request_latency": _status(lambda r: r.e2e_s, ok, cut),
         "request_streaming_iterations_count": _status(lambda r: float(r.output_tokens), ok, cut),
         "prompt_token_count": _status(lambda r: float(r.prompt_tokens), ok, cut),
         "output_token_count": _status(lambda r: float(r.output_tokens), ok, cut),
         "total_token_count": _status(lambda r: float(r.prompt_tokens + r.output_tokens), ok, cut),
-        "time_to_first_token_ms": _status(lambda r: r.ttft_s * 1e3, ok, cut),
-        "time_to_first_output_token_ms": _status(lambda r: r.ttft_s * 1e3, ok, cut),
+        "time_to_first_token_ms": (ttft := _status(lambda r: r.ttft_s * 1e3, ok, cut)),
+        "time_to_first_output_token_ms": ttft,
         "time_per_output_token_ms": _status(
             lambda r: (r.e2e_s * 1e3 / max(r.output_tokens, 1), float(r.output_tokens)), ok, cut, True
         ),
-        "inter_token_latency_ms": _status(_itl_ms, ok, cut, True),
+        "inter_token_latency_ms": _status(lambda r: ((r.tpot_s or 0.0) * 1e3, r.output_tokens - 1.0), ok, cut, True),
         "time_to_last_round_trip_ms": _status(lambda r: 0.0, [], []),
         "avg_round_trip_time_ms": _status(lambda r: 0.0, [], []),
         "prompt_tokens_per_second": _rates(
@@ -121,12 +106,8 @@ def benchmark(
         **{kind: {unit: dict.fromkeys(_MODALITY_FIELDS) for unit in units} for kind, units in _MODALITIES.items()},
     }
     sched = {
-        "start_time": lo,
-        "request_start_time": lo,
-        "measure_start_time": lo,
-        "measure_end_time": hi,
-        "request_end_time": hi,
-        "end_time": hi,
+        **dict.fromkeys(("start_time", "request_start_time", "measure_start_time"), lo),
+        **dict.fromkeys(("measure_end_time", "request_end_time", "end_time"), hi),
         "requests_made": made,
         # GuideLLM's client and scheduler delays: a simulation has none
         **dict.fromkeys(
@@ -190,7 +171,7 @@ def sweep_report(spec: Any, n: int, lengths: Any, seed: int, *, sweep_size: int 
     from ..engine.cluster import serve
     from .loadgen import cut_at, measure, requests_for, sweep_rates
 
-    recs: list[RequestRecord] = []
+    recs: Recs = []
 
     def one(profile: str, rate: float, index: int) -> tuple[dict[str, Any], float]:
         served = serve(requests_for(profile, random.Random(seed), n, lengths, rate=rate), spec, keep_series=False)

@@ -58,20 +58,14 @@ def arrange(
     rate: float = 1.0,
     users: int = 1,
 ) -> list[Request]:
-    """requests_for, given the (prompt, output) lengths already drawn from `rng` (closed-loop chains
-    use Request.after)."""
-    n = len(drawn)
+    """requests_for, the (prompt, output) lengths already drawn from `rng` (closed loop: Request.after)."""
     if profile in ("synchronous", "concurrent"):
         users = 1 if profile == "synchronous" else max(1, users)
-        out = []
-        for i, (p, o) in enumerate(drawn):
-            prev = i - users if i >= users else None
-            out.append(Request(i, 0.0, p, o, ((i + 1, p),), after=prev))
-        return out
-    if profile == "throughput":
-        times = [0.0] * n
-    else:
-        times = arrival_times(rng, n, "constant" if profile == "constant" else "poisson", rate)
+        # request i is sent when request i - users ends
+        after = [i - users if i >= users else None for i in range(len(drawn))]
+        return [Request(i, 0.0, p, o, ((i + 1, p),), after=after[i]) for i, (p, o) in enumerate(drawn)]
+    kind = "constant" if profile == "constant" else "poisson"
+    times = [0.0] * len(drawn) if profile == "throughput" else arrival_times(rng, len(drawn), kind, rate)
     return [Request(i, times[i], p, o, ((i + 1, p),)) for i, (p, o) in enumerate(drawn)]
 
 
@@ -90,12 +84,9 @@ T = TypeVar("T")
 class ServedMemo:
     """Profile runs of one server, run length and seed, simulating each distinct load only once.
 
-    Warm-up, cool-down and the SLO only change the statistics, not the run, so two figures
-    of the same load (with and without warm-up; a sweep point that is also the chosen one)
-    share one simulation; and the statistics of one load under the same options are measured
-    once (a new rate re-measures only its own run, not the whole sweep). Answers are exactly
-    searches.constrained_run's (shared, not copied: callers only read them).
-    """
+    Warm-up, cool-down and the SLO change only the statistics, not the run: two figures of one
+    load share one simulation, and its statistics under the same options are measured once.
+    Answers are exactly searches.constrained_run's (shared, not copied: callers only read them)."""
 
     def __init__(self, spec: EngineSpec, n: int, seed: int):
         self.spec, self.n, self.seed = spec, n, seed
@@ -174,29 +165,22 @@ class ServedMemo:
         # The statistics but the SLO's are measured once per window; a new SLO counts only which
         # requests meet it (a reader dragging the SLO re-measures no percentile).
         window = (key, as_phase(warmup), as_phase(cooldown), max_seconds)
-        options = (window, slo)
-        if options not in self._measured:
+        if (window, slo) not in self._measured:
             if len(self._measured) >= 256:  # a reader dragging the SLO: keep the memory bounded
                 self._measured.clear()
                 self._apart.clear()
             if window not in self._apart:
+                kw: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "max_seconds": max_seconds}
                 self._apart[window] = measure_apart(
-                    self._served[key],
-                    profile,
-                    rate,
-                    warmup=warmup,
-                    cooldown=cooldown,
-                    max_seconds=max_seconds,
-                    slots=self.spec.sched.max_num_seqs,
+                    self._served[key], profile, rate, slots=self.spec.sched.max_num_seqs, **kw
                 )
-            self._measured[options] = with_slo(self._apart[window], slo)
-        return self._measured[options]
+            self._measured[(window, slo)] = with_slo(self._apart[window], slo)
+        return self._measured[(window, slo)]
 
 
 def measure(served: Served, profile: str, rate: float, *, slo: Slo | None = None, **window: Any) -> LoadRun:
-    """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize);
-    `window`: measure_apart's warmup, cooldown, max_seconds and slots (the server's batch slots,
-    which date the drain: metrics.drain_s)."""
+    """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize); `window`:
+    measure_apart's warmup, cooldown, max_seconds and slots (batch slots, which date the drain)."""
     return with_slo(measure_apart(served, profile, rate, **window), slo)
 
 
@@ -224,15 +208,8 @@ def measure_apart(
 ) -> Apart:
     """measure() without the SLO: every statistic that does not depend on it, once."""
     recs, cut, dropped = cut_at(served, max_seconds)
-    summary, kept, attempted = summarize_apart(
-        recs,
-        warmup=as_phase(warmup),
-        cooldown=as_phase(cooldown),
-        dropped_arrivals=dropped,
-        incomplete=cut,
-        max_seconds=max_seconds,
-        slots=slots,
-    )
+    window: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "max_seconds": max_seconds, "slots": slots}
+    summary, kept, attempted = summarize_apart(recs, dropped_arrivals=dropped, incomplete=cut, **window)
     more = {
         "num_dropped": len(served.dropped),
         "steady_throughput_per_s": steady_throughput(served.records),
@@ -250,10 +227,9 @@ def with_slo(a: Apart, slo: Slo | None) -> LoadRun:
 
 
 def cut_at(served: Served, max_seconds: float | None) -> tuple[list[RequestRecord], list[RequestRecord], list[float]]:
-    """(successful, incomplete, errored start times) under GuideLLM's max_seconds constraint.
-
-    Nothing is sent after first start + max_seconds; a request still running then is incomplete,
-    its e2e cut there (and its TTFT too, if its first token had not come)."""
+    """(successful, incomplete, errored start times) under GuideLLM's max_seconds constraint: nothing
+    is sent after first start + max_seconds; a request still running then is incomplete, its e2e cut
+    there (and its TTFT too, if its first token had not come)."""
     dropped = [r.arrival_s for r in served.dropped]
     if not max_seconds:
         return served.records, [], dropped
@@ -272,12 +248,9 @@ def cut_at(served: Served, max_seconds: float | None) -> tuple[list[RequestRecor
 
 
 def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
-    """Completions per second between the `trim` and 1 - `trim` quantiles of completion times.
-
-    Counting completions over the middle of the completion timeline leaves out the start-up
-    (nothing has finished yet) and the drain (fewer requests than slots), whatever the arrival
-    pattern; when every request finishes at the same instant it falls back to the whole run.
-    """
+    """Completions per second between the `trim` and 1 - `trim` quantiles of completion times: the
+    middle of the timeline leaves out the start-up (nothing has finished) and the drain (fewer requests
+    than slots), whatever the arrivals; when every request finishes at one instant, the whole run's."""
     ends = sorted([r.arrival_s + r.e2e_s for r in recs])
     if len(ends) < 2:
         return 0.0

@@ -144,12 +144,8 @@ def detect(records: list[RequestRecord], cfg: OverSaturation, dropped: Sequence[
         conc.prune(t)
         violations -= sum(1 for v in ttft.prune(t) if v > cfg.minimum_ttft)
         n_conc, n_ttft = min(t, conc.slope.n), min(t, ttft.slope.n)
-        if (
-            t < cfg.min_seconds
-            or ttft.slope.n > 2 * violations
-            or t < cfg.minimum_ttft
-            or n_conc < cfg.minimum_window_size
-        ):
+        early = t < max(cfg.min_seconds, cfg.minimum_ttft)
+        if early or ttft.slope.n > 2 * violations or n_conc < cfg.minimum_window_size:
             continue
         fired = conc.slope.check(n_conc)
         if n_ttft >= cfg.minimum_window_size:
@@ -177,15 +173,10 @@ def constant_rampup_times(n: int, rate: float, rampup: float) -> list[float]:
     if rampup <= 0:
         return [i / rate for i in range(n)]
     n_ramp = rate * rampup / 2.0
-    out = []
-    for i in range(1, n + 1):
-        if i == 1:
-            out.append(0.0)
-        elif i <= n_ramp:
-            out.append(math.sqrt(2.0 * i * rampup / rate))
-        else:
-            out.append(rampup + (i - n_ramp) / rate)
-    return out
+    return [
+        0.0 if i == 1 else math.sqrt(2.0 * i * rampup / rate) if i <= n_ramp else rampup + (i - n_ramp) / rate
+        for i in range(1, n + 1)
+    ]
 
 
 def with_rampup(profile: str, requests: list[Request], *, rate: float, users: int, rampup: float) -> list[Request]:

@@ -247,18 +247,14 @@ def knee_search(
     """GuideLLM's knee profile: {"points": [(streams, output tok/s)], "initial", "final"} (knee fits)."""
     if len(set(streams)) < MIN_POINTS or list(streams) != sorted(set(streams)):
         raise ValueError(f"the knee profile needs at least {MIN_POINTS} distinct concurrencies in increasing order")
-    points: list[tuple[int, float]] = []
 
-    def probe(u: int) -> None:
+    def probe(u: int) -> float:
         run, _ = constrained_run("concurrent", spec, n, lengths, seed, users=u, rampup=rampup)
-        points.append((u, run.metrics["output_tokens_per_s"]))
+        return run.metrics["output_tokens_per_s"]
 
-    for u in streams:
-        probe(u)
-    initial = find_throughput_knee([u for u, _ in points], [y for _, y in points])
+    points = {u: probe(u) for u in streams}  # streams -> output tokens per second
+    initial = find_throughput_knee(list(points), list(points.values()))
     if adaptive and initial["status"] == "ok":
-        for u in adaptive_grid(initial["knee"], points_each_side, max_step):
-            if u not in {v for v, _ in points}:
-                probe(u)
-    final = find_throughput_knee([u for u, _ in points], [y for _, y in points])
-    return {"points": points, "initial": initial, "final": final}
+        points |= {u: probe(u) for u in adaptive_grid(initial["knee"], points_each_side, max_step) if u not in points}
+    final = find_throughput_knee(list(points), list(points.values()))
+    return {"points": list(points.items()), "initial": initial, "final": final}

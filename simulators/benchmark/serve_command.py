@@ -64,15 +64,7 @@ _LLAMACPP: dict[str, tuple[str, str]] = {
 }  # fmt: skip
 FLAGS = {"vllm": _VLLM, "sglang": _SGLANG, "llamacpp": _LLAMACPP}
 # KV cache formats each engine names, as the course's: auto (the model's bf16) or fp8.
-_KV = {
-    "auto": "auto",
-    "bf16": "auto",
-    "f16": "auto",
-    "fp16": "auto",
-    "fp8": "fp8",
-    "fp8_e4m3": "fp8",
-    "fp8_e5m2": "fp8",
-}
+_KV = dict.fromkeys(("auto", "bf16", "f16", "fp16"), "auto") | dict.fromkeys(("fp8", "fp8_e4m3", "fp8_e5m2"), "fp8")
 _KV_LLAMACPP = {"q8_0": "fp8"}  # 8-bit cache entries: the same bytes as FP8
 
 
@@ -89,15 +81,11 @@ class Serve:
         names = FLAGS[self.engine]
         target = names.get(flag, (flag, ""))[0]
         out: list[str] = []
-        skip = False
+        skip = False  # the token is the value of a flag dropped
         for i, tok in enumerate(self.tokens):
-            if skip:
-                skip = False
-                continue
-            name = tok.split("=", 1)[0]
-            if name in names and names[name][0] == target and i > 0:
-                kind = names[name][1]
-                skip = "=" not in tok and kind not in ("on", "off")
+            name, kind = names.get(tok.split("=", 1)[0], ("", ""))
+            if skip or (i > 0 and name == target):
+                skip = not skip and "=" not in tok and kind not in ("on", "off")
                 continue
             out.append(tok)
         out += [flag] + ([value] if value is not None else [])

@@ -41,6 +41,7 @@ from ..engine.cluster import EngineSpec, serve
 from ..engine.metrics import RequestRecord
 from ..engine.scheduler import SchedulerConfig
 from ..engine.workload import AZURE_CONV_OUTPUT, AZURE_CONV_PROMPT, Request
+from . import benchmarks as bm
 
 SEED = 16
 
@@ -71,15 +72,6 @@ LENGTHS: dict[str, dict[str, Any]] = {
 }
 
 
-def _sigma(kind: str) -> tuple[float, float]:
-    d = LENGTHS[kind]
-    if "sigma" in d:
-        s_in, s_out = d["sigma"]
-        return float(s_in), float(s_out)
-    cv_in, cv_out = d["cv"]
-    return math.sqrt(math.log(1 + cv_in * cv_in)), math.sqrt(math.log(1 + cv_out * cv_out))
-
-
 _LENGTHS: dict[tuple[str, int], list[tuple[int, int]]] = {}  # a row's draw, shared by its ideal and profile runs
 
 
@@ -96,12 +88,12 @@ def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     kind = e.get("lengths", "fixed")
     if kind == "fixed":
         return [(isl, osl)] * n
-    d = dict(LENGTHS[kind])
-    d["max_input"] = int(e.get("max_input_tokens", d["max_input"]))
-    d["max_total"] = int(e.get("max_total_tokens", d["max_total"]))
-    if isl >= d["max_input"] or isl + osl >= d["max_total"]:
+    d = LENGTHS[kind]
+    cap_in, cap_total = int(e.get("max_input_tokens", d["max_input"])), int(e.get("max_total_tokens", d["max_total"]))
+    if isl >= cap_in or isl + osl >= cap_total:
         raise ValueError(f"measurement '{e.get('id')}': mean lengths {isl}/{osl} do not fit the caps of '{kind}'")
-    si, so = _sigma(kind)
+    # a lognormal's sigma from its coefficient of variation: sqrt(ln(1 + cv^2))
+    si, so = (float(x) for x in d["sigma"]) if "sigma" in d else (math.sqrt(math.log(1 + cv * cv)) for cv in d["cv"])
     fixed_out = bool(e.get("fixed_output"))
     # The row's means are those of the requests sent, after the filter: shift the lognormals'
     # medians until the filtered sample has them (a few fixed-point steps).
@@ -112,7 +104,7 @@ def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
         while len(out) < n:
             p = round(rng.lognormvariate(mu_i, si))
             o = osl if fixed_out else round(rng.lognormvariate(mu_o, so))
-            if p < d["min"] or o < d["min"] or p > d["max_input"] or p + o > d["max_total"]:
+            if p < d["min"] or o < d["min"] or p > cap_in or p + o > cap_total:
                 continue  # the benchmark's own filter: such a request is never sent
             out.append((p, o))
         mi, mo = (sum(x[k] for x in out) / n for k in (0, 1))
@@ -123,7 +115,6 @@ def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
 def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, max_len: int) -> EngineSpec:
     """The row's server: model, GPU, formats, tensor parallel, the benchmark's scheduler caps;
     `max_len`: the longest request (a benchmark sets its engine's max sequence length to fit)."""
-    m, g = models()[e["model"]], gpus()[e["gpu"]]
     cfg = SchedulerConfig(
         max_num_seqs=sched.max_num_seqs,
         max_num_batched_tokens=sched.max_num_batched_tokens,
@@ -131,20 +122,14 @@ def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, ma
         chunked_prefill=bool(e.get("chunked_prefill", True)),
         num_scheduler_steps=int(e.get("num_scheduler_steps", 1)),
     )
-    return EngineSpec(
-        m,
-        g,
-        cfg,
-        weight_dtype=e.get("weight_dtype", "bf16"),
-        kv_dtype=e.get("kv_dtype", "bf16"),
-        tp=int(e.get("tp", 1)),
-        profile=p,
-        activation_dtype=e.get("activation_dtype"),
-    )
+    m, g = models()[e["model"]], gpus()[e["gpu"]]
+    return EngineSpec(m, g, cfg, profile=p, **bm.formats(e).kw())
 
 
-def _requests(lengths: list[tuple[int, int]], times: list[float]) -> list[Request]:
-    return [Request(i, t, p, o, ((i + 1, p),)) for i, ((p, o), t) in enumerate(zip(lengths, times, strict=True))]
+def _served(lengths: list[tuple[int, int]], times: list[float], spec: EngineSpec) -> list[RequestRecord]:
+    """The records of the requests of these lengths sent at these times."""
+    reqs = [Request(i, t, p, o, ((i + 1, p),)) for i, ((p, o), t) in enumerate(zip(lengths, times, strict=True))]
+    return serve(reqs, spec, keep_series=False).records
 
 
 def _throughput(recs: list[RequestRecord]) -> float:
@@ -162,14 +147,12 @@ def _p99(xs: list[float]) -> float:
 def _server(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
     """Highest Poisson rate whose p99 TTFT and TPOT meet the bounds: its output tokens per second."""
     ttft, tpot = float(e["ttft_limit_ms"]) / 1e3, float(e["tpot_limit_ms"]) / 1e3
-    n = len(lengths)
-    offline = serve(_requests(lengths, [0.0] * n), spec, keep_series=False).records
-    mean_out = sum(o for _, o in lengths) / n
-    hi = _throughput(offline) / mean_out  # requests per second: no rate above the offline one holds
+    n, mean_out = len(lengths), sum(o for _, o in lengths) / len(lengths)
+    hi = _throughput(_served(lengths, [0.0] * n, spec)) / mean_out  # requests/s: no rate above the offline one holds
     lo, best = 0.0, 0.0
 
     def meets(rate: float) -> float | None:
-        recs = serve(_requests(lengths, _poisson_times(n, rate)), spec, keep_series=False).records
+        recs = _served(lengths, _poisson_times(n, rate), spec)
         if len(recs) < n:
             return None
         ok = _p99([r.ttft_s for r in recs]) <= ttft and _p99([r.tpot_s or 0.0 for r in recs]) <= tpot
@@ -185,20 +168,14 @@ def _server(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]])
     return best
 
 
-def _median_tpot(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
-    """Median TPOT (s) of Poisson arrivals at the row's request_rate (sglang.bench_serving: TPOT is
-    (latency - TTFT) / (output tokens - 1), over requests with more than one output token)."""
-    times = _poisson_times(len(lengths), float(e["request_rate"]))
-    recs = serve(_requests(lengths, times), spec, keep_series=False).records
+def _median(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
+    """Median TPOT (s), or TTFT for a `median_ttft_ms` row, of Poisson arrivals at the row's request_rate
+    (sglang.bench_serving: TPOT is (latency - TTFT) / (output tokens - 1), over requests with more than
+    one output token; its online table's TTFT includes queueing and the prefill of the request's step)."""
+    recs = _served(lengths, _poisson_times(len(lengths), float(e["request_rate"])), spec)
+    if e.get("quantity") == "median_ttft_ms":
+        return statistics.median(r.ttft_s for r in recs)
     return statistics.median(r.tpot_s for r in recs if r.tpot_s is not None)  # numpy's median, as bench_serving's
-
-
-def _median_ttft(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
-    """Median TTFT (s) of Poisson arrivals at the row's request_rate (sglang.bench_serving's online
-    table: queueing and the prefill of the request's step included)."""
-    times = _poisson_times(len(lengths), float(e["request_rate"]))
-    recs = serve(_requests(lengths, times), spec, keep_series=False).records
-    return statistics.median(r.ttft_s for r in recs)
 
 
 def _poisson_times(n: int, rate: float) -> list[float]:
@@ -233,10 +210,10 @@ _WANTED: dict[str, tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]] | 
 
 
 def run_ahead(ask: Callable[[], object]) -> None:
-    """Make the runs `ask()` would make with `run_many` (other processes) and keep them, so that the
-    real call of `ask` finds them all (the same answers: runs are pure). `ask` is called once with
-    every new run answered NaN, only to list them; it must not keep what it computes then. Without
-    `run_many` (Pyodide, the CLI, a process that has made no site build) nothing runs ahead."""
+    """Make the runs `ask()` would make with `run_many` (other processes) and keep them, so the real
+    call of `ask` finds them (runs are pure). `ask` is first called with every new run answered NaN, to
+    list them, and must not keep what it computes then. Without `run_many` (Pyodide, the CLI, a process
+    that has made no site build) nothing runs ahead."""
     global _WANTED
     if run_many is None:
         return
@@ -262,8 +239,7 @@ def run_args(args: tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]) ->
 
 
 def known_runs() -> dict[str, float]:
-    """The runs made so far in this process, by key (the site build keeps them on disk between
-    builds, in its cache file named after the simulators' hash: sitebuild/sims.py)."""
+    """The runs made so far in this process, by key (the site build keeps them: sitebuild/sims.py)."""
     return dict(_RUNS)
 
 
@@ -277,12 +253,12 @@ def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> flo
     lengths = draw_lengths(e, int(e["batch_size"]) if arrival == "batch" else int(e["requests"]))
     spec = spec_for(e, p, sched, max(a + b for a, b in lengths))
     if arrival == "batch":
-        recs = serve(_requests(lengths, [0.0] * len(lengths)), spec, keep_series=False).records
+        recs = _served(lengths, [0.0] * len(lengths), spec)
         return sum(r.e2e_s for r in recs) / len(recs)
     if arrival == "server":
         return _server(e, spec, lengths)
     if arrival == "rate":
-        return (_median_ttft if e.get("quantity") == "median_ttft_ms" else _median_tpot)(e, spec, lengths)
+        return _median(e, spec, lengths)
     if arrival != "offline":
         raise ValueError(f"measurement '{e['id']}': arrival must be offline, batch, server or rate, got {arrival!r}")
-    return _throughput(serve(_requests(lengths, [0.0] * len(lengths)), spec, keep_series=False).records)
+    return _throughput(_served(lengths, [0.0] * len(lengths), spec))

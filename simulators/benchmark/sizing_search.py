@@ -75,8 +75,11 @@ class Layout:
 
     @property
     def shape(self) -> str:
-        parts = [f"TP{self.tp}"] + [f"PP{self.pp}"] * (self.pp > 1) + [f"DP{self.dp}"] * (self.dp > 1)
-        return " ".join(parts + ["EP"] * self.ep)
+        return " ".join(self.parts() + ["EP"] * self.ep)
+
+    def parts(self, sep: str = "") -> list[str]:
+        """TP, then PP and DP where above 1: "TP2 PP2" (`sep` between name and size: "TP 2")."""
+        return [f"TP{sep}{self.tp}"] + [f"PP{sep}{self.pp}"] * (self.pp > 1) + [f"DP{sep}{self.dp}"] * (self.dp > 1)
 
     @property
     def label(self) -> str:
@@ -84,13 +87,11 @@ class Layout:
 
 
 def shapes(m: Model, max_gpus: int) -> list[tuple[int, int, int, bool]]:
-    """(tp, pp, dp, ep) of every replica shape searched, at most min(max_gpus, 8) GPUs.
-
-    Dense models: tp x pp (more copies are replicas). A mixture of experts also: dp data-parallel
-    attention ranks with expert parallelism (vLLM's recommended DP + EP), each of tp GPUs, no
-    pipeline. TP with EP and no DP is left out: it holds the same bytes per GPU as TP
-    (vllm_memory.expert_share) and the cost model times it the same. Whether vLLM would start a
-    shape (heads divisible by tp, layers >= pp, experts >= tp x dp) is memory()'s to say."""
+    """(tp, pp, dp, ep) of every replica shape searched, at most min(max_gpus, 8) GPUs. Dense models:
+    tp x pp (more copies are replicas). A mixture of experts also: dp data-parallel attention ranks
+    with expert parallelism (vLLM's recommended DP + EP), each of tp GPUs, no pipeline. TP with EP and
+    no DP is left out: it holds the bytes per GPU of TP (vllm_memory.expert_share) and times the same.
+    Whether vLLM would start a shape (heads divisible by tp, layers >= pp, experts >= tp x dp) is memory()'s to say."""
     cap = min(max_gpus, REPLICA_MAX_GPUS)
     out = [(tp, pp, 1, False) for tp in TP_SIZES for pp in PP_SIZES if tp * pp <= cap]
     if m.is_moe:
@@ -129,42 +130,23 @@ def _memory(
     m: Model, gpu: Gpu, tp: int, pp: int, dp: int, ep: bool, weight_dtype: str, max_model_len: int
 ) -> vm.VllmMemory | None:
     tokens, seqs = vllm_serve_defaults(gpu)
+    kw: dict[str, Any] = {"gpu_memory_utilization": serve_defaults(gpu)["gpu_memory_utilization"]}
+    kw |= {"max_model_len": max_model_len, "max_num_batched_tokens": tokens, "max_num_seqs": seqs}
     try:
-        return vm.account(
-            m,
-            gpu,
-            tp=tp,
-            pp=pp,
-            dp=dp,
-            ep=ep,
-            gpu_memory_utilization=serve_defaults(gpu)["gpu_memory_utilization"],
-            max_model_len=max_model_len,
-            max_num_batched_tokens=tokens,
-            max_num_seqs=seqs,
-            weight_dtype=weight_dtype,
-        )
+        return vm.account(m, gpu, tp=tp, pp=pp, dp=dp, ep=ep, weight_dtype=weight_dtype, **kw)
     except ValueError:
         return None
 
 
 def spec(m: Model, layout: Layout, num_blocks: int) -> EngineSpec:
-    """The engine replica of a layout: vLLM's serve defaults, its KV blocks as vLLM counts them
-    (`num_blocks` per DP rank). The engine runs a DP group as one scheduler, with dp times one
-    rank's blocks and batch limits (each DP rank of vLLM has its own; a prompt's chunk may then
-    exceed one rank's token budget, which vLLM would split)."""
+    """The engine replica of a layout: vLLM's serve defaults, its KV blocks as vLLM counts them (`num_blocks`
+    per DP rank). A DP group runs as one scheduler with dp times one rank's blocks and batch limits (in vLLM
+    each rank has its own; a prompt's chunk may then exceed one rank's token budget, which vLLM splits)."""
     tokens, seqs = vllm_serve_defaults(layout.gpu)
     sched = SchedulerConfig(max_num_seqs=layout.dp * seqs, max_num_batched_tokens=layout.dp * tokens)
-    return EngineSpec(
-        m,
-        layout.gpu,
-        sched if layout.dp > 1 else SchedulerConfig(),
-        weight_dtype=layout.weight_dtype,
-        tp=layout.tp,
-        pp=layout.pp,
-        dp=layout.dp,
-        ep=layout.ep,
-        num_blocks=layout.dp * num_blocks,
-    )
+    lay: dict[str, Any] = {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "ep": layout.ep}
+    sched = sched if layout.dp > 1 else SchedulerConfig()
+    return EngineSpec(m, layout.gpu, sched, weight_dtype=layout.weight_dtype, num_blocks=layout.dp * num_blocks, **lay)
 
 
 @lru_cache(maxsize=8)
@@ -230,19 +212,15 @@ def at_index(k: int) -> float:
 
 def config_name(lay: Layout, replicas: int) -> str:
     """How the table names a configuration: "4 x l40s (2 replicas of TP 2, fp8)"."""
-    n = replicas * lay.num_gpus
-    shape = ", ".join([f"TP {lay.tp}"] + [f"PP {lay.pp}"] * (lay.pp > 1) + [f"DP {lay.dp}"] * (lay.dp > 1))
-    shape += " + EP" if lay.ep else ""
+    shape = ", ".join(lay.parts(" ")) + (" + EP" if lay.ep else "")
     how = f"{replicas} replicas of {shape}" if replicas > 1 else shape
-    return f"{n} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
+    return f"{replicas * lay.num_gpus} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
 
 
 def short_name(lay: Layout, replicas: int) -> str:
     """The chart's label, which a phone's width holds: "4 x l40s 2xTP2 fp8" (parallelism beyond
     one GPU and a format other than bf16 only; "2x" = replicas)."""
-    shape = [f"TP{lay.tp}"] * (lay.tp > 1) + [f"PP{lay.pp}"] * (lay.pp > 1) + [f"DP{lay.dp}"] * (lay.dp > 1)
-    shape += ["EP"] * lay.ep
-    how = "-".join(shape) or "1 GPU"
+    how = "-".join(lay.parts()[lay.tp == 1 :] + ["EP"] * lay.ep) or "1 GPU"
     how = f"{replicas}x{how}" if replicas > 1 else how
     fmt = "" if lay.weight_dtype == "bf16" else f" {lay.weight_dtype}"
     return f"{replicas * lay.num_gpus} x {lay.gpu.id} {how}{fmt}"
@@ -321,10 +299,9 @@ def verdict(run: dict[str, float], q: str, ttft_slo_s: float, tpot_slo_s: float)
 def best_case(
     m: Model, gpus: list[Gpu], max_gpus: int, formats: str, prompt: int, max_model_len: int
 ) -> dict[str, Any]:
-    """The most any allowed layout can do: the lowest TTFT and ITL floors over the layouts that fit
-    (cost model, course efficiencies, as the engine; a pipeline's parts over pp, as bounds()), and
-    whether any fits at all. The floors are at most every searched layout's, so a target they miss
-    is missed by all."""
+    """The most any allowed layout can do: the lowest TTFT and ITL floors over the layouts that fit (cost
+    model, course efficiencies, as the engine; a pipeline's parts over pp, as bounds()), and whether any
+    fits. The floors are at most every searched layout's, so a target they miss is missed by all."""
     best: dict[str, Any] = {"fits": False, "ttft_s": math.inf, "tpot_s": math.inf, "ttft_at": "", "tpot_at": ""}
     for gpu in gpus:
         for dtype in weight_formats(gpu, formats):
@@ -336,10 +313,8 @@ def best_case(
                 if a is None or not a.fits:
                     continue
                 kw: dict[str, Any] = {"weight_dtype": dtype, "eff": cm.efficiency(False), "tp": tp, "dp": dp, "ep": ep}
-                ttft, tpot = (
-                    _over_pp(t, pp)
-                    for t in (cm.prefill_time(m, gpu, prompt, **kw), cm.decode_step_time(m, gpu, [prompt], **kw))
-                )
+                steps = (cm.prefill_time(m, gpu, prompt, **kw), cm.decode_step_time(m, gpu, [prompt], **kw))
+                ttft, tpot = (_over_pp(t, pp) for t in steps)
                 where = f"{lay.num_gpus} x {gpu.id} ({lay.shape}, {dtype})"
                 best["fits"] = True
                 if ttft < best["ttft_s"]:
@@ -353,6 +328,5 @@ def _over_pp(t: cm.StepTime, pp: int) -> float:
     """A one-pass step's time with every part over pp (pp = 1: t.time_s)."""
     if pp <= 1:
         return t.time_s
-    return (
-        cm.roofline_s(t.compute_s / pp, t.memory_s / pp, t.communication_s / pp) + (t.overhead_s + t.activation_s) / pp
-    )
+    overlapped = cm.roofline_s(t.compute_s / pp, t.memory_s / pp, t.communication_s / pp)
+    return overlapped + (t.overhead_s + t.activation_s) / pp

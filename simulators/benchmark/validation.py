@@ -53,17 +53,9 @@ def skipped() -> list[dict[str, Any]]:
     return list(_data().get("skipped", []))
 
 
-def _formats(e: dict[str, Any]) -> bm.Formats:
-    return bm.Formats(
-        weight_dtype=e.get("weight_dtype", "bf16"),
-        kv_dtype=e.get("kv_dtype", "bf16"),
-        activation_dtype=e.get("activation_dtype"),
-        tp=int(e.get("tp", 1)),
-    )
-
-
-def _mg(e: dict[str, Any]) -> tuple[Model, Gpu]:
-    return models()[e["model"]], gpus()[e["gpu"]]
+def _setup(e: dict[str, Any]) -> tuple[Model, Gpu, bm.Formats]:
+    """The row's model, GPU and formats."""
+    return models()[e["model"]], gpus()[e["gpu"]], bm.formats(e)
 
 
 def schedule(e: dict[str, Any]) -> ef.EngineProfile:
@@ -77,21 +69,18 @@ def _batch(e: dict[str, Any], p: ef.EngineProfile, seq_tokens: int) -> int:
     """A measurement's batch: a number, or "fit": as many sequences as the KV cache (and engine) holds."""
     if e.get("batch_size", 1) != "fit":
         return int(e.get("batch_size", 1))
-    return bm.in_flight(schedule(e), *_mg(e), _formats(e), seq_tokens)  # the ceiling runs this schedule too
+    return bm.in_flight(schedule(e), *_setup(e), seq_tokens)  # the ceiling runs this schedule too
 
 
 def _decode_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
     b = _batch(e, p, int(e["context_tokens"]))
-    return bm.decode_rate(p, *_mg(e), _formats(e), int(e["context_tokens"]), b)
-
-
-def _decode_step_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
-    return 1e3 * int(e.get("batch_size", 1)) / _decode_rate(e, p)
+    return bm.decode_rate(p, *_setup(e), int(e["context_tokens"]), b)
 
 
 def _prefill_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
+    m, g, f = _setup(e)
     seqs = [(int(e["context_tokens"]), 0)] * int(e.get("batch_size", 1))
-    return cm.step_time(*_mg(e), seqs, **_formats(e).kw(), eff=p).time_s * 1e3  # type: ignore[arg-type]
+    return cm.step_time(m, g, seqs, **f.kw(), eff=p).time_s * 1e3
 
 
 SERVED = ("arrival", "lengths", "requests")  # what a serving-level row must state (served_benchmarks.py)
@@ -108,33 +97,27 @@ def _served(e: dict[str, Any], p: ef.EngineProfile) -> float:
 
 
 def _offline(e: dict[str, Any], p: ef.EngineProfile) -> float:
-    per_replica = _served(e, p)
     tp = int(e.get("tp", 1))
-    replicas = int(e.get("num_gpus", tp)) // tp
-    total = per_replica * replicas
+    total = _served(e, p) * (int(e.get("num_gpus", tp)) // tp)  # every replica serves as one does
     return total / int(e.get("num_gpus", tp)) if e.get("per_gpu") else total
-
-
-def _prompt_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
-    return bm.prompt_rate(p, *_mg(e), _formats(e), int(e["prompt_tokens"]), int(e["ubatch"]))
 
 
 def _matvec_stream(e: dict[str, Any], p: ef.EngineProfile) -> float:
     """GB/s a one-token (matrix-vector) decode step streams: its bytes over its memory time."""
+    m, g, f = _setup(e)
     seqs = [(1, int(e["context_tokens"]))]
-    m, g = _mg(e)
-    real = cm.step_time(m, g, seqs, **_formats(e).kw(), eff=p).memory_s  # type: ignore[arg-type]
-    ideal = cm.step_time(m, g, seqs, **_formats(e).kw(), eff=ef.ceiling(p)).memory_s  # type: ignore[arg-type]
+    real, ideal = (cm.step_time(m, g, seqs, **f.kw(), eff=x).memory_s for x in (p, ef.ceiling(p)))
     return g.hbm_bandwidth_GBps * ideal / real
 
 
+Predict = Callable[[dict[str, Any], ef.EngineProfile], float]
 # Each quantity a measurement can name, as a function of (measurement, engine profile).
-PREDICTIONS: dict[str, Callable[[dict[str, Any], ef.EngineProfile], float]] = {
+PREDICTIONS: dict[str, Predict] = {
     "decode_tokens_per_s": _decode_rate,
-    "decode_step_ms": _decode_step_ms,
+    "decode_step_ms": lambda e, p: 1e3 * int(e.get("batch_size", 1)) / _decode_rate(e, p),
     "prefill_ms": _prefill_ms,
     "offline_output_tokens_per_s": _offline,
-    "prompt_tokens_per_s": _prompt_rate,
+    "prompt_tokens_per_s": lambda e, p: bm.prompt_rate(p, *_setup(e), int(e["prompt_tokens"]), int(e["ubatch"])),
     "matvec_stream_GBps": _matvec_stream,
     "batch_latency_s": _served,
     "median_tpot_ms": lambda e, p: _served(e, p) * 1e3,
@@ -156,9 +139,7 @@ def as_run(e: dict[str, Any], p: ef.EngineProfile) -> ef.EngineProfile:
     return replace(p, layer_overhead_us=0.0) if e.get("fused_layers") else p
 
 
-def _wrap(
-    fn: Callable[[dict[str, Any], ef.EngineProfile], float],
-) -> Callable[[dict[str, Any], ef.EngineProfile], float]:
+def _wrap(fn: Predict) -> Predict:
     return lambda e, p: fn(e, as_run(e, p))
 
 
@@ -195,9 +176,8 @@ class Row:
 
     @property
     def error(self) -> float:
-        """Signed relative error as a speed: predicted speed / published speed - 1 (> 0: optimistic).
-
-        For a time the speed is its inverse, so the error is published / predicted - 1."""
+        """Signed relative error as a speed: predicted speed / published speed - 1 (> 0: optimistic);
+        for a time, whose speed is its inverse, published / predicted - 1."""
         if self.quantity in TIMES:
             return self.published / self.predicted - 1
         return self.predicted / self.published - 1
@@ -208,16 +188,14 @@ class Row:
 
 
 def rows() -> list[Row]:
-    """Every row with its predictions. Computed once per process (the serving rows run the event
-    engine: about 20 s); the rows are frozen, the list is the caller's."""
+    """Every row with its predictions, computed once per process (the serving rows run the event engine)."""
     return list(_rows())
 
 
 def source_group(e: dict[str, Any]) -> str:
-    """The row's source group: its `group` key, else derived from its source. An MLPerf result is
-    grouped by round and submitter (one submission's 1-GPU and 8-GPU systems are one group); any
-    other source by its document (the text before its first comma or parenthesis), so the rows of
-    one campaign, README or paper table share a group."""
+    """The row's source group: its `group` key, else derived from its source. An MLPerf result is grouped
+    by round and submitter (one submission's 1-GPU and 8-GPU systems are one group); any other source by
+    its document (the text before its first comma or parenthesis): one campaign, README or paper table."""
     if "group" in e:
         return str(e["group"])
     src = str(e["source"])
@@ -306,13 +284,11 @@ HEADER = (
 
 
 def _table(selected: list[Row]) -> list[str]:
-    lines = list(HEADER)
-    for r in selected:
-        lines.append(
-            f"| {_cell(r.what)} | {r.unit} | {r.engine if r.is_speed else '-'} | {_num(r.ideal)} | {_num(r.predicted)} "
-            f"| {_num(r.published)} | {r.error:+.0%} | {_cell(r.conditions)} | {_cell(r.source)} | {_cell(r.command)} |"
-        )
-    return lines
+    return [*HEADER] + [
+        f"| {_cell(r.what)} | {r.unit} | {r.engine if r.is_speed else '-'} | {_num(r.ideal)} | {_num(r.predicted)} "
+        f"| {_num(r.published)} | {r.error:+.0%} | {_cell(r.conditions)} | {_cell(r.source)} | {_cell(r.command)} |"
+        for r in selected
+    ]
 
 
 def band_text(b: Band) -> str:
@@ -351,31 +327,24 @@ def band_summary() -> str:
 
 def render_markdown() -> str:
     """The validation page's tables: calibration, held-out and exact checks apart, with the held-out band."""
-    every = rows()
+    same = (
+        "A group (one submission, campaign or paper table) is calibration or held out as a whole: these rows "
+        "were not fitted on, but share a source with rows that were (the same build, machine or table), so "
+        "they are not independent of the fit. " + band_text(band("same_source"))
+    )
     lines = [
         "<!-- Generated by scripts/validation_table.py from simulators/data/measurements.toml; do not edit. -->",
         "",
         "Held-out band: " + band_text(band("held_out")),
-        "",
-        "### Held out (no row of their source group set a factor)",
-        "",
-        *_table([r for r in every if r.role == "held_out"]),
-        "",
-        "### Not fitted, but from a calibration row's source (not counted as held out)",
-        "",
-        "A group (one submission, campaign or paper table) is calibration or held out as a whole: these rows "
-        "were not fitted on, but share a source with rows that were (the same build, machine or table), so "
-        "they are not independent of the fit. " + band_text(band("same_source")),
-        "",
-        *_table([r for r in every if r.role == "same_source"]),
-        "",
-        "### Calibration (the engine-profile factors were fitted on these)",
-        "",
-        *_table([r for r in every if r.role == "calibration"]),
-        "",
-        "### Sizes, shapes and the course's own figures",
-        "",
-        *_table([r for r in every if r.role == "check"]),
+    ]
+    for role, title, intro in (
+        ("held_out", "Held out (no row of their source group set a factor)", []),
+        ("same_source", "Not fitted, but from a calibration row's source (not counted as held out)", [same, ""]),
+        ("calibration", "Calibration (the engine-profile factors were fitted on these)", []),
+        ("check", "Sizes, shapes and the course's own figures", []),
+    ):
+        lines += ["", f"### {title}", "", *intro, *_table([r for r in rows() if r.role == role])]
+    lines += [
         "",
         "*Ideal* sets every efficiency to 1.0 and drops the per-step overhead, on the kernel path the engine uses: "
         "a ceiling for a rate, a floor for a time. *Predicted* applies the named engine profile "

@@ -60,20 +60,12 @@ def logs() -> list[dict[str, Any]]:
 
 def predict(entry: dict[str, Any]) -> vm.VllmMemory:
     m = models()[entry["model"]]
-    weight = entry["weight_dtype"]
-    if weight == "auto":
-        weight = m.weight_format or "bf16"
-    return vm.account(
-        m,
-        gpus()[entry["gpu"]],
-        tp=entry["tensor_parallel_size"],
-        pp=entry["pipeline_parallel_size"],
-        **{k: entry[k] for k in ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "max_num_seqs")},
-        kv_dtype="bf16" if entry["kv_cache_dtype"] == "auto" else entry["kv_cache_dtype"],
-        weight_dtype=weight,
-        dp=entry.get("data_parallel_size", 1),
-        ep=entry.get("enable_expert_parallel", False),
-    )
+    kw = {k: entry[k] for k in ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "max_num_seqs")}
+    kw |= {"tp": entry["tensor_parallel_size"], "pp": entry["pipeline_parallel_size"]}
+    kw |= {"dp": entry.get("data_parallel_size", 1), "ep": entry.get("enable_expert_parallel", False)}
+    kw["kv_dtype"] = "bf16" if entry["kv_cache_dtype"] == "auto" else entry["kv_cache_dtype"]
+    weight = (m.weight_format or "bf16") if entry["weight_dtype"] == "auto" else entry["weight_dtype"]
+    return vm.account(m, gpus()[entry["gpu"]], weight_dtype=weight, **kw)
 
 
 def rows() -> list[LogRow]:
@@ -128,22 +120,20 @@ TITLES = {
 }
 
 
-def _log_link(source: str) -> str:
-    """A link to the log, or, for a public file the search index found without naming its
-    repository, the words that identify it (measurements.toml has them in full)."""
-    return f"[log]({source})" if source.startswith("https://") else "public file, no address (measurements.toml)"
-
-
 def _table(split: str) -> list[str]:
     chosen = [r for r in rows() if r.split == split]
     s = summary(split)
     worst = max(chosen, key=lambda r: abs(r.error))
     lines = [f"**{TITLES[split]}**", "", *HEADER]
     for r in chosen:
+        # a link to the log, or for a public file found without its repository's name, where to read it
+        link = (
+            f"[log]({r.source})" if r.source.startswith("https://") else "public file, no address (measurements.toml)"
+        )
         lines.append(
             f"| {r.model} | {r.layout} | {r.vllm_version} | {r.what} | {r.predicted_tokens:,} | {r.logged_tokens:,} | "
             f"{r.error:+.1%} | {r.predicted_concurrency:.2f} | {r.logged_concurrency:.2f} | "
-            f"{r.predicted_available_GiB:.2f} / {r.logged_available_GiB:.2f} | {_log_link(r.source)} |"
+            f"{r.predicted_available_GiB:.2f} / {r.logged_available_GiB:.2f} | {link} |"
         )
     lines += [
         "",
