@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 from xml.sax.saxutils import escape
@@ -31,11 +32,7 @@ def place_legend(chart: Canvas, avail: float) -> None:
     if chart.legend:
         widths = [text_width(_text(t["trace"].get("name", ""))) + 45 for t in chart.legend]
         if sum(widths) <= avail:
-            x = 0.0
-            chart.legend_positions = []
-            for wd in widths:
-                chart.legend_positions.append((x, 0))
-                x += wd
+            chart.legend_positions = [(x, 0) for x in itertools.accumulate(widths[:-1], initial=0.0)]
             chart.legend_rows = 1
         else:
             col_w = max(widths)

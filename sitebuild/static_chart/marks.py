@@ -128,9 +128,7 @@ def line_path(points: list[tuple[float, float] | None], shape: str = "linear") -
             elif px == x and py != y:
                 out.append(f"V{y}")
                 last_cmd = "V"
-            elif px == x and py == y:
-                pass
-            else:
+            elif px != x and py != y:
                 out.append(f" {x},{y}" if last_cmd == "L" else f"L{x},{y}")
                 last_cmd = "L"
         prev = (x, y)
