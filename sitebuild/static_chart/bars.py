@@ -39,8 +39,7 @@ def expand_bars(chart: Canvas) -> None:
             offset = (gi - (n - 1) / 2) * width if chart.barmode == "group" else 0.0
             geometry = []
             for i, (p, s) in enumerate(zip(positions, sizes, strict=False)):
-                pu = pos_ax.to_linear(p)
-                sv = _num(s)
+                pu, sv = pos_ax.to_linear(p), _num(s)
                 if pu is None or sv is None:
                     continue
                 b = _num(bases[i] if i < len(bases) else None) if isinstance(bases, list) else _num(bases)
@@ -70,12 +69,9 @@ def expand_bars(chart: Canvas) -> None:
 
 def _bar_fill(chart: Canvas, trace: dict[str, Any], color: str) -> str:
     shape = _dict(_dict(trace.get("marker")).get("pattern")).get("shape")
-    if isinstance(shape, str) and shape and pattern_body(shape, color):
+    if isinstance(shape, str) and shape and (tile := pattern_body(shape, color)):
         s = PATTERN_SIZE
-        body = (
-            f'<pattern id="{{id}}" patternUnits="userSpaceOnUse" width="{s}" height="{s}">'
-            f"{pattern_body(shape, color)}</pattern>"
-        )
+        body = f'<pattern id="{{id}}" patternUnits="userSpaceOnUse" width="{s}" height="{s}">{tile}</pattern>'
         return f"url(#{chart.def_id(('pattern', shape, color), body)})"
     return _attr(color)
 
@@ -102,10 +98,8 @@ def draw_bar(chart: Canvas, t: dict[str, Any]) -> str:
         lo_px, hi_px = sorted((size_ax.p0, size_ax.p1))
         s0 = min(max(size_ax.px(b), lo_px - 1), hi_px + 1)
         s1 = min(max(size_ax.px(e), lo_px - 1), hi_px + 1)
-        if t["horizontal"]:
-            x, y, w, h = min(s0, s1), min(p0, p1), abs(s1 - s0), abs(p1 - p0)
-        else:
-            x, y, w, h = min(p0, p1), min(s0, s1), abs(p1 - p0), abs(s1 - s0)
+        (a0, a1), (b0, b1) = ((s0, s1), (p0, p1)) if t["horizontal"] else ((p0, p1), (s0, s1))  # along x, along y
+        x, y, w, h = min(a0, a1), min(b0, b1), abs(a1 - a0), abs(b1 - b0)
         rects.append(f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}"/>')
         label = texts[i] if isinstance(texts, list) and i < len(texts) else (texts if isinstance(texts, str) else None)
         if label not in (None, "") and position != "none":
@@ -113,7 +107,7 @@ def draw_bar(chart: Canvas, t: dict[str, Any]) -> str:
             labels.append(_bar_text(str(label), position, on, t["horizontal"], (x, y, w, h), s1 < s0))
     group = f'<g class="sc-bars" fill="{fill}"{stroke}>{"".join(rects)}</g>'
     if any(labels):
-        group += f'<g class="sc-text sc-label">{"".join(lab for lab in labels if lab)}</g>'
+        group += f'<g class="sc-text sc-label">{"".join(labels)}</g>'
     return group
 
 

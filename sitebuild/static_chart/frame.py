@@ -50,70 +50,51 @@ def draw_axes_text(chart: Canvas) -> list[str]:
             continue
         if ax.overlaying and not any(t["ya"] is ax or t["xa"] is ax for t in chart.traces):
             continue
-        labels = []
         if ax.vertical:
             right = ax.side == "right"
-            x = chart.right + 3 if right else chart.left - 3
-            anchor = "start" if right else "end"
-            for u, lab, minor in ax.ticks:
-                y = ax.px(u) + FONT * (0.75 if minor else 1) * 0.35
-                labels.append(f'<text x="{_n(x)}" y="{_n(y)}"{SMALL if minor else ""}>{escape(lab)}</text>')
-            out.append(f'<g class="sc-text sc-tick" text-anchor="{anchor}">{"".join(labels)}</g>')
-            if title := _text(ax.spec.get("title")):
-                widest = _widest_label(ax)
-                mid = (ax.p0 + ax.p1) / 2
-                tx = chart.right + widest + 20 if right else max(AXIS_TITLE_FONT, chart.left - widest - 20)
-                rot = f"translate({_n(tx)},{_n(mid)}) rotate({90 if right else -90})"
-                out.append(
-                    f'<text class="sc-text sc-axis-title" transform="{rot}" text-anchor="middle">{escape(title)}</text>'
-                )
+            x, anchor = (chart.right + 3, "start") if right else (chart.left - 3, "end")
+            attrs = [
+                f'x="{_n(x)}" y="{_n(ax.px(u) + FONT * (0.75 if minor else 1) * 0.35)}"{SMALL if minor else ""}'
+                for u, _, minor in ax.ticks
+            ]
+            widest, mid = _widest_label(ax), (ax.p0 + ax.p1) / 2
+            tx = chart.right + widest + 20 if right else max(AXIS_TITLE_FONT, chart.left - widest - 20)
+            title_attrs = f'transform="translate({_n(tx)},{_n(mid)}) rotate({90 if right else -90})"'
         else:
-            anchor = ax.spec.get("anchor")
-            y_axis = chart.axis(anchor) if isinstance(anchor, str) and anchor.startswith("y") else None
+            y_ref = ax.spec.get("anchor")
+            y_axis = chart.axis(y_ref) if isinstance(y_ref, str) and y_ref.startswith("y") else None
             base = max(y_axis.p0, y_axis.p1) if y_axis is not None else chart.bottom
-            rotate = getattr(ax, "rotate", False)
-            for u, lab, minor in ax.ticks:
-                px = ax.px(u)
-                if rotate:
-                    labels.append(
-                        f'<text transform="translate({_n(px - 4)},{_n(base + 12)}) rotate(30)" '
-                        f'text-anchor="start">{escape(lab)}</text>'
-                    )
-                else:
-                    labels.append(
-                        f'<text x="{_n(px)}" y="{_n(base + 17)}"{SMALL if minor else ""}>{escape(lab)}</text>'
-                    )
-            out.append(f'<g class="sc-text sc-tick" text-anchor="middle">{"".join(labels)}</g>')
-            if title := _text(ax.spec.get("title")):
-                drop = _widest_label(ax) * 0.5 if rotate else 0
-                out.append(
-                    f'<text class="sc-text sc-axis-title" x="{_n((ax.p0 + ax.p1) / 2)}" '
-                    f'y="{_n(base + 47 + drop)}" text-anchor="middle">{escape(title)}</text>'
-                )
+            rotate, anchor = getattr(ax, "rotate", False), "middle"
+            attrs = [
+                f'transform="translate({_n(ax.px(u) - 4)},{_n(base + 12)}) rotate(30)" text-anchor="start"'
+                if rotate
+                else f'x="{_n(ax.px(u))}" y="{_n(base + 17)}"{SMALL if minor else ""}'
+                for u, _, minor in ax.ticks
+            ]
+            drop = _widest_label(ax) * 0.5 if rotate else 0
+            title_attrs = f'x="{_n((ax.p0 + ax.p1) / 2)}" y="{_n(base + 47 + drop)}"'
+        labels = "".join(f"<text {a}>{escape(lab)}</text>" for a, (_, lab, _) in zip(attrs, ax.ticks, strict=True))
+        out.append(f'<g class="sc-text sc-tick" text-anchor="{anchor}">{labels}</g>')
+        if title := _text(ax.spec.get("title")):
+            out.append(f'<text class="sc-text sc-axis-title" {title_attrs} text-anchor="middle">{escape(title)}</text>')
     return out
 
 
 def draw_titles(chart: Canvas) -> list[str]:
     text = _text(chart.layout.get("title"))
     sub = _text(_dict(chart.layout.get("title")).get("subtitle"))
-    out = []
+    x, out = f'x="{_n(chart.width / 2)}"', []
     if text:
         y = chart.top / 2 + TITLE_FONT * 0.35 - (8 if sub else 0)  # a subtitle goes under a raised title
-        out.append(
-            f'<text class="sc-text sc-title" x="{_n(chart.width / 2)}" y="{_n(y)}" '
-            f'text-anchor="middle">{escape(text)}</text>'
-        )
+        out.append(f'<text class="sc-text sc-title" {x} y="{_n(y)}" text-anchor="middle">{escape(text)}</text>')
     if sub:
-        out.append(
-            f'<text class="sc-text sc-subtitle" x="{_n(chart.width / 2)}" y="{_n(chart.top / 2 + 16)}" '
-            f'text-anchor="middle">{escape(sub)}</text>'
-        )
+        y = chart.top / 2 + 16
+        out.append(f'<text class="sc-text sc-subtitle" {x} y="{_n(y)}" text-anchor="middle">{escape(sub)}</text>')
     return out
 
 
 def _widest_label(ax: Axis) -> float:
-    labels = [lab for _, lab, _ in ax.ticks] or ["0"]
-    return max(text_width(lab) for lab in labels)
+    return max(text_width(lab) for _, lab, _ in ax.ticks) if ax.ticks else text_width("0")
 
 
 def _x_label_space(chart: Canvas) -> float:

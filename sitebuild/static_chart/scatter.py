@@ -16,8 +16,7 @@ def expand_scatter(chart: Canvas) -> None:
     for t in chart.traces:
         if t["kind"] != "scatter":
             continue
-        mode = str(t["trace"].get("mode", "lines+markers" if len(t["x"]) < 20 else "lines"))
-        t["mode"] = mode
+        t["mode"] = mode = str(t["trace"].get("mode", "lines+markers" if len(t["x"]) < 20 else "lines"))
         has_markers, has_text = "markers" in mode, "text" in mode
         size = _num(_dict(t["trace"].get("marker")).get("size")) or 6
         ppad = max(size / 1.6, 3) if has_markers else 0  # plotly's markerTrans (sizeref 1.6)

@@ -67,12 +67,10 @@ def axis_exponent(lo: float, hi: float) -> int:
 
 def _log_label(k: float) -> str:
     p = round(k)
-    if abs(p) > 15:
-        return f"1e{p:+d}".replace("-", MINUS)
     if abs(p) <= 3:
         return _trim(f"{10.0**p:.{max(0, -p)}f}")
     exp = 3 * round((p - 1) / 3)
-    if exp not in _SI:
+    if abs(p) > 15 or exp not in _SI:
         return f"1e{p:+d}".replace("-", MINUS)
     return f"{10 ** (p - exp):g}" + _SI[exp]
 
