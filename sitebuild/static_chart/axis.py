@@ -169,8 +169,7 @@ class Axis:
                 self.ticks = [(u, format_d3(10**u, fmt) or lab, m) for u, lab, m in self.ticks]
             return
         values, dtick = linear_ticks(lo, hi, self.length(), self.vertical)
-        for v in values:
-            self.ticks.append((v, self._label(v, dtick, fmt), False))
+        self.ticks = [(v, self._label(v, dtick, fmt), False) for v in values]
 
     def _label(self, v: float, dtick: float, fmt: str) -> str:
         if fmt and (out := format_d3(v, fmt)) is not None:
