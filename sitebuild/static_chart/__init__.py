@@ -67,9 +67,8 @@ def figure_id(figure: Any) -> str:
 def render(figure: dict[str, Any], title_id: str | None = None) -> str:
     """The figure as one `<svg>` string; `title_id` (unique on the page) names its <title> and
     prefixes every id inside it. Never raises on a malformed figure: what cannot be drawn is left out."""
-    prefix = (
-        title_id if isinstance(title_id, str) and re.fullmatch(r"[A-Za-z][\w.:-]*", title_id) else figure_id(figure)
-    )
+    valid_id = isinstance(title_id, str) and re.fullmatch(r"[A-Za-z][\w.:-]*", title_id)
+    prefix = title_id if valid_id else figure_id(figure)
     chart = _Chart(figure, prefix)
     try:
         body = chart.build()
@@ -77,8 +76,7 @@ def render(figure: dict[str, Any], title_id: str | None = None) -> str:
     except Exception:  # a figure this renderer cannot read: an empty frame rather than a failed build
         chart = _Chart({}, prefix)
         body, defs = "", ""
-    title = _text(_dict(figure).get("layout", {}).get("title") if isinstance(_dict(figure).get("layout"), dict) else "")
-    title = title or "Chart"
+    title = _text(_dict(_dict(figure).get("layout")).get("title")) or "Chart"
     labelled = f' aria-labelledby="{_attr(title_id)}"' if title_id else ""
     title_attr = f' id="{_attr(title_id)}"' if title_id else ""
     return (

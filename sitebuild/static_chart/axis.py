@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sitebuild.static_chart.text import _is_numberish, _list, _log_label, _num, axis_exponent, format_d3, format_default
+from sitebuild.static_chart.text import _list, _log_label, _num, axis_exponent, format_d3, format_default
 
 PAD = 0.05  # plotly pads autoranges by 5% of the axis length
 
@@ -16,10 +16,7 @@ def nice_step(rough: float) -> float:
     if rough <= 0 or not math.isfinite(rough):
         return 1.0
     base = 10 ** math.floor(math.log10(rough))
-    for m in (2, 5, 10):
-        if rough / base <= m * (1 + 1e-9):
-            return base * m
-    return base * 10
+    return base * next((m for m in (2, 5) if rough / base <= m * (1 + 1e-9)), 10)
 
 
 def linear_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> tuple[list[float], float]:
@@ -69,35 +66,26 @@ def log_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> list[tu
 class Axis:
     def __init__(self, name: str, spec: dict[str, Any]) -> None:
         self.name = name  # "xaxis", "yaxis2"...
-        self.id = name[0] + name[5:]  # "x", "y2"
         self.spec = spec
         self.vertical = name.startswith("y")
         self.type = str(spec.get("type", "-"))
-        self.categories: list[str] = []
-        self.cat_index: dict[str, int] = {}
+        self.categories: dict[str, int] = {}  # category -> index, in order of appearance
         self.entries: list[tuple[float, float, float]] = []  # (value, pad px below, pad px above)
         self.overlaying = spec.get("overlaying") if isinstance(spec.get("overlaying"), str) else None
         self.side = spec.get("side") or ("left" if self.vertical else "bottom")
-        dom = _list(spec.get("domain"))
-        self.domain = (
-            (float(dom[0]), float(dom[1])) if len(dom) == 2 and all(_is_numberish(d) for d in dom) else (0.0, 1.0)
-        )
+        dom = [_num(d) for d in _list(spec.get("domain"))]
+        self.domain = (dom[0], dom[1]) if len(dom) == 2 and dom[0] is not None and dom[1] is not None else (0.0, 1.0)
         self.lo, self.hi = 0.0, 1.0
         self.p0, self.p1 = 0.0, 1.0  # pixel positions of lo and hi
         self.used = False
         self.ticks: list[tuple[float, str, bool]] = []
 
-    # values ------------------------------------------------------------------------------------
     def to_linear(self, v: Any) -> float | None:
         """A data value → axis units (log10 for log axes, index for categories)."""
         if self.type == "category":
             if v is None or (isinstance(v, float) and not math.isfinite(v)):
                 return None
-            key = str(v)
-            if key not in self.cat_index:
-                self.cat_index[key] = len(self.categories)
-                self.categories.append(key)
-            return float(self.cat_index[key])
+            return float(self.categories.setdefault(str(v), len(self.categories)))
         f = _num(v)
         if f is None:
             return None
@@ -118,40 +106,35 @@ class Axis:
 
     def autorange(self) -> None:
         """plotly's autorange: the smallest range that holds every value with its pixel padding."""
-        rng = _list(self.spec.get("range"))
-        if len(rng) == 2 and all(_is_numberish(r) for r in rng):  # log ranges are in log10 units, as plotly's
-            self.lo, self.hi = float(rng[0]), float(rng[1])
+        rng = [_num(r) for r in _list(self.spec.get("range"))]
+        if len(rng) == 2 and rng[0] is not None and rng[1] is not None:  # log ranges in log10 units, as plotly's
+            self.lo, self.hi = rng[0], rng[1]
         else:
-            entries = list(self.entries)
-            if self.spec.get("rangemode") in ("tozero", "nonnegative") and self.type == "linear":
-                entries.append((0.0, 0.0, 0.0))
-            if not entries:
-                self.lo, self.hi = (-1.0, 6.0) if self.type != "log" else (0.0, 1.0)
-            else:
-                length = max(self.length(), 1.0)
-                best = None
-                for v_lo, p_lo, _ in entries:
-                    for v_hi, _, p_hi in entries:
-                        dv = v_hi - v_lo
-                        dp = length - p_lo - p_hi
-                        if dv <= 0 or dp <= 0:
-                            continue
-                        ratio = dv / dp
-                        if best is None or ratio > best[0]:
-                            best = (ratio, v_lo - p_lo * ratio, v_hi + p_hi * ratio)
-                if best is None:  # one value (or all equal)
-                    v = entries[0][0]
-                    if self.type == "category":
-                        self.lo, self.hi = v - 0.5, v + 0.5
-                    else:
-                        half = abs(v) * 0.1 if v else 1.0
-                        self.lo, self.hi = v - half, v + half
-                else:
-                    self.lo, self.hi = best[1], best[2]
-                if self.spec.get("rangemode") == "nonnegative" and self.lo < 0:
-                    self.lo = 0.0
+            self.lo, self.hi = self._fit()
         if self.spec.get("autorange") == "reversed" and not rng:
             self.lo, self.hi = self.hi, self.lo
+
+    def _fit(self) -> tuple[float, float]:
+        entries = list(self.entries)
+        if self.spec.get("rangemode") in ("tozero", "nonnegative") and self.type == "linear":
+            entries.append((0.0, 0.0, 0.0))
+        if not entries:
+            return (-1.0, 6.0) if self.type != "log" else (0.0, 1.0)
+        length = max(self.length(), 1.0)
+        best = None
+        for v_lo, p_lo, _ in entries:
+            for v_hi, _, p_hi in entries:
+                dv, dp = v_hi - v_lo, length - p_lo - p_hi
+                if dv <= 0 or dp <= 0:
+                    continue
+                ratio = dv / dp
+                if best is None or ratio > best[0]:
+                    best = (ratio, v_lo - p_lo * ratio, v_hi + p_hi * ratio)
+        if best is None:  # one value (or all equal)
+            v = entries[0][0]
+            half = 0.5 if self.type == "category" else abs(v) * 0.1 if v else 1.0
+            best = (0.0, v - half, v + half)
+        return (0.0 if self.spec.get("rangemode") == "nonnegative" and best[1] < 0 else best[1]), best[2]
 
     def make_ticks(self, sync_with: Axis | None = None) -> None:
         lo, hi = min(self.lo, self.hi), max(self.lo, self.hi)
@@ -186,21 +169,15 @@ class Axis:
                 self.ticks = [(u, format_d3(10**u, fmt) or lab, m) for u, lab, m in self.ticks]
             return
         values, dtick = linear_ticks(lo, hi, self.length(), self.vertical)
-        for v in values:
-            self.ticks.append((v, self._label(v, dtick, fmt), False))
+        self.ticks = [(v, self._label(v, dtick, fmt), False) for v in values]
 
     def _label(self, v: float, dtick: float, fmt: str) -> str:
-        if fmt:
-            out = format_d3(v, fmt)
-            if out is not None:
-                return out
-        lo, hi = self.lo, self.hi
+        if fmt and (out := format_d3(v, fmt)) is not None:
+            return out
         if self.type == "log":
             return format_default(10**v, 10 ** math.floor(v) / 100)
-        return format_default(v, dtick, axis_exponent(lo, hi))
+        return format_default(v, dtick, axis_exponent(self.lo, self.hi))
 
 
 def _axis_name(ref: str | None) -> str:
-    if not ref:
-        return ""
-    return ("xaxis" if ref.startswith("x") else "yaxis") + ref[1:]
+    return ("xaxis" if ref.startswith("x") else "yaxis") + ref[1:] if ref else ""

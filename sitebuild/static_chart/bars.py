@@ -12,6 +12,8 @@ from sitebuild.static_chart.canvas import Canvas
 from sitebuild.static_chart.marks import PATTERN_SIZE, pattern_body
 from sitebuild.static_chart.text import FONT, _attr, _color, _dict, _n, _num, text_width
 
+Box = tuple[float, float, float, float]
+
 
 def expand_bars(chart: Canvas) -> None:
     """Each bar's slot and extent (chart.bar_geometry), stacked or grouped, and the axes padded for them."""
@@ -37,8 +39,7 @@ def expand_bars(chart: Canvas) -> None:
             offset = (gi - (n - 1) / 2) * width if chart.barmode == "group" else 0.0
             geometry = []
             for i, (p, s) in enumerate(zip(positions, sizes, strict=False)):
-                pu = pos_ax.to_linear(p)
-                sv = _num(s)
+                pu, sv = pos_ax.to_linear(p), _num(s)
                 if pu is None or sv is None:
                     continue
                 b = _num(bases[i] if i < len(bases) else None) if isinstance(bases, list) else _num(bases)
@@ -47,8 +48,7 @@ def expand_bars(chart: Canvas) -> None:
                     key = (pu, sv < 0)
                     base = stacks.get(key, 0.0)
                     stacks[key] = base + sv
-                end = base + sv
-                geometry.append((pu + offset, width, base, end, i))
+                geometry.append((pu + offset, width, base, base + sv, i))
             chart.bar_geometry[t["index"]] = geometry
             t["pos_ax"], t["size_ax"] = pos_ax, size_ax
             for pu, wd, base, end, _ in geometry:
@@ -61,24 +61,17 @@ def expand_bars(chart: Canvas) -> None:
                 sp = PAD * size_ax.length()
                 if t["trace"].get("textposition") == "outside" and t["trace"].get("text") is not None:
                     sp += FONT + 4  # room for the label beyond the bar's end
-                for v, is_base in ((base, True), (end, False)):
+                for v in (base, end):
                     u = size_ax.to_linear(v) if size_ax.type != "category" else v
-                    if u is None:
-                        continue
-                    if is_base:
-                        size_ax.expand(u)
-                    else:  # padded away from the base only, as plotly's tozero bars
+                    if u is not None:  # the end padded away from the base only, as plotly's tozero bars
                         size_ax.expand(u, sp if v < base else 0, sp if v > base else 0)
 
 
 def _bar_fill(chart: Canvas, trace: dict[str, Any], color: str) -> str:
     shape = _dict(_dict(trace.get("marker")).get("pattern")).get("shape")
-    if isinstance(shape, str) and shape and pattern_body(shape, color):
+    if isinstance(shape, str) and shape and (tile := pattern_body(shape, color)):
         s = PATTERN_SIZE
-        body = (
-            f'<pattern id="{{id}}" patternUnits="userSpaceOnUse" width="{s}" height="{s}">'
-            f"{pattern_body(shape, color)}</pattern>"
-        )
+        body = f'<pattern id="{{id}}" patternUnits="userSpaceOnUse" width="{s}" height="{s}">{tile}</pattern>'
         return f"url(#{chart.def_id(('pattern', shape, color), body)})"
     return _attr(color)
 
@@ -98,40 +91,29 @@ def draw_bar(chart: Canvas, t: dict[str, Any]) -> str:
         b, e = (size_ax.to_linear(base), size_ax.to_linear(end)) if size_ax.type != "category" else (base, end)
         if size_ax.type == "log":
             floor = min(size_ax.lo, size_ax.hi) - 1
-            b = b if b is not None else floor
-            e = e if e is not None else floor
+            b, e = (floor if b is None else b), (floor if e is None else e)
         if b is None or e is None:
             continue
         p0, p1 = pos_ax.px(pu - wd / 2), pos_ax.px(pu + wd / 2)
         lo_px, hi_px = sorted((size_ax.p0, size_ax.p1))
         s0 = min(max(size_ax.px(b), lo_px - 1), hi_px + 1)
         s1 = min(max(size_ax.px(e), lo_px - 1), hi_px + 1)
-        if t["horizontal"]:
-            x, y, w, h = min(s0, s1), min(p0, p1), abs(s1 - s0), abs(p1 - p0)
-        else:
-            x, y, w, h = min(p0, p1), min(s0, s1), abs(p1 - p0), abs(s1 - s0)
+        (a0, a1), (b0, b1) = ((s0, s1), (p0, p1)) if t["horizontal"] else ((p0, p1), (s0, s1))  # along x, along y
+        x, y, w, h = min(a0, a1), min(b0, b1), abs(a1 - a0), abs(b1 - b0)
         rects.append(f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}"/>')
         label = texts[i] if isinstance(texts, list) and i < len(texts) else (texts if isinstance(texts, str) else None)
         if label not in (None, "") and position != "none":
             on = None if fill.startswith("url(") else color  # text on a pattern takes the theme's colour
-            labels.append(_bar_text(str(label), position, on, t["horizontal"], x, y, w, h, s1 < s0))
+            labels.append(_bar_text(str(label), position, on, t["horizontal"], (x, y, w, h), s1 < s0))
     group = f'<g class="sc-bars" fill="{fill}"{stroke}>{"".join(rects)}</g>'
     if any(labels):
-        group += f'<g class="sc-text sc-label">{"".join(lab for lab in labels if lab)}</g>'
+        group += f'<g class="sc-text sc-label">{"".join(labels)}</g>'
     return group
 
 
-def _bar_text(
-    label: str,
-    position: str,
-    color: str | None,
-    horizontal: bool,
-    x: float,
-    y: float,
-    w: float,
-    h: float,
-    grows_up: bool,
-) -> str:
+def _bar_text(label: str, position: str, color: str | None, horizontal: bool, box: Box, grows_up: bool) -> str:
+    """A bar's label in or beyond its rectangle `box` (x, y, width, height in px)."""
+    x, y, w, h = box
     e = escape(label)
     natural = text_width(label)
     if position == "outside":

@@ -57,8 +57,7 @@ class Canvas:
     def _style(self, t: dict[str, Any]) -> tuple[str, float, str]:
         trace = t["trace"]
         line, marker = _dict(trace.get("line")), _dict(trace.get("marker"))
-        color = marker.get("color") if t["kind"] == "bar" or not isinstance(line.get("color"), str) else line["color"]
-        if not isinstance(color, str):
-            color = line.get("color") if isinstance(line.get("color"), str) else marker.get("color")
+        colors = (marker.get("color"), line.get("color"))  # a bar's own colour first, a line's for a scatter
+        color = next((c for c in (colors if t["kind"] == "bar" else colors[::-1]) if isinstance(c, str)), None)
         width = _num(line.get("width"))
         return _color(color, t["default_color"]), 2.0 if width is None else width, str(line.get("dash", "solid"))

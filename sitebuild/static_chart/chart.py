@@ -11,7 +11,7 @@ from sitebuild.static_chart.canvas import Canvas
 from sitebuild.static_chart.frame import _widest_label, _x_label_space, draw_axes_text, draw_grid, draw_titles
 from sitebuild.static_chart.legend import LEGEND_ROW, draw_legend, place_legend
 from sitebuild.static_chart.scatter import draw_scatter, expand_scatter
-from sitebuild.static_chart.text import _is_numberish, _list, _n, _text
+from sitebuild.static_chart.text import _list, _n, _num, _text
 
 COLORWAY = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
             "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
@@ -30,27 +30,14 @@ class _Chart(Canvas):
             xa.used = ya.used = True
             xs, ys = _list(trace.get("x")), _list(trace.get("y"))
             horizontal = kind == "bar" and trace.get("orientation") == "h"
-            if kind == "bar" and not xs and ys and not horizontal:
+            if not horizontal and not xs and ys:  # plotly numbers the points 0, 1, 2...
                 xs = list(range(len(ys)))
-            if kind == "bar" and not ys and xs and horizontal:
+            if horizontal and not ys and xs:
                 ys = list(range(len(xs)))
-            if kind == "scatter" and not xs and ys:
-                xs = list(range(len(ys)))
             n = min(len(xs), len(ys))
-            color_i = len(self.traces)
-            self.traces.append(
-                {
-                    "index": index,
-                    "trace": trace,
-                    "kind": kind,
-                    "xa": xa,
-                    "ya": ya,
-                    "x": xs[:n],
-                    "y": ys[:n],
-                    "horizontal": horizontal,
-                    "default_color": COLORWAY[color_i % len(COLORWAY)],
-                }
-            )
+            color = COLORWAY[len(self.traces) % len(COLORWAY)]
+            t = {"index": index, "trace": trace, "kind": kind, "xa": xa, "ya": ya, "horizontal": horizontal}
+            self.traces.append({**t, "x": xs[:n], "y": ys[:n], "default_color": color})
         # axis types: explicit, else category when the values are mostly strings
         values: dict[str, list[Any]] = {}
         for t in self.traces:
@@ -59,12 +46,11 @@ class _Chart(Canvas):
         for name, ax in self.axes.items():
             if ax.type not in ("linear", "log", "category"):
                 vals = [v for v in values.get(name, []) if v is not None]
-                strings = sum(1 for v in vals if isinstance(v, str) and not _is_numberish(v))
+                strings = sum(1 for v in vals if isinstance(v, str) and _num(v) is None)
                 ax.type = "category" if vals and strings * 2 >= len(vals) and strings else "linear"
         for ax in list(self.axes.values()):
             if ax.overlaying:
-                base = self.axis(ax.overlaying)
-                ax.domain = base.domain
+                ax.domain = self.axis(ax.overlaying).domain
         self.barmode = barmode if barmode in ("group", "stack", "overlay", "relative") else "group"
 
     def place(self) -> None:
@@ -104,46 +90,38 @@ class _Chart(Canvas):
 
     def build(self) -> str:
         self.prepare()
-        # a first pass with provisional geometry gives tick labels for automargins, then the real one
-        for final in (False, True):
-            if final:
-                self.place()  # needs the first pass's tick labels
-            for ax in self.axes.values():
-                ax.entries, ax.ticks = [], []
-            if not final:
-                self.left, self.right = self.margin["l"], self.width - self.margin["r"]
-                self.top, self.bottom = self.margin["t"], self.height - self.margin["b"]
-                self.place_axes(self.right - self.left, self.bottom - self.top)
-            expand_bars(self)
-            expand_scatter(self)
-            for ax in self.axes.values():
-                ax.autorange()
-            for ax in sorted(self.axes.values(), key=lambda a: a.overlaying is not None):
-                ax.make_ticks(self.axes.get(_axis_name(ax.overlaying)) if ax.overlaying else None)
+        # a first pass with provisional geometry (the margins) gives tick labels for automargins
+        self.left, self.right = self.margin["l"], self.width - self.margin["r"]
+        self.top, self.bottom = self.margin["t"], self.height - self.margin["b"]
+        self.place_axes(self.right - self.left, self.bottom - self.top)
+        self.fit_axes()
+        self.place()  # needs the first pass's tick labels
+        self.fit_axes()
         return self.svg()
 
+    def fit_axes(self) -> None:
+        """Each axis's autorange and ticks, for the traces at the current geometry."""
+        for ax in self.axes.values():
+            ax.entries, ax.ticks = [], []
+        expand_bars(self)
+        expand_scatter(self)
+        for ax in self.axes.values():
+            ax.autorange()
+        for ax in sorted(self.axes.values(), key=lambda a: a.overlaying is not None):
+            ax.make_ticks(self.axes.get(_axis_name(ax.overlaying)) if ax.overlaying else None)
+
     def svg(self) -> str:
-        parts: list[str] = []
-        parts.append(f'<rect class="sc-bg" width="{_n(self.width)}" height="{_n(self.height)}"/>')
-        parts.extend(draw_grid(self))
-        clip_ids: dict[tuple[float, float], str] = {}
-        series: list[str] = []
+        series = []
         for t in self.traces:
-            domain = t["ya"].domain
-            if domain not in clip_ids:
-                y0 = self.bottom - domain[1] * self.plot_h
-                y1 = self.bottom - domain[0] * self.plot_h
-                body = (
-                    f'<clipPath id="{{id}}"><rect x="{_n(self.left)}" y="{_n(y0)}" '
-                    f'width="{_n(self.plot_w)}" height="{_n(y1 - y0)}"/></clipPath>'
-                )
-                clip_ids[domain] = self.def_id(("clip", domain), body)
-            drawn = draw_bar(self, t) if t["kind"] == "bar" else draw_scatter(self, t)
-            series.append(
-                f'<g class="sc-series" data-trace="{t["index"]}" clip-path="url(#{clip_ids[domain]})">{drawn}</g>'
+            d0, d1 = t["ya"].domain
+            y0, y1 = self.bottom - d1 * self.plot_h, self.bottom - d0 * self.plot_h
+            clip = self.def_id(
+                ("clip", (d0, d1)),
+                f'<clipPath id="{{id}}"><rect x="{_n(self.left)}" y="{_n(y0)}" '
+                f'width="{_n(self.plot_w)}" height="{_n(y1 - y0)}"/></clipPath>',
             )
-        parts.append(f'<g class="sc-data">{"".join(series)}</g>')
-        parts.extend(draw_axes_text(self))
-        parts.extend(draw_titles(self))
-        parts.extend(draw_legend(self))
-        return "".join(parts)
+            drawn = draw_bar(self, t) if t["kind"] == "bar" else draw_scatter(self, t)
+            series.append(f'<g class="sc-series" data-trace="{t["index"]}" clip-path="url(#{clip})">{drawn}</g>')
+        bg = f'<rect class="sc-bg" width="{_n(self.width)}" height="{_n(self.height)}"/>'
+        data = f'<g class="sc-data">{"".join(series)}</g>'
+        return "".join([bg, *draw_grid(self), data, *draw_axes_text(self), *draw_titles(self), *draw_legend(self)])

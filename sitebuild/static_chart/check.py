@@ -47,16 +47,16 @@ def unsupported(figure: Any) -> list[str]:
     legend = _dict(layout.get("legend"))
     if legend.get("orientation", "h") != "h" or set(legend) - {"orientation", "y"}:
         problems.append("layout.legend other than {orientation: 'h', y: ...} (drawn: below the plot, in rows)")
-    for i, trace in enumerate(_list(_dict(figure).get("data"))):
-        kind = _dict(trace).get("type", "scatter")
+    for i, trace in enumerate(map(_dict, _list(_dict(figure).get("data")))):
+        kind = trace.get("type", "scatter")
         if kind not in TRACE_TYPES:
             problems.append(f"data[{i}].type {kind!r} (drawn: {', '.join(TRACE_TYPES)})")
             continue
-        problems += [f"data[{i}].{k}" for k in _dict(trace) if k not in TRACE_KEYS]
-        mode = str(_dict(trace).get("mode", "lines"))
+        problems += [f"data[{i}].{k}" for k in trace if k not in TRACE_KEYS]
+        mode = str(trace.get("mode", "lines"))
         if any(part not in MODES for part in mode.split("+")):
             problems.append(f"data[{i}].mode {mode!r}")
-        shape = _dict(_dict(trace).get("line")).get("shape", _dict(trace).get("line_shape", "linear"))
+        shape = _dict(trace.get("line")).get("shape", trace.get("line_shape", "linear"))
         if shape not in LINE_SHAPES:
             problems.append(f"data[{i}].line.shape {shape!r} (drawn: {', '.join(LINE_SHAPES)})")
     return problems

@@ -8,6 +8,8 @@ from sitebuild.static_chart.axis import Axis
 from sitebuild.static_chart.canvas import Canvas
 from sitebuild.static_chart.text import AXIS_TITLE_FONT, FONT, TITLE_FONT, _dict, _n, _text, text_width
 
+SMALL = f' font-size="{_n(FONT * 0.75)}"'  # a minor tick's label
+
 
 def draw_grid(chart: Canvas) -> list[str]:
     grid, zero = [], []
@@ -15,22 +17,17 @@ def draw_grid(chart: Canvas) -> list[str]:
         if ax.overlaying or not ax.used or ax.spec.get("showgrid") is False:
             continue
         spans = _cross_spans(chart, ax)
-        for u, _, _ in ax.ticks:
-            p = ax.px(u)
-            for a, b in spans:
-                grid.append(f"M{_n(a)},{_n(p)}H{_n(b)}" if ax.vertical else f"M{_n(p)},{_n(a)}V{_n(b)}")
+        grid += [_across(ax, spans, ax.px(u)) for u, _, _ in ax.ticks]
         lo, hi = min(ax.lo, ax.hi), max(ax.lo, ax.hi)
         bar_position = any(t.get("pos_ax") is ax for t in chart.traces)  # plotly draws none there
         if ax.type == "linear" and lo <= 0 <= hi and ax.spec.get("zeroline") is not False and not bar_position:
-            p = ax.px(0.0)
-            for a, b in spans:
-                zero.append(f"M{_n(a)},{_n(p)}H{_n(b)}" if ax.vertical else f"M{_n(p)},{_n(a)}V{_n(b)}")
-    out = []
-    if grid:
-        out.append(f'<path class="sc-grid" d="{"".join(grid)}"/>')
-    if zero:
-        out.append(f'<path class="sc-zero" d="{"".join(zero)}"/>')
-    return out
+            zero.append(_across(ax, spans, ax.px(0.0)))
+    return [f'<path class="sc-{name}" d="{"".join(d)}"/>' for name, d in (("grid", grid), ("zero", zero)) if d]
+
+
+def _across(ax: Axis, spans: list[tuple[float, float]], p: float) -> str:
+    """Lines across the plot at `p` px along `ax`, over each of the counter axes' `spans`."""
+    return "".join(f"M{_n(a)},{_n(p)}H{_n(b)}" if ax.vertical else f"M{_n(p)},{_n(a)}V{_n(b)}" for a, b in spans)
 
 
 def _cross_spans(chart: Canvas, ax: Axis) -> list[tuple[float, float]]:
@@ -53,78 +50,51 @@ def draw_axes_text(chart: Canvas) -> list[str]:
             continue
         if ax.overlaying and not any(t["ya"] is ax or t["xa"] is ax for t in chart.traces):
             continue
-        labels = []
         if ax.vertical:
             right = ax.side == "right"
-            x = chart.right + 3 if right else chart.left - 3
-            anchor = "start" if right else "end"
-            for u, lab, minor in ax.ticks:
-                size = f' font-size="{_n(FONT * 0.75)}"' if minor else ""
-                fs = FONT * (0.75 if minor else 1)
-                labels.append(f'<text x="{_n(x)}" y="{_n(ax.px(u) + fs * 0.35)}"{size}>{escape(lab)}</text>')
-            out.append(f'<g class="sc-text sc-tick" text-anchor="{anchor}">{"".join(labels)}</g>')
-            if title := _text(ax.spec.get("title")):
-                widest = _widest_label(ax)
-                mid = (ax.p0 + ax.p1) / 2
-                if right:
-                    tx = chart.right + widest + 20
-                    rot = f"translate({_n(tx)},{_n(mid)}) rotate(90)"
-                else:
-                    tx = max(AXIS_TITLE_FONT, chart.left - widest - 20)
-                    rot = f"translate({_n(tx)},{_n(mid)}) rotate(-90)"
-                out.append(
-                    f'<text class="sc-text sc-axis-title" transform="{rot}" text-anchor="middle">{escape(title)}</text>'
-                )
+            x, anchor = (chart.right + 3, "start") if right else (chart.left - 3, "end")
+            attrs = [
+                f'x="{_n(x)}" y="{_n(ax.px(u) + FONT * (0.75 if minor else 1) * 0.35)}"{SMALL if minor else ""}'
+                for u, _, minor in ax.ticks
+            ]
+            widest, mid = _widest_label(ax), (ax.p0 + ax.p1) / 2
+            tx = chart.right + widest + 20 if right else max(AXIS_TITLE_FONT, chart.left - widest - 20)
+            title_attrs = f'transform="translate({_n(tx)},{_n(mid)}) rotate({90 if right else -90})"'
         else:
-            y_axis = (
-                chart.axis(ax.spec["anchor"])
-                if isinstance(ax.spec.get("anchor"), str) and ax.spec["anchor"].startswith("y")
-                else None
-            )
+            y_ref = ax.spec.get("anchor")
+            y_axis = chart.axis(y_ref) if isinstance(y_ref, str) and y_ref.startswith("y") else None
             base = max(y_axis.p0, y_axis.p1) if y_axis is not None else chart.bottom
-            rotate = getattr(ax, "rotate", False)
-            for u, lab, minor in ax.ticks:
-                px = ax.px(u)
-                size = f' font-size="{_n(FONT * 0.75)}"' if minor else ""
-                if rotate:
-                    labels.append(
-                        f'<text transform="translate({_n(px - 4)},{_n(base + 12)}) rotate(30)" '
-                        f'text-anchor="start">{escape(lab)}</text>'
-                    )
-                else:
-                    labels.append(f'<text x="{_n(px)}" y="{_n(base + 17)}"{size}>{escape(lab)}</text>')
-            out.append(f'<g class="sc-text sc-tick" text-anchor="middle">{"".join(labels)}</g>')
-            if title := _text(ax.spec.get("title")):
-                drop = _widest_label(ax) * 0.5 if rotate else 0
-                out.append(
-                    f'<text class="sc-text sc-axis-title" x="{_n((ax.p0 + ax.p1) / 2)}" '
-                    f'y="{_n(base + 47 + drop)}" text-anchor="middle">{escape(title)}</text>'
-                )
+            rotate, anchor = getattr(ax, "rotate", False), "middle"
+            attrs = [
+                f'transform="translate({_n(ax.px(u) - 4)},{_n(base + 12)}) rotate(30)" text-anchor="start"'
+                if rotate
+                else f'x="{_n(ax.px(u))}" y="{_n(base + 17)}"{SMALL if minor else ""}'
+                for u, _, minor in ax.ticks
+            ]
+            drop = _widest_label(ax) * 0.5 if rotate else 0
+            title_attrs = f'x="{_n((ax.p0 + ax.p1) / 2)}" y="{_n(base + 47 + drop)}"'
+        labels = "".join(f"<text {a}>{escape(lab)}</text>" for a, (_, lab, _) in zip(attrs, ax.ticks, strict=True))
+        out.append(f'<g class="sc-text sc-tick" text-anchor="{anchor}">{labels}</g>')
+        if title := _text(ax.spec.get("title")):
+            out.append(f'<text class="sc-text sc-axis-title" {title_attrs} text-anchor="middle">{escape(title)}</text>')
     return out
 
 
 def draw_titles(chart: Canvas) -> list[str]:
-    title = _dict(chart.layout.get("title")) if isinstance(chart.layout.get("title"), dict) else {}
     text = _text(chart.layout.get("title"))
-    sub = _text(title.get("subtitle"))
-    out = []
+    sub = _text(_dict(chart.layout.get("title")).get("subtitle"))
+    x, out = f'x="{_n(chart.width / 2)}"', []
     if text:
         y = chart.top / 2 + TITLE_FONT * 0.35 - (8 if sub else 0)  # a subtitle goes under a raised title
-        out.append(
-            f'<text class="sc-text sc-title" x="{_n(chart.width / 2)}" y="{_n(y)}" '
-            f'text-anchor="middle">{escape(text)}</text>'
-        )
+        out.append(f'<text class="sc-text sc-title" {x} y="{_n(y)}" text-anchor="middle">{escape(text)}</text>')
     if sub:
-        out.append(
-            f'<text class="sc-text sc-subtitle" x="{_n(chart.width / 2)}" y="{_n(chart.top / 2 + 16)}" '
-            f'text-anchor="middle">{escape(sub)}</text>'
-        )
+        y = chart.top / 2 + 16
+        out.append(f'<text class="sc-text sc-subtitle" {x} y="{_n(y)}" text-anchor="middle">{escape(sub)}</text>')
     return out
 
 
 def _widest_label(ax: Axis) -> float:
-    labels = [lab for _, lab, _ in ax.ticks] or ["0"]
-    return max(text_width(lab) for lab in labels)
+    return max(text_width(lab) for _, lab, _ in ax.ticks) if ax.ticks else text_width("0")
 
 
 def _x_label_space(chart: Canvas) -> float:
@@ -137,7 +107,7 @@ def _x_label_space(chart: Canvas) -> float:
 
 def _x_rotation_drop(ax: Axis) -> float:
     """How much lower rotated (30°) tick labels reach than upright ones."""
-    if not ax.ticks or len(ax.ticks) < 2:
+    if len(ax.ticks) < 2:
         return 0.0
     spacing = abs(ax.px(ax.ticks[1][0]) - ax.px(ax.ticks[0][0])) if ax.hi != ax.lo else 0
     widest = _widest_label(ax)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 from xml.sax.saxutils import escape
@@ -31,11 +32,7 @@ def place_legend(chart: Canvas, avail: float) -> None:
     if chart.legend:
         widths = [text_width(_text(t["trace"].get("name", ""))) + 45 for t in chart.legend]
         if sum(widths) <= avail:
-            x = 0.0
-            chart.legend_positions = []
-            for wd in widths:
-                chart.legend_positions.append((x, 0))
-                x += wd
+            chart.legend_positions = [(x, 0) for x in itertools.accumulate(widths[:-1], initial=0.0)]
             chart.legend_rows = 1
         else:
             col_w = max(widths)
@@ -50,8 +47,7 @@ def draw_legend(chart: Canvas) -> list[str]:
     top = chart.bottom + max(0.25 * chart.plot_h, chart.x_space + 5)
     entries = []
     for t, (x0, row) in zip(chart.legend, chart.legend_positions, strict=False):
-        x = chart.left + x0
-        y = top + 14.5 + row * LEGEND_ROW
+        x, y = chart.left + x0, top + 14.5 + row * LEGEND_ROW
         entries.append(
             f'<g class="sc-legend-item" data-trace="{t["index"]}" transform="translate({_n(x)},{_n(y)})">'
             f'{swatch(chart, t)}<text class="sc-text" x="40" y="{_n(FONT * 0.35)}">'
@@ -64,8 +60,7 @@ def swatch(chart: Canvas, t: dict[str, Any]) -> str:
     color, width, dash = chart._style(t)
     trace = t["trace"]
     if t["kind"] == "bar":
-        fill = _bar_fill(chart, trace, color)
-        return f'<rect x="14" y="-6" width="12" height="12" fill="{fill}"/>'
+        return f'<rect x="14" y="-6" width="12" height="12" fill="{_bar_fill(chart, trace, color)}"/>'
     out = ""
     mode = t["mode"]
     if "lines" in mode:

@@ -65,12 +65,9 @@ def marker_path(symbol: str, size: float) -> tuple[str, bool]:
     elif base == "x-thin":
         rx = r * 0.8
         d = f"M{_n(rx)},{_n(rx)}L{_n(-rx)},{_n(-rx)}M{_n(rx)},{_n(-rx)}L{_n(-rx)},{_n(rx)}"
-    elif base == "cross-thin":
-        d = f"M0,{_n(r * 1.4)}V{_n(-r * 1.4)}M{_n(r * 1.4)},0H{_n(-r * 1.4)}"
-    elif base == "line-ns":
-        d = f"M0,{_n(r * 1.4)}V{_n(-r * 1.4)}"
-    elif base == "line-ew":
-        d = f"M{_n(r * 1.4)},0H{_n(-r * 1.4)}"
+    elif base in ("cross-thin", "line-ns", "line-ew"):
+        ns, ew = f"M0,{_n(r * 1.4)}V{_n(-r * 1.4)}", f"M{_n(r * 1.4)},0H{_n(-r * 1.4)}"
+        d = {"cross-thin": ns + ew, "line-ns": ns, "line-ew": ew}[base]
     else:  # circle and anything unknown
         d = f"M{_n(r)},0A{_n(r)},{_n(r)} 0 1,1 0,{_n(-r)}A{_n(r)},{_n(r)} 0 0,1 {_n(r)},0Z"
     return d, open_
@@ -128,9 +125,7 @@ def line_path(points: list[tuple[float, float] | None], shape: str = "linear") -
             elif px == x and py != y:
                 out.append(f"V{y}")
                 last_cmd = "V"
-            elif px == x and py == y:
-                pass
-            else:
+            elif px != x and py != y:
                 out.append(f" {x},{y}" if last_cmd == "L" else f"L{x},{y}")
                 last_cmd = "L"
         prev = (x, y)

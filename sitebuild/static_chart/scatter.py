@@ -16,15 +16,12 @@ def expand_scatter(chart: Canvas) -> None:
     for t in chart.traces:
         if t["kind"] != "scatter":
             continue
-        mode = str(t["trace"].get("mode", "lines+markers" if len(t["x"]) < 20 else "lines"))
-        t["mode"] = mode
+        t["mode"] = mode = str(t["trace"].get("mode", "lines+markers" if len(t["x"]) < 20 else "lines"))
         has_markers, has_text = "markers" in mode, "text" in mode
         size = _num(_dict(t["trace"].get("marker")).get("size")) or 6
         ppad = max(size / 1.6, 3) if has_markers else 0  # plotly's markerTrans (sizeref 1.6)
         for ax, vals in ((t["xa"], t["x"]), (t["ya"], t["y"])):
-            padded = ax.vertical or has_markers or has_text
-            if ax.type == "category":
-                padded = has_markers or has_text
+            padded = has_markers or has_text or (ax.vertical and ax.type != "category")
             pad = (PAD * ax.length() if padded else 0.0) + ppad
             if us := [u for u in (ax.to_linear(v) for v in vals) if u is not None]:
                 ax.expand(min(us), pad, pad)

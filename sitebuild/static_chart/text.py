@@ -23,11 +23,7 @@ _WIDTHS = [
 
 
 def text_width(text: str, size: float = FONT) -> float:
-    total = 0
-    for ch in text:
-        o = ord(ch) - 32
-        total += _WIDTHS[o] if 0 <= o < len(_WIDTHS) else 600
-    return total * size / 1000
+    return sum(_WIDTHS[ord(ch) - 32] if " " <= ch <= "~" else 600 for ch in text) * size / 1000
 
 
 _SI = {-15: "f", -12: "p", -9: "n", -6: "μ", -3: "m", 0: "", 3: "k", 6: "M", 9: "B", 12: "T"}
@@ -37,12 +33,8 @@ MINUS = "\u2212"
 def _sep_thousands(int_part: str, force: bool) -> str:
     if not force and len(int_part) <= 4:
         return int_part
-    out = []
-    while len(int_part) > 3:
-        out.insert(0, int_part[-3:])
-        int_part = int_part[:-3]
-    out.insert(0, int_part)
-    return ",".join(out)
+    head = len(int_part) % 3 or 3  # groups of 3 from the right
+    return ",".join([int_part[:head]] + [int_part[i : i + 3] for i in range(head, len(int_part), 3)])
 
 
 def _trim(s: str) -> str:
@@ -75,12 +67,10 @@ def axis_exponent(lo: float, hi: float) -> int:
 
 def _log_label(k: float) -> str:
     p = round(k)
-    if abs(p) > 15:
-        return f"1e{p:+d}".replace("-", MINUS)
     if abs(p) <= 3:
         return _trim(f"{10.0**p:.{max(0, -p)}f}")
     exp = 3 * round((p - 1) / 3)
-    if exp not in _SI:
+    if abs(p) > 15 or exp not in _SI:
         return f"1e{p:+d}".replace("-", MINUS)
     return f"{10 ** (p - exp):g}" + _SI[exp]
 
@@ -93,31 +83,21 @@ def format_d3(v: float, spec: str) -> str | None:
     m = _D3.match(spec.replace("~", "") if spec.endswith("~") else spec)
     if not m or not spec:
         return None
-    comma, prec, kind = bool(m["comma"]), m["prec"], m["type"] or "g"
-    p = int(prec) if prec is not None else None
-    if kind == "%":
-        s = f"{abs(v) * 100:.{6 if p is None else p}f}"
-        suffix = "%"
+    kind, p = m["type"] or "g", 6 if m["prec"] is None else int(m["prec"])
+    suffix = "%" if kind == "%" else ""
+    if kind in "%fe":
+        s = format(abs(v) * 100 if kind == "%" else abs(v), f".{p}{'f' if kind == '%' else kind}")
     elif kind == "d":
-        s, suffix = f"{abs(round(v))}", ""
-    elif kind == "f":
-        s, suffix = f"{abs(v):.{6 if p is None else p}f}", ""
-    elif kind == "e":
-        s, suffix = f"{abs(v):.{6 if p is None else p}e}", ""
-    elif kind == "s":
-        if v == 0:
-            s, suffix = "0", ""
-        else:
-            sig = 6 if p is None else max(1, p)
-            e3 = max(-15, min(12, 3 * math.floor(math.log10(abs(v)) / 3)))
-            digits = max(0, sig - 1 - math.floor(math.log10(abs(v) / 10**e3)))
-            s = f"{abs(v) / 10**e3:.{digits}f}"
-            suffix = {**_SI, 9: "G"}.get(e3, "")
-    else:  # g / r
-        s, suffix = f"{abs(v):.{6 if p is None else max(1, p)}g}", ""
+        s = f"{abs(round(v))}"
+    elif kind == "s" and v != 0:
+        e3 = max(-15, min(12, 3 * math.floor(math.log10(abs(v)) / 3)))
+        digits = max(0, max(1, p) - 1 - math.floor(math.log10(abs(v) / 10**e3)))
+        s, suffix = f"{abs(v) / 10**e3:.{digits}f}", {**_SI, 9: "G"}.get(e3, "")
+    else:  # g / r (and an "s" of 0)
+        s = "0" if kind == "s" else f"{abs(v):.{max(1, p)}g}"
     if m["trim"] or spec.endswith("~"):
         s = _trim(s)
-    if comma:
+    if m["comma"]:
         int_part, dot, frac = s.partition(".")
         s = _sep_thousands(int_part, True) + dot + frac
     negative = v < 0 and any(c not in "0.," for c in s)
@@ -140,10 +120,6 @@ def _num(v: Any) -> float | None:
     except ValueError:
         return None
     return f if math.isfinite(f) else None
-
-
-def _is_numberish(v: Any) -> bool:
-    return _num(v) is not None
 
 
 def _dict(v: Any) -> dict[str, Any]:

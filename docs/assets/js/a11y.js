@@ -1,7 +1,6 @@
-// Keyboard access to content that scrolls sideways inside its own box (the theme wraps wide tables
-// in .md-typeset__scrollwrap; display math scrolls too): such a box takes a Tab stop, so it can be
-// scrolled with the arrow keys (axe: scrollable-region-focusable). Rechecked on every page and
-// whenever the window's width changes.
+// A box whose content scrolls sideways (a wide table in the theme's .md-typeset__scrollwrap, display
+// math) takes a Tab stop, so the arrow keys scroll it (axe: scrollable-region-focusable). Rechecked on
+// every page and whenever the window's width changes.
 const SCROLLERS = ".md-typeset__scrollwrap, .md-typeset div.arithmatex";
 
 function focusable() {

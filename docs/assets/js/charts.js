@@ -1,7 +1,6 @@
-// Plotly drawing for the live charts. The bundle loads once the runtime is ready: the charts a page
-// opens with are static SVG drawn at build time (sitebuild/static_chart/), which plotly then
-// replaces. Figures follow the light/dark palette. Plotly's global rules live in a stylesheet every
-// page links (overrides/main.html), so they survive instant navigation and need no inline <style>.
+// Plotly drawing for the live charts, in the light/dark palette. The bundle loads once the runtime is
+// ready and replaces the static SVG drawn at build time (sitebuild/static_chart/). Plotly's global
+// rules live in a stylesheet every page links (overrides/main.html): no inline <style>.
 import { loadScript } from "./load-script.js";
 
 const PLOTLY = "../vendor/plotly/plotly.min.js";
@@ -29,12 +28,11 @@ function wrapped(text, fits) {
   return lines;
 }
 
-// Plotly draws a title on one line, cut off at the chart's edges when the chart is narrower (a
-// phone): a long title is broken between words into lines that fit. Plotly places a title by its
-// first line and hangs the others below it, into the plot from the third line on; so a title of
-// several lines hangs from the chart's top edge instead (its top anchor sits 0.7 em too high when
-// it has several lines: measured on the bundled plotly), and the top margin holds every line.
-// A font's average letter is taken as 0.55 em wide, a line as 1.3 em high.
+// Plotly cuts a one-line title off at the edges of a narrow (phone) chart: a long title is broken
+// between words into lines that fit. Plotly places a title by its first line, the others running into
+// the plot from the third on, so it hangs from the chart's top edge instead (its top anchor 0.7 em too
+// high with several lines, measured) and the top margin holds every line. A letter is taken as
+// 0.55 em wide, a line as 1.3 em high.
 const TITLE_EM = 0.55;
 const TITLE_PAD_PX = 10;
 
@@ -51,12 +49,10 @@ function fitTitle(layout, width) {
   return { ...layout, title: hung, margin: { ...layout.margin, t: Math.max(layout.margin?.t ?? 100, high) } };
 }
 
-// A horizontal legend below the plot is placed by plotly a fixed share of the plot's height below
-// it, which on a short (phone) chart lands on the x axis's title and rotated tick labels. Anchored
-// to the chart's bottom edge instead, it pushes the bottom margin and sits below both. Only on
-// narrow charts: the margin push costs plotly a second layout pass (measured: redraws past the
-// 200 ms long-task limit of tests/browser/test_robustness.py at 1280 px on a busy machine), and a
-// wide chart has room for the legend where it is.
+// Plotly puts a horizontal legend a share of the plot's height below it: on a short (phone) chart, on
+// the x axis's title and tick labels. Anchored to the chart's bottom edge it pushes the margin and sits
+// below both. Only on narrow charts: the push costs a second layout pass (redraws past the 200 ms
+// long-task limit of tests/browser/test_robustness.py at 1280 px, measured on a busy machine).
 const NARROW_PX = 600;
 
 function fitLegend(layout, width) {
@@ -73,8 +69,8 @@ function fitNames(data, layout, width) {
   return data.map((t) => (typeof t.name === "string" && t.name.length > fits && !t.name.includes("<br>") ? { ...t, name: wrapped(t.name, fits).join("<br>") } : t));
 }
 
-// The palette's colours, read once per colour scheme: reading computed styles forces the browser
-// to recalculate the styles of the whole page, which cost ~8 ms per redraw on a long lesson.
+// The palette's colours, read once per colour scheme: reading computed styles recalculates the whole
+// page's (~8 ms per redraw on a long lesson).
 let palette = null;
 const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
@@ -103,9 +99,8 @@ function inked(data) {
 
 function themed(layout) {
   const { fg, grid, light } = colours();
-  // ticklabeloverflow "allow": plotly's default ("hide past div") measures every tick label on
-  // every redraw, showing and hiding them between measurements, so the browser lays the page out
-  // again for each label: a third or more of a redraw. The margins leave room for the labels anyway.
+  // ticklabeloverflow "allow": plotly's default measures every tick label on every redraw, laying the
+  // page out again for each (a third of a redraw or more); the margins leave room for the labels.
   const axis = (a) => ({ ticklabeloverflow: "allow", ...a, gridcolor: grid, zerolinecolor: grid, linecolor: grid });
   const out = { ...layout, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { ...layout.font, color: fg } };
   // The toolbar's icons in the palette's colours (plotly's default grey vanishes on the dark one).

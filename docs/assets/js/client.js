@@ -2,23 +2,18 @@
 // Runs are queued one at a time; per widget key only the newest waiting request is kept. A run
 // past the time limit is cancelled by terminating the worker and starting a fresh one.
 
-// Start-up has no fixed limit: a slow connection may take a minute to download Python, and the
-// controls come alive whenever it is ready. It fails when the download stalls (no byte arrived
-// for STALL_LIMIT_MS while a file is still coming: a host that holds a request) or when a step
-// after the download (starting Python, unpacking, importing) takes longer than STEP_LIMIT_MS:
-// Pyodide can wait forever without an error. A .wasm of the wrong type fails at once (worker.js
-// checks it). STEP_LIMIT_MS leaves room for a phone 4-8x slower than a desktop, where starting
-// Python from scratch takes up to about 15 s (scripts/bench_site.py). A failure offers "Try again".
+// Start-up has no fixed limit (a slow connection may take a minute). It fails when the download
+// stalls (no byte for STALL_LIMIT_MS: a host that holds a request) or a later step (starting Python,
+// unpacking, importing) takes over STEP_LIMIT_MS, as Pyodide can wait forever without an error:
+// room for a phone 4-8x slower than a desktop, up to about 15 s from scratch (scripts/bench_site.py).
 const STALL_LIMIT_MS = 15000;
 const STEP_LIMIT_MS = 45000;
 const STAGES = 3;
 // The one global: window.llmCourse. `runtime` is read by widgets, tests and the benchmark.
 const ns = (globalThis.llmCourse ??= {});
-// startedAt/readyAt/stageAt: performance.now() of the latest start-up and of its stages, and
-// whether it restored the build's snapshot: read by the benchmark. state: idle, waiting (for the
-// reader to ask, on a data-saving or slow connection), starting, ready or failed. While
-// downloading, doneMB and totalMB say how far it got; `action` is a button a widget shows
-// ({label, run}: "Try again", "Run the simulators here").
+// state: idle, waiting (for the reader to ask, on a data-saving or slow connection), starting, ready
+// or failed; doneMB/totalMB: the download so far; `action`: a button a widget shows ({label, run}).
+// startedAt/readyAt/stageAt (performance.now()) and fromSnapshot are read by the benchmark.
 export const runtime = (ns.runtime = {
   state: "idle", text: "", step: 0, steps: STAGES, starts: 0, runLimitMs: 10000,
   startedAt: null, readyAt: null, stageAt: [], fromSnapshot: null, doneMB: 0, totalMB: 0, action: null,
@@ -43,20 +38,18 @@ function setStatus(state, text = "", step = runtime.step, action = null) {
   for (const listener of listeners) listener(runtime);
 }
 
-function config() {
+export function config() {
   return JSON.parse(document.getElementById("course-runtime").textContent);
 }
 
-// What the reader's connection asks for: wait until the reader asks when the browser asks to save
-// data or rates the connection 3G or slower (the Network Information API; Chrome only). Whether
-// to restore the snapshot is decided by the worker, from the rate its downloads arrive at.
+// Wait for the reader to ask when the browser asks to save data or rates the connection 3G or slower
+// (the Network Information API; Chrome only). The worker decides on the snapshot from its own rate.
 export function connectionPlan() {
   const c = navigator.connection;
   return { askFirst: Boolean(c && (c.saveData || /2g|3g/.test(c.effectiveType ?? ""))), saveData: Boolean(c?.saveData) };
 }
 
-// Did this page arrive compressed? Then the host compresses the runtime's files too (the same
-// server), and the compressed sizes are the ones a download costs.
+// A page that arrived compressed means its host compresses the runtime's files too: gzip sizes count.
 function hostCompresses() {
   const [nav] = performance.getEntriesByType("navigation");
   return Boolean(nav && nav.transferSize > 0 && nav.encodedBodySize < nav.decodedBodySize);
@@ -86,8 +79,7 @@ export function start({ ask = false } = {}) {
 }
 
 // The worker's downloads ({name: [bytes, gzip bytes]}) for a start from scratch (the standard library
-// zip and the simulators archive) or restoring the build's snapshot (which imported all of both: the
-// snapshot and the simulators' data files instead).
+// zip and the simulators archive) or from the build's snapshot (it and the simulators' data files).
 function startFiles(cfg, withSnapshot) {
   const files = { ...cfg.downloads };
   for (const name of withSnapshot ? [cfg.stdlib, cfg.archive] : [cfg.snapshot, cfg.data]) delete files[name];
@@ -148,9 +140,7 @@ function begin(cfg, resolve, reject) {
   };
   worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
   runtime.starts += 1;
-  runtime.startedAt = performance.now();
-  runtime.stageAt = [];
-  Object.assign(runtime, { doneMB: 0, totalMB: 0 });
+  Object.assign(runtime, { startedAt: performance.now(), stageAt: [], doneMB: 0, totalMB: 0 });
   worker.onerror = (event) => fail(`The Python runtime could not load (${event.message || "worker error"}); the charts show pre-computed results.`);
   worker.onmessage = ({ data }) => {
     if (data.type === "bytes") {
@@ -184,8 +174,7 @@ function begin(cfg, resolve, reject) {
     }
     else if (data.type === "ready") {
       clearInterval(watchdog);
-      runtime.readyAt = performance.now();
-      runtime.fromSnapshot = data.fromSnapshot;
+      Object.assign(runtime, { readyAt: performance.now(), fromSnapshot: data.fromSnapshot });
       setStatus("ready", "", STAGES);
       resolve();
       pump();
@@ -210,15 +199,11 @@ export function retry() {
   start({ ask: true }).catch(() => {});
 }
 
-// Resolves with run_json's answer exactly as Python wrote it (a JSON string), or with null when a newer request for `key` replaced
-// this one before it ran. Rejects when the run failed or ran past the time limit.
-// A `background` run (the widgets' warm-up) waits until no reader's request is waiting. `seed`
-// picks the random sample (0, the one every page and test shows, unless a warm-up asks otherwise).
-// `limitMs` replaces the time limit for this run (a file asked for on purpose may take longer).
-// `onPartial` gets each partial answer (JSON: {"ok", "partial", "figure"}) of a chart that streams;
-// `onTimed`, the ms Python took to answer (the worker's own clock: no queueing, no drawing).
-// `keep: false` runs it without the worker's session: nothing of it is kept (a warm-up run must not
-// push the reader's scenario out of the session's memory).
+// Resolves with run_json's answer as Python wrote it (a JSON string), or null when a newer request for
+// `key` replaced it before it ran; rejects when the run failed or ran past the time limit (`limitMs`).
+// `background` (the warm-up) waits while a reader's request waits; `seed` 0 is the sample every page
+// shows; `onPartial` gets each partial answer ({"ok", "partial", "figure"}) of a chart that streams;
+// `onTimed`, Python's own ms; `keep: false` leaves the worker's session (and the reader's scenario) alone.
 export function run(key, name, params, { background = false, seed = 0, limitMs = runtime.runLimitMs, onPartial = null, onTimed = null, keep = true } = {}) {
   const waiting = queue.find((job) => job.key === key);
   if (waiting) {
@@ -258,7 +243,6 @@ function cancel() {
   const job = inFlight;
   inFlight = null;
   worker.terminate();
-  ready = null;
   job.reject(new Error(`The simulation ran longer than ${job.limitMs / 1000} s and was stopped; the Python runtime is restarting.`));
-  start({ ask: true }).catch(() => {});
+  retry();
 }

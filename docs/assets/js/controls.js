@@ -68,13 +68,10 @@ function field(w, change, p) {
     clear.addEventListener("click", () => { input.value = ""; if (area) area.value = ""; setText(status, ""); change(w, p, ""); });
     setValue = (v) => { if (area) area.value = v; if (!v) { input.value = ""; setText(status, ""); } };
     inputs.push(input, clear, status, ...(area ? [area] : []));
-  } else if (p.lines) {
-    const area = tag("textarea", { id, rows: String(p.lines), spellcheck: "false", "aria-describedby": describedBy });
-    area.addEventListener("input", () => change(w, p, area.value));
-    setValue = (v) => { area.value = v; };
-    inputs.push(area);
-  } else {
-    const box = tag("input", { id, type: "text", "aria-describedby": describedBy });
+  } else { // a text: several lines with `lines`
+    const box = p.lines
+      ? tag("textarea", { id, rows: String(p.lines), spellcheck: "false", "aria-describedby": describedBy })
+      : tag("input", { id, type: "text", "aria-describedby": describedBy });
     box.addEventListener("input", () => change(w, p, box.value));
     setValue = (v) => { box.value = v; };
     inputs.push(box);

@@ -1,7 +1,6 @@
 // The two DOM helpers every widget module uses.
 
-// Only a different text is written: an unchanged one would still replace the text node and
-// make the browser lay the page out again before the chart redraws.
+// Only a different text is written: an unchanged one would still make the browser lay the page out again.
 export function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;
 }

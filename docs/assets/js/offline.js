@@ -1,9 +1,8 @@
-// Reading offline, on the reader's request: the footer's "Make the course available offline"
-// registers the service worker the build generated with Workbox (sitebuild/service_worker.mjs),
-// which saves every file of this build (pages, Pyodide, plotly.js, KaTeX, the simulators) in one
-// cache named after the build. A later build installs beside it and replaces it whole when no tab
-// of the old one is open, so a page never mixes two builds. Instructors turn this off in mkdocs.yml
-// (extra: offline: false): then the control is absent and an earlier registration is removed.
+// Reading offline, on request: the footer's "Make the course available offline" registers the build's
+// Workbox service worker (sitebuild/service_worker.mjs), which saves every file of this build in one
+// cache named after it. A later build installs beside it and replaces it whole when no tab of the old
+// one is open, so a page never mixes two builds. With `extra: offline: false` in mkdocs.yml the control
+// is absent and an earlier registration is removed.
 
 const PREFIX = "llm-course-offline-"; // the build's cache id; Workbox names the cache PREFIX<version>-precache-v2-<scope>
 let manifest = null; // offline.json: { version, files, bytes }

@@ -23,9 +23,8 @@ export async function showAnswer(w, answer, redraw = true) {
   w.el.dataset.drawn = String(w.shown);
 }
 
-// The key figures, in the schema's order: the first KEY_FIGURES in the table, the rest (if any) in
-// "More figures" under "Data table". The same metrics as last time (the usual case) are updated in
-// place: fewer changes to the page, so less for the browser to lay out again before the chart redraws.
+// The key figures, in the schema's order: the first KEY_FIGURES in the table, the rest in "More figures"
+// under "Data table". The same metrics as last time are updated in place: less to lay out again.
 function showMetrics(w, metrics) {
   const order = w.schema?.metrics.map((m) => m.name) ?? [...w.el.querySelectorAll("tr[data-metric]")].map((r) => r.dataset.metric);
   const keys = [...order.filter((k) => k in metrics), ...Object.keys(metrics).filter((k) => !order.includes(k))];
@@ -111,9 +110,8 @@ function save(name, type, text) {
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
-// Files the simulator makes only when asked (its schema's `exports`, e.g. load_test's GuideLLM
-// report): Python computes the file for the current values, in the worker, on click. A whole
-// sweep of 2,000-request runs takes longer than a chart, so it gets its own time limit.
+// Files the simulator makes only when asked (its schema's `exports`, e.g. load_test's GuideLLM report),
+// on click, in the worker: a sweep of 2,000-request runs takes longer than a chart, so its own limit.
 const EXPORT_LIMIT_MS = 180000;
 
 export function addExports(w) {

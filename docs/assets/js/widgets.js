@@ -1,28 +1,22 @@
 // Simulator widgets: controls built from the exported schema, coalesced runs in the worker,
 // charts and figures updated in place, state in the address, downloads and a Python recipe.
 // Nothing here knows a simulator by name: the schema and the answers carry everything.
-import { onStatus, run, runtime, start } from "./client.js";
+import { config, onStatus, run, runtime, start } from "./client.js";
 import { draw, preload } from "./charts.js";
 import { buildControls, setDisabled } from "./controls.js";
 import { tag, setText } from "./dom.js";
 import { addExports, isFile, showAnswer } from "./results.js";
 
-// A change runs at once; a burst of changes (a slider dragged, a number typed) is coalesced by the
-// client's queue: while a run is in flight, only the newest waiting request of a widget is kept
-// (client.js). A fixed debounce would instead delay every single change; with runs this short
-// the queue already keeps the worker from falling behind.
+// A change runs at once (a debounce would delay every change): a burst of changes (a slider dragged)
+// is coalesced by client.js's queue, which keeps only a widget's newest waiting request.
 const BUSY_MS = 150;
-// Once the runtime is ready, every widget runs its page's scenario once in the background (a
-// reader's change goes first), exactly as its first change will ask for it (seed 0, its values and
-// chart): the worker's session keeps that run's work, so the first change re-simulates only what
-// it changes instead of the whole scenario. Every widget then runs its scenario up to WARM_UP_RUNS
-// more times, so that the WebAssembly engine has compiled the hot paths with its optimising tier
-// before the first change. Measured in Chromium (lesson 10, Python's own time per run): a scenario
-// ran 82, 86, 87, then 54 ms, the same as every later run; a run already going keeps the code it
-// started with, so a widget's own runs are what bring its scenario to speed. A run longer than
-// WARM_ENOUGH_MS ends a widget's warm-up (a reader's change would wait behind the next). Those
-// further runs draw other random samples (seed 1, 2, ...) and keep nothing: they must not push the
-// reader's own scenario out of the session's memory.
+// Once the runtime is ready, each widget runs its page's scenario in the background (a reader's change
+// goes first) as its first change will ask for it (seed 0): the worker's session keeps that work, so
+// the first change re-simulates only what it changes. Up to WARM_UP_RUNS more runs let the WebAssembly
+// engine's optimising tier compile the hot paths (Chromium, lesson 10: 82, 86, 87, then 54 ms as every
+// later run; a run keeps the code it started with, so each widget warms its own). A run over
+// WARM_ENOUGH_MS ends a warm-up (a change would wait behind the next). Those runs draw other samples
+// (seeds 1, 2, ...) and keep nothing, so the reader's scenario stays in the session's memory.
 const WARM_UP_RUNS = 4;
 const WARM_ENOUGH_MS = 200;
 const mounted = new Set();
@@ -40,17 +34,15 @@ document$.subscribe(() => {
   for (const w of mounted) if (!w.el.isConnected) mounted.delete(w); // left behind by navigation
   const elements = document.querySelectorAll("figure.sim:not([data-mounted])");
   if (elements.length === 0) return;
-  // Python starts at once, in its worker: the pre-computed charts are already in the page, drawn
-  // without script, so nothing on the main thread waits for it.
+  // Python starts at once, in its worker; nothing on the page waits for it (the charts are static SVG).
   start().catch(() => {});
-  schemas ??= fetch(new URL(`../generated/${runtimeConfig().schemas}`, import.meta.url)).then((r) => r.json());
+  schemas ??= fetch(new URL(`../generated/${config().schemas}`, import.meta.url)).then((r) => r.json());
   elements.forEach(mount);
   if (runtime.state === "ready") goLive(); // arrived by instant navigation: Python is already up
 });
 
-// Once Python is ready, plotly.js replaces each static chart with the live one (hover, zoom), one
-// chart per idle moment, so a reader's first change only updates a chart. Loading plotly.js and
-// its first draws take the longest; doing them now keeps them off the reader's first change.
+// Once Python is ready, plotly.js replaces each static chart with the live one (hover, zoom), one per
+// idle moment, so that loading plotly.js and its first draws are not left to the reader's first change.
 function goLive() {
   goingLive ??= (async () => {
     ns.chartsLive = false;
@@ -69,10 +61,6 @@ function goLive() {
 // The static pre-computed charts follow the palette through CSS; live ones are redrawn.
 new MutationObserver(() => mounted.forEach((w) => w.live && draw(w.chart, w.answer.figure)))
   .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
-
-function runtimeConfig() {
-  return JSON.parse(document.getElementById("course-runtime").textContent);
-}
 
 async function mount(el) {
   el.dataset.mounted = "";
@@ -145,8 +133,7 @@ async function rerun(w, fromUser) {
     json = await run(w.key, w.name, values, { onPartial: (part) => drawPartial(w, issued, part) });
     await w.partialDrawing; // the answer's chart is drawn after the partial ones
   } catch (error) {
-    // Kept as the widget's notice, so the runtime's restart messages (showStatus) do not wipe it
-    // out within a moment; the reader's next change clears it.
+    // Kept as the widget's notice, which the runtime's restart messages (showStatus) do not wipe out.
     w.notice = error.message;
     return setText(w.el.querySelector(".sim-status"), error.message);
   } finally {
@@ -167,17 +154,15 @@ async function rerun(w, fromUser) {
     return showFieldErrors(w, answer.errors);
   }
   showFieldErrors(w, []);
-  // w.values is left alone: it already holds the newest input, and an older run answering late
-  // must not put its values back (the next change would then rerun with half-stale values).
+  // w.values is left alone: it holds the newest input, which a late answer must not put back.
   await showAnswer(w, answer);
-  // After the redraw (the reader waits for the chart, not the address), unless a newer answer
-  // was shown meanwhile and wrote its own.
+  // After the redraw (the reader waits for the chart), unless a newer answer wrote its own.
   if (fromUser && issued === w.shown) writeAddress(w, values);
 }
 
-// A chart that streams (a sweep, point by point) is redrawn as its points come, while it stays
-// busy (aria-busy); the figures, the words and the data table wait for the whole answer. Only the
-// newest partial chart is drawn, one draw at a time; data-partial says which run it belongs to.
+// A chart that streams (a sweep) is redrawn as its points come, still aria-busy; the figures, words
+// and data table wait for the whole answer. Only the newest partial chart is drawn, one at a time;
+// data-partial says which run it belongs to.
 function drawPartial(w, issued, json) {
   if (issued !== w.issued) return; // a newer change is coming
   w.partial = json;

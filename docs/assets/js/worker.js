@@ -1,7 +1,7 @@
-// The Pyodide worker (a module Web Worker). Start-up in stages, then request/response by id.
-// It knows no simulator by name: it forwards (name, params JSON) to the run_json of one
-// simulators.api.Session, which keeps recent results (a chart switch only draws again), or, for a
-// run asked not to be kept (the widgets' warm-up), to simulators.api.run_json, which keeps nothing.
+// The Pyodide worker (a module Web Worker). Start-up in stages, then request/response by id. It knows
+// no simulator by name: (name, params JSON) go to one simulators.api.Session's run_json, which keeps
+// recent results (a chart switch only draws again), or, for a run not to be kept (the widgets'
+// warm-up), to simulators.api.run_json, which keeps nothing.
 import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 import { check, unpack } from "./snapshot_format.mjs";
 
@@ -13,27 +13,21 @@ self.onmessage = ({ data }) => {
   else if (data.type === "run") run(data);
 };
 
-// Restoring the build's snapshot saves start-up time (Python initialised, the simulators imported:
-// about 2 s on a desktop, measured by scripts/bench_site.py, which times both ways of starting) and
-// makes the standard library zip and the simulators' Python files unneeded, but its download costs
-// 2.2 MB more in all (3.5 MB of snapshot, 1.3 MB less of the rest): it pays only where those bytes
-// arrive in less time, above about 9 Mbit/s on a desktop (2.2 MB in 2 s), and at lower rates on a
-// slower CPU (measured: 10 Mbit/s 40 ms, snapshot 8.2 s, from scratch 8.4-11.6 s; 5 Mbit/s 100 ms
-// with the CPU 4x slower, 15.1 s and 18.7 s). The worker measures the rate of its first download
-// (the WebAssembly) and fetches the snapshot only above this rate; a snapshot already in Cache
-// Storage is always used. The page's own files share the link meanwhile, so the rate read is
-// below the link's (measured under Chromium's throttling: 5, 10 and 20 Mbit/s read 4.5, 8.3, 16).
+// Restoring the build's snapshot (Python initialised, the simulators imported) saves about 2 s on a
+// desktop (scripts/bench_site.py) but downloads 2.2 MB more in all: it pays above about 9 Mbit/s on a
+// desktop, lower on a slower CPU (measured: 10 Mbit/s 40 ms, 8.2 s against 8.4-11.6 s from scratch;
+// 5 Mbit/s 100 ms, CPU 4x slower, 15.1 s and 18.7 s). So the snapshot is fetched only above this rate
+// of the first download (the WebAssembly), which reads below the link's as the page's own files share
+// it (Chromium's throttling: 5, 10, 20 Mbit/s read 4.5, 8.3, 16); one in Cache Storage is always used.
 const SNAPSHOT_MIN_MBPS = 7;
-// The rate is taken between the arrival of RATE_FROM_BYTES and of RATE_SAMPLE_BYTES of the
-// start-up's downloads: before that, the connection's start (latency, TCP's slow start) and the
-// page's own files compete and made 20 Mbit/s read as 9 (measured, Chromium's throttling).
+// The rate is taken from RATE_FROM_BYTES to RATE_SAMPLE_BYTES of the start-up's downloads: before
+// that, latency, TCP's slow start and the page's files made 20 Mbit/s read as 9 (measured).
 const RATE_FROM_BYTES = 0.5e6;
 const RATE_SAMPLE_BYTES = 1.5e6;
 
-// Every download of the start-up goes through watchedFetch: the client shows "MB of MB" and ends a
-// start-up whose download stalls. Pyodide's own requests for the WebAssembly and the standard
-// library are answered from the worker's own downloads of them (the WebAssembly is fetched at once,
-// so its rate decides on the snapshot): the global fetch is replaced for that.
+// Every download of the start-up goes through watchedFetch (the client shows "MB of MB" and ends a
+// stalled start-up). The global fetch is replaced to answer Pyodide's requests for the WebAssembly and
+// the standard library from the worker's own downloads (the WebAssembly's rate decides on the snapshot).
 const fetchUnwatched = globalThis.fetch.bind(globalThis);
 const downloads = new Map(); // url -> Promise of {status, statusText, headers, bytes}
 let received = 0; // bytes of every download so far
@@ -102,8 +96,7 @@ async function fetchWasm(url) {
   return { status: 200, statusText: "OK", headers: { "content-type": "application/wasm" }, bytes };
 }
 
-// The .mjs half of Pyodide arrives through import(), which watchedFetch cannot see: its resource
-// entry says when it is complete.
+// Pyodide's .mjs arrives through import(), unseen by watchedFetch: its resource entry says when it is complete.
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) {
     const name = new URL(e.name).pathname.split("/").pop();
@@ -115,8 +108,7 @@ function stage(step, text) {
   self.postMessage({ type: "stage", step, text, at: performance.timeOrigin + performance.now() });
 }
 
-// Resolves with the download rate in Mbit/s once RATE_SAMPLE_BYTES arrived, or when `done` settles
-// (then over what arrived until then).
+// The download rate in Mbit/s once RATE_SAMPLE_BYTES arrived, or over what arrived when `done` settles.
 async function downloadRate(done) {
   const startedAt = performance.now();
   while (rateMarks.length < 2) {
@@ -136,14 +128,12 @@ async function start({ indexURL, archiveURL, dataURL, stdLibURL, snapshotURL, st
     wasm.catch(() => {}); // awaited below
     // startWith ("snapshot" or "plain") is the benchmark's choice; readers get the measured one.
     const cached = snapshotURL && startWith !== "plain" ? await cachedSnapshot(snapshotURL) : null;
-    let useSnapshot = false;
-    let rate = null;
-    if (snapshotURL && !startWith && !cached) rate = await downloadRate(wasm);
-    if (snapshotURL) useSnapshot = startWith ? startWith === "snapshot" : Boolean(cached) || rate >= SNAPSHOT_MIN_MBPS;
+    const rate = snapshotURL && !startWith && !cached ? await downloadRate(wasm) : null;
+    const chosen = startWith ? startWith === "snapshot" : Boolean(cached) || rate >= SNAPSHOT_MIN_MBPS;
+    const useSnapshot = Boolean(snapshotURL) && chosen;
     self.postMessage({ type: "plan", snapshot: useSnapshot, rateMbps: rate });
-    // The snapshot holds every module of the standard library zip and of simulators/ already
-    // (sitebuild/snapshot.mjs): restoring it, Pyodide gets an empty zip and the worker unpacks the
-    // simulators' data files only; starting from scratch, the build's zip and the whole archive.
+    // The snapshot holds the standard library's and simulators/'s modules (sitebuild/snapshot.mjs):
+    // then Pyodide gets an empty zip and only the data files are unpacked; else the zip and the archive.
     const stdlib = useSnapshot ? hold(stdLibURL, emptyZip) : hold(stdLibURL);
     let archive = download(useSnapshot ? dataURL : archiveURL);
     archive.catch(() => {}); // awaited below
@@ -151,9 +141,8 @@ async function start({ indexURL, archiveURL, dataURL, stdLibURL, snapshotURL, st
     const snapshot = packed && Promise.all([packed, wasm]).then(([bytes, { bytes: wasmBytes }]) => unpack(bytes, wasmBytes));
     snapshot?.catch(() => {}); // a failed download is handled where it is awaited
     await Promise.all([wasm, stdlib, archive]); // a download that failed (or a .wasm of the wrong type) ends the start-up here
-    // lockFileContents with no packages: no lock file is fetched and no wheel is ever loaded.
-    // stdLibURL: the build's standard library holding only what the simulators import
-    // as bytecode (sitebuild/stdlib.py; 1.06 MB instead of 2.5 MB); the snapshot was made from it.
+    // lockFileContents with no packages: no lock file is fetched, no wheel loaded. stdLibURL: only what
+    // the simulators import, as bytecode (sitebuild/stdlib.py; 1.06 MB, not 2.5); the snapshot's base.
     const options = { indexURL, lockFileContents, packageBaseUrl: indexURL, stdLibURL };
     let pyodide;
     try {
@@ -180,17 +169,15 @@ async function start({ indexURL, archiveURL, dataURL, stdLibURL, snapshotURL, st
   }
 }
 
-// A zip with no members (its end-of-directory record only): Pyodide's standard library when the
-// snapshot is restored, which imported all of it already.
+// A zip with no members (its end record only): the standard library for a restored snapshot, which has it all.
 async function emptyZip() {
   const bytes = new Uint8Array(22);
   bytes.set([0x50, 0x4b, 0x05, 0x06]);
   return { status: 200, statusText: "OK", headers: { "content-type": "application/zip" }, bytes };
 }
 
-// The snapshot file's inflated bytes are kept in the Cache Storage, so a returning reader skips the
-// download and the inflating (a few hundred ms on a slow machine). Only the newest snapshot is kept.
-// Cache Storage exists only in secure contexts (https, localhost): elsewhere every start inflates.
+// The newest snapshot, inflated, is kept in Cache Storage (secure contexts only: https, localhost), so
+// a returning reader skips its download and inflating (a few hundred ms on a slow machine).
 const SNAPSHOT_CACHE = "llm-course-python-snapshot";
 
 // The snapshot file (inflated) from Cache Storage, or null when it is not there or damaged.
@@ -228,18 +215,16 @@ async function download(url) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-// The snapshot (in the format of snapshot_format.mjs: 31 MB of memory in 3.5 MB) and the
-// WebAssembly are gzip-compressed files. A host that serves them with Content-Encoding: gzip hands
-// over the inflated bytes already; only gzip's magic number tells.
+// The snapshot (snapshot_format.mjs: 31 MB of memory in 3.5 MB) and the WebAssembly are gzip files; a
+// host that sends them with Content-Encoding: gzip hands over inflated bytes: only the magic number tells.
 async function gunzip(bytes) {
   if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes;
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-// A chart that streams (a sweep, point by point) posts each growing chart as a "partial" message
-// before the result; the result is run_json's answer, the same with or without them, and the ms
-// Python took (the widgets' warm-up reads it: time on the page's thread includes its drawing).
+// A chart that streams (a sweep) posts each growing chart as a "partial" message before the result:
+// run_json's answer, the same with or without them, and the ms Python took (read by the warm-up).
 function run({ id, name, params, seed, keep = true }) {
   try {
     const post = (json) => self.postMessage({ type: "partial", id, json });
