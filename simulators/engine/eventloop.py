@@ -129,7 +129,9 @@ def simulate_steps(
             # Unique: no other prompt starts with its first segment, or it names none (Seq.unique).
             first = obj.segments[0] if obj.segments else None
             s.unique = first is None or (first[1] > 0 and firsts[first[0]] == 1)
-            push(route(s, replicas, t).add(s, t))
+            # Handlers return at most a few events, most often none or one: pushed inline (hot path).
+            for ev_t, prio, ev_kind, ev_obj in route(s, replicas, t).add(s, t):
+                heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
             continue
         if kind == KV_ARRIVE:
             push(obj[0].add(obj[1], t))
@@ -138,7 +140,8 @@ def simulate_steps(
         rep, version = obj
         if version != rep.version:
             continue
-        push(rep.step_end(t))
+        for ev_t, prio, ev_kind, ev_obj in rep.step_end(t):
+            heappush(heap, (ev_t, prio, next(counter), ev_kind, ev_obj))
         if rep.finished:
             done += rep.finished
             if every and len(done) >= mark:

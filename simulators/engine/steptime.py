@@ -132,23 +132,20 @@ class StepCost:
     def parts(self, tokens: int, num_seqs: int, keys: float, kv: float) -> tuple[float, float, float]:
         """(compute_s, memory_s, after_s) of a batch given its four sums; after_s (communication,
         activation traffic and fixed costs) runs after the roofline."""
-        mb, c = self._per_micro_batch(tokens, num_seqs)
-        return (
-            (c.x * tokens + c.y * num_seqs + c.z * keys) / mb + c.fixed_compute,
-            self._weights(tokens, mb, c) + c.v * kv / mb,
-            (c.u + self.hop) * tokens / mb + c.overhead,
-        )
-
-    def _per_micro_batch(self, tokens: int, num_seqs: int) -> tuple[int, _Coefficients]:
-        """A pipeline's micro-batches (1 without stages) and the coefficients of one of them."""
-        if self.pp > 1:
+        if self.pp > 1:  # a pipeline round: the coefficients of one micro-batch
             mb = pt.micro_batches(-(-num_seqs // self.dp), self.pp)
-            return mb, self._set(-(-tokens // mb), -(-num_seqs // mb))
-        return 1, self._set(tokens, num_seqs)
-
-    def _weights(self, tokens: int, mb: int, c: _Coefficients) -> float:
-        """Weights streamed by one micro-batch's pass (no call for a dense model without stages)."""
-        return self.weights_s(-(-tokens // mb)) if self.pp > 1 or self.moe else c.weights
+            c = self._set(-(-tokens // mb), -(-num_seqs // mb))
+            return (
+                (c.x * tokens + c.y * num_seqs + c.z * keys) / mb + c.fixed_compute,
+                self.weights_s(-(-tokens // mb)) + c.v * kv / mb,
+                (c.u + self.hop) * tokens / mb + c.overhead,
+            )
+        c = self._set(tokens, num_seqs)  # the hot path, written out: no call for a dense model's weights
+        return (
+            c.x * tokens + c.y * num_seqs + c.z * keys + c.fixed_compute,
+            (self.weights_s(tokens) if self.moe else c.weights) + c.v * kv,
+            c.u * tokens + c.overhead,
+        )
 
     def mean_prefill_compute_s(self, mean_tokens: float, mean_keys: float) -> float:
         """The mean compute time of prefilling prompts each alone (one sequence, nothing cached),
@@ -177,7 +174,8 @@ class StepCost:
         tokens = batch * q
         keys = q * sum_context + batch * q * (q + 1) // 2
         c0, m0, after = self.parts(tokens, batch, keys, sum_held + tokens)
-        mb, c = self._per_micro_batch(tokens, batch)
+        mb = pt.micro_batches(-(-batch // self.dp), self.pp) if self.pp > 1 else 1
+        c = self._set(-(-tokens // mb), -(-batch // mb))
         return c0, c.z * q * batch / mb, m0, c.v * held_growth / mb, after
 
 
