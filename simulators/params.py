@@ -237,6 +237,17 @@ def engine_param(**kw: Any) -> Any:
 # Fields that many serving simulators declare, each with its own default and range.
 
 
+def kv_dtype_param(default: str = "bf16") -> Any:
+    """The KV cache's format, among those the cost model prices."""
+    return param(default, label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
+
+
+def context_param(*, max: int = 131_072, label: str = "Context", step: float | None = None) -> Any:
+    """Tokens of context per sequence, from the running example's prompt, on a log slider."""
+    default = catalog.running_example()["prompt_tokens"]
+    return param(default, label=label, unit="tokens", min=1, max=max, step=step, log=True)
+
+
 def num_requests_param(default: int, *, min: int, max: int, step: int = 10, label: str = "Requests") -> Any:
     """Requests in a simulated trace, on a log slider: more give steadier percentiles, and a longer run."""
     return param(default, label=label, min=min, max=max, step=step, log=True)

@@ -117,9 +117,7 @@ class ResultsCache:
 
     def memo(self, name: str, max_entries: int) -> LruCache[object]:
         """The work namespace `name` (made on first use, with its bound)."""
-        if name not in self._memos:
-            self._memos[name] = LruCache(max_entries)
-        return self._memos[name]
+        return self._memos.setdefault(name, LruCache(max_entries))
 
     def keep(self, name: str, max_entries: int) -> Keep:
         """The keep(key, make) function simulator `name` is handed: its namespace's."""

@@ -28,10 +28,10 @@ from typing import Any
 
 from ..core import costmodel as cm
 from ..core.capacity import BATCH_GRID
-from ..core.catalog import resolve_gpu, resolve_model, running_example
+from ..core.catalog import resolve_gpu, resolve_model
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
-from ..params import ModelGpu, engine_param, param
+from ..params import ModelGpu, context_param, engine_param, param
 from ..plotting import LOG, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -77,9 +77,7 @@ class Params(ModelGpu):
     # Sequences in each prefill and decode pass.
     batch_size: int = param(1, label="Batch size", unit="sequences", min=1, max=1024, step=1, log=True)
     # Prompt length: the prefill size and the KV cache each decode step reads.
-    prompt_tokens: int = param(
-        running_example()["prompt_tokens"], label="Prompt", unit="tokens", min=1, max=131_072, step=1, log=True
-    )
+    prompt_tokens: int = context_param(label="Prompt", step=1)
     tensor_parallel_size: int = tensor_parallel_param()
     pipeline_parallel_size: int = pipeline_parallel_param()
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.

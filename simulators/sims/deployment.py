@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .. import parallel
 from ..core import costmodel as cm
 from ..core import vllm_memory as vm
 from ..core.catalog import (
@@ -45,14 +46,6 @@ from ..core.catalog import (
     resolve_model,
     running_example,
     serve_defaults,
-)
-from ..parallel import (
-    check_link,
-    data_parallel_param,
-    expert_parallel_param,
-    layout_of,
-    pipeline_parallel_param,
-    tensor_parallel_param,
 )
 from ..params import ModelGpu, ParamError, dtype_choices, param
 from ..results_cache import Keep
@@ -102,14 +95,14 @@ VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context
 class Params(ModelGpu):
     # Ranks a layer's matmuls and KV heads are split over, and stages the layers are split into:
     # the fields every serving simulator shares (simulators/parallel.py).
-    tensor_parallel_size: int = tensor_parallel_param()
-    pipeline_parallel_size: int = pipeline_parallel_param()
+    tensor_parallel_size: int = parallel.tensor_parallel_param()
+    pipeline_parallel_size: int = parallel.pipeline_parallel_param()
     # Engines, each with its own requests and KV cache (--data-parallel-size); a MoE's experts are
     # spread over all tp x dp ranks, whole experts per rank with expert parallelism.
-    data_parallel_size: int = data_parallel_param(
+    data_parallel_size: int = parallel.data_parallel_param(
         label="Data parallel", help="--data-parallel-size: one engine per rank, each with its own requests and KV cache"
     )
-    enable_expert_parallel: bool = expert_parallel_param(
+    enable_expert_parallel: bool = parallel.expert_parallel_param(
         help="--enable-expert-parallel: whole experts spread over tp x dp GPUs"
     )
     # Share of what CUDA reports that vLLM may use (--gpu-memory-utilization).
@@ -163,7 +156,7 @@ class Params(ModelGpu):
             raise ParamError("max_model_len", f"must be at most {m.name}'s {m.max_context_tokens:,} positions")
         # Dense DP ranks are independent replicas; a MoE's expert layers span all tp x dp GPUs.
         linked = tp * pp * (dp if m.is_moe else 1)
-        check_link(gpu, linked, "data_parallel_size" if linked > tp * pp else "tensor_parallel_size")
+        parallel.check_link(gpu, linked, "data_parallel_size" if linked > tp * pp else "tensor_parallel_size")
         fit_problem(m, gpu, self)
 
 
@@ -184,7 +177,7 @@ def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
     tokens, seqs = batch_limits(gpu, p)
     same = {k: getattr(p, k) for k in ("gpu_memory_utilization", "max_model_len", "block_size")}
     limits: dict[str, Any] = {"max_num_batched_tokens": tokens, "max_num_seqs": seqs}
-    return vm.account(m, gpu, **layout_of(p).cost_kw(), **same, **limits, kv_dtype=kv, weight_dtype=weight)
+    return vm.account(m, gpu, **parallel.layout_of(p).cost_kw(), **same, **limits, kv_dtype=kv, weight_dtype=weight)
 
 
 def fit_problem(m: Model, gpu: Gpu, p: Params) -> None:

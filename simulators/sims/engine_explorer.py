@@ -44,20 +44,13 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from .. import parallel
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..core.layout import pooled_kv_tokens
 from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.metrics import downsample
 from ..engine.steptime import StepCost, attention_keys
-from ..parallel import (
-    check_serving,
-    data_parallel_param,
-    expert_parallel_param,
-    layout_of,
-    pipeline_parallel_param,
-    tensor_parallel_param,
-)
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, dtype_choices, param
 from ..results_cache import Keep
 from .engine_explorer_view import BATCHES, CONTEXTS, MAX_CHUNK_BARS, REGIONS, figure, summary  # noqa: F401 (the charts and words)
@@ -86,10 +79,10 @@ EX = running_example()
 @dataclass(frozen=True)
 class Params(ModelGpuEngine):
     # The parallel layout of a replica, as vLLM's flags (simulators/parallel.py).
-    tensor_parallel_size: int = tensor_parallel_param()
-    pipeline_parallel_size: int = pipeline_parallel_param()
-    data_parallel_size: int = data_parallel_param()
-    enable_expert_parallel: bool = expert_parallel_param()
+    tensor_parallel_size: int = parallel.tensor_parallel_param()
+    pipeline_parallel_size: int = parallel.pipeline_parallel_param()
+    data_parallel_size: int = parallel.data_parallel_param()
+    enable_expert_parallel: bool = parallel.expert_parallel_param()
     weight_dtype: str = param(EX["weight_dtype"], label="Weight format", choices=dtype_choices())
     kv_dtype: str = param(EX["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
     # The followed request (request view) and the point marked on the grid (operating points).
@@ -111,7 +104,7 @@ class Params(ModelGpuEngine):
 
     def check(self) -> None:
         m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        check_serving(m, gpu, layout_of(self), **_formats(self))
+        parallel.check_serving(m, gpu, parallel.layout_of(self), **_formats(self))
         need = (self.prompt_tokens + self.output_tokens) * cm.kv_bytes_per_token(m, self.kv_dtype)
         if self.kv_budget_GiB * cm.GiB < need:
             raise ParamError(
@@ -171,7 +164,7 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     limits = {k: getattr(p, k) for k in ("max_num_seqs", "max_num_batched_tokens")}
     sched = SchedulerConfig(**limits, max_model_len=max(m.max_context_tokens, p.prompt_tokens + p.output_tokens))
     blocks = int(p.kv_budget_GiB * cm.GiB // (cm.kv_bytes_per_token(m, p.kv_dtype) * p.block_size))
-    kw = {**_formats(p), **layout_of(p).cost_kw(), "block_size": p.block_size, "num_blocks": blocks}
+    kw = {**_formats(p), **parallel.layout_of(p).cost_kw(), "block_size": p.block_size, "num_blocks": blocks}
     spec = EngineSpec(m, gpu, sched, engine=p.engine, **kw)
     served = serve([*reqs, me], spec, keep_log=True)
     rec = next(r for r in served.records if r.id == me.id)
@@ -207,7 +200,7 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    lay = layout_of(p)
+    lay = parallel.layout_of(p)
     cost = EngineSpec(m, gpu, **_formats(p), engine=p.engine, **lay.cost_kw()).step_cost()
     capacity = pooled_kv_tokens(m, gpu, lay, **_formats(p))
     grid = [

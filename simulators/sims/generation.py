@@ -21,17 +21,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from .. import parallel
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
-from ..parallel import (
-    check_layout,
-    data_parallel_param,
-    expert_parallel_param,
-    layout_of,
-    pipeline_parallel_param,
-    tensor_parallel_param,
-)
-from ..params import ModelGpu, ParamError, dtype_choices, engine_param, param
+from ..params import ModelGpu, ParamError, dtype_choices, engine_param, kv_dtype_param, param
 from ..plotting import bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -77,12 +70,12 @@ class Params(ModelGpu):
     # Identical requests sharing every forward pass.
     batch_size: int = param(1, label="Batch size", unit="requests", min=1, max=1024, step=1, log=True)
     # The parallel layout, as vLLM's flags; the fit is vLLM's, per GPU rank (simulators/parallel.py).
-    tensor_parallel_size: int = tensor_parallel_param()
-    pipeline_parallel_size: int = pipeline_parallel_param()
-    data_parallel_size: int = data_parallel_param()
-    enable_expert_parallel: bool = expert_parallel_param()
+    tensor_parallel_size: int = parallel.tensor_parallel_param()
+    pipeline_parallel_size: int = parallel.pipeline_parallel_param()
+    data_parallel_size: int = parallel.data_parallel_param()
+    enable_expert_parallel: bool = parallel.expert_parallel_param()
     weight_dtype: str = param(EX["weight_dtype"], label="Weight format", choices=dtype_choices())
-    kv_dtype: str = param(EX["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
+    kv_dtype: str = kv_dtype_param(EX["kv_dtype"])
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     engine: str = engine_param()
@@ -99,7 +92,7 @@ class Params(ModelGpu):
             raise ParamError("output_tokens", "prompt plus output is far beyond any context this model supports")
         formats = {"weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype}
         context = self.prompt_tokens + self.output_tokens
-        check_layout(m, gpu, layout_of(self), **formats, context=context, batch=self.batch_size)
+        parallel.check_layout(m, gpu, parallel.layout_of(self), **formats, context=context, batch=self.batch_size)
 
 
 def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[float]:
@@ -123,7 +116,7 @@ def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, **layout_of(p).cost_kw()}
+    kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, **parallel.layout_of(p).cost_kw()}
     kw["eff"] = cm.efficiency(p.ideal, p.engine)
     prefill = cm.step_time(m, gpu, [(p.prompt_tokens, 0)] * p.batch_size, **kw)
     first = cm.decode_step_time(m, gpu, [p.prompt_tokens] * p.batch_size, **kw)

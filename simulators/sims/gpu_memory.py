@@ -34,7 +34,7 @@ from ..core import costmodel as cm
 from ..core import vllm_memory as vm
 from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from ..core.layout import vllm_defaults
-from ..params import ModelGpu, dtype_choices, param
+from ..params import ModelGpu, context_param, dtype_choices, kv_dtype_param, param
 from ..plotting import LOG, bar, layout, line, markers
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -74,13 +74,9 @@ VIEWS = [("fit", "Memory fit on 1-8 GPUs"), ("roofline", "Roofline")]
 @dataclass(frozen=True)
 class Params(ModelGpu):
     weight_dtype: str = param(running_example()["weight_dtype"], label="Weight format", choices=dtype_choices())
-    kv_dtype: str = param(
-        running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4")
-    )
+    kv_dtype: str = kv_dtype_param(running_example()["kv_dtype"])
     # Tokens of context per sequence: the prompt of the prefill point, the cache of each decoding one.
-    context_tokens: int = param(
-        running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=1_048_576, log=True
-    )
+    context_tokens: int = context_param(max=1_048_576)
     # Sequences decoding together (the decode point, and the KV cache the fit check needs).
     batch_size: int = param(32, label="Batch size", unit="sequences", min=1, max=4096, step=1, log=True)
     # GPUs the model is split over (tensor parallel); the fit chart shows 1 to 8 either way.

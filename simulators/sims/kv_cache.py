@@ -27,7 +27,7 @@ from typing import Any
 from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import Model, resolve_gpu, resolve_model, running_example
-from ..params import ModelGpu, dtype_choices, param
+from ..params import ModelGpu, dtype_choices, kv_dtype_param, param
 from ..plotting import LOG, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -61,7 +61,7 @@ VIEWS = [("memory", "Memory per sequence"), ("work", "Work with vs without a cac
 @dataclass(frozen=True)
 class Params(ModelGpu):
     # Format of the cached keys and values.
-    kv_dtype: str = param("bf16", label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
+    kv_dtype: str = kv_dtype_param()
     # Format of the weights (decides how much memory is left for the cache).
     weight_dtype: str = param("bf16", label="Weight format", choices=dtype_choices())
     # Tokens in the sequence: prompt plus generated output.

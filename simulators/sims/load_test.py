@@ -33,20 +33,13 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from .. import parallel
 from ..benchmark import guidellm_report as guidellm_report_mod
 from ..benchmark import loadgen
 from ..benchmark.export import guidellm_record, to_csv
 from ..benchmark.loadgen import LoadRun, ServedMemo
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, Slo, workload
-from ..parallel import (
-    check_serving,
-    data_parallel_param,
-    expert_parallel_param,
-    layout_of,
-    pipeline_parallel_param,
-    tensor_parallel_param,
-)
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..results_cache import Keep, for_call
 from .load_test_view import DRAIN_DOMINATES, FRACTIONS, USERS, figure, summary  # noqa: F401 (the charts and words)
@@ -108,14 +101,14 @@ class Params(ModelGpuEngine):
     # Left out of the statistics at the start and at the end, as GuideLLM's --warmup and
     # --cooldown: none by default; a percent of the requests, seconds, or a number of requests.
     warmup: str = param("0", label="Warm-up and cool-down", choices=WARMUPS)
-    tensor_parallel_size: int = tensor_parallel_param()
-    pipeline_parallel_size: int = pipeline_parallel_param()
-    data_parallel_size: int = data_parallel_param()
-    enable_expert_parallel: bool = expert_parallel_param()
+    tensor_parallel_size: int = parallel.tensor_parallel_param()
+    pipeline_parallel_size: int = parallel.pipeline_parallel_param()
+    data_parallel_size: int = parallel.data_parallel_param()
+    enable_expert_parallel: bool = parallel.expert_parallel_param()
 
     def check(self) -> None:
         m = resolve_model(self.model)
-        check_serving(m, resolve_gpu(self.gpu), layout_of(self))
+        parallel.check_serving(m, resolve_gpu(self.gpu), parallel.layout_of(self))
         # Requests longer than the context are dropped; when the typical one is, none is served.
         fixed = workload.lengths_for("fixed")
         need: float = fixed.prompt + fixed.output
@@ -137,7 +130,7 @@ MEMO_ENTRIES = 8
 
 def _runs(p: Params, spec: EngineSpec, seed: int, n: int, keep: Keep) -> ServedMemo:
     """The kept runs of `n` requests on this server (ServedMemo simulates each distinct load once)."""
-    lay = layout_of(p)  # the engine profile and the GPU layout price every step, so they key the runs too
+    lay = parallel.layout_of(p)  # the engine profile and the GPU layout price every step, so they key the runs too
     key = json.dumps(
         [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs, n, seed], sort_keys=True
     )
@@ -169,7 +162,7 @@ def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Length
     """The simulated server, the SLO, the statistics' options (warm-up, cool-down, SLO), the lengths."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     config = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
-    spec = EngineSpec(m, gpu, config, engine=p.engine, **layout_of(p).cost_kw())
+    spec = EngineSpec(m, gpu, config, engine=p.engine, **parallel.layout_of(p).cost_kw())
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
     return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, workload.lengths_for(p.lengths)
 

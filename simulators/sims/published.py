@@ -21,7 +21,7 @@ from ..benchmark import validation
 from ..core import efficiency as ef
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..parallel import check_serving, layout_of, tensor_parallel_param
-from ..params import ParamError, dtype_choices, engine_param, gpu_choices, model_choices, param
+from ..params import ParamError, dtype_choices, engine_param, gpu_choices, kv_dtype_param, model_choices, param
 from ..plotting import bar, layout
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
@@ -46,7 +46,7 @@ class Params:
     # Every efficiency 1.0 and no overhead: the table's "ideal" column (a ceiling, a floor for a time).
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     weight_dtype: str = param("bf16", label="Weight format", choices=dtype_choices())
-    kv_dtype: str = param("bf16", label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4"))
+    kv_dtype: str = kv_dtype_param()
     # The matmuls' activation format; auto: the weights' (fp8, int8) or bf16.
     activation_dtype: str = param(
         "auto", label="Activation format", choices=lambda: [("auto", "auto"), *dtype_choices("bf16", "fp8", "int8")()]

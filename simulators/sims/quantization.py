@@ -43,7 +43,7 @@ from typing import Any
 from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import precisions, resolve_gpu, resolve_model, running_example
-from ..params import ModelGpu, dtype_choices, engine_param, param
+from ..params import ModelGpu, context_param, dtype_choices, engine_param, kv_dtype_param, param
 from ..plotting import LOG, MARKERS, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call
@@ -83,13 +83,9 @@ VIEWS = [("speedup", "Decode speed-up vs batch"), ("formats", "Bytes per format"
 class Params(ModelGpu):
     # The format to compare with bf16.
     weight_dtype: str = param("int4", label="Weight format", choices=dtype_choices())
-    kv_dtype: str = param(
-        running_example()["kv_dtype"], label="KV cache format", choices=dtype_choices("bf16", "fp8", "int8", "int4")
-    )
+    kv_dtype: str = kv_dtype_param(running_example()["kv_dtype"])
     # Context of each decoding sequence, and the prompt length of the prefill comparison.
-    context_tokens: int = param(
-        running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True
-    )
+    context_tokens: int = context_param()
     batch_size: int = param(1, label="Batch size", unit="sequences", min=1, max=4096, step=1, log=True)
     # Speed-up below which the quantised model is judged not worth it (1.1 = 10% faster).
     worthwhile_speedup: float = param(1.1, label="Worthwhile speed-up", unit="x", min=1.0, max=4.0, step=0.05)

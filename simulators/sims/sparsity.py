@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
-from ..params import ModelGpu, dtype_choices, engine_param, param
+from ..params import ModelGpu, context_param, dtype_choices, engine_param, param
 from ..plotting import LOG, PERCENT, bar, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call
@@ -93,9 +93,7 @@ class Params(ModelGpu):
     # How the unstructured matrix is stored (an assumption about the kernel; see the docstring).
     unstructured_layout: str = param("bitmask", label="Unstructured storage", choices=LAYOUTS)
     # Prompt of the prefill comparison, and context of each decoding sequence.
-    context_tokens: int = param(
-        running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, log=True
-    )
+    context_tokens: int = context_param()
     batch_size: int = param(1, label="Decode batch", unit="sequences", min=1, max=1024, step=1, log=True)
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     engine: str = engine_param()

@@ -38,8 +38,8 @@ from typing import Any
 from ..core import capacity
 from ..core import costmodel as cm
 from ..core.capacity import BATCH_GRID
-from ..core.catalog import resolve_gpu, resolve_model, running_example
-from ..params import ModelGpu, engine_param, param
+from ..core.catalog import resolve_gpu, resolve_model
+from ..params import ModelGpu, context_param, engine_param, param
 from ..plotting import LOG, layout, line, markers
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call
@@ -80,9 +80,7 @@ class Params(ModelGpu):
     # Sequences decoded together; each one is speculated and verified.
     batch_size: int = param(1, label="Batch size", unit="sequences", min=1, max=1024, step=1, log=True)
     # Tokens already in each sequence's KV cache.
-    context_tokens: int = param(
-        running_example()["prompt_tokens"], label="Context", unit="tokens", min=1, max=131_072, step=1, log=True
-    )
+    context_tokens: int = context_param(step=1)
     # Peak bandwidth and FLOPs (the physical floor) instead of the sourced achieved fractions.
     ideal: bool = param(False, label="Ideal hardware (100% of peak)")
     engine: str = engine_param()
