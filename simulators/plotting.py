@@ -79,6 +79,11 @@ def figure(data: list[dict[str, Any]], lay: dict[str, Any]) -> dict[str, Any]:
     return {"data": data, "layout": lay}
 
 
+def chart(data: list[dict[str, Any]], title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
+    """figure(data, layout(...)) in one call."""
+    return figure(data, layout(title, x_title, y_title, **extra))
+
+
 def running(fig: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
     """A chart drawn while its first run is still going (r["running"]: requests finished, of how
     many; engine.cluster.serve_shown): the title says so, and its traces, which hold only that run

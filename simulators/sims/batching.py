@@ -36,8 +36,7 @@ from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..plotting import LOG, bar, layout, line
-from ..plotting import figure as make_figure
+from ..plotting import LOG, bar, chart, line
 from ..results_cache import Keep, for_call, kept_steps, run_key
 
 TITLE = "Static vs continuous batching"
@@ -192,7 +191,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             if k in r  # both, but while they stream
         ]
         title = f"Latency percentiles, {r['model']} on {r['gpu']}"
-        return make_figure(data, layout(title, "Metric", "Seconds", barmode="group", yaxis=LOG))
+        return chart(data, title, "Metric", "Seconds", barmode="group", yaxis=LOG)
     st, co = r["static"]["series"], r.get("continuous", {}).get("series")  # no continuous run yet while streaming
     times = [x[0] for x in st]
     data = [
@@ -202,7 +201,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if co is not None:
         data.append(line([x[0] for x in co], [x[2] for x in co], "Continuous: sequences running", 0, shape="hv"))
     title = f"Batch slots over time ({r['max_num_seqs']} slots, {r['rate_per_s']:g} req/s)"
-    return make_figure(data, layout(title, "Time (s)", "Sequences"))
+    return chart(data, title, "Time (s)", "Sequences")
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..plotting import bar, layout, markers
-from ..plotting import figure as make_figure
+from ..plotting import bar, chart, markers
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -27,7 +26,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
         ]  # fmt: skip
         title = title if searching else f"p{q} latency of each ranked configuration"
-        return make_figure(data, layout(title, f"p{q} ITL (ms)", f"p{q} TTFT (ms)"))
+        return chart(data, title, f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
     # Horizontal bars with short labels (rank, GPUs, GPU id, layout) that a phone's width holds; the
     # whole configuration is in the hover text and the table. Listed bottom-up: the cheapest on top.
     found = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)][::-1]
@@ -37,7 +36,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data.append(
             _bars(pending, [f"{x['short']} (bound)" for x in pending], "Lower bound, not yet run", 1, "at least ")
         )
-    return make_figure(data, layout(title, "USD per hour", "", yaxis={"type": "category"}))
+    return chart(data, title, "USD per hour", "", yaxis={"type": "category"})
 
 
 def _bars(rows: list[dict[str, Any]], labels: list[str], name: str, i: int, bound: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from ..engine.metrics import RequestRecord
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, PERCENT, bar, layout
+from ..plotting import LOG, PERCENT, bar, chart, layout
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, for_call, kept, kept_steps
 
@@ -219,7 +219,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             bar(names, [r["routers"][n]["counts"][i] for n in done], f"Replica {i + 1}", i)
             for i in range(r["num_replicas"])
         ]
-        return make_figure(data, layout("Requests per replica, per router", "Router", "Requests", barmode="group"))
+        return chart(data, "Requests per replica, per router", "Router", "Requests", barmode="group")
     if view == "disagg":
         labels = ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
         split = f"{r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode"
@@ -230,7 +230,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             if k in r["modes"]  # both, but while they stream
         ]
         title = "Colocated vs disaggregated prefill and decode"
-        return make_figure(data, layout(title, "Metric", "Milliseconds", barmode="group", yaxis=LOG))
+        return chart(data, title, "Metric", "Milliseconds", barmode="group", yaxis=LOG)
     m = r["metrics"]
     data = [
         # Offset groups put the two bars side by side although they hang on different y axes.

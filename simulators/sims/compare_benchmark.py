@@ -25,8 +25,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import fit_error
 from ..params import ModelGpuEngine, ParamError, batch_slots_param, num_requests_param, param
-from ..plotting import LOG, layout, line, sweep
-from ..plotting import figure as make_figure
+from ..plotting import LOG, chart, line, sweep
 from ..results_cache import Keep, for_call
 
 TITLE = "Compare with your benchmark (GuideLLM report)"
@@ -165,7 +164,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         ys = [x[f"{k}_p99_ms"] for _, pts, _ in series for x in pts] or [1.0]
         data.append(_ceiling(r, None, [min(ys), max(ys)]))
         title, xt, yt, ylog = f"{up} against throughput", "Achieved throughput (req/s)", f"{up} (ms)", True
-    return make_figure(data, layout(f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": LOG} if ylog else {})))
+    return chart(data, f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": LOG} if ylog else {}))
 
 
 def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) -> dict[str, Any]:

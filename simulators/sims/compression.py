@@ -32,7 +32,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpu, context_param, engine_param, param
-from ..plotting import LOG, bar, layout, line
+from ..plotting import LOG, bar, chart, layout, line
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
 
@@ -203,7 +203,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data = [line(x, v["decode_speedup_by_batch"], v["name"] + kv, i) for i, v in enumerate(rows)]
         data.append(line([x[0], x[-1]], [1, 1], "BF16 (1x)", 6))
         title = f"Decode speed-up over BF16: {r['model']} on {r['gpu']}"
-        return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
+        return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
     if view == "memory":
         weights = [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows]
         tokens = [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows]
@@ -212,7 +212,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             bar(["BF16"] + names, tokens, f"KV tokens that fit{kv} (millions)", 1),
         ]
         title = f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}"
-        return make_figure(data, layout(title, "Scheme", "GB / million tokens", barmode="group"))
+        return chart(data, title, "Scheme", "GB / million tokens", barmode="group")
     prefill = f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})"
     data = [
         bar(names, [v["prefill_speedup"] for v in rows], prefill, 0),

@@ -7,8 +7,7 @@ from typing import Any
 
 from ..core.catalog import Gpu, Model
 from ..core.vllm_memory import VllmMemory
-from ..plotting import bar, layout
-from ..plotting import figure as make_figure
+from ..plotting import bar, chart
 
 __all__ = ["figure", "notes", "summary"]
 
@@ -55,9 +54,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         title = f"{r['model']}: requests of each length the KV cache holds at once{ranks}"
         # Category axis: plotly would read "1,024" as the number 1024 and space the bars by value.
         x_axis = {"type": "category"}
-        return make_figure(
-            data, layout(title, "Tokens per request (prompt + output)", "Requests at once", xaxis=x_axis)
-        )
+        return chart(data, title, "Tokens per request (prompt + output)", "Requests at once", xaxis=x_axis)
     alike = r["tensor_parallel_size"] * dp
     names = [f"Stage {s['stage']} ({f'{alike} GPUs alike' if alike > 1 else 'one GPU'})" for s in r["stages"]]
     parts = [("Weights", "weights"), ("Activation peak", "activation"), ("Non-torch", "non_torch"), ("KV cache", "kv")]
@@ -70,7 +67,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     left = [s["total_GiB"] - s["requested_GiB"] for s in r["stages"]]
     data.append(bar(names, left, "Left to CUDA graphs and others", 5))
     title = f"{r['model']} on {r['metrics']['num_gpus']} x {r['gpu']}: memory per GPU"
-    return make_figure(data, layout(title, "", "GiB per GPU", barmode="stack"))
+    return chart(data, title, "", "GiB per GPU", barmode="stack")
 
 
 def _limits(r: dict[str, Any]) -> str:

@@ -33,8 +33,7 @@ from ..benchmark import serve_command as sc
 from ..benchmark.guidellm_read import ReportError, read
 from ..core.catalog import CatalogError, model_for_repo, resolve_gpu, resolve_model, running_example
 from ..params import ParamError, gpu_param, param
-from ..plotting import bar, layout
-from ..plotting import figure as make_figure
+from ..plotting import bar, chart
 from ..results_cache import Keep
 
 TITLE = "Why is my model slow?"
@@ -224,7 +223,7 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
                  ("Fixed step overhead", t["overhead_s"]), ("Prefills sharing the GPU", t["itl_s"] - t["step_s"])]  # fmt: skip
         data = [bar([v * 1e3], ["ITL"], k, i, orientation="h") for i, (k, v) in enumerate(parts)]
         title = f"Where a token's time goes at {r['metrics']['batch']:.0f} requests in flight"
-        return make_figure(data, layout(title, "ms per token", "", barmode="stack"))
+        return chart(data, title, "ms per token", "", barmode="stack")
     if view == "evidence":
         rows = [
             (label, r["predicted"][key] * 1e3, r["observed"][key] * 1e3)
@@ -238,15 +237,15 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
             p = r["predicted"]
             names, pred = ["TTFT p50 (ms)", "ITL p50 (ms)"], [p["ttft_s"] * 1e3, p["itl_s"] * 1e3]
             title = "The model's figures (give a log, a report or figures to compare)"
-            return make_figure([bar(names, pred, "Predicted", 0)], layout(title, "", "ms", barmode="group"))
+            return chart([bar(names, pred, "Predicted", 0)], title, "", "ms", barmode="group")
         names, pred, seen = [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows]
         data = [bar(names, pred, "Predicted", 0), bar(names, seen, "Observed", 1)]
-        return make_figure(data, layout("Predicted against observed", "", "value (unit in the label)", barmode="group"))
+        return chart(data, "Predicted against observed", "", "value (unit in the label)", barmode="group")
     levers = r["levers"]
     data = [bar([x["change"] for x in levers], [x["lever"] for x in levers], "Predicted change", 0, orientation="h")]
     title = f"Levers ranked by their effect on {levers[0]['binding'] if levers else 'the binding figure'}"
     x_title, reversed_ = "predicted change (negative: faster)", {"autorange": "reversed"}
-    return make_figure(data, layout(title, x_title, "", xaxis={"tickformat": "+.0%"}, yaxis=reversed_))
+    return chart(data, title, x_title, "", xaxis={"tickformat": "+.0%"}, yaxis=reversed_)
 
 
 def summary(r: dict[str, Any], view: str = "levers") -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..plotting import MARKERS, PALETTE, bar, layout, line, markers
+from ..plotting import MARKERS, PALETTE, bar, chart, layout, line, markers
 from ..plotting import figure as make_figure
 
 BATCHES = tuple(2**i for i in range(11))  # 1 ... 1,024
@@ -74,7 +74,7 @@ def _request_figure(r: dict[str, Any]) -> dict[str, Any]:
         "yaxis2": {**kv, "anchor": "x"},
         "yaxis3": {**running, "tickformat": ",d", "automargin": True},
     }
-    return make_figure(data, layout(title, "Time (s)", "", **axes, barmode="overlay"))
+    return chart(data, title, "Time (s)", "", **axes, barmode="overlay")
 
 
 def _scatter(x: list[Any], y: list[Any], name: str, **extra: Any) -> dict[str, Any]:

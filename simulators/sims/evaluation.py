@@ -62,8 +62,7 @@ from typing import Any, NamedTuple
 
 from ..core import stats
 from ..params import param
-from ..plotting import LOG, layout, markers
-from ..plotting import figure as make_figure
+from ..plotting import LOG, chart, markers
 from ..results_cache import Keep, LruCache, for_call
 
 TITLE = "Evaluating an optimised model: perplexity vs KL divergence"
@@ -269,8 +268,7 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
         for j, (name, ranks) in enumerate((("Noise only", clean), ("Damaged position (runner-up pushed ahead)", hit)))
     ]
     x_title = "Position rank" + (f" (one position in {stride} drawn)" if stride > 1 else "")
-    title = "KL divergence per position, worst first"
-    return make_figure(data, layout(title, x_title, "KL(baseline || optimised), nats", yaxis=LOG))
+    return chart(data, "KL divergence per position, worst first", x_title, "KL(baseline || optimised), nats", yaxis=LOG)
 
 
 def summary(r: dict[str, Any]) -> str:

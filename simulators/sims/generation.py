@@ -25,8 +25,7 @@ from .. import parallel
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..params import ModelGpu, ParamError, dtype_choices, engine_param, kv_dtype_param, param
-from ..plotting import bar, layout, line
-from ..plotting import figure as make_figure
+from ..plotting import bar, chart, line
 from ..results_cache import Keep
 
 TITLE = "Generation: prefill, then one decode step per token"
@@ -173,14 +172,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             bar(r["candidates"], r["probabilities"], "Probability after temperature, top-k, top-p", 0),
             bar(r["candidates"], [c / NUM_DRAWS for c in r["draw_counts"]], f"Share of {NUM_DRAWS} seeded draws", 1),
         ]
-        return make_figure(data, layout("Next-token sampling", "Candidate token", "Probability", barmode="group"))
+        return chart(data, "Next-token sampling", "Candidate token", "Probability", barmode="group")
     ttft = r["metrics"]["ttft_s"]
     data = [
         line([0, ttft], [0, 0], "Prefill (nothing streamed yet)", 1),
         line(r["token_times_s"], r["token_index"], "Tokens streamed", 0),
     ]
     title = f"One request on {r['gpu']}: {r['model']}"
-    return make_figure(data, layout(title, "Time since the request arrived (s)", "Output tokens received"))
+    return chart(data, title, "Time since the request arrived (s)", "Output tokens received")
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -35,8 +35,7 @@ from ..core import vllm_memory as vm
 from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from ..core.layout import vllm_defaults
 from ..params import ModelGpu, context_param, dtype_choices, kv_dtype_param, param
-from ..plotting import LOG, bar, layout, line, markers
-from ..plotting import figure as make_figure
+from ..plotting import LOG, bar, chart, line, markers
 from ..results_cache import Keep
 
 TITLE = "GPU memory and the roofline"
@@ -224,7 +223,7 @@ def _fit_figure(r: dict[str, Any]) -> dict[str, Any]:
         f"fits from {fewest} GPU(s)" if fewest else "does not fit on 8 GPUs"
     )
     axes = ("GPUs (PP: with pipeline stages)", "GB per GPU")
-    return make_figure(data, layout(title, *axes, barmode="stack", xaxis={"type": "category"}))
+    return chart(data, title, *axes, barmode="stack", xaxis={"type": "category"})
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -248,7 +247,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     ]
     title = f"Roofline of {r['gpu']}" + (f": ridge at {ridge:,.1f} FLOP/B" if ridge else ": no published FLOPs")
     axes = ("Arithmetic intensity (FLOP per byte moved)", "Attainable TFLOP/s")
-    return make_figure(data, layout(title, *axes, xaxis=LOG, yaxis=LOG))
+    return chart(data, title, *axes, xaxis=LOG, yaxis=LOG)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -28,8 +28,7 @@ from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import Model, resolve_gpu, resolve_model, running_example
 from ..params import ModelGpu, dtype_choices, kv_dtype_param, param
-from ..plotting import LOG, layout, line
-from ..plotting import figure as make_figure
+from ..plotting import LOG, chart, line
 from ..results_cache import Keep
 
 TITLE = "KV cache size, growth and concurrency"
@@ -181,8 +180,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             line(x, [f / 1e12 for f in r["work_with_cache"]], "With a KV cache (linear)", 0),
             line(x, [f / 1e12 for f in r["work_without_cache"]], "Recomputing every step (quadratic)", 1),
         ]
-        title = f"Work to generate, {r['model']}"
-        return make_figure(data, layout(title, "Sequence length (tokens)", "TFLOP", yaxis=LOG))
+        return chart(data, f"Work to generate, {r['model']}", "Sequence length (tokens)", "TFLOP", yaxis=LOG)
     # Both axes logarithmic (review 2026-12-03, L-7): on linear axes every curve hugs zero under budgets
     # of tens of GiB; on log axes the designs are parallel lines (MHA 4x GQA for Llama-3-8B), and the gap
     # from a curve's end up to the vLLM line is how many sequences fit (none where they cross).
@@ -197,7 +195,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if formula > 0:
         data.append(line(ends, [formula, formula], f"Byte arithmetic on {r['gpu_memory_GiB']:g} GiB (upper bound)", 4))
     title = f"KV cache per sequence, {r['model']} ({r['kv_dtype']})"
-    return make_figure(data, layout(title, "Context (tokens)", "GiB per sequence (log)", xaxis=LOG, yaxis=LOG))
+    return chart(data, title, "Context (tokens)", "GiB per sequence (log)", xaxis=LOG, yaxis=LOG)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..benchmark import loadgen
-from ..plotting import LOG, bar, layout, markers, sweep
-from ..plotting import figure as make_figure
+from ..plotting import LOG, bar, chart, markers, sweep
 
 FRACTIONS = (0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5)  # the open-loop sweep, shares of the server's maximum
 USERS = (1, 4, 16, 64, 128)  # the closed-loop sweep's concurrent users
@@ -22,7 +21,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             for i, (k, name) in enumerate((("ttft_s", "TTFT"), ("tpot_s", "TPOT")))
         ]
         title = f"Mean vs percentiles at {r['rate_per_s']:g} req/s"
-        return make_figure(data, layout(title, "Statistic", "Milliseconds", barmode="group", yaxis=LOG))
+        return chart(data, title, "Statistic", "Milliseconds", barmode="group", yaxis=LOG)
     o = r["open"]
     if view == "goodput":
         data = [
@@ -35,19 +34,19 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             name, xs = f"At the chosen rate ({c['offered']:g} req/s)", [c["offered"]] * 2
             data.append(markers(xs, [c["throughput"], c["goodput"]], name, 6, mode="markers", text=text))
         title = "Goodput vs offered load (open loop, Poisson)"
-        return make_figure(data, layout(title, "Offered rate (req/s)", "Requests per second"))
+        return chart(data, title, "Offered rate (req/s)", "Requests per second")
     if view == "lengths":
         names = {"azure": "Heavy-tailed lengths (Azure lognormal)", "fixed": "Fixed lengths (same means)"}
         first, other = names[r["lengths"]], names["fixed" if r["lengths"] == "azure" else "azure"]
         data = [sweep(o, "offered", "ttft_p99", first, 0), sweep(r["other"], "offered", "ttft_p99", other, 1)]
-        return make_figure(data, layout("TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis=LOG))
+        return chart(data, "TTFT p99 vs offered load", "Offered rate (req/s)", "TTFT p99 (s)", yaxis=LOG)
     c, offered, users = r["closed"], [f"{x['offered']:.1f} req/s offered" for x in o], [f"{u} users" for u in USERS]
     data = [
         sweep(o, "throughput", "ttft_p99", "Open loop (Poisson rate sweep)", 0, text=offered),
         sweep(c, "throughput", "ttft_p99", "Closed loop (1-128 users)", 1, text=users[: len(c)]),
     ]
     title = "Open loop shows the knee; closed loop hides it"
-    return make_figure(data, layout(title, "Achieved throughput (req/s)", "TTFT p99 (s)", yaxis=LOG))
+    return chart(data, title, "Achieved throughput (req/s)", "TTFT p99 (s)", yaxis=LOG)
 
 
 def _flags(point: dict[str, float]) -> str:

@@ -33,8 +33,7 @@ from ..engine.cluster import fit_error, serve_shown
 from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, bar, layout, line, sweep
-from ..plotting import figure as make_figure
+from ..plotting import LOG, bar, chart, line, sweep
 from ..results_cache import Keep, for_call, kept_steps, run_key
 
 TITLE = "Paged KV cache vs contiguous reservation"
@@ -213,7 +212,7 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
         data.append(line(xs, ys, "Block boundaries", 6, showlegend=False, hoverinfo="skip", line=white))
     title = f"Block tables: {bs}-token blocks, {width} blocks per {r['max_model_len']:,}-token reservation"
     rows_axis = {"autorange": "reversed", "tickvals": rows, "ticktext": labels}
-    return make_figure(data, layout(title, "Blocks", "", barmode="stack", bargap=0.2, yaxis=rows_axis))
+    return chart(data, title, "Blocks", "", barmode="stack", bargap=0.2, yaxis=rows_axis)
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -224,7 +223,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data = [sweep(r["block_sweep"], "block_size", "utilization", "Paged: share of reserved KV holding tokens")]
         data.append(line(xs, [r["metrics"]["kv_utilization_contiguous"]] * len(xs), "Contiguous reservation", 1))
         title, y_range = "Block size trade-off", {"range": [0, 1.02]}
-        return make_figure(data, layout(title, "Block size (tokens)", "KV utilisation", xaxis=LOG, yaxis=y_range))
+        return chart(data, title, "Block size (tokens)", "KV utilisation", xaxis=LOG, yaxis=y_range)
     data = []
     for i, key in enumerate(LAYOUTS):
         if key not in r:  # both, but while they stream
@@ -233,7 +232,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, shape="hv"))
         data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, shape="hv"))
     title = f"KV reserved vs used ({r['max_model_len']:,}-token reservations, {r['block_size']}-token blocks)"
-    return make_figure(data, layout(title, "Time (s)", "Tokens"))
+    return chart(data, title, "Time (s)", "Tokens")
 
 
 def summary(r: dict[str, Any], view: str) -> str:

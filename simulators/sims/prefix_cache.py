@@ -30,8 +30,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import fit_error
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, bar, layout, sweep
-from ..plotting import figure as make_figure
+from ..plotting import LOG, bar, chart, sweep
 from ..results_cache import Keep, for_call, kept, run_key
 
 TITLE = "Prefix caching: none, block hashing, radix tree"
@@ -161,21 +160,20 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             points = [x for x in r["pressure"] if mode in x]  # all, but while they stream
             data.append(sweep(points, "GiB", mode, names[mode], i))
         title = "Cache hit rate as KV memory shrinks (LRU eviction)"
-        return make_figure(data, layout(title, "KV memory (GiB)", "Prompt tokens from cache", xaxis=LOG, yaxis=SHARE))
+        return chart(data, title, "KV memory (GiB)", "Prompt tokens from cache", xaxis=LOG, yaxis=SHARE)
     if view == "hits":
         modes = [x for x in CACHES if x in r["modes"]]  # both, but while they stream
         hit_rates = [r["modes"][x]["hit_rate"] for x in modes]
         data = [bar([names[x] for x in modes], hit_rates, "Hit rate (share of prompt tokens)", 0)]
         title = f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload"
-        return make_figure(data, layout(title, "Cache", "Share of prompt tokens", yaxis=SHARE))
+        return chart(data, title, "Cache", "Share of prompt tokens", yaxis=SHARE)
     labels = ["p50", "p90", "p99"]
     data = [
         bar(labels, [r["modes"][mode][f"ttft_{q}"] for q in labels], names[mode], i)
         for i, (mode, _) in enumerate(MODES)
         if mode in r["modes"]  # every mode, but while they stream
     ]
-    title = f"Time to first token, {r['model']} on {r['gpu']}"
-    return make_figure(data, layout(title, "Percentile", "TTFT (s)", barmode="group"))
+    return chart(data, f"Time to first token, {r['model']} on {r['gpu']}", "Percentile", "TTFT (s)", barmode="group")
 
 
 def summary(r: dict[str, Any], view: str) -> str:

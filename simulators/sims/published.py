@@ -22,8 +22,7 @@ from ..core import efficiency as ef
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..parallel import check_serving, layout_of, tensor_parallel_param
 from ..params import ParamError, dtype_choices, engine_param, gpu_choices, kv_dtype_param, model_choices, param
-from ..plotting import bar, layout
-from ..plotting import figure as make_figure
+from ..plotting import bar, chart
 from ..results_cache import Keep
 
 TITLE = "A published benchmark, predicted under its own conditions"
@@ -144,7 +143,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 def figure(r: dict[str, Any]) -> dict[str, Any]:
     name = "ideal ceiling" if r["ideal"] else "engine profile"
     data = [bar([r["quantity"]], [r["metrics"]["predicted"]], f"Predicted ({name})")]
-    return make_figure(data, layout(f"{r['model']} on {r['gpu']}", "Published figure", r["unit"]))
+    return chart(data, f"{r['model']} on {r['gpu']}", "Published figure", r["unit"])
 
 
 def summary(r: dict[str, Any]) -> str:

@@ -44,8 +44,7 @@ from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import precisions, resolve_gpu, resolve_model, running_example
 from ..params import ModelGpu, context_param, dtype_choices, engine_param, kv_dtype_param, param
-from ..plotting import LOG, MARKERS, bar, layout, line
-from ..plotting import figure as make_figure
+from ..plotting import LOG, MARKERS, bar, chart, line
 from ..results_cache import Keep, for_call
 
 TITLE = "Quantisation: bytes per weight and when they become speed"
@@ -239,7 +238,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "formats":
         text = [f"{b:g} bits/weight" for b in r["bits_per_weight"]]
         data = [bar(r["format_names"], r["weights_GB"], "Weights", 0, text=text, textposition="outside")]
-        return make_figure(data, layout(f"Weight memory of {r['model']} per format", "Format", "GB"))
+        return chart(data, f"Weight memory of {r['model']} per format", "Format", "GB")
     if view == "demo":
         m = r["metrics"]
         x = ["Per tensor", "Per channel (row)", f"Groups of {r['group_size']}"]
@@ -249,7 +248,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             for i, b in enumerate(QMAX)
         ]
         title = f"Error quantising a {ROWS} x {COLS} matrix with {r['num_outliers']} outliers"
-        return make_figure(data, layout(title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis=LOG))
+        return chart(data, title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis=LOG)
     x = r["batches"]
     # Past six formats the dashes run out (the seventh is the reference line's): add markers.
     data = [
@@ -258,7 +257,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     ]
     data.append(line([x[0], x[-1]], [r["worthwhile_speedup"]] * 2, "Worthwhile speed-up", 6))
     title = f"Decode speed-up over bf16, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
-    return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
+    return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
 
 
 def _marked(i: int) -> dict[str, Any]:

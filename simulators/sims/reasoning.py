@@ -32,8 +32,7 @@ from ..engine.metrics import RequestRecord, downsample
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..plotting import bar, layout, line, sweep
-from ..plotting import figure as make_figure
+from ..plotting import bar, chart, line, sweep
 from ..results_cache import Keep, for_call, kept_steps, run_key
 
 TITLE = "Reasoning workloads: 2k in, 20k out"
@@ -193,14 +192,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "speculation":
         data = [sweep(r["sweep"], "k", "e2e", f"Reasoning request, acceptance {r['acceptance_rate']:.0%}")]
         x_title = "Draft tokens per step (0 = no speculation)"
-        return make_figure(data, layout("Mean end-to-end time vs draft length", x_title, "Seconds"))
+        return chart(data, "Mean end-to-end time vs draft length", x_title, "Seconds")
     if view == "batch":
         data = [
             line([x[0] for x in r[k]["series"]], [x[1] for x in r[k]["series"]], name, i, shape="hv")
             for i, (k, name) in enumerate((("chat", "Chat"), ("reasoning", "Reasoning")))
             if k in r  # both, but while they stream
         ]
-        return make_figure(data, layout("Sequences running over time (same arrivals)", "Time (s)", "Sequences"))
+        return chart(data, "Sequences running over time (same arrivals)", "Time (s)", "Sequences")
     traffic = (("Chat", "chat"), ("Reasoning", "reasoning"), ("Reasoning + speculation", "speculative"))
     shown = [(n, k) for n, k in traffic if k in r]  # all three, but while they stream
     names, parts = [n for n, _ in shown], [r[k] for _, k in shown]
@@ -210,7 +209,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         bar(names, [x["e2e_mean"] - x["ttft_mean"] for x in parts], "Decode", 0),
     ]
     title = f"Where a request's time goes, {r['model']} on {r['gpu']}"
-    return make_figure(data, layout(title, "Traffic", "Mean seconds per request", barmode="stack"))
+    return chart(data, title, "Traffic", "Mean seconds per request", barmode="stack")
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -49,8 +49,7 @@ from ..core import vllm_memory as vm
 from ..core.capacity import BATCH_GRID
 from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
 from ..params import ModelGpuEngine, ParamError, param
-from ..plotting import LOG, layout, line, markers
-from ..plotting import figure as make_figure
+from ..plotting import LOG, chart, line, markers
 from ..results_cache import Keep, for_call
 
 TITLE = "Cost per token, latency SLOs and goodput"
@@ -291,9 +290,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             markers([r["batch_size"]], [m["cost_per_million_tokens_local_usd"]], f"Batch {r['batch_size']}", 2),
         ]
         title = f"Cost per million output tokens, {r['model']}"
-        return make_figure(
-            data, layout(title, "Batch size (requests)", "USD per 1M output tokens", xaxis=LOG, yaxis=LOG)
-        )
+        return chart(data, title, "Batch size (requests)", "USD per 1M output tokens", xaxis=LOG, yaxis=LOG)
     xs, ys = r[f"{view}_cdf"]
     q, name = r["percentile"], view.upper()
     marks = [(m[f"{view}_mean_s"], "Mean", 3), (m[f"{view}_p{q}_s"], f"p{q}", 4), (m[f"{view}_p99_s"], "p99", 5)]
@@ -302,7 +299,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     data += [line([v, v], [0, 1], f"{label}: {v * 1e3:,.1f} ms", i) for v, label, i in marks]
     title = f"{name} of sampled requests, batch {r['batch_size']}"
     # margin: room for a log axis's last tick label (else plotly widens it: static charts agree)
-    return make_figure(data, layout(title, f"{name} (s)", "Share of requests at or below", xaxis=LOG, margin={"r": 40}))
+    return chart(data, title, f"{name} (s)", "Share of requests at or below", xaxis=LOG, margin={"r": 40})
 
 
 def summary(r: dict[str, Any], view: str) -> str:

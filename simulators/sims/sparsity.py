@@ -46,8 +46,7 @@ from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import resolve_gpu, resolve_model, running_example
 from ..params import ModelGpu, context_param, dtype_choices, engine_param, param
-from ..plotting import LOG, PERCENT, bar, layout, line
-from ..plotting import figure as make_figure
+from ..plotting import LOG, PERCENT, bar, chart, line
 from ..results_cache import Keep, for_call
 
 TITLE = "Sparsity: unstructured vs 2:4, bytes vs speed"
@@ -271,12 +270,12 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         data = [line(r["batches"], r["speedup_curves"][v], names[v], i) for i, v in enumerate(SCHEMES)]
         data.append(line([r["batches"][0], r["batches"][-1]], [1, 1], "Dense", 6))
         title = f"Decode speed-up over dense, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
-        return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
+        return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
     if view == "demo":
         x = ["Share of |w| removed", "Share of w^2 removed", "Relative output error"]
         data = [bar(x, [m[f"demo_{v}_{k}"] for k in DEMO_KEYS], names[v], i) for i, v in enumerate(SCHEMES)]
         title = f"Magnitude pruning of a {ROWS} x {COLS} matrix"
-        return make_figure(data, layout(title, "", "Share", barmode="group", yaxis=PERCENT))
+        return chart(data, title, "", "Share", barmode="group", yaxis=PERCENT)
     x = [
         "Weight memory",
         "Block FLOPs (on paper)",
@@ -290,7 +289,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
     y_title = "Share of the dense figure (lower is better)"
-    return make_figure(data, layout(title, "", y_title, barmode="group", yaxis=PERCENT))
+    return chart(data, title, "", y_title, barmode="group", yaxis=PERCENT)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -40,8 +40,7 @@ from ..core import costmodel as cm
 from ..core.capacity import BATCH_GRID
 from ..core.catalog import resolve_gpu, resolve_model
 from ..params import ModelGpu, context_param, engine_param, param
-from ..plotting import LOG, layout, line, markers
-from ..plotting import figure as make_figure
+from ..plotting import LOG, chart, line, markers
 from ..results_cache import Keep, for_call
 
 TITLE = "Speculative decoding: draft, verify, accept"
@@ -219,7 +218,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             markers([chosen], [r["speedup_by_gamma"][chosen - 1]], "Chosen draft length", 2),
         ]
         title = f"alpha = {a:g}, c = {c:g}, batch {r['batch_size']} on {r['gpu']}"
-        return make_figure(data, layout(title, "Draft length gamma (tokens)", "Tokens per pass / speed-up (x)"))
+        return chart(data, title, "Draft length gamma (tokens)", "Tokens per pass / speed-up (x)")
     x, gamma = r["batch_grid"], f"gamma = {r['draft_tokens']}"
     data = [
         line(x, r["speedup_by_batch"], f"Speed-up, {gamma}", 0),
@@ -234,7 +233,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if 0 < r["fit_batch"] < x[-1]:
         data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], "Most sequences whose KV cache fits", 3))
     title = f"Speculation vs batching: {r['model']} on {r['gpu']}"
-    return make_figure(data, layout(title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG))
+    return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
 
 
 def summary(r: dict[str, Any], view: str) -> str:
