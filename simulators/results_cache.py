@@ -29,6 +29,8 @@ P = TypeVar("P")
 
 # The one cache a simulator sees: keep(key, make) is the value kept for `key`, or make()'s, kept.
 Keep = Callable[[Hashable, Callable[[], Any]], Any]
+# A streaming run(): it yields partial results (the chart so far) and returns the full one.
+Streamed = Generator[dict[str, Any], None, dict[str, Any]]
 
 # Answers kept per session: a reader's recent scenarios on one page (a few widgets, a few charts).
 MAX_RESULTS = 32

@@ -37,7 +37,7 @@ from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, line
-from ..results_cache import Keep, for_call, kept_steps, run_key
+from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
 
 TITLE = "Static vs continuous batching"
 DESCRIPTION = (
@@ -158,9 +158,7 @@ def _measured(
     return entry, metrics
 
 
-def run(
-    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
-) -> Generator[dict[str, Any], None, dict[str, Any]]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Both schedulers' runs, static (the cheaper) first, the chart so far yielded after each run made
     now and while the first goes (plotting.running)."""
     keep = for_call(keep, MEMO_ENTRIES)

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +46,7 @@ from ..core.catalog import Gpu, data_file, gpus, resolve_model, running_example
 from ..engine import workload
 from ..parallel import check_link
 from ..params import ParamError, model_param, num_requests_param, param
-from ..results_cache import Keep, for_call
+from ..results_cache import Keep, Streamed, for_call
 from .cheapest_view import NO_PRICE, figure, summary  # noqa: F401 (the charts and words)
 
 TITLE = "Cheapest deployment for an SLO"
@@ -190,9 +189,7 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
 
 
-def run(
-    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
-) -> Generator[dict[str, Any], None, dict[str, Any]]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """The search. `seed` is not used: every engine run draws its arrivals from ARRIVALS_SEED, so
     the ranking does not move with the seed and every call (the page's warm-up runs included)
     shares the kept runs. Before each layout is confirmed it yields the search so far (what

@@ -31,7 +31,7 @@ from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, PERCENT, bar, chart, layout
 from ..plotting import figure as make_figure
-from ..results_cache import Keep, for_call, kept, kept_steps
+from ..results_cache import Keep, Streamed, for_call, kept, kept_steps
 
 TITLE = "Routing across replicas, and prefill/decode disaggregation"
 DESCRIPTION = "Which replica each request goes to decides cache hits, balance and tail latency; splitting prefill from decode changes TTFT and TPOT."
@@ -158,9 +158,7 @@ def _disaggregated(p: Params, seed: int, keep: Keep) -> tuple[dict[str, float], 
     )
 
 
-def run(
-    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
-) -> Generator[dict[str, Any], None, dict[str, Any]]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Every router's run, then the split into prefill and decode pools. The chart asked for is
     yielded as it grows, one run made now at a time (kept runs are drawn with the answer): the
     routers and balance charts router by router; the disaggregation chart's two runs come first."""

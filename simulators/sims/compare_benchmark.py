@@ -15,7 +15,6 @@ simulated lengths are the chosen distribution, not the report's dataset.
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,7 @@ from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import fit_error
 from ..params import ModelGpuEngine, ParamError, batch_slots_param, num_requests_param, param
 from ..plotting import LOG, chart, line, sweep
-from ..results_cache import Keep, for_call
+from ..results_cache import Keep, Streamed, for_call
 
 TITLE = "Compare with your benchmark (GuideLLM report)"
 DESCRIPTION = "Open a GuideLLM report and see it over the sweep GuideLLM would run against the simulated server."
@@ -95,9 +94,7 @@ def _report_points(text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return rep, out
 
 
-def run(
-    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
-) -> Generator[dict[str, Any], None, dict[str, Any]]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """GuideLLM's sweep of the simulated server and its ceiling, the chart yielded after each point
     (the sweep in GuideLLM's order, then the ceiling: its 2,000-request run comes last), with the
     report's points, if one is opened, drawn from the first one on."""

@@ -41,7 +41,7 @@ from ..benchmark.loadgen import LoadRun, ServedMemo
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, Slo, workload
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..results_cache import Keep, for_call
+from ..results_cache import Keep, Streamed, for_call
 from .load_test_view import DRAIN_DOMINATES, FRACTIONS, USERS, figure, summary  # noqa: F401 (the charts and words)
 
 TITLE = "Load testing: open vs closed loop, percentiles, goodput"
@@ -167,9 +167,7 @@ def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Length
     return spec, slo, {"warmup": p.warmup, "cooldown": p.warmup, "slo": slo}, workload.lengths_for(p.lengths)
 
 
-def run(
-    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
-) -> Generator[dict[str, Any], None, dict[str, Any]]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """The server's maximum, the run at the chosen rate and the closed loop at the chosen users;
     the sweep charts add their sweeps (_sweep), yielded point by point. The percentiles chart needs
     only the run at the chosen rate: it is yielded first, before the ceiling."""
@@ -270,7 +268,7 @@ def search(p: Params, kind: str, *, seed: int = 0) -> dict[str, Any]:
 SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 
-def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Generator[dict[str, Any], None, dict[str, Any]]:
+def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Streamed:
     """The sweep charts' points (rates, and users or other lengths), whose runs then fill the GuideLLM
     records and CSV. The chart is yielded after each point, cheapest first (closed loop from one user
     up; open loop from the highest rate down)."""

@@ -34,7 +34,7 @@ from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, line, sweep
-from ..results_cache import Keep, for_call, kept_steps, run_key
+from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = (
@@ -128,16 +128,14 @@ def _served(
     """One allocator's run at the page's block size, and whether it was kept already; made now with
     `show`, it is shown once while it goes (a quarter of the requests done)."""
 
-    def steps() -> Generator[dict[str, Any], None, dict[str, Any]]:
+    def steps() -> Streamed:
         spec = _engine(p, layout_, p.block_size)
         return (yield from serve_shown(_trace(p, seed, keep), spec, lambda *run: _measured(p.block_size, *run), show))
 
     return (yield from kept_steps(keep, run_key(p, seed, layout_), steps))
 
 
-def run(
-    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
-) -> Generator[dict[str, Any], None, dict[str, Any]]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Both allocators' runs, contiguous (the cheaper) first, the memory chart yielded after each run
     made now and while the first goes; the block-size chart adds the paged engine at BLOCK_SIZES."""
     keep = for_call(keep, MEMO_ENTRIES)

@@ -21,7 +21,6 @@ al. 2024, SGLang: Efficient Execution of Structured Language Model Programs (arX
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +30,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import fit_error
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, sweep
-from ..results_cache import Keep, for_call, kept, run_key
+from ..results_cache import Keep, Streamed, for_call, kept, run_key
 
 TITLE = "Prefix caching: none, block hashing, radix tree"
 DESCRIPTION = "Shared system prompts, few-shot blocks, conversations and agent loops: how much prefill a prefix cache saves, and what eviction costs."
@@ -117,9 +116,7 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
     return kept(keep, run_key(p, seed, mode, blocks), make)
 
 
-def run(
-    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
-) -> Generator[dict[str, Any], None, dict[str, Any]]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Every cache mode's run at the page's KV memory, the pressure chart's with less memory first;
     the chart asked for is yielded after each run made now (the TTFT chart's cheapest first)."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)

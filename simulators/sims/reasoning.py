@@ -33,7 +33,7 @@ from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import bar, chart, line, sweep
-from ..results_cache import Keep, for_call, kept_steps, run_key
+from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
 
 TITLE = "Reasoning workloads: 2k in, 20k out"
 DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
@@ -116,7 +116,7 @@ def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | No
     whether it was kept already; made now with `show`, it is shown once while it goes (a quarter of
     the requests done)."""
 
-    def steps() -> Generator[dict[str, Any], None, dict[str, Any]]:
+    def steps() -> Streamed:
         rng = random.Random(seed)
         times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
         lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
@@ -129,9 +129,7 @@ def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | No
     return (yield from kept_steps(keep, run_key(p, seed, kind, k), steps))
 
 
-def run(
-    p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None
-) -> Generator[dict[str, Any], None, dict[str, Any]]:
+def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Chat, reasoning, and reasoning with speculation (the speculation chart adds reasoning at each
     k in DRAFTS); the chart asked for is yielded after each run made now."""
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
