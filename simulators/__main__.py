@@ -16,6 +16,12 @@ import sys
 from . import api
 
 
+def _fail(message: str) -> int:
+    """Bad input: "error: ..." on stderr (a line per error), exit status 2."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
 def _describe(name: str) -> str:
     s = api.schema(name)
     lines = [f"{name}: {s['title']}", f"  {s['description']}", "", "parameters:"]
@@ -70,26 +76,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:14s} {mod.TITLE}")
         return 0
     if args.name not in api.SIMULATORS:
-        print(f"error: unknown simulator '{args.name}'; known: {', '.join(api.SIMULATORS)}", file=sys.stderr)
-        return 2
+        return _fail(f"unknown simulator '{args.name}'; known: {', '.join(api.SIMULATORS)}")
     if args.cmd == "describe":
         print(_describe(args.name))
         return 0
     try:
         params = _parse_sets(args.set)
     except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _fail(str(e))
     if args.format == "guidellm":  # the file a page's "Download GuideLLM report" makes
         if args.name != "load_test":
-            print(f"error: --format guidellm is for load_test, not {args.name}", file=sys.stderr)
-            return 2
+            return _fail(f"--format guidellm is for load_test, not {args.name}")
         params["export"] = "guidellm"
     answer = json.loads(api.run_json(args.name, json.dumps(params), seed=args.seed))
     if not answer["ok"]:
-        for err in answer["errors"]:
-            print(f"error: {err['field'] or args.name}: {err['message']}", file=sys.stderr)
-        return 2
+        return _fail("\nerror: ".join(f"{err['field'] or args.name}: {err['message']}" for err in answer["errors"]))
     if "export" in answer:  # --set export=KIND: the file a page's download button makes
         print(answer["export"]["text"])
     elif args.json:
@@ -108,11 +109,9 @@ def _read_report(path: str, as_json: bool) -> int:
         with open(path, encoding="utf-8") as f:
             report = read(f.read())
     except (OSError, UnicodeDecodeError) as e:
-        print(f"error: {path}: cannot read the file ({e.__class__.__name__}: {e})", file=sys.stderr)
-        return 2
+        return _fail(f"{path}: cannot read the file ({e.__class__.__name__}: {e})")
     except ReportError as e:
-        print(f"error: {path}: {e}", file=sys.stderr)
-        return 2
+        return _fail(f"{path}: {e}")
     if as_json:
         print(json.dumps(report, indent=2))
         return 0

@@ -28,12 +28,8 @@ class Formats:
     tp: int = 1
 
     def kw(self) -> dict[str, Any]:
-        return {
-            "weight_dtype": self.weight_dtype,
-            "kv_dtype": self.kv_dtype,
-            "activation_dtype": self.activation_dtype,
-            "tp": self.tp,
-        }
+        """The formats as keywords of costmodel.step_time and EngineSpec (the fields, in order)."""
+        return dict(vars(self))
 
 
 def formats(e: dict[str, Any]) -> Formats:

@@ -11,14 +11,12 @@ then those of predictions no row's own source set.
 
 from __future__ import annotations
 
-import math
-import statistics
 from dataclasses import dataclass, replace
 from functools import cache
 
 from . import fitting, validation
 from . import served_benchmarks as sb
-from .validation import Row
+from .validation import Row, Stats, stats
 
 # The quantity a lesson states, for each measured quantity (timing-free rows are not scored here).
 # A TTFT under load (queueing, steps shared with other requests) is a serving latency; a prefill
@@ -73,30 +71,6 @@ def _make_scored() -> tuple[Scored, ...]:
 def scored() -> list[Scored]:
     """Every speed row with its in-sample and its cross-validated prediction (computed once)."""
     return list(_scored())
-
-
-@dataclass(frozen=True)
-class Stats:
-    points: int
-    groups: int
-    median_abs_error: float
-    within_35: float
-    optimistic: int  # predicted faster than published
-    p90_abs_error: float  # nine in ten within this
-
-
-def stats(rows: list[Row]) -> Stats:
-    errors = sorted(abs(r.error) for r in rows)
-    if not errors:
-        return Stats(0, 0, 0.0, 0.0, 0, 0.0)
-    return Stats(
-        points=len(errors),
-        groups=len({r.group for r in rows}),
-        median_abs_error=statistics.median(errors),
-        within_35=sum(x <= 0.35 for x in errors) / len(errors),
-        optimistic=sum(r.error > 0 for r in rows),
-        p90_abs_error=errors[math.ceil(0.9 * len(errors)) - 1],  # the smallest bound nine in ten rows meet
-    )
 
 
 def by(key: str) -> dict[str, tuple[Stats, Stats]]:

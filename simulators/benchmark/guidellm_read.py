@@ -95,14 +95,7 @@ def _stats(s: dict[str, Any], where: str) -> dict[str, float]:
         raise ReportError(f"{where}.successful has no percentiles")
     try:
         median = float(s["median"])
-        return {
-            "mean": float(s["mean"]),
-            "median": median,
-            "p50": float(pct.get("p50", median)),  # 0.2-0.3 wrote no p50: the median is it
-            "p90": float(pct["p90"]),
-            "p95": float(pct["p95"]),
-            "p99": float(pct["p99"]),
-            "count": int(s["count"]),
-        }
+        out = {"mean": float(s["mean"]), "median": median, "p50": float(pct.get("p50", median))}  # 0.2-0.3: no p50
+        return out | {k: float(pct[k]) for k in ("p90", "p95", "p99")} | {"count": int(s["count"])}
     except (KeyError, TypeError, ValueError) as e:
         raise ReportError(f"{where}.successful: missing or non-numeric {e}") from None

@@ -156,15 +156,11 @@ def detect(records: list[RequestRecord], cfg: OverSaturation, dropped: Sequence[
 
 
 def _state(conc: _Window, ttft: _Window, violations: int) -> dict[str, Any]:
-    return {
-        "concurrent_slope": conc.slope.slope,
-        "concurrent_slope_moe": conc.slope.margin_of_error,
-        "concurrent_n": conc.slope.n,
-        "ttft_slope": ttft.slope.slope,
-        "ttft_slope_moe": ttft.slope.margin_of_error,
-        "ttft_n": ttft.slope.n,
-        "ttft_violations": violations,
-    }
+    """Each series' slope, its margin of error and its points (concurrent_*, ttft_*), then the violations."""
+    out: dict[str, Any] = {}
+    for name, s in (("concurrent", conc.slope), ("ttft", ttft.slope)):
+        out |= {f"{name}_slope": s.slope, f"{name}_slope_moe": s.margin_of_error, f"{name}_n": s.n}
+    return out | {"ttft_violations": violations}
 
 
 def constant_rampup_times(n: int, rate: float, rampup: float) -> list[float]:

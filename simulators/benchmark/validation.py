@@ -14,6 +14,7 @@ scripts/validation_table.py and at build time).
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Callable
@@ -239,29 +240,46 @@ def _make_rows() -> tuple[Row, ...]:
 
 
 @dataclass(frozen=True)
-class Band:
-    role: str
+class Stats:
     points: int
     groups: int
-    engines: tuple[str, ...]
-    gpus: tuple[str, ...]
     median_abs_error: float
     within_35: float  # share of points with |error| <= 35%
+    optimistic: int  # predicted faster than published
+    p90_abs_error: float  # nine in ten within this
+
+
+def stats(rows: list[Row]) -> Stats:
+    """The error statistics of `rows` (the band below; crossval's per quantity and engine)."""
+    errors = sorted(abs(r.error) for r in rows)
+    if not errors:
+        return Stats(0, 0, 0.0, 0.0, 0, 0.0)
+    return Stats(
+        points=len(errors),
+        groups=len({r.group for r in rows}),
+        median_abs_error=statistics.median(errors),
+        within_35=sum(x <= 0.35 for x in errors) / len(errors),
+        optimistic=sum(r.error > 0 for r in rows),
+        p90_abs_error=errors[math.ceil(0.9 * len(errors)) - 1],  # the smallest bound nine in ten rows meet
+    )
+
+
+@dataclass(frozen=True)
+class Band(Stats):
+    role: str
+    engines: tuple[str, ...]
+    gpus: tuple[str, ...]
     median_ratio: float  # published / predicted
 
 
 def band(role: str = "held_out") -> Band:
     """The error band of the speed rows of one role (the page quotes the held-out band only)."""
     speed = [r for r in rows() if r.role == role and r.is_speed]
-    errors = [abs(r.error) for r in speed]
     return Band(
+        **vars(stats(speed)),
         role=role,
-        points=len(speed),
-        groups=len({r.group for r in speed}),
         engines=tuple(sorted({r.engine for r in speed})),
         gpus=tuple(sorted({r.gpu for r in speed})),
-        median_abs_error=statistics.median(errors) if errors else 0.0,
-        within_35=sum(1 for x in errors if x <= 0.35) / len(errors) if errors else 0.0,
         median_ratio=statistics.median(r.ratio for r in speed) if speed else 0.0,
     )
 

@@ -72,13 +72,9 @@ def rows() -> list[LogRow]:
     out = []
     for e in logs():
         a = predict(e)
-        layout = f"TP {e['tensor_parallel_size']}, PP {e['pipeline_parallel_size']}"
-        if e.get("data_parallel_size", 1) > 1:
-            layout += f", DP {e['data_parallel_size']}"
-        if e.get("enable_expert_parallel", False):
-            layout += ", EP"
-        if e["kv_cache_dtype"] != "auto":
-            layout += f", {e['kv_cache_dtype']} KV"
+        dp, kv = e.get("data_parallel_size", 1), e["kv_cache_dtype"]
+        extra = [f"DP {dp}"] * (dp > 1) + ["EP"] * bool(e.get("enable_expert_parallel")) + [f"{kv} KV"] * (kv != "auto")
+        layout = ", ".join([f"TP {e['tensor_parallel_size']}", f"PP {e['pipeline_parallel_size']}", *extra])
         out.append(
             LogRow(
                 id=e["id"],

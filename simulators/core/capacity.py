@@ -36,8 +36,7 @@ def most_sequences(
     m: Model, gpu: Gpu, context_tokens: int, *, num_gpus: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16"
 ) -> int:
     """Whole sequences of `context_tokens` vLLM's KV cache holds (0 when none)."""
-    _, concurrency = held(m, gpu, context_tokens, num_gpus=num_gpus, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    return int(concurrency)
+    return int(held(m, gpu, context_tokens, num_gpus=num_gpus, weight_dtype=weight_dtype, kv_dtype=kv_dtype)[1])
 
 
 def batch_note(
