@@ -144,12 +144,16 @@ def lengths_for(kind: str) -> Lengths:
     return azure_lengths()
 
 
-def shared_prefix_trace(seed: int, max_context_tokens: int, n: int, rate_per_s: float, **sharing: Any) -> list[Request]:
-    """Poisson arrivals of Azure-length requests (prompts capped at a quarter of the context),
+def poisson_trace(seed: int, n: int, rate_per_s: float, lengths: Lengths, **sharing: Any) -> list[Request]:
+    """n requests of `lengths` arriving as a Poisson process, one seeded RNG drawing the gaps first,
     sharing prefixes as `sharing` asks (build's options)."""
     rng = random.Random(seed)
-    times = arrival_times(rng, n, "poisson", rate_per_s)
-    return build(rng, n, azure_lengths(prompt_cap=max_context_tokens // 4), times, **sharing).requests
+    return build(rng, n, lengths, arrival_times(rng, n, "poisson", rate_per_s), **sharing).requests
+
+
+def shared_prefix_trace(seed: int, max_context_tokens: int, n: int, rate_per_s: float, **sharing: Any) -> list[Request]:
+    """poisson_trace() of Azure lengths, prompts capped at a quarter of the context."""
+    return poisson_trace(seed, n, rate_per_s, azure_lengths(prompt_cap=max_context_tokens // 4), **sharing)
 
 
 def build(

@@ -24,7 +24,6 @@ Generative Models (OSDI), iteration-level scheduling; 2) Kwon et al. 2023 (arXiv
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,7 @@ from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, line
-from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
+from ..results_cache import Keep, Streamed, for_call, kept, kept_steps, run_key
 
 TITLE = "Static vs continuous batching"
 DESCRIPTION = (
@@ -103,14 +102,11 @@ MEMO_ENTRIES = 1 + len(POLICIES)
 
 def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
     def make() -> list[workload.Request]:
-        rng = random.Random(seed)
-        times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
         fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
         lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform
-        return workload.build(rng, p.num_requests, lengths, times).requests
+        return workload.poisson_trace(seed, p.num_requests, p.rate_per_s, lengths)
 
-    got: list[workload.Request] = keep(run_key(p, seed, "trace"), make)
-    return got
+    return kept(keep, run_key(p, seed, "trace"), make)[0]
 
 
 Served = tuple[dict[str, Any], dict[str, float]]  # one scheduler's chart entry and metrics

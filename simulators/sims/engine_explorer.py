@@ -40,7 +40,6 @@ References: 1) course seed 000, "Systems and the frontier" (the four organising 
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,13 +153,10 @@ def _formats(p: Params) -> dict[str, Any]:
 
 
 def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
-    rng = random.Random(seed)
     n = p.num_background
-    times = workload.arrival_times(rng, n, "poisson", p.rate_per_s)
-    reqs = workload.build(rng, n, workload.azure_lengths(), times).requests
-    me = workload.Request(
-        n, times[n // 2] if n else 0.0, p.prompt_tokens, p.output_tokens, ((1 << 40, p.prompt_tokens),)
-    )
+    reqs = workload.poisson_trace(seed, n, p.rate_per_s, workload.azure_lengths())
+    arrival_s = reqs[n // 2].arrival_s if n else 0.0  # the background's middle arrival
+    me = workload.Request(n, arrival_s, p.prompt_tokens, p.output_tokens, ((1 << 40, p.prompt_tokens),))
     limits = {k: getattr(p, k) for k in ("max_num_seqs", "max_num_batched_tokens")}
     sched = SchedulerConfig(**limits, max_model_len=max(m.max_context_tokens, p.prompt_tokens + p.output_tokens))
     blocks = int(p.kv_budget_GiB * cm.GiB // (cm.kv_bytes_per_token(m, p.kv_dtype) * p.block_size))

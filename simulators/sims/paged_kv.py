@@ -21,9 +21,9 @@ lengths from the WildChat paper, Table 1 (reference section 8), fitted as lognor
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..core import costmodel as cm
@@ -34,7 +34,7 @@ from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, line, sweep
-from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
+from ..results_cache import Keep, Streamed, for_call, kept, kept_steps, run_key
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = (
@@ -113,13 +113,8 @@ MEMO_ENTRIES = 1 + len(LAYOUTS)
 
 
 def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
-    def make() -> list[workload.Request]:
-        rng = random.Random(seed)
-        times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
-        return workload.build(rng, p.num_requests, workload.Lengths(p.lengths, 0, 0), times).requests
-
-    got: list[workload.Request] = keep(run_key(p, seed, "trace"), make)
-    return got
+    make = partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, workload.Lengths(p.lengths, 0, 0))
+    return kept(keep, run_key(p, seed, "trace"), make)[0]
 
 
 def _served(

@@ -18,7 +18,6 @@ Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
@@ -117,13 +116,11 @@ def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | No
     the requests done)."""
 
     def steps() -> Streamed:
-        rng = random.Random(seed)
-        times = workload.arrival_times(rng, p.num_requests, "poisson", p.rate_per_s)
         lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
         rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
         sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
         spec = EngineSpec(resolve_model(p.model), resolve_gpu(p.gpu), sched, engine=p.engine, **layout_of(p).cost_kw())
-        trace = workload.build(rng, p.num_requests, lengths, times).requests
+        trace = workload.poisson_trace(seed, p.num_requests, p.rate_per_s, lengths)
         return (yield from serve_shown(trace, spec, _measured, show))
 
     return (yield from kept_steps(keep, run_key(p, seed, kind, k), steps))
