@@ -14,6 +14,7 @@ own), keeping the ticks and gridlines in between.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -95,3 +96,11 @@ def running(fig: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
         for trace in fig["data"]:
             trace["name"] += " (so far)"
     return fig
+
+
+def so_far(
+    part: dict[str, Any], name: str, n: int, pick: Callable[[Any], Any] | None = None
+) -> Callable[[Any, int], Any]:
+    """The `show` of a run drawn while it goes (engine.cluster.serve_shown): the result so far, `part`
+    with the run (or pick(run)) as `name`, marked "running" (requests done, of n) for running()."""
+    return lambda run, done: {**part, name: pick(run) if pick else run, "running": [done, n]}

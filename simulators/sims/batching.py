@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from ..core.catalog import resolve_gpu, resolve_model
@@ -35,7 +36,7 @@ from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..plotting import LOG, bar, chart, line
+from ..plotting import LOG, bar, chart, line, so_far
 from ..results_cache import Keep, Streamed, for_call, kept, kept_steps, run_key
 
 TITLE = "Static vs continuous batching"
@@ -161,12 +162,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
     metrics: dict[str, float] = {}
-
-    def so_far(run: Served, done: int) -> dict[str, Any]:
-        return {**out, POLICIES[0]: run[0], "running": [done, p.num_requests]}
-
     for policy in POLICIES:
-        show = so_far if policy == POLICIES[0] else None  # the first run shown while it goes
+        # the first run shown while it goes
+        show = so_far(out, policy, p.num_requests, itemgetter(0)) if policy == POLICIES[0] else None
         (out[policy], more), was_kept = yield from _served(p, seed, policy, keep, show)
         metrics.update(more)
         if not was_kept:

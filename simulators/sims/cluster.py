@@ -29,7 +29,7 @@ from ..engine.metrics import RequestRecord
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, PERCENT, bar, chart, layout
+from ..plotting import LOG, PERCENT, bar, chart, layout, so_far
 from ..plotting import figure as make_figure
 from ..results_cache import Keep, Streamed, for_call, kept, kept_steps
 
@@ -165,11 +165,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     keep, modes, n = for_call(keep, MEMO_ENTRIES), {}, p.num_requests
     split = {"num_replicas": p.num_replicas, "num_prefill": p.num_prefill}
     if view == "disagg":  # colocated is the least-queue router's run: the same requests, replicas and router
-
-        def colocated_so_far(run: Run, done: int) -> dict[str, Any]:
-            return {**split, "modes": {"colocated": _percentiles(run[2])}, "running": [done, n]}
-
-        (_, _, colocated), was_kept = yield from _router(p, seed, keep, "least_queue", colocated_so_far)
+        shown = so_far(split, "modes", n, lambda run: {"colocated": _percentiles(run[2])})
+        (_, _, colocated), was_kept = yield from _router(p, seed, keep, "least_queue", shown)
         modes["colocated"] = _percentiles(colocated)
         if not was_kept:
             yield {**split, "modes": dict(modes)}
@@ -183,12 +180,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     head = {"num_replicas": p.num_replicas, "sharing": p.sharing}
     for name in ROUTERS:
 
-        def so_far(run: Run, done: int, name: str = name) -> dict[str, Any]:
+        def router_so_far(run: Run, done: int, name: str = name) -> dict[str, Any]:
             grown = {"routers": {**routers, name: run[0]}, "metrics": {**metrics, **run[1]}}
             return {**head, **grown, "running": [done, n]}
 
         # the chart's first run is shown while it goes (a quarter of its requests done)
-        show = so_far if view in ("routers", "balance") and not routers else None
+        show = router_so_far if view in ("routers", "balance") and not routers else None
         (routers[name], more, summaries[name]), was_kept = yield from _router(p, seed, keep, name, show)
         metrics.update(more)
         if view in ("routers", "balance") and not was_kept:

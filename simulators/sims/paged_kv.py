@@ -33,7 +33,7 @@ from ..engine.cluster import fit_error, serve_shown
 from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, bar, chart, line, sweep
+from ..plotting import LOG, bar, chart, line, so_far, sweep
 from ..results_cache import Keep, Streamed, for_call, kept, kept_steps, run_key
 
 TITLE = "Paged KV cache vs contiguous reservation"
@@ -136,12 +136,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     keep = for_call(keep, MEMO_ENTRIES)
     names = {"model": resolve_model(p.model).name, "gpu": resolve_gpu(p.gpu).name}
     part: dict[str, Any] = {**names, "block_size": p.block_size, "max_model_len": p.max_model_len}
-
-    def so_far(run: dict[str, Any], done: int) -> dict[str, Any]:
-        return {**part, LAYOUTS[0]: run, "running": [done, p.num_requests]}
-
     for layout_ in LAYOUTS:
-        show = so_far if view == "memory" and layout_ == LAYOUTS[0] else None  # the first run shown while it goes
+        # the first run shown while it goes
+        show = so_far(part, layout_, p.num_requests) if view == "memory" and layout_ == LAYOUTS[0] else None
         part[layout_], was_kept = yield from _served(p, seed, layout_, keep, show)
         if view == "memory" and not was_kept:
             yield dict(part)

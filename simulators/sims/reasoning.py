@@ -31,7 +31,7 @@ from ..engine.metrics import RequestRecord, downsample
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..plotting import bar, chart, line, sweep
+from ..plotting import bar, chart, line, so_far, sweep
 from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
 
 TITLE = "Reasoning workloads: 2k in, 20k out"
@@ -140,15 +140,13 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
                 yield {"sweep": list(sweep), "acceptance_rate": p.acceptance_rate}
     part: dict[str, Any] = {"model": m.name, "gpu": gpu.name}
 
-    def so_far(run: dict[str, Any], done: int) -> dict[str, Any]:
-        return {**part, "chat": run, "running": [done, p.num_requests]}
-
     k = p.num_speculative_tokens
     for name, kind, draft in (("chat", "azure", 0), ("reasoning", "reasoning", 0), ("speculative", "reasoning", k)):
         if name == "speculative" and not k:
             part[name] = part["reasoning"]
             continue
-        show = so_far if name == "chat" and view in ("time", "batch") else None  # the first run shown while it goes
+        # the first run shown while it goes
+        show = so_far(part, name, p.num_requests) if name == "chat" and view in ("time", "batch") else None
         part[name], was_kept = yield from _served(p, seed, kind, draft, keep, show)
         if not was_kept and (view == "time" or view == "batch" and name != "speculative"):
             yield dict(part)
