@@ -31,6 +31,11 @@ P = TypeVar("P")
 Keep = Callable[[Hashable, Callable[[], Any]], Any]
 # A streaming run(): it yields partial results (the chart so far) and returns the full one.
 Streamed = Generator[dict[str, Any], None, dict[str, Any]]
+# kept_steps() of a run served while shown (engine.cluster.serve_shown, at a quarter of its requests done):
+# the charts so far, then the run and whether it was kept already.
+KeptSteps = Generator[dict[str, Any], None, tuple[V, bool]]
+# serve_shown's `show`: (the run measured so far, how many requests finished) -> the chart's result.
+Show = Callable[[V, int], dict[str, Any]]
 
 # Answers kept per session: a reader's recent scenarios on one page (a few widgets, a few charts).
 MAX_RESULTS = 32

@@ -24,7 +24,7 @@ Generative Models (OSDI), iteration-level scheduling; 2) Kwon et al. 2023 (arXiv
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -37,7 +37,7 @@ from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, line, so_far
-from ..results_cache import Keep, Streamed, for_call, kept, kept_steps, run_key
+from ..results_cache import Keep, KeptSteps, Show, Streamed, for_call, kept, kept_steps, run_key
 
 TITLE = "Static vs continuous batching"
 DESCRIPTION = (
@@ -111,12 +111,10 @@ def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
 
 
 Served = tuple[dict[str, Any], dict[str, float]]  # one scheduler's chart entry and metrics
-Steps = Generator[dict[str, Any], None, tuple[Served, bool]]  # the charts shown while it goes; the run, whether kept
 
 
-def _served(p: Params, seed: int, policy: str, keep: Keep, show: Callable[[Served, int], Any] | None) -> Steps:
-    """One scheduler's run of the trace (its chart entry and metrics), and whether it was kept; made
-    now with `show`, it is shown once while it goes (a quarter of the requests done)."""
+def _served(p: Params, seed: int, policy: str, keep: Keep, show: Show[Served] | None) -> KeptSteps[Served]:
+    """One scheduler's run of the trace (its chart entry and metrics); made now with `show`, shown while it goes."""
 
     def steps() -> Generator[dict[str, Any], None, Served]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)

@@ -17,10 +17,9 @@ References: 1) llm-d inference scheduler and "KV-Cache Wins You Can See" (llm-d.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
@@ -31,7 +30,7 @@ from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, PERCENT, bar, chart, layout, so_far
 from ..plotting import figure as make_figure
-from ..results_cache import Keep, Streamed, for_call, kept, kept_steps
+from ..results_cache import Keep, KeptSteps, Show, Streamed, for_call, kept, kept_steps
 
 TITLE = "Routing across replicas, and prefill/decode disaggregation"
 DESCRIPTION = "Which replica each request goes to decides cache hits, balance and tail latency; splitting prefill from decode changes TTFT and TPOT."
@@ -100,10 +99,7 @@ def _scenario_key(p: Params, seed: int) -> list[Any]:
     return [*trace, p.engine, repr(layout_of(p)), seed]  # the profile and the layout price every step
 
 
-V = TypeVar("V")
 Run = tuple[dict[str, Any], dict[str, float], dict[str, float]]  # chart entry, metrics, summary
-Show = Callable[[Run, int], dict[str, Any]]  # a run on the requests finished so far, how many -> the chart's result
-Steps = Generator[dict[str, Any], None, V]  # what yields the growing chart's results, then returns V
 
 
 def _scenario(p: Params, seed: int, keep: Keep) -> tuple[list[Any], list[workload.Request], EngineSpec]:
@@ -121,9 +117,8 @@ def _scenario(p: Params, seed: int, keep: Keep) -> tuple[list[Any], list[workloa
     return key, reqs, spec
 
 
-def _router(p: Params, seed: int, keep: Keep, name: str, show: Show | None = None) -> Steps[tuple[Run, bool]]:
-    """One router's run (its chart entry, metrics and summary), and whether it was kept already;
-    made now with `show`, it is shown once when a quarter of the requests have finished."""
+def _router(p: Params, seed: int, keep: Keep, name: str, show: Show[Run] | None = None) -> KeptSteps[Run]:
+    """One router's run (its chart entry, metrics and summary); made now with `show`, shown while it goes."""
     key, reqs, spec = _scenario(p, seed, keep)
     measure, opts = partial(_measured, p, name), {"num_replicas": p.num_replicas, "router": name, "keep_series": False}
     run_key = json.dumps([*key, name], sort_keys=True)

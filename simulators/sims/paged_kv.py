@@ -21,7 +21,6 @@ lengths from the WildChat paper, Table 1 (reference section 8), fitted as lognor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -34,7 +33,7 @@ from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, line, so_far, sweep
-from ..results_cache import Keep, Streamed, for_call, kept, kept_steps, run_key
+from ..results_cache import Keep, KeptSteps, Show, Streamed, for_call, kept, kept_steps, run_key
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = (
@@ -118,10 +117,9 @@ def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
 
 
 def _served(
-    p: Params, seed: int, layout_: str, keep: Keep, show: Callable[[dict[str, Any], int], Any] | None
-) -> Generator[dict[str, Any], None, tuple[dict[str, Any], bool]]:
-    """One allocator's run at the page's block size, and whether it was kept already; made now with
-    `show`, it is shown once while it goes (a quarter of the requests done)."""
+    p: Params, seed: int, layout_: str, keep: Keep, show: Show[dict[str, Any]] | None
+) -> KeptSteps[dict[str, Any]]:
+    """One allocator's run at the page's block size; made now with `show`, shown while it goes."""
 
     def steps() -> Streamed:
         spec = _engine(p, layout_, p.block_size)

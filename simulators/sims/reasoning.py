@@ -18,7 +18,6 @@ Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +31,7 @@ from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import bar, chart, line, so_far, sweep
-from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
+from ..results_cache import Keep, KeptSteps, Show, Streamed, for_call, kept_steps, run_key
 
 TITLE = "Reasoning workloads: 2k in, 20k out"
 DESCRIPTION = "Where the time goes when answers are 100 times longer, how long slots stay held, how much KV each sequence needs, and what speculation buys."
@@ -105,15 +104,11 @@ def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], repli
 MEMO_ENTRIES = len(DRAFTS) + 3
 
 
-Show = Callable[[dict[str, Any], int], dict[str, Any]]  # a run so far, how many finished -> the chart's result
-# The charts shown while a run goes; then the run, and whether it was kept.
-Steps = Generator[dict[str, Any], None, tuple[dict[str, Any], bool]]
-
-
-def _served(p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show | None = None) -> Steps:
-    """The `kind` trace served by one replica with k draft tokens (0: no speculation), measured, and
-    whether it was kept already; made now with `show`, it is shown once while it goes (a quarter of
-    the requests done)."""
+def _served(
+    p: Params, seed: int, kind: str, k: int, keep: Keep, show: Show[dict[str, Any]] | None = None
+) -> KeptSteps[dict[str, Any]]:
+    """The `kind` trace served by one replica with k draft tokens (0: no speculation), measured; made
+    now with `show`, shown while it goes."""
 
     def steps() -> Streamed:
         lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
