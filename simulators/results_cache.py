@@ -124,7 +124,9 @@ class ResultsCache:
 
     def memo(self, name: str, max_entries: int) -> LruCache[object]:
         """The work namespace `name` (made on first use, with its bound)."""
-        return self._memos.setdefault(name, LruCache(max_entries))
+        if name not in self._memos:  # made once per namespace, not on every call
+            self._memos[name] = LruCache(max_entries)
+        return self._memos[name]
 
     def keep(self, name: str, max_entries: int) -> Keep:
         """The keep(key, make) function simulator `name` is handed: its namespace's."""
