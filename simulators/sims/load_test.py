@@ -41,6 +41,7 @@ from ..benchmark.loadgen import LoadRun, ServedMemo
 from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, Slo, workload
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
+from ..plotting import so_far
 from ..results_cache import Keep, Streamed, for_call
 from .load_test_view import DRAIN_DOMINATES, FRACTIONS, USERS, figure, summary  # noqa: F401 (the charts and words)
 
@@ -128,34 +129,24 @@ class Params(ModelGpuEngine):
 MEMO_ENTRIES = 8
 
 
-def _runs(p: Params, spec: EngineSpec, seed: int, n: int, keep: Keep) -> ServedMemo:
-    """The kept runs of `n` requests on this server (ServedMemo simulates each distinct load once)."""
+def _runs(p: Params, spec: EngineSpec, seed: int, keep: Keep) -> tuple[ServedMemo, ServedMemo]:
+    """The kept runs of this server (ServedMemo simulates each distinct load once): of `num_requests`
+    requests, and those the maximum is read from, of at least loadgen.CEILING_REQUESTS."""
     lay = parallel.layout_of(p)  # the engine profile and the GPU layout price every step, so they key the runs too
-    key = json.dumps(
-        [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs, n, seed], sort_keys=True
-    )
-    served: ServedMemo = keep(key, lambda: ServedMemo(spec, n, seed))
-    return served
+    server = [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs]
 
+    def runs(n: int) -> ServedMemo:
+        served: ServedMemo = keep(json.dumps([*server, n, seed], sort_keys=True), lambda: ServedMemo(spec, n, seed))
+        return served
 
-def _ceiling_runs(p: Params, spec: EngineSpec, seed: int, keep: Keep) -> ServedMemo:
-    """The runs the maximum is read from: at least loadgen.CEILING_REQUESTS requests."""
-    return _runs(p, spec, seed, max(p.num_requests, loadgen.CEILING_REQUESTS), keep)
+    return runs(p.num_requests), runs(max(p.num_requests, loadgen.CEILING_REQUESTS))
 
 
 def _point(r: LoadRun) -> dict[str, float]:
-    m = r.metrics
-    return {
-        "offered": r.rate,
-        "throughput": m["request_throughput_per_s"],
-        "ttft_p50": m["ttft_s_p50"],
-        "ttft_p99": m["ttft_s_p99"],
-        "goodput": m["goodput_per_s"],
-        "tpot_p99": m["tpot_s_p99"],
-        "e2e_p99": m["e2e_s_p99"],
-        "samples": m["ttft_s_count"],
-        "drain_share": m["drain_share"],
-    }
+    """A chart point: the offered rate and the run's figures (keys), as the charts name them (names)."""
+    names = "throughput ttft_p50 ttft_p99 goodput tpot_p99 e2e_p99 samples drain_share"
+    keys = "request_throughput_per_s ttft_s_p50 ttft_s_p99 goodput_per_s tpot_s_p99 e2e_s_p99 ttft_s_count drain_share"
+    return {"offered": r.rate, **{k: r.metrics[v] for k, v in zip(names.split(), keys.split(), strict=True)}}
 
 
 def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Lengths]:
@@ -171,37 +162,25 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     """The server's maximum, the run at the chosen rate and the closed loop at the chosen users;
     the sweep charts add their sweeps (_sweep), yielded point by point. The percentiles chart needs
     only the run at the chosen rate: it is yielded first, before the ceiling."""
-    keep = for_call(keep, MEMO_ENTRIES)
     spec, slo, kw, lengths = _server(p)
-    served = _runs(p, spec, seed, p.num_requests, keep)
+    served, ceiling = _runs(p, spec, seed, for_call(keep, MEMO_ENTRIES))
     if view == "percentiles":
-
-        def show(part: LoadRun, done: int) -> dict[str, Any]:
-            return {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(part.metrics), "running": [done, served.n]}
-
-        a = yield from served.stream("poisson", lengths, show, rate=p.rate_per_s, **kw)
-        yield {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(a.metrics)}
-    swept = (yield from _sweep(p, str(view), seed, keep)) if view in SWEPT_VIEWS else {}
-    return {**_measured(p, seed, keep), **swept}
-
-
-def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
-    """What every chart shows: the maximum, the figures at the chosen rate and users, the records."""
-    spec, slo, kw, lengths = _server(p)
+        show = so_far({"rate_per_s": p.rate_per_s}, "percentiles", served.n, lambda part: _percentiles(part.metrics))
+        alone = yield from served.stream("poisson", lengths, show, rate=p.rate_per_s, **kw)
+        yield {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(alone.metrics)}
+    swept = (yield from _sweep(p, str(view), served, ceiling)) if view in SWEPT_VIEWS else {}
     # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
     # profile sends everything at once; in a short run that measures the drain as well). It is
     # read as completions per second over the middle of the completion timeline
     # (loadgen.steady_throughput), so it is the steady state, not the start-up and the drain.
-    served = _runs(p, spec, seed, p.num_requests, keep)
-    top = _ceiling_runs(p, spec, seed, keep).run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
+    top = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
     closed = served.run("concurrent", lengths, users=p.users, **kw)
     runs, a = [top, at_rate, closed], at_rate.metrics
     out: dict[str, Any] = {"model": spec.model.name, "gpu": spec.gpu.name, "rate_per_s": p.rate_per_s, "users": p.users}
     out |= {"lengths": p.lengths, "warmup": p.warmup, "percentiles": _percentiles(a)}
-    out["guidellm"] = [guidellm_record(r) for r in runs]
-    out["csv"] = to_csv(runs)
+    out |= {"num_requests": p.num_requests, "max_context_tokens": spec.model.max_context_tokens}
     out["metrics"] = {
         "max_throughput_per_s": top.metrics["steady_throughput_per_s"],
         **{k: a[k] for k in ("ttft_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_mean", "tpot_s_p99", "drain_share")},
@@ -215,9 +194,7 @@ def _measured(p: Params, seed: int, keep: Keep) -> dict[str, Any]:
         "ttft_samples": a["ttft_s_count"],
         "few_samples_for_p99": float(a["ttft_s_count"] < loadgen.FEW_SAMPLES),
     }
-    out["num_requests"] = p.num_requests
-    out["max_context_tokens"] = spec.model.max_context_tokens
-    return out
+    return {**out, "guidellm": [guidellm_record(r) for r in runs], "csv": to_csv(runs), **swept}
 
 
 def _percentiles(a: dict[str, float]) -> dict[str, list[float]]:
@@ -268,12 +245,11 @@ def search(p: Params, kind: str, *, seed: int = 0) -> dict[str, Any]:
 SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 
-def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Streamed:
+def _sweep(p: Params, view: str, served: ServedMemo, ceiling: ServedMemo) -> Streamed:
     """The sweep charts' points (rates, and users or other lengths), whose runs then fill the GuideLLM
     records and CSV. The chart is yielded after each point, cheapest first (closed loop from one user
     up; open loop from the highest rate down)."""
-    spec, slo, kw, lengths = _server(p)
-    served = _runs(p, spec, seed, p.num_requests, keep)
+    _, slo, kw, lengths = _server(p)
     out: dict[str, Any] = {"lengths": p.lengths, "open": [], "closed": [], "other": []}
 
     def point(
@@ -289,9 +265,7 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Streamed:
                 return _point(run)
             return [*out[curve], _point(run)] if curve == "closed" else [_point(run), *out[curve]]
 
-        def show(part: LoadRun, done: int) -> dict[str, Any]:
-            return {**out, "running": [done, served.n], curve: placed(part)}
-
+        show = so_far(out, curve, served.n, placed)
         r = yield from served.stream(profile, lengths, show, share=0.25 if first else 0, **load, **kw)
         out[curve] = placed(r)
         yield out
@@ -300,7 +274,6 @@ def _sweep(p: Params, view: str, seed: int, keep: Keep) -> Streamed:
     if view == "knee":  # closed-loop points need no ceiling: they come first
         for u in USERS:
             yield from point("closed", "concurrent", lengths, users=u)
-    ceiling = _ceiling_runs(p, spec, seed, keep)
     # The goodput chart marks the chosen rate (run()'s own run at it). It needs no ceiling run: when
     # the ceiling is still to simulate (new batch slots), that point comes first, one run instead
     # of two before the first chart; else the kept sweep points do, and it comes last.

@@ -58,37 +58,27 @@ def _flags(point: dict[str, float]) -> str:
 
 def summary(r: dict[str, Any], view: str) -> str:
     """One text per view (load_test.VIEWS), each with what its figures rest on."""
-    m = r["metrics"]
-    top = f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s."
-    chosen = (
-        f"At {r['rate_per_s']:g} req/s (Poisson), TTFT is {m['ttft_s_mean'] * 1e3:,.0f} ms on average but "
-        f"{m['ttft_s_p99'] * 1e3:,.0f} ms at p99 (of {int(m['ttft_samples']):,} requests); TPOT "
-        f"{m['tpot_s_mean'] * 1e3:,.1f} ms mean, {m['tpot_s_p99'] * 1e3:,.1f} ms p99."
-    )
-    slo = (
-        f"{m['slo_attainment']:.0%} of requests meet the SLO: goodput {m['goodput_per_s']:.2f} of "
-        f"{m['request_throughput_per_s']:.2f} req/s."
-    )
-    trust = _trust_sentence(r)
+    m, o = r["metrics"], r.get("open", [])
     if view == "percentiles":
         ttft, tpot = (" / ".join(f"{x * 1e3:,.1f}" for x in r["percentiles"][k]) for k in ("ttft_s", "tpot_s"))
         text = (
-            f"{chosen} Mean / p50 / p90 / p99: TTFT {ttft} ms, TPOT {tpot} ms; the p99 TTFT is "
-            f"{m['ttft_s_p99'] / m['ttft_s_mean']:.1f}x the mean."
+            f"At {r['rate_per_s']:g} req/s (Poisson), TTFT is {m['ttft_s_mean'] * 1e3:,.0f} ms on average but "
+            f"{m['ttft_s_p99'] * 1e3:,.0f} ms at p99 (of {int(m['ttft_samples']):,} requests); TPOT "
+            f"{m['tpot_s_mean'] * 1e3:,.1f} ms mean, {m['tpot_s_p99'] * 1e3:,.1f} ms p99. Mean / p50 / p90 / p99: "
+            f"TTFT {ttft} ms, TPOT {tpot} ms; the p99 TTFT is {m['ttft_s_p99'] / m['ttft_s_mean']:.1f}x the mean."
         )
-        return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
-    o = r["open"]
-    if view == "goodput":
+    elif view == "goodput":
         best = max(o, key=lambda x: x["goodput"])
         text = (
             f"Open loop (Poisson), from {o[0]['offered']:.1f} to {o[-1]['offered']:.1f} req/s offered "
             f"({FRACTIONS[0]:.0%} to {FRACTIONS[-1]:.0%} of the server's maximum, {m['max_throughput_per_s']:.1f} "
             f"requests/s): throughput goes from {o[0]['throughput']:.2f} to {o[-1]['throughput']:.2f} req/s and "
             f"goodput from {o[0]['goodput']:.2f} to {o[-1]['goodput']:.2f} req/s, at most {best['goodput']:.2f} "
-            f"at {best['offered']:.1f} req/s offered. At the chosen {r['rate_per_s']:g} req/s, {slo}"
+            f"at {best['offered']:.1f} req/s offered. At the chosen {r['rate_per_s']:g} req/s, "
+            f"{m['slo_attainment']:.0%} of requests meet the SLO: goodput {m['goodput_per_s']:.2f} of "
+            f"{m['request_throughput_per_s']:.2f} req/s."
         )
-        return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
-    if view == "lengths":
+    elif view == "lengths":
         names = {"azure": "heavy-tailed lengths (Azure lognormal)", "fixed": "fixed lengths (at the Azure means)"}
         other = "fixed" if r["lengths"] == "azure" else "azure"
         picks = [0, FRACTIONS.index(1.0), len(FRACTIONS) - 1]
@@ -98,22 +88,26 @@ def summary(r: dict[str, Any], view: str) -> str:
 
         shares = ", ".join(f"{FRACTIONS[i]:.0%}" for i in picks[:-1]) + f" and {FRACTIONS[picks[-1]]:.0%}"
         rates = " / ".join(f"{o[i]['offered']:.1f}" for i in picks)
-        return (
+        text = (
             f"Open-loop TTFT p99 at {shares} of the server's maximum, {m['max_throughput_per_s']:.1f} requests/s "
             f"({rates} req/s offered): {p99s(o)} ms with {names[r['lengths']]}, {p99s(r['other'])} ms with "
-            f"{names[other]}. {_dropped_sentence(r)}"
+            f"{names[other]}."
         )
-    c = r["closed"]
-    return (
-        f"{top} Open loop (Poisson), TTFT p99 goes from {o[0]['ttft_p99'] * 1e3:,.0f} ms at "
-        f"{o[0]['throughput']:.2f} req/s achieved to {o[-1]['ttft_p99'] * 1e3:,.0f} ms at {o[-1]['throughput']:.2f} "
-        f"req/s ({o[-1]['offered']:.1f} offered): the rate does not wait for the server, so past its maximum requests "
-        f"queue. Closed loop, {USERS[0]} to {USERS[len(c) - 1]} users reach {c[0]['throughput']:.2f} to "
-        f"{c[-1]['throughput']:.2f} req/s with TTFT p99 {c[0]['ttft_p99'] * 1e3:,.0f} to {c[-1]['ttft_p99'] * 1e3:,.0f} ms. "
-        f"{r['users']} closed-loop user{'s reach' if r['users'] != 1 else ' reaches'} "
-        f"{m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
-        f"they slow down instead of queueing. {_dropped_sentence(r)}"
-    )
+    else:
+        c = r["closed"]
+        text = (
+            f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s. Open loop (Poisson), TTFT p99 goes "
+            f"from {o[0]['ttft_p99'] * 1e3:,.0f} ms at {o[0]['throughput']:.2f} req/s achieved to "
+            f"{o[-1]['ttft_p99'] * 1e3:,.0f} ms at {o[-1]['throughput']:.2f} req/s ({o[-1]['offered']:.1f} offered): "
+            f"the rate does not wait for the server, so past its maximum requests queue. Closed loop, {USERS[0]} to "
+            f"{USERS[len(c) - 1]} users reach {c[0]['throughput']:.2f} to {c[-1]['throughput']:.2f} req/s with TTFT "
+            f"p99 {c[0]['ttft_p99'] * 1e3:,.0f} to {c[-1]['ttft_p99'] * 1e3:,.0f} ms. "
+            f"{r['users']} closed-loop user{'s reach' if r['users'] != 1 else ' reaches'} "
+            f"{m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
+            f"they slow down instead of queueing."
+        )
+    trust = _trust_sentence(r) if view in ("percentiles", "goodput") else ""
+    return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
 
 
 def _trust_sentence(r: dict[str, Any]) -> str:
