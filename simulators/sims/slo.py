@@ -178,8 +178,6 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
     jitter + stall) are within it, counted on the sorted jitters of the stalled and the other
     requests (nothing redrawn or sorted per batch); the count falls as the batch grows: a search."""
     q, n = int(p.percentile), len(draws)
-    if limit < 1:
-        return 0
     rank = int(percentile(list(range(n)), q)) + 1  # the percentile is the rank-th smallest value
     calm = sorted(j2 for _, _, j2, stalled in draws if not stalled)
     hit = sorted(j2 for _, _, j2, stalled in draws if stalled)
@@ -190,18 +188,13 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
         calm_in = bisect.bisect_right(calm, p.tpot_slo_s / tpot_s)
         return calm_in + bisect.bisect_right(hit, (p.tpot_slo_s - extra) / tpot_s) >= rank
 
-    if not meets(1):
-        return 0
-    # Doubling from 1, then bisection: a step's price grows with its batch, so the large batches
-    # near `limit` are priced only when the answer lies among them.
-    lo, hi = 1, 2
+    # Doubling from 1, then bisection between the last batch that meets (0: none) and the first that
+    # misses: a step's price grows with its batch, so the large batches near `limit` are priced only
+    # when the answer lies among them.
+    hi = 1
     while hi <= limit and meets(hi):
-        lo, hi = hi, 2 * hi
-    hi = min(hi, limit + 1)  # meets(lo); hi: the first batch known to miss (or past the limit)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
-    return lo
+        hi *= 2
+    return hi // 2 + bisect.bisect_left(range(hi // 2 + 1, min(hi, limit + 1)), True, key=lambda b: not meets(b))
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
@@ -261,11 +254,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "batch_size": p.batch_size,
         "percentile": q,
-        "ttft_slo_s": p.ttft_slo_s,
-        "tpot_slo_s": p.tpot_slo_s,
-        "utilization": p.utilization,
+        **{k: getattr(p, k) for k in ("batch_size", "ttft_slo_s", "tpot_slo_s", "utilization")},
         "model_ttft_s": s["ttft_s"],
         "model_tpot_s": s["tpot_s"],
         "long_prefill_s": long_prefill_s,
@@ -305,14 +295,19 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 def summary(r: dict[str, Any], view: str) -> str:
     """One text per view: cost against batch and the latency sample, or one latency against its target."""
     m, q = r["metrics"], r["percentile"]
-    local, hosted = m["cost_per_million_tokens_local_usd"], m["cost_per_million_tokens_hosted_usd"]
     goodput = (
         f"The p{q} SLO is {'met' if m['slo_met'] else 'missed'}; {m['goodput_fraction']:.1%} of requests meet both "
         f"targets, a goodput of {m['goodput_rps']:,.2f} requests/s."
     )
+
+    def ms(k: str, x: float) -> str:  # TTFT to the millisecond, TPOT to a tenth
+        return f"{x * 1e3:,.{0 if k == 'ttft' else 1}f} ms"
+
+    def spread(k: str) -> str:
+        return f"mean {ms(k, m[f'{k}_mean_s'])}, p{q} {ms(k, m[f'{k}_p{q}_s'])}, p99 {ms(k, m[f'{k}_p99_s'])}"
+
     if view in ("ttft", "tpot"):
-        k, name, digits = view, view.upper(), 0 if view == "ttft" else 1
-        target, at_q = r[f"{k}_slo_s"], m[f"{k}_p{q}_s"]
+        k, name, target, at_q = view, view.upper(), r[f"{view}_slo_s"], m[f"{view}_p{q}_s"]
         long = f"{r['long_prefill_s'] * 1e3:,.0f} ms"
         if k == "ttft":
             why = f"a request that waits behind the prefill of a long prompt takes {long} more."
@@ -320,23 +315,21 @@ def summary(r: dict[str, Any], view: str) -> str:
             why = f"a request whose decoding another request's long prefill pauses once adds that {long}, spread over its output."
         else:
             why = "at batch 1 no other request runs, so no prefill pauses a decode: the spread is the jitter alone."
-        return (
-            f"{name} of the sampled requests for {r['model']} on one {r['gpu']} at batch {r['batch_size']}: mean "
-            f"{m[f'{k}_mean_s'] * 1e3:,.{digits}f} ms, p{q} {at_q * 1e3:,.{digits}f} ms, p99 "
-            f"{m[f'{k}_p99_s'] * 1e3:,.{digits}f} ms, against a target of {target * 1e3:,.{digits}f} ms "
-            f"(p{q} {'within' if at_q <= target else 'over'} it). The sample spreads around the cost model's "
-            f"{r[f'model_{k}_s'] * 1e3:,.1f} ms; {why} " + goodput + "".join(" " + n for n in r["notes"])
+        text = (
+            f"{name} of the sampled requests for {r['model']} on one {r['gpu']} at batch {r['batch_size']}: "
+            f"{spread(k)}, against a target of {ms(k, target)} (p{q} {'within' if at_q <= target else 'over'} it). "
+            f"The sample spreads around the cost model's {r[f'model_{k}_s'] * 1e3:,.1f} ms; {why} "
         )
-    best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
-    text = (
-        f"{r['model']} on one {r['gpu']} at batch {r['batch_size']} makes {m['local_tokens_per_s']:,.0f} output "
-        f"tokens/s while busy: at {r['utilization']:.0%} utilisation a million tokens cost ${local:,.2f} locally "
-        f"against an assumed ${hosted:,.2f} hosted. "
-        f"Larger batches share each weight read: the cost falls to ${best[0]:,.2f} at batch {best[1]:,}, "
-        f"while TPOT grows from {r['sweep_tpot_s'][0] * 1e3:,.1f} ms to {r['sweep_tpot_s'][-1] * 1e3:,.0f} ms. "
-        f"TTFT: mean {m['ttft_mean_s'] * 1e3:,.0f} ms, p{q} {m[f'ttft_p{q}_s'] * 1e3:,.0f} ms, "
-        f"p99 {m['ttft_p99_s'] * 1e3:,.0f} ms (target {r['ttft_slo_s'] * 1e3:,.0f} ms). "
-        f"TPOT: mean {m['tpot_mean_s'] * 1e3:,.1f} ms, p{q} {m[f'tpot_p{q}_s'] * 1e3:,.1f} ms, "
-        f"p99 {m['tpot_p99_s'] * 1e3:,.1f} ms (target {r['tpot_slo_s'] * 1e3:,.1f} ms). " + goodput
-    )
-    return text + "".join(" " + n for n in r["notes"])
+    else:
+        best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
+        local, hosted = m["cost_per_million_tokens_local_usd"], m["cost_per_million_tokens_hosted_usd"]
+        text = (
+            f"{r['model']} on one {r['gpu']} at batch {r['batch_size']} makes {m['local_tokens_per_s']:,.0f} output "
+            f"tokens/s while busy: at {r['utilization']:.0%} utilisation a million tokens cost ${local:,.2f} locally "
+            f"against an assumed ${hosted:,.2f} hosted. "
+            f"Larger batches share each weight read: the cost falls to ${best[0]:,.2f} at batch {best[1]:,}, "
+            f"while TPOT grows from {r['sweep_tpot_s'][0] * 1e3:,.1f} ms to {r['sweep_tpot_s'][-1] * 1e3:,.0f} ms. "
+            f"TTFT: {spread('ttft')} (target {ms('ttft', r['ttft_slo_s'])}). "
+            f"TPOT: {spread('tpot')} (target {ms('tpot', r['tpot_slo_s'])}). "
+        )
+    return text + goodput + "".join(" " + n for n in r["notes"])
