@@ -59,6 +59,13 @@ BATCHES = tuple(2**i for i in range(11))  # 1 .. 1024
 SCHEMES = ("24", "unstructured")
 NAMES = (("24", "2:4"), ("unstructured", "unstructured"))  # each scheme in the metrics' labels
 PASSES = ("prefill", "decode")
+# The pruning demo's scores, and what each is.
+DEMO = {
+    "magnitude_removed": "share of |w| removed",
+    "energy_removed": "share of w^2 removed",
+    "output_rel_error": "relative output error",
+}
+VIEWS = [("savings", "Savings vs dense"), ("batch", "Decode speed-up vs batch"), ("demo", "Magnitude-pruning demo")]
 LAYOUTS = [("dense", "Dense (zeros stored)"), ("bitmask", "Bitmask + kept values"), ("csr", "CSR, 16-bit indices")]
 METRICS = {
     "bytes_per_weight_24": ("Stored bytes per block weight, 2:4", "B"),
@@ -70,18 +77,8 @@ METRICS = {
     **{f"memory_saved_{s}_fraction": (f"Weight memory saved, {n}", "") for s, n in NAMES},
     **{f"flops_saved_{s}_fraction": (f"Block matmul FLOPs skipped on paper, {n}", "") for s, n in NAMES},
     "sparse_tensor_cores": ("The GPU has a 2:4 sparse tensor rate for this format (1 yes, 0 no)", ""),
-    **{
-        f"demo_{s}_{k}": (f"Demo, {name}: {label}", "")
-        for s, name in NAMES
-        for k, label in (
-            ("magnitude_removed", "share of |w| removed"),
-            ("energy_removed", "share of w^2 removed"),
-            ("output_rel_error", "relative output error"),
-        )
-    },
+    **{f"demo_{s}_{k}": (f"Demo, {name}: {label}", "") for s, name in NAMES for k, label in DEMO.items()},
 }
-
-VIEWS = [("savings", "Savings vs dense"), ("batch", "Decode speed-up vs batch"), ("demo", "Magnitude-pruning demo")]
 
 
 @dataclass(frozen=True)
@@ -136,7 +133,7 @@ def _matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[
 
 Matrix = tuple[tuple[float, ...], ...]
 Scores = tuple[float, float, float]  # DEMO_KEYS in order
-DEMO_KEYS = ("magnitude_removed", "energy_removed", "output_rel_error")
+DEMO_KEYS = tuple(DEMO)
 
 
 class _Base(NamedTuple):
@@ -194,10 +191,7 @@ def demo(seed: int, sparsity: float, keep: Keep | None = None) -> dict[str, dict
     kept = for_call(keep, MEMO_ENTRIES)
     s24: Scores = kept(("24", seed), lambda: demo_24(seed, kept))
     unstructured: Scores = kept(("unstructured", seed, sparsity), lambda: demo_unstructured(seed, sparsity, kept))
-    return {
-        "24": dict(zip(DEMO_KEYS, s24, strict=True)),
-        "unstructured": dict(zip(DEMO_KEYS, unstructured, strict=True)),
-    }
+    return {v: dict(zip(DEMO_KEYS, s, strict=True)) for v, s in zip(SCHEMES, (s24, unstructured), strict=True)}
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
@@ -272,20 +266,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         title = f"Decode speed-up over dense, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
         return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
     if view == "demo":
-        x = ["Share of |w| removed", "Share of w^2 removed", "Relative output error"]
+        x = [label.capitalize() for label in DEMO.values()]
         data = [bar(x, [m[f"demo_{v}_{k}"] for k in DEMO_KEYS], names[v], i) for i, v in enumerate(SCHEMES)]
         title = f"Magnitude pruning of a {ROWS} x {COLS} matrix"
         return chart(data, title, "", "Share", barmode="group", yaxis=PERCENT)
-    x = [
-        "Weight memory",
-        "Block FLOPs (on paper)",
-        f"Prefill time, {r['context_tokens']:,} tokens",
-        f"Decode step, batch {r['batch_size']:,}",
-    ]
+    x = ["Weight memory", "Block FLOPs (on paper)"]
+    x += [f"Prefill time, {r['context_tokens']:,} tokens", f"Decode step, batch {r['batch_size']:,}"]
     ys = {v: [1 - m[f"{k}_saved_{v}_fraction"] for k in ("memory", "flops")] for v in SCHEMES}
-    for v in SCHEMES:
-        ys[v] += [1 / m[f"{k}_speedup_{v}"] for k in ("prefill", "decode")]
-    data = [bar(x, ys[v], names[v], i) for i, v in enumerate(SCHEMES)]
+    data = [bar(x, ys[v] + [1 / m[f"{k}_speedup_{v}"] for k in PASSES], names[v], i) for i, v in enumerate(SCHEMES)]
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
     y_title = "Share of the dense figure (lower is better)"
