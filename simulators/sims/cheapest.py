@@ -159,26 +159,10 @@ def _impossible(p: Params, m: Any, chosen: list[Gpu], keep: Keep) -> None:
         raise ParamError(
             "max_gpus", f"{m.name} does not fit on {p.max_gpus} or fewer of the GPUs allowed in any weight format tried"
         )
-    if best["ttft_s"] > p.ttft_slo_s:
-        raise ParamError(
-            "ttft_slo_s",
-            f"cannot be met: a {p.prompt_tokens:,}-token prefill alone takes at least {best['ttft_s'] * 1e3:,.1f} ms "
-            f"(on {best['ttft_at']}, the fastest layout allowed)",
-        )
-    if best["tpot_s"] > p.tpot_slo_s:
-        raise ParamError(
-            "tpot_slo_s",
-            f"cannot be met: one decode step alone takes at least {best['tpot_s'] * 1e3:,.2f} ms "
-            f"(on {best['tpot_at']}, the fastest layout allowed)",
-        )
-
-
-def _drawn(p: Params, cap: int) -> list[tuple[int, int]]:
-    if p.lengths == "fixed":
-        return [(p.prompt_tokens, p.output_tokens)] * p.num_requests
-    rng = random.Random(1)  # the same requests for every layout and every seed
-    lengths = workload.azure_lengths(prompt_cap=cap // 2)
-    return [lengths.draw(rng) for _ in range(p.num_requests)]
+    for k, alone, digits in (("ttft", f"a {p.prompt_tokens:,}-token prefill", 1), ("tpot", "one decode step", 2)):
+        if best[f"{k}_s"] > getattr(p, f"{k}_slo_s"):
+            at_least = f"{best[f'{k}_s'] * 1e3:,.{digits}f} ms (on {best[f'{k}_at']}, the fastest layout allowed)"
+            raise ParamError(f"{k}_slo_s", f"cannot be met: {alone} alone takes at least {at_least}")
 
 
 Candidate = tuple[float, str, ss.Layout, ss.Bounds, int]  # lower-bound price, label, layout, bounds, replicas
@@ -197,7 +181,11 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     keep, m, prices = for_call(keep, MEMO_ENTRIES), resolve_model(p.model), parse_prices(p.prices)
     if p.lengths == "fixed":  # what no configuration can do, whatever the rate
         _impossible(p, m, allowed_gpus(p.gpus, prices), keep)
-    drawn = _drawn(p, m.max_context_tokens)
+        drawn = [(p.prompt_tokens, p.output_tokens)] * p.num_requests
+    else:
+        rng = random.Random(1)  # the same requests for every layout and every seed
+        lengths = workload.azure_lengths(prompt_cap=m.max_context_tokens // 2)
+        drawn = [lengths.draw(rng) for _ in range(p.num_requests)]
     max_len = max(a + b for a, b in drawn)
     out_tokens = sum(o for _, o in drawn) / len(drawn)
     base = (_key(p.model), p.lengths, p.prompt_tokens, p.output_tokens, p.num_requests)
@@ -271,9 +259,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         if all(v["meets"] for *_, v in rows):
             break
     pruned += full
-    table = [
-        _row(p, lay, r, {**v, "load": ss.at_index(k) / b.rate_bound_per_s}, out_tokens) for lay, b, r, k, v in rows
-    ]
+    table = [_row(p, lay, r, v, ss.at_index(k) / b.rate_bound_per_s, out_tokens) for lay, b, r, k, v in rows]
     best = table[0] if table else None
     keys = ("usd_per_hour", "usd_per_million_output_tokens", "num_gpus", "ttft_s", "tpot_s", "headroom")
     metrics: dict[str, float] = {k: float(best[k]) if best else 0.0 for k in keys}
@@ -307,13 +293,13 @@ def _targets(p: Params) -> dict[str, Any]:
     return {k: getattr(p, k) for k in ("request_rate_per_s", "percentile", "ttft_slo_s", "tpot_slo_s")}
 
 
-def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], out_tokens: float) -> dict[str, Any]:
+def _row(p: Params, lay: ss.Layout, r: int, v: dict[str, Any], load: float, out_tokens: float) -> dict[str, Any]:
     cost = r * lay.num_gpus * lay.price_per_gpu_h
     return {"config": ss.config_name(lay, r), "short": ss.short_name(lay, r), "gpu": lay.gpu.name, "gpu_id": lay.gpu.id, "tensor_parallel_size": lay.tp,
             "pipeline_parallel_size": lay.pp, "data_parallel_size": lay.dp, "enable_expert_parallel": lay.ep,
             "replicas": r, "weight_dtype": lay.weight_dtype, "num_gpus": r * lay.num_gpus, "usd_per_hour": cost,
             "usd_per_million_output_tokens": cost / (3600 * p.request_rate_per_s * out_tokens) * 1e6,
-            "ttft_s": v["ttft_s"], "tpot_s": v["tpot_s"], "headroom": v["headroom"], "load": v["load"]}  # fmt: skip
+            "ttft_s": v["ttft_s"], "tpot_s": v["tpot_s"], "headroom": v["headroom"], "load": load}  # fmt: skip
 
 
 def _unusable(m: Any, lay: ss.Layout) -> str:

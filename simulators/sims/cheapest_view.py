@@ -33,9 +33,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     data = [_bars(rows[::-1], found, "Meets the targets (engine)" if searching else "USD per hour", 0, "")]
     if searching:
         pending = r["pending"][::-1]
-        data.append(
-            _bars(pending, [f"{x['short']} (bound)" for x in pending], "Lower bound, not yet run", 1, "at least ")
-        )
+        bounds = [f"{x['short']} (bound)" for x in pending]
+        data.append(_bars(pending, bounds, "Lower bound, not yet run", 1, "at least "))
     return chart(data, title, "USD per hour", "", yaxis={"type": "category"})
 
 
@@ -90,7 +89,6 @@ NO_PRICE = "skipped: no price (gpu_prices.toml, or Your prices)"
 def _skipped(pruned: list[dict[str, Any]]) -> str:
     """The GPUs left out for a missing figure or price, named (never ranked on a memory-only floor)."""
     unpriced = [x["config"] for x in pruned if x["why"] == NO_PRICE]
-    whys = dict.fromkeys(x["why"].removeprefix("skipped: ") for x in pruned if x["why"].startswith("skipped: "))
-    whys.pop(NO_PRICE.removeprefix("skipped: "), None)
-    text = "".join(f" Skipped: {why}." for why in whys)
+    whys = dict.fromkeys(x["why"] for x in pruned if x["why"].startswith("skipped: ") and x["why"] != NO_PRICE)
+    text = "".join(f" Skipped: {why.removeprefix('skipped: ')}." for why in whys)
     return text + (f" Not searched, no price: {', '.join(unpriced)} (add one in Your prices)." if unpriced else "")
