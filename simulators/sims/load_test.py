@@ -66,15 +66,8 @@ METRICS = {
     "drain_share": ("Share of the run spent draining (server no longer full)", ""),
     "few_samples_for_p99": ("p99 from under 100 requests (1 yes, 0 no)", ""),
 }
-WARMUPS = [
-    ("0", "None (GuideLLM's default)"),
-    ("10%", "10% of the requests"),
-    ("20%", "20% of the requests"),
-    ("10", "10 requests"),
-    ("50", "50 requests"),
-    ("5s", "5 seconds"),
-    ("20s", "20 seconds"),
-]
+WARMUPS = [("0", "None (GuideLLM's default)"), *((f"{n}%", f"{n}% of the requests") for n in (10, 20))]
+WARMUPS += [(f"{n}", f"{n} requests") for n in (10, 50)] + [(f"{n}s", f"{n} seconds") for n in (5, 20)]
 
 VIEWS = [
     ("knee", "Open vs closed loop"),
