@@ -82,16 +82,12 @@ def summary(r: dict[str, Any], view: str) -> str:
         names = {"azure": "heavy-tailed lengths (Azure lognormal)", "fixed": "fixed lengths (at the Azure means)"}
         other = "fixed" if r["lengths"] == "azure" else "azure"
         picks = [0, FRACTIONS.index(1.0), len(FRACTIONS) - 1]
-
-        def p99s(pts: list[dict[str, float]]) -> str:
-            return " / ".join(f"{pts[i]['ttft_p99'] * 1e3:,.0f}" for i in picks)
-
+        mine, others = (" / ".join(f"{pts[i]['ttft_p99'] * 1e3:,.0f}" for i in picks) for pts in (o, r["other"]))
         shares = ", ".join(f"{FRACTIONS[i]:.0%}" for i in picks[:-1]) + f" and {FRACTIONS[picks[-1]]:.0%}"
         rates = " / ".join(f"{o[i]['offered']:.1f}" for i in picks)
         text = (
             f"Open-loop TTFT p99 at {shares} of the server's maximum, {m['max_throughput_per_s']:.1f} requests/s "
-            f"({rates} req/s offered): {p99s(o)} ms with {names[r['lengths']]}, {p99s(r['other'])} ms with "
-            f"{names[other]}."
+            f"({rates} req/s offered): {mine} ms with {names[r['lengths']]}, {others} ms with {names[other]}."
         )
     else:
         c = r["closed"]
