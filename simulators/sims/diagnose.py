@@ -107,7 +107,12 @@ def deployment(p: Params) -> dx.Deployment:
         raise ParamError("config", f"'{serve.model}' is not in the catalogue: paste its config.json")
     if m is None:
         try:
-            m = resolve_model(_json(p.config))
+            config = json.loads(p.config)
+            if not isinstance(config, dict):
+                raise ValueError("a config.json is one JSON object")
+            m = resolve_model(config)
+        except json.JSONDecodeError as e:
+            raise ParamError("config", f"not JSON: line {e.lineno}: {e.msg}") from None
         except (CatalogError, ValueError) as e:
             raise ParamError("config", str(e)) from None
     log = None
@@ -128,16 +133,6 @@ def deployment(p: Params) -> dx.Deployment:
     except ValueError as e:
         raise ParamError("command", f"vLLM would not start this: {e}") from None
     return d
-
-
-def _json(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON: line {e.lineno}: {e.msg}") from None
-    if not isinstance(value, dict):
-        raise ValueError("a config.json is one JSON object")
-    return value
 
 
 def _observed(p: Params) -> dict[str, float]:

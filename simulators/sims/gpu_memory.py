@@ -87,15 +87,11 @@ def _point(t: cm.StepTime) -> tuple[float, float]:
     return t.intensity_flop_per_byte, t.flops / t.time_s / 1e12
 
 
-def layout_for(m: Model, n: int) -> tuple[int, int]:
-    """(tp, pp) for n GPUs: the largest TP size dividing both n and the heads, stages for the rest."""
-    tp = max(t for t in range(1, n + 1) if n % t == 0 and m.num_heads % t == 0)
-    return tp, n // tp
-
-
 def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
     """vLLM's accounting on n GPUs, per GPU (the rank with the least KV room); None-free plain data."""
-    tp, pp = layout_for(m, n)
+    # The largest TP size dividing both n and the heads, pipeline stages for the rest.
+    tp = max(t for t in range(1, n + 1) if n % t == 0 and m.num_heads % t == 0)
+    pp = n // tp
     row: dict[str, Any] = {"num_gpus": n, "tp": tp, "pp": pp, "capacity": gpu.visible_GiB * cm.GiB}
     if pp > m.num_layers:
         zero = dict.fromkeys(("weights", "activations", "non_torch", "kv_budget", "kv_demand", "reserve"), 0.0)
@@ -198,37 +194,33 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     }
 
 
-def _fit_figure(r: dict[str, Any]) -> dict[str, Any]:
-    # Category labels (plotly would read "1" as a number): "3 PP" is 3 GPUs with pipeline stages.
-    bars = r["bars"]
-    x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in bars]
-    layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in bars]
-    hover = "%{x} GPUs, %{customdata}: %{y:.1f} GB<extra>%{fullData.name}</extra>"
-    kv = f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens"
-    parts = [
-        ("Weights", [b["weights"] for b in bars]),
-        ("Activation peak", [b["activations"] for b in bars]),
-        ("Non-torch", [b["non_torch"] for b in bars]),
-        (kv, [min(b["kv_demand"], max(0.0, b["kv_budget"])) for b in bars]),
-        ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) for b in bars]),
-        ("Reserve (1 - utilisation)", [b["reserve"] for b in bars]),
-    ]
-    data = [
-        bar(x, [v / cm.GB for v in y], name, i, customdata=layouts, hovertemplate=hover)
-        for i, (name, y) in enumerate(parts)
-    ]
-    data.append(markers(x, [b["capacity"] / cm.GB for b in bars], "Memory CUDA reports", 6, mode="markers"))
-    fewest = r["metrics"]["min_gpus_to_fit"]
-    title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: " + (
-        f"fits from {fewest} GPU(s)" if fewest else "does not fit on 8 GPUs"
-    )
-    axes = ("GPUs (PP: with pipeline stages)", "GB per GPU")
-    return chart(data, title, *axes, barmode="stack", xaxis={"type": "category"})
-
-
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view != "roofline":
-        return _fit_figure(r)
+        # Category labels (plotly would read "1" as a number): "3 PP" is 3 GPUs with pipeline stages.
+        bars = r["bars"]
+        x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in bars]
+        layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in bars]
+        hover = "%{x} GPUs, %{customdata}: %{y:.1f} GB<extra>%{fullData.name}</extra>"
+        kv = f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens"
+        parts = [
+            ("Weights", [b["weights"] for b in bars]),
+            ("Activation peak", [b["activations"] for b in bars]),
+            ("Non-torch", [b["non_torch"] for b in bars]),
+            (kv, [min(b["kv_demand"], max(0.0, b["kv_budget"])) for b in bars]),
+            ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) for b in bars]),
+            ("Reserve (1 - utilisation)", [b["reserve"] for b in bars]),
+        ]
+        data = [
+            bar(x, [v / cm.GB for v in y], name, i, customdata=layouts, hovertemplate=hover)
+            for i, (name, y) in enumerate(parts)
+        ]
+        data.append(markers(x, [b["capacity"] / cm.GB for b in bars], "Memory CUDA reports", 6, mode="markers"))
+        fewest = r["metrics"]["min_gpus_to_fit"]
+        title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: " + (
+            f"fits from {fewest} GPU(s)" if fewest else "does not fit on 8 GPUs"
+        )
+        axes = ("GPUs (PP: with pipeline stages)", "GB per GPU")
+        return chart(data, title, *axes, barmode="stack", xaxis={"type": "category"})
     bw, peak, ridge = r["bandwidth_GBps"] * cm.GB / 1e12, r["peak_tflops"], r["metrics"]["ridge_flop_per_byte"]
     points = [r["prefill_point"], r["decode_point"], *r["decode_trail"]]
     lo = min(0.5, min(i for i, _ in points) / 2)
@@ -252,9 +244,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
-    n = r["num_gpus"]
     text = (
-        f"On each of {n} x {r['gpu']}, vLLM's accounting holds {m['weights_GB']:.1f} GB of {r['weight_dtype']} weights, "
+        f"On each of {r['num_gpus']} x {r['gpu']}, vLLM's accounting holds {m['weights_GB']:.1f} GB of {r['weight_dtype']} weights, "
         f"a {m['activations_GB']:.1f} GB activation peak and {m['non_torch_GB']:.1f} GB outside PyTorch; "
     )
     if m["kv_budget_GB"] > 0:
