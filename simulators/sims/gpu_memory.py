@@ -157,11 +157,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "weight_dtype": p.weight_dtype,
+        **{k: getattr(p, k) for k in ("weight_dtype", "batch_size", "context_tokens", "num_gpus")},
         "matmul_path": path,
-        "batch_size": p.batch_size,
-        "context_tokens": p.context_tokens,
-        "num_gpus": p.num_gpus,
         "bandwidth_GBps": gpu.hbm_bandwidth_GBps,
         "peak_tflops": gpu.peak_tflops(path) or 0.0,
         "bars": bars,

@@ -215,10 +215,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "weight_dtype": p.weight_dtype,
-        "batch_size": p.batch_size,
-        "context_tokens": p.context_tokens,
-        "worthwhile_speedup": p.worthwhile_speedup,
+        **{k: getattr(p, k) for k in ("weight_dtype", "batch_size", "context_tokens", "worthwhile_speedup")},
         "matmul_path": path,
         "formats": formats,
         "format_names": [cm.precision(f).name for f in formats],
