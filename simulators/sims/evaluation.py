@@ -131,8 +131,7 @@ def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache[Positions]]:
 
 
 def chunk(seed: int, index: int) -> Chunk:
-    rng = random.Random(f"{seed}:{index}")
-    rnd = rng.random
+    rnd = random.Random(f"{seed}:{index}").random
     size = CHUNK * VOCAB
     radii = [sqrt(-2.0 * log(1.0 - rnd())) for _ in range(size)]
     angles = [TWO_PI * rnd() for _ in range(size)]

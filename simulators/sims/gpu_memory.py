@@ -101,8 +101,6 @@ def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
         **vllm_defaults(gpu),
     )  # fmt: skip
     worst = min(a.stages, key=lambda s: s.kv_bytes)
-    # The batch's blocks on one rank, in the same page and group size as the pool they come from.
-    demand = p.batch_size * a.one_request_bytes
     return {
         **row,
         "refused": False,
@@ -110,7 +108,7 @@ def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
         "activations": worst.activation_bytes,
         "non_torch": worst.non_torch_bytes,
         "kv_budget": worst.kv_bytes,
-        "kv_demand": demand,
+        "kv_demand": p.batch_size * a.one_request_bytes,  # the batch's blocks, in the pool's page and group size
         "reserve": worst.total_bytes - worst.requested_bytes,
         "kv_token_capacity": a.kv_tokens,
         "max_concurrency": a.max_concurrency,

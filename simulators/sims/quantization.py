@@ -246,19 +246,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         ]
         title = f"Error quantising a {ROWS} x {COLS} matrix with {r['num_outliers']} outliers"
         return chart(data, title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis=LOG)
-    x = r["batches"]
+    x, curves = r["batches"], r["speedup_curves"]
+    data = [line(x, curves[f], n, i) for i, (f, n) in enumerate(zip(r["formats"], r["format_names"], strict=True))]
     # Past six formats the dashes run out (the seventh is the reference line's): add markers.
-    data = [
-        line(x, r["speedup_curves"][f], name, i, **_marked(i))
-        for i, (f, name) in enumerate(zip(r["formats"], r["format_names"], strict=True))
-    ]
+    for k, trace in enumerate(data[6:]):
+        trace |= {"mode": "lines+markers", "marker": {"symbol": MARKERS[k % len(MARKERS)]}}
     data.append(line([x[0], x[-1]], [r["worthwhile_speedup"]] * 2, "Worthwhile speed-up", 6))
     title = f"Decode speed-up over bf16, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
     return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
-
-
-def _marked(i: int) -> dict[str, Any]:
-    return {} if i < 6 else {"mode": "lines+markers", "marker": {"symbol": MARKERS[(i - 6) % len(MARKERS)]}}
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -224,8 +224,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
     ]
     top = max(r["best_speedup_by_batch"] + r["short_context_speedup_by_batch"] + [1.0])
-    if r["verify_bound_batch"] is not None:
-        b = r["verify_bound_batch"]
+    if (b := r["verify_bound_batch"]) is not None:
         data.append(line([b, b], [0, top], f"Verify pass ({gamma}) turns compute-bound", 2))
     if 0 < r["fit_batch"] < x[-1]:
         data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], "Most sequences whose KV cache fits", 3))
