@@ -56,6 +56,7 @@ ROWS, COLS = 64, 256
 SCHEMES = ("per_tensor", "per_channel", "group")
 QMAX = {"int8": 127, "int4": 7}
 BATCHES = tuple(2**i for i in range(13))  # 1 .. 4096
+Matrix = tuple[tuple[float, ...], float]  # the demo's weights, row after row, and their energy sum(w * w)
 METRICS = {
     "bits_per_weight": ("Stored bits per weight, scales included", "bit"),
     "weights_bf16_GB": ("Weights in bf16", "GB"),
@@ -96,9 +97,7 @@ class Params(ModelGpu):
     group_size: str = param("128", label="Demo group size", choices=[("32", "32"), ("64", "64"), ("128", "128")])
 
 
-def demo_matrix(
-    seed: int, num_outliers: int, outlier_size: float, keep: Keep | None = None
-) -> tuple[tuple[float, ...], float]:
+def demo_matrix(seed: int, num_outliers: int, outlier_size: float, keep: Keep | None = None) -> Matrix:
     """The seed's normal weights with `num_outliers` entries set to +-outlier_size, row after row
     (a tuple: a kept matrix cannot be changed by a caller), and its energy. The normal weights are
     kept: a change of the outliers draws only the outliers, from where the weights left the generator."""
@@ -140,22 +139,21 @@ def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple
 # Demo work kept in the caller's memo: the normal weights by seed, the matrix by seed and outliers,
 # its errors by those and the group size; any other control (format, batch, GPU...) reuses all three.
 MEMO_ENTRIES = 16
+Errors = tuple[tuple[str, float, float], ...]
 
 
-def demo_errors(
-    seed: int, num_outliers: int, outlier_size: float, group: int, keep: Keep | None = None
-) -> tuple[tuple[str, float, float], ...]:
+def demo_errors(seed: int, num_outliers: int, outlier_size: float, group: int, keep: Keep | None = None) -> Errors:
     """("{int8|int4}_{scheme}", relative RMS error, largest error) for each format and scheme."""
     keep = for_call(keep, MEMO_ENTRIES)
 
-    def make() -> tuple[tuple[str, float, float], ...]:
+    def make() -> Errors:
         matrix = (seed, num_outliers, outlier_size)
         flat, flat_energy = keep(("matrix", *matrix), lambda: demo_matrix(*matrix, keep))
         sizes = {"per_tensor": ROWS * COLS, "per_channel": COLS, "group": group}
         found = {s: scheme_errors(flat, sizes[s], flat_energy) for s in SCHEMES}
         return tuple((f"{b}_{s}", *found[s][i]) for i, b in enumerate(QMAX) for s in SCHEMES)
 
-    found: tuple[tuple[str, float, float], ...] = keep(("errors", seed, num_outliers, outlier_size, group), make)
+    found: Errors = keep(("errors", seed, num_outliers, outlier_size, group), make)
     return found
 
 
