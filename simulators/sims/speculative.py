@@ -156,8 +156,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     # The summary's headline batch: the largest one memory holds (at most the sweep's top), not the
     # sweep's top, which can lie past memory.
     at_fit = _at_batch(times, min(fit_batch, BATCH_GRID[-1]), a, g, c)
-    short_fit = min(capacity.most_sequences(m, gpu, SHORT_CONTEXT), BATCH_GRID[-1])
-    short_at_fit = _at_batch(short_times, short_fit, a, g, c)
+    short_at_fit = _at_batch(short_times, min(capacity.most_sequences(m, gpu, SHORT_CONTEXT), BATCH_GRID[-1]), a, g, c)
     e = expected_tokens(a, g)
     round_s = g * c * t_step + t_verify
     notes, batch_notes = [], []
