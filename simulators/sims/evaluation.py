@@ -125,9 +125,7 @@ CHUNKS = MAX_POSITIONS // CHUNK
 
 def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache[Positions]]:
     """The two kept stores: the draws by (seed, chunk), the scores by (seed, chunk, controls)."""
-    draws: LruCache[Chunk] = keep("draws", lambda: LruCache(CHUNKS))
-    scores: LruCache[Positions] = keep("scores", lambda: LruCache(CHUNKS))
-    return draws, scores
+    return keep("draws", lambda: LruCache(CHUNKS)), keep("scores", lambda: LruCache(CHUNKS))
 
 
 def chunk(seed: int, index: int) -> Chunk:
