@@ -66,6 +66,7 @@ METRICS = {
 }
 MAX_GPUS = 8
 DECODE_TRAIL = (1, 4, 16, 64, 256, 1024, 4096)
+BYTES = ("weights", "activations", "non_torch", "reserve", "kv_budget", "kv_demand")  # a bar's bytes per GPU
 
 VIEWS = [("fit", "Memory fit on 1-8 GPUs"), ("roofline", "Roofline")]
 
@@ -94,7 +95,7 @@ def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
     pp = n // tp
     row: dict[str, Any] = {"num_gpus": n, "tp": tp, "pp": pp, "capacity": gpu.visible_GiB * cm.GiB}
     if pp > m.num_layers:
-        zero = dict.fromkeys(("weights", "activations", "non_torch", "kv_budget", "kv_demand", "reserve"), 0.0)
+        zero = dict.fromkeys(BYTES, 0.0)
         return {**row, **zero, "refused": True, "fits": False, "kv_token_capacity": 0, "max_concurrency": 0.0}
     a = vm.account(
         m, gpu, tp=tp, pp=pp, max_model_len=p.context_tokens, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype,
@@ -168,10 +169,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "decode_trail_batches": list(DECODE_TRAIL),
         "notes": notes,
         "metrics": {
-            **{
-                f"{k}_GB": chosen[k] / cm.GB
-                for k in ("weights", "activations", "non_torch", "reserve", "kv_budget", "kv_demand")
-            },
+            **{f"{k}_GB": chosen[k] / cm.GB for k in BYTES},
             "kv_token_capacity": chosen["kv_token_capacity"],
             "max_concurrency": chosen["max_concurrency"],
             "max_batch_at_context": int(chosen["max_concurrency"]),
