@@ -237,8 +237,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
+    n = r["num_gpus"]
     text = (
-        f"On each of {r['num_gpus']} x {r['gpu']}, vLLM's accounting holds {m['weights_GB']:.1f} GB of {r['weight_dtype']} weights, "
+        f"On each of {n} x {r['gpu']}, vLLM's accounting holds {m['weights_GB']:.1f} GB of {r['weight_dtype']} weights, "
         f"a {m['activations_GB']:.1f} GB activation peak and {m['non_torch_GB']:.1f} GB outside PyTorch; "
     )
     if m["kv_budget_GB"] > 0:
