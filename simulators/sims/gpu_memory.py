@@ -231,8 +231,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         markers([r["prefill_point"][0]], [r["prefill_point"][1]], f"Prefill, {r['context_tokens']:,} tokens", 4),
     ]
     title = f"Roofline of {r['gpu']}" + (f": ridge at {ridge:,.1f} FLOP/B" if ridge else ": no published FLOPs")
-    axes = ("Arithmetic intensity (FLOP per byte moved)", "Attainable TFLOP/s")
-    return chart(data, title, *axes, xaxis=LOG, yaxis=LOG)
+    return chart(data, title, "Arithmetic intensity (FLOP per byte moved)", "Attainable TFLOP/s", xaxis=LOG, yaxis=LOG)
 
 
 def summary(r: dict[str, Any], view: str) -> str:
