@@ -107,7 +107,12 @@ def deployment(p: Params) -> dx.Deployment:
         raise ParamError("config", f"'{serve.model}' is not in the catalogue: paste its config.json")
     if m is None:
         try:
-            m = resolve_model(_json(p.config))
+            config = json.loads(p.config)
+            if not isinstance(config, dict):
+                raise ValueError("a config.json is one JSON object")
+            m = resolve_model(config)
+        except json.JSONDecodeError as e:
+            raise ParamError("config", f"not JSON: line {e.lineno}: {e.msg}") from None
         except (CatalogError, ValueError) as e:
             raise ParamError("config", str(e)) from None
     log = None
@@ -130,16 +135,6 @@ def deployment(p: Params) -> dx.Deployment:
     return d
 
 
-def _json(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON: line {e.lineno}: {e.msg}") from None
-    if not isinstance(value, dict):
-        raise ValueError("a config.json is one JSON object")
-    return value
-
-
 def _observed(p: Params) -> dict[str, float]:
     """Observed figures: the report's chosen benchmark, then the typed ones (which win)."""
     out: dict[str, float] = {"prompt_tokens": p.prompt_tokens, "output_tokens": p.output_tokens}
@@ -151,8 +146,7 @@ def _observed(p: Params) -> dict[str, float]:
         if p.benchmark > len(benches):
             raise ParamError("benchmark", f"the report holds {len(benches)} benchmarks")
         pick = lambda b: b["metrics"]["requests_per_second"]["mean"]  # noqa: E731
-        b = benches[p.benchmark - 1] if p.benchmark else max(benches, key=pick)
-        mt = b["metrics"]
+        mt = (benches[p.benchmark - 1] if p.benchmark else max(benches, key=pick))["metrics"]
         out["rate_per_s"] = mt["requests_per_second"]["mean"]
         ttft = mt["time_to_first_token_ms"]
         out["ttft_s"], out["ttft_p99_s"] = ttft["p50"] / 1e3, ttft["p99"] / 1e3
@@ -225,20 +219,15 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
         title = f"Where a token's time goes at {r['metrics']['batch']:.0f} requests in flight"
         return chart(data, title, "ms per token", "", barmode="stack")
     if view == "evidence":
-        rows = [
-            (label, r["predicted"][key] * 1e3, r["observed"][key] * 1e3)
-            for label, key in (("TTFT p50 (ms)", "ttft_s"), ("ITL p50 (ms)", "itl_s"))
-            if r["observed"].get(key)
-        ]
-        m = r["metrics"]
+        m, shown = r["metrics"], (("TTFT p50 (ms)", "ttft_s"), ("ITL p50 (ms)", "itl_s"))
+        rows = [(name, r["predicted"][k] * 1e3, r["observed"][k] * 1e3) for name, k in shown if r["observed"].get(k)]
         if m["logged_kv_tokens"]:
             rows.append(("KV cache (k tokens)", m["predicted_kv_tokens"] / 1e3, m["logged_kv_tokens"] / 1e3))
         if not rows:  # no evidence yet: the model's own figures, to hold yours against
-            p = r["predicted"]
-            names, pred = ["TTFT p50 (ms)", "ITL p50 (ms)"], [p["ttft_s"] * 1e3, p["itl_s"] * 1e3]
+            names, pred = [name for name, _ in shown], [r["predicted"][k] * 1e3 for _, k in shown]
             title = "The model's figures (give a log, a report or figures to compare)"
             return chart([bar(names, pred, "Predicted", 0)], title, "", "ms", barmode="group")
-        names, pred, seen = [x[0] for x in rows], [x[1] for x in rows], [x[2] for x in rows]
+        names, pred, seen = map(list, zip(*rows, strict=True))
         data = [bar(names, pred, "Predicted", 0), bar(names, seen, "Observed", 1)]
         return chart(data, "Predicted against observed", "", "value (unit in the label)", barmode="group")
     levers = r["levers"]

@@ -54,6 +54,7 @@ import math
 import random
 from array import array
 from bisect import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from math import cos, exp, expm1, fsum, log, log1p, sin, sqrt
@@ -122,16 +123,13 @@ MEMO_ENTRIES = 2
 CHUNKS = MAX_POSITIONS // CHUNK
 
 
-def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache[Scores]]:
+def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache[Positions]]:
     """The two kept stores: the draws by (seed, chunk), the scores by (seed, chunk, controls)."""
-    draws: LruCache[Chunk] = keep("draws", lambda: LruCache(CHUNKS))
-    scores: LruCache[Scores] = keep("scores", lambda: LruCache(CHUNKS))
-    return draws, scores
+    return keep("draws", lambda: LruCache(CHUNKS)), keep("scores", lambda: LruCache(CHUNKS))
 
 
 def chunk(seed: int, index: int) -> Chunk:
-    rng = random.Random(f"{seed}:{index}")
-    rnd = rng.random
+    rnd = random.Random(f"{seed}:{index}").random
     size = CHUNK * VOCAB
     radii = [sqrt(-2.0 * log(1.0 - rnd())) for _ in range(size)]
     angles = [TWO_PI * rnd() for _ in range(size)]
@@ -159,34 +157,25 @@ def chunk(seed: int, index: int) -> Chunk:
 
 
 class Positions(NamedTuple):
-    """Per-position results of a run, in text order."""
+    """Per-position results, in text order: of a run, or of a whole chunk under one set of damage
+    controls (its scores, whose nll_base is the draws' own tuple, shared, not copied)."""
 
     kl: list[float]  # KL(baseline || optimised), nats
     damaged: list[bool]
-    nll_base: list[float]  # negative log-likelihoods of the observed tokens
+    nll_base: Sequence[float]  # negative log-likelihoods of the observed tokens
     nll_opt: list[float]
     agree: list[bool]  # the two models' greedy picks agree
 
 
-class Scores(NamedTuple):
-    """A whole chunk's per-position results under one set of damage controls (see Positions)."""
-
-    kl: list[float]
-    damaged: list[bool]
-    nll_base: tuple[float, ...]  # the draws' own (shared, not copied)
-    nll_opt: list[float]
-    agree: list[bool]
-
-
-def score(c: Chunk, noise: float, frac: float, margin: float) -> Scores:
+def score(c: Chunk, noise: float, frac: float, margin: float) -> Positions:
     """Every position of a chunk, optimised model against baseline (the module docstring's KL)."""
-    out = Scores([], [], c.nll, [], [])
+    hits = [u < frac for u in c.u]
+    out = Positions([], hits, c.nll, [], [])
     kls, nll_opt, agree = out.kl, out.nll_opt, out.agree
     base, pb, zs = c.base, c.pb, c.z
     # The whole chunk at once: the optimised logits y, and p_i expm1(d_i) with d = noise * z.
     opt = [x + noise * z for x, z in zip(base, zs, strict=True)]
     grow = [pi * expm1(noise * z) for pi, z in zip(pb, zs, strict=True)]
-    hits = [u < frac for u in c.u]
     for k in range(CHUNK):
         at = k * VOCAB
         shift = noise * c.pz[k]  # sum p_i d_i without damage
@@ -200,7 +189,6 @@ def score(c: Chunk, noise: float, frac: float, margin: float) -> Scores:
         kls.append(lift - shift)
         nll_opt.append(c.lse[k] + lift - y[c.token[k]])
         agree.append(y.index(max(y)) == c.first[k])
-    out.damaged.extend(hits)
     return out
 
 
@@ -208,21 +196,17 @@ def positions(p: Params, seed: int = 0, keep: Keep | None = None) -> Positions:
     """Score every position: draws and scores come from `keep` where kept (see MEMO_ENTRIES)."""
     draws, scores = stores(for_call(keep, MEMO_ENTRIES))
     controls = (p.noise_scale, p.damaged_fraction, p.damage_margin)
-    out = Positions([], [], [], [], [])
+    cols: list[list[Any]] = [[] for _ in Positions._fields]
     for start in range(0, p.num_positions, CHUNK):
         index = start // CHUNK
 
-        def make(index: int = index) -> Scores:
+        def make(index: int = index) -> Positions:
             return score(draws.get_or_make((seed, index), lambda: chunk(seed, index)), *controls)
 
         got = scores.get_or_make((seed, index, *controls), make)
-        m = min(CHUNK, p.num_positions - start)
-        out.kl.extend(got.kl[:m])
-        out.damaged.extend(got.damaged[:m])
-        out.nll_base.extend(got.nll_base[:m])
-        out.nll_opt.extend(got.nll_opt[:m])
-        out.agree.extend(got.agree[:m])
-    return out
+        for col, field in zip(cols, Positions._fields, strict=True):
+            col.extend(getattr(got, field)[: p.num_positions - start])
+    return Positions(*cols)
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:

@@ -66,6 +66,7 @@ METRICS = {
 }
 MAX_GPUS = 8
 DECODE_TRAIL = (1, 4, 16, 64, 256, 1024, 4096)
+BYTES = ("weights", "activations", "non_torch", "reserve", "kv_budget", "kv_demand")  # a bar's bytes per GPU
 
 VIEWS = [("fit", "Memory fit on 1-8 GPUs"), ("roofline", "Roofline")]
 
@@ -87,26 +88,20 @@ def _point(t: cm.StepTime) -> tuple[float, float]:
     return t.intensity_flop_per_byte, t.flops / t.time_s / 1e12
 
 
-def layout_for(m: Model, n: int) -> tuple[int, int]:
-    """(tp, pp) for n GPUs: the largest TP size dividing both n and the heads, stages for the rest."""
-    tp = max(t for t in range(1, n + 1) if n % t == 0 and m.num_heads % t == 0)
-    return tp, n // tp
-
-
 def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
     """vLLM's accounting on n GPUs, per GPU (the rank with the least KV room); None-free plain data."""
-    tp, pp = layout_for(m, n)
+    # The largest TP size dividing both n and the heads, pipeline stages for the rest.
+    tp = max(t for t in range(1, n + 1) if n % t == 0 and m.num_heads % t == 0)
+    pp = n // tp
     row: dict[str, Any] = {"num_gpus": n, "tp": tp, "pp": pp, "capacity": gpu.visible_GiB * cm.GiB}
     if pp > m.num_layers:
-        zero = dict.fromkeys(("weights", "activations", "non_torch", "kv_budget", "kv_demand", "reserve"), 0.0)
+        zero = dict.fromkeys(BYTES, 0.0)
         return {**row, **zero, "refused": True, "fits": False, "kv_token_capacity": 0, "max_concurrency": 0.0}
     a = vm.account(
         m, gpu, tp=tp, pp=pp, max_model_len=p.context_tokens, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype,
         **vllm_defaults(gpu),
     )  # fmt: skip
     worst = min(a.stages, key=lambda s: s.kv_bytes)
-    # The batch's blocks on one rank, in the same page and group size as the pool they come from.
-    demand = p.batch_size * a.one_request_bytes
     return {
         **row,
         "refused": False,
@@ -114,7 +109,7 @@ def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
         "activations": worst.activation_bytes,
         "non_torch": worst.non_torch_bytes,
         "kv_budget": worst.kv_bytes,
-        "kv_demand": demand,
+        "kv_demand": p.batch_size * a.one_request_bytes,  # the batch's blocks, in the pool's page and group size
         "reserve": worst.total_bytes - worst.requested_bytes,
         "kv_token_capacity": a.kv_tokens,
         "max_concurrency": a.max_concurrency,
@@ -161,11 +156,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "weight_dtype": p.weight_dtype,
+        **{k: getattr(p, k) for k in ("weight_dtype", "batch_size", "context_tokens", "num_gpus")},
         "matmul_path": path,
-        "batch_size": p.batch_size,
-        "context_tokens": p.context_tokens,
-        "num_gpus": p.num_gpus,
         "bandwidth_GBps": gpu.hbm_bandwidth_GBps,
         "peak_tflops": gpu.peak_tflops(path) or 0.0,
         "bars": bars,
@@ -177,10 +169,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "decode_trail_batches": list(DECODE_TRAIL),
         "notes": notes,
         "metrics": {
-            **{
-                f"{k}_GB": chosen[k] / cm.GB
-                for k in ("weights", "activations", "non_torch", "reserve", "kv_budget", "kv_demand")
-            },
+            **{f"{k}_GB": chosen[k] / cm.GB for k in BYTES},
             "kv_token_capacity": chosen["kv_token_capacity"],
             "max_concurrency": chosen["max_concurrency"],
             "max_batch_at_context": int(chosen["max_concurrency"]),
@@ -198,37 +187,33 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     }
 
 
-def _fit_figure(r: dict[str, Any]) -> dict[str, Any]:
-    # Category labels (plotly would read "1" as a number): "3 PP" is 3 GPUs with pipeline stages.
-    bars = r["bars"]
-    x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in bars]
-    layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in bars]
-    hover = "%{x} GPUs, %{customdata}: %{y:.1f} GB<extra>%{fullData.name}</extra>"
-    kv = f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens"
-    parts = [
-        ("Weights", [b["weights"] for b in bars]),
-        ("Activation peak", [b["activations"] for b in bars]),
-        ("Non-torch", [b["non_torch"] for b in bars]),
-        (kv, [min(b["kv_demand"], max(0.0, b["kv_budget"])) for b in bars]),
-        ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) for b in bars]),
-        ("Reserve (1 - utilisation)", [b["reserve"] for b in bars]),
-    ]
-    data = [
-        bar(x, [v / cm.GB for v in y], name, i, customdata=layouts, hovertemplate=hover)
-        for i, (name, y) in enumerate(parts)
-    ]
-    data.append(markers(x, [b["capacity"] / cm.GB for b in bars], "Memory CUDA reports", 6, mode="markers"))
-    fewest = r["metrics"]["min_gpus_to_fit"]
-    title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: " + (
-        f"fits from {fewest} GPU(s)" if fewest else "does not fit on 8 GPUs"
-    )
-    axes = ("GPUs (PP: with pipeline stages)", "GB per GPU")
-    return chart(data, title, *axes, barmode="stack", xaxis={"type": "category"})
-
-
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view != "roofline":
-        return _fit_figure(r)
+        # Category labels (plotly would read "1" as a number): "3 PP" is 3 GPUs with pipeline stages.
+        bars = r["bars"]
+        x = [f"{b['num_gpus']}" + (" PP" if b["pp"] > 1 else "") for b in bars]
+        layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in bars]
+        hover = "%{x} GPUs, %{customdata}: %{y:.1f} GB<extra>%{fullData.name}</extra>"
+        kv = f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens"
+        parts = [
+            ("Weights", [b["weights"] for b in bars]),
+            ("Activation peak", [b["activations"] for b in bars]),
+            ("Non-torch", [b["non_torch"] for b in bars]),
+            (kv, [min(b["kv_demand"], max(0.0, b["kv_budget"])) for b in bars]),
+            ("KV room left", [max(0.0, b["kv_budget"] - b["kv_demand"]) for b in bars]),
+            ("Reserve (1 - utilisation)", [b["reserve"] for b in bars]),
+        ]
+        data = [
+            bar(x, [v / cm.GB for v in y], name, i, customdata=layouts, hovertemplate=hover)
+            for i, (name, y) in enumerate(parts)
+        ]
+        data.append(markers(x, [b["capacity"] / cm.GB for b in bars], "Memory CUDA reports", 6, mode="markers"))
+        fewest = r["metrics"]["min_gpus_to_fit"]
+        title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: " + (
+            f"fits from {fewest} GPU(s)" if fewest else "does not fit on 8 GPUs"
+        )
+        axes = ("GPUs (PP: with pipeline stages)", "GB per GPU")
+        return chart(data, title, *axes, barmode="stack", xaxis={"type": "category"})
     bw, peak, ridge = r["bandwidth_GBps"] * cm.GB / 1e12, r["peak_tflops"], r["metrics"]["ridge_flop_per_byte"]
     points = [r["prefill_point"], r["decode_point"], *r["decode_trail"]]
     lo = min(0.5, min(i for i, _ in points) / 2)
@@ -246,8 +231,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         markers([r["prefill_point"][0]], [r["prefill_point"][1]], f"Prefill, {r['context_tokens']:,} tokens", 4),
     ]
     title = f"Roofline of {r['gpu']}" + (f": ridge at {ridge:,.1f} FLOP/B" if ridge else ": no published FLOPs")
-    axes = ("Arithmetic intensity (FLOP per byte moved)", "Attainable TFLOP/s")
-    return chart(data, title, *axes, xaxis=LOG, yaxis=LOG)
+    return chart(data, title, "Arithmetic intensity (FLOP per byte moved)", "Attainable TFLOP/s", xaxis=LOG, yaxis=LOG)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

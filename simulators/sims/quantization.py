@@ -38,6 +38,7 @@ import operator
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ..core import capacity
@@ -56,6 +57,7 @@ ROWS, COLS = 64, 256
 SCHEMES = ("per_tensor", "per_channel", "group")
 QMAX = {"int8": 127, "int4": 7}
 BATCHES = tuple(2**i for i in range(13))  # 1 .. 4096
+Matrix = tuple[tuple[float, ...], float]  # the demo's weights, row after row, and their energy sum(w * w)
 METRICS = {
     "bits_per_weight": ("Stored bits per weight, scales included", "bit"),
     "weights_bf16_GB": ("Weights in bf16", "GB"),
@@ -96,9 +98,7 @@ class Params(ModelGpu):
     group_size: str = param("128", label="Demo group size", choices=[("32", "32"), ("64", "64"), ("128", "128")])
 
 
-def demo_matrix(
-    seed: int, num_outliers: int, outlier_size: float, keep: Keep | None = None
-) -> tuple[tuple[float, ...], float]:
+def demo_matrix(seed: int, num_outliers: int, outlier_size: float, keep: Keep | None = None) -> Matrix:
     """The seed's normal weights with `num_outliers` entries set to +-outlier_size, row after row
     (a tuple: a kept matrix cannot be changed by a caller), and its energy. The normal weights are
     kept: a change of the outliers draws only the outliers, from where the weights left the generator."""
@@ -140,22 +140,21 @@ def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple
 # Demo work kept in the caller's memo: the normal weights by seed, the matrix by seed and outliers,
 # its errors by those and the group size; any other control (format, batch, GPU...) reuses all three.
 MEMO_ENTRIES = 16
+Errors = tuple[tuple[str, float, float], ...]
 
 
-def demo_errors(
-    seed: int, num_outliers: int, outlier_size: float, group: int, keep: Keep | None = None
-) -> tuple[tuple[str, float, float], ...]:
+def demo_errors(seed: int, num_outliers: int, outlier_size: float, group: int, keep: Keep | None = None) -> Errors:
     """("{int8|int4}_{scheme}", relative RMS error, largest error) for each format and scheme."""
     keep = for_call(keep, MEMO_ENTRIES)
 
-    def make() -> tuple[tuple[str, float, float], ...]:
+    def make() -> Errors:
         matrix = (seed, num_outliers, outlier_size)
         flat, flat_energy = keep(("matrix", *matrix), lambda: demo_matrix(*matrix, keep))
         sizes = {"per_tensor": ROWS * COLS, "per_channel": COLS, "group": group}
         found = {s: scheme_errors(flat, sizes[s], flat_energy) for s in SCHEMES}
         return tuple((f"{b}_{s}", *found[s][i]) for i, b in enumerate(QMAX) for s in SCHEMES)
 
-    found: tuple[tuple[str, float, float], ...] = keep(("errors", seed, num_outliers, outlier_size, group), make)
+    found: Errors = keep(("errors", seed, num_outliers, outlier_size, group), make)
     return found
 
 
@@ -165,13 +164,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     kw: dict[str, Any] = {"kv_dtype": p.kv_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
     formats = list(precisions())
 
+    @cache  # each bf16 step serves every format's speed-up
     def decode_s(fmt: str, b: int) -> float:
         return cm.decode_step_time(m, gpu, [p.context_tokens] * b, weight_dtype=fmt, **kw).time_s
 
-    base = {b: decode_s("bf16", b) for b in BATCHES}
-
     def speedup(fmt: str, b: int) -> float:
-        return (base[b] if b in base else decode_s("bf16", b)) / decode_s(fmt, b)
+        return decode_s("bf16", b) / decode_s(fmt, b)
 
     curves = {f: [speedup(f, b) for b in BATCHES] for f in formats}
     stops = next((b for b, s in zip(BATCHES, curves[p.weight_dtype], strict=True) if s < p.worthwhile_speedup), 0)
@@ -215,10 +213,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "weight_dtype": p.weight_dtype,
-        "batch_size": p.batch_size,
-        "context_tokens": p.context_tokens,
-        "worthwhile_speedup": p.worthwhile_speedup,
+        **{k: getattr(p, k) for k in ("weight_dtype", "batch_size", "context_tokens", "worthwhile_speedup")},
         "matmul_path": path,
         "formats": formats,
         "format_names": [cm.precision(f).name for f in formats],
@@ -249,19 +244,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         ]
         title = f"Error quantising a {ROWS} x {COLS} matrix with {r['num_outliers']} outliers"
         return chart(data, title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis=LOG)
-    x = r["batches"]
+    x, curves = r["batches"], r["speedup_curves"]
+    data = [line(x, curves[f], n, i) for i, (f, n) in enumerate(zip(r["formats"], r["format_names"], strict=True))]
     # Past six formats the dashes run out (the seventh is the reference line's): add markers.
-    data = [
-        line(x, r["speedup_curves"][f], name, i, **_marked(i))
-        for i, (f, name) in enumerate(zip(r["formats"], r["format_names"], strict=True))
-    ]
+    for k, trace in enumerate(data[6:]):
+        trace |= {"mode": "lines+markers", "marker": {"symbol": MARKERS[k % len(MARKERS)]}}
     data.append(line([x[0], x[-1]], [r["worthwhile_speedup"]] * 2, "Worthwhile speed-up", 6))
     title = f"Decode speed-up over bf16, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
     return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
-
-
-def _marked(i: int) -> dict[str, Any]:
-    return {} if i < 6 else {"mode": "lines+markers", "marker": {"symbol": MARKERS[(i - 6) % len(MARKERS)]}}
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -104,13 +104,14 @@ def simulate_tokens(alpha: float, gamma: int, rounds: int, rng: random.Random) -
 StepTimes = tuple[cm.StepTime, list[cm.StepTime]]
 
 
-def _kept_times(keep: Keep, p: Params, m: Any, gpu: Any, eff: cm.Efficiency, ctx: int) -> Callable[[int], StepTimes]:
+def _kept_times(keep: Keep, p: Params, ctx: int) -> Callable[[int], StepTimes]:
     """By batch at one context: one decode step, and the verify pass for every draft length
     1..MAX_DRAFT, kept in the caller's memo: the step times do not depend on the acceptance rate,
     the draft length or the draft's cost, so changing those prices nothing."""
     # The model and GPU may be a reader's config objects (dicts): the key holds them as canonical JSON.
     key = json.dumps(["step times", p.model, p.gpu, p.ideal, p.engine, ctx], sort_keys=True)
     table: dict[int, StepTimes] = keep(key, dict)
+    m, gpu, eff = resolve_model(p.model), resolve_gpu(p.gpu), cm.efficiency(p.ideal, p.engine)
 
     def times(batch: int) -> StepTimes:
         if batch not in table:
@@ -138,11 +139,8 @@ def _at_batch(times: Callable[[int], StepTimes], batch: int, a: float, g: int, c
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    eff = cm.efficiency(p.ideal, p.engine)
     a, g, c = p.acceptance_rate, p.draft_tokens, p.draft_cost_ratio
-    keep = for_call(keep)
-    times = _kept_times(keep, p, m, gpu, eff, p.context_tokens)
-    short_times = _kept_times(keep, p, m, gpu, eff, SHORT_CONTEXT)
+    times, short_times = (_kept_times(for_call(keep), p, ctx) for ctx in (p.context_tokens, SHORT_CONTEXT))
     step, verify = times(p.batch_size)
     t_step, t_verify = step.time_s, verify[g - 1].time_s
     gammas = list(range(1, MAX_DRAFT + 1))
@@ -158,8 +156,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     # The summary's headline batch: the largest one memory holds (at most the sweep's top), not the
     # sweep's top, which can lie past memory.
     at_fit = _at_batch(times, min(fit_batch, BATCH_GRID[-1]), a, g, c)
-    short_fit = min(capacity.most_sequences(m, gpu, SHORT_CONTEXT), BATCH_GRID[-1])
-    short_at_fit = _at_batch(short_times, short_fit, a, g, c)
+    short_at_fit = _at_batch(short_times, min(capacity.most_sequences(m, gpu, SHORT_CONTEXT), BATCH_GRID[-1]), a, g, c)
     e = expected_tokens(a, g)
     round_s = g * c * t_step + t_verify
     notes, batch_notes = [], []
@@ -173,11 +170,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "acceptance_rate": a,
-        "draft_tokens": g,
-        "draft_cost_ratio": c,
-        "batch_size": p.batch_size,
-        "context_tokens": p.context_tokens,
+        **{
+            k: getattr(p, k)
+            for k in ("acceptance_rate", "draft_tokens", "draft_cost_ratio", "batch_size", "context_tokens")
+        },
         "step_bound": step.bound,
         "verify_bound_batch": verify_bound_batch,
         "fit_batch": fit_batch,
@@ -227,8 +223,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
     ]
     top = max(r["best_speedup_by_batch"] + r["short_context_speedup_by_batch"] + [1.0])
-    if r["verify_bound_batch"] is not None:
-        b = r["verify_bound_batch"]
+    if (b := r["verify_bound_batch"]) is not None:
         data.append(line([b, b], [0, top], f"Verify pass ({gamma}) turns compute-bound", 2))
     if 0 < r["fit_batch"] < x[-1]:
         data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], "Most sequences whose KV cache fits", 3))
@@ -254,8 +249,7 @@ def summary(r: dict[str, Any], view: str) -> str:
                 ": beyond it each extra draft token costs a draft pass and verify work, and is less likely to be "
                 "accepted than the one before"
             )
-        text += "."
-        return text + "".join(" " + n for n in r["notes"])
+        return text + "." + "".join(" " + n for n in r["notes"])
     grid, fit, short = r["batch_grid"], r["at_fit"], r["short_at_fit"]
     text = (
         f"At acceptance rate {r['acceptance_rate']:g} with {r['draft_tokens']} draft tokens, the speed-up at "
