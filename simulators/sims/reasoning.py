@@ -83,19 +83,16 @@ class Params(ModelGpuEngine):
 def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], replicas: list[Replica]) -> dict[str, Any]:
     """A served trace's figures, from the requests it finished (all of them, or so far)."""
     s = summarize(recs)
-    rep = replicas[0]
     makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
     busy_slots = sum(r.e2e_s - r.queue_s for r in recs) / makespan  # mean slots held (Little's law)
     return {
-        "e2e_mean": s["e2e_s_mean"],
-        "ttft_mean": s["ttft_s_mean"],
-        "queue_mean": s["queue_s_mean"],
+        **{f"{k}_mean": s[f"{k}_s_mean"] for k in ("e2e", "ttft", "queue")},
         "decode_share": sum((r.e2e_s - r.ttft_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "prefill_share": sum((r.ttft_s - r.queue_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "turnover": 60 * len(recs) / makespan / max(busy_slots, 1e-9),
         "final_ctx": sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs)),
         "preemptions": s["num_preemptions"],
-        "series": downsample([(t, running) for t, _, _, _, _, running in rep.series]),
+        "series": downsample([(t, running) for t, _, _, _, _, running in replicas[0].series]),
     }
 
 
@@ -134,12 +131,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             if not was_kept:
                 yield {"sweep": list(sweep), "acceptance_rate": p.acceptance_rate}
     part: dict[str, Any] = {"model": m.name, "gpu": gpu.name}
-
     k = p.num_speculative_tokens
+    # Without speculation the third run is the second, kept: it is neither served again nor yielded.
     for name, kind, draft in (("chat", "azure", 0), ("reasoning", "reasoning", 0), ("speculative", "reasoning", k)):
-        if name == "speculative" and not k:
-            part[name] = part["reasoning"]
-            continue
         # the first run shown while it goes
         show = so_far(part, name, p.num_requests) if name == "chat" and view in ("time", "batch") else None
         part[name], was_kept = yield from _served(p, seed, kind, draft, keep, show)
@@ -148,19 +142,13 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     plain, spec = part["reasoning"], part["speculative"]
     per_token = cm.kv_bytes_per_token(m)
     capacity = pooled_kv_tokens(m, gpu, layout_of(p), weight_dtype="bf16", kv_dtype="bf16")
-    sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
-    notes = []
-    if m.max_context_tokens < MAX_LEN:
-        notes.append(
-            f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; 20,000-token answers need a long-context variant of the same shape (Llama-3.1-8B has 131,072), which costs the same here."
-        )
+    sched = SchedulerConfig(num_speculative_tokens=k, acceptance_rate=p.acceptance_rate)
+    trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; 20,000-token answers need a long-context variant of the same shape (Llama-3.1-8B has 131,072), which costs the same here."
     return {
-        "notes": notes,
-        "model": m.name,
-        "gpu": gpu.name,
-        **{k: part[k] for k in ("chat", "reasoning", "speculative")},
+        "notes": [trained] if m.max_context_tokens < MAX_LEN else [],
+        **part,
         "sweep": sweep,
-        "k": p.num_speculative_tokens,
+        "k": k,
         "acceptance_rate": p.acceptance_rate,
         "metrics": {
             "prefill_share_reasoning": plain["prefill_share"],
