@@ -171,15 +171,13 @@ def _block_sweep(p: Params, reqs: list[workload.Request]) -> list[dict[str, Any]
 def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
     """Block tables as stacked horizontal bars, one row per sequence, lengths in blocks (the browser's
     plotly bundle has no heatmap); white ticks mark block boundaries, up to 256 blocks per row."""
-    bs, width = r["block_size"], -(-r["max_model_len"] // r["block_size"])
-    labels, held, empty_last, unused = [], [], [], []
-    for kind in ("paged", "contiguous"):
-        for i, tokens in enumerate(r["table_tokens"]):
-            blocks = -(-tokens // bs)
-            labels.append(f"{kind} #{i + 1}")
-            held.append(tokens / bs)
-            empty_last.append(blocks - tokens / bs)
-            unused.append(width - blocks if kind == "contiguous" else 0)
+    bs, width, tokens = r["block_size"], -(-r["max_model_len"] // r["block_size"]), r["table_tokens"]
+    blocks = [-(-t // bs) for t in tokens]
+    # The paged rows, then the same sequences contiguous.
+    labels = [f"{kind} #{i + 1}" for kind in ("paged", "contiguous") for i in range(len(tokens))]
+    held = [t / bs for t in tokens] * 2
+    empty_last = [b - t / bs for t, b in zip(tokens, blocks, strict=True)] * 2
+    unused = [0] * len(tokens) + [width - b for b in blocks]
     rows = list(range(len(labels)))
     hover = "%{customdata}: %{x:.2f} blocks<extra>%{fullData.name}</extra>"
     grey = {"color": "#d9d9d9", "pattern": {"shape": "."}}
@@ -190,12 +188,9 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
         bar(unused, rows, "Reserved, never written (contiguous)", 5, **kw, marker=grey),
     ]
     if width <= 256:
-        xs: list[float | None] = []
-        ys: list[float | None] = []
-        for row, (h, e, u) in enumerate(zip(held, empty_last, unused, strict=True)):
-            for k in range(1, round(h + e + u)):
-                xs += [k, k, None]
-                ys += [row - 0.4, row + 0.4, None]
+        ticks = [(row, k) for row, n in enumerate(blocks + [width] * len(blocks)) for k in range(1, n)]
+        xs = [x for _, k in ticks for x in (k, k, None)]
+        ys = [y for row, _ in ticks for y in (row - 0.4, row + 0.4, None)]
         white = {"color": "#ffffff", "width": 1}
         data.append(line(xs, ys, "Block boundaries", 6, showlegend=False, hoverinfo="skip", line=white))
     title = f"Block tables: {bs}-token blocks, {width} blocks per {r['max_model_len']:,}-token reservation"
