@@ -154,11 +154,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "scheme": p.scheme,
+        **{k: getattr(p, k) for k in ("scheme", "kv_fp8", "batch_size", "prompt_tokens")},
         "scheme_name": s["name"],
-        "kv_fp8": p.kv_fp8,
-        "batch_size": p.batch_size,
-        "prompt_tokens": p.prompt_tokens,
         "num_gpus": lay.num_gpus,
         **{k: s[k] for k in ("method", "calibration", "needs_calibration_data", "hardware", "use_case", "source")},
         **{k: s[k] for k in ("quality", "quality_source")},

@@ -220,11 +220,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     grid = [{"batch": b, "context": c, **at(b, c)} for c in CONTEXTS for b in BATCHES]
     point = at(p.batch_size, p.prompt_tokens)
     follow = _follow(p, m, gpu, seed)
-    notes = []
-    if max(CONTEXTS) > m.max_context_tokens:
-        notes.append(
-            f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
-        )
+    trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
     return {
         "model": m.name,
         "gpu": gpu.name,
@@ -234,7 +230,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         **{k: getattr(p, k) for k in ("output_tokens", "prefix_share", "prompt_tokens")},
         "budget": p.max_num_batched_tokens,
         "follow": follow,
-        "notes": notes,
+        "notes": [trained] if max(CONTEXTS) > m.max_context_tokens else [],
         "metrics": {
             **{k: float(follow[k]) for k in FOLLOWED},
             "weight_bytes_share": point["weight_share"],
