@@ -120,12 +120,9 @@ def _served(
     p: Params, seed: int, layout_: str, keep: Keep, show: Show[dict[str, Any]] | None
 ) -> KeptSteps[dict[str, Any]]:
     """One allocator's run at the page's block size; made now with `show`, shown while it goes."""
-
-    def steps() -> Streamed:
-        spec = _engine(p, layout_, p.block_size)
-        return (yield from serve_shown(_trace(p, seed, keep), spec, lambda *run: _measured(p.block_size, *run), show))
-
-    return (yield from kept_steps(keep, run_key(p, seed, layout_), steps))
+    measure, spec = partial(_measured, p.block_size), _engine(p, layout_, p.block_size)
+    key = run_key(p, seed, layout_)
+    return (yield from kept_steps(keep, key, lambda: serve_shown(_trace(p, seed, keep), spec, measure, show)))
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
