@@ -85,7 +85,6 @@ def _batch_limit(flag: str, label: str, unit: str, top: int, step: int) -> Any:
     return param(0, label=label, unit=unit, min=0, max=top, step=step, log=True, help=flag_help)
 
 
-# The charts: memory per GPU, or requests held at each context length.
 VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")]
 
 
@@ -203,8 +202,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     tokens, seqs = batch_limits(gpu, p)
     dp = p.data_parallel_size
     kv_bytes = a.num_blocks * a.page_bytes * a.group_size
-    # Requests of each length the same pools hold, all DP ranks together (the block count does not
-    # depend on the length).
+    # Requests of each length the pools hold, all DP ranks together (the block count is the same).
     lengths = [c for c in TABLE_CONTEXTS if c <= m.max_context_tokens]
     needs = {c: sum(vm.blocks_per_request(m, g, c, tokens, p.block_size) for g in a.groups) for c in lengths}
     per_context = [{"context_tokens": c, "max_concurrency": dp * a.num_blocks / n} for c, n in needs.items()]

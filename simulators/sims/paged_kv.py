@@ -140,11 +140,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     reqs = _trace(p, seed, keep)
     # Block tables of the first requests, each caught halfway through its answer.
     within = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
-    table = [r.prompt_tokens + r.output_tokens // 2 for r in within]
     return {
         **part,
         "block_sweep": _block_sweep(p, reqs) if view == "block_size" else [],
-        "table_tokens": table,
+        "table_tokens": [r.prompt_tokens + r.output_tokens // 2 for r in within],
         "metrics": {
             **{f"kv_utilization_{v}": part[v]["utilization"] for v in LAYOUTS},
             "internal_fragmentation_paged": 1 - part["paged"]["utilization"],
@@ -170,7 +169,6 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
     plotly bundle has no heatmap); white ticks mark block boundaries, up to 256 blocks per row."""
     bs, width, tokens = r["block_size"], -(-r["max_model_len"] // r["block_size"]), r["table_tokens"]
     blocks = [-(-t // bs) for t in tokens]
-    # The paged rows, then the same sequences contiguous.
     labels = [f"{kind} #{i + 1}" for kind in ("paged", "contiguous") for i in range(len(tokens))]
     held = [t / bs for t in tokens] * 2
     empty_last = [b - t / bs for t, b in zip(tokens, blocks, strict=True)] * 2
