@@ -19,6 +19,7 @@ Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..core import costmodel as cm
@@ -106,16 +107,12 @@ def _served(
 ) -> KeptSteps[dict[str, Any]]:
     """The `kind` trace served by one replica with k draft tokens (0: no speculation), measured; made
     now with `show`, shown while it goes."""
-
-    def steps() -> Streamed:
-        lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
-        rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
-        sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
-        spec = EngineSpec(resolve_model(p.model), resolve_gpu(p.gpu), sched, engine=p.engine, **layout_of(p).cost_kw())
-        trace = workload.poisson_trace(seed, p.num_requests, p.rate_per_s, lengths)
-        return (yield from serve_shown(trace, spec, _measured, show))
-
-    return (yield from kept_steps(keep, run_key(p, seed, kind, k), steps))
+    lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
+    rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
+    sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
+    spec = EngineSpec(resolve_model(p.model), resolve_gpu(p.gpu), sched, engine=p.engine, **layout_of(p).cost_kw())
+    trace = partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, lengths)  # made only if served
+    return (yield from kept_steps(keep, run_key(p, seed, kind, k), lambda: serve_shown(trace(), spec, _measured, show)))
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
