@@ -183,25 +183,18 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     rec = next(r for r in served.records if r.id == me.id)
     events = [(t, what, extra) for t, _, what, rid, extra in served.log if rid == me.id]
     # Phases from consecutive events: a chunk runs until the request's next event.
-    phases: list[tuple[str, float, float]] = []
-    state, since = "waiting", events[0][0]
-    for t, what, _ in events[1:]:
-        if t > since:
-            phases.append((state, since, t))
-        state, since = NEXT_STATE.get(what, "done"), t
+    states = ["waiting"] + [NEXT_STATE.get(what, "done") for _, what, _ in events[1:]]
+    phases = [(state, a[0], b[0]) for state, a, b in zip(states, events, events[1:], strict=False) if b[0] > a[0]]
     t0, t1 = rec.arrival_s, rec.arrival_s + rec.e2e_s
     pad = 0.05 * (t1 - t0)
     rep = served.replicas[0]
     # One point per step in the window, thinned to what a chart's width shows (a one-token-a-step
     # budget runs thousands of steps; 2,000 points per line cost the page more than the run).
-    series = downsample(
-        [(t, used / blocks, running) for t, _, _, used, _, running in rep.series if t0 - pad <= t <= t1 + pad],
-        SERIES_POINTS,
-    )
+    steps = [(t, used / blocks, running) for t, _, _, used, _, running in rep.series if t0 - pad <= t <= t1 + pad]
     return {
         "events": events,
         "phases": phases,
-        "series": series,
+        "series": downsample(steps, SERIES_POINTS),
         "num_blocks": blocks,
         "window": [t0 - pad, t1 + pad],
         **{k: getattr(rec, k) for k in ("ttft_s", "e2e_s", "queue_s", "num_preemptions")},
