@@ -197,10 +197,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "memory":
         weights = [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows]
         tokens = [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows]
-        data = [
-            bar(["BF16"] + names, weights, "Weights (GB)", 0),
-            bar(["BF16"] + names, tokens, f"KV tokens that fit{kv} (millions)", 1),
-        ]
+        columns = ["BF16"] + names
+        data = [bar(columns, weights, "Weights (GB)", 0), bar(columns, tokens, f"KV tokens that fit{kv} (millions)", 1)]
         title = f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}"
         return chart(data, title, "Scheme", "GB / million tokens", barmode="group")
     prefill = f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})"
@@ -239,14 +237,11 @@ def summary(r: dict[str, Any], view: str) -> str:
     else:  # which scheme gains most in prefill and which in decode, at this batch and prompt
         pre = max(r["schemes"].values(), key=lambda v: v["prefill_speedup"])
         dec = max(r["schemes"].values(), key=lambda v: v["decode_speedup"])
+        sparse = " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
         fastest = (
             f"Of all schemes, {pre['name']} gains most in prefill ({pre['prefill_speedup']:.2f}x) and "
             f"{dec['name']} most in decode ({dec['decode_speedup']:.2f}x)."
-        )
-        if pre["sparse"] or dec["sparse"]:
-            fastest += (
-                " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
-            )
+        ) + (sparse if pre["sparse"] or dec["sparse"] else "")
         text = (
             f"On {r['num_gpus']} x {r['gpu']} with the matmuls on the {r['matmul_path'].upper()} path, "
             f"{r['scheme_name']}{kv} runs prefill of {r['prompt_tokens']:,} tokens x {r['batch_size']} "
