@@ -165,14 +165,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     metrics: dict[str, float] = {}
     summaries: dict[str, dict[str, float]] = {}
     head = {"num_replicas": p.num_replicas, "sharing": p.sharing}
+
+    def first_so_far(run: Run, done: int) -> dict[str, Any]:  # the chart's first run, while it goes
+        return {**head, "routers": {ROUTERS[0]: run[0]}, "metrics": run[1], "running": [done, n]}
+
     for name in ROUTERS:
-
-        def router_so_far(run: Run, done: int, name: str = name) -> dict[str, Any]:
-            grown = {"routers": {**routers, name: run[0]}, "metrics": {**metrics, **run[1]}}
-            return {**head, **grown, "running": [done, n]}
-
-        # the chart's first run is shown while it goes (a quarter of its requests done)
-        show = router_so_far if view in ("routers", "balance") and not routers else None
+        show = first_so_far if view in ("routers", "balance") and name == ROUTERS[0] else None
         (routers[name], more, summaries[name]), was_kept = yield from _router(p, seed, keep, name, show)
         metrics.update(more)
         if view in ("routers", "balance") and not was_kept:
