@@ -227,10 +227,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "serve_default": {"max_num_batched_tokens": not p.max_num_batched_tokens, "max_num_seqs": not p.max_num_seqs},
         "stages": stages,
         "cudagraph_GiB": a.cudagraph_bytes / gib,
-        "kv_heads_per_rank": a.kv_heads_per_rank,
+        **{k: getattr(a, k) for k in ("kv_heads_per_rank", "num_blocks", "log_lines")},
         "kv_groups": a.num_groups,
-        "num_blocks": a.num_blocks,
-        "log_lines": a.log_lines,
         "concurrency_by_context": per_context,
         "notes": notes(m, gpu, p, a),
         "metrics": {

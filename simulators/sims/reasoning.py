@@ -77,8 +77,7 @@ class Params(ModelGpuEngine):
     pipeline_parallel_size: int = pipeline_parallel_param()
 
     def check(self) -> None:
-        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        check_serving(m, gpu, layout_of(self))
+        check_serving(resolve_model(self.model), resolve_gpu(self.gpu), layout_of(self))
 
 
 def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], replicas: list[Replica]) -> dict[str, Any]:
