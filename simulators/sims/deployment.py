@@ -77,11 +77,10 @@ DEFAULTS = serve_defaults(gpus()[running_example()["gpu"]])
 def _batch_limit(flag: str, label: str, unit: str, top: int, step: int) -> Any:
     """A batch limit's field; its help says what 0 stands for, read from assumptions.toml [vllm_defaults]."""
     d = assumptions()["vllm_defaults"]
-    default = (
-        f"0 takes vllm serve's default for the GPU ({d[flag + '_large']:,} on GPUs of {d['large_gpu_min_GiB']} GiB "
-        f"or more, the A100 excepted; else {d[flag + '_small']:,})"
+    flag_help = (
+        f"--{flag.replace('_', '-')}; 0 takes vllm serve's default for the GPU ({d[flag + '_large']:,} on GPUs of "
+        f"{d['large_gpu_min_GiB']} GiB or more, the A100 excepted; else {d[flag + '_small']:,})"
     )
-    flag_help = f"--{flag.replace('_', '-')}; {default}"
     return param(0, label=label, unit=unit, min=0, max=top, step=step, log=True, help=flag_help)
 
 

@@ -132,7 +132,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     names = {"model": resolve_model(p.model).name, "gpu": resolve_gpu(p.gpu).name}
     part: dict[str, Any] = {**names, "block_size": p.block_size, "max_model_len": p.max_model_len}
     for layout_ in LAYOUTS:
-        # the first run shown while it goes
         show = so_far(part, layout_, p.num_requests) if view == "memory" and layout_ == LAYOUTS[0] else None
         part[layout_], was_kept = yield from _served(p, seed, layout_, keep, show)
         if view == "memory" and not was_kept:

@@ -130,7 +130,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     k = p.num_speculative_tokens
     # Without speculation the third run is the second, kept: it is neither served again nor yielded.
     for name, kind, draft in (("chat", "azure", 0), ("reasoning", "reasoning", 0), ("speculative", "reasoning", k)):
-        # the first run shown while it goes
         show = so_far(part, name, p.num_requests) if name == "chat" and view in ("time", "batch") else None
         part[name], was_kept = yield from _served(p, seed, kind, draft, keep, show)
         if not was_kept and (view == "time" or view == "batch" and name != "speculative"):
