@@ -157,9 +157,8 @@ class Params(ModelGpu):
         a = _account(m, gpu, self)
         worst = min(a.stages, key=lambda s: s.kv_bytes)
         if worst.kv_bytes <= 0:
-            more_dp = m.is_moe and dp > 1 and tp == pp == 1
             raise ParamError(
-                "data_parallel_size" if more_dp else "tensor_parallel_size",
+                "data_parallel_size" if m.is_moe and dp > 1 and tp == pp == 1 else "tensor_parallel_size",
                 f"does not fit: weights {worst.weight_bytes / cm.GiB:.1f} GiB + activations "
                 f"{worst.activation_bytes / cm.GiB:.1f} GiB + non-torch {worst.non_torch_bytes / cm.GiB:.1f} GiB "
                 f"exceed {self.gpu_memory_utilization:g} x {gpu.visible_GiB:.2f} GiB = {worst.requested_bytes / cm.GiB:.1f} GiB "
