@@ -134,16 +134,13 @@ def operating_point(
 ) -> dict[str, Any]:
     """The cost-model shares of one (batch, prompt) point and the bet they point to (see above)."""
     ctx = prompt + output // 2
-    held = cost.held(ctx)
-    dc, dm, du = cost.parts(batch, batch, batch * attention_keys(1, ctx), batch * (held + 1))
-    weights = cost.weights_s(batch)
+    dc, dm, du = cost.parts(batch, batch, batch * attention_keys(1, ctx), batch * (cost.held(ctx) + 1))
     pc, pm, pu = cost.parts(prompt, 1, attention_keys(prompt, 0), prompt)
-    shared = int(prompt * prefix_share)
-    rest = prompt - min(shared, prompt - 1)  # the last prompt token is always computed
+    rest = prompt - min(int(prompt * prefix_share), prompt - 1)  # the last prompt token is always computed
     p_rest = cost.time_s(rest, 1, attention_keys(rest, prompt - rest), cost.held(prompt - rest) + rest)
     P, D = max(pc, pm) + pu, output * (max(dc, dm) + du) / batch
     out: dict[str, Any] = {
-        "weight_share": weights / dm,
+        "weight_share": cost.weights_s(batch) / dm,
         "prefill_share": P / (P + D),
         "prefix_saving": (P - p_rest) / (P + D),
         "compute_share": ((P if pc > pm else 0.0) + (D if dc > dm else 0.0)) / (P + D),
