@@ -161,15 +161,16 @@ class Params(ModelGpu):
                 "data_parallel_size" if m.is_moe and dp > 1 and tp == pp == 1 else "tensor_parallel_size",
                 f"does not fit: weights {worst.weight_bytes / cm.GiB:.1f} GiB + activations "
                 f"{worst.activation_bytes / cm.GiB:.1f} GiB + non-torch {worst.non_torch_bytes / cm.GiB:.1f} GiB "
-                f"exceed {self.gpu_memory_utilization:g} x {gpu.visible_GiB:.2f} GiB = {worst.requested_bytes / cm.GiB:.1f} GiB "
-                "per GPU; use more GPUs, a smaller weight format or a higher gpu_memory_utilization",
+                f"exceed {self.gpu_memory_utilization:g} x {gpu.visible_GiB:.2f} GiB = "
+                f"{worst.requested_bytes / cm.GiB:.1f} GiB per GPU; use more GPUs, a smaller weight format or a higher "
+                "gpu_memory_utilization",
             )
         if a.num_blocks < a.blocks_per_request:
-            kv_bytes = a.num_blocks * a.page_bytes * a.group_size
+            kv_GiB = a.num_blocks * a.page_bytes * a.group_size / cm.GiB
             raise ParamError(
                 "max_model_len",
-                f"one request of {self.max_model_len:,} tokens needs {a.one_request_bytes / cm.GiB:.2f} GiB of KV cache, "
-                f"more than the {kv_bytes / cm.GiB:.2f} GiB available (vLLM refuses to start); lower max_model_len",
+                f"one request of {self.max_model_len:,} tokens needs {a.one_request_bytes / cm.GiB:.2f} GiB of KV "
+                f"cache, more than the {kv_GiB:.2f} GiB available (vLLM refuses to start); lower max_model_len",
             )
 
 
