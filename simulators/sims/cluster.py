@@ -28,8 +28,7 @@ from ..engine.metrics import RequestRecord
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, PERCENT, bar, chart, layout, so_far
-from ..plotting import figure as make_figure
+from ..plotting import LOG, PERCENT, bar, chart, so_far
 from ..results_cache import Keep, KeptSteps, Show, Streamed, for_call, kept, kept_steps
 
 TITLE = "Routing across replicas, and prefill/decode disaggregation"
@@ -94,17 +93,13 @@ class Params(ModelGpuEngine):
 MEMO_ENTRIES = len(ROUTERS) + 2
 
 
-def _scenario_key(p: Params, seed: int) -> list[Any]:
-    trace = (p.model, p.gpu, p.num_replicas, p.sharing, p.num_prefixes, p.shared_tokens, p.num_requests, p.rate_per_s)
-    return [*trace, p.engine, repr(layout_of(p)), seed]  # the profile and the layout price every step
-
-
 Run = tuple[dict[str, Any], dict[str, float], dict[str, float]]  # chart entry, metrics, summary
 
 
 def _scenario(p: Params, seed: int, keep: Keep) -> tuple[list[Any], list[workload.Request], EngineSpec]:
     """The scenario's key, the trace every router serves and the replicas' engine (kept)."""
-    key = _scenario_key(p, seed)
+    trace = (p.model, p.gpu, p.num_replicas, p.sharing, p.num_prefixes, p.shared_tokens, p.num_requests, p.rate_per_s)
+    key = [*trace, p.engine, repr(layout_of(p)), seed]  # the profile and the layout price every step
 
     def make() -> tuple[list[workload.Request], EngineSpec]:
         m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
@@ -147,55 +142,48 @@ def _disaggregated(p: Params, seed: int, keep: Keep) -> tuple[dict[str, float], 
     """The same trace on the same replicas split into prefill and decode pools, and whether kept."""
     key, reqs, spec = _scenario(p, seed, keep)
     opts = {"num_replicas": p.num_replicas, "router": "least_queue", "num_prefill": p.num_prefill, "keep_series": False}
-    make = partial(serve, reqs, spec, **opts)
-    return kept(
-        keep, json.dumps([*key, "disaggregated", p.num_prefill], sort_keys=True), lambda: summarize(make().records)
-    )
+    run_key = json.dumps([*key, "disaggregated", p.num_prefill])
+    return kept(keep, run_key, lambda: summarize(serve(reqs, spec, **opts).records))
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Every router's run, then the split into prefill and decode pools. The chart asked for is
     yielded as it grows, one run made now at a time (kept runs are drawn with the answer): the
     routers and balance charts router by router; the disaggregation chart's two runs come first."""
-    keep, modes, n = for_call(keep, MEMO_ENTRIES), {}, p.num_requests
+    keep, n = for_call(keep, MEMO_ENTRIES), p.num_requests
     split = {"num_replicas": p.num_replicas, "num_prefill": p.num_prefill}
     if view == "disagg":  # colocated is the least-queue router's run: the same requests, replicas and router
         shown = so_far(split, "modes", n, lambda run: {"colocated": _percentiles(run[2])})
         (_, _, colocated), was_kept = yield from _router(p, seed, keep, "least_queue", shown)
-        modes["colocated"] = _percentiles(colocated)
+        modes = {"colocated": _percentiles(colocated)}
         if not was_kept:
-            yield {**split, "modes": dict(modes)}
+            yield {**split, "modes": modes}
         disaggregated, was_kept = _disaggregated(p, seed, keep)
-        modes["disaggregated"] = _percentiles(disaggregated)
         if not was_kept:
-            yield {**split, "modes": dict(modes)}
+            yield {**split, "modes": {**modes, "disaggregated": _percentiles(disaggregated)}}
     routers: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     summaries: dict[str, dict[str, float]] = {}
     head = {"num_replicas": p.num_replicas, "sharing": p.sharing}
+
+    def first_so_far(run: Run, done: int) -> dict[str, Any]:  # the chart's first run, while it goes
+        return {**head, "routers": {ROUTERS[0]: run[0]}, "metrics": run[1], "running": [done, n]}
+
     for name in ROUTERS:
-
-        def router_so_far(run: Run, done: int, name: str = name) -> dict[str, Any]:
-            grown = {"routers": {**routers, name: run[0]}, "metrics": {**metrics, **run[1]}}
-            return {**head, **grown, "running": [done, n]}
-
-        # the chart's first run is shown while it goes (a quarter of its requests done)
-        show = router_so_far if view in ("routers", "balance") and not routers else None
+        show = first_so_far if view in ("routers", "balance") and name == ROUTERS[0] else None
         (routers[name], more, summaries[name]), was_kept = yield from _router(p, seed, keep, name, show)
         metrics.update(more)
         if view in ("routers", "balance") and not was_kept:
             yield {**head, "routers": dict(routers), "metrics": dict(metrics)}
-    for mode in ("colocated", "disaggregated"):
-        s = summaries["least_queue"] if mode == "colocated" else _disaggregated(p, seed, keep)[0]
-        modes[mode] = _percentiles(s)
-        metrics[f"ttft_{mode}_s_p99"] = s["ttft_s_p99"]
-        metrics[f"tpot_{mode}_s_p99"] = s["tpot_s_p99"]
+    modes = {"colocated": _percentiles(summaries["least_queue"])}
+    modes["disaggregated"] = _percentiles(_disaggregated(p, seed, keep)[0])
+    metrics |= {f"{k}_{mode}_s_p99": v[k][1] for mode, v in modes.items() for k in ("ttft", "tpot")}
     return {
         "model": resolve_model(p.model).name,
         "gpu": resolve_gpu(p.gpu).name,
         **split,
         "sharing": p.sharing,
-        "routers": {k: {f: list(v) for f, v in r.items()} for k, r in routers.items()},
+        "routers": routers,
         "modes": modes,
         "metrics": metrics,
     }
@@ -229,8 +217,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     ]
     title = f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload"
     y2 = {"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True}
-    lay = layout(title, "Router", "Share of prompt tokens from cache", barmode="group", yaxis=PERCENT, yaxis2=y2)
-    return make_figure(data, lay)
+    return chart(data, title, "Router", "Share of prompt tokens from cache", barmode="group", yaxis=PERCENT, yaxis2=y2)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

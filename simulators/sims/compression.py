@@ -32,8 +32,7 @@ from ..core.catalog import resolve_gpu, resolve_model
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpu, context_param, engine_param, param
-from ..plotting import LOG, bar, chart, layout, line
-from ..plotting import figure as make_figure
+from ..plotting import LOG, bar, chart, line
 from ..results_cache import Keep
 
 TITLE = "Compression schemes: size, prefill and decode"
@@ -61,17 +60,15 @@ def schemes() -> dict[str, Any]:
     return tomllib.loads(text)
 
 
-def _scheme_choices() -> list[tuple[str, str]]:
-    return [(sid, s["name"]) for sid, s in schemes()["schemes"].items()]
-
-
 VIEWS = [("speed", "Speed-up per scheme"), ("batch", "Decode speed-up vs batch"), ("memory", "Size and KV capacity")]
 
 
 @dataclass(frozen=True)
 class Params(ModelGpu):
     # The LLM Compressor scheme applied to the weights (and activations).
-    scheme: str = param("w8a8-fp8", label="Scheme", choices=_scheme_choices)
+    scheme: str = param(
+        "w8a8-fp8", label="Scheme", choices=lambda: [(k, s["name"]) for k, s in schemes()["schemes"].items()]
+    )
     # Store the KV cache in FP8 as well (vLLM kv_cache_dtype="fp8").
     kv_fp8: bool = param(False, label="FP8 KV cache")
     # Sequences in each prefill and decode pass.
@@ -154,15 +151,11 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     kv_info = schemes()["kv_cache"]["fp8"]
     if p.kv_fp8:
         notes.append(kv_info["latency"])
-    block_bits = 8 * cm.block_bytes_per_value(s["weight_dtype"], s["sparse"])
     return {
         "model": m.name,
         "gpu": gpu.name,
-        "scheme": p.scheme,
+        **{k: getattr(p, k) for k in ("scheme", "kv_fp8", "batch_size", "prompt_tokens")},
         "scheme_name": s["name"],
-        "kv_fp8": p.kv_fp8,
-        "batch_size": p.batch_size,
-        "prompt_tokens": p.prompt_tokens,
         "num_gpus": lay.num_gpus,
         **{k: s[k] for k in ("method", "calibration", "needs_calibration_data", "hardware", "use_case", "source")},
         **{k: s[k] for k in ("quality", "quality_source")},
@@ -178,17 +171,14 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "fit_batch_baseline": max(0, base_tokens) // held,
         "notes": notes,
         "metrics": {
-            "artifact_GB": row["artifact_GB"],
+            **{k: row[k] for k in ("artifact_GB", "prefill_speedup", "decode_speedup", "kv_token_capacity")},
             "baseline_GB": cm.weight_bytes(m, "bf16") / cm.GB,
             "artifact_ratio": row["artifact_GB"] * cm.GB / cm.weight_bytes(m, "bf16"),
-            "bits_per_weight": block_bits,
+            "bits_per_weight": 8 * cm.block_bytes_per_value(s["weight_dtype"], s["sparse"]),
             "prefill_s": pre.time_s,
             "prefill_baseline_s": base_pre.time_s,
-            "prefill_speedup": row["prefill_speedup"],
             "decode_step_s": dec.time_s,
             "decode_baseline_s": base_dec.time_s,
-            "decode_speedup": row["decode_speedup"],
-            "kv_token_capacity": row["kv_token_capacity"],
             "kv_token_capacity_baseline": base_tokens,
         },
     }
@@ -207,10 +197,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "memory":
         weights = [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows]
         tokens = [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows]
-        data = [
-            bar(["BF16"] + names, weights, "Weights (GB)", 0),
-            bar(["BF16"] + names, tokens, f"KV tokens that fit{kv} (millions)", 1),
-        ]
+        columns = ["BF16"] + names
+        data = [bar(columns, weights, "Weights (GB)", 0), bar(columns, tokens, f"KV tokens that fit{kv} (millions)", 1)]
         title = f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}"
         return chart(data, title, "Scheme", "GB / million tokens", barmode="group")
     prefill = f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})"
@@ -219,8 +207,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         bar(names, [v["decode_speedup"] for v in rows], f"Decode step (batch {r['batch_size']})", 1),
         line([names[0], names[-1]], [1, 1], "BF16 (1x)", 6),
     ]
-    lay = layout(f"Speed-up over BF16{kv}: {r['model']} on {r['gpu']}", "Scheme", "Speed-up (x)", barmode="group")
-    return make_figure(data, lay)
+    return chart(data, f"Speed-up over BF16{kv}: {r['model']} on {r['gpu']}", "Scheme", "Speed-up (x)", barmode="group")
 
 
 def summary(r: dict[str, Any], view: str) -> str:
@@ -250,14 +237,11 @@ def summary(r: dict[str, Any], view: str) -> str:
     else:  # which scheme gains most in prefill and which in decode, at this batch and prompt
         pre = max(r["schemes"].values(), key=lambda v: v["prefill_speedup"])
         dec = max(r["schemes"].values(), key=lambda v: v["decode_speedup"])
+        sparse = " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
         fastest = (
             f"Of all schemes, {pre['name']} gains most in prefill ({pre['prefill_speedup']:.2f}x) and "
             f"{dec['name']} most in decode ({dec['decode_speedup']:.2f}x)."
-        )
-        if pre["sparse"] or dec["sparse"]:
-            fastest += (
-                " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
-            )
+        ) + (sparse if pre["sparse"] or dec["sparse"] else "")
         text = (
             f"On {r['num_gpus']} x {r['gpu']} with the matmuls on the {r['matmul_path'].upper()} path, "
             f"{r['scheme_name']}{kv} runs prefill of {r['prompt_tokens']:,} tokens x {r['batch_size']} "

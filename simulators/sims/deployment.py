@@ -48,10 +48,8 @@ from ..core.catalog import (
     serve_defaults,
 )
 from ..params import ModelGpu, ParamError, dtype_choices, param
+from ..plotting import bar, chart
 from ..results_cache import Keep
-
-# The simulator's chart and words (api reads figure and summary from this module).
-from .deployment_view import figure, notes, summary  # noqa: F401
 
 TITLE = "Deployment: vLLM's memory per GPU"
 DESCRIPTION = "Weights, activations and KV cache on each GPU as vLLM accounts for them, and the two lines it logs."
@@ -79,15 +77,13 @@ DEFAULTS = serve_defaults(gpus()[running_example()["gpu"]])
 def _batch_limit(flag: str, label: str, unit: str, top: int, step: int) -> Any:
     """A batch limit's field; its help says what 0 stands for, read from assumptions.toml [vllm_defaults]."""
     d = assumptions()["vllm_defaults"]
-    default = (
-        f"0 takes vllm serve's default for the GPU ({d[flag + '_large']:,} on GPUs of {d['large_gpu_min_GiB']} GiB "
-        f"or more, the A100 excepted; else {d[flag + '_small']:,})"
+    flag_help = (
+        f"--{flag.replace('_', '-')}; 0 takes vllm serve's default for the GPU ({d[flag + '_large']:,} on GPUs of "
+        f"{d['large_gpu_min_GiB']} GiB or more, the A100 excepted; else {d[flag + '_small']:,})"
     )
-    flag_help = f"--{flag.replace('_', '-')}; {default}"
     return param(0, label=label, unit=unit, min=0, max=top, step=step, log=True, help=flag_help)
 
 
-# The charts: memory per GPU, or requests held at each context length.
 VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")]
 
 
@@ -157,7 +153,25 @@ class Params(ModelGpu):
         # Dense DP ranks are independent replicas; a MoE's expert layers span all tp x dp GPUs.
         linked = tp * pp * (dp if m.is_moe else 1)
         parallel.check_link(gpu, linked, "data_parallel_size" if linked > tp * pp else "tensor_parallel_size")
-        fit_problem(m, gpu, self)
+        # Whether vLLM would start: the weights, activations and one request of max_model_len fit.
+        a = _account(m, gpu, self)
+        worst = min(a.stages, key=lambda s: s.kv_bytes)
+        if worst.kv_bytes <= 0:
+            raise ParamError(
+                "data_parallel_size" if m.is_moe and dp > 1 and tp == pp == 1 else "tensor_parallel_size",
+                f"does not fit: weights {worst.weight_bytes / cm.GiB:.1f} GiB + activations "
+                f"{worst.activation_bytes / cm.GiB:.1f} GiB + non-torch {worst.non_torch_bytes / cm.GiB:.1f} GiB "
+                f"exceed {self.gpu_memory_utilization:g} x {gpu.visible_GiB:.2f} GiB = "
+                f"{worst.requested_bytes / cm.GiB:.1f} GiB per GPU; use more GPUs, a smaller weight format or a higher "
+                "gpu_memory_utilization",
+            )
+        if a.num_blocks < a.blocks_per_request:
+            kv_GiB = a.num_blocks * a.page_bytes * a.group_size / cm.GiB
+            raise ParamError(
+                "max_model_len",
+                f"one request of {self.max_model_len:,} tokens needs {a.one_request_bytes / cm.GiB:.2f} GiB of KV "
+                f"cache, more than the {kv_GiB:.2f} GiB available (vLLM refuses to start); lower max_model_len",
+            )
 
 
 def batch_limits(gpu: Gpu, p: Params) -> tuple[int, int]:
@@ -180,29 +194,6 @@ def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
     return vm.account(m, gpu, **parallel.layout_of(p).cost_kw(), **same, **limits, kv_dtype=kv, weight_dtype=weight)
 
 
-def fit_problem(m: Model, gpu: Gpu, p: Params) -> None:
-    """Raise a field error when vLLM would refuse to start with this layout."""
-    a = _account(m, gpu, p)
-    worst = min(a.stages, key=lambda s: s.kv_bytes)
-    if worst.kv_bytes <= 0:
-        alone = p.tensor_parallel_size == p.pipeline_parallel_size == 1
-        more_dp = m.is_moe and p.data_parallel_size > 1 and alone
-        raise ParamError(
-            "data_parallel_size" if more_dp else "tensor_parallel_size",
-            f"does not fit: weights {worst.weight_bytes / cm.GiB:.1f} GiB + activations "
-            f"{worst.activation_bytes / cm.GiB:.1f} GiB + non-torch {worst.non_torch_bytes / cm.GiB:.1f} GiB "
-            f"exceed {p.gpu_memory_utilization:g} x {gpu.visible_GiB:.2f} GiB = {worst.requested_bytes / cm.GiB:.1f} GiB "
-            "per GPU; use more GPUs, a smaller weight format or a higher gpu_memory_utilization",
-        )
-    if a.num_blocks < a.blocks_per_request:
-        kv_bytes = a.num_blocks * a.page_bytes * a.group_size
-        raise ParamError(
-            "max_model_len",
-            f"one request of {p.max_model_len:,} tokens needs {a.one_request_bytes / cm.GiB:.2f} GiB of KV cache, "
-            f"more than the {kv_bytes / cm.GiB:.2f} GiB available (vLLM refuses to start); lower max_model_len",
-        )
-
-
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     weight, kv = _dtypes(m, p)
@@ -210,7 +201,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     tokens, seqs = batch_limits(gpu, p)
     dp = p.data_parallel_size
     kv_bytes = a.num_blocks * a.page_bytes * a.group_size
-    per_context = [vm_concurrency(m, a, c, p, tokens) for c in TABLE_CONTEXTS if c <= m.max_context_tokens]
+    # Requests of each length the pools hold, all DP ranks together (the block count is the same).
+    lengths = [c for c in TABLE_CONTEXTS if c <= m.max_context_tokens]
+    needs = {c: sum(vm.blocks_per_request(m, g, c, tokens, p.block_size) for g in a.groups) for c in lengths}
+    per_context = [{"context_tokens": c, "max_concurrency": dp * a.num_blocks / n} for c, n in needs.items()]
     gib = cm.GiB
     # Each stage's GiB by what holds them (the key's name, the VllmMemory field's).
     held = dict(total="total", requested="requested", weights="weight", activation="activation", non_torch="non_torch")
@@ -232,10 +226,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "serve_default": {"max_num_batched_tokens": not p.max_num_batched_tokens, "max_num_seqs": not p.max_num_seqs},
         "stages": stages,
         "cudagraph_GiB": a.cudagraph_bytes / gib,
-        "kv_heads_per_rank": a.kv_heads_per_rank,
+        **{k: getattr(a, k) for k in ("kv_heads_per_rank", "num_blocks", "log_lines")},
         "kv_groups": a.num_groups,
-        "num_blocks": a.num_blocks,
-        "log_lines": a.log_lines,
         "concurrency_by_context": per_context,
         "notes": notes(m, gpu, p, a),
         "metrics": {
@@ -251,8 +243,106 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     }
 
 
-def vm_concurrency(m: Model, a: vm.VllmMemory, context: int, p: Params, batched: int) -> dict[str, Any]:
-    """Requests of `context` tokens the same pools hold, all DP ranks together (the block count
-    does not depend on the context)."""
-    per_request = sum(vm.blocks_per_request(m, g, context, batched, p.block_size) for g in a.groups)
-    return {"context_tokens": context, "max_concurrency": p.data_parallel_size * a.num_blocks / per_request}
+def notes(m: Model, gpu: Gpu, p: Params, a: vm.VllmMemory) -> list[str]:
+    """What a reader should know about this layout: copies, experts per GPU, replicas, the GPU's figures."""
+    out = list(m.notes)
+    tp, dp = p.tensor_parallel_size, p.data_parallel_size
+    if a.kv_heads_replicated:
+        what = "the MLA latent" if m.kv_lora_rank else f"{m.num_kv_heads} KV heads"
+        out.append(f"{what} cannot be split over {tp} ranks: each rank keeps its own copy")
+    if m.is_moe and (dp > 1 or p.enable_expert_parallel):
+        ranks = tp * dp
+        if p.enable_expert_parallel:
+            most = -(-m.num_experts // ranks)
+            out.append(
+                f"expert parallelism: each of the {ranks} GPUs of tp x dp holds {most} of {m.num_experts} routed experts"
+                + (" (the first ranks one more: the figures are the fullest's)" if m.num_experts % ranks else "")
+            )
+        else:
+            out.append(f"every routed expert is split over tp x dp = {ranks} GPUs (no --enable-expert-parallel)")
+        if dp > 1:
+            split = f"split over TP {tp} and copied" if tp > 1 else "copied whole"
+            out.append(f"attention and the dense layers are {split} on each of the {dp} DP ranks")
+    elif dp > 1:
+        out.append(f"each of the {dp} DP ranks is a whole replica of the model with its own requests")
+    if m.ignored_keys:
+        out.append("config keys not read: " + ", ".join(m.ignored_keys))
+    if gpu.cuda_total_GiB is None:
+        out.append(
+            f"{gpu.name}: no published log gives the memory CUDA reports; the data-sheet {gpu.memory_GiB:g} GiB is used"
+        )
+    elif gpu.cuda_total_derived:
+        out.append(f"{gpu.name}: the {gpu.cuda_total_GiB:g} GiB CUDA reports is derived, not read from a log")
+    return out
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    dp = r["data_parallel_size"]
+    if view == "concurrency":
+        rows = r["concurrency_by_context"]
+        data = [bar([f"{x['context_tokens']:,}" for x in rows], [x["max_concurrency"] for x in rows], "Requests held")]
+        ranks = f" ({dp} DP ranks together)" if dp > 1 else ""
+        title = f"{r['model']}: requests of each length the KV cache holds at once{ranks}"
+        # Category axis: plotly would read "1,024" as the number 1024 and space the bars by value.
+        x_axis = {"type": "category"}
+        return chart(data, title, "Tokens per request (prompt + output)", "Requests at once", xaxis=x_axis)
+    alike = r["tensor_parallel_size"] * dp
+    names = [f"Stage {s['stage']} ({f'{alike} GPUs alike' if alike > 1 else 'one GPU'})" for s in r["stages"]]
+    parts = [("Weights", "weights"), ("Activation peak", "activation"), ("Non-torch", "non_torch"), ("KV cache", "kv")]
+    data = [bar(names, [s[f"{key}_GiB"] for s in r["stages"]], label, i) for i, (label, key) in enumerate(parts)]
+    spare = [
+        s["requested_GiB"] - s["weights_GiB"] - s["activation_GiB"] - s["non_torch_GiB"] - s["kv_GiB"]
+        for s in r["stages"]
+    ]
+    data.append(bar(names, spare, "Requested, less than one block", 4))
+    left = [s["total_GiB"] - s["requested_GiB"] for s in r["stages"]]
+    data.append(bar(names, left, "Left to CUDA graphs and others", 5))
+    title = f"{r['model']} on {r['metrics']['num_gpus']} x {r['gpu']}: memory per GPU"
+    return chart(data, title, "", "GiB per GPU", barmode="stack")
+
+
+def _limits(r: dict[str, Any]) -> str:
+    """The two batch limits the engine ran with, and which are `vllm serve`'s defaults for the GPU."""
+    said, n = r["serve_default"], r["max_num_seqs"]
+    tokens, seqs = f"{r['max_num_batched_tokens']:,} batched tokens", f"{n:,} sequence{'s' if n > 1 else ''}"
+    if all(said.values()):
+        return f"Batch limits: vllm serve's defaults on this GPU, {tokens} and {seqs}. "
+    default, chosen = " (vllm serve's default on this GPU)", " (as set)"
+    tokens += default if said["max_num_batched_tokens"] else chosen
+    seqs += default if said["max_num_seqs"] else chosen
+    return f"Batch limits: {tokens} and {seqs}. "
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    x = r["metrics"]
+    dp = r["data_parallel_size"]
+    shape = f"TP {r['tensor_parallel_size']}, PP {r['pipeline_parallel_size']}" + (f", DP {dp}" if dp > 1 else "")
+    shape += ", EP" if r["enable_expert_parallel"] else ""
+    if view == "concurrency":
+        held = ", ".join(
+            f"{c['context_tokens']:,} tokens {c['max_concurrency']:,.1f}" for c in r["concurrency_by_context"]
+        )
+        tokens = f"{x['kv_cache_tokens']:,} tokens" + (
+            f" per DP rank, {x['kv_cache_tokens_total']:,} in all" if dp > 1 else ""
+        )
+        return (
+            f"Requests held at once by length (prompt + output){', all DP ranks together' if dp > 1 else ''}: "
+            f"{held}. {r['model']} on {x['num_gpus']} x {r['gpu']} ({shape}) keeps "
+            f"{x['kv_cache_GiB_per_gpu']:.2f} GiB of KV cache per GPU, {tokens}; at --max-model-len "
+            f"{r['max_model_len']:,} vLLM would log a maximum concurrency of {x['max_concurrency']:.2f}x"
+            f"{' per engine' if dp > 1 else ''}."
+        )
+    logged = "vLLM would log" if dp == 1 else f"Each of the {dp} DP engines would log"
+    total = ""
+    if dp > 1:
+        total = f" All {dp} DP ranks together: {x['kv_cache_tokens_total']:,} tokens, {x['max_concurrency_total']:.2f} "
+        total += f"requests of {r['max_model_len']:,} tokens."
+    return (
+        f"{r['model']} on {x['num_gpus']} x {r['gpu']} ({shape}): each GPU holds {x['weights_GiB_per_gpu']:.2f} GiB of "
+        f"{r['weight_dtype']} weights, a {x['activation_GiB_per_gpu']:.2f} GiB activation peak and "
+        f"{x['kv_cache_GiB_per_gpu']:.2f} GiB of KV cache. "
+        + _limits(r)
+        + f"{logged}: "
+        + "; ".join(r["log_lines"][2:])
+        + f".{total}"
+    )

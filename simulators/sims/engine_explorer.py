@@ -41,6 +41,7 @@ References: 1) course seed 000, "Systems and the frontier" (the four organising 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .. import parallel
@@ -51,8 +52,9 @@ from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.metrics import downsample
 from ..engine.steptime import StepCost, attention_keys
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, dtype_choices, param
+from ..plotting import MARKERS, PALETTE, bar, chart, layout, line, markers
+from ..plotting import figure as make_figure
 from ..results_cache import Keep
-from .engine_explorer_view import BATCHES, CONTEXTS, MAX_CHUNK_BARS, REGIONS, figure, summary  # noqa: F401 (the charts and words)
 
 TITLE = "Inside the engine: one request, and where each engine's bet pays"
 DESCRIPTION = "Follow one request through admission, chunked prefill, KV blocks and preemption; then see which lever (KV memory, prefix reuse, compute, weight bytes) is the largest at which batch size and context length."
@@ -73,6 +75,21 @@ FOLLOWED = ("ttft_s", "e2e_s", "queue_s", "num_prefill_chunks", "num_preemptions
 PREFIX_PAYS, COMPUTE_BINDS, WEIGHT_DOMINATED = 0.2, 0.5, 0.8
 VIEWS = [("request", "Follow one request"), ("operating_points", "Operating points: which bet pays where")]
 EX = running_example()
+BATCHES = tuple(2**i for i in range(11))  # 1 ... 1,024
+CONTEXTS = tuple(256 * 2**i for i in range(10))  # 256 ... 131,072
+# (key, legend) in the order the rules are tried (see the module docstring). The legends name the
+# mechanism, not the engine whose bet it is (the key keeps the engine, for the lesson's mapping).
+REGIONS = (
+    ("none", "Does not fit in KV memory"),
+    ("sglang", "Prefix reuse: shared prefixes save >= 20% of GPU time"),
+    ("tensorrt", "Compute-bound: most GPU time at the compute roof"),
+    ("llamacpp", "Weight-bound: weights >= 80% of decode bytes"),
+    ("vllm", "KV-bound: KV bytes >= weight bytes"),
+    ("mixed", "Mixed: weights 50-80%, batching amortises them"),
+)
+# Prefill chunks drawn one bar each up to this many; beyond (a tiny budget cuts a prompt into hundreds),
+# back-to-back chunks are one bar, labelled with their count: a hundred one-pixel bars cost tens of ms a redraw.
+MAX_CHUNK_BARS = 32
 
 
 @dataclass(frozen=True)
@@ -117,16 +134,13 @@ def operating_point(
 ) -> dict[str, Any]:
     """The cost-model shares of one (batch, prompt) point and the bet they point to (see above)."""
     ctx = prompt + output // 2
-    held = cost.held(ctx)
-    dc, dm, du = cost.parts(batch, batch, batch * attention_keys(1, ctx), batch * (held + 1))
-    weights = cost.weights_s(batch)
+    dc, dm, du = cost.parts(batch, batch, batch * attention_keys(1, ctx), batch * (cost.held(ctx) + 1))
     pc, pm, pu = cost.parts(prompt, 1, attention_keys(prompt, 0), prompt)
-    shared = int(prompt * prefix_share)
-    rest = prompt - min(shared, prompt - 1)  # the last prompt token is always computed
+    rest = prompt - min(int(prompt * prefix_share), prompt - 1)  # the last prompt token is always computed
     p_rest = cost.time_s(rest, 1, attention_keys(rest, prompt - rest), cost.held(prompt - rest) + rest)
     P, D = max(pc, pm) + pu, output * (max(dc, dm) + du) / batch
     out: dict[str, Any] = {
-        "weight_share": weights / dm,
+        "weight_share": cost.weights_s(batch) / dm,
         "prefill_share": P / (P + D),
         "prefix_saving": (P - p_rest) / (P + D),
         "compute_share": ((P if pc > pm else 0.0) + (D if dc > dm else 0.0)) / (P + D),
@@ -166,25 +180,18 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     rec = next(r for r in served.records if r.id == me.id)
     events = [(t, what, extra) for t, _, what, rid, extra in served.log if rid == me.id]
     # Phases from consecutive events: a chunk runs until the request's next event.
-    phases: list[tuple[str, float, float]] = []
-    state, since = "waiting", events[0][0]
-    for t, what, _ in events[1:]:
-        if t > since:
-            phases.append((state, since, t))
-        state, since = NEXT_STATE.get(what, "done"), t
+    states = ["waiting"] + [NEXT_STATE.get(what, "done") for _, what, _ in events[1:]]
+    phases = [(state, a[0], b[0]) for state, a, b in zip(states, events, events[1:], strict=False) if b[0] > a[0]]
     t0, t1 = rec.arrival_s, rec.arrival_s + rec.e2e_s
     pad = 0.05 * (t1 - t0)
     rep = served.replicas[0]
     # One point per step in the window, thinned to what a chart's width shows (a one-token-a-step
     # budget runs thousands of steps; 2,000 points per line cost the page more than the run).
-    series = downsample(
-        [(t, used / blocks, running) for t, _, _, used, _, running in rep.series if t0 - pad <= t <= t1 + pad],
-        SERIES_POINTS,
-    )
+    steps = [(t, used / blocks, running) for t, _, _, used, _, running in rep.series if t0 - pad <= t <= t1 + pad]
     return {
         "events": events,
         "phases": phases,
-        "series": series,
+        "series": downsample(steps, SERIES_POINTS),
         "num_blocks": blocks,
         "window": [t0 - pad, t1 + pad],
         **{k: getattr(rec, k) for k in ("ttft_s", "e2e_s", "queue_s", "num_preemptions")},
@@ -199,18 +206,11 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     lay = parallel.layout_of(p)
     cost = EngineSpec(m, gpu, **_formats(p), engine=p.engine, **lay.cost_kw()).step_cost()
     capacity = pooled_kv_tokens(m, gpu, lay, **_formats(p))
-    grid = [
-        {"batch": b, "context": c, **operating_point(cost, capacity, b, c, p.output_tokens, p.prefix_share)}
-        for c in CONTEXTS
-        for b in BATCHES
-    ]
-    point = operating_point(cost, capacity, p.batch_size, p.prompt_tokens, p.output_tokens, p.prefix_share)
+    at = partial(operating_point, cost, capacity, output=p.output_tokens, prefix_share=p.prefix_share)
+    grid = [{"batch": b, "context": c, **at(b, c)} for c in CONTEXTS for b in BATCHES]
+    point = at(p.batch_size, p.prompt_tokens)
     follow = _follow(p, m, gpu, seed)
-    notes = []
-    if max(CONTEXTS) > m.max_context_tokens:
-        notes.append(
-            f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
-        )
+    trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
     return {
         "model": m.name,
         "gpu": gpu.name,
@@ -220,7 +220,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         **{k: getattr(p, k) for k in ("output_tokens", "prefix_share", "prompt_tokens")},
         "budget": p.max_num_batched_tokens,
         "follow": follow,
-        "notes": notes,
+        "notes": [trained] if max(CONTEXTS) > m.max_context_tokens else [],
         "metrics": {
             **{k: float(follow[k]) for k in FOLLOWED},
             "weight_bytes_share": point["weight_share"],
@@ -230,3 +230,114 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             "kv_capacity_use": point["kv_use"],
         },
     }
+
+
+def _merged_chunks(segs: list[tuple[float, float]]) -> tuple[list[tuple[float, float]], list[str]]:
+    """Back-to-back chunk phases as one bar each run, with the number of chunks in its label."""
+    runs: list[list[float]] = []  # [start, end, chunks]
+    for a, b in segs:
+        if runs and runs[-1][1] == a:
+            runs[-1][1] = b
+            runs[-1][2] += 1
+        else:
+            runs.append([a, b, 1])
+    return [(a, b) for a, b, _ in runs], [f"Prefill, {n:.0f} chunks: {a:.3f} s to {b:.3f} s" for a, b, n in runs]
+
+
+def _scatter(x: list[Any], y: list[Any], name: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "scatter", "mode": "markers", "x": x, "y": y, "name": name, **extra}
+
+
+def _points_figure(r: dict[str, Any]) -> dict[str, Any]:
+    data = []
+    for i, (key, name) in enumerate(REGIONS):
+        pts = [g for g in r["grid"] if g["region"] == key]
+        if not pts:
+            continue
+        color = "#bbbbbb" if key == "none" else PALETTE[(i - 1) % len(PALETTE)]
+        marker = {"color": color, "symbol": "x-thin-open" if key == "none" else MARKERS[i % len(MARKERS)], "size": 15}
+        text = [
+            f"weights {g['weight_share']:.0%} of decode bytes, prefill {g['prefill_share']:.0%} of GPU time, compute-bound {g['compute_share']:.0%}, prefix saves {g['prefix_saving']:.0%}, KV {g['kv_use']:.0%} of memory"
+            for g in pts
+        ]
+        hover = "batch %{x}, prompt %{y:,} tokens<br>%{text}<extra></extra>"
+        xs, ys = [g["batch"] for g in pts], [g["context"] for g in pts]
+        data.append(_scatter(xs, ys, name, marker=marker, text=text, hovertemplate=hover))
+    pt = r["point"]
+    ring = {"color": "#000000", "size": 28, "line": {"width": 2.5}, "symbol": "circle-open"}
+    name = f"Marked: batch {pt['batch']}, {pt['context']:,} tokens"
+    data.append(_scatter([pt["batch"]], [pt["context"]], name, marker=ring, hoverinfo="skip"))
+    x_axis = {"type": "log", "tickvals": list(BATCHES), "ticktext": [f"{b:,}" for b in BATCHES]}
+    y_ticks = [f"{c // 1024}k" if c >= 1024 else str(c) for c in CONTEXTS]
+    y_axis = {"type": "log", "tickvals": list(CONTEXTS), "ticktext": y_ticks}
+    x_title, y_title = "Batch size (sequences decoding together)", "Prompt length (tokens)"
+    lay = layout("Which organising bet pays where", x_title, y_title, xaxis=x_axis, yaxis=y_axis, margin={"t": 70})
+    # A subtitle, not <sub> markup: plotly writes that as a style attribute, which the CSP refuses.
+    subtitle = f"{r['model']} on {r['gpu']}, {r['output_tokens']:,}-token answers, {r['prefix_share']:.0%} of each prompt shared"
+    lay["title"] = {**lay["title"], "subtitle": {"text": subtitle}}
+    return make_figure(data, lay)
+
+
+def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
+    if view == "operating_points":
+        return _points_figure(r)
+    f = r["follow"]
+    lane = "This request"
+    names = {"waiting": "Waiting", "chunk": "Prefill chunk", "decode": "Decoding", "preempted": "Preempted, waiting"}
+    data: list[dict[str, Any]] = []
+    for i, (key, name) in enumerate(names.items()):
+        segs = [(a, b) for k, a, b in f["phases"] if k == key]
+        text = [f"{name}: {a:.3f} s to {b:.3f} s" for a, b in segs]
+        if key == "chunk" and len(segs) > MAX_CHUNK_BARS:
+            segs, text = _merged_chunks(segs)
+        if segs:
+            edge = {"color": "#ffffff", "width": 0.5}
+            marker = {"color": PALETTE[(3, 1, 0, 6)[i]], "pattern": {"shape": ("", "/", "x", ".")[i]}, "line": edge}
+            hover: dict[str, Any] = {"text": text, "textposition": "none", "hovertemplate": "%{text}<extra></extra>"}
+            dx, base, lanes = [b - a for a, b in segs], [a for a, _ in segs], [lane] * len(segs)
+            data.append(bar(dx, lanes, name, orientation="h", base=base, yaxis="y", marker=marker, **hover))
+    marks = [(t, w.replace("_", " ")) for t, w, _ in f["events"] if w != "chunk"]
+    shown = ("first token", "preempt", "recomputed", "finish")
+    labels = [w if w in shown and all(w != v for _, v in marks[:i]) else "" for i, (_, w) in enumerate(marks)]
+    tick = {"color": "#000000", "symbol": "line-ns-open", "size": 18}
+    hover = {"hovertext": [f"{w} at {t:.3f} s" for t, w in marks], "hoverinfo": "text"}
+    at = [t for t, _ in marks]
+    data.append(markers(at, [lane] * len(marks), "Events", showlegend=False, text=labels, **hover, marker=tick))
+    s = f["series"]
+    data.append(line([x[0] for x in s], [x[1] for x in s], "KV blocks in use (share)", 2, shape="hv", yaxis="y2"))
+    data.append(line([x[0] for x in s], [x[2] for x in s], "Sequences running", 4, shape="hv", yaxis="y3"))
+    title = f"One {r['prompt_tokens']:,}-token request among background traffic ({r['budget']:,}-token step budget)"
+    # Three panes: the request's lane on top, KV blocks below, sequences running on its right axis.
+    kv = {"domain": [0.0, 0.58], "range": [0, 1.05], "title": {"text": "KV blocks in use"}, "tickformat": ".0%"}
+    running = {"overlaying": "y2", "side": "right", "title": {"text": "Sequences running"}, "rangemode": "tozero"}
+    axes = {
+        "xaxis": {"range": f["window"], "anchor": "y2"},
+        "yaxis": {"domain": [0.7, 1.0], "title": {"text": ""}},
+        "yaxis2": {**kv, "anchor": "x"},
+        "yaxis3": {**running, "tickformat": ",d", "automargin": True},
+    }
+    return chart(data, title, "Time (s)", "", **axes, barmode="overlay")
+
+
+def summary(r: dict[str, Any], view: str) -> str:
+    m, pt = r["metrics"], r["point"]
+    if view == "operating_points":
+        counts = {key: sum(1 for g in r["grid"] if g["region"] == key) for key, _ in REGIONS}
+        parts = ", ".join(f"{name.split(':')[0]} {counts[key]}" for key, name in REGIONS if counts[key])
+        return (
+            f"Of {len(r['grid'])} operating points: {parts}. At batch {pt['batch']} and {pt['context']:,}-token prompts, weights are "
+            f"{m['weight_bytes_share']:.0%} of a decode step's bytes, prefill is {m['prefill_share']:.0%} of GPU time, "
+            f"{m['compute_share']:.0%} of GPU time is compute-bound, a prefix cache would save {m['prefix_saving_share']:.0%}, and the batch "
+            f"needs {m['kv_capacity_use']:.0%} of the KV memory: {dict(REGIONS)[pt['region']]}."
+        ) + "".join(" " + n for n in r["notes"])
+    f = r["follow"]
+    return (
+        f"The {r['prompt_tokens']:,}-token request waits {m['queue_s'] * 1e3:,.0f} ms, is prefilled in {m['num_prefill_chunks']:.0f} chunks "
+        f"of at most {r['budget']:,} tokens, gets its first token after {m['ttft_s'] * 1e3:,.0f} ms and its last after {m['e2e_s']:,.2f} s. "
+        f"It was preempted {_times(m['num_preemptions'])} and allocated {m['blocks_allocated']:.0f} KV blocks in all; background "
+        f"requests were preempted {_times(f['background_preemptions'])}."
+    )
+
+
+def _times(n: float) -> str:
+    return "once" if n == 1 else f"{n:,.0f} times"

@@ -120,12 +120,9 @@ def _served(
     p: Params, seed: int, layout_: str, keep: Keep, show: Show[dict[str, Any]] | None
 ) -> KeptSteps[dict[str, Any]]:
     """One allocator's run at the page's block size; made now with `show`, shown while it goes."""
-
-    def steps() -> Streamed:
-        spec = _engine(p, layout_, p.block_size)
-        return (yield from serve_shown(_trace(p, seed, keep), spec, lambda *run: _measured(p.block_size, *run), show))
-
-    return (yield from kept_steps(keep, run_key(p, seed, layout_), steps))
+    measure, spec = partial(_measured, p.block_size), _engine(p, layout_, p.block_size)
+    key = run_key(p, seed, layout_)
+    return (yield from kept_steps(keep, key, lambda: serve_shown(_trace(p, seed, keep), spec, measure, show)))
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
@@ -135,7 +132,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     names = {"model": resolve_model(p.model).name, "gpu": resolve_gpu(p.gpu).name}
     part: dict[str, Any] = {**names, "block_size": p.block_size, "max_model_len": p.max_model_len}
     for layout_ in LAYOUTS:
-        # the first run shown while it goes
         show = so_far(part, layout_, p.num_requests) if view == "memory" and layout_ == LAYOUTS[0] else None
         part[layout_], was_kept = yield from _served(p, seed, layout_, keep, show)
         if view == "memory" and not was_kept:
@@ -143,11 +139,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     reqs = _trace(p, seed, keep)
     # Block tables of the first requests, each caught halfway through its answer.
     within = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
-    table = [r.prompt_tokens + r.output_tokens // 2 for r in within]
     return {
         **part,
         "block_sweep": _block_sweep(p, reqs) if view == "block_size" else [],
-        "table_tokens": table,
+        "table_tokens": [r.prompt_tokens + r.output_tokens // 2 for r in within],
         "metrics": {
             **{f"kv_utilization_{v}": part[v]["utilization"] for v in LAYOUTS},
             "internal_fragmentation_paged": 1 - part["paged"]["utilization"],
@@ -171,15 +166,12 @@ def _block_sweep(p: Params, reqs: list[workload.Request]) -> list[dict[str, Any]
 def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
     """Block tables as stacked horizontal bars, one row per sequence, lengths in blocks (the browser's
     plotly bundle has no heatmap); white ticks mark block boundaries, up to 256 blocks per row."""
-    bs, width = r["block_size"], -(-r["max_model_len"] // r["block_size"])
-    labels, held, empty_last, unused = [], [], [], []
-    for kind in ("paged", "contiguous"):
-        for i, tokens in enumerate(r["table_tokens"]):
-            blocks = -(-tokens // bs)
-            labels.append(f"{kind} #{i + 1}")
-            held.append(tokens / bs)
-            empty_last.append(blocks - tokens / bs)
-            unused.append(width - blocks if kind == "contiguous" else 0)
+    bs, width, tokens = r["block_size"], -(-r["max_model_len"] // r["block_size"]), r["table_tokens"]
+    blocks = [-(-t // bs) for t in tokens]
+    labels = [f"{kind} #{i + 1}" for kind in ("paged", "contiguous") for i in range(len(tokens))]
+    held = [t / bs for t in tokens] * 2
+    empty_last = [b - t / bs for t, b in zip(tokens, blocks, strict=True)] * 2
+    unused = [0] * len(tokens) + [width - b for b in blocks]
     rows = list(range(len(labels)))
     hover = "%{customdata}: %{x:.2f} blocks<extra>%{fullData.name}</extra>"
     grey = {"color": "#d9d9d9", "pattern": {"shape": "."}}
@@ -190,12 +182,9 @@ def _table_figure(r: dict[str, Any]) -> dict[str, Any]:
         bar(unused, rows, "Reserved, never written (contiguous)", 5, **kw, marker=grey),
     ]
     if width <= 256:
-        xs: list[float | None] = []
-        ys: list[float | None] = []
-        for row, (h, e, u) in enumerate(zip(held, empty_last, unused, strict=True)):
-            for k in range(1, round(h + e + u)):
-                xs += [k, k, None]
-                ys += [row - 0.4, row + 0.4, None]
+        ticks = [(row, k) for row, n in enumerate(blocks + [width] * len(blocks)) for k in range(1, n)]
+        xs = [x for _, k in ticks for x in (k, k, None)]
+        ys = [y for row, _ in ticks for y in (row - 0.4, row + 0.4, None)]
         white = {"color": "#ffffff", "width": 1}
         data.append(line(xs, ys, "Block boundaries", 6, showlegend=False, hoverinfo="skip", line=white))
     title = f"Block tables: {bs}-token blocks, {width} blocks per {r['max_model_len']:,}-token reservation"

@@ -19,6 +19,7 @@ Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..core import costmodel as cm
@@ -76,26 +77,22 @@ class Params(ModelGpuEngine):
     pipeline_parallel_size: int = pipeline_parallel_param()
 
     def check(self) -> None:
-        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
-        check_serving(m, gpu, layout_of(self))
+        check_serving(resolve_model(self.model), resolve_gpu(self.gpu), layout_of(self))
 
 
 def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], replicas: list[Replica]) -> dict[str, Any]:
     """A served trace's figures, from the requests it finished (all of them, or so far)."""
     s = summarize(recs)
-    rep = replicas[0]
     makespan = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs) if recs else 1.0
     busy_slots = sum(r.e2e_s - r.queue_s for r in recs) / makespan  # mean slots held (Little's law)
     return {
-        "e2e_mean": s["e2e_s_mean"],
-        "ttft_mean": s["ttft_s_mean"],
-        "queue_mean": s["queue_s_mean"],
+        **{f"{k}_mean": s[f"{k}_s_mean"] for k in ("e2e", "ttft", "queue")},
         "decode_share": sum((r.e2e_s - r.ttft_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "prefill_share": sum((r.ttft_s - r.queue_s) / r.e2e_s for r in recs) / max(1, len(recs)),
         "turnover": 60 * len(recs) / makespan / max(busy_slots, 1e-9),
         "final_ctx": sum(r.prompt_tokens + r.output_tokens for r in recs) / max(1, len(recs)),
         "preemptions": s["num_preemptions"],
-        "series": downsample([(t, running) for t, _, _, _, _, running in rep.series]),
+        "series": downsample([(t, running) for t, _, _, _, _, running in replicas[0].series]),
     }
 
 
@@ -109,16 +106,12 @@ def _served(
 ) -> KeptSteps[dict[str, Any]]:
     """The `kind` trace served by one replica with k draft tokens (0: no speculation), measured; made
     now with `show`, shown while it goes."""
-
-    def steps() -> Streamed:
-        lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
-        rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
-        sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
-        spec = EngineSpec(resolve_model(p.model), resolve_gpu(p.gpu), sched, engine=p.engine, **layout_of(p).cost_kw())
-        trace = workload.poisson_trace(seed, p.num_requests, p.rate_per_s, lengths)
-        return (yield from serve_shown(trace, spec, _measured, show))
-
-    return (yield from kept_steps(keep, run_key(p, seed, kind, k), steps))
+    lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
+    rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
+    sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
+    spec = EngineSpec(resolve_model(p.model), resolve_gpu(p.gpu), sched, engine=p.engine, **layout_of(p).cost_kw())
+    trace = partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, lengths)  # made only if served
+    return (yield from kept_steps(keep, run_key(p, seed, kind, k), lambda: serve_shown(trace(), spec, _measured, show)))
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
@@ -134,13 +127,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             if not was_kept:
                 yield {"sweep": list(sweep), "acceptance_rate": p.acceptance_rate}
     part: dict[str, Any] = {"model": m.name, "gpu": gpu.name}
-
     k = p.num_speculative_tokens
+    # Without speculation the third run is the second, kept: it is neither served again nor yielded.
     for name, kind, draft in (("chat", "azure", 0), ("reasoning", "reasoning", 0), ("speculative", "reasoning", k)):
-        if name == "speculative" and not k:
-            part[name] = part["reasoning"]
-            continue
-        # the first run shown while it goes
         show = so_far(part, name, p.num_requests) if name == "chat" and view in ("time", "batch") else None
         part[name], was_kept = yield from _served(p, seed, kind, draft, keep, show)
         if not was_kept and (view == "time" or view == "batch" and name != "speculative"):
@@ -148,19 +137,13 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     plain, spec = part["reasoning"], part["speculative"]
     per_token = cm.kv_bytes_per_token(m)
     capacity = pooled_kv_tokens(m, gpu, layout_of(p), weight_dtype="bf16", kv_dtype="bf16")
-    sched = SchedulerConfig(num_speculative_tokens=p.num_speculative_tokens, acceptance_rate=p.acceptance_rate)
-    notes = []
-    if m.max_context_tokens < MAX_LEN:
-        notes.append(
-            f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; 20,000-token answers need a long-context variant of the same shape (Llama-3.1-8B has 131,072), which costs the same here."
-        )
+    sched = SchedulerConfig(num_speculative_tokens=k, acceptance_rate=p.acceptance_rate)
+    trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; 20,000-token answers need a long-context variant of the same shape (Llama-3.1-8B has 131,072), which costs the same here."
     return {
-        "notes": notes,
-        "model": m.name,
-        "gpu": gpu.name,
-        **{k: part[k] for k in ("chat", "reasoning", "speculative")},
+        "notes": [trained] if m.max_context_tokens < MAX_LEN else [],
+        **part,
         "sweep": sweep,
-        "k": p.num_speculative_tokens,
+        "k": k,
         "acceptance_rate": p.acceptance_rate,
         "metrics": {
             "prefill_share_reasoning": plain["prefill_share"],
