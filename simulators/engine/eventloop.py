@@ -31,14 +31,16 @@ Outcome = tuple[list[Seq], list[Request], int]  # finished sequences, dropped re
 Progress = tuple[list[Seq], list[Request], list[Replica]]  # finished and dropped so far, the replicas
 
 
-def run_out(steps: Generator[Any, None, R]) -> R:
-    """What a generator of simulate_steps' kind returns, its yields ignored."""
+def run_out(steps: Generator[T, None, R], each: Callable[[T], None] | None = None) -> R:
+    """What a generator of simulate_steps' kind returns, its yields handed to `each` (or ignored)."""
     while True:
         try:
-            next(steps)
+            part = next(steps)
         except StopIteration as end:
             value: R = end.value
             return value
+        if each is not None:
+            each(part)
 
 
 def show_once(steps: Generator[Progress, None, R], show: Callable[[Progress], T]) -> Generator[T, None, R]:
