@@ -151,12 +151,9 @@ def window(
         k = int(w.amount) if w.kind == "requests" else int(w.amount * n)
         lo = starts[min(k, n - 1)]  # the start of the first request after the warm-up ones
     if c.kind == "seconds" or (c.kind == "percent" and max_seconds):
-        hi = (
-            first
-            + (max_seconds if max_seconds else last - first)
-            - (c.amount if c.kind == "seconds" else c.amount * (max_seconds or 0.0))
-        )
-    elif c.kind in ("requests", "percent") and ends:
+        span = c.amount if c.kind == "seconds" else c.amount * (max_seconds or 0.0)
+        hi = first + (max_seconds if max_seconds else last - first) - span
+    elif c.kind in ("requests", "percent"):
         k = int(c.amount) if c.kind == "requests" else int(c.amount * n)
         hi = ends[max(len(ends) - 1 - k, 0)]  # completion of the last request before the cool-down
     return lo, max(hi, lo)

@@ -128,8 +128,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     # Every so many tokens, and the last.
     idx = sorted({*range(0, len(times), max(1, len(times) // MAX_TIMELINE_POINTS)), len(times) - 1})
     probs = sampling_distribution(p.temperature, p.top_k, p.top_p)
-    rng = random.Random(seed)
-    draws = rng.choices(range(len(CANDIDATES)), weights=probs, k=NUM_DRAWS)
+    draws = random.Random(seed).choices(range(len(CANDIDATES)), weights=probs, k=NUM_DRAWS)
     counts = [draws.count(i) for i in range(len(CANDIDATES))]
     entropy = -sum(q * math.log2(q) for q in probs if q > 0)
     return {
