@@ -197,28 +197,15 @@ def serve_steps(
         for i in range(num_replicas):
             role = "both" if not num_prefill else ("prefill" if i < num_prefill else "decode")
             kv = KVCacheManager(blocks, spec.block_size, spec.layout, reserve, prefix)
-            rep = Replica(
-                i,
-                spec.sched,
-                kv=kv,
-                cost=cost,
-                role=role,
-                single_step=single_step,
-                log=log,
-                keep_series=keep_series,
-            )
-            reps.append(rep)
-        transfer = None
-        if num_prefill:
-            link = cm.link_GBps_one_way(spec.gpu) or 0.0
-            per_token = cm.kv_bytes_per_token(spec.model, spec.kv_dtype)
+            reps.append(Replica(i, spec.sched, kv, cost, role, single_step, log, keep_series))
+        link = cm.link_GBps_one_way(spec.gpu) or 0.0
+        per_token = cm.kv_bytes_per_token(spec.model, spec.kv_dtype)
 
-            def transfer(s: Seq) -> float:
-                return per_token * s.num_computed_tokens / (link * cm.GB) if link else 0.0
+        def transfer(s: Seq) -> float:  # a prefilled sequence's KV to its decode replica (num_prefill > 0)
+            return per_token * s.num_computed_tokens / (link * cm.GB) if link else 0.0
 
-        decode_route = make_router("least_queue") if num_prefill else None
         done, dropped, events = yield from simulate_steps(
-            requests, reps, make_router(router), decode_route=decode_route, transfer_s=transfer, every=every
+            requests, reps, make_router(router), make_router("least_queue"), transfer, every
         )
         return Served(records(done), dropped, events, reps, log or [])
 

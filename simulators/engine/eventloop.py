@@ -31,14 +31,16 @@ Outcome = tuple[list[Seq], list[Request], int]  # finished sequences, dropped re
 Progress = tuple[list[Seq], list[Request], list[Replica]]  # finished and dropped so far, the replicas
 
 
-def run_out(steps: Generator[Any, None, R]) -> R:
-    """What a generator of simulate_steps' kind returns, its yields ignored."""
+def run_out(steps: Generator[T, None, R], each: Callable[[T], None] | None = None) -> R:
+    """What a generator of simulate_steps' kind returns, its yields handed to `each` (or ignored)."""
     while True:
         try:
-            next(steps)
+            part = next(steps)
         except StopIteration as end:
             value: R = end.value
             return value
+        if each is not None:
+            each(part)
 
 
 def show_once(steps: Generator[Progress, None, R], show: Callable[[Progress], T]) -> Generator[T, None, R]:
@@ -57,9 +59,8 @@ def simulate_steps(
     requests: list[Request],
     replicas: list[Replica],
     route: Router,
-    *,
-    decode_route: Router | None = None,
-    transfer_s: Callable[[Seq], float] | None = None,
+    decode_route: Router,
+    transfer_s: Callable[[Seq], float],
     every: int = 0,
 ) -> Generator[Progress, None, Outcome]:
     """Run requests through replicas: (finished sequences, dropped requests, events processed).
@@ -70,8 +71,8 @@ def simulate_steps(
     A request that can never be served (longer than max_model_len or the whole KV pool) is
     dropped when it arrives, and so is a follow-up that re-sends its answer (a conversation's next
     turn); a closed-loop user's next request is released as if the dropped one had ended with an
-    error then (GuideLLM records an error and goes on). With `decode_route`, "prefill" replicas
-    hand finished prefills to a decode replica after `transfer_s(seq)` seconds (disaggregation).
+    error then (GuideLLM records an error and goes on). "Prefill" replicas hand finished prefills to
+    the decode replica `decode_route` picks after `transfer_s(seq)` seconds (disaggregation).
     """
     counter = itertools.count()
     heap: list[tuple[float, int, int, int, Any]] = []
@@ -155,7 +156,7 @@ def simulate_steps(
         if rep.handoff:
             for s in rep.handoff:
                 s.prefilled = True
-                dest = (decode_route or route)(s, replicas, t)
-                push([(t + (transfer_s(s) if transfer_s else 0.0), 0, KV_ARRIVE, (dest, s))])
+                dest = decode_route(s, replicas, t)
+                push([(t + transfer_s(s), 0, KV_ARRIVE, (dest, s))])
             rep.handoff.clear()
     return done, dropped, events

@@ -75,12 +75,8 @@ def records(done: list[Seq]) -> list[RequestRecord]:
         r, t0 = s.req, s.t_arrival
         n, e2e, ttft = r.output_tokens, s.t_finish - t0, s.t_first_token - t0
         tpot = (e2e - ttft) / (n - 1) if n > 1 else None
-        q = s.t_scheduled - t0
-        out.append(
-            RequestRecord(
-                s.id, t0, q, ttft, e2e, tpot, r.prompt_tokens, n, s.cached_tokens, s.num_preemptions, s.replica
-            )
-        )
+        counts = (r.prompt_tokens, n, s.cached_tokens, s.num_preemptions, s.replica)
+        out.append(RequestRecord(s.id, t0, s.t_scheduled - t0, ttft, e2e, tpot, *counts))
     return out
 
 
@@ -155,12 +151,9 @@ def window(
         k = int(w.amount) if w.kind == "requests" else int(w.amount * n)
         lo = starts[min(k, n - 1)]  # the start of the first request after the warm-up ones
     if c.kind == "seconds" or (c.kind == "percent" and max_seconds):
-        hi = (
-            first
-            + (max_seconds if max_seconds else last - first)
-            - (c.amount if c.kind == "seconds" else c.amount * (max_seconds or 0.0))
-        )
-    elif c.kind in ("requests", "percent") and ends:
+        span = c.amount if c.kind == "seconds" else c.amount * (max_seconds or 0.0)
+        hi = first + (max_seconds if max_seconds else last - first) - span
+    elif c.kind in ("requests", "percent"):
         k = int(c.amount) if c.kind == "requests" else int(c.amount * n)
         hi = ends[max(len(ends) - 1 - k, 0)]  # completion of the last request before the cool-down
     return lo, max(hi, lo)
@@ -220,11 +213,9 @@ def summarize_apart(
     out: dict[str, float] = {f"{name}_{stat}": v for name, st in series.items() for stat, v in st.items()}
     prompt = sum([r.prompt_tokens for r in kept])
     ended = [r for r in kept if lo <= r.arrival_s + r.e2e_s <= hi]
-    n_err = len([t for t in errored if lo <= t <= hi])
-    n_inc = len(overlapping(cut, lo, hi))
     out["num_requests"] = out["num_successful"] = len(kept)
-    out["num_incomplete"] = n_inc
-    out["num_errored"] = n_err
+    out["num_incomplete"] = n_inc = len(overlapping(cut, lo, hi))
+    out["num_errored"] = n_err = len([t for t in errored if lo <= t <= hi])
     out["window_s"] = hi - lo
     out["phases_ignored"] = float(ignored)
     out["request_throughput_per_s"] = len(ended) / dur

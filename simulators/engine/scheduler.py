@@ -260,14 +260,16 @@ class Scheduler:
         self._log(t, "preempt", s, freed)
         return s
 
-    def _cache_full_blocks(self, s: Seq, tokens: int) -> None:
+    def _cache_full_blocks(self, s: Seq, tokens: int, final: bool = False) -> None:
         """Cache the full blocks of a sequence's first `tokens` computed tokens, outputs included, as
         vLLM v1 does once a block is full. A decoding sequence's are cached when it leaves the decode
-        set: until then it references them, so nothing could evict or hit them (same result)."""
+        set: until then it references them, so nothing could evict or hit them (same result).
+        `final`: it has finished, and radix also keeps its part-filled last block."""
         if s.unique:  # counted only (kv.free_own): its full blocks are its cached ones
-            s.chain_len = max(s.chain_len, tokens // self.kv.block_size)
+            bs = self.kv.block_size
+            s.chain_len = max(s.chain_len, tokens // bs + (final and self.kv.prefix == "radix" and tokens % bs > 0))
         elif self.prefix_on:
-            converted = self.kv.cache_blocks(s.content(), tokens, s.chain_len, s.owned)
+            converted = self.kv.cache_blocks(s.content(), tokens, s.chain_len, s.owned, final=final)
             s.blocks -= converted
             s.chain_len += converted
 
@@ -322,12 +324,7 @@ class Scheduler:
         """The last token is out: cache the blocks, release them, hand the sequence to the loop."""
         s.out = s.req.output_tokens
         s.t_finish = t
-        ctx = s.req.prompt_tokens + s.out - 1
-        if s.unique:  # its full blocks; radix also keeps the part-filled last one
-            s.chain_len = ctx // self.kv.block_size + (self.kv.prefix == "radix" and ctx % self.kv.block_size > 0)
-        elif self.prefix_on:
-            converted = self.kv.cache_blocks(s.content(), ctx, s.chain_len, s.owned, final=True)
-            s.blocks -= converted
+        self._cache_full_blocks(s, s.req.prompt_tokens + s.out - 1, final=True)
         self.running.remove(s)
         self.finished.append(s)
         self._log(t, "finish", s, self._release(s))

@@ -74,8 +74,6 @@ def arrival_times(rng: random.Random, n: int, process: str, rate: float) -> list
     """n arrival times at `rate` per second: "poisson" (exponential gaps, CV 1) or "constant" (1/rate)."""
     if process not in ("poisson", "constant"):
         raise ValueError(f"unknown arrival process '{process}'")
-    if n <= 0:
-        return []
     if process == "constant":
         return [i / rate for i in range(n)]
     t, out = 0.0, []
@@ -138,9 +136,8 @@ def lengths_for(kind: str) -> Lengths:
     """The load tests' two length choices: "azure" (the trace's lognormal fits) or "fixed" (every
     request at those fits' means, e^(mu + sigma^2 / 2))."""
     if kind == "fixed":
-        mu_p, s_p = AZURE_CONV_PROMPT
-        mu_o, s_o = AZURE_CONV_OUTPUT
-        return Lengths("fixed", round(math.exp(mu_p + s_p**2 / 2)), round(math.exp(mu_o + s_o**2 / 2)))
+        means = [round(math.exp(mu + s**2 / 2)) for mu, s in (AZURE_CONV_PROMPT, AZURE_CONV_OUTPUT)]
+        return Lengths("fixed", *means)
     return azure_lengths()
 
 
@@ -197,9 +194,7 @@ def build(
         # multi_turn or agent: a chain of follow-ups, each re-sending everything before it.
         history: tuple[tuple[int, int], ...] = ((prefixes[rng.randrange(len(prefixes))], shared_tokens),)
         prev: Request | None = None
-        for k in range(turns):
-            if len(reqs) >= n:
-                break
+        for k in range(min(turns, n - len(reqs))):  # each turn is one request
             if k:
                 p, o = lengths.draw(rng)
                 if sharing == "agent":  # a tool result is shorter than a user turn

@@ -24,8 +24,8 @@ Generative Models (OSDI), iteration-level scheduling; 2) Kwon et al. 2023 (arXiv
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
 from dataclasses import dataclass
+from functools import partial
 from operator import itemgetter
 from typing import Any
 
@@ -102,11 +102,9 @@ MEMO_ENTRIES = 1 + len(POLICIES)
 
 
 def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
-    def make() -> list[workload.Request]:
-        fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
-        lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform
-        return workload.poisson_trace(seed, p.num_requests, p.rate_per_s, lengths)
-
+    fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
+    lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform
+    make = partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, lengths)
     return kept(keep, run_key(p, seed, "trace"), make)[0]
 
 
@@ -115,14 +113,11 @@ Served = tuple[dict[str, Any], dict[str, float]]  # one scheduler's chart entry 
 
 def _served(p: Params, seed: int, policy: str, keep: Keep, show: Show[Served] | None) -> KeptSteps[Served]:
     """One scheduler's run of the trace (its chart entry and metrics); made now with `show`, shown while it goes."""
-
-    def steps() -> Generator[dict[str, Any], None, Served]:
-        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-        sched = SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
-        spec = EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
-        return (yield from serve_shown(_trace(p, seed, keep), spec, lambda *run: _measured(p, policy, *run), show))
-
-    return (yield from kept_steps(keep, run_key(p, seed, policy), steps))
+    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    sched = SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+    spec = EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
+    measure, key = partial(_measured, p, policy), run_key(p, seed, policy)
+    return (yield from kept_steps(keep, key, lambda: serve_shown(_trace(p, seed, keep), spec, measure, show)))
 
 
 def _measured(

@@ -106,13 +106,11 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     rep, pts = _report_points(p.report) if p.report.strip() else ({}, [])
     served = _memo_for(p, "sweep", spec, p.num_requests, seed, keep)
     out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "sim": [], **({"report": pts} if pts else {})}
-    sync = served.run("synchronous", lengths)
-    out["sim"].append(_point(sync, "synchronous"))
-    yield dict(out)
-    top = served.run("throughput", lengths)
-    out["sim"].append(_point(top, "throughput"))
-    yield dict(out)
-    for rate in sweep_rates(sync.rate, top.rate, SWEEP_SIZE):
+    for kind in ("synchronous", "throughput"):
+        out["sim"].append(_point(served.run(kind, lengths), kind))
+        yield dict(out)
+    sync_rate, top_rate = (x["offered"] for x in out["sim"])
+    for rate in sweep_rates(sync_rate, top_rate, SWEEP_SIZE):
         out["sim"].append(_point(served.run("constant", lengths, rate=rate), f"constant@{rate:.3g}/s"))
         yield dict(out)
     ceiling = _memo_for(p, "ceiling", spec, CEILING_REQUESTS, seed, keep)
@@ -122,15 +120,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "sim_max_throughput_per_s": out["ceiling"],
         "sim_sweep_top_per_s": max(r["throughput"] for r in out["sim"]),
         # No report opened: zeros (every declared metric is always there).
-        "report_benchmarks": 0,
-        "report_top_per_s": 0.0,
-        "report_min_samples": 0,
+        "report_benchmarks": len(pts),
+        "report_top_per_s": max((r["throughput"] for r in pts), default=0.0),
+        "report_min_samples": min((r["samples"] for r in pts), default=0),
     }
     if pts:
         out["report_version"] = rep["guidellm_version"]
-        metrics["report_benchmarks"] = len(pts)
-        metrics["report_top_per_s"] = max(r["throughput"] for r in pts)
-        metrics["report_min_samples"] = min(r["samples"] for r in pts)
     out["metrics"] = metrics
     return out
 

@@ -121,17 +121,14 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     first = cm.decode_step_time(m, gpu, [p.prompt_tokens] * p.batch_size, **kw)
     # Every decode step has the same batch, each context one token longer: an affine step time.
     dl = cm.decode_line(m, gpu, p.batch_size, **kw)
-    times, t = [prefill.time_s], prefill.time_s
-    for step in range(1, p.output_tokens):
-        t += dl.time_s(p.batch_size * (p.prompt_tokens + step))
-        times.append(t)
-    ttft = prefill.time_s
+    steps = (dl.time_s(p.batch_size * (p.prompt_tokens + step)) for step in range(1, p.output_tokens))
+    times = list(itertools.accumulate(steps, initial=prefill.time_s))
+    t, ttft = times[-1], prefill.time_s
     decode = t - ttft
     # Every so many tokens, and the last.
     idx = sorted({*range(0, len(times), max(1, len(times) // MAX_TIMELINE_POINTS)), len(times) - 1})
     probs = sampling_distribution(p.temperature, p.top_k, p.top_p)
-    rng = random.Random(seed)
-    draws = rng.choices(range(len(CANDIDATES)), weights=probs, k=NUM_DRAWS)
+    draws = random.Random(seed).choices(range(len(CANDIDATES)), weights=probs, k=NUM_DRAWS)
     counts = [draws.count(i) for i in range(len(CANDIDATES))]
     entropy = -sum(q * math.log2(q) for q in probs if q > 0)
     return {

@@ -141,12 +141,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         if not was_kept and (view == "ttft" or view == "hits" and mode != "off"):
             yield {**head, "modes": dict(results)}
     metrics = {f"ttft_{mode}_s_{q}": results[mode][f"ttft_{q}"] for mode, _ in MODES for q in ("p50", "p99")}
-    for mode in CACHES:
-        metrics[f"hit_rate_{mode}"] = results[mode]["hit_rate"]
-        metrics[f"prefill_saved_{mode}"] = results[mode]["saved"]
-        metrics[f"evictions_{mode}"] = results[mode]["evictions"]
-    modes = {mode: results[mode] for mode, _ in MODES}
-    return {**head, "kv_budget_GiB": p.kv_budget_GiB, "modes": modes, "pressure": pressure, "metrics": metrics}
+    for name, key in (("hit_rate", "hit_rate"), ("prefill_saved", "saved"), ("evictions", "evictions")):
+        metrics |= {f"{name}_{mode}": results[mode][key] for mode in CACHES}
+    return {**head, "kv_budget_GiB": p.kv_budget_GiB, "modes": results, "pressure": pressure, "metrics": metrics}
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
