@@ -39,11 +39,6 @@ def measurements() -> list[dict[str, Any]]:
     return list(_data()["measurement"])
 
 
-def vllm_logs() -> list[dict[str, Any]]:
-    """The vLLM start-up logs whose KV cache sizes the memory accounting is checked against."""
-    return list(_data().get("vllm_log", []))
-
-
 def group_notes() -> list[dict[str, Any]]:
     """Why a source group misses under cross-validation: {"group", "cause"} (crossval.render_groups)."""
     return list(_data().get("group_note", []))
