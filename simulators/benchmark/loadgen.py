@@ -59,14 +59,13 @@ def arrange(
     users: int = 1,
 ) -> list[Request]:
     """requests_for, the (prompt, output) lengths already drawn from `rng` (closed loop: Request.after)."""
-    if profile in ("synchronous", "concurrent"):
-        users = 1 if profile == "synchronous" else max(1, users)
-        # request i is sent when request i - users ends
-        after = [i - users if i >= users else None for i in range(len(drawn))]
-        return [Request(i, 0.0, p, o, ((i + 1, p),), after=after[i]) for i, (p, o) in enumerate(drawn)]
+    n, closed = len(drawn), profile in ("synchronous", "concurrent")
+    users = 1 if profile == "synchronous" else max(1, users)
     kind = "constant" if profile == "constant" else "poisson"
-    times = [0.0] * len(drawn) if profile == "throughput" else arrival_times(rng, len(drawn), kind, rate)
-    return [Request(i, times[i], p, o, ((i + 1, p),)) for i, (p, o) in enumerate(drawn)]
+    times = [0.0] * n if closed or profile == "throughput" else arrival_times(rng, n, kind, rate)
+    # closed loop: request i is sent when request i - users ends
+    after = [i - users if closed and i >= users else None for i in range(n)]
+    return [Request(i, times[i], p, o, ((i + 1, p),), after=after[i]) for i, (p, o) in enumerate(drawn)]
 
 
 @dataclass(frozen=True)

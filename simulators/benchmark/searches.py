@@ -101,10 +101,10 @@ def goodput_search(
     tolerance: float = 0.1,
     max_probes: int = 15,
     confidence: float = 0.95,
-    rampup: float = 0.0,
-    over_saturation: OverSaturation | None = None,
+    **constraints: Any,
 ) -> dict[str, Any]:
-    """GuideLLM's goodput profile: {"probes", "best_passing_streams", "lowest_failing_streams", "stop_reason"}."""
+    """GuideLLM's goodput profile: {"probes", "best_passing_streams", "lowest_failing_streams", "stop_reason"};
+    `constraints`: constrained_run's rampup and over_saturation."""
     probes: list[dict[str, Any]] = []
     best = worst = None
     nxt: int | None = initial_streams
@@ -113,9 +113,7 @@ def goodput_search(
         if len(probes) >= max_probes:
             reason = "max_probes_exhausted"
             break
-        run, state = constrained_run(
-            "concurrent", spec, n, lengths, seed, users=nxt, rampup=rampup, over_saturation=over_saturation, slo=slo
-        )
+        run, state = constrained_run("concurrent", spec, n, lengths, seed, users=nxt, slo=slo, **constraints)
         att, det = attainment(run)
         lo, hi = wilson_interval(round(att * det), det, confidence)
         aborted = bool(state["is_over_saturated"])

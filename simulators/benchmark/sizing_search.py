@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -122,18 +122,16 @@ def weight_formats(gpu: Gpu, asked: str) -> list[str]:
 
 def memory(m: Model, layout: Layout, max_model_len: int) -> vm.VllmMemory | None:
     """vLLM's accounting for one replica (one DP rank's engine), or None when vLLM would refuse the shape."""
-    return _memory(m, layout.gpu, layout.tp, layout.pp, layout.dp, layout.ep, layout.weight_dtype, max_model_len)
+    return _memory(m, replace(layout, price_per_gpu_h=0.0), max_model_len)
 
 
 @lru_cache(maxsize=512)  # best_case and the search account the same layouts (not the price) in one change
-def _memory(
-    m: Model, gpu: Gpu, tp: int, pp: int, dp: int, ep: bool, weight_dtype: str, max_model_len: int
-) -> vm.VllmMemory | None:
-    tokens, seqs = vllm_serve_defaults(gpu)
-    kw: dict[str, Any] = {"gpu_memory_utilization": serve_defaults(gpu)["gpu_memory_utilization"]}
+def _memory(m: Model, lay: Layout, max_model_len: int) -> vm.VllmMemory | None:
+    tokens, seqs = vllm_serve_defaults(lay.gpu)
+    kw: dict[str, Any] = {"gpu_memory_utilization": serve_defaults(lay.gpu)["gpu_memory_utilization"]}
     kw |= {"max_model_len": max_model_len, "max_num_batched_tokens": tokens, "max_num_seqs": seqs}
     try:
-        return vm.account(m, gpu, tp=tp, pp=pp, dp=dp, ep=ep, weight_dtype=weight_dtype, **kw)
+        return vm.account(m, lay.gpu, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep, weight_dtype=lay.weight_dtype, **kw)
     except ValueError:
         return None
 
@@ -314,13 +312,10 @@ def best_case(
                     continue
                 kw: dict[str, Any] = {"weight_dtype": dtype, "eff": cm.efficiency(False), "tp": tp, "dp": dp, "ep": ep}
                 steps = (cm.prefill_time(m, gpu, prompt, **kw), cm.decode_step_time(m, gpu, [prompt], **kw))
-                ttft, tpot = (_over_pp(t, pp) for t in steps)
-                where = f"{lay.num_gpus} x {gpu.id} ({lay.shape}, {dtype})"
                 best["fits"] = True
-                if ttft < best["ttft_s"]:
-                    best.update(ttft_s=ttft, ttft_at=where)
-                if tpot < best["tpot_s"]:
-                    best.update(tpot_s=tpot, tpot_at=where)
+                for k, t in zip(("ttft", "tpot"), (_over_pp(step, pp) for step in steps), strict=True):
+                    if t < best[f"{k}_s"]:
+                        best |= {f"{k}_s": t, f"{k}_at": f"{lay.num_gpus} x {gpu.id} ({lay.shape}, {dtype})"}
     return best
 
 

@@ -30,23 +30,19 @@ from . import served_benchmarks as sb
 from .commands import cell, profile_of
 
 
-def _data() -> dict[str, Any]:
-    return data_file("measurements.toml")
-
-
 def measurements() -> list[dict[str, Any]]:
     """Every published point, in file order."""
-    return list(_data()["measurement"])
+    return list(data_file("measurements.toml")["measurement"])
 
 
 def group_notes() -> list[dict[str, Any]]:
     """Why a source group misses under cross-validation: {"group", "cause"} (crossval.render_groups)."""
-    return list(_data().get("group_note", []))
+    return list(data_file("measurements.toml").get("group_note", []))
 
 
 def skipped() -> list[dict[str, Any]]:
     """Published points not checked yet, each with its reason."""
-    return list(_data().get("skipped", []))
+    return list(data_file("measurements.toml").get("skipped", []))
 
 
 def _setup(e: dict[str, Any]) -> tuple[Model, Gpu, bm.Formats]:
