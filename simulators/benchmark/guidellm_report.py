@@ -172,11 +172,9 @@ def sweep_report(spec: Any, n: int, lengths: Any, seed: int, *, sweep_size: int 
         streams = 1 if profile == "synchronous" else n if profile == "throughput" else 0
         return benchmark(profile, rate, streams, ok, cut, err, index), achieved
 
-    sync, sync_rate = one("synchronous", 0.0, 0)
-    top, top_rate = one("throughput", 0.0, 1)
-    benches = [sync, top]
-    for i, rate in enumerate(sweep_rates(sync_rate, top_rate, sweep_size)):
-        benches.append(one("constant", rate, i + 2)[0])
+    (sync, sync_rate), (top, top_rate) = one("synchronous", 0.0, 0), one("throughput", 0.0, 1)
+    rates = sweep_rates(sync_rate, top_rate, sweep_size)
+    benches = [sync, top] + [one("constant", rate, i)[0] for i, rate in enumerate(rates, 2)]
     k = max(len(recs), 1)
     mean_lengths = (round(sum(r.prompt_tokens for r in recs) / k), round(sum(r.output_tokens for r in recs) / k))
     return report(benches, model=spec.model.name, gpu=spec.gpu.name, mean_lengths=mean_lengths)

@@ -179,7 +179,7 @@ class ServedMemo:
 
 def measure(served: Served, profile: str, rate: float, *, slo: Slo | None = None, **window: Any) -> LoadRun:
     """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize); `window`:
-    measure_apart's warmup, cooldown, max_seconds and slots (batch slots, which date the drain)."""
+    metrics.summarize_apart's warmup, cooldown, max_seconds and slots (batch slots, which date the drain)."""
     return with_slo(measure_apart(served, profile, rate, **window), slo)
 
 
@@ -195,19 +195,9 @@ class Apart:
     more: dict[str, float]
 
 
-def measure_apart(
-    served: Served,
-    profile: str,
-    rate: float,
-    *,
-    warmup: Phase | str | float | None = None,
-    cooldown: Phase | str | float | None = None,
-    max_seconds: float | None = None,
-    slots: int = 0,
-) -> Apart:
-    """measure() without the SLO: every statistic that does not depend on it, once."""
-    recs, cut, dropped = cut_at(served, max_seconds)
-    window: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "max_seconds": max_seconds, "slots": slots}
+def measure_apart(served: Served, profile: str, rate: float, **window: Any) -> Apart:
+    """measure() without the SLO: every statistic that does not depend on it, once (`window`: measure()'s)."""
+    recs, cut, dropped = cut_at(served, window.get("max_seconds"))
     summary, kept, attempted = summarize_apart(recs, dropped_arrivals=dropped, incomplete=cut, **window)
     more = {
         "num_dropped": len(served.dropped),

@@ -116,25 +116,22 @@ def goodput_search(
         run, state = constrained_run("concurrent", spec, n, lengths, seed, users=nxt, slo=slo, **constraints)
         att, det = attainment(run)
         lo, hi = wilson_interval(round(att * det), det, confidence)
-        aborted = bool(state["is_over_saturated"])
-        passed = att >= target_attainment
-        probes.append(
-            {
-                "streams": nxt,
-                "attainment": att,
-                "attainment_lower": lo,
-                "attainment_upper": hi,
-                "determined_requests": det,
-                "goodput": run.metrics["goodput_per_s"],
-                "passed": passed,
-                "resolved": lo >= target_attainment or hi < target_attainment,
-                "aborted": aborted,
-            }
-        )
-        if aborted:
+        probe = {
+            "streams": nxt,
+            "attainment": att,
+            "attainment_lower": lo,
+            "attainment_upper": hi,
+            "determined_requests": det,
+            "goodput": run.metrics["goodput_per_s"],
+            "passed": att >= target_attainment,
+            "resolved": lo >= target_attainment or hi < target_attainment,
+            "aborted": bool(state["is_over_saturated"]),
+        }
+        probes.append(probe)
+        if probe["aborted"]:
             reason = "constraint_stopped_escalation"
             break
-        if passed:
+        if probe["passed"]:
             best = nxt if best is None else max(best, nxt)
         else:
             worst = nxt if worst is None else min(worst, nxt)

@@ -33,6 +33,7 @@ import math
 import random
 import statistics
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from ..core import efficiency as ef
@@ -72,18 +73,14 @@ LENGTHS: dict[str, dict[str, Any]] = {
 }
 
 
-_LENGTHS: dict[tuple[str, int], list[tuple[int, int]]] = {}  # a row's draw, shared by its ideal and profile runs
-
-
 def draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     """The row's n (input, output) lengths: fixed, or a lognormal with the row's means, filtered."""
-    key = (repr(sorted(e.items())), n)
-    if key not in _LENGTHS:
-        _LENGTHS[key] = _draw_lengths(e, n)
-    return list(_LENGTHS[key])
+    return list(_draw_lengths(tuple(sorted(e.items())), n))
 
 
-def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
+@cache  # a row's draw, shared by its ideal and profile runs
+def _draw_lengths(items: tuple[tuple[str, Any], ...], n: int) -> list[tuple[int, int]]:
+    e = dict(items)
     isl, osl = int(e["input_tokens"]), int(e["output_tokens"])
     kind = e.get("lengths", "fixed")
     if kind == "fixed":

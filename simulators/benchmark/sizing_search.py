@@ -112,12 +112,7 @@ class Bounds:
 
 def weight_formats(gpu: Gpu, asked: str) -> list[str]:
     """The weight formats tried on this GPU: bf16; fp8 where it has FP8 tensor cores; int4 (weight-only) if asked."""
-    out = ["bf16"]
-    if "fp8" in asked and cm.matmul_path(gpu, "fp8") == "fp8":
-        out.append("fp8")
-    if "int4" in asked:
-        out.append("int4")
-    return out
+    return ["bf16"] + ["fp8"] * ("fp8" in asked and cm.matmul_path(gpu, "fp8") == "fp8") + ["int4"] * ("int4" in asked)
 
 
 def memory(m: Model, layout: Layout, max_model_len: int) -> vm.VllmMemory | None:
@@ -143,7 +138,6 @@ def spec(m: Model, layout: Layout, num_blocks: int) -> EngineSpec:
     tokens, seqs = vllm_serve_defaults(layout.gpu)
     sched = SchedulerConfig(max_num_seqs=layout.dp * seqs, max_num_batched_tokens=layout.dp * tokens)
     lay: dict[str, Any] = {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "ep": layout.ep}
-    sched = sched if layout.dp > 1 else SchedulerConfig()
     return EngineSpec(m, layout.gpu, sched, weight_dtype=layout.weight_dtype, num_blocks=layout.dp * num_blocks, **lay)
 
 

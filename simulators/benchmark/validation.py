@@ -212,8 +212,7 @@ def _make_rows() -> tuple[Row, ...]:
         predict = PREDICTIONS[e["quantity"]]
         engine = profile_of(e)
         role, group = e.get("role", "check"), source_group(e)
-        if role == "held_out" and group in calibrated:
-            role = "same_source"
+        role = "same_source" if role == "held_out" and group in calibrated else role
         out.append(
             Row(
                 **{k: e[k] for k in ("id", "what", "kind", "unit", "conditions", "source", "quantity")},
