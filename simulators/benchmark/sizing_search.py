@@ -166,9 +166,6 @@ def bounds(
     shortest, mean_tokens, mean_keys, steps = _draw_sums(tuple(drawn))
     pp = layout.pp
 
-    def prefill(p: int) -> tuple[float, float, float]:
-        return cost.parts(p, 1, attention_keys(p, 0), p)
-
     def decode(batch: int, context: int) -> float:
         return cost.time_s(batch, batch, batch * (context + 1), batch * (cost.held(context) + 1))
 
@@ -177,15 +174,14 @@ def bounds(
 
     # The shortest prompt's floors bound every request's, so they bound any percentile of any
     # subset (the engine's statistics leave out the warm-up and the cool-down).
-    one = (1, 1, shortest + 1, cost.held(shortest) + 1)
-    ttft, tpot = floor(prefill(shortest)), floor(cost.parts(*one)) if pp > 1 else decode(1, shortest)
+    ttft = floor(cost.parts(shortest, 1, attention_keys(shortest, 0), shortest))
+    tpot = floor(cost.parts(1, 1, shortest + 1, cost.held(shortest) + 1)) if pp > 1 else decode(1, shortest)
     blocks_each = -(-(shortest + 1) // engine.block_size)
     batch = max(1, min(engine.sched.max_num_seqs or 1, layout.dp * a.num_blocks // blocks_each))
     decode_rate = batch / (steps * decode(batch, shortest)) if steps > 0 else math.inf
     compute = cost.mean_prefill_compute_s(mean_tokens, mean_keys)
     prefill_rate = pp / compute if compute > 0 else math.inf
-    bound = min(decode_rate, prefill_rate)
-    return Bounds(ttft, tpot, bound, layout.dp * a.num_blocks, engine)
+    return Bounds(ttft, tpot, min(decode_rate, prefill_rate), layout.dp * a.num_blocks, engine)
 
 
 def replicas_needed(rate: float, b: Bounds) -> int:
