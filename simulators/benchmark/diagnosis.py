@@ -85,14 +85,11 @@ def limit(d: Deployment, flag: str) -> int:
 def _disagree(args: dict[str, Any], settings: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     """Flags the log's non-default args and the command line set differently (the log's wins)."""
     out: dict[str, tuple[Any, Any]] = {}
-    for flag in LOGGED_FLAGS:
-        if flag not in args:
-            continue
-        if flag not in settings:
-            if flag != "kv_cache_dtype":
-                out[flag] = (args[flag], "its default")
-        elif args[flag] != settings[flag] and not (flag == "kv_cache_dtype" and args[flag] == "auto"):
-            out[flag] = (args[flag], settings[flag])
+    for flag in (f for f in LOGGED_FLAGS if f in args):
+        said = settings.get(flag, "its default")
+        # kv_cache_dtype left to its default on the command line, or "auto" in the log: no disagreement
+        if args[flag] != said and not (flag == "kv_cache_dtype" and (flag not in settings or args[flag] == "auto")):
+            out[flag] = (args[flag], said)
     return out
 
 

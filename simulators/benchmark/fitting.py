@@ -149,16 +149,11 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
     pids = {f.profile for f in FITS} | {q for q, _ in TIES}
     profiles = {pid: ef.profile(pid) for pid in pids}
     todo = affected(without) if without else pids
-    active: list[tuple[Fit, list[dict[str, Any]]]] = []
-    orphans: list[Fit] = []
-    for f in FITS:
-        if f.profile not in todo:
-            continue
-        rows = [entries[r] for r in f.rows if validation.source_group(entries[r]) != without]
-        (active.append((f, rows)) if rows else orphans.append(f))
-    gone = {(f.profile, f.factor) for f in orphans}
+    rows_of = {f: [entries[r] for r in f.rows if validation.source_group(entries[r]) != without] for f in FITS}
+    active = [(f, rows) for f, rows in rows_of.items() if rows and f.profile in todo]
+    gone = {(f.profile, f.factor) for f, rows in rows_of.items() if not rows and f.profile in todo}
     fitted = {(f.profile, f.factor) for f in FITS} - gone
-    priors = {(f.profile, f.factor): _prior(profiles, f.profile, f.factor, fitted, gone) for f in orphans}
+    priors = {(pid, factor): _prior(profiles, pid, factor, fitted, gone) for pid, factor in gone}
     for (pid, factor), value in priors.items():
         profiles[pid] = with_value(profiles[pid], factor, value)
     _tie(profiles)

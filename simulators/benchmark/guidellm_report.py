@@ -37,25 +37,6 @@ _MODALITIES = {
 _MODALITY_FIELDS = [f"{d}{s}" for d in ("input", "output", "total") for s in ("", "_per_second", "_concurrency")]
 
 
-def _by_status(one: Any, ok: Recs, cut: Recs) -> dict[str, dict[str, Any]]:
-    """A metric's summaries by status; the simulated server never errs (no errored requests)."""
-    return {"successful": one(ok), "incomplete": one(cut), "errored": stats.summary([]), "total": one([*ok, *cut])}
-
-
-def _status(fn: Any, ok: Recs, cut: Recs, weighted: bool = False) -> dict[str, dict[str, Any]]:
-    def one(recs: Recs) -> dict[str, Any]:
-        pairs = [fn(r) for r in recs]
-        if weighted:
-            return stats.summary([v for v, _ in pairs], [w for _, w in pairs])
-        return stats.summary(pairs)
-
-    return _by_status(one, ok, cut)
-
-
-def _rates(events_of: Any, ok: Recs, cut: Recs, lo: float, hi: float) -> dict[str, Any]:
-    return _by_status(lambda recs: stats.rate_summary([e for r in recs for e in events_of(r)], lo, hi), ok, cut)
-
-
 def _out_tokens(r: RequestRecord) -> list[tuple[float, float]]:
     t0, t1, n = r.arrival_s + r.ttft_s, r.arrival_s + r.e2e_s, r.output_tokens
     if n <= 1 or t1 <= t0:
@@ -71,38 +52,50 @@ def benchmark(
     ok, cut = overlapping(ok, lo, hi), overlapping(cut, lo, hi)
     n_err = len(errored)
     spans = [(r.arrival_s, r.arrival_s + r.e2e_s) for r in [*ok, *cut]]
-    conc = stats.concurrency_summary(spans, lo, hi) if spans else stats.summary([])
+    empty = stats.summary([])
+    conc = stats.concurrency_summary(spans, lo, hi) if spans else empty
     strategy: dict[str, Any] = {"type_": profile, "streams": streams}
     if profile in ("constant", "poisson"):
         strategy["rate"] = rate
-    empty = stats.summary([])
     made = {"successful": len(ok), "errored": n_err, "incomplete": len(cut), "total": len(ok) + len(cut) + n_err}
+
+    def by_status(one: Any) -> dict[str, dict[str, Any]]:
+        """A metric's summaries by status; the simulated server never errs (no errored requests)."""
+        return {"successful": one(ok), "incomplete": one(cut), "errored": empty, "total": one([*ok, *cut])}
+
+    def status(fn: Any, weighted: bool = False) -> dict[str, dict[str, Any]]:
+        def one(recs: Recs) -> dict[str, Any]:
+            pairs = [fn(r) for r in recs]
+            return stats.summary([v for v, _ in pairs], [w for _, w in pairs]) if weighted else stats.summary(pairs)
+
+        return by_status(one)
+
+    def rates(events_of: Any) -> dict[str, dict[str, Any]]:
+        return by_status(lambda recs: stats.rate_summary([e for r in recs for e in events_of(r)], lo, hi))
+
+    none = dict.fromkeys(("successful", "incomplete", "errored", "total"), empty)
     metrics: dict[str, Any] = {
         "request_totals": {"successful": len(ok), "incomplete": len(cut), "errored": n_err, "total": made["total"]},
-        "requests_per_second": _rates(lambda r: [(r.arrival_s + r.e2e_s, 1.0)], ok, cut, lo, hi),
+        "requests_per_second": rates(lambda r: [(r.arrival_s + r.e2e_s, 1.0)]),
         "request_concurrency": {"successful": conc, "incomplete": empty, "errored": empty, "total": conc},
-        "request_latency": _status(lambda r: r.e2e_s, ok, cut),
-        "request_streaming_iterations_count": _status(lambda r: float(r.output_tokens), ok, cut),
-        "prompt_token_count": _status(lambda r: float(r.prompt_tokens), ok, cut),
-        "output_token_count": _status(lambda r: float(r.output_tokens), ok, cut),
-        "total_token_count": _status(lambda r: float(r.prompt_tokens + r.output_tokens), ok, cut),
-        "time_to_first_token_ms": (ttft := _status(lambda r: r.ttft_s * 1e3, ok, cut)),
+        "request_latency": status(lambda r: r.e2e_s),
+        "request_streaming_iterations_count": status(lambda r: float(r.output_tokens)),
+        "prompt_token_count": status(lambda r: float(r.prompt_tokens)),
+        "output_token_count": status(lambda r: float(r.output_tokens)),
+        "total_token_count": status(lambda r: float(r.prompt_tokens + r.output_tokens)),
+        "time_to_first_token_ms": (ttft := status(lambda r: r.ttft_s * 1e3)),
         "time_to_first_output_token_ms": ttft,
-        "time_per_output_token_ms": _status(
-            lambda r: (r.e2e_s * 1e3 / max(r.output_tokens, 1), float(r.output_tokens)), ok, cut, True
+        "time_per_output_token_ms": status(
+            lambda r: (r.e2e_s * 1e3 / max(r.output_tokens, 1), float(r.output_tokens)), True
         ),
-        "inter_token_latency_ms": _status(lambda r: ((r.tpot_s or 0.0) * 1e3, r.output_tokens - 1.0), ok, cut, True),
-        "time_to_last_round_trip_ms": _status(lambda r: 0.0, [], []),
-        "avg_round_trip_time_ms": _status(lambda r: 0.0, [], []),
-        "prompt_tokens_per_second": _rates(
-            lambda r: [(r.arrival_s + r.ttft_s, float(r.prompt_tokens))], ok, cut, lo, hi
-        ),
-        "output_tokens_per_second": _rates(_out_tokens, ok, cut, lo, hi),
-        "tokens_per_second": _rates(
-            lambda r: [(r.arrival_s + r.ttft_s, float(r.prompt_tokens)), *_out_tokens(r)], ok, cut, lo, hi
-        ),
-        "output_tokens_per_iteration": _status(lambda r: 1.0, ok, cut),
-        "iter_tokens_per_iteration": _status(lambda r: 1.0, ok, cut),
+        "inter_token_latency_ms": status(lambda r: ((r.tpot_s or 0.0) * 1e3, r.output_tokens - 1.0), True),
+        "time_to_last_round_trip_ms": none,
+        "avg_round_trip_time_ms": none,
+        "prompt_tokens_per_second": rates(lambda r: [(r.arrival_s + r.ttft_s, float(r.prompt_tokens))]),
+        "output_tokens_per_second": rates(_out_tokens),
+        "tokens_per_second": rates(lambda r: [(r.arrival_s + r.ttft_s, float(r.prompt_tokens)), *_out_tokens(r)]),
+        "output_tokens_per_iteration": status(lambda r: 1.0),
+        "iter_tokens_per_iteration": status(lambda r: 1.0),
         **{kind: {unit: dict.fromkeys(_MODALITY_FIELDS) for unit in units} for kind, units in _MODALITIES.items()},
     }
     sched = {
@@ -125,9 +118,7 @@ def benchmark(
             "strategy": strategy,
             "constraints": {},
             "profile": {"kind": profile},
-            "requests": {"kind": "simulated"},
-            "backend": {"kind": "simulated"},
-            "environment": {"kind": "simulated"},
+            **dict.fromkeys(("requests", "backend", "environment"), {"kind": "simulated"}),
         },
         "scheduler_state": {},
         "scheduler_metrics": sched,
@@ -181,11 +172,9 @@ def sweep_report(spec: Any, n: int, lengths: Any, seed: int, *, sweep_size: int 
         streams = 1 if profile == "synchronous" else n if profile == "throughput" else 0
         return benchmark(profile, rate, streams, ok, cut, err, index), achieved
 
-    sync, sync_rate = one("synchronous", 0.0, 0)
-    top, top_rate = one("throughput", 0.0, 1)
-    benches = [sync, top]
-    for i, rate in enumerate(sweep_rates(sync_rate, top_rate, sweep_size)):
-        benches.append(one("constant", rate, i + 2)[0])
+    (sync, sync_rate), (top, top_rate) = one("synchronous", 0.0, 0), one("throughput", 0.0, 1)
+    rates = sweep_rates(sync_rate, top_rate, sweep_size)
+    benches = [sync, top] + [one("constant", rate, i)[0] for i, rate in enumerate(rates, 2)]
     k = max(len(recs), 1)
     mean_lengths = (round(sum(r.prompt_tokens for r in recs) / k), round(sum(r.output_tokens for r in recs) / k))
     return report(benches, model=spec.model.name, gpu=spec.gpu.name, mean_lengths=mean_lengths)

@@ -59,14 +59,13 @@ def arrange(
     users: int = 1,
 ) -> list[Request]:
     """requests_for, the (prompt, output) lengths already drawn from `rng` (closed loop: Request.after)."""
-    if profile in ("synchronous", "concurrent"):
-        users = 1 if profile == "synchronous" else max(1, users)
-        # request i is sent when request i - users ends
-        after = [i - users if i >= users else None for i in range(len(drawn))]
-        return [Request(i, 0.0, p, o, ((i + 1, p),), after=after[i]) for i, (p, o) in enumerate(drawn)]
+    n, closed = len(drawn), profile in ("synchronous", "concurrent")
+    users = 1 if profile == "synchronous" else max(1, users)
     kind = "constant" if profile == "constant" else "poisson"
-    times = [0.0] * len(drawn) if profile == "throughput" else arrival_times(rng, len(drawn), kind, rate)
-    return [Request(i, times[i], p, o, ((i + 1, p),)) for i, (p, o) in enumerate(drawn)]
+    times = [0.0] * n if closed or profile == "throughput" else arrival_times(rng, n, kind, rate)
+    # closed loop: request i is sent when request i - users ends
+    after = [i - users if closed and i >= users else None for i in range(n)]
+    return [Request(i, times[i], p, o, ((i + 1, p),), after=after[i]) for i, (p, o) in enumerate(drawn)]
 
 
 @dataclass(frozen=True)
@@ -180,7 +179,7 @@ class ServedMemo:
 
 def measure(served: Served, profile: str, rate: float, *, slo: Slo | None = None, **window: Any) -> LoadRun:
     """The LoadRun of a served profile, measured as GuideLLM measures (metrics.summarize); `window`:
-    measure_apart's warmup, cooldown, max_seconds and slots (batch slots, which date the drain)."""
+    metrics.summarize_apart's warmup, cooldown, max_seconds and slots (batch slots, which date the drain)."""
     return with_slo(measure_apart(served, profile, rate, **window), slo)
 
 
@@ -196,19 +195,9 @@ class Apart:
     more: dict[str, float]
 
 
-def measure_apart(
-    served: Served,
-    profile: str,
-    rate: float,
-    *,
-    warmup: Phase | str | float | None = None,
-    cooldown: Phase | str | float | None = None,
-    max_seconds: float | None = None,
-    slots: int = 0,
-) -> Apart:
-    """measure() without the SLO: every statistic that does not depend on it, once."""
-    recs, cut, dropped = cut_at(served, max_seconds)
-    window: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "max_seconds": max_seconds, "slots": slots}
+def measure_apart(served: Served, profile: str, rate: float, **window: Any) -> Apart:
+    """measure() without the SLO: every statistic that does not depend on it, once (`window`: measure()'s)."""
+    recs, cut, dropped = cut_at(served, window.get("max_seconds"))
     summary, kept, attempted = summarize_apart(recs, dropped_arrivals=dropped, incomplete=cut, **window)
     more = {
         "num_dropped": len(served.dropped),

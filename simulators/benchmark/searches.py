@@ -101,10 +101,10 @@ def goodput_search(
     tolerance: float = 0.1,
     max_probes: int = 15,
     confidence: float = 0.95,
-    rampup: float = 0.0,
-    over_saturation: OverSaturation | None = None,
+    **constraints: Any,
 ) -> dict[str, Any]:
-    """GuideLLM's goodput profile: {"probes", "best_passing_streams", "lowest_failing_streams", "stop_reason"}."""
+    """GuideLLM's goodput profile: {"probes", "best_passing_streams", "lowest_failing_streams", "stop_reason"};
+    `constraints`: constrained_run's rampup and over_saturation."""
     probes: list[dict[str, Any]] = []
     best = worst = None
     nxt: int | None = initial_streams
@@ -113,30 +113,25 @@ def goodput_search(
         if len(probes) >= max_probes:
             reason = "max_probes_exhausted"
             break
-        run, state = constrained_run(
-            "concurrent", spec, n, lengths, seed, users=nxt, rampup=rampup, over_saturation=over_saturation, slo=slo
-        )
+        run, state = constrained_run("concurrent", spec, n, lengths, seed, users=nxt, slo=slo, **constraints)
         att, det = attainment(run)
         lo, hi = wilson_interval(round(att * det), det, confidence)
-        aborted = bool(state["is_over_saturated"])
-        passed = att >= target_attainment
-        probes.append(
-            {
-                "streams": nxt,
-                "attainment": att,
-                "attainment_lower": lo,
-                "attainment_upper": hi,
-                "determined_requests": det,
-                "goodput": run.metrics["goodput_per_s"],
-                "passed": passed,
-                "resolved": lo >= target_attainment or hi < target_attainment,
-                "aborted": aborted,
-            }
-        )
-        if aborted:
+        probe = {
+            "streams": nxt,
+            "attainment": att,
+            "attainment_lower": lo,
+            "attainment_upper": hi,
+            "determined_requests": det,
+            "goodput": run.metrics["goodput_per_s"],
+            "passed": att >= target_attainment,
+            "resolved": lo >= target_attainment or hi < target_attainment,
+            "aborted": bool(state["is_over_saturated"]),
+        }
+        probes.append(probe)
+        if probe["aborted"]:
             reason = "constraint_stopped_escalation"
             break
-        if passed:
+        if probe["passed"]:
             best = nxt if best is None else max(best, nxt)
         else:
             worst = nxt if worst is None else min(worst, nxt)

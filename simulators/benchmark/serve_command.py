@@ -161,11 +161,8 @@ def parse_command(text: str) -> Serve:
             if i >= len(tokens):
                 raise ValueError(f"{flag}: a value is missing at the end of the command line")
             inline, i = tokens[i], i + 1
-        value = _value(flag, kind, inline, engine)
-        if name == "model":
-            serve.model = value
-        else:
-            serve.settings[name] = value
+        serve.settings[name] = _value(flag, kind, inline, engine)
+    serve.model = serve.settings.pop("model", serve.model)
     if not serve.model:
         raise ValueError("no model is named: give it after `vllm serve`, or with --model-path / -m")
     return serve

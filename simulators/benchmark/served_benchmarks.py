@@ -33,6 +33,7 @@ import math
 import random
 import statistics
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from ..core import efficiency as ef
@@ -40,7 +41,7 @@ from ..core.catalog import gpus, models
 from ..engine.cluster import EngineSpec, serve
 from ..engine.metrics import RequestRecord
 from ..engine.scheduler import SchedulerConfig
-from ..engine.workload import AZURE_CONV_OUTPUT, AZURE_CONV_PROMPT, Request
+from ..engine.workload import AZURE_CONV_OUTPUT, AZURE_CONV_PROMPT, Request, arrival_times
 from . import benchmarks as bm
 
 SEED = 16
@@ -72,18 +73,14 @@ LENGTHS: dict[str, dict[str, Any]] = {
 }
 
 
-_LENGTHS: dict[tuple[str, int], list[tuple[int, int]]] = {}  # a row's draw, shared by its ideal and profile runs
-
-
 def draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
     """The row's n (input, output) lengths: fixed, or a lognormal with the row's means, filtered."""
-    key = (repr(sorted(e.items())), n)
-    if key not in _LENGTHS:
-        _LENGTHS[key] = _draw_lengths(e, n)
-    return list(_LENGTHS[key])
+    return list(_draw_lengths(tuple(sorted(e.items())), n))
 
 
-def _draw_lengths(e: dict[str, Any], n: int) -> list[tuple[int, int]]:
+@cache  # a row's draw, shared by its ideal and profile runs
+def _draw_lengths(items: tuple[tuple[str, Any], ...], n: int) -> list[tuple[int, int]]:
+    e = dict(items)
     isl, osl = int(e["input_tokens"]), int(e["output_tokens"])
     kind = e.get("lengths", "fixed")
     if kind == "fixed":
@@ -126,8 +123,10 @@ def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, ma
     return EngineSpec(m, g, cfg, profile=p, **bm.formats(e).kw())
 
 
-def _served(lengths: list[tuple[int, int]], times: list[float], spec: EngineSpec) -> list[RequestRecord]:
-    """The records of the requests of these lengths sent at these times."""
+def _served(lengths: list[tuple[int, int]], spec: EngineSpec, rate: float = 0.0) -> list[RequestRecord]:
+    """The records of requests of these lengths, all sent at 0 (rate 0) or Poisson at `rate` per second
+    from 0 (the same draw for every rate)."""
+    times = arrival_times(random.Random(SEED), len(lengths), "poisson", rate) if rate else [0.0] * len(lengths)
     reqs = [Request(i, t, p, o, ((i + 1, p),)) for i, ((p, o), t) in enumerate(zip(lengths, times, strict=True))]
     return serve(reqs, spec, keep_series=False).records
 
@@ -148,11 +147,11 @@ def _server(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]])
     """Highest Poisson rate whose p99 TTFT and TPOT meet the bounds: its output tokens per second."""
     ttft, tpot = float(e["ttft_limit_ms"]) / 1e3, float(e["tpot_limit_ms"]) / 1e3
     n, mean_out = len(lengths), sum(o for _, o in lengths) / len(lengths)
-    hi = _throughput(_served(lengths, [0.0] * n, spec)) / mean_out  # requests/s: no rate above the offline one holds
+    hi = _throughput(_served(lengths, spec)) / mean_out  # requests/s: no rate above the offline one holds
     lo, best = 0.0, 0.0
 
     def meets(rate: float) -> float | None:
-        recs = _served(lengths, _poisson_times(n, rate), spec)
+        recs = _served(lengths, spec, rate)
         if len(recs) < n:
             return None
         ok = _p99([r.ttft_s for r in recs]) <= ttft and _p99([r.tpot_s or 0.0 for r in recs]) <= tpot
@@ -172,19 +171,10 @@ def _median(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]])
     """Median TPOT (s), or TTFT for a `median_ttft_ms` row, of Poisson arrivals at the row's request_rate
     (sglang.bench_serving: TPOT is (latency - TTFT) / (output tokens - 1), over requests with more than
     one output token; its online table's TTFT includes queueing and the prefill of the request's step)."""
-    recs = _served(lengths, _poisson_times(len(lengths), float(e["request_rate"])), spec)
+    recs = _served(lengths, spec, float(e["request_rate"]))
     if e.get("quantity") == "median_ttft_ms":
         return statistics.median(r.ttft_s for r in recs)
     return statistics.median(r.tpot_s for r in recs if r.tpot_s is not None)  # numpy's median, as bench_serving's
-
-
-def _poisson_times(n: int, rate: float) -> list[float]:
-    """Arrival times of n requests, Poisson at `rate` per second from 0 (the same draw for every rate)."""
-    times = [0.0]
-    rng = random.Random(SEED)
-    for _ in range(n - 1):
-        times.append(times[-1] + rng.expovariate(rate))
-    return times
 
 
 def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
@@ -252,13 +242,11 @@ def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> flo
     arrival = e.get("arrival", "offline")
     lengths = draw_lengths(e, int(e["batch_size"]) if arrival == "batch" else int(e["requests"]))
     spec = spec_for(e, p, sched, max(a + b for a, b in lengths))
-    if arrival == "batch":
-        recs = _served(lengths, [0.0] * len(lengths), spec)
-        return sum(r.e2e_s for r in recs) / len(recs)
     if arrival == "server":
         return _server(e, spec, lengths)
     if arrival == "rate":
         return _median(e, spec, lengths)
-    if arrival != "offline":
+    if arrival not in ("offline", "batch"):
         raise ValueError(f"measurement '{e['id']}': arrival must be offline, batch, server or rate, got {arrival!r}")
-    return _throughput(_served(lengths, [0.0] * len(lengths), spec))
+    recs = _served(lengths, spec)
+    return sum(r.e2e_s for r in recs) / len(recs) if arrival == "batch" else _throughput(recs)

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -112,28 +112,21 @@ class Bounds:
 
 def weight_formats(gpu: Gpu, asked: str) -> list[str]:
     """The weight formats tried on this GPU: bf16; fp8 where it has FP8 tensor cores; int4 (weight-only) if asked."""
-    out = ["bf16"]
-    if "fp8" in asked and cm.matmul_path(gpu, "fp8") == "fp8":
-        out.append("fp8")
-    if "int4" in asked:
-        out.append("int4")
-    return out
+    return ["bf16"] + ["fp8"] * ("fp8" in asked and cm.matmul_path(gpu, "fp8") == "fp8") + ["int4"] * ("int4" in asked)
 
 
 def memory(m: Model, layout: Layout, max_model_len: int) -> vm.VllmMemory | None:
     """vLLM's accounting for one replica (one DP rank's engine), or None when vLLM would refuse the shape."""
-    return _memory(m, layout.gpu, layout.tp, layout.pp, layout.dp, layout.ep, layout.weight_dtype, max_model_len)
+    return _memory(m, replace(layout, price_per_gpu_h=0.0), max_model_len)
 
 
 @lru_cache(maxsize=512)  # best_case and the search account the same layouts (not the price) in one change
-def _memory(
-    m: Model, gpu: Gpu, tp: int, pp: int, dp: int, ep: bool, weight_dtype: str, max_model_len: int
-) -> vm.VllmMemory | None:
-    tokens, seqs = vllm_serve_defaults(gpu)
-    kw: dict[str, Any] = {"gpu_memory_utilization": serve_defaults(gpu)["gpu_memory_utilization"]}
+def _memory(m: Model, lay: Layout, max_model_len: int) -> vm.VllmMemory | None:
+    tokens, seqs = vllm_serve_defaults(lay.gpu)
+    kw: dict[str, Any] = {"gpu_memory_utilization": serve_defaults(lay.gpu)["gpu_memory_utilization"]}
     kw |= {"max_model_len": max_model_len, "max_num_batched_tokens": tokens, "max_num_seqs": seqs}
     try:
-        return vm.account(m, gpu, tp=tp, pp=pp, dp=dp, ep=ep, weight_dtype=weight_dtype, **kw)
+        return vm.account(m, lay.gpu, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep, weight_dtype=lay.weight_dtype, **kw)
     except ValueError:
         return None
 
@@ -145,7 +138,6 @@ def spec(m: Model, layout: Layout, num_blocks: int) -> EngineSpec:
     tokens, seqs = vllm_serve_defaults(layout.gpu)
     sched = SchedulerConfig(max_num_seqs=layout.dp * seqs, max_num_batched_tokens=layout.dp * tokens)
     lay: dict[str, Any] = {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "ep": layout.ep}
-    sched = sched if layout.dp > 1 else SchedulerConfig()
     return EngineSpec(m, layout.gpu, sched, weight_dtype=layout.weight_dtype, num_blocks=layout.dp * num_blocks, **lay)
 
 
@@ -174,9 +166,6 @@ def bounds(
     shortest, mean_tokens, mean_keys, steps = _draw_sums(tuple(drawn))
     pp = layout.pp
 
-    def prefill(p: int) -> tuple[float, float, float]:
-        return cost.parts(p, 1, attention_keys(p, 0), p)
-
     def decode(batch: int, context: int) -> float:
         return cost.time_s(batch, batch, batch * (context + 1), batch * (cost.held(context) + 1))
 
@@ -185,15 +174,14 @@ def bounds(
 
     # The shortest prompt's floors bound every request's, so they bound any percentile of any
     # subset (the engine's statistics leave out the warm-up and the cool-down).
-    one = (1, 1, shortest + 1, cost.held(shortest) + 1)
-    ttft, tpot = floor(prefill(shortest)), floor(cost.parts(*one)) if pp > 1 else decode(1, shortest)
+    ttft = floor(cost.parts(shortest, 1, attention_keys(shortest, 0), shortest))
+    tpot = floor(cost.parts(1, 1, shortest + 1, cost.held(shortest) + 1)) if pp > 1 else decode(1, shortest)
     blocks_each = -(-(shortest + 1) // engine.block_size)
     batch = max(1, min(engine.sched.max_num_seqs or 1, layout.dp * a.num_blocks // blocks_each))
     decode_rate = batch / (steps * decode(batch, shortest)) if steps > 0 else math.inf
     compute = cost.mean_prefill_compute_s(mean_tokens, mean_keys)
     prefill_rate = pp / compute if compute > 0 else math.inf
-    bound = min(decode_rate, prefill_rate)
-    return Bounds(ttft, tpot, bound, layout.dp * a.num_blocks, engine)
+    return Bounds(ttft, tpot, min(decode_rate, prefill_rate), layout.dp * a.num_blocks, engine)
 
 
 def replicas_needed(rate: float, b: Bounds) -> int:
@@ -314,13 +302,10 @@ def best_case(
                     continue
                 kw: dict[str, Any] = {"weight_dtype": dtype, "eff": cm.efficiency(False), "tp": tp, "dp": dp, "ep": ep}
                 steps = (cm.prefill_time(m, gpu, prompt, **kw), cm.decode_step_time(m, gpu, [prompt], **kw))
-                ttft, tpot = (_over_pp(t, pp) for t in steps)
-                where = f"{lay.num_gpus} x {gpu.id} ({lay.shape}, {dtype})"
                 best["fits"] = True
-                if ttft < best["ttft_s"]:
-                    best.update(ttft_s=ttft, ttft_at=where)
-                if tpot < best["tpot_s"]:
-                    best.update(tpot_s=tpot, tpot_at=where)
+                for k, t in zip(("ttft", "tpot"), (_over_pp(step, pp) for step in steps), strict=True):
+                    if t < best[f"{k}_s"]:
+                        best |= {f"{k}_s": t, f"{k}_at": f"{lay.num_gpus} x {gpu.id} ({lay.shape}, {dtype})"}
     return best
 
 

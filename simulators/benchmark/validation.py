@@ -30,28 +30,19 @@ from . import served_benchmarks as sb
 from .commands import cell, profile_of
 
 
-def _data() -> dict[str, Any]:
-    return data_file("measurements.toml")
-
-
 def measurements() -> list[dict[str, Any]]:
     """Every published point, in file order."""
-    return list(_data()["measurement"])
-
-
-def vllm_logs() -> list[dict[str, Any]]:
-    """The vLLM start-up logs whose KV cache sizes the memory accounting is checked against."""
-    return list(_data().get("vllm_log", []))
+    return list(data_file("measurements.toml")["measurement"])
 
 
 def group_notes() -> list[dict[str, Any]]:
     """Why a source group misses under cross-validation: {"group", "cause"} (crossval.render_groups)."""
-    return list(_data().get("group_note", []))
+    return list(data_file("measurements.toml").get("group_note", []))
 
 
 def skipped() -> list[dict[str, Any]]:
     """Published points not checked yet, each with its reason."""
-    return list(_data().get("skipped", []))
+    return list(data_file("measurements.toml").get("skipped", []))
 
 
 def _setup(e: dict[str, Any]) -> tuple[Model, Gpu, bm.Formats]:
@@ -221,8 +212,7 @@ def _make_rows() -> tuple[Row, ...]:
         predict = PREDICTIONS[e["quantity"]]
         engine = profile_of(e)
         role, group = e.get("role", "check"), source_group(e)
-        if role == "held_out" and group in calibrated:
-            role = "same_source"
+        role = "same_source" if role == "held_out" and group in calibrated else role
         out.append(
             Row(
                 **{k: e[k] for k in ("id", "what", "kind", "unit", "conditions", "source", "quantity")},

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import vllm_memory as vm
-from ..core.catalog import gpus, models
-from .validation import vllm_logs
+from ..core.catalog import data_file, gpus, models
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ SPLITS = ("calibration", "held_out")
 
 def logs() -> list[dict[str, Any]]:
     """Every published vLLM start-up, in file order."""
-    entries = vllm_logs()
+    entries = list(data_file("measurements.toml").get("vllm_log", []))
     for e in entries:
         if e.get("split") not in SPLITS:
             raise ValueError(f"[[vllm_log]] {e.get('id')}: split must be one of {SPLITS}, got {e.get('split')!r}")
@@ -77,19 +76,15 @@ def rows() -> list[LogRow]:
         layout = ", ".join([f"TP {e['tensor_parallel_size']}", f"PP {e['pipeline_parallel_size']}", *extra])
         out.append(
             LogRow(
-                id=e["id"],
-                what=e["what"],
+                **{k: e[k] for k in ("id", "what", "split", "vllm_version", "source")},
                 model=models()[e["model"]].name,
                 layout=layout,
-                split=e["split"],
-                vllm_version=e["vllm_version"],
                 predicted_tokens=a.kv_tokens,
                 logged_tokens=e["logged_kv_tokens"],
                 predicted_concurrency=a.max_concurrency,
                 logged_concurrency=e["logged_max_concurrency"],
                 predicted_available_GiB=min(s.kv_bytes for s in a.stages) / vm.GiB,
                 logged_available_GiB=e["logged_available_GiB"],
-                source=e["source"],
             )
         )
     return out
