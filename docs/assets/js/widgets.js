@@ -158,7 +158,7 @@ function field(w, p) {
   setValue(w.values[p.name]);
   wrap.append(label, tag("div", { class: "sim-inputs" }, ...inputs), ...(help ? [help] : []), message);
   w.fields.set(p.name, { inputs, message, setValue });
-  setDisabled(w.fields.get(p.name), true);
+  inputs.forEach((input) => (input.disabled = true)); // until the runtime is ready (showStatus)
   return wrap;
 }
 
@@ -183,10 +183,6 @@ function setSlider(p, slider, value) {
   const n = Number(value);
   if (Number.isFinite(n) && n > 0) slider.value = logScale(p) ? Math.log10(n) : n;
   else if (n === 0 && String(value).trim() !== "" && logScale(p) && p.min === 0) slider.value = zeroNotch(p);
-}
-
-function setDisabled(f, disabled) {
-  f.inputs.forEach((input) => (input.disabled = disabled));
 }
 
 // ---- state in the address: ?sim-<widget id>=<JSON of the values that differ from the page's> ----
@@ -302,7 +298,7 @@ function showFieldErrors(w, errors) {
 
 function showStatus(w, status) {
   const ready = status.state === "ready";
-  w.fields.forEach((f) => setDisabled(f, !ready));
+  w.fields.forEach((f) => f.inputs.forEach((input) => (input.disabled = !ready)));
   w.el.classList.toggle("sim-live", ready);
   const box = w.el.querySelector(".sim-status");
   box.replaceChildren();
