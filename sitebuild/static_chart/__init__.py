@@ -20,7 +20,7 @@ series colours are presentation attributes. Standard library only; deterministic
 
 Modules, each importing only those before it: text (values, label widths, number formats), axis
 (ticks, autorange), marks (lines, dashes, markers, patterns), check, canvas (the chart's state),
-bars, scatter, legend, frame (grid, tick labels, titles), chart (layout; the SVG put together).
+bars, scatter, frame (grid, tick labels, titles, legend), chart (layout; the SVG put together).
 """
 
 from __future__ import annotations

@@ -19,15 +19,16 @@ def nice_step(rough: float) -> float:
     return base * next((m for m in (2, 5) if rough / base <= m * (1 + 1e-9)), 10)
 
 
+def _tick_count(length_px: float, vertical: bool) -> float:
+    return max(4.0, min(9.0, length_px / (40 if vertical else 80))) + 1
+
+
 def linear_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> tuple[list[float], float]:
     """plotly's auto ticks for a linear axis: about one per 40 px (y) or 80 px (x), 4 to 9 (+1)."""
-    if lo > hi:
-        lo, hi = hi, lo
-    nt = max(4.0, min(9.0, length_px / (40 if vertical else 80))) + 1
-    dtick = nice_step((hi - lo) / nt) if hi > lo else 1.0
-    first = math.ceil(lo / dtick - 1e-9)
+    lo, hi = (hi, lo) if lo > hi else (lo, hi)
+    dtick = nice_step((hi - lo) / _tick_count(length_px, vertical)) if hi > lo else 1.0
     ticks = []
-    k = first
+    k = math.ceil(lo / dtick - 1e-9)
     while k * dtick <= hi + dtick * 1e-9 and len(ticks) < 100:
         ticks.append(round(k * dtick, 12))
         k += 1
@@ -36,10 +37,8 @@ def linear_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> tupl
 
 def log_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> list[tuple[float, str, bool]]:
     """Ticks of a log axis (range in log10 units): (log10 value, label, minor?) as plotly draws them."""
-    if lo > hi:
-        lo, hi = hi, lo
-    nt = max(4.0, min(9.0, length_px / (40 if vertical else 80))) + 1
-    rough = (hi - lo) / nt
+    lo, hi = (hi, lo) if lo > hi else (lo, hi)
+    rough = (hi - lo) / _tick_count(length_px, vertical)
     out: list[tuple[float, str, bool]] = []
     if rough > 0.7:  # powers of ten only, every ceil(rough) decades
         step = math.ceil(rough)

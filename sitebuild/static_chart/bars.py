@@ -96,8 +96,7 @@ def draw_bar(chart: Canvas, t: dict[str, Any]) -> str:
             continue
         p0, p1 = pos_ax.px(pu - wd / 2), pos_ax.px(pu + wd / 2)
         lo_px, hi_px = sorted((size_ax.p0, size_ax.p1))
-        s0 = min(max(size_ax.px(b), lo_px - 1), hi_px + 1)
-        s1 = min(max(size_ax.px(e), lo_px - 1), hi_px + 1)
+        s0, s1 = (min(max(size_ax.px(u), lo_px - 1), hi_px + 1) for u in (b, e))  # a pixel past the plot at most
         (a0, a1), (b0, b1) = ((s0, s1), (p0, p1)) if t["horizontal"] else ((p0, p1), (s0, s1))  # along x, along y
         x, y, w, h = min(a0, a1), min(b0, b1), abs(a1 - a0), abs(b1 - b0)
         rects.append(f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}"/>')

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sitebuild.static_chart import frame
 from sitebuild.static_chart.axis import _axis_name
 from sitebuild.static_chart.bars import draw_bar, expand_bars
 from sitebuild.static_chart.canvas import Canvas
-from sitebuild.static_chart.frame import _widest_label, _x_label_space, draw_axes_text, draw_grid, draw_titles
-from sitebuild.static_chart.legend import LEGEND_ROW, draw_legend, place_legend
 from sitebuild.static_chart.scatter import draw_scatter, expand_scatter
 from sitebuild.static_chart.text import _list, _n, _num, _text
 
@@ -60,19 +59,19 @@ class _Chart(Canvas):
         left, right = m["l"], m["r"]
         for ax in self.axes.values():
             if ax.vertical and ax.spec.get("automargin"):
-                need = _widest_label(ax) + (33 if _text(ax.spec.get("title")) else 27)
+                need = frame._widest_label(ax) + (33 if _text(ax.spec.get("title")) else 27)
                 if ax.side == "left":
                     left = max(left, need)
                 elif ax.side == "right":
                     right = max(right, need)
         self.left, self.right = left, w - right
         plot_w = max(self.right - self.left, 10)
-        place_legend(self, plot_w)  # plotly wraps a horizontal legend at the plot area's width
+        frame.place_legend(self, plot_w)  # plotly wraps a horizontal legend at the plot area's width
         top = m["t"]
-        self.x_space = _x_label_space(self)
+        self.x_space = frame._x_label_space(self)
         plot_h = h - top - max(m["b"], self.x_space)  # automargin: room for the x tick labels and title
         if self.legend:  # plotly puts the legend 25% of the plot height below it, and fits it in
-            legend_h = LEGEND_ROW * self.legend_rows + 22
+            legend_h = frame.LEGEND_ROW * self.legend_rows + 22
             plot_h = min(plot_h, (h - top - legend_h) / 1.25, h - top - legend_h - self.x_space - 5)
         plot_h = max(plot_h, 20.0)
         self.top, self.bottom = top, top + plot_h
@@ -123,5 +122,5 @@ class _Chart(Canvas):
             drawn = draw_bar(self, t) if t["kind"] == "bar" else draw_scatter(self, t)
             series.append(f'<g class="sc-series" data-trace="{t["index"]}" clip-path="url(#{clip})">{drawn}</g>')
         bg = f'<rect class="sc-bg" width="{_n(self.width)}" height="{_n(self.height)}"/>'
-        data = f'<g class="sc-data">{"".join(series)}</g>'
-        return "".join([bg, *draw_grid(self), data, *draw_axes_text(self), *draw_titles(self), *draw_legend(self)])
+        out = [bg, *frame.draw_grid(self), f'<g class="sc-data">{"".join(series)}</g>']
+        return "".join(out + frame.draw_axes_text(self) + frame.draw_titles(self) + frame.draw_legend(self))

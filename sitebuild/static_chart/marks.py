@@ -105,29 +105,22 @@ def line_path(points: list[tuple[float, float] | None], shape: str = "linear") -
     """One SVG path through the points; a None breaks the line; "hv"/"vh" draw steps."""
     out: list[str] = []
     prev: tuple[str, str] | None = None
-    last_cmd = ""
     for p in points:
         if p is None:
-            prev, last_cmd = None, ""
+            prev = None
             continue
         x, y = _n(p[0]), _n(p[1])
         if prev is None:
             out.append(f"M{x},{y}")
-            last_cmd = "M"
-        else:
-            px, py = prev
-            if shape in ("hv", "vh") and px != x and py != y:
+        elif prev[0] != x and prev[1] != y:  # a step, or a diagonal (" x,y" continues an "L")
+            if shape in ("hv", "vh"):
                 out.append(f"H{x}V{y}" if shape == "hv" else f"V{y}H{x}")
-                last_cmd = ""
-            elif py == y and px != x:
-                out.append(f"H{x}")
-                last_cmd = "H"
-            elif px == x and py != y:
-                out.append(f"V{y}")
-                last_cmd = "V"
-            elif px != x and py != y:
-                out.append(f" {x},{y}" if last_cmd == "L" else f"L{x},{y}")
-                last_cmd = "L"
+            else:
+                out.append(f" {x},{y}" if out[-1][0] in "L " else f"L{x},{y}")
+        elif prev[0] != x:
+            out.append(f"H{x}")
+        elif prev[1] != y:
+            out.append(f"V{y}")
         prev = (x, y)
     # drop lone moves (a point between two gaps draws nothing, as in plotly)
     text = "".join(out)

@@ -1,7 +1,7 @@
 // Plotly drawing for the live charts, in the light/dark palette. The bundle loads once the runtime is
 // ready and replaces the static SVG drawn at build time (sitebuild/static_chart/). Plotly's global
 // rules live in a stylesheet every page links (overrides/main.html): no inline <style>.
-import { loadScript } from "./load-script.js";
+import { loadScript } from "./dom.js";
 
 const PLOTLY = "../vendor/plotly/plotly.min.js";
 

@@ -42,13 +42,6 @@ export function config() {
   return JSON.parse(document.getElementById("course-runtime").textContent);
 }
 
-// Wait for the reader to ask when the browser asks to save data or rates the connection 3G or slower
-// (the Network Information API; Chrome only). The worker decides on the snapshot from its own rate.
-export function connectionPlan() {
-  const c = navigator.connection;
-  return { askFirst: Boolean(c && (c.saveData || /2g|3g/.test(c.effectiveType ?? ""))), saveData: Boolean(c?.saveData) };
-}
-
 // A page that arrived compressed means its host compresses the runtime's files too: gzip sizes count.
 function hostCompresses() {
   const [nav] = performance.getEntriesByType("navigation");
@@ -66,14 +59,17 @@ export function start({ ask = false } = {}) {
   if (ready && ask && runtime.state === "waiting") runtime.action.run();
   if (ready) return ready;
   const cfg = config();
-  const plan = connectionPlan();
+  // Wait for the reader to ask when the browser asks to save data or rates the connection 3G or slower
+  // (the Network Information API; Chrome only). The worker decides on the snapshot from its own rate.
+  const c = navigator.connection;
   let resolveReady, rejectReady;
   ready = new Promise((resolve, reject) => ([resolveReady, rejectReady] = [resolve, reject]));
-  if (plan.askFirst && !asked) {
-    const size = megabytes(downloadBytes(startFiles(cfg, false), hostCompresses()));
-    const why = plan.saveData ? "Your browser asks to save data" : "Your connection looks slow";
+  if (c && (c.saveData || /2g|3g/.test(c.effectiveType ?? "")) && !asked) {
+    const compressed = hostCompresses(); // the transfer size of a start from scratch, as the host sends it
+    const bytes = Object.values(startFiles(cfg, false)).reduce((sum, [raw, gz]) => sum + (compressed ? gz : raw), 0);
+    const why = c.saveData ? "Your browser asks to save data" : "Your connection looks slow";
     setStatus("waiting", `${why}, so the Python runtime is not downloaded until you ask; the charts show pre-computed results.`, 0,
-      { label: `Run the simulators here — ${size} MB`, run: () => begin(cfg, resolveReady, rejectReady) });
+      { label: `Run the simulators here — ${megabytes(bytes)} MB`, run: () => begin(cfg, resolveReady, rejectReady) });
   } else begin(cfg, resolveReady, rejectReady);
   return ready;
 }
@@ -84,11 +80,6 @@ function startFiles(cfg, withSnapshot) {
   const files = { ...cfg.downloads };
   for (const name of withSnapshot ? [cfg.stdlib, cfg.archive] : [cfg.snapshot, cfg.data]) delete files[name];
   return files;
-}
-
-// Transfer size of `files` ({name: [bytes, gzip bytes]}), as a compressing host or not sends them.
-function downloadBytes(files, compressed) {
-  return Object.values(files).reduce((sum, [raw, gz]) => sum + (compressed ? gz : raw), 0);
 }
 
 function begin(cfg, resolve, reject) {
@@ -157,22 +148,19 @@ function begin(cfg, resolve, reject) {
       runtime.stageAt[data.step] = data.at - performance.timeOrigin;
       if (downloadedAt !== null) downloadedAt = performance.now();
       setStatus("starting", data.step === 1 ? progress() : data.text, data.step);
-    }
-    else if (data.type === "plan") {
+    } else if (data.type === "plan") {
       planned = true;
       runtime.rateMbps = data.rateMbps; // the rate the worker measured, when it chose (for the benchmark)
       if (data.snapshot) expected = startFiles(cfg, true);
       checkDownloaded();
-    }
-    else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
+    } else if (data.type === "failed") fail(`The Python runtime could not load (${data.message}); the charts show pre-computed results.`);
     else if (data.type === "result") finish(data);
     else if (data.type === "partial" && inFlight?.id === data.id) {
       // A streaming run that posts a point is alive: its time limit starts again from here.
       clearTimeout(inFlight.timer);
       inFlight.timer = setTimeout(cancel, inFlight.limitMs);
       inFlight.onPartial?.(data.json);
-    }
-    else if (data.type === "ready") {
+    } else if (data.type === "ready") {
       clearInterval(watchdog);
       Object.assign(runtime, { readyAt: performance.now(), fromSnapshot: data.fromSnapshot });
       setStatus("ready", "", STAGES);

@@ -1,5 +1,5 @@
 // Renders the page's math (pymdownx.arithmatex, generic mode) with the vendored KaTeX, offline.
-import { loadScript } from "./load-script.js";
+import { loadScript } from "./dom.js";
 
 document$.subscribe(async () => {
   const nodes = [...document.querySelectorAll(".arithmatex")];

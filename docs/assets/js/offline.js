@@ -5,7 +5,7 @@
 // is absent and an earlier registration is removed.
 
 const PREFIX = "llm-course-offline-"; // the build's cache id; Workbox names the cache PREFIX<version>-precache-v2-<scope>
-let manifest = null; // offline.json: { version, files, bytes }
+let manifest = null; // offline.json: { version, files, bytes }, and its size in MB (`size`)
 
 document$.subscribe(() => {
   if (!("serviceWorker" in navigator)) return;
@@ -22,9 +22,8 @@ async function control(box) {
   const button = box.querySelector("[data-offline-button]");
   manifest ??= await fetch(box.dataset.offlineManifest, { cache: "no-cache" }).then((r) => {
     if (!r.ok) throw new Error(`${box.dataset.offlineManifest}: HTTP ${r.status}`);
-    return r.json();
+    return r.json().then((m) => ({ ...m, size: `${(m.bytes / 1e6).toFixed(0)} MB` }));
   });
-  const size = megabytes(manifest.bytes);
   const registration = await navigator.serviceWorker.getRegistration(new URL(".", new URL(box.dataset.offlineWorker, location.href)).href);
   if (registration?.active && (await saved(manifest.version)) >= manifest.files) {
     showSaved(box, registration);
@@ -34,9 +33,9 @@ async function control(box) {
     track(box, registration);
     return;
   }
-  button.textContent = `Make the course available offline (${size})`;
+  button.textContent = `Make the course available offline (${manifest.size})`;
   button.hidden = false;
-  say(box, "idle", `Saves all ${manifest.files} files of the course (${size}) in this browser, so every lesson and simulator works without a network.`);
+  say(box, "idle", `Saves all ${manifest.files} files of the course (${manifest.size}) in this browser, so every lesson and simulator works without a network.`);
   button.onclick = async () => {
     button.disabled = true;
     try {
@@ -58,7 +57,7 @@ function track(box, registration) {
   const tick = async () => {
     const count = await saved(manifest.version);
     bar.value = count;
-    say(box, "saving", `Saving the course for offline reading: ${count} of ${manifest.files} files (${megabytes(manifest.bytes)})…`);
+    say(box, "saving", `Saving the course for offline reading: ${count} of ${manifest.files} files (${manifest.size})…`);
     const worker = registration.installing ?? registration.waiting ?? registration.active;
     if (registration.active && !registration.installing && count >= manifest.files) {
       bar.hidden = true;
@@ -77,7 +76,7 @@ function track(box, registration) {
 
 function showSaved(box, registration) {
   const button = box.querySelector("[data-offline-button]");
-  say(box, "saved", `The course is available offline in this browser (${megabytes(manifest.bytes)}, build ${manifest.version}).`);
+  say(box, "saved", `The course is available offline in this browser (${manifest.size}, build ${manifest.version}).`);
   button.hidden = false;
   button.disabled = false;
   button.textContent = "Remove the offline copy";
@@ -106,8 +105,4 @@ function say(box, state, text) {
   const status = box.querySelector("[data-offline-status]");
   status.textContent = text;
   box.dataset.state = state;
-}
-
-function megabytes(bytes) {
-  return `${(bytes / 1e6).toFixed(0)} MB`;
 }

@@ -1,5 +1,6 @@
 // The reader's progress, in this browser only (localStorage): lessons completed, the last lesson
 // opened, self-check answers. Unreadable saved data is ignored with a notice, never trusted.
+import { tag } from "./dom.js";
 
 const KEY = "llm-course:progress:v1";
 let notice = "";
@@ -55,11 +56,7 @@ document$.subscribe(() => {
 function showNotice() {
   const content = document.querySelector(".md-content__inner");
   if (!notice || !content || content.querySelector(".course-notice")) return;
-  const p = document.createElement("p");
-  p.className = "course-notice";
-  p.setAttribute("role", "status");
-  p.textContent = notice;
-  content.prepend(p);
+  content.prepend(tag("p", { class: "course-notice", role: "status" }, notice));
 }
 
 function completion(box) {
