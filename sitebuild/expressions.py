@@ -127,9 +127,8 @@ def raw_value(source: str, sims: Simulators, scenarios: Scenarios | None = None,
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
         hint = ""
-        if stray := STRAY_FORMAT.search(
-            source
-        ):  # `x * 100 .1f`: Python reads ".1f" as a broken number ("invalid decimal literal")
+        # `x * 100 .1f`: Python reads ".1f" as a broken number ("invalid decimal literal")
+        if stray := STRAY_FORMAT.search(source):
             hint = f" (a format goes after a colon: {{{{ {source[: stray.start()].strip()} :{stray.group(1)} }}}})"
         raise ValueError(f"cannot read expression {{{{ {source.strip()} }}}}: {exc.msg}{hint}") from None
     return _value(tree.body, sims, scenarios or {}, calls if calls is not None else [])

@@ -98,7 +98,6 @@ def load(path: Path) -> Glossary:
         raise BuildError(f"{path}: expected a mapping with a list under 'terms'")
     terms: list[Term] = []
     by_form: dict[str, str] = {}
-    anchors: set[str] = set()
     for n, entry in enumerate(data["terms"], 1):
         where = f"{path}: term {n}"
         if not isinstance(entry, dict) or not isinstance(entry.get("term"), str):
@@ -109,9 +108,8 @@ def load(path: Path) -> Glossary:
         if not isinstance(entry.get("definition"), str) or not entry["definition"].strip():
             raise BuildError(f"{where}: needs a 'definition'")
         anchor = entry.get("anchor") or re.sub(r"[^a-z0-9]+", "-", entry["term"].lower()).strip("-")
-        if not ANCHOR.match(anchor) or anchor in anchors:
+        if not ANCHOR.match(anchor) or anchor in (t.anchor for t in terms):
             raise BuildError(f"{where}: anchor {anchor!r} must be unique, lower-case letters, digits and -")
-        anchors.add(anchor)
         forms = entry.get("forms", [entry["term"]])  # [] lists the term without linking it
         if not isinstance(forms, list) or not all(isinstance(f, str) and f.strip() for f in forms):
             raise BuildError(f"{where}: 'forms' must be a list of text")

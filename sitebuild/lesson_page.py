@@ -32,15 +32,16 @@ def resolve_scenarios(lesson: Lesson, sims: Simulators) -> expressions.Scenarios
     """The lesson's scenarios with every `"{{ expression }}"` value computed (earlier ones usable)."""
     resolved: expressions.Scenarios = {}
     for name, params in lesson.scenarios.items():
+        line = lesson.lines[f"scenarios.{name}"]
         if name in sims.schemas:
-            raise LessonError(lesson.path, lesson.scenario_lines[name], f"scenario {name!r} is a simulator's name")
+            raise LessonError(lesson.path, line, f"scenario {name!r} is a simulator's name")
         values = {}
         for param, value in params.items():
             match = expressions.EXPRESSION.fullmatch(value.strip()) if isinstance(value, str) else None
             try:
                 values[param] = expressions.raw_value(match.group(1), sims, resolved) if match else value
             except ValueError as exc:
-                raise LessonError(lesson.path, lesson.scenario_lines[name], f"scenario {name!r}: {exc}") from None
+                raise LessonError(lesson.path, line, f"scenario {name!r}: {exc}") from None
         resolved[name] = values
     return resolved
 

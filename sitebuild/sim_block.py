@@ -88,14 +88,11 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict, controls: list[s
             f"<td>{e(text)}</td><td>{e(shown)}</td></tr>"
         )
 
-    def rows(names: list[str]) -> str:
-        return "".join(map(row, names))
-
     head = '<thead><tr><th scope="col">Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead>'
     # Past KEY_FIGURES, the figures stay one click away, under the data table's toggle.
     more = (
-        f'<table class="sim-more-figures"><caption>More figures</caption>{head}<tbody>{rows(keys[KEY_FIGURES:])}'
-        "</tbody></table>"
+        f'<table class="sim-more-figures"><caption>More figures</caption>{head}'
+        f"<tbody>{''.join(map(row, keys[KEY_FIGURES:]))}</tbody></table>"
         if keys[KEY_FIGURES:]
         else ""
     )
@@ -118,7 +115,7 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict, controls: list[s
         f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
         f'aria-describedby="{summary_id}">{chart}</div>',
         f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
-        f'<table class="sim-metrics"><caption>Key figures</caption>{head}<tbody>{rows(keys[:KEY_FIGURES])}'
+        f'<table class="sim-metrics"><caption>Key figures</caption>{head}<tbody>{"".join(map(row, keys[:KEY_FIGURES]))}'
         "</tbody></table>",
         f'<details class="sim-data"><summary>Data table{" and more figures" if more else ""}</summary>{more}'
         '<div class="sim-data-table"></div></details>',
