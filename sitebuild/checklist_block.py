@@ -46,10 +46,6 @@ def render(source: str, used_ids: set[str]) -> str:
     if len(set(values)) < len(values):
         raise BlockError(lines["items"], "two items have the same text")
     used_ids.add(f"checklist:{checklist_id}")
-    return _html(checklist_id, title, items, values)
-
-
-def _html(checklist_id: str, title: str, items: list[str], values: list[str]) -> str:
     e = html.escape
     prefix = f"checklist-{checklist_id}"
     parts = [

@@ -100,9 +100,6 @@ class Course:
     def frontier_minutes(self) -> int:
         return sum(lesson.minutes for lesson in self.frontier)
 
-    def lesson_at(self, src_uri: str) -> Lesson | None:
-        return next((x for x in self.lessons if x.src_uri == src_uri), None)
-
 
 def id_order(lesson_id: str) -> tuple[int, tuple[int, ...]]:
     """00.1 < 00.2 < 01 < … < 12 < F1 < F2: numbered lessons first, then the frontier."""
@@ -114,10 +111,7 @@ def id_order(lesson_id: str) -> tuple[int, tuple[int, ...]]:
 def load_course(lessons_dir: Path) -> Course:
     course_file = lessons_dir / "course.yml"
     data, _ = _load_yaml(course_file, course_file.read_text(encoding="utf-8"), 1)
-    lessons = sorted(
-        (parse_lesson(path) for path in sorted(lessons_dir.glob("*.md"))),
-        key=lambda x: id_order(x.id),
-    )
+    lessons = sorted(map(parse_lesson, sorted(lessons_dir.glob("*.md"))), key=lambda x: id_order(x.id))
     for first, lesson in pairwise(lessons):  # sorted by id: one id's lessons are neighbours
         if lesson.id == first.id:
             raise LessonError(lesson.path, lesson.lines["id"], f"id {lesson.id!r} is already used by {first.path.name}")

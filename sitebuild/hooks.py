@@ -93,7 +93,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     assert _build is not None
-    lesson = _build.course.lesson_at(page.file.src_uri)
+    lesson = next((x for x in _build.course.lessons if x.src_uri == page.file.src_uri), None)
     if page.file.src_uri == SIZES_PAGE:  # the download sizes of this build
         runtime = config.extra["runtime"] | _build.runtime_files.result()[0]
         sizes, skipped = runtime["downloads"], precompress.paths(runtime)

@@ -71,10 +71,7 @@ def render(
             raise BlockError(lines["id"], f"id {widget_id!r} is already used on this page")
         widget_id = next(f"{name}-{n}" for n in range(2, 1000) if f"{name}-{n}" not in used_ids)
     used_ids.add(widget_id)
-    return _html(widget_id, schema, params, controls, str(spec.get("caption", "")), answer)
-
-
-def _html(widget_id: str, schema: dict[str, Any], params: dict, controls: list[str], caption: str, answer: dict) -> str:
+    caption = str(spec.get("caption", ""))
     e = html.escape
     labels = {m["name"]: m for m in schema["metrics"]}
     metrics = answer["metrics"]
