@@ -76,13 +76,8 @@ def watch_and_serve(port: int) -> None:
 
 
 def _mtimes() -> dict[str, float]:
-    found: dict[str, float] = {}
-    for name in WATCHED:
-        top = ROOT / name
-        for path in [top, *top.rglob("*")] if top.is_dir() else [top]:
-            if path.is_file() and "__pycache__" not in path.parts:
-                found[str(path)] = path.stat().st_mtime
-    return found
+    paths = [p for top in (ROOT / name for name in WATCHED) for p in (top.rglob("*") if top.is_dir() else [top])]
+    return {str(p): p.stat().st_mtime for p in paths if p.is_file() and "__pycache__" not in p.parts}
 
 
 class _Page(HTMLParser):

@@ -61,9 +61,8 @@ def npm_ci() -> None:
 def vendor_files() -> dict[str, Path]:
     """site path -> source file for every vendored asset; fails if `npm ci` has not run."""
     files = {f"assets/vendor/{dest}": NODE_MODULES / src for dest, src in VENDOR.items()}
-    files |= {
-        f"assets/vendor/katex/fonts/{font.name}": font for font in sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
-    }
+    fonts = sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
+    files |= {f"assets/vendor/katex/fonts/{font.name}": font for font in fonts}
     if missing := [str(path) for path in files.values() if not path.is_file()]:
         raise BuildError(
             f"vendored assets missing ({missing[0]} …): run `python site_build.py build`, which runs npm ci"

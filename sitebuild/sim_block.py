@@ -16,11 +16,11 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any
 
 from sitebuild import static_chart
 from sitebuild.assets import check_trace_types
 from sitebuild.block_yaml import BlockError, read_mapping
+from sitebuild.expressions import Scenarios
 from sitebuild.numbers import KEY_FIGURES, format_metric
 from sitebuild.sims import SimulatorRunError, Simulators
 
@@ -28,9 +28,7 @@ KEYS = ("sim", "scenario", "params", "controls", "caption", "id")
 WIDGET_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
-def render(
-    source: str, sims: Simulators, used_ids: set[str], scenarios: dict[str, dict[str, Any]] | None = None
-) -> str:
+def render(source: str, sims: Simulators, used_ids: set[str], scenarios: Scenarios | None = None) -> str:
     spec, lines = read_mapping(source, "sim", KEYS, "params", "sim:, params:, controls:, caption:")
     name = spec.get("sim")
     if not isinstance(name, str) or name not in sims.schemas:
