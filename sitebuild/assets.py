@@ -90,8 +90,7 @@ def simulators_archive(package_dir: Path) -> tuple[str, bytes]:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in package_files(package_dir):
             info = zipfile.ZipInfo(path.relative_to(package_dir.parent).as_posix(), date_time=(2024, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, path.read_bytes())
+            archive.writestr(info, path.read_bytes(), compress_type=zipfile.ZIP_DEFLATED)
     return hashed("simulators", buffer.getvalue(), ".zip")
 
 
@@ -133,8 +132,7 @@ def schemas_asset(schemas: dict[str, Any]) -> tuple[str, bytes]:
 
 
 def check_trace_types(figure: dict[str, Any]) -> None:
-    used = {trace.get("type", "scatter") for trace in figure.get("data", [])}
-    if unknown := used - PLOTLY_TRACE_TYPES:
+    if unknown := {trace.get("type", "scatter") for trace in figure.get("data", [])} - PLOTLY_TRACE_TYPES:
         raise ValueError(
             f"figure uses trace types {sorted(unknown)} that the vendored plotly.js "
             f"bundle lacks (it has {sorted(PLOTLY_TRACE_TYPES)}); switch package.json "
