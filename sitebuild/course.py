@@ -115,7 +115,12 @@ def load_course(lessons_dir: Path) -> Course:
     for first, lesson in pairwise(lessons):  # sorted by id: one id's lessons are neighbours
         if lesson.id == first.id:
             raise LessonError(lesson.path, lesson.lines["id"], f"id {lesson.id!r} is already used by {first.path.name}")
-    chapters = tuple(_chapter(course_file, entry, lessons) for entry in data.get("chapters") or [])
+    chapters = []
+    for entry in data.get("chapters") or []:
+        if missing := [key for key in CHAPTER_FIELDS if not entry.get(key)]:
+            raise LessonError(course_file, 1, f"chapter {entry.get('id')!r} lacks {missing}")
+        fields = {key: str(entry[key]) for key in CHAPTER_FIELDS}
+        chapters.append(Chapter(**fields, lessons=tuple(x for x in lessons if x.chapter == fields["id"])))
     known = {c.id for c in chapters}
     for lesson in lessons:
         if lesson.chapter not in known:
@@ -130,7 +135,7 @@ def load_course(lessons_dir: Path) -> Course:
         if missing := [i for i in row["lessons"] if str(i) not in by_id]:
             raise LessonError(course_file, 1, f"synthesis row {row['bottleneck']!r} names unknown lessons {missing}")
         synthesis.append(Synthesis(row["bottleneck"], tuple(by_id[str(i)] for i in row["lessons"]), row["note"]))
-    return Course(chapters, tuple(lessons), tuple(synthesis))
+    return Course(tuple(chapters), tuple(lessons), tuple(synthesis))
 
 
 def parse_lesson(path: Path) -> Lesson:
@@ -225,10 +230,3 @@ def _load_yaml(path: Path, text: str, first_line: int) -> tuple[dict[str, Any], 
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
         raise LessonError(path, first_line, "expected a YAML mapping of key: value lines")
     return data, node
-
-
-def _chapter(course_file: Path, entry: dict[str, Any], lessons: list[Lesson]) -> Chapter:
-    if missing := [key for key in CHAPTER_FIELDS if not entry.get(key)]:
-        raise LessonError(course_file, 1, f"chapter {entry.get('id')!r} lacks {missing}")
-    fields = {key: str(entry[key]) for key in CHAPTER_FIELDS}
-    return Chapter(**fields, lessons=tuple(x for x in lessons if x.chapter == fields["id"]))
