@@ -17,7 +17,7 @@ from typing import Any
 
 from sitebuild.errors import BuildError
 from sitebuild.processes import run_node
-from sitebuild.stdlib import cached, hashed
+from sitebuild.stdlib import cached, hashed, reduce_zip
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / "node_modules"
@@ -61,9 +61,8 @@ def npm_ci() -> None:
 def vendor_files() -> dict[str, Path]:
     """site path -> source file for every vendored asset; fails if `npm ci` has not run."""
     files = {f"assets/vendor/{dest}": NODE_MODULES / src for dest, src in VENDOR.items()}
-    files |= {
-        f"assets/vendor/katex/fonts/{font.name}": font for font in sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
-    }
+    fonts = sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
+    files |= {f"assets/vendor/katex/fonts/{font.name}": font for font in fonts}
     if missing := [str(path) for path in files.values() if not path.is_file()]:
         raise BuildError(
             f"vendored assets missing ({missing[0]} …): run `python site_build.py build`, which runs npm ci"
@@ -91,8 +90,7 @@ def simulators_archive(package_dir: Path) -> tuple[str, bytes]:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in package_files(package_dir):
             info = zipfile.ZipInfo(path.relative_to(package_dir.parent).as_posix(), date_time=(2024, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, path.read_bytes())
+            archive.writestr(info, path.read_bytes(), compress_type=zipfile.ZIP_DEFLATED)
     return hashed("simulators", buffer.getvalue(), ".zip")
 
 
@@ -100,12 +98,9 @@ def data_archive(archive: bytes) -> tuple[str, bytes]:
     """The simulators archive's files that are not Python sources (catalogues, data tables) and its
     hashed name: what the worker unpacks after restoring the snapshot, which imported every module
     of simulators/ already (30 kB in place of the whole archive's 220 kB)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(archive)) as source, zipfile.ZipFile(buffer, "w") as target:
-        for info in source.infolist():
-            if not info.filename.endswith(".py"):
-                target.writestr(info, source.read(info))
-    return hashed("simulators-data", buffer.getvalue(), ".zip")
+    with zipfile.ZipFile(io.BytesIO(archive)) as source:
+        keep = [name for name in source.namelist() if not name.endswith(".py")]
+    return hashed("simulators-data", reduce_zip(archive, keep), ".zip")
 
 
 def python_snapshot(archive: bytes, stdlib_zip: bytes, cache_dir: Path) -> tuple[str, bytes]:
@@ -137,8 +132,7 @@ def schemas_asset(schemas: dict[str, Any]) -> tuple[str, bytes]:
 
 
 def check_trace_types(figure: dict[str, Any]) -> None:
-    used = {trace.get("type", "scatter") for trace in figure.get("data", [])}
-    if unknown := used - PLOTLY_TRACE_TYPES:
+    if unknown := {trace.get("type", "scatter") for trace in figure.get("data", [])} - PLOTLY_TRACE_TYPES:
         raise ValueError(
             f"figure uses trace types {sorted(unknown)} that the vendored plotly.js "
             f"bundle lacks (it has {sorted(PLOTLY_TRACE_TYPES)}); switch package.json "

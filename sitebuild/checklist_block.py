@@ -46,23 +46,17 @@ def render(source: str, used_ids: set[str]) -> str:
     if len(set(values)) < len(values):
         raise BlockError(lines["items"], "two items have the same text")
     used_ids.add(f"checklist:{checklist_id}")
-    return _html(checklist_id, title, items, values)
-
-
-def _html(checklist_id: str, title: str, items: list[str], values: list[str]) -> str:
-    e = html.escape
     prefix = f"checklist-{checklist_id}"
-    parts = [
-        f'<fieldset class="checklist" id="{prefix}" data-checklist="{e(checklist_id)}" markdown="1">',
-        f'<legend markdown="span">{title.strip()}</legend>',
-        '<ul class="checklist-items" markdown="1">',
-    ]
-    parts += [
+    items_html = [
         f'<li markdown="span"><input type="checkbox" id="{prefix}-{index}" value="{value}"> '
         f'<label for="{prefix}-{index}">{item.strip()}</label></li>'
         for index, (item, value) in enumerate(zip(items, values, strict=True), start=1)
     ]
-    parts += [
+    parts = [
+        f'<fieldset class="checklist" id="{prefix}" data-checklist="{html.escape(checklist_id)}" markdown="1">',
+        f'<legend markdown="span">{title.strip()}</legend>',
+        '<ul class="checklist-items" markdown="1">',
+        *items_html,
         "</ul>",
         f'<p class="checklist-status" role="status" aria-live="polite">0 of {len(items)} checked</p>',
         '<p class="checklist-actions"><button type="button" class="md-button checklist-reset">'

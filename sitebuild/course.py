@@ -43,9 +43,10 @@ class Lesson:
     body: str
     # 1-based line of the first body line in the file, for error messages.
     body_line: int
-    # name -> {parameter: literal, or "{{ expression }}" computed at build time}; and each line.
+    # name -> {parameter: literal, or "{{ expression }}" computed at build time}.
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False, compare=False)
-    scenario_lines: dict[str, int] = field(default_factory=dict, hash=False, compare=False)
+    # The line of each front matter key, and of each scenario (`scenarios.<name>`), for error messages.
+    lines: dict[str, int] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def src_uri(self) -> str:
@@ -99,9 +100,6 @@ class Course:
     def frontier_minutes(self) -> int:
         return sum(lesson.minutes for lesson in self.frontier)
 
-    def lesson_at(self, src_uri: str) -> Lesson | None:
-        return next((x for x in self.lessons if x.src_uri == src_uri), None)
-
 
 def id_order(lesson_id: str) -> tuple[int, tuple[int, ...]]:
     """00.1 < 00.2 < 01 < … < 12 < F1 < F2: numbered lessons first, then the frontier."""
@@ -113,22 +111,22 @@ def id_order(lesson_id: str) -> tuple[int, tuple[int, ...]]:
 def load_course(lessons_dir: Path) -> Course:
     course_file = lessons_dir / "course.yml"
     data, _ = _load_yaml(course_file, course_file.read_text(encoding="utf-8"), 1)
-    lessons = sorted(
-        (parse_lesson(path) for path in sorted(lessons_dir.glob("*.md"))),
-        key=lambda x: id_order(x.id),
-    )
+    lessons = sorted(map(parse_lesson, sorted(lessons_dir.glob("*.md"))), key=lambda x: id_order(x.id))
     for first, lesson in pairwise(lessons):  # sorted by id: one id's lessons are neighbours
         if lesson.id == first.id:
-            raise LessonError(
-                lesson.path, _key_line(lesson.path, "id"), f"id {lesson.id!r} is already used by {first.path.name}"
-            )
-    chapters = tuple(_chapter(course_file, entry, lessons) for entry in data.get("chapters") or [])
+            raise LessonError(lesson.path, lesson.lines["id"], f"id {lesson.id!r} is already used by {first.path.name}")
+    chapters = []
+    for entry in data.get("chapters") or []:
+        if missing := [key for key in CHAPTER_FIELDS if not entry.get(key)]:
+            raise LessonError(course_file, 1, f"chapter {entry.get('id')!r} lacks {missing}")
+        fields = {key: str(entry[key]) for key in CHAPTER_FIELDS}
+        chapters.append(Chapter(**fields, lessons=tuple(x for x in lessons if x.chapter == fields["id"])))
     known = {c.id for c in chapters}
     for lesson in lessons:
         if lesson.chapter not in known:
             raise LessonError(
                 lesson.path,
-                _key_line(lesson.path, "chapter"),
+                lesson.lines["chapter"],
                 f"chapter {lesson.chapter!r} is not in {course_file.name} (chapters: {', '.join(sorted(known))})",
             )
     by_id = {x.id: x for x in lessons}
@@ -137,7 +135,7 @@ def load_course(lessons_dir: Path) -> Course:
         if missing := [i for i in row["lessons"] if str(i) not in by_id]:
             raise LessonError(course_file, 1, f"synthesis row {row['bottleneck']!r} names unknown lessons {missing}")
         synthesis.append(Synthesis(row["bottleneck"], tuple(by_id[str(i)] for i in row["lessons"]), row["note"]))
-    return Course(chapters, tuple(lessons), tuple(synthesis))
+    return Course(tuple(chapters), tuple(lessons), tuple(synthesis))
 
 
 def parse_lesson(path: Path) -> Lesson:
@@ -151,10 +149,10 @@ def parse_lesson(path: Path) -> Lesson:
     if unknown := [key for key in data if key not in FIELDS and key not in OPTIONAL_FIELDS]:
         allowed = ", ".join([*FIELDS, *OPTIONAL_FIELDS])
         raise LessonError(path, lines[unknown[0]], f"unknown front matter key {unknown[0]!r} (allowed: {allowed})")
-    scenarios, scenario_lines = {}, {}
+    scenarios = {}
     if "scenarios" in data:
         scenarios = data.pop("scenarios")
-        scenario_lines = _scenario_lines(path, raw["scenarios"], scenarios, lines["scenarios"])
+        lines |= _scenario_lines(path, raw["scenarios"], scenarios, lines["scenarios"])
     for key, kind in FIELDS.items():
         if key not in data:
             raise LessonError(path, 1, f"front matter lacks {key!r}")
@@ -174,7 +172,7 @@ def parse_lesson(path: Path) -> Lesson:
     # were about two thirds of a careful reading); a larger typed figure wins.
     data["minutes"] = max(data["minutes"], estimated_minutes(body))
     body_line = text.count("\n", 0, match.end()) + 1
-    return Lesson(path=path, body=body, body_line=body_line, scenarios=scenarios, scenario_lines=scenario_lines, **data)
+    return Lesson(path=path, body=body, body_line=body_line, scenarios=scenarios, lines=lines, **data)
 
 
 FENCE = re.compile(r"^(`{3,})(\w*)[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
@@ -202,7 +200,7 @@ def estimated_minutes(body: str) -> int:
 
 
 def _scenario_lines(path: Path, node: yaml.Node | None, scenarios: Any, line: int) -> dict[str, int]:
-    """Check `scenarios:` (name: {param: scalar}) and return the line of each scenario."""
+    """Check `scenarios:` (name: {param: scalar}) and return the line of each scenario (`scenarios.<name>`)."""
     if not isinstance(scenarios, dict) or not isinstance(node, yaml.MappingNode):
         raise LessonError(path, line, "'scenarios' must map a name to {parameter: value, …}")
     found = {}
@@ -217,7 +215,7 @@ def _scenario_lines(path: Path, node: yaml.Node | None, scenarios: Any, line: in
             raise LessonError(path, at, f"scenario {name!r} must be a non-empty mapping of parameter: value")
         if bad := [param for param, v in params.items() if not isinstance(v, (int, float, str, bool))]:
             raise LessonError(path, at, f"scenario {name!r}: {bad[0]} must be a number, a string or true/false")
-        found[str(name)] = at
+        found[f"scenarios.{name}"] = at
     return found
 
 
@@ -232,15 +230,3 @@ def _load_yaml(path: Path, text: str, first_line: int) -> tuple[dict[str, Any], 
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
         raise LessonError(path, first_line, "expected a YAML mapping of key: value lines")
     return data, node
-
-
-def _chapter(course_file: Path, entry: dict[str, Any], lessons: list[Lesson]) -> Chapter:
-    if missing := [key for key in CHAPTER_FIELDS if not entry.get(key)]:
-        raise LessonError(course_file, 1, f"chapter {entry.get('id')!r} lacks {missing}")
-    fields = {key: str(entry[key]) for key in CHAPTER_FIELDS}
-    return Chapter(**fields, lessons=tuple(x for x in lessons if x.chapter == fields["id"]))
-
-
-def _key_line(path: Path, key: str) -> int:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return next((number for number, line in enumerate(lines, start=1) if line.startswith(f"{key}:")), 1)

@@ -63,11 +63,10 @@ RESERVED = {"heldout": cache(api.held_out_band), "profile": cache(api.profile_co
 
 @dataclass(frozen=True)
 class Spread:
-    """The lowest and highest value of an expression over `seeds` seeds (`spread(…)`)."""
+    """The lowest and highest value of an expression over its seeds (`spread(…)`)."""
 
     low: float
     high: float
-    seeds: int
 
     def __format__(self, spec: str) -> str:
         return f"{format(self.low, spec)}–{format(self.high, spec)}"
@@ -127,9 +126,8 @@ def raw_value(source: str, sims: Simulators, scenarios: Scenarios | None = None,
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
         hint = ""
-        if stray := STRAY_FORMAT.search(
-            source
-        ):  # `x * 100 .1f`: Python reads ".1f" as a broken number ("invalid decimal literal")
+        # `x * 100 .1f`: Python reads ".1f" as a broken number ("invalid decimal literal")
+        if stray := STRAY_FORMAT.search(source):
             hint = f" (a format goes after a colon: {{{{ {source[: stray.start()].strip()} :{stray.group(1)} }}}})"
         raise ValueError(f"cannot read expression {{{{ {source.strip()} }}}}: {exc.msg}{hint}") from None
     return _value(tree.body, sims, scenarios or {}, calls if calls is not None else [])
@@ -176,7 +174,7 @@ def _spread(node: ast.Call, sims: Simulators, scenarios: Scenarios, calls: Calls
     if len(node.args) != 1 or len(node.keywords) != 1 or not isinstance(n, int) or not low <= n <= high or nested:
         raise ValueError(f"write spread(simulator.metric(…), seeds=N) with N from {low} to {high}, not nested")
     values = [float(_value(node.args[0], sims, scenarios, calls, s)) for s in range(n)]
-    return Spread(min(values), max(values), n)
+    return Spread(min(values), max(values))
 
 
 def _metric(call: ast.Call, sims: Simulators, scenarios: Scenarios, calls: Calls, seed: int = 0) -> Any:

@@ -27,7 +27,7 @@ from sitebuild.errors import BuildError
 from sitebuild.fences import prose_lines
 
 if TYPE_CHECKING:
-    from sitebuild.course import Course
+    from sitebuild.course import Course, Lesson
 
 PAGE = "glossary.md"
 MARKER = "<!-- glossary-terms -->"
@@ -66,7 +66,6 @@ REFERENCES = re.compile(r"^\s{0,3}#{1,6}\s+(references|sources|further reading)\
 class Term:
     term: str
     anchor: str
-    forms: tuple[str, ...]
     definition: str
 
 
@@ -98,7 +97,6 @@ def load(path: Path) -> Glossary:
         raise BuildError(f"{path}: expected a mapping with a list under 'terms'")
     terms: list[Term] = []
     by_form: dict[str, str] = {}
-    anchors: set[str] = set()
     for n, entry in enumerate(data["terms"], 1):
         where = f"{path}: term {n}"
         if not isinstance(entry, dict) or not isinstance(entry.get("term"), str):
@@ -109,18 +107,16 @@ def load(path: Path) -> Glossary:
         if not isinstance(entry.get("definition"), str) or not entry["definition"].strip():
             raise BuildError(f"{where}: needs a 'definition'")
         anchor = entry.get("anchor") or re.sub(r"[^a-z0-9]+", "-", entry["term"].lower()).strip("-")
-        if not ANCHOR.match(anchor) or anchor in anchors:
+        if not ANCHOR.match(anchor) or anchor in (t.anchor for t in terms):
             raise BuildError(f"{where}: anchor {anchor!r} must be unique, lower-case letters, digits and -")
-        anchors.add(anchor)
         forms = entry.get("forms", [entry["term"]])  # [] lists the term without linking it
         if not isinstance(forms, list) or not all(isinstance(f, str) and f.strip() for f in forms):
             raise BuildError(f"{where}: 'forms' must be a list of text")
         for form in forms:
-            key = form if form != form.lower() else form.lower()
-            if key in by_form and by_form[key] != anchor:
-                raise BuildError(f"{where}: form {form!r} already belongs to #{by_form[key]}")
-            by_form[key] = anchor
-        terms.append(Term(entry["term"], anchor, tuple(forms), entry["definition"].strip()))
+            if form in by_form and by_form[form] != anchor:
+                raise BuildError(f"{where}: form {form!r} already belongs to #{by_form[form]}")
+            by_form[form] = anchor
+        terms.append(Term(entry["term"], anchor, entry["definition"].strip()))
     parts = [re.escape(f) if f != f.lower() else f"(?i:{re.escape(f)})" for f in sorted(by_form, key=len, reverse=True)]
     pattern = rf"(?<![\w-])(?:{'|'.join(parts)})(?:e?s)?(?![\w-])" if parts else r"(?!)"  # (?!) matches nothing
     return Glossary(tuple(terms), re.compile(pattern), by_form)
@@ -206,27 +202,20 @@ class Linker:
         return self.glossary.pattern.sub(replace, prose)
 
 
-def uses(glossary: Glossary, course: Course) -> dict[str, list[str]]:
-    """anchor -> ids of the lessons whose prose uses the term, in course order."""
-    found: dict[str, list[str]] = {t.anchor: [] for t in glossary.terms}
+def render_page(markdown: str, glossary: Glossary, course: Course) -> str:
+    """The glossary page: each entry a heading with its anchor, the definition, where it is used."""
+    if MARKER not in markdown:
+        raise BuildError(f"docs/{PAGE} lacks the line {MARKER} where the terms go")
+    used: dict[str, list[Lesson]] = {t.anchor: [] for t in glossary.terms}  # the lessons using each, in order
     for lesson in course.lessons:
         linker = glossary.linker(lesson.src_uri)
         for text in prose_lines(lesson.body):
             linker.line(text)
         for anchor in linker.linked:
-            found[anchor].append(lesson.id)
-    return found
-
-
-def render_page(markdown: str, glossary: Glossary, course: Course) -> str:
-    """The glossary page: each entry a heading with its anchor, the definition, where it is used."""
-    if MARKER not in markdown:
-        raise BuildError(f"docs/{PAGE} lacks the line {MARKER} where the terms go")
-    used = uses(glossary, course)
-    by_id = {x.id: x for x in course.lessons}
+            used[anchor].append(lesson)
     parts = []
     for t in sorted(glossary.terms, key=lambda t: t.term.lower()):
-        where = ", ".join(f'[{i}]({by_id[i].src_uri} "{by_id[i].title.replace(chr(34), "")}")' for i in used[t.anchor])
+        where = ", ".join(f'[{x.id}]({x.src_uri} "{x.title.replace(chr(34), "")}")' for x in used[t.anchor])
         parts.append(f"## {t.term} {{ #{t.anchor} }}\n\n{t.definition}\n")
         if where:
             parts.append(f'<p class="glossary-uses" markdown="1">Used in lessons {where}.</p>\n')

@@ -21,8 +21,9 @@ from sitebuild.sims import Simulators, cache_file, committed_runs
 # docs/*.md that are not pages of their own (excluded in mkdocs.yml's exclude_docs).
 PARTIALS = ("validation-table.md",)
 SIZES_PAGE = "instructors.md"
-# {"stdlib": (name, zip), "snapshot": (name, snapshot)}, and the size of each start-up download.
-RuntimeFiles = tuple[dict[str, tuple[str, bytes]], dict[str, list[int]]]
+# config.extra["runtime"]'s entries for the Node.js-made files (their names, every start-up download's
+# size), and those files by name.
+RuntimeFiles = tuple[dict[str, Any], dict[str, bytes]]
 
 
 @dataclass
@@ -40,15 +41,15 @@ _build: _Build | None = None
 
 
 def _runtime_files(root: Path, archive: bytes, downloads: dict[str, bytes]) -> RuntimeFiles:
-    """{"stdlib": (name, zip), "snapshot": (name, snapshot)}, and the sizes of every start-up
-    download: Pyodide's, those two and `downloads` (the worker's other generated files, by name)."""
-    stdlib_file = stdlib.stdlib_zip(root / "simulators", archive, root / "build")
-    made = {"stdlib": stdlib_file, "snapshot": assets.python_snapshot(archive, stdlib_file[1], root / "build")}
+    """The standard library zip and the start-up snapshot, and the sizes of every start-up download:
+    Pyodide's, those two and `downloads` (the worker's other generated files, by name)."""
+    stdlib_name, stdlib_zip = stdlib.stdlib_zip(root / "simulators", archive, root / "build")
+    snapshot_name, snapshot = assets.python_snapshot(archive, stdlib_zip, root / "build")
+    made = {stdlib_name: stdlib_zip, snapshot_name: snapshot}
     sizes = precompress.downloads(
-        {name: assets.NODE_MODULES / "pyodide" / name for name in assets.PYODIDE_DOWNLOADS},
-        downloads | dict(made.values()),
+        {name: assets.NODE_MODULES / "pyodide" / name for name in assets.PYODIDE_DOWNLOADS}, downloads | made
     )
-    return made, sizes
+    return {"downloads": sizes, "stdlib": stdlib_name, "snapshot": snapshot_name}, made
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
@@ -59,12 +60,11 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     sims = Simulators(cache_file(root, archive_name), committed_runs(root))
     schemas_name, schemas = assets.schemas_asset(sims.schemas)
     data_name, data = assets.data_archive(archive)
-    files = {archive_name: archive, schemas_name: schemas, data_name: data}
     pool = ThreadPoolExecutor(1)
     runtime_files = pool.submit(_runtime_files, root, archive, {archive_name: archive, data_name: data})
     pool.shutdown(wait=False)  # the thread ends when its work does
     terms = docs / "glossary.yml"
-    generated = {f"assets/generated/{name}": content for name, content in files.items()}
+    generated = {archive_name: archive, schemas_name: schemas, data_name: data}
     _build = _Build(course, sims, generated, runtime_files, glossary.load(terms) if terms.is_file() else None)
     config.extra["runtime"] = {
         "archive": archive_name,
@@ -76,24 +76,13 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
-def _runtime_ready(config: MkDocsConfig) -> dict[str, Any]:
-    """config.extra["runtime"] complete: the names of the Node.js-made files and every start-up
-    download's size (waits for those files the first time)."""
-    assert _build is not None
-    runtime = config.extra["runtime"]
-    if "downloads" not in runtime:
-        made, runtime["downloads"] = _build.runtime_files.result()
-        runtime |= {key: name for key, (name, _) in made.items()}
-    return runtime
-
-
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     assert _build is not None
     sources = {x.src_uri: x.path for x in _build.course.lessons} | assets.vendor_files()
     for src_uri, path in sources.items():
         files.append(File.generated(config, src_uri, abs_src_path=str(path)))
-    for src_uri, content in _build.generated.items():
-        files.append(File.generated(config, src_uri, content=content))
+    for name, content in _build.generated.items():
+        files.append(File.generated(config, f"assets/generated/{name}", content=content))
     # The page that lists the download sizes renders last, so the other pages render while Node.js
     # makes the files it measures.
     if (sizes_page := files.get_file_from_path(SIZES_PAGE)) is not None:
@@ -104,9 +93,9 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     assert _build is not None
-    lesson = _build.course.lesson_at(page.file.src_uri)
+    lesson = next((x for x in _build.course.lessons if x.src_uri == page.file.src_uri), None)
     if page.file.src_uri == SIZES_PAGE:  # the download sizes of this build
-        runtime = _runtime_ready(config)
+        runtime = config.extra["runtime"] | _build.runtime_files.result()[0]
         sizes, skipped = runtime["downloads"], precompress.paths(runtime)
         markdown = markdown.replace(precompress.SIZES_MARKER, precompress.sizes_table(sizes, skipped))
         markdown = markdown.replace(precompress.CLASS_MARKER, precompress.class_sentence(sizes, skipped))
@@ -119,8 +108,9 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
 def on_env(env: Any, config: MkDocsConfig, files: Files) -> Any:
     """The Node.js-made files join the site before mkdocs copies its files and renders templates."""
     assert _build is not None
-    _runtime_ready(config)
-    for name, data in _build.runtime_files.result()[0].values():
+    runtime, made = _build.runtime_files.result()
+    config.extra["runtime"] |= runtime
+    for name, data in made.items():
         files.append(File.generated(config, f"assets/generated/{name}", content=data))
     return env
 

@@ -25,22 +25,41 @@ def render(lesson: Lesson, course: Course, sims: Simulators, glossary: Glossary 
     linker = glossary.linker(lesson.src_uri) if glossary is not None else None
     scenarios = resolve_scenarios(lesson, sims)
     body = render_body(lesson.body, lesson.path, lesson.body_line, sims, linker, scenarios)
-    return _header(lesson, course) + body + _completion(lesson)
+    e = html.escape
+    chapter = next(c for c in course.chapters if c.id == lesson.chapter)
+    header = (
+        f"# {lesson.title}\n\n"
+        f'<div class="lesson-head" data-lesson="{e(lesson.id)}">\n'
+        f'<p class="lesson-kicker">Lesson {e(lesson.id)} · Chapter {e(chapter.id)} '
+        f"{e(chapter.name)} · {lesson.minutes} min</p>\n"
+        f'<p class="lesson-question">{e(lesson.question)}</p>\n'
+        f'<dl class="lesson-facts"><div><dt>Bottleneck</dt><dd>{e(lesson.bottleneck)}</dd></div>'
+        f"<div><dt>Primary metric</dt><dd>{e(lesson.primary_metric)}</dd></div></dl>\n"
+        "</div>\n\n"
+    )
+    completion = (
+        f'\n\n<div class="lesson-complete" data-lesson="{e(lesson.id)}">\n'
+        '<button type="button" class="md-button md-button--primary lesson-complete-button" '
+        'aria-pressed="false">Mark lesson complete</button>\n'
+        '<p class="lesson-complete-status" role="status" aria-live="polite"></p>\n</div>\n'
+    )
+    return header + body + completion
 
 
 def resolve_scenarios(lesson: Lesson, sims: Simulators) -> expressions.Scenarios:
     """The lesson's scenarios with every `"{{ expression }}"` value computed (earlier ones usable)."""
     resolved: expressions.Scenarios = {}
     for name, params in lesson.scenarios.items():
+        line = lesson.lines[f"scenarios.{name}"]
         if name in sims.schemas:
-            raise LessonError(lesson.path, lesson.scenario_lines[name], f"scenario {name!r} is a simulator's name")
+            raise LessonError(lesson.path, line, f"scenario {name!r} is a simulator's name")
         values = {}
         for param, value in params.items():
             match = expressions.EXPRESSION.fullmatch(value.strip()) if isinstance(value, str) else None
             try:
                 values[param] = expressions.raw_value(match.group(1), sims, resolved) if match else value
             except ValueError as exc:
-                raise LessonError(lesson.path, lesson.scenario_lines[name], f"scenario {name!r}: {exc}") from None
+                raise LessonError(lesson.path, line, f"scenario {name!r}: {exc}") from None
         resolved[name] = values
     return resolved
 
@@ -116,27 +135,3 @@ def _expand(
                 raise LessonError(path, line_no, problem)
             print(f"warning: {display_path(path)}:{line_no}: {problem} [{pending}]", file=sys.stderr)
     return expanded
-
-
-def _header(lesson: Lesson, course: Course) -> str:
-    e = html.escape
-    chapter = next(c for c in course.chapters if c.id == lesson.chapter)
-    return (
-        f"# {lesson.title}\n\n"
-        f'<div class="lesson-head" data-lesson="{e(lesson.id)}">\n'
-        f'<p class="lesson-kicker">Lesson {e(lesson.id)} · Chapter {e(chapter.id)} '
-        f"{e(chapter.name)} · {lesson.minutes} min</p>\n"
-        f'<p class="lesson-question">{e(lesson.question)}</p>\n'
-        f'<dl class="lesson-facts"><div><dt>Bottleneck</dt><dd>{e(lesson.bottleneck)}</dd></div>'
-        f"<div><dt>Primary metric</dt><dd>{e(lesson.primary_metric)}</dd></div></dl>\n"
-        "</div>\n\n"
-    )
-
-
-def _completion(lesson: Lesson) -> str:
-    return (
-        f'\n\n<div class="lesson-complete" data-lesson="{html.escape(lesson.id)}">\n'
-        '<button type="button" class="md-button md-button--primary lesson-complete-button" '
-        'aria-pressed="false">Mark lesson complete</button>\n'
-        '<p class="lesson-complete-status" role="status" aria-live="polite"></p>\n</div>\n'
-    )

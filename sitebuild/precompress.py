@@ -33,16 +33,13 @@ def gzip_bytes(data: bytes) -> bytes:
     return _compressed[key]
 
 
-def write_copies(site_dir: Path) -> int:
-    """Write FILE.gz beside every large compressible file of the built site; the bytes written."""
-    written = 0
+def write_copies(site_dir: Path) -> None:
+    """Write FILE.gz beside every large compressible file of the built site."""
     for path in sorted(site_dir.rglob("*")):
         if path.suffix in SUFFIXES and path.is_file() and path.stat().st_size >= MIN_BYTES:
             copy = gzip_bytes(path.read_bytes())
             if len(copy) < path.stat().st_size:
                 path.with_name(path.name + ".gz").write_bytes(copy)
-                written += len(copy)
-    return written
 
 
 def downloads(vendored: dict[str, Path], generated: dict[str, bytes]) -> Sizes:
@@ -55,9 +52,7 @@ def downloads(vendored: dict[str, Path], generated: dict[str, bytes]) -> Sizes:
         sizes[name] = [len(data), len(gzip_bytes(data))]
         if name.endswith(".wasm"):
             sizes[f"{name}.gz"] = [sizes.pop(name)[1]] * 2
-    for name, data in generated.items():
-        sizes[name] = [len(data), len(data)]
-    return sizes
+    return sizes | {name: [len(data)] * 2 for name, data in generated.items()}
 
 
 SIZES_MARKER = "<!-- download-sizes -->"
@@ -85,8 +80,7 @@ def sizes_table(sizes: Sizes, skipped: dict[bool, set[str]]) -> str:
     a host that compresses (with the build's .gz copies) and from one that does not."""
     rows = []
     for label, with_snapshot in (("from scratch (slow connections)", False), ("restoring the snapshot (fast)", True)):
-        files = start_files(sizes, skipped, with_snapshot).values()
-        raw, gz = sum(v[0] for v in files), sum(v[1] for v in files)
+        raw, gz = map(sum, zip(*start_files(sizes, skipped, with_snapshot).values(), strict=True))
         rows.append(
             f"| {label} | {gz / 1e6:.1f} MB | {gz * CLASS_SIZE / 1e6:.0f} MB "
             f"| {raw / 1e6:.1f} MB | {raw * CLASS_SIZE / 1e6:.0f} MB |"
@@ -106,8 +100,7 @@ SHARED_MBPS = 40  # an access point's useful throughput shared by a class (an as
 
 
 def class_sentence(sizes: Sizes, skipped: dict[bool, set[str]]) -> str:
-    plain = start_files(sizes, skipped, with_snapshot=False).values()
-    gz, raw = sum(v[1] for v in plain) * CLASS_SIZE, sum(v[0] for v in plain) * CLASS_SIZE
+    raw, gz = (total * CLASS_SIZE for total in map(sum, zip(*start_files(sizes, skipped, False).values(), strict=True)))
     return (
         f"{CLASS_SIZE} starts from scratch download {gz / 1e6:.0f} MB from a compressing host "
         f"({raw / 1e6:.0f} MB from `python -m http.server`): about {gz * 8 / 1e6 / SHARED_MBPS:.0f} s "

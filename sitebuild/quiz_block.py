@@ -81,6 +81,7 @@ def _question(question: Any, line: int, number: int) -> str:
     kind = question.get("type")
     if kind not in ("number", "choice"):
         raise BlockError(line, f"question type must be 'number' or 'choice', not {kind!r}")
+    _check_keys(question, NUMBER_KEYS if kind == "number" else CHOICE_KEYS, line)
     qid = f"quiz-{number}"
     attributes, body = (_number if kind == "number" else _choice)(question, line, qid)
     return "\n".join(
@@ -95,9 +96,8 @@ def _question(question: Any, line: int, number: int) -> str:
 
 def _number(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[str]]:
     """The question's attributes and its HTML below the prompt."""
-    _check_keys(question, NUMBER_KEYS, line)
     answer, tolerance = question.get("answer"), question.get("tolerance", 0.01)
-    if not _is_number(answer) or not _is_number(tolerance) or tolerance < 0:
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (answer, tolerance)) or tolerance < 0:
         raise BlockError(line, "a number question needs a numeric 'answer' and a 'tolerance' >= 0")
     if not isinstance(question.get("explanation"), str):
         raise BlockError(line, "a number question needs an 'explanation'")
@@ -116,7 +116,6 @@ def _number(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[st
 
 def _choice(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[str]]:
     """The question's attributes (none) and its HTML below the prompt."""
-    _check_keys(question, CHOICE_KEYS, line)
     options = question.get("options")
     if not isinstance(options, list) or len(options) < 2:
         raise BlockError(line, "a choice question needs at least two 'options'")
@@ -142,7 +141,3 @@ def _choice(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[st
 def _check_keys(mapping: dict[str, Any], allowed: set[str], line: int) -> None:
     if unknown := sorted(set(mapping) - allowed):
         raise BlockError(line, f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)

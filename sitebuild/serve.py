@@ -45,8 +45,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
             if not self.path.split("?", 1)[0].endswith("/"):
                 return super().send_head()  # the base class redirects to the trailing slash
             path = path / "index.html"
-        gzip_ok = "gzip" in self.headers.get("Accept-Encoding", "")
-        if not (gzip_ok and path.suffix in COMPRESSIBLE and path.is_file()):
+        if not ("gzip" in self.headers.get("Accept-Encoding", "") and path.suffix in COMPRESSIBLE and path.is_file()):
             return super().send_head()
         stat = path.stat()
         modified = self.date_time_string(int(stat.st_mtime))

@@ -16,11 +16,11 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any
 
 from sitebuild import static_chart
 from sitebuild.assets import check_trace_types
 from sitebuild.block_yaml import BlockError, read_mapping
+from sitebuild.expressions import Scenarios
 from sitebuild.numbers import KEY_FIGURES, format_metric
 from sitebuild.sims import SimulatorRunError, Simulators
 
@@ -28,9 +28,7 @@ KEYS = ("sim", "scenario", "params", "controls", "caption", "id")
 WIDGET_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
-def render(
-    source: str, sims: Simulators, used_ids: set[str], scenarios: dict[str, dict[str, Any]] | None = None
-) -> str:
+def render(source: str, sims: Simulators, used_ids: set[str], scenarios: Scenarios | None = None) -> str:
     spec, lines = read_mapping(source, "sim", KEYS, "params", "sim:, params:, controls:, caption:")
     name = spec.get("sim")
     if not isinstance(name, str) or name not in sims.schemas:
@@ -71,10 +69,7 @@ def render(
             raise BlockError(lines["id"], f"id {widget_id!r} is already used on this page")
         widget_id = next(f"{name}-{n}" for n in range(2, 1000) if f"{name}-{n}" not in used_ids)
     used_ids.add(widget_id)
-    return _html(widget_id, schema, params, controls, str(spec.get("caption", "")), answer)
-
-
-def _html(widget_id: str, schema: dict[str, Any], params: dict, controls: list[str], caption: str, answer: dict) -> str:
+    caption = str(spec.get("caption", ""))
     e = html.escape
     labels = {m["name"]: m for m in schema["metrics"]}
     metrics = answer["metrics"]
@@ -88,14 +83,11 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict, controls: list[s
             f"<td>{e(text)}</td><td>{e(shown)}</td></tr>"
         )
 
-    def rows(names: list[str]) -> str:
-        return "".join(map(row, names))
-
     head = '<thead><tr><th scope="col">Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead>'
     # Past KEY_FIGURES, the figures stay one click away, under the data table's toggle.
     more = (
-        f'<table class="sim-more-figures"><caption>More figures</caption>{head}<tbody>{rows(keys[KEY_FIGURES:])}'
-        "</tbody></table>"
+        f'<table class="sim-more-figures"><caption>More figures</caption>{head}'
+        f"<tbody>{''.join(map(row, keys[KEY_FIGURES:]))}</tbody></table>"
         if keys[KEY_FIGURES:]
         else ""
     )
@@ -118,7 +110,7 @@ def _html(widget_id: str, schema: dict[str, Any], params: dict, controls: list[s
         f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
         f'aria-describedby="{summary_id}">{chart}</div>',
         f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
-        f'<table class="sim-metrics"><caption>Key figures</caption>{head}<tbody>{rows(keys[:KEY_FIGURES])}'
+        f'<table class="sim-metrics"><caption>Key figures</caption>{head}<tbody>{"".join(map(row, keys[:KEY_FIGURES]))}'
         "</tbody></table>",
         f'<details class="sim-data"><summary>Data table{" and more figures" if more else ""}</summary>{more}'
         '<div class="sim-data-table"></div></details>',

@@ -95,8 +95,7 @@ def reduce_zip(full: bytes, keep: list[str]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(full)) as source, zipfile.ZipFile(buffer, "w") as target:
         for name in keep:
-            info = source.getinfo(name)
-            target.writestr(info, source.read(name), compress_type=info.compress_type)
+            target.writestr(source.getinfo(name), source.read(name))
     return buffer.getvalue()
 
 

@@ -116,7 +116,7 @@ def test_every_link_to_another_site_is_well_formed(site: Site) -> None:
         for href in parser.hrefs:
             parts = urlsplit(href)
             if not parts.scheme and not href.startswith("//"):
-                continue  # local: sitebuild/linkcheck.py checks these (tests/site/test_site_build.py)
+                continue  # local: site_build.py check_links checks these (tests/site/test_site_build.py)
             if parts.scheme == "mailto":
                 continue
             count += 1
