@@ -229,3 +229,25 @@ def test_a_change_that_leaves_the_runs_alone_reuses_them_and_answers_as_a_fresh_
     before = len(calls)
     session.run("load_test", {**base, "num_requests": 70, "view": "percentiles"}, seed=3)
     assert len(calls) == before
+
+
+def test_a_warm_up_that_leaves_no_first_token_to_measure_measures_the_whole_run_and_says_so():
+    # 40 requests at 10 req/s arrive in about 4 s: a 5 s warm-up starts the window after the last
+    # arrival, so no first token falls inside it. Every latency statistic of that empty window would
+    # read 0 (and the percentiles text divided by a zero mean); the whole run is measured instead.
+    params = {"num_requests": 40, "warmup": "5s"}
+    for view in ("percentiles", "knee", "goodput"):
+        out = api.run("load_test", {**params, "view": view})
+        assert out["ok"], out.get("errors")
+        assert out["metrics"]["ttft_samples"] == 40
+        assert out["metrics"]["ttft_s_p99"] >= out["metrics"]["ttft_s_mean"] > 0
+        assert out["result"]["phases_ignored"] == "5 seconds"
+        assert all(pt["samples"] > 0 for key in ("open", "closed") for pt in out["result"].get(key, []))
+    assert "so these figures measure the whole run" in out["summary"]
+    # The same run with the whole-run measurement asked for outright gives the same figures.
+    whole = api.run("load_test", {"num_requests": 40, "warmup": "0", "view": "percentiles"})
+    assert (
+        whole["result"]["percentiles"]
+        == api.run("load_test", {**params, "view": "percentiles"})["result"]["percentiles"]
+    )
+    assert "phases_ignored" not in whole["result"]

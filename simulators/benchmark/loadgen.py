@@ -31,7 +31,7 @@ import bisect
 import dataclasses
 import random
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ..engine.cluster import EngineSpec, Served, serve_steps
@@ -170,9 +170,14 @@ class ServedMemo:
                 self._apart.clear()
             if window not in self._apart:
                 kw: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "max_seconds": max_seconds}
-                self._apart[window] = measure_apart(
-                    self._served[key], profile, rate, slots=self.spec.sched.max_num_seqs, **kw
-                )
+                apart = measure_apart(self._served[key], profile, rate, slots=self.spec.sched.max_num_seqs, **kw)
+                if not apart.summary["ttft_s_count"] and (window[1].kind != "none" or window[2].kind != "none"):
+                    # No first token inside the window, so every latency statistic would read 0: as
+                    # metrics.summarize_apart does for an empty window, measure the whole run (flagged).
+                    kw["warmup"] = kw["cooldown"] = None
+                    apart = measure_apart(self._served[key], profile, rate, slots=self.spec.sched.max_num_seqs, **kw)
+                    apart = replace(apart, summary={**apart.summary, "phases_ignored": 1.0})
+                self._apart[window] = apart
             self._measured[(window, slo)] = with_slo(self._apart[window], slo)
         return self._measured[(window, slo)]
 

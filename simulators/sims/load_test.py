@@ -174,6 +174,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     out: dict[str, Any] = {"model": spec.model.name, "gpu": spec.gpu.name, "rate_per_s": p.rate_per_s, "users": p.users}
     out |= {"lengths": p.lengths, "warmup": p.warmup, "percentiles": _percentiles(a)}
     out |= {"num_requests": p.num_requests, "max_context_tokens": spec.model.max_context_tokens}
+    if a["phases_ignored"]:  # the warm-up and cool-down left nothing to measure: the whole run is (metrics.py)
+        out["phases_ignored"] = dict(WARMUPS)[p.warmup].lower()
     out["metrics"] = {
         "max_throughput_per_s": top.metrics["steady_throughput_per_s"],
         **{k: a[k] for k in ("ttft_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_mean", "tpot_s_p99", "drain_share")},

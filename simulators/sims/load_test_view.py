@@ -110,7 +110,12 @@ def _trust_sentence(r: dict[str, Any]) -> str:
     """What the figures at the chosen rate rest on: warm-up, sample count, drain."""
     m = r["metrics"]
     out = []
-    if r["warmup"] != "0":
+    if "phases_ignored" in r:
+        out.append(
+            f"A warm-up and cool-down of {r['phases_ignored']} would leave no request of this run to measure, "
+            "so these figures measure the whole run: run more requests or choose a shorter warm-up."
+        )
+    elif r["warmup"] != "0":
         out.append(
             f"Keeping the warm-up and cool-down, measured throughput is {m['request_throughput_warmup_kept_per_s']:.2f} req/s."
         )
