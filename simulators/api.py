@@ -33,7 +33,7 @@ from typing import Any
 from . import sims
 from .core.catalog import CatalogError
 from .engine import blockhash
-from .params import ParamError, ParamErrors, missing_figure, parse, priced_by, schema_fields
+from .params import ParamError, ParamErrors, missing_figure, param, parse, priced_by, schema_fields
 from .plotting import running
 from .results_cache import DEFAULT_ENTRIES, MAX_RESULTS, LruCache, ResultsCache
 from .sims import (
@@ -113,21 +113,12 @@ def schema(name: str) -> dict[str, Any]:
     mod = _module(name)
     views = _views(mod)
     # The chart choice is listed with the parameters, last, so that pages build its control alike.
-    chart = {
-        "name": VIEW,
-        "label": "Chart",
-        "type": "choice",
-        "default": views[0][0] if views else None,
-        "unit": "",
-        "help": "",
-        "custom": None,
-        "choices": [{"value": v, "label": label} for v, label in views],
-    }
+    chart = [(VIEW, str, param(views[0][0], label="Chart", choices=views))] if views else []
     return {
         "name": name,
         "title": mod.TITLE,
         "description": mod.DESCRIPTION,
-        "params": schema_fields(mod.Params) + ([chart] if views else []),
+        "params": schema_fields(mod.Params) + schema_fields(dataclasses.make_dataclass("Chart", chart)),
         "metrics": [{"name": k, "label": label, "unit": unit} for k, (label, unit) in mod.METRICS.items()],
         "exports": [{"kind": k, "label": label, "file": file} for k, label, file in getattr(mod, "EXPORTS", [])],
     }
@@ -154,22 +145,14 @@ def _views(mod: ModuleType) -> list[tuple[str, str]]:
 
 def _chart(mod: ModuleType, view: Any) -> str | None:
     """The chart to draw: `view`, or the module's first; ParamErrors if it draws no such chart."""
-    views = _views(mod)
-    if not views:
-        if view is None:
-            return None
-        raise ParamErrors([{"field": VIEW, "message": "this simulator draws one chart: leave out 'view'"}])
+    views = [v for v, _ in _views(mod)]
     if view is None:
-        return views[0][0]
-    if view not in [v for v, _ in views]:
-        choices = ", ".join(v for v, _ in views)
-        raise ParamErrors([{"field": VIEW, "message": f"unknown chart {view!r}; choose one of: {choices}"}])
+        return views[0] if views else None
+    if not views:
+        raise ParamErrors([{"field": VIEW, "message": "this simulator draws one chart: leave out 'view'"}])
+    if view not in views:
+        raise ParamErrors([{"field": VIEW, "message": f"unknown chart {view!r}; choose one of: {', '.join(views)}"}])
     return str(view)
-
-
-def _draw(mod: ModuleType, result: dict[str, Any], view: str | None) -> dict[str, Any]:
-    chosen = () if view is None else (view,)  # a simulator with one chart takes no view
-    return {"figure": mod.figure(result, *chosen), "summary": mod.summary(result, *chosen)}
 
 
 CHAINS = "engine.chains"  # the session's namespace for the engine's block-hash chains (engine/blockhash.py)
@@ -230,17 +213,11 @@ def run(
         return _failed(e.message, e.field)
     except CatalogError as e:
         return _failed(str(e))
-    drawn = _draw(mod, result, chart)
-    priced = priced_by(p)
-    if priced:  # each answer says which profile priced its times (one speed model, a named choice)
-        drawn["summary"] = f"{drawn['summary']} Times priced with {priced}."
-    return {
-        "ok": True,
-        "metrics": result["metrics"],
-        "result": result,
-        **drawn,
-        **({"priced_by": priced} if priced else {}),
-    }
+    chosen = () if chart is None else (chart,)  # a simulator with one chart takes no view
+    drawn = {"figure": mod.figure(result, *chosen), "summary": mod.summary(result, *chosen)}
+    if priced := priced_by(p):  # each answer says which profile priced its times (one speed model, a named choice)
+        drawn |= {"summary": f"{drawn['summary']} Times priced with {priced}.", "priced_by": priced}
+    return {"ok": True, "metrics": result["metrics"], "result": result, **drawn}
 
 
 def _failed(message: str, field: str = "") -> dict[str, Any]:

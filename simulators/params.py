@@ -147,7 +147,8 @@ def _number(meta: Mapping[str, Any], kind: str, value: Any) -> int | float:
         raise ValueError(f"must be a finite number; got {value!r}")
     lo, hi = meta["min"], meta["max"]
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ValueError(f"must be between {_fmt(lo)} and {_fmt(hi)}{_unit(meta)}; got {_fmt(value)}")
+        unit = f" {meta['unit']}" if meta["unit"] else ""
+        raise ValueError(f"must be between {_fmt(lo)} and {_fmt(hi)}{unit}; got {_fmt(value)}")
     if kind == "int":
         if value != int(value):
             raise ValueError(f"must be a whole number; got {_fmt(value)}")
@@ -161,10 +162,6 @@ def _fmt(x: float | None) -> str:
     if abs(x) >= 1e12:
         return f"{x:.3g}"
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
-
-
-def _unit(meta: Mapping[str, Any]) -> str:
-    return f" {meta['unit']}" if meta["unit"] else ""
 
 
 def parse(cls: type[T], raw: dict[str, Any]) -> T:
