@@ -241,25 +241,7 @@ def _export(name: str, mod: ModuleType, kind: Any, params: dict[str, Any], seed:
 
 def run_json(name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
     """The browser's entry point: JSON in, JSON out. Keeps nothing (a Session keeps answers)."""
-    return _run_json(name, params_json, seed, view, None)
-
-
-def _run_json(
-    name: str,
-    params_json: str,
-    seed: int,
-    view: str | None,
-    cache: ResultsCache | None,
-    keys: tuple[str, ...] = (),
-    partial: Partial | None = None,
-) -> str:
-    """run()'s answer as JSON; with `keys`, only those parts of a good answer."""
-    try:
-        params = json.loads(params_json) if params_json.strip() else {}
-    except json.JSONDecodeError as e:
-        return dumps(_failed(f"parameters are not valid JSON: {e}"))
-    answer = run(name, params, seed, view, cache=cache, partial=partial)
-    return dumps({k: answer[k] for k in ("ok", *keys)} if keys and answer["ok"] else answer)
+    return Session().run_json(name, params_json, seed, view)
 
 
 class Session:
@@ -273,7 +255,18 @@ class Session:
         return run(name, params, seed, view, cache=self.cache)
 
     def run_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
-        return _run_json(name, params_json, seed, view, self.cache)
+        return self._json(name, params_json, seed, view)
+
+    def _json(
+        self, name: str, params_json: str, seed: int, view: str | None, *parts: str, partial: Partial | None = None
+    ) -> str:
+        """run()'s answer as JSON; with `parts`, only those parts of a good answer."""
+        try:
+            params = json.loads(params_json) if params_json.strip() else {}
+        except json.JSONDecodeError as e:
+            return dumps(_failed(f"parameters are not valid JSON: {e}"))
+        answer = run(name, params, seed, view, cache=self.cache, partial=partial)
+        return dumps({k: answer[k] for k in ("ok", *parts)} if parts and answer["ok"] else answer)
 
     def run_json_stream(
         self, name: str, params_json: str, seed: int = 0, post: Post | None = None, view: str | None = None
@@ -285,11 +278,11 @@ class Session:
             if post is not None:
                 post(dumps({"ok": True, "partial": True, "figure": figure}))
 
-        return _run_json(name, params_json, seed, view, self.cache, partial=partial)
+        return self._json(name, params_json, seed, view, partial=partial)
 
     def figure_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
         """Only {"ok": true, "figure": ..., "summary": ...}: a chart switch, drawn from the kept result."""
-        return _run_json(name, params_json, seed, view, self.cache, ("figure", "summary"))
+        return self._json(name, params_json, seed, view, "figure", "summary")
 
     @property
     def results(self) -> LruCache[object]:

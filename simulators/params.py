@@ -199,18 +199,11 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
     out = []
     for f in dataclasses.fields(cls):
         meta = f.metadata
-        entry: dict[str, Any] = {
-            "name": f.name,
-            "label": meta["label"],
-            "type": _kind(f),
-            "default": f.default,
-            "unit": meta["unit"],
-            "help": meta["help"],
-            "custom": meta["custom"],
-        }
+        entry: dict[str, Any] = {"name": f.name, "label": meta["label"], "type": _kind(f), "default": f.default}
+        entry |= {k: meta[k] for k in ("unit", "help", "custom")}
         entry |= {k: meta[k] for k in ("file", "lines") if meta.get(k)}
         if entry["type"] in ("int", "float"):
-            entry.update(min=meta["min"], max=meta["max"], step=meta["step"], log=meta["log"])
+            entry |= {k: meta[k] for k in ("min", "max", "step", "log")}
         choices = _choices(meta)
         if choices is not None:
             entry["choices"] = [{"value": v, "label": label} for v, label in choices]
