@@ -33,7 +33,7 @@ from typing import Any
 from . import sims
 from .core.catalog import CatalogError
 from .engine import blockhash
-from .params import ParamError, ParamErrors, missing_figure, parse, priced_by, schema_fields
+from .params import ParamError, ParamErrors, missing_figure, param, parse, priced_by, schema_fields
 from .plotting import running
 from .results_cache import DEFAULT_ENTRIES, MAX_RESULTS, LruCache, ResultsCache
 from .sims import (
@@ -113,21 +113,12 @@ def schema(name: str) -> dict[str, Any]:
     mod = _module(name)
     views = _views(mod)
     # The chart choice is listed with the parameters, last, so that pages build its control alike.
-    chart = {
-        "name": VIEW,
-        "label": "Chart",
-        "type": "choice",
-        "default": views[0][0] if views else None,
-        "unit": "",
-        "help": "",
-        "custom": None,
-        "choices": [{"value": v, "label": label} for v, label in views],
-    }
+    chart = [(VIEW, str, param(views[0][0], label="Chart", choices=views))] if views else []
     return {
         "name": name,
         "title": mod.TITLE,
         "description": mod.DESCRIPTION,
-        "params": schema_fields(mod.Params) + ([chart] if views else []),
+        "params": schema_fields(mod.Params) + schema_fields(dataclasses.make_dataclass("Chart", chart)),
         "metrics": [{"name": k, "label": label, "unit": unit} for k, (label, unit) in mod.METRICS.items()],
         "exports": [{"kind": k, "label": label, "file": file} for k, label, file in getattr(mod, "EXPORTS", [])],
     }
@@ -154,22 +145,14 @@ def _views(mod: ModuleType) -> list[tuple[str, str]]:
 
 def _chart(mod: ModuleType, view: Any) -> str | None:
     """The chart to draw: `view`, or the module's first; ParamErrors if it draws no such chart."""
-    views = _views(mod)
-    if not views:
-        if view is None:
-            return None
-        raise ParamErrors([{"field": VIEW, "message": "this simulator draws one chart: leave out 'view'"}])
+    views = [v for v, _ in _views(mod)]
     if view is None:
-        return views[0][0]
-    if view not in [v for v, _ in views]:
-        choices = ", ".join(v for v, _ in views)
-        raise ParamErrors([{"field": VIEW, "message": f"unknown chart {view!r}; choose one of: {choices}"}])
+        return views[0] if views else None
+    if not views:
+        raise ParamErrors([{"field": VIEW, "message": "this simulator draws one chart: leave out 'view'"}])
+    if view not in views:
+        raise ParamErrors([{"field": VIEW, "message": f"unknown chart {view!r}; choose one of: {', '.join(views)}"}])
     return str(view)
-
-
-def _draw(mod: ModuleType, result: dict[str, Any], view: str | None) -> dict[str, Any]:
-    chosen = () if view is None else (view,)  # a simulator with one chart takes no view
-    return {"figure": mod.figure(result, *chosen), "summary": mod.summary(result, *chosen)}
 
 
 CHAINS = "engine.chains"  # the session's namespace for the engine's block-hash chains (engine/blockhash.py)
@@ -230,17 +213,11 @@ def run(
         return _failed(e.message, e.field)
     except CatalogError as e:
         return _failed(str(e))
-    drawn = _draw(mod, result, chart)
-    priced = priced_by(p)
-    if priced:  # each answer says which profile priced its times (one speed model, a named choice)
-        drawn["summary"] = f"{drawn['summary']} Times priced with {priced}."
-    return {
-        "ok": True,
-        "metrics": result["metrics"],
-        "result": result,
-        **drawn,
-        **({"priced_by": priced} if priced else {}),
-    }
+    chosen = () if chart is None else (chart,)  # a simulator with one chart takes no view
+    drawn = {"figure": mod.figure(result, *chosen), "summary": mod.summary(result, *chosen)}
+    if priced := priced_by(p):  # each answer says which profile priced its times (one speed model, a named choice)
+        drawn |= {"summary": f"{drawn['summary']} Times priced with {priced}.", "priced_by": priced}
+    return {"ok": True, "metrics": result["metrics"], "result": result, **drawn}
 
 
 def _failed(message: str, field: str = "") -> dict[str, Any]:
@@ -264,25 +241,7 @@ def _export(name: str, mod: ModuleType, kind: Any, params: dict[str, Any], seed:
 
 def run_json(name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
     """The browser's entry point: JSON in, JSON out. Keeps nothing (a Session keeps answers)."""
-    return _run_json(name, params_json, seed, view, None)
-
-
-def _run_json(
-    name: str,
-    params_json: str,
-    seed: int,
-    view: str | None,
-    cache: ResultsCache | None,
-    keys: tuple[str, ...] = (),
-    partial: Partial | None = None,
-) -> str:
-    """run()'s answer as JSON; with `keys`, only those parts of a good answer."""
-    try:
-        params = json.loads(params_json) if params_json.strip() else {}
-    except json.JSONDecodeError as e:
-        return dumps(_failed(f"parameters are not valid JSON: {e}"))
-    answer = run(name, params, seed, view, cache=cache, partial=partial)
-    return dumps({k: answer[k] for k in ("ok", *keys)} if keys and answer["ok"] else answer)
+    return Session().run_json(name, params_json, seed, view)
 
 
 class Session:
@@ -296,7 +255,18 @@ class Session:
         return run(name, params, seed, view, cache=self.cache)
 
     def run_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
-        return _run_json(name, params_json, seed, view, self.cache)
+        return self._json(name, params_json, seed, view)
+
+    def _json(
+        self, name: str, params_json: str, seed: int, view: str | None, *parts: str, partial: Partial | None = None
+    ) -> str:
+        """run()'s answer as JSON; with `parts`, only those parts of a good answer."""
+        try:
+            params = json.loads(params_json) if params_json.strip() else {}
+        except json.JSONDecodeError as e:
+            return dumps(_failed(f"parameters are not valid JSON: {e}"))
+        answer = run(name, params, seed, view, cache=self.cache, partial=partial)
+        return dumps({k: answer[k] for k in ("ok", *parts)} if parts and answer["ok"] else answer)
 
     def run_json_stream(
         self, name: str, params_json: str, seed: int = 0, post: Post | None = None, view: str | None = None
@@ -308,11 +278,11 @@ class Session:
             if post is not None:
                 post(dumps({"ok": True, "partial": True, "figure": figure}))
 
-        return _run_json(name, params_json, seed, view, self.cache, partial=partial)
+        return self._json(name, params_json, seed, view, partial=partial)
 
     def figure_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
         """Only {"ok": true, "figure": ..., "summary": ...}: a chart switch, drawn from the kept result."""
-        return _run_json(name, params_json, seed, view, self.cache, ("figure", "summary"))
+        return self._json(name, params_json, seed, view, "figure", "summary")
 
     @property
     def results(self) -> LruCache[object]:

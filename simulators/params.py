@@ -147,7 +147,8 @@ def _number(meta: Mapping[str, Any], kind: str, value: Any) -> int | float:
         raise ValueError(f"must be a finite number; got {value!r}")
     lo, hi = meta["min"], meta["max"]
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ValueError(f"must be between {_fmt(lo)} and {_fmt(hi)}{_unit(meta)}; got {_fmt(value)}")
+        unit = f" {meta['unit']}" if meta["unit"] else ""
+        raise ValueError(f"must be between {_fmt(lo)} and {_fmt(hi)}{unit}; got {_fmt(value)}")
     if kind == "int":
         if value != int(value):
             raise ValueError(f"must be a whole number; got {_fmt(value)}")
@@ -161,10 +162,6 @@ def _fmt(x: float | None) -> str:
     if abs(x) >= 1e12:
         return f"{x:.3g}"
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
-
-
-def _unit(meta: Mapping[str, Any]) -> str:
-    return f" {meta['unit']}" if meta["unit"] else ""
 
 
 def parse(cls: type[T], raw: dict[str, Any]) -> T:
@@ -202,18 +199,11 @@ def schema_fields(cls: type) -> list[dict[str, Any]]:
     out = []
     for f in dataclasses.fields(cls):
         meta = f.metadata
-        entry: dict[str, Any] = {
-            "name": f.name,
-            "label": meta["label"],
-            "type": _kind(f),
-            "default": f.default,
-            "unit": meta["unit"],
-            "help": meta["help"],
-            "custom": meta["custom"],
-        }
+        entry: dict[str, Any] = {"name": f.name, "label": meta["label"], "type": _kind(f), "default": f.default}
+        entry |= {k: meta[k] for k in ("unit", "help", "custom")}
         entry |= {k: meta[k] for k in ("file", "lines") if meta.get(k)}
         if entry["type"] in ("int", "float"):
-            entry.update(min=meta["min"], max=meta["max"], step=meta["step"], log=meta["log"])
+            entry |= {k: meta[k] for k in ("min", "max", "step", "log")}
         choices = _choices(meta)
         if choices is not None:
             entry["choices"] = [{"value": v, "label": label} for v, label in choices]

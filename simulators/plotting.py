@@ -48,9 +48,8 @@ def sweep(points: list[dict[str, Any]], x: str, y: str, name: str, i: int = 0, *
 
 def markers(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
     marker = {"color": PALETTE[i % len(PALETTE)], "symbol": MARKERS[i % len(MARKERS)], "size": 11}
-    return _trace(
-        "scatter", x, y, name, {"mode": "markers+text", "marker": marker, "textposition": "top center"}, extra
-    )
+    style = {"mode": "markers+text", "marker": marker, "textposition": "top center"}
+    return _trace("scatter", x, y, name, style, extra)
 
 
 def bar(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict[str, Any]:

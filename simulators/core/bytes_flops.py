@@ -131,13 +131,10 @@ def unstructured_bytes_per_value(dtype: str, sparsity: float, layout: str = "bit
     if not 0 <= sparsity < 1:
         raise ValueError(f"sparsity must be in [0, 1), got {sparsity}")
     b = bytes_per_value(dtype)
-    if layout == "dense":
-        return b
-    if layout == "bitmask":
-        return (1 - sparsity) * b + 1 / 8
-    if layout == "csr":
-        return (1 - sparsity) * (b + 2)
-    raise ValueError(f"unknown sparse layout '{layout}'; known: dense, bitmask, csr")
+    stored = {"dense": b, "bitmask": (1 - sparsity) * b + 1 / 8, "csr": (1 - sparsity) * (b + 2)}
+    if layout not in stored:
+        raise ValueError(f"unknown sparse layout '{layout}'; known: dense, bitmask, csr")
+    return stored[layout]
 
 
 def weight_bytes(m: Model, weight_dtype: str = "bf16", *, sparse: bool = False) -> float:

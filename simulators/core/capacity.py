@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from . import costmodel as cm
 from .catalog import Gpu, Model
-from .layout import Layout, rank_fit, vllm_defaults
+from .layout import Layout, rank_fit
 
 BATCH_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)  # the batches swept: powers of two to 1,024 slots
 
@@ -27,8 +27,7 @@ def held(
     (0, 0.0) when vLLM would refuse the layout (the heads do not split over num_gpus)."""
     if m.num_heads % num_gpus or cm.kv_layers(m) == 0:
         return 0, 0.0
-    d = vllm_defaults(gpu)
-    fit = rank_fit(m, gpu, Layout(num_gpus), weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context_tokens, **d)
+    fit = rank_fit(m, gpu, Layout(num_gpus), weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context_tokens)
     return fit.kv_tokens, fit.max_concurrency
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from .data_files import CatalogError as CatalogError
 from .data_files import data_file as data_file
@@ -18,6 +18,8 @@ from .gpu import Gpu as Gpu
 from .gpu import gpu_from_dict as gpu_from_dict
 from .model import Model as Model
 from .model import model_from_config as model_from_config
+
+T = TypeVar("T")
 
 
 def serve_defaults(gpu: Gpu) -> dict[str, float]:
@@ -124,17 +126,18 @@ def resolve_gpu(value: str | dict[str, Any]) -> Gpu:
     """A catalogue id, or a dict describing a custom GPU."""
     if isinstance(value, dict):
         return gpu_from_dict(value, str(value.get("id", "custom")))
-    try:
-        return gpus()[value]
-    except KeyError:
-        raise CatalogError(f"unknown GPU '{value}'; known: {', '.join(gpus())}") from None
+    return _entry("GPU", gpus(), value)
 
 
 def resolve_model(value: str | dict[str, Any]) -> Model:
     """A catalogue id, or a Hugging Face config.json dict."""
     if isinstance(value, dict):
         return model_from_config(value, str(value.get("id", value.get("name", "custom"))))
+    return _entry("model", models(), value)
+
+
+def _entry(kind: str, entries: dict[str, T], value: str) -> T:
     try:
-        return models()[value]
+        return entries[value]
     except KeyError:
-        raise CatalogError(f"unknown model '{value}'; known: {', '.join(models())}") from None
+        raise CatalogError(f"unknown {kind} '{value}'; known: {', '.join(entries)}") from None

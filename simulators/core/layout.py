@@ -58,14 +58,10 @@ def rank_fit(
     sparse checkpoint frees more memory for KV (its block matmuls at sparse24_bytes_per_value)."""
     a = vm.account(m, gpu, **lay.cost_kw(), max_model_len=context, kv_dtype=kv_dtype, weight_dtype=weight_dtype, **vllm)
     stage_share = max(s.num_layers for s in a.stages) / m.num_layers
-    spread = 0.0
-    if sparse:
-        saved = cm.block_bytes_per_value(weight_dtype) - cm.block_bytes_per_value(weight_dtype, sparse=True)
-        spread = cm.param_counts(m).block_linear * saved * stage_share / lay.tp
+    saved = cm.block_bytes_per_value(weight_dtype) - cm.block_bytes_per_value(weight_dtype, sparse=True)
+    spread = cm.param_counts(m).block_linear * saved * stage_share / lay.tp if sparse else 0.0
     worst = min(a.stages, key=lambda s: s.kv_bytes)
-    blocks = max(0, int((worst.kv_bytes + spread) // (a.page_bytes * a.group_size)))
-    if not spread:
-        blocks = a.num_blocks
+    blocks = max(0, int((worst.kv_bytes + spread) // (a.page_bytes * a.group_size))) if spread else a.num_blocks
     block_size = int(vllm.get("block_size") or serve_defaults(gpu)["block_size"])  # as vm.account reads it
     tokens = blocks // a.num_groups * block_size
     return RankFit(a, worst.weight_bytes - spread, blocks, lay.dp * blocks / a.blocks_per_request, tokens)
@@ -85,15 +81,13 @@ def pooled_kv_tokens(
     d = serve_defaults(gpu)  # vLLM's defaults, one place (assumptions.toml [vllm_defaults])
     tokens = int(d["max_num_batched_tokens"]) if max_num_batched_tokens is None else max_num_batched_tokens
     usable = gpu.memory_GiB * cm.GiB * d["gpu_memory_utilization"]
-    counts = vm.pp_layer_counts(m.num_layers, lay.pp)
-    worst = 0
-    for i, n in enumerate(counts):
+    held = []
+    for i, n in enumerate(vm.pp_layer_counts(m.num_layers, lay.pp)):
         w = vm.weight_bytes(m, weight_dtype, lay.tp, n, first=i == 0, last=i == lay.pp - 1, dp=lay.dp, ep=lay.ep)
         per_token = cm.kv_bytes_per_token(m, kv_dtype) * n / m.num_layers * cm.kv_replication(m, lay.tp) / lay.tp
         kv = usable - w - cm.activation_bytes(m, tokens)
-        held = int(kv // per_token) if kv > 0 and per_token else 0
-        worst = held if i == 0 else min(worst, held)
-    return lay.dp * worst
+        held.append(int(kv // per_token) if kv > 0 and per_token else 0)
+    return lay.dp * min(held)
 
 
 def vllm_defaults(gpu: Gpu) -> dict[str, Any]:
@@ -109,7 +103,5 @@ def vllm_kv_tokens(
     if m.num_heads % lay.tp or lay.pp > m.num_layers:
         return 0
     context = min(m.max_context_tokens, 8192)
-    fit = rank_fit(
-        m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context, sparse=sparse, **vllm_defaults(gpu)
-    )
+    fit = rank_fit(m, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype, context=context, sparse=sparse)
     return lay.dp * fit.kv_tokens

@@ -20,6 +20,9 @@ class YamlError(ValueError):
 
 _INT = re.compile(r"^[-+]?\d+$")
 _FLOAT = re.compile(r"^[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$")
+# A quoted scalar: single quotes escape a quote by doubling it, double quotes by a backslash
+# (possessive, so that an escaped quote is never taken back as the closing one).
+_QUOTED = {"'": re.compile(r"'(?:[^']|'')*+'"), '"': re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)}
 
 
 def loads(text: str) -> Any:
@@ -140,20 +143,9 @@ def _split_key(body: str) -> tuple[str, str] | None:
 
 
 def _quote_end(s: str) -> int:
-    q, i = s[0], 1
-    while i < len(s):
-        if q == "'" and s[i] == "'":
-            if i + 1 < len(s) and s[i + 1] == "'":
-                i += 2
-                continue
-            return i
-        if q == '"' and s[i] == "\\":
-            i += 2
-            continue
-        if q == '"' and s[i] == '"':
-            return i
-        i += 1
-    return -1
+    """The index of the quote that closes the one s starts with ('' and a backslash escape), or -1."""
+    closed = _QUOTED[s[0]].match(s)
+    return closed.end() - 1 if closed else -1
 
 
 def _scalar_lines(lines: list[tuple[int, str, int]], i: int, indent: int, rest: str) -> tuple[Any, int]:

@@ -121,6 +121,8 @@ _IGNORED = set(
     attention_chunk_size no_rope_layers shared_expert_intermediate_size text_config vision_config
     """.split()
 )
+# Multi-head latent attention's keys, named as the Model fields: its two ranks, then the three dimensions it needs.
+_MLA = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
 _PLAIN_MLP_TYPES = {"gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon"}
 _CATALOGUE_ONLY = {"name", "source", "published_params_B", "id", "hf_ids"}
 
@@ -174,8 +176,7 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
     top_k = opt.get("num_experts_per_tok", 0)
     if experts and not 1 <= top_k <= experts:
         raise CatalogError(f"{where}: 'num_experts_per_tok' must be between 1 and {experts}, got {top_k}")
-    mla = opt.get("kv_lora_rank", 0)
-    if mla and not (opt.get("qk_rope_head_dim") and opt.get("qk_nope_head_dim") and opt.get("v_head_dim")):
+    if opt.get("kv_lora_rank") and not all(opt.get(k) for k in _MLA[2:]):
         raise CatalogError(f"{where}: MLA needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
     published = config.get("published_params_B")
     try:
@@ -210,11 +211,7 @@ def model_from_config(config: dict[str, Any], model_id: str = "custom") -> Model
         num_shared_experts=shared,
         moe_intermediate_size=moe_size,
         first_k_dense=opt.get("first_k_dense_replace", 0),
-        kv_lora_rank=mla,
-        q_lora_rank=opt.get("q_lora_rank", 0),
-        qk_rope_head_dim=opt.get("qk_rope_head_dim", 0),
-        qk_nope_head_dim=opt.get("qk_nope_head_dim", 0),
-        v_head_dim=opt.get("v_head_dim", 0),
+        **{k: opt.get(k, 0) for k in _MLA},
         published_params_B=None if published is None else float(published),
         source=str(config.get("source", "")),
         layer_kinds=kinds,

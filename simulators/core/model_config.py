@@ -57,8 +57,7 @@ def flatten(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     text = config.get("text_config")
     flat = dict(config)
     if isinstance(text, dict):
-        flat = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")}
-        flat.update(text)
+        flat = {k: v for k, v in config.items() if k not in ("text_config", "vision_config")} | text
         if "vision_config" in config:
             notes.append("vision tower left out: only the language model is costed")
         if "model_type" in config:  # the outer type names the family (gemma3, llama4)

@@ -62,9 +62,7 @@ def bubble_share(num_seqs: int, pp: int) -> float:
 
 
 def all_to_all_s(tokens: float, hidden: int, moe_layers: int, top_k: int, ep: int, link_GBps: float) -> float:
-    """Dispatch and combine of `tokens` tokens (one rank's) in every MoE layer over ep ranks."""
-    if ep <= 1:
-        return 0.0
+    """Dispatch and combine of `tokens` tokens (one rank's) in every MoE layer over ep ranks (none over one)."""
     per_layer = 2 * tokens * top_k * hidden * BF16_BYTES * (ep - 1) / ep
     return moe_layers * per_layer / (link_GBps * 1e9)
 

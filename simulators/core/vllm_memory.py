@@ -176,9 +176,6 @@ def non_torch_bytes(tp: int, pp: int) -> float:
 def _groups(kinds: list[str]) -> tuple[int, list[str]]:
     """(group_size, kind of each group), as vLLM groups layers of several kinds."""
     by_kind = Counter(kinds)
-    if len(by_kind) == 1:
-        ((kind, n),) = by_kind.items()
-        return n, [kind]
     smallest, largest = min(by_kind.values()), max(by_kind.values())
     size = largest if largest < smallest * 1.25 else smallest
     groups = [kind for kind, n in by_kind.items() for _ in range(-(-n // size))]
