@@ -1,5 +1,7 @@
 """`published`: a row's conditions as parameters, the validation's own prediction of them."""
 
+import pytest
+
 from simulators import api
 from simulators.benchmark import served_benchmarks as sb
 from simulators.benchmark import validation
@@ -40,3 +42,20 @@ def test_units_follow_the_quantitys_name():
     got = [published.unit(q) for q in ("decode_tokens_per_s", "median_ttft_ms", "batch_latency_s", "params_B")]
     assert got == ["tokens/s", "ms", "s", "billion"]
     assert published.unit("kv_GiB_per_sequence") == published.unit("weight_GiB") == "GiB"
+
+
+def test_a_step_quantity_with_the_batch_the_kv_cache_holds_prices_that_batch():
+    # batch_fit stated the batch as "fit" and the step quantities read it as a number: a crash
+    # (int("fit")) where every other quantity prices the KV cache's capacity in whole sequences.
+    fit = {"batch_fit": True, "context_tokens": 1024}
+    step = api.run("published", {"quantity": "decode_step_ms", **fit})
+    rate = api.run("published", {"quantity": "decode_tokens_per_s", **fit})
+    assert step["ok"] and rate["ok"]
+    # tokens/s x seconds per step = tokens per step = the batch, a whole number of sequences
+    batch = rate["metrics"]["predicted"] * step["metrics"]["predicted"] / 1e3
+    assert batch == pytest.approx(round(batch)) and round(batch) > 8
+    stated = api.run("published", {"quantity": "decode_step_ms", "context_tokens": 1024, "batch_size": round(batch)})
+    assert stated["metrics"]["predicted"] == pytest.approx(step["metrics"]["predicted"])
+    prefill = api.run("published", {"quantity": "prefill_ms", **fit})
+    stated = api.run("published", {"quantity": "prefill_ms", "context_tokens": 1024, "batch_size": round(batch)})
+    assert prefill["ok"] and prefill["metrics"]["predicted"] == pytest.approx(stated["metrics"]["predicted"])

@@ -71,7 +71,7 @@ def _decode_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
 
 def _prefill_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
     m, g, f = _setup(e)
-    seqs = [(int(e["context_tokens"]), 0)] * int(e.get("batch_size", 1))
+    seqs = [(int(e["context_tokens"]), 0)] * _batch(e, p, int(e["context_tokens"]))
     return cm.step_time(m, g, seqs, **f.kw(), eff=p).time_s * 1e3
 
 
@@ -106,7 +106,7 @@ Predict = Callable[[dict[str, Any], ef.EngineProfile], float]
 # Each quantity a measurement can name, as a function of (measurement, engine profile).
 PREDICTIONS: dict[str, Predict] = {
     "decode_tokens_per_s": _decode_rate,
-    "decode_step_ms": lambda e, p: 1e3 * int(e.get("batch_size", 1)) / _decode_rate(e, p),
+    "decode_step_ms": lambda e, p: 1e3 * _batch(e, p, int(e["context_tokens"])) / _decode_rate(e, p),
     "prefill_ms": _prefill_ms,
     "offline_output_tokens_per_s": _offline,
     "prompt_tokens_per_s": lambda e, p: bm.prompt_rate(p, *_setup(e), int(e["prompt_tokens"]), int(e["ubatch"])),
