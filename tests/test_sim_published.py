@@ -59,3 +59,15 @@ def test_a_step_quantity_with_the_batch_the_kv_cache_holds_prices_that_batch():
     prefill = api.run("published", {"quantity": "prefill_ms", **fit})
     stated = api.run("published", {"quantity": "prefill_ms", "context_tokens": 1024, "batch_size": round(batch)})
     assert prefill["ok"] and prefill["metrics"]["predicted"] == pytest.approx(stated["metrics"]["predicted"])
+
+
+def test_a_run_whose_every_request_is_too_long_for_the_kv_cache_is_a_field_error():
+    # Llama-2-7B in BF16 fills about 13 of an RTX 4090's 24 GB; one 76,778-token request needs about
+    # 76,778 x 0.5 MiB = 37.5 GiB of KV cache, so the engine serves none of the batch. Every
+    # statistic of an empty run divided by zero (a crash); the reader now gets the reason instead.
+    out = api.run("published", {"model": "llama-2-7b", "gpu": "rtx-4090", "input_tokens": 76_650})
+    assert not out["ok"]
+    assert [e["field"] for e in out["errors"]] == ["input_tokens"]
+    assert "none of the 8 requests could be served: one of 76,778 tokens" in out["errors"][0]["message"]
+    # The same server with requests that fit answers.
+    assert api.run("published", {"model": "llama-2-7b", "gpu": "rtx-4090", "input_tokens": 1024})["ok"]

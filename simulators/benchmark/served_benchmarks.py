@@ -128,7 +128,18 @@ def _served(lengths: list[tuple[int, int]], spec: EngineSpec, rate: float = 0.0)
     from 0 (the same draw for every rate)."""
     times = arrival_times(random.Random(SEED), len(lengths), "poisson", rate) if rate else [0.0] * len(lengths)
     reqs = [Request(i, t, p, o, ((i + 1, p),)) for i, ((p, o), t) in enumerate(zip(lengths, times, strict=True))]
-    return serve(reqs, spec, keep_series=False).records
+    recs = serve(reqs, spec, keep_series=False).records
+    if not recs:  # every statistic of the run would divide by zero
+        longest = max(a + b for a, b in lengths)
+        raise Unserved(
+            f"none of the {len(lengths):,} requests could be served: one of {longest:,} tokens needs more KV cache "
+            f"than one replica of {spec.model.name} on {spec.gpu.name} holds after its weights"
+        )
+    return recs
+
+
+class Unserved(ValueError):
+    """No request of a run was served (each needs more KV cache than the server holds)."""
 
 
 def _throughput(recs: list[RequestRecord]) -> float:

@@ -134,7 +134,10 @@ def unit(quantity: str) -> str:
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     profile = ef.profile(p.engine)
-    value = validation.PREDICTIONS[p.quantity](conditions(p), ef.ceiling(profile) if p.ideal else profile)
+    try:
+        value = validation.PREDICTIONS[p.quantity](conditions(p), ef.ceiling(profile) if p.ideal else profile)
+    except sb.Unserved as e:
+        raise ParamError("input_tokens", str(e)) from None
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
     out = {"model": m.name, "gpu": gpu.name, "quantity": p.quantity, "unit": unit(p.quantity)}
     return out | {"ideal": p.ideal, "metrics": {"predicted": value}}
