@@ -265,6 +265,10 @@ class ModelGpu:
     # A catalogue GPU, or an object with its memory, bandwidth and tensor rate.
     gpu: Any = gpu_param()
 
+    def names(self) -> dict[str, str]:
+        """The model's and the GPU's names, as a result states them."""
+        return {"model": catalog.resolve_model(self.model).name, "gpu": catalog.resolve_gpu(self.gpu).name}
+
 
 @dataclasses.dataclass(frozen=True)
 class ModelGpuEngine(ModelGpu):

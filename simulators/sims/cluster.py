@@ -179,8 +179,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     modes["disaggregated"] = _percentiles(_disaggregated(p, seed, keep)[0])
     metrics |= {f"{k}_{mode}_s_p99": v[k][1] for mode, v in modes.items() for k in ("ttft", "tpot")}
     return {
-        "model": resolve_model(p.model).name,
-        "gpu": resolve_gpu(p.gpu).name,
+        **p.names(),
         **split,
         "sharing": p.sharing,
         "routers": routers,

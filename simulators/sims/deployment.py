@@ -215,8 +215,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     ]
     shape = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel")
     return {
-        "model": m.name,
-        "gpu": gpu.name,
+        **p.names(),
         **{k: getattr(p, k) for k in (*shape, "max_model_len", "gpu_memory_utilization")},
         "weight_dtype": weight,
         "kv_cache_dtype": kv,

@@ -168,8 +168,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if s_by_gamma[best - 1] < 1:
         notes.append("No draft length pays here: the drafts and the verify pass cost more than the tokens they save.")
     return {
-        "model": m.name,
-        "gpu": gpu.name,
+        **p.names(),
         **{
             k: getattr(p, k)
             for k in ("acceptance_rate", "draft_tokens", "draft_cost_ratio", "batch_size", "context_tokens")
