@@ -265,9 +265,10 @@ class ModelGpu:
     # A catalogue GPU, or an object with its memory, bandwidth and tensor rate.
     gpu: Any = gpu_param()
 
-    def names(self) -> dict[str, str]:
-        """The model's and the GPU's names, as a result states them."""
-        return {"model": catalog.resolve_model(self.model).name, "gpu": catalog.resolve_gpu(self.gpu).name}
+    def stated(self, *fields: str) -> dict[str, Any]:
+        """What a result states of its parameters: the model's and the GPU's names, then `fields` as set."""
+        names = {"model": catalog.resolve_model(self.model).name, "gpu": catalog.resolve_gpu(self.gpu).name}
+        return names | {k: getattr(self, k) for k in fields}
 
 
 @dataclasses.dataclass(frozen=True)

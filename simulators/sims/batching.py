@@ -134,7 +134,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     now and while the first goes (plotting.running)."""
     keep = for_call(keep, MEMO_ENTRIES)
     m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
+    out: dict[str, Any] = p.stated("max_num_seqs", "rate_per_s")
     metrics: dict[str, float] = {}
     fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
     lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform

@@ -179,9 +179,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     modes["disaggregated"] = _percentiles(_disaggregated(p, seed, keep)[0])
     metrics |= {f"{k}_{mode}_s_p99": v[k][1] for mode, v in modes.items() for k in ("ttft", "tpot")}
     return {
-        **p.names(),
-        **split,
-        "sharing": p.sharing,
+        **p.stated("num_replicas", "num_prefill", "sharing"),
         "routers": routers,
         "modes": modes,
         "metrics": metrics,

@@ -152,8 +152,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if p.kv_fp8:
         notes.append(kv_info["latency"])
     return {
-        **p.names(),
-        **{k: getattr(p, k) for k in ("scheme", "kv_fp8", "batch_size", "prompt_tokens")},
+        **p.stated("scheme", "kv_fp8", "batch_size", "prompt_tokens"),
         "scheme_name": s["name"],
         "num_gpus": lay.num_gpus,
         **{k: s[k] for k in ("method", "calibration", "needs_calibration_data", "hardware", "use_case", "source")},

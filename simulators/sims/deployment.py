@@ -215,8 +215,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     ]
     shape = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel")
     return {
-        **p.names(),
-        **{k: getattr(p, k) for k in (*shape, "max_model_len", "gpu_memory_utilization")},
+        **p.stated(*shape, "max_model_len", "gpu_memory_utilization"),
         "weight_dtype": weight,
         "kv_cache_dtype": kv,
         # The batch limits used, and whether each is `vllm serve`'s default for this GPU (field at 0).

@@ -212,7 +212,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     follow = _follow(p, m, gpu, seed)
     trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
     return {
-        **p.names(),
+        **p.stated(),
         "grid": grid,
         "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
         "capacity_tokens": capacity,

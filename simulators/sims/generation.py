@@ -132,8 +132,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     counts = [draws.count(i) for i in range(len(CANDIDATES))]
     entropy = -sum(q * math.log2(q) for q in probs if q > 0)
     return {
-        **p.names(),
-        **{k: getattr(p, k) for k in ("batch_size", "prompt_tokens", "output_tokens")},
+        **p.stated("batch_size", "prompt_tokens", "output_tokens"),
         "prefill_bound": prefill.bound,
         "decode_bound": first.bound,
         "token_times_s": [times[i] for i in idx],

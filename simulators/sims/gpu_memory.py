@@ -154,8 +154,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if path != cm.precision(p.weight_dtype).tensor_core:
         notes.append(f"{gpu.name} has no {p.weight_dtype} tensor-core path: the matmuls run on its bf16 tensor cores.")
     return {
-        **p.names(),
-        **{k: getattr(p, k) for k in ("weight_dtype", "batch_size", "context_tokens", "num_gpus")},
+        **p.stated("weight_dtype", "batch_size", "context_tokens", "num_gpus"),
         "matmul_path": path,
         "bandwidth_GBps": gpu.hbm_bandwidth_GBps,
         "peak_tflops": gpu.peak_tflops(path) or 0.0,

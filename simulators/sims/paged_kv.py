@@ -115,7 +115,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     """Both allocators' runs, contiguous (the cheaper) first, the memory chart yielded after each run
     made now and while the first goes; the block-size chart adds the paged engine at BLOCK_SIZES."""
     keep = for_call(keep, MEMO_ENTRIES)
-    part: dict[str, Any] = {**p.names(), "block_size": p.block_size, "max_model_len": p.max_model_len}
+    part: dict[str, Any] = p.stated("block_size", "max_model_len")
     lengths = workload.Lengths(p.lengths, 0, 0)
     reqs = keep(run_key(p, seed, "trace"), partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, lengths))
     for layout_ in LAYOUTS:

@@ -119,11 +119,11 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Every cache mode's run at the page's KV memory, the pressure chart's with less memory first;
     the chart asked for is yielded after each run made now (the TTFT chart's cheapest first)."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m = resolve_model(p.model)
     keep = for_call(keep, MEMO_ENTRIES)
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))  # tokens the KV memory holds
     blocks = capacity // p.block_size
-    head = {"model": m.name, "gpu": gpu.name, "sharing": p.sharing}
+    head = p.stated("sharing")
     pressure: list[dict[str, float]] = []
     if view == "pressure":  # smallest memory first; the full-memory point is the other charts' runs
         for f in PRESSURE:

@@ -211,8 +211,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     for key, rel, worst in demo:
         metrics |= {f"demo_{key}_rel_rms": rel, f"demo_{key}_max_abs_error": worst}
     return {
-        **p.names(),
-        **{k: getattr(p, k) for k in ("weight_dtype", "batch_size", "context_tokens", "worthwhile_speedup")},
+        **p.stated("weight_dtype", "batch_size", "context_tokens", "worthwhile_speedup"),
         "matmul_path": path,
         "formats": formats,
         "format_names": [cm.precision(f).name for f in formats],

@@ -252,7 +252,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "request_rate_rps": request_rate,
     }
     return {
-        **p.names(),
+        **p.stated(),
         "percentile": q,
         **{k: getattr(p, k) for k in ("batch_size", "ttft_slo_s", "tpot_slo_s", "utilization")},
         "model_ttft_s": s["ttft_s"],

@@ -239,8 +239,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         metrics[f"decode_speedup_{v}"] = decode["dense"].time_s / decode[v].time_s
         metrics.update({f"demo_{v}_{k}": x for k, x in d[v].items()})
     return {
-        **p.names(),
-        **{k: getattr(p, k) for k in ("weight_dtype", "sparsity", "context_tokens", "batch_size")},
+        **p.stated("weight_dtype", "sparsity", "context_tokens", "batch_size"),
         "layout": p.unstructured_layout,
         "prefill_bound": prefill["dense"].bound,
         "decode_bound": decode["dense"].bound,

@@ -168,11 +168,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if s_by_gamma[best - 1] < 1:
         notes.append("No draft length pays here: the drafts and the verify pass cost more than the tokens they save.")
     return {
-        **p.names(),
-        **{
-            k: getattr(p, k)
-            for k in ("acceptance_rate", "draft_tokens", "draft_cost_ratio", "batch_size", "context_tokens")
-        },
+        **p.stated("acceptance_rate", "draft_tokens", "draft_cost_ratio", "batch_size", "context_tokens"),
         "step_bound": step.bound,
         "verify_bound_batch": verify_bound_batch,
         "fit_batch": fit_batch,
