@@ -212,11 +212,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     follow = _follow(p, m, gpu, seed)
     trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
     return {
-        **p.stated(),
+        **p.stated("output_tokens", "prefix_share", "prompt_tokens"),
         "grid": grid,
         "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
         "capacity_tokens": capacity,
-        **{k: getattr(p, k) for k in ("output_tokens", "prefix_share", "prompt_tokens")},
         "budget": p.max_num_batched_tokens,
         "follow": follow,
         "notes": [trained] if max(CONTEXTS) > m.max_context_tokens else [],

@@ -142,10 +142,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             f"vLLM has no {p.kv_dtype} KV cache (auto or fp8); its accounting is applied to the format as if it had."
         )
     return {
-        **p.stated(),
+        **p.stated("kv_dtype", "context_tokens", "num_gpus"),
         "gpu_memory_GiB": gpu.memory_GiB,
         "attention": m.attention,
-        **{k: getattr(p, k) for k in ("kv_dtype", "context_tokens", "num_gpus")},
         "grid_tokens": log_grid,
         "variants": variants,
         # Both budgets as the cache they hold, in sequence terms: tokens x one token's bytes.

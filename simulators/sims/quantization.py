@@ -211,7 +211,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     for key, rel, worst in demo:
         metrics |= {f"demo_{key}_rel_rms": rel, f"demo_{key}_max_abs_error": worst}
     return {
-        **p.stated("weight_dtype", "batch_size", "context_tokens", "worthwhile_speedup"),
+        **p.stated("weight_dtype", "batch_size", "context_tokens", "worthwhile_speedup", "num_outliers"),
         "matmul_path": path,
         "formats": formats,
         "format_names": [cm.precision(f).name for f in formats],
@@ -221,7 +221,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "speedup_curves": curves,
         "group_size": group,
         "scale_overhead_bits": overhead,
-        "num_outliers": p.num_outliers,
         "notes": notes,
         "metrics": metrics,
     }
