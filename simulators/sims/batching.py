@@ -29,7 +29,6 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
-from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import serve_shown
 from ..engine.metrics import RequestRecord, describe, downsample, time_average
@@ -72,8 +71,8 @@ class Params(ModelGpuEngine):
     pipeline_parallel_size: int = pipeline_parallel_param()
 
     def check(self) -> None:
-        m = resolve_model(self.model)
-        check_serving(m, resolve_gpu(self.gpu), layout_of(self))
+        m, gpu = self.resolved()
+        check_serving(m, gpu, layout_of(self))
         median = math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
         if self.lengths == "azure" and median > m.max_context_tokens:
             # Requests longer than the context are dropped: most of the trace would be.
@@ -133,7 +132,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     """Both schedulers' runs, static (the cheaper) first, the chart so far yielded after each run made
     now and while the first goes (plotting.running)."""
     keep = for_call(keep, MEMO_ENTRIES)
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     out: dict[str, Any] = p.stated("max_num_seqs", "rate_per_s")
     metrics: dict[str, float] = {}
     fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)

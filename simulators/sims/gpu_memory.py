@@ -32,7 +32,7 @@ from typing import Any
 
 from ..core import costmodel as cm
 from ..core import vllm_memory as vm
-from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
+from ..core.catalog import Gpu, Model, running_example
 from ..core.layout import vllm_defaults
 from ..params import ModelGpu, context_param, dtype_choices, kv_dtype_param, param
 from ..plotting import LOG, bar, chart, line, markers
@@ -118,7 +118,7 @@ def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     bars = [_bar(m, gpu, p, n) for n in range(1, MAX_GPUS + 1)]
     chosen = bars[p.num_gpus - 1]
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, "eff": cm.IDEAL}

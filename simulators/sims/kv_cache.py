@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core import capacity
 from ..core import costmodel as cm
-from ..core.catalog import Model, resolve_gpu, resolve_model, running_example
+from ..core.catalog import Model, resolve_model, running_example
 from ..params import ModelGpu, dtype_choices, kv_dtype_param, param
 from ..plotting import LOG, chart, line
 from ..results_cache import Keep
@@ -103,7 +103,7 @@ def _log_grid(top: int, n: int = 48) -> list[int]:
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     per_token = cm.kv_bytes_per_token(m, p.kv_dtype)
     per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)
     on: dict[str, Any] = {"num_gpus": p.num_gpus, "weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}

@@ -26,7 +26,6 @@ from functools import partial
 from typing import Any
 
 from ..core import costmodel as cm
-from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.cluster import fit_error, serve_shown
 from ..engine.metrics import RequestRecord, describe, downsample, time_average
@@ -70,7 +69,7 @@ class Params(ModelGpuEngine):
     lengths: str = param("sharegpt", label="Lengths", choices=LENGTHS)
 
     def check(self) -> None:
-        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        m, gpu = self.resolved()
         if why := fit_error(m, gpu):
             raise ParamError("model", why)
         if self.kv_budget_GiB * cm.GiB < self.max_model_len * cm.kv_bytes_per_token(m):
@@ -96,13 +95,13 @@ def _measured(
 
 def _capacity(p: Params) -> int:
     """Tokens the KV budget holds."""
-    return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(resolve_model(p.model)))
+    return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(p.resolved()[0]))
 
 
 def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
     """The engine for a layout and block size on the KV budget."""
     sched = SchedulerConfig(max_num_seqs=1024, max_model_len=p.max_model_len)
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=_capacity(p) // bs, engine=p.engine)
 
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from ..core import capacity
 from ..core import costmodel as cm
-from ..core.catalog import precisions, resolve_gpu, resolve_model, running_example
+from ..core.catalog import precisions, running_example
 from ..params import ModelGpu, context_param, dtype_choices, engine_param, kv_dtype_param, param
 from ..plotting import LOG, MARKERS, bar, chart, line
 from ..results_cache import Keep, for_call
@@ -160,7 +160,7 @@ def demo_errors(seed: int, num_outliers: int, outlier_size: float, group: int, k
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     """`keep` keeps the demo's matrix and errors for the caller's next call (none: this call's alone)."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     kw: dict[str, Any] = {"kv_dtype": p.kv_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
     formats = list(precisions())
 
