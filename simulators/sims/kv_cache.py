@@ -91,10 +91,6 @@ def _variants(m: Model) -> dict[str, Model]:
     }
 
 
-def _grid(top: int, n: int = 48) -> list[int]:
-    return sorted({max(1, round(top * i / n)) for i in range(n + 1)})
-
-
 def _log_grid(top: int, n: int = 48) -> list[int]:
     """Contexts spaced evenly on a log axis over the last 2.4 decades up to `top`, from one 16-token
     block at the least (or from 1 for a shorter context)."""
@@ -117,7 +113,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         return cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=kv_cache)
 
     with_cache, without = work(p.context_tokens, True), work(p.context_tokens, False)
-    grid, log_grid = _grid(p.context_tokens), _log_grid(p.context_tokens)
+    grid = sorted({max(1, round(p.context_tokens * i / 48)) for i in range(49)})  # 48 even steps to the context
+    log_grid = _log_grid(p.context_tokens)
     variants = {
         name: {
             "kv_bytes_per_token": cm.kv_bytes_per_token(v, p.kv_dtype),
