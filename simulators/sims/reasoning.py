@@ -125,7 +125,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             sweep.append({"k": k, "e2e": got["e2e_mean"]})
             if not was_kept:
                 yield {"sweep": list(sweep), "acceptance_rate": p.acceptance_rate}
-    part: dict[str, Any] = p.stated()
+    part: dict[str, Any] = p.stated("acceptance_rate")
     k = p.num_speculative_tokens
     # Without speculation the third run is the second, kept: it is neither served again nor yielded.
     for name, kind, draft in (("chat", "azure", 0), ("reasoning", "reasoning", 0), ("speculative", "reasoning", k)):
@@ -143,7 +143,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         **part,
         "sweep": sweep,
         "k": k,
-        "acceptance_rate": p.acceptance_rate,
         "metrics": {
             "prefill_share_reasoning": plain["prefill_share"],
             **{f"decode_share_{v}": part[v]["decode_share"] for v, _ in WORKLOADS},
