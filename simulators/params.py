@@ -265,6 +265,15 @@ class ModelGpu:
     # A catalogue GPU, or an object with its memory, bandwidth and tensor rate.
     gpu: Any = gpu_param()
 
+    def resolved(self) -> tuple[catalog.Model, catalog.Gpu]:
+        """The model and the GPU these fields name (a catalogue entry) or describe (a config, a custom GPU)."""
+        return catalog.resolve_model(self.model), catalog.resolve_gpu(self.gpu)
+
+    def stated(self, *fields: str) -> dict[str, Any]:
+        """What a result states of its parameters: the model's and the GPU's names, then `fields` as set."""
+        m, gpu = self.resolved()
+        return {"model": m.name, "gpu": gpu.name} | {k: getattr(self, k) for k in fields}
+
 
 @dataclasses.dataclass(frozen=True)
 class ModelGpuEngine(ModelGpu):

@@ -29,7 +29,6 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
-from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import serve_shown
 from ..engine.metrics import RequestRecord, describe, downsample, time_average
@@ -37,7 +36,7 @@ from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, line, so_far
-from ..results_cache import Keep, KeptSteps, Show, Streamed, for_call, kept, kept_steps, run_key
+from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
 
 TITLE = "Static vs continuous batching"
 DESCRIPTION = (
@@ -72,8 +71,8 @@ class Params(ModelGpuEngine):
     pipeline_parallel_size: int = pipeline_parallel_param()
 
     def check(self) -> None:
-        m = resolve_model(self.model)
-        check_serving(m, resolve_gpu(self.gpu), layout_of(self))
+        m, gpu = self.resolved()
+        check_serving(m, gpu, layout_of(self))
         median = math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
         if self.lengths == "azure" and median > m.max_context_tokens:
             # Requests longer than the context are dropped: most of the trace would be.
@@ -101,28 +100,9 @@ def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_
 MEMO_ENTRIES = 1 + len(POLICIES)
 
 
-def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
-    fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
-    lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform
-    make = partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, lengths)
-    return kept(keep, run_key(p, seed, "trace"), make)[0]
-
-
-Served = tuple[dict[str, Any], dict[str, float]]  # one scheduler's chart entry and metrics
-
-
-def _served(p: Params, seed: int, policy: str, keep: Keep, show: Show[Served] | None) -> KeptSteps[Served]:
-    """One scheduler's run of the trace (its chart entry and metrics); made now with `show`, shown while it goes."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    sched = SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
-    spec = EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
-    measure, key = partial(_measured, p, policy), run_key(p, seed, policy)
-    return (yield from kept_steps(keep, key, lambda: serve_shown(_trace(p, seed, keep), spec, measure, show)))
-
-
 def _measured(
     p: Params, policy: str, recs: list[RequestRecord], dropped: list[workload.Request], replicas: list[Replica]
-) -> Served:
+) -> tuple[dict[str, Any], dict[str, float]]:
     """A run's chart entry and metrics, from the requests it finished (all of them, or so far)."""
     rep = replicas[0]
     # Every request counts (no warm-up or cool-down to leave out): summarize()'s figures without
@@ -152,13 +132,19 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     """Both schedulers' runs, static (the cheaper) first, the chart so far yielded after each run made
     now and while the first goes (plotting.running)."""
     keep = for_call(keep, MEMO_ENTRIES)
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    out: dict[str, Any] = {"model": m.name, "gpu": gpu.name, "max_num_seqs": p.max_num_seqs, "rate_per_s": p.rate_per_s}
+    m, gpu = p.resolved()
+    out: dict[str, Any] = p.stated("max_num_seqs", "rate_per_s")
     metrics: dict[str, float] = {}
+    fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
+    lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform
+    reqs = keep(run_key(p, seed, "trace"), partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, lengths))
     for policy in POLICIES:
         # the first run shown while it goes
         show = so_far(out, policy, p.num_requests, itemgetter(0)) if policy == POLICIES[0] else None
-        (out[policy], more), was_kept = yield from _served(p, seed, policy, keep, show)
+        sched = SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
+        spec = EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())
+        served = partial(serve_shown, reqs, spec, partial(_measured, p, policy), show)
+        (out[policy], more), was_kept = yield from kept_steps(keep, run_key(p, seed, policy), served)
         metrics.update(more)
         if not was_kept:
             yield dict(out)

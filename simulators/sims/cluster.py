@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import ROUTERS, serve_shown
 from ..engine.metrics import RequestRecord
@@ -82,7 +81,7 @@ class Params(ModelGpuEngine):
     pipeline_parallel_size: int = pipeline_parallel_param()
 
     def check(self) -> None:
-        check_serving(resolve_model(self.model), resolve_gpu(self.gpu), layout_of(self))
+        check_serving(*self.resolved(), layout_of(self))
         if self.num_prefill >= self.num_replicas:
             raise ParamError("num_prefill", f"must leave at least one decode replica: below {self.num_replicas}")
 
@@ -102,7 +101,7 @@ def _scenario(p: Params, seed: int, keep: Keep) -> tuple[list[Any], list[workloa
     key = [*trace, p.engine, repr(layout_of(p)), seed]  # the profile and the layout price every step
 
     def make() -> tuple[list[workload.Request], EngineSpec]:
-        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+        m, gpu = p.resolved()
         sharing = {"sharing": p.sharing, "num_prefixes": p.num_prefixes, "shared_tokens": p.shared_tokens}
         reqs = workload.shared_prefix_trace(seed, m.max_context_tokens, p.num_requests, p.rate_per_s, **sharing)
         config = SchedulerConfig(max_model_len=m.max_context_tokens)
@@ -179,10 +178,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     modes["disaggregated"] = _percentiles(_disaggregated(p, seed, keep)[0])
     metrics |= {f"{k}_{mode}_s_p99": v[k][1] for mode, v in modes.items() for k in ("ttft", "tpot")}
     return {
-        "model": resolve_model(p.model).name,
-        "gpu": resolve_gpu(p.gpu).name,
-        **split,
-        "sharing": p.sharing,
+        **p.stated("num_replicas", "num_prefill", "sharing"),
         "routers": routers,
         "modes": modes,
         "metrics": metrics,

@@ -20,7 +20,6 @@ from typing import Any
 
 from ..benchmark.guidellm_read import ReportError, read
 from ..benchmark.loadgen import CEILING_REQUESTS, FEW_SAMPLES, LoadRun, ServedMemo, sweep_rates
-from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, workload
 from ..engine.cluster import fit_error
 from ..params import ModelGpuEngine, ParamError, batch_slots_param, num_requests_param, param
@@ -49,7 +48,7 @@ class Params(ModelGpuEngine):
     report: str = param("", label="GuideLLM report (JSON or YAML)", file=".json,.yaml,.yml")
 
     def check(self) -> None:
-        if why := fit_error(resolve_model(self.model), resolve_gpu(self.gpu)):
+        if why := fit_error(*self.resolved()):
             raise ParamError("model", why)
         if self.report.strip():
             try:
@@ -99,7 +98,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     (the sweep in GuideLLM's order, then the ceiling: its 2,000-request run comes last), with the
     report's points, if one is opened, drawn from the first one on."""
     keep = for_call(keep, MEMO_ENTRIES)
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
     spec = EngineSpec(m, gpu, sched, engine=p.engine)
     lengths = workload.lengths_for(p.lengths)

@@ -28,7 +28,6 @@ from typing import Any
 
 from ..core import costmodel as cm
 from ..core.capacity import BATCH_GRID
-from ..core.catalog import resolve_gpu, resolve_model
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpu, context_param, engine_param, param
@@ -82,14 +81,14 @@ class Params(ModelGpu):
     engine: str = engine_param()
 
     def check(self) -> None:
-        check_shape(resolve_model(self.model), resolve_gpu(self.gpu), layout_of(self))
+        check_shape(*self.resolved(), layout_of(self))
 
 
 BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     lay = layout_of(p)
     kw = {"eff": cm.efficiency(p.ideal, p.engine), **lay.cost_kw()}
     table = schemes()["schemes"]
@@ -152,9 +151,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if p.kv_fp8:
         notes.append(kv_info["latency"])
     return {
-        "model": m.name,
-        "gpu": gpu.name,
-        **{k: getattr(p, k) for k in ("scheme", "kv_fp8", "batch_size", "prompt_tokens")},
+        **p.stated("scheme", "kv_fp8", "batch_size", "prompt_tokens"),
         "scheme_name": s["name"],
         "num_gpus": lay.num_gpus,
         **{k: s[k] for k in ("method", "calibration", "needs_calibration_data", "hardware", "use_case", "source")},

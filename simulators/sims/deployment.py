@@ -42,8 +42,6 @@ from ..core.catalog import (
     Model,
     assumptions,
     gpus,
-    resolve_gpu,
-    resolve_model,
     running_example,
     serve_defaults,
 )
@@ -121,7 +119,7 @@ class Params(ModelGpu):
     block_size: int = param(int(DEFAULTS["block_size"]), label="Block size", unit="tokens", min=1, max=256, step=1)
 
     def check(self) -> None:
-        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        m, gpu = self.resolved()
         tp, pp, dp = self.tensor_parallel_size, self.pipeline_parallel_size, self.data_parallel_size
         if self.block_size not in BLOCK_SIZES:
             raise ParamError("block_size", f"must be one of {', '.join(map(str, BLOCK_SIZES))}")
@@ -195,7 +193,7 @@ def _account(m: Model, gpu: Gpu, p: Params) -> vm.VllmMemory:
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     weight, kv = _dtypes(m, p)
     a = _account(m, gpu, p)
     tokens, seqs = batch_limits(gpu, p)
@@ -215,9 +213,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     ]
     shape = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel")
     return {
-        "model": m.name,
-        "gpu": gpu.name,
-        **{k: getattr(p, k) for k in (*shape, "max_model_len", "gpu_memory_utilization")},
+        **p.stated(*shape, "max_model_len", "gpu_memory_utilization"),
         "weight_dtype": weight,
         "kv_cache_dtype": kv,
         # The batch limits used, and whether each is `vllm serve`'s default for this GPU (field at 0).

@@ -46,7 +46,7 @@ from typing import Any
 
 from .. import parallel
 from ..core import costmodel as cm
-from ..core.catalog import resolve_gpu, resolve_model, running_example
+from ..core.catalog import running_example
 from ..core.layout import pooled_kv_tokens
 from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.metrics import downsample
@@ -119,7 +119,7 @@ class Params(ModelGpuEngine):
     prefix_share: float = param(0.4, label="Shared prefix share of the prompt", min=0.0, max=1.0, step=0.05)
 
     def check(self) -> None:
-        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        m, gpu = self.resolved()
         parallel.check_serving(m, gpu, parallel.layout_of(self), **_formats(self))
         need = (self.prompt_tokens + self.output_tokens) * cm.kv_bytes_per_token(m, self.kv_dtype)
         if self.kv_budget_GiB * cm.GiB < need:
@@ -202,7 +202,7 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     lay = parallel.layout_of(p)
     cost = EngineSpec(m, gpu, **_formats(p), engine=p.engine, **lay.cost_kw()).step_cost()
     capacity = pooled_kv_tokens(m, gpu, lay, **_formats(p))
@@ -212,12 +212,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     follow = _follow(p, m, gpu, seed)
     trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
     return {
-        "model": m.name,
-        "gpu": gpu.name,
+        **p.stated("output_tokens", "prefix_share", "prompt_tokens"),
         "grid": grid,
         "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
         "capacity_tokens": capacity,
-        **{k: getattr(p, k) for k in ("output_tokens", "prefix_share", "prompt_tokens")},
         "budget": p.max_num_batched_tokens,
         "follow": follow,
         "notes": [trained] if max(CONTEXTS) > m.max_context_tokens else [],

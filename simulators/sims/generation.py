@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import parallel
 from ..core import costmodel as cm
-from ..core.catalog import resolve_gpu, resolve_model, running_example
+from ..core.catalog import running_example
 from ..params import ModelGpu, ParamError, dtype_choices, engine_param, kv_dtype_param, param
 from ..plotting import bar, chart, line
 from ..results_cache import Keep
@@ -86,7 +86,7 @@ class Params(ModelGpu):
     top_p: float = param(1.0, label="Top-p", min=0.01, max=1.0, step=0.01)
 
     def check(self) -> None:
-        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        m, gpu = self.resolved()
         if self.prompt_tokens + self.output_tokens > 2 * max(m.max_context_tokens, 131_072):
             raise ParamError("output_tokens", "prompt plus output is far beyond any context this model supports")
         formats = {"weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype}
@@ -114,7 +114,7 @@ def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, **parallel.layout_of(p).cost_kw()}
     kw["eff"] = cm.efficiency(p.ideal, p.engine)
     prefill = cm.step_time(m, gpu, [(p.prompt_tokens, 0)] * p.batch_size, **kw)
@@ -132,9 +132,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     counts = [draws.count(i) for i in range(len(CANDIDATES))]
     entropy = -sum(q * math.log2(q) for q in probs if q > 0)
     return {
-        "model": m.name,
-        "gpu": gpu.name,
-        **{k: getattr(p, k) for k in ("batch_size", "prompt_tokens", "output_tokens")},
+        **p.stated("batch_size", "prompt_tokens", "output_tokens"),
         "prefill_bound": prefill.bound,
         "decode_bound": first.bound,
         "token_times_s": [times[i] for i in idx],

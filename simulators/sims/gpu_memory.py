@@ -32,7 +32,7 @@ from typing import Any
 
 from ..core import costmodel as cm
 from ..core import vllm_memory as vm
-from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
+from ..core.catalog import Gpu, Model, running_example
 from ..core.layout import vllm_defaults
 from ..params import ModelGpu, context_param, dtype_choices, kv_dtype_param, param
 from ..plotting import LOG, bar, chart, line, markers
@@ -118,7 +118,7 @@ def _bar(m: Model, gpu: Gpu, p: Params, n: int) -> dict[str, Any]:
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     bars = [_bar(m, gpu, p, n) for n in range(1, MAX_GPUS + 1)]
     chosen = bars[p.num_gpus - 1]
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, "eff": cm.IDEAL}
@@ -154,9 +154,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if path != cm.precision(p.weight_dtype).tensor_core:
         notes.append(f"{gpu.name} has no {p.weight_dtype} tensor-core path: the matmuls run on its bf16 tensor cores.")
     return {
-        "model": m.name,
-        "gpu": gpu.name,
-        **{k: getattr(p, k) for k in ("weight_dtype", "batch_size", "context_tokens", "num_gpus")},
+        **p.stated("weight_dtype", "batch_size", "context_tokens", "num_gpus"),
         "matmul_path": path,
         "bandwidth_GBps": gpu.hbm_bandwidth_GBps,
         "peak_tflops": gpu.peak_tflops(path) or 0.0,

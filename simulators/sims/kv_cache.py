@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core import capacity
 from ..core import costmodel as cm
-from ..core.catalog import Model, resolve_gpu, resolve_model, running_example
+from ..core.catalog import Model, resolve_model, running_example
 from ..params import ModelGpu, dtype_choices, kv_dtype_param, param
 from ..plotting import LOG, chart, line
 from ..results_cache import Keep
@@ -91,10 +91,6 @@ def _variants(m: Model) -> dict[str, Model]:
     }
 
 
-def _grid(top: int, n: int = 48) -> list[int]:
-    return sorted({max(1, round(top * i / n)) for i in range(n + 1)})
-
-
 def _log_grid(top: int, n: int = 48) -> list[int]:
     """Contexts spaced evenly on a log axis over the last 2.4 decades up to `top`, from one 16-token
     block at the least (or from 1 for a shorter context)."""
@@ -103,7 +99,7 @@ def _log_grid(top: int, n: int = 48) -> list[int]:
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     per_token = cm.kv_bytes_per_token(m, p.kv_dtype)
     per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)
     on: dict[str, Any] = {"num_gpus": p.num_gpus, "weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}
@@ -117,7 +113,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         return cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=kv_cache)
 
     with_cache, without = work(p.context_tokens, True), work(p.context_tokens, False)
-    grid, log_grid = _grid(p.context_tokens), _log_grid(p.context_tokens)
+    grid = sorted({max(1, round(p.context_tokens * i / 48)) for i in range(49)})  # 48 even steps to the context
+    log_grid = _log_grid(p.context_tokens)
     variants = {
         name: {
             "kv_bytes_per_token": cm.kv_bytes_per_token(v, p.kv_dtype),
@@ -142,11 +139,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             f"vLLM has no {p.kv_dtype} KV cache (auto or fp8); its accounting is applied to the format as if it had."
         )
     return {
-        "model": m.name,
-        "gpu": gpu.name,
+        **p.stated("kv_dtype", "context_tokens", "num_gpus"),
         "gpu_memory_GiB": gpu.memory_GiB,
         "attention": m.attention,
-        **{k: getattr(p, k) for k in ("kv_dtype", "context_tokens", "num_gpus")},
         "grid_tokens": log_grid,
         "variants": variants,
         # Both budgets as the cache they hold, in sequence terms: tokens x one token's bytes.

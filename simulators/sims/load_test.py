@@ -38,7 +38,6 @@ from ..benchmark import guidellm_report as guidellm_report_mod
 from ..benchmark import loadgen
 from ..benchmark.export import guidellm_record, to_csv
 from ..benchmark.loadgen import LoadRun, ServedMemo
-from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, Slo, workload
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import so_far
@@ -101,8 +100,8 @@ class Params(ModelGpuEngine):
     enable_expert_parallel: bool = parallel.expert_parallel_param()
 
     def check(self) -> None:
-        m = resolve_model(self.model)
-        parallel.check_serving(m, resolve_gpu(self.gpu), parallel.layout_of(self))
+        m, gpu = self.resolved()
+        parallel.check_serving(m, gpu, parallel.layout_of(self))
         # Requests longer than the context are dropped; when the typical one is, none is served.
         fixed = workload.lengths_for("fixed")
         need: float = fixed.prompt + fixed.output
@@ -144,7 +143,7 @@ def _point(r: LoadRun) -> dict[str, float]:
 
 def _server(p: Params) -> tuple[EngineSpec, Slo, dict[str, Any], workload.Lengths]:
     """The simulated server, the SLO, the statistics' options (warm-up, cool-down, SLO), the lengths."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     config = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
     spec = EngineSpec(m, gpu, config, engine=p.engine, **parallel.layout_of(p).cost_kw())
     slo = Slo(p.slo_ttft_s, p.slo_tpot_s)
@@ -171,9 +170,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
     closed = served.run("concurrent", lengths, users=p.users, **kw)
     runs, a = [top, at_rate, closed], at_rate.metrics
-    out: dict[str, Any] = {"model": spec.model.name, "gpu": spec.gpu.name, "rate_per_s": p.rate_per_s, "users": p.users}
-    out |= {"lengths": p.lengths, "warmup": p.warmup, "percentiles": _percentiles(a)}
-    out |= {"num_requests": p.num_requests, "max_context_tokens": spec.model.max_context_tokens}
+    out = p.stated("rate_per_s", "users", "lengths", "warmup", "num_requests")
+    out |= {"percentiles": _percentiles(a), "max_context_tokens": spec.model.max_context_tokens}
     if a["phases_ignored"]:  # the warm-up and cool-down left nothing to measure: the whole run is (metrics.py)
         out["phases_ignored"] = dict(WARMUPS)[p.warmup].lower()
     out["metrics"] = {

@@ -26,14 +26,13 @@ from functools import partial
 from typing import Any
 
 from ..core import costmodel as cm
-from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.cluster import fit_error, serve_shown
 from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, line, so_far, sweep
-from ..results_cache import Keep, KeptSteps, Show, Streamed, for_call, kept, kept_steps, run_key
+from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
 
 TITLE = "Paged KV cache vs contiguous reservation"
 DESCRIPTION = (
@@ -70,7 +69,7 @@ class Params(ModelGpuEngine):
     lengths: str = param("sharegpt", label="Lengths", choices=LENGTHS)
 
     def check(self) -> None:
-        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        m, gpu = self.resolved()
         if why := fit_error(m, gpu):
             raise ParamError("model", why)
         if self.kv_budget_GiB * cm.GiB < self.max_model_len * cm.kv_bytes_per_token(m):
@@ -96,13 +95,13 @@ def _measured(
 
 def _capacity(p: Params) -> int:
     """Tokens the KV budget holds."""
-    return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(resolve_model(p.model)))
+    return int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(p.resolved()[0]))
 
 
 def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
     """The engine for a layout and block size on the KV budget."""
     sched = SchedulerConfig(max_num_seqs=1024, max_model_len=p.max_model_len)
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=_capacity(p) // bs, engine=p.engine)
 
 
@@ -111,32 +110,19 @@ def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
 MEMO_ENTRIES = 1 + len(LAYOUTS)
 
 
-def _trace(p: Params, seed: int, keep: Keep) -> list[workload.Request]:
-    make = partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, workload.Lengths(p.lengths, 0, 0))
-    return kept(keep, run_key(p, seed, "trace"), make)[0]
-
-
-def _served(
-    p: Params, seed: int, layout_: str, keep: Keep, show: Show[dict[str, Any]] | None
-) -> KeptSteps[dict[str, Any]]:
-    """One allocator's run at the page's block size; made now with `show`, shown while it goes."""
-    measure, spec = partial(_measured, p.block_size), _engine(p, layout_, p.block_size)
-    key = run_key(p, seed, layout_)
-    return (yield from kept_steps(keep, key, lambda: serve_shown(_trace(p, seed, keep), spec, measure, show)))
-
-
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Both allocators' runs, contiguous (the cheaper) first, the memory chart yielded after each run
     made now and while the first goes; the block-size chart adds the paged engine at BLOCK_SIZES."""
     keep = for_call(keep, MEMO_ENTRIES)
-    names = {"model": resolve_model(p.model).name, "gpu": resolve_gpu(p.gpu).name}
-    part: dict[str, Any] = {**names, "block_size": p.block_size, "max_model_len": p.max_model_len}
+    part: dict[str, Any] = p.stated("block_size", "max_model_len")
+    lengths = workload.Lengths(p.lengths, 0, 0)
+    reqs = keep(run_key(p, seed, "trace"), partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, lengths))
     for layout_ in LAYOUTS:
         show = so_far(part, layout_, p.num_requests) if view == "memory" and layout_ == LAYOUTS[0] else None
-        part[layout_], was_kept = yield from _served(p, seed, layout_, keep, show)
+        served = partial(serve_shown, reqs, _engine(p, layout_, p.block_size), partial(_measured, p.block_size), show)
+        part[layout_], was_kept = yield from kept_steps(keep, run_key(p, seed, layout_), served)
         if view == "memory" and not was_kept:
             yield dict(part)
-    reqs = _trace(p, seed, keep)
     # Block tables of the first requests, each caught halfway through its answer.
     within = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
     return {

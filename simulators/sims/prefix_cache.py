@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import costmodel as cm
-from ..core.catalog import resolve_gpu, resolve_model
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
 from ..engine.cluster import fit_error
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
@@ -76,7 +75,7 @@ class Params(ModelGpuEngine):
     block_size: int = param(16, label="Block size", unit="tokens", min=4, max=256, step=1, log=True)
 
     def check(self) -> None:
-        m, gpu = resolve_model(self.model), resolve_gpu(self.gpu)
+        m, gpu = self.resolved()
         if why := fit_error(m, gpu):
             raise ParamError("model", why)
         if self.kv_budget_GiB * cm.GiB < m.max_context_tokens * cm.kv_bytes_per_token(m):
@@ -95,7 +94,7 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
     """One cache mode's run at `blocks` KV blocks, and whether it was kept already."""
 
     def make() -> dict[str, float]:
-        m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+        m, gpu = p.resolved()
         sched = SchedulerConfig(max_model_len=m.max_context_tokens)
         spec = EngineSpec(m, gpu, sched, block_size=p.block_size, prefix=mode, num_blocks=blocks, engine=p.engine)
         sharing = {k: getattr(p, k) for k in ("sharing", "shared_tokens", "num_prefixes", "turns")}
@@ -119,11 +118,11 @@ def _served(p: Params, seed: int, mode: str, blocks: int, keep: Keep) -> tuple[d
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Every cache mode's run at the page's KV memory, the pressure chart's with less memory first;
     the chart asked for is yielded after each run made now (the TTFT chart's cheapest first)."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, _ = p.resolved()
     keep = for_call(keep, MEMO_ENTRIES)
     capacity = int(p.kv_budget_GiB * cm.GiB // cm.kv_bytes_per_token(m))  # tokens the KV memory holds
     blocks = capacity // p.block_size
-    head = {"model": m.name, "gpu": gpu.name, "sharing": p.sharing}
+    head = p.stated("sharing")
     pressure: list[dict[str, float]] = []
     if view == "pressure":  # smallest memory first; the full-memory point is the other charts' runs
         for f in PRESSURE:

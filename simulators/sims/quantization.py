@@ -43,7 +43,7 @@ from typing import Any
 
 from ..core import capacity
 from ..core import costmodel as cm
-from ..core.catalog import precisions, resolve_gpu, resolve_model, running_example
+from ..core.catalog import precisions, running_example
 from ..params import ModelGpu, context_param, dtype_choices, engine_param, kv_dtype_param, param
 from ..plotting import LOG, MARKERS, bar, chart, line
 from ..results_cache import Keep, for_call
@@ -160,7 +160,7 @@ def demo_errors(seed: int, num_outliers: int, outlier_size: float, group: int, k
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     """`keep` keeps the demo's matrix and errors for the caller's next call (none: this call's alone)."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     kw: dict[str, Any] = {"kv_dtype": p.kv_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
     formats = list(precisions())
 
@@ -211,9 +211,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     for key, rel, worst in demo:
         metrics |= {f"demo_{key}_rel_rms": rel, f"demo_{key}_max_abs_error": worst}
     return {
-        "model": m.name,
-        "gpu": gpu.name,
-        **{k: getattr(p, k) for k in ("weight_dtype", "batch_size", "context_tokens", "worthwhile_speedup")},
+        **p.stated("weight_dtype", "batch_size", "context_tokens", "worthwhile_speedup", "num_outliers"),
         "matmul_path": path,
         "formats": formats,
         "format_names": [cm.precision(f).name for f in formats],
@@ -223,7 +221,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "speedup_curves": curves,
         "group_size": group,
         "scale_overhead_bits": overhead,
-        "num_outliers": p.num_outliers,
         "notes": notes,
         "metrics": metrics,
     }

@@ -23,7 +23,6 @@ from functools import partial
 from typing import Any
 
 from ..core import costmodel as cm
-from ..core.catalog import resolve_gpu, resolve_model
 from ..core.layout import pooled_kv_tokens
 from ..engine import EngineSpec, SchedulerConfig, summarize, workload
 from ..engine.cluster import serve_shown
@@ -77,7 +76,7 @@ class Params(ModelGpuEngine):
     pipeline_parallel_size: int = pipeline_parallel_param()
 
     def check(self) -> None:
-        check_serving(resolve_model(self.model), resolve_gpu(self.gpu), layout_of(self))
+        check_serving(*self.resolved(), layout_of(self))
 
 
 def _measured(recs: list[RequestRecord], _dropped: list[workload.Request], replicas: list[Replica]) -> dict[str, Any]:
@@ -109,7 +108,7 @@ def _served(
     lengths = workload.Lengths(kind, 0, 0, prompt_cap=MAX_LEN // 4, output_cap=MAX_LEN // 2)
     rates: dict[str, Any] = {"acceptance_rate": p.acceptance_rate, "draft_cost_ratio": p.draft_cost_ratio}
     sched = SchedulerConfig(max_num_seqs=p.max_num_seqs, max_model_len=MAX_LEN, num_speculative_tokens=k, **rates)
-    spec = EngineSpec(resolve_model(p.model), resolve_gpu(p.gpu), sched, engine=p.engine, **layout_of(p).cost_kw())
+    spec = EngineSpec(*p.resolved(), sched, engine=p.engine, **layout_of(p).cost_kw())
     trace = partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, lengths)  # made only if served
     return (yield from kept_steps(keep, run_key(p, seed, kind, k), lambda: serve_shown(trace(), spec, _measured, show)))
 
@@ -117,7 +116,7 @@ def _served(
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
     """Chat, reasoning, and reasoning with speculation (the speculation chart adds reasoning at each
     k in DRAFTS); the chart asked for is yielded after each run made now."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     keep = for_call(keep, MEMO_ENTRIES)
     sweep: list[dict[str, float]] = []
     if view == "speculation":
@@ -126,7 +125,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             sweep.append({"k": k, "e2e": got["e2e_mean"]})
             if not was_kept:
                 yield {"sweep": list(sweep), "acceptance_rate": p.acceptance_rate}
-    part: dict[str, Any] = {"model": m.name, "gpu": gpu.name}
+    part: dict[str, Any] = p.stated("acceptance_rate")
     k = p.num_speculative_tokens
     # Without speculation the third run is the second, kept: it is neither served again nor yielded.
     for name, kind, draft in (("chat", "azure", 0), ("reasoning", "reasoning", 0), ("speculative", "reasoning", k)):
@@ -144,7 +143,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         **part,
         "sweep": sweep,
         "k": k,
-        "acceptance_rate": p.acceptance_rate,
         "metrics": {
             "prefill_share_reasoning": plain["prefill_share"],
             **{f"decode_share_{v}": part[v]["decode_share"] for v, _ in WORKLOADS},

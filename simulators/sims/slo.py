@@ -47,7 +47,7 @@ from ..core import costmodel as cm
 from ..core import stats
 from ..core import vllm_memory as vm
 from ..core.capacity import BATCH_GRID
-from ..core.catalog import Gpu, Model, resolve_gpu, resolve_model, running_example
+from ..core.catalog import Gpu, Model, resolve_model, running_example
 from ..params import ModelGpuEngine, ParamError, param
 from ..plotting import LOG, chart, line, markers
 from ..results_cache import Keep, for_call
@@ -198,7 +198,7 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     s = server(m, gpu, p, p.batch_size)
     long_prefill_s = cm.prefill_time(m, gpu, p.long_prompt_tokens, eff=cm.efficiency(False, p.engine)).time_s
     # The draws depend on these four alone: a change of batch, targets, model or GPU reuses them.
@@ -252,10 +252,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "request_rate_rps": request_rate,
     }
     return {
-        "model": m.name,
-        "gpu": gpu.name,
+        **p.stated("batch_size", "ttft_slo_s", "tpot_slo_s", "utilization"),
         "percentile": q,
-        **{k: getattr(p, k) for k in ("batch_size", "ttft_slo_s", "tpot_slo_s", "utilization")},
         "model_ttft_s": s["ttft_s"],
         "model_tpot_s": s["tpot_s"],
         "long_prefill_s": long_prefill_s,

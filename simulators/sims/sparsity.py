@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from ..core import capacity
 from ..core import costmodel as cm
-from ..core.catalog import resolve_gpu, resolve_model, running_example
+from ..core.catalog import running_example
 from ..params import ModelGpu, context_param, dtype_choices, engine_param, param
 from ..plotting import LOG, PERCENT, bar, chart, line
 from ..results_cache import Keep, for_call
@@ -196,7 +196,7 @@ def demo(seed: int, sparsity: float, keep: Keep | None = None) -> dict[str, dict
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     """`keep` keeps the demo's matrices and scores for the caller's next call (none: this call's alone)."""
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     per_value = cm.unstructured_bytes_per_value(p.weight_dtype, p.sparsity, p.unstructured_layout)
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "eff": cm.efficiency(p.ideal, p.engine)}
     variants: dict[str, dict[str, Any]] = {"dense": {}, "24": {"sparse": True}}
@@ -239,9 +239,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         metrics[f"decode_speedup_{v}"] = decode["dense"].time_s / decode[v].time_s
         metrics.update({f"demo_{v}_{k}": x for k, x in d[v].items()})
     return {
-        "model": m.name,
-        "gpu": gpu.name,
-        **{k: getattr(p, k) for k in ("weight_dtype", "sparsity", "context_tokens", "batch_size")},
+        **p.stated("weight_dtype", "sparsity", "context_tokens", "batch_size"),
         "layout": p.unstructured_layout,
         "prefill_bound": prefill["dense"].bound,
         "decode_bound": decode["dense"].bound,

@@ -38,7 +38,6 @@ from typing import Any
 from ..core import capacity
 from ..core import costmodel as cm
 from ..core.capacity import BATCH_GRID
-from ..core.catalog import resolve_gpu, resolve_model
 from ..params import ModelGpu, context_param, engine_param, param
 from ..plotting import LOG, chart, line, markers
 from ..results_cache import Keep, for_call
@@ -111,7 +110,7 @@ def _kept_times(keep: Keep, p: Params, ctx: int) -> Callable[[int], StepTimes]:
     # The model and GPU may be a reader's config objects (dicts): the key holds them as canonical JSON.
     key = json.dumps(["step times", p.model, p.gpu, p.ideal, p.engine, ctx], sort_keys=True)
     table: dict[int, StepTimes] = keep(key, dict)
-    m, gpu, eff = resolve_model(p.model), resolve_gpu(p.gpu), cm.efficiency(p.ideal, p.engine)
+    m, gpu, eff = *p.resolved(), cm.efficiency(p.ideal, p.engine)
 
     def times(batch: int) -> StepTimes:
         if batch not in table:
@@ -138,7 +137,7 @@ def _at_batch(times: Callable[[int], StepTimes], batch: int, a: float, g: int, c
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
+    m, gpu = p.resolved()
     a, g, c = p.acceptance_rate, p.draft_tokens, p.draft_cost_ratio
     times, short_times = (_kept_times(for_call(keep), p, ctx) for ctx in (p.context_tokens, SHORT_CONTEXT))
     step, verify = times(p.batch_size)
@@ -168,12 +167,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if s_by_gamma[best - 1] < 1:
         notes.append("No draft length pays here: the drafts and the verify pass cost more than the tokens they save.")
     return {
-        "model": m.name,
-        "gpu": gpu.name,
-        **{
-            k: getattr(p, k)
-            for k in ("acceptance_rate", "draft_tokens", "draft_cost_ratio", "batch_size", "context_tokens")
-        },
+        **p.stated("acceptance_rate", "draft_tokens", "draft_cost_ratio", "batch_size", "context_tokens"),
         "step_bound": step.bound,
         "verify_bound_batch": verify_bound_batch,
         "fit_batch": fit_batch,
