@@ -1,5 +1,6 @@
 """reasoning: decode dominates, slots turn over slowly, KV per sequence limits concurrency, speculation helps."""
 
+from simulators import api
 from simulators.engine.scheduler import SchedulerConfig
 from simulators.params import parse
 from simulators.sims import reasoning, result
@@ -26,3 +27,15 @@ def test_expected_tokens_per_speculative_step():
 def test_speculation_with_no_acceptance_only_costs():
     m = result(reasoning.run(parse(reasoning.Params, {"num_requests": 10, "acceptance_rate": 0.0}), seed=0))["metrics"]
     assert m["speculation_speedup"] < 1.0
+
+
+def test_a_gpu_whose_kv_cache_holds_no_reasoning_request_is_a_field_error_in_every_view():
+    # Mistral-7B's BF16 weights (14.5 GB) leave a T4's 16 GB a KV cache of a few thousand tokens:
+    # the engine drops every reasoning request, and the speed-up of speculation divided by the mean
+    # latency of none (ZeroDivisionError). The reader gets the reason on the GPU field instead.
+    for view in ("time", "batch", "speculation"):
+        out = api.run("reasoning", {"model": "mistral-7b", "gpu": "t4", "view": view})
+        assert not out["ok"]
+        assert [e["field"] for e in out["errors"]] == ["gpu"]
+        assert "serves none of the reasoning requests" in out["errors"][0]["message"]
+    assert api.run("reasoning", {"model": "mistral-7b", "gpu": "l4"})["ok"]

@@ -29,7 +29,7 @@ from ..engine.cluster import serve_shown
 from ..engine.metrics import RequestRecord, downsample
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
-from ..params import ModelGpuEngine, arrival_rate_param, batch_slots_param, num_requests_param, param
+from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
 from ..plotting import bar, chart, line, so_far, sweep
 from ..results_cache import Keep, KeptSteps, Show, Streamed, for_call, kept_steps, run_key
 
@@ -136,6 +136,14 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     plain, spec = part["reasoning"], part["speculative"]
     per_token = cm.kv_bytes_per_token(m)
     capacity = pooled_kv_tokens(m, gpu, layout_of(p), weight_dtype="bf16", kv_dtype="bf16")
+    for v, label in WORKLOADS:
+        if not part[v]["final_ctx"]:  # no request finished (the engine drops one that can never fit)
+            raise ParamError(
+                "gpu",
+                f"{m.name} on {gpu.name} serves none of the {label.lower()} requests: the KV cache holds "
+                f"{capacity:,} tokens after the weights, and each of them needs more; pick a GPU with more "
+                "memory or more tensor-parallel GPUs",
+            )
     sched = SchedulerConfig(num_speculative_tokens=k, acceptance_rate=p.acceptance_rate)
     trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; 20,000-token answers need a long-context variant of the same shape (Llama-3.1-8B has 131,072), which costs the same here."
     return {
