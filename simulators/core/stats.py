@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import Counter
 from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
@@ -35,32 +36,43 @@ class Pdf:
     __slots__ = ("cdf", "count", "probs", "values")
 
     def __init__(self, values: Sequence[float], weights: Sequence[float] | None = None, count: int | None = None):
+        distinct = False  # every value once, each weight 1.0: probabilities all 1 / n
         if weights is None:
-            weights = [1.0] * len(values)  # n ones sum to n exactly: every probability is 1 / n
-        if len(values) != len(weights):
-            raise ValueError("values and weights differ in length")
-        if len(set(values)) == len(values):
-            # Distinct values (the usual case): ordered by value alone, which is the pairs'
-            # order, and nothing to merge. A float key sorts several times faster than pairs.
-            order = sorted(range(len(values)), key=values.__getitem__)
-            vals, wts = [values[i] for i in order], [weights[i] for i in order]
+            xs = sorted(values)
+            # Equal values merged: a Counter of the sorted values keeps them in sorted order (its
+            # first-seen order), each with its count (k ones add up to exactly k).
+            counts = Counter(xs)
+            if len(counts) == len(xs):  # distinct values (the usual case): nothing to merge
+                vals, wts = xs, [1.0] * len(xs)
+                distinct = True
+            else:
+                vals, wts = list(counts), [float(c) for c in counts.values()]
         else:
-            vals, wts = [], []
-            for x, w in sorted(zip(values, weights, strict=True)):
-                if vals and vals[-1] == x:
-                    wts[-1] += w
-                else:
-                    vals.append(x)
-                    wts.append(w)
-        if min(wts, default=1.0) <= 0:
-            kept = [(x, w) for x, w in zip(vals, wts, strict=True) if w > 0]
-            vals, wts = [x for x, _ in kept], [w for _, w in kept]
+            if len(values) != len(weights):
+                raise ValueError("values and weights differ in length")
+            if len(set(values)) == len(values):
+                # Distinct values (the usual case): ordered by value alone, which is the pairs'
+                # order, and nothing to merge. A float key sorts several times faster than pairs.
+                order = sorted(range(len(values)), key=values.__getitem__)
+                vals, wts = [values[i] for i in order], [weights[i] for i in order]
+            else:
+                vals, wts = [], []
+                for x, w in sorted(zip(values, weights, strict=True)):
+                    if vals and vals[-1] == x:
+                        wts[-1] += w
+                    else:
+                        vals.append(x)
+                        wts.append(w)
+            if min(wts, default=1.0) <= 0:
+                kept = [(x, w) for x, w in zip(vals, wts, strict=True) if w > 0]
+                vals, wts = [x for x, _ in kept], [w for _, w in kept]
         total = sum(wts)
         if total <= 1e-6:  # GuideLLM's epsilon: weights that sum to nothing count equally
             wts = [1.0] * len(vals)
             total = float(len(vals))
         self.values = vals
-        self.probs = [w / total for w in wts]
+        # n ones sum to n exactly, so every probability is the same 1 / n (one division).
+        self.probs = [1.0 / total] * len(vals) if distinct and vals else [w / total for w in wts]
         self.cdf = list(accumulate(self.probs))
         self.count = len(values) if count is None else count
 
