@@ -123,6 +123,10 @@ def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, ma
     return EngineSpec(m, g, cfg, profile=p, **bm.formats(e).kw())
 
 
+class Unserved(ValueError):
+    """No request of a run was served (each needs more KV cache than the server holds)."""
+
+
 def _served(lengths: list[tuple[int, int]], spec: EngineSpec, rate: float = 0.0) -> list[RequestRecord]:
     """The records of requests of these lengths, all sent at 0 (rate 0) or Poisson at `rate` per second
     from 0 (the same draw for every rate)."""
@@ -136,10 +140,6 @@ def _served(lengths: list[tuple[int, int]], spec: EngineSpec, rate: float = 0.0)
             f"than one replica of {spec.model.name} on {spec.gpu.name} holds after its weights"
         )
     return recs
-
-
-class Unserved(ValueError):
-    """No request of a run was served (each needs more KV cache than the server holds)."""
 
 
 def _throughput(recs: list[RequestRecord]) -> float:
