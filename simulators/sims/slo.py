@@ -178,6 +178,8 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
     jitter + stall) are within it, counted on the sorted jitters of the stalled and the other
     requests (nothing redrawn or sorted per batch); the count falls as the batch grows: a search."""
     q, n = int(p.percentile), len(draws)
+    if limit < 1:
+        return 0
     rank = int(percentile(list(range(n)), q)) + 1  # the percentile is the rank-th smallest value
     calm = sorted(j2 for _, _, j2, stalled in draws if not stalled)
     hit = sorted(j2 for _, _, j2, stalled in draws if stalled)
@@ -188,13 +190,18 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
         calm_in = bisect.bisect_right(calm, p.tpot_slo_s / tpot_s)
         return calm_in + bisect.bisect_right(hit, (p.tpot_slo_s - extra) / tpot_s) >= rank
 
-    # Doubling from 1, then bisection between the last batch that meets (0: none) and the first that
-    # misses: a step's price grows with its batch, so the large batches near `limit` are priced only
-    # when the answer lies among them.
-    hi = 1
+    if not meets(1):
+        return 0
+    # Doubling from 1, then bisection: a step's price grows with its batch, so the large batches
+    # near `limit` are priced only when the answer lies among them.
+    lo, hi = 1, 2
     while hi <= limit and meets(hi):
-        hi *= 2
-    return hi // 2 + bisect.bisect_left(range(hi // 2 + 1, min(hi, limit + 1)), True, key=lambda b: not meets(b))
+        lo, hi = hi, 2 * hi
+    hi = min(hi, limit + 1)  # meets(lo); hi: the first batch known to miss (or past the limit)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    return lo
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
