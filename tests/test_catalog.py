@@ -112,10 +112,14 @@ def test_every_gpu_has_the_figures_its_paths_use_or_is_named_as_lacking_them():
     """Issue 29, item 3: a tensor rate, CUDA-visible memory and (where llama.cpp's CUDA cap reads them)
     SM count and clock, or the GPU is listed here, so that adding a figure updates the list."""
     gpus = catalog.gpus()
-    assert {g for g, gpu in gpus.items() if gpu.peak_tflops("bf16") is None} == MEMORY_ONLY
-    assert {g for g, gpu in gpus.items() if gpu.sm_count is None or gpu.boost_clock_MHz is None} == NO_SM_FIGURES
+    lacking = {g for g, gpu in gpus.items() if gpu.peak_tflops("bf16") is None}
+    assert lacking == MEMORY_ONLY, f"GPUs without dense_bf16_tflops: {sorted(lacking)}; update MEMORY_ONLY"
+    lacking = {g for g, gpu in gpus.items() if gpu.sm_count is None or gpu.boost_clock_MHz is None}
+    assert lacking == NO_SM_FIGURES, (
+        f"GPUs without sm_count or boost_clock_MHz: {sorted(lacking)}; update NO_SM_FIGURES"
+    )
     for gpu in gpus.values():
-        assert gpu.cuda_total_GiB is not None, gpu.id
+        assert gpu.cuda_total_GiB is not None, f"{gpu.id}: no cuda_total_GiB (docs/extending.md, 'A GPU')"
         for path in ("fp8", "int8"):  # a sparse rate without its dense one would price a path at an unknown rate
             assert gpu.peak_tflops(path, sparse=True) is None or gpu.peak_tflops(path) is not None, (gpu.id, path)
     assert catalog.gpus()["rtx-3090"].dense_bf16_tflops == 71 and "GA102" in catalog.gpus()["rtx-3090"].source
@@ -142,7 +146,11 @@ def test_parameter_count_matches_the_published_total(mid):
     m = catalog.models()[mid]
     text_B = cm.param_counts(m).total / 1e9
     published = m.published_params_B
-    assert any(abs(total / published - 1) < 0.01 for total in (text_B, text_B + m.vision_params / 1e9)), text_B
+    totals = (text_B, text_B + m.vision_params / 1e9)
+    assert any(abs(total / published - 1) < 0.01 for total in totals), (
+        f"{mid}: the shape gives {text_B:.3f} B parameters (with a vision encoder {totals[1]:.3f} B), "
+        f"published_params_B is {published}: more than 1% apart"
+    )
 
 
 def test_moe_active_parameters():
