@@ -34,6 +34,10 @@ def build(site_dir: Path, lessons_dir: Path, site_url: str | None) -> None:
     from mkdocs.config import load_config
     from mkdocs.exceptions import Abort, ConfigurationError
 
+    try:
+        from simulators import api  # noqa: F401  the catalogues (simulators/data/*.toml) load with it
+    except ValueError as exc:  # a broken catalogue: its CatalogError names the file and the entry
+        raise BuildError(str(exc)) from None
     assets.npm_ci()
     partial = site_dir.with_name(site_dir.name + ".partial")
     overrides = {"site_dir": str(partial), "strict": True} | ({"site_url": site_url} if site_url else {})
@@ -134,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("serve").add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    # mkdocs logs a page's error ("Error reading page …") before raising it: one of ours is printed
+    # once, below, with its file and line.
+    logging.getLogger("mkdocs.commands.build").addFilter(lambda _: not isinstance(sys.exc_info()[1], BuildError))
     started = time.monotonic()
     try:
         if args.command == "serve":

@@ -202,7 +202,7 @@ def run(
             return _export(name, mod, params.pop(EXPORT), params, seed)
     try:
         chart = _chart(mod, view)
-        p = parse(mod.Params, params)
+        p = parse(mod.Params, params, (VIEW,) if _views(mod) else ())
     except ParamErrors as e:
         return {"ok": False, "errors": e.errors}
     if unpriced := missing_figure(p):

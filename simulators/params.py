@@ -164,13 +164,14 @@ def _fmt(x: float | None) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
-def parse(cls: type[T], raw: dict[str, Any]) -> T:
+def parse(cls: type[T], raw: dict[str, Any], also: tuple[str, ...] = ()) -> T:
     """Validate `raw` against `cls`; missing fields take their defaults, then `check()` runs, if any
-    (a costly rule that reuses kept work belongs in run(), which is handed `keep`)."""
+    (a costly rule that reuses kept work belongs in run(), which is handed `keep`). `also`: keys the
+    caller accepts and took out of `raw` (a simulator's `view`), named among the known ones."""
     if not isinstance(raw, dict):
         raise ParamErrors([{"field": "", "message": "parameters must be a JSON object"}])
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    known = ", ".join(fields)
+    known = ", ".join([*fields, *also])
     errors = [{"field": key, "message": f"unknown parameter; known: {known}"} for key in raw if key not in fields]
     values: dict[str, Any] = {}
     for name, f in fields.items():

@@ -25,8 +25,12 @@ def compose(source: str, kind: str) -> tuple[Any, yaml.Node | None]:
     try:
         return yaml.safe_load(source), yaml.compose(source, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
+        message = f"invalid YAML in {kind} block: {exc.problem}"
         mark = exc.problem_mark or exc.context_mark
-        raise BlockError(mark.line if mark else 0, f"invalid YAML in {kind} block: {exc.problem}") from None
+        if (exc.context or "").startswith("while parsing a flow") and exc.context_mark:  # an unclosed { or [
+            mark, opened = exc.context_mark, "{" if "mapping" in str(exc.context) else "["
+            message += f" in the {opened} opened on this line (is it closed?)"
+        raise BlockError(mark.line if mark else 0, message) from None
 
 
 def read_mapping(

@@ -33,8 +33,10 @@ class Page:
     sims: Simulators
     # The page's named scenarios (front matter `scenarios:`), values computed; a sim block may name one.
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Widget and checklist ids already on the page (a block adds its own).
-    used_ids: set[str] = field(default_factory=set)
+    # Widget and checklist ids already on the page, with the line of the block that took each (a
+    # block adds its own), and the line of the block being rendered (its opening fence).
+    used_ids: dict[str, int] = field(default_factory=dict)
+    line: int = 0
     # Quizzes numbered so far (questions are numbered across the page).
     quiz_counter: list[int] = field(default_factory=lambda: [0])
     # HTML of the blocks that stand inside an admonition, a tab or a list, in page order.
@@ -52,13 +54,13 @@ class Block(NamedTuple):
 
 
 BLOCKS: dict[str, Block] = {
-    "sim": Block(lambda source, page: sim_block.render(source, page.sims, page.used_ids, page.scenarios)),
+    "sim": Block(lambda source, page: sim_block.render(source, page.sims, page.used_ids, page.scenarios, page.line)),
     "quiz": Block(
         lambda source, page: quiz_block.render(source, page.quiz_counter),
         numbers=True,
         check_source=quiz_block.check_source,
     ),
-    "checklist": Block(lambda source, page: checklist_block.render(source, page.used_ids)),
+    "checklist": Block(lambda source, page: checklist_block.render(source, page.used_ids, page.line)),
 }
 
 BLOCK_TOKEN = "SITEBUILDNESTEDBLOCK{}"

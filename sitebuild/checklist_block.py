@@ -23,16 +23,16 @@ from sitebuild.sim_block import WIDGET_ID
 KEYS = ("id", "title", "items")
 
 
-def render(source: str, used_ids: set[str]) -> str:
-    """HTML for one checklist; `used_ids` holds the page's widget ids (mutated)."""
+def render(source: str, used_ids: dict[str, int], line: int = 0) -> str:
+    """HTML for one checklist; `used_ids` maps the page's ids to their blocks' lines (this one, at `line`, added)."""
     spec, lines = read_mapping(source, "checklist", KEYS, "items", "id:, items:, optional title:")
     checklist_id = spec.get("id")
     if not isinstance(checklist_id, str) or not WIDGET_ID.match(checklist_id):
         raise BlockError(
             lines.get("id", 0), f"a checklist needs 'id:' of lower-case letters, digits, - or _, not {checklist_id!r}"
         )
-    if f"checklist:{checklist_id}" in used_ids:
-        raise BlockError(lines["id"], f"checklist id {checklist_id!r} is already used on this page")
+    if (earlier := used_ids.get(f"checklist:{checklist_id}")) is not None:
+        raise BlockError(lines["id"], f"checklist id {checklist_id!r} is already used by the block at line {earlier}")
     title = spec.get("title", "Checklist")
     if not isinstance(title, str) or not title.strip():
         raise BlockError(lines.get("title", 0), "'title' must be text")
@@ -45,7 +45,7 @@ def render(source: str, used_ids: set[str]) -> str:
     values = [hashlib.sha256(item.strip().encode()).hexdigest()[:8] for item in items]
     if len(set(values)) < len(values):
         raise BlockError(lines["items"], "two items have the same text")
-    used_ids.add(f"checklist:{checklist_id}")
+    used_ids[f"checklist:{checklist_id}"] = line
     prefix = f"checklist-{checklist_id}"
     items_html = [
         f'<li markdown="span"><input type="checkbox" id="{prefix}-{index}" value="{value}"> '

@@ -89,10 +89,14 @@ def render_body(
         kind = blocks.BLOCKS.get(item.lang)
         if kind is None:
             out.extend(lines[item.start : end + 1])
-        elif item.end is None:
-            raise LessonError(path, line_no, f"```{item.lang} block is never closed")
+        elif item.end is None or (inner := _opening_fence(item, lines)) is not None:
+            # A missing closing fence: the block runs to the page's end, or to the next block's closing fence.
+            before = "" if item.end is None else f" before the {lines[inner].strip()} at line {first_line + inner}"
+            raise LessonError(
+                path, line_no, f"```{item.lang} block opened at line {line_no} has no closing fence{before}"
+            )
         else:
-            body = item.content
+            body, page.line = item.content, line_no
             try:
                 if kind.check_source is not None:
                     kind.check_source(body)
@@ -104,6 +108,18 @@ def render_body(
             out.append(blocks.placeholder(page, html, item.indent) if item.indent else f"\n{html}\n\n")
         line_no = first_line + end + 1
     return "".join(out) + blocks.stash(page)
+
+
+def _opening_fence(item: fences.Fence, lines: list[str]) -> int | None:
+    """The index of a line inside the block that opens a fence of its own (```quiz): the block was
+    not closed where it should have been, and the page's next closing fence closed it."""
+    opening = fences.FENCE.match(lines[item.start])
+    assert opening is not None  # scan() found the fence on this line
+    for index in range(item.start + 1, item.end or item.start):
+        inner = fences.FENCE.match(lines[index])
+        if inner and inner.group("lang") and inner.group("fence").startswith(opening.group("fence")):
+            return index
+    return None
 
 
 def _paragraph(lines: list[str], i: int) -> str:

@@ -28,7 +28,10 @@ KEYS = ("sim", "scenario", "params", "controls", "caption", "id")
 WIDGET_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
-def render(source: str, sims: Simulators, used_ids: set[str], scenarios: Scenarios | None = None) -> str:
+def render(
+    source: str, sims: Simulators, used_ids: dict[str, int], scenarios: Scenarios | None = None, line: int = 0
+) -> str:
+    """HTML for one widget; `used_ids` maps the page's ids to their blocks' lines (this one, at `line`, added)."""
     spec, lines = read_mapping(source, "sim", KEYS, "params", "sim:, params:, controls:, caption:")
     name = spec.get("sim")
     if not isinstance(name, str) or name not in sims.schemas:
@@ -66,9 +69,11 @@ def render(source: str, sims: Simulators, used_ids: set[str], scenarios: Scenari
         raise BlockError(lines.get("id", 0), f"id {widget_id!r} must be lower-case letters, digits, - or _")
     if widget_id in used_ids:
         if "id" in spec:
-            raise BlockError(lines["id"], f"id {widget_id!r} is already used on this page")
+            raise BlockError(
+                lines["id"], f"id {widget_id!r} is already used by the block at line {used_ids[widget_id]}"
+            )
         widget_id = next(f"{name}-{n}" for n in range(2, 1000) if f"{name}-{n}" not in used_ids)
-    used_ids.add(widget_id)
+    used_ids[widget_id] = line
     caption = str(spec.get("caption", ""))
     e = html.escape
     labels = {m["name"]: m for m in schema["metrics"]}

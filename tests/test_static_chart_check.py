@@ -63,5 +63,5 @@ class _PieSimulator:
 
 def test_a_sim_block_whose_figure_cannot_be_pre_rendered_fails_at_the_block():
     with pytest.raises(BlockError) as caught:
-        sim_block.render("sim: pie\n", _PieSimulator(), set())
+        sim_block.render("sim: pie\n", _PieSimulator(), {})
     assert caught.value.offset == 0 and "data[0].type 'pie'" in str(caught.value)

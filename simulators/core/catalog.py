@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
+from .data_files import DATA
 from .data_files import CatalogError as CatalogError
 from .data_files import data_file as data_file
 from .gpu import Gpu as Gpu
@@ -41,14 +42,17 @@ def gpus() -> dict[str, Gpu]:
     """Every catalogue GPU by id, in file order; an entry without a `source` is refused."""
     entries = data_file("gpus.toml")
     _sourced("gpus.toml", "GPU", entries)
-    return {gid: gpu_from_dict(entry, gid) for gid, entry in entries.items()}
+    try:
+        return {gid: gpu_from_dict(entry, gid) for gid, entry in entries.items()}
+    except CatalogError as e:  # a typo in an entry: name the file that holds it
+        raise CatalogError(f"{DATA}gpus.toml: {e}") from None
 
 
 def _sourced(file: str, kind: str, entries: dict[str, Any]) -> None:
     """Every catalogue entry names where its figures come from (a reader's custom one need not)."""
     for eid, entry in entries.items():
         if not str(entry.get("source", "")).strip():
-            raise CatalogError(f"{file}: {kind} '{eid}' has no 'source': say where its figures come from")
+            raise CatalogError(f"{DATA}{file}: {kind} '{eid}' has no 'source': say where its figures come from")
 
 
 @cache
@@ -56,11 +60,14 @@ def models() -> dict[str, Model]:
     """Every catalogue model by id, in file order; a catalogue entry may not carry unread keys."""
     entries = data_file("models.toml")
     _sourced("models.toml", "model", entries)
-    out = {mid: model_from_config(entry, mid) for mid, entry in entries.items()}
+    try:
+        out = {mid: model_from_config(entry, mid) for mid, entry in entries.items()}
+    except CatalogError as e:
+        raise CatalogError(f"{DATA}models.toml: {e}") from None
     for mid, m in out.items():
         if m.ignored_keys:
             raise CatalogError(
-                f"model '{mid}': unknown key(s) {', '.join(m.ignored_keys)} (not read by the cost model)"
+                f"{DATA}models.toml: model '{mid}': unknown key(s) {', '.join(m.ignored_keys)} (not read by the cost model)"
             )
     return out
 

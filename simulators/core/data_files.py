@@ -11,6 +11,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+DATA = "simulators/data/"  # where the data files are, as an error names them
+
 
 class CatalogError(ValueError):
     """A catalogue entry, a pasted config.json or a custom GPU is invalid."""
@@ -20,4 +22,7 @@ class CatalogError(ValueError):
 def data_file(name: str) -> dict[str, Any]:
     """A data file of simulators/data (a TOML catalogue), parsed; read once per process."""
     text = resources.files("simulators").joinpath("data").joinpath(name).read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:  # its message gives the line and column
+        raise CatalogError(f"{DATA}{name}: {e}") from None

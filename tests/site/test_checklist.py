@@ -30,7 +30,7 @@ items:
 
 
 def test_a_checklist_renders_a_fieldset_of_labelled_boxes_with_a_status_and_a_reset() -> None:
-    page = checklist_block.render(GOOD, set())
+    page = checklist_block.render(GOOD, {})
     assert '<fieldset class="checklist" id="checklist-audit" data-checklist="audit"' in page
     assert '<legend markdown="span">What the benchmark states</legend>' in page
     boxes = re.findall(r'<input type="checkbox" id="(checklist-audit-\d)" value="([0-9a-f]{8})">', page)
@@ -42,17 +42,17 @@ def test_a_checklist_renders_a_fieldset_of_labelled_boxes_with_a_status_and_a_re
 
 
 def test_a_box_is_saved_under_its_text_so_reordering_keeps_the_ticks() -> None:
-    first = checklist_block.render(GOOD, set())
+    first = checklist_block.render(GOOD, {})
     lines = GOOD.splitlines()
     reordered = "\n".join([*lines[:3], lines[4], lines[3], lines[5]]) + "\n"
-    second = checklist_block.render(reordered, set())
+    second = checklist_block.render(reordered, {})
     values = lambda page: set(re.findall(r'value="([0-9a-f]{8})"', page))  # noqa: E731
     assert values(first) == values(second) and len(values(first)) == 3
 
 
 # (case, block, line offset from the block's first line, words in the message)
 BROKEN = [
-    ("not YAML", "id: audit\nitems: [a, b\n", 2, "invalid YAML in checklist block"),
+    ("not YAML", "id: audit\nitems: [a, b\n", 1, "invalid YAML in checklist block"),  # where the [ opens
     ("not a mapping", "- a\n- b\n", 0, "is a YAML mapping"),
     ("unknown key", "id: audit\nitems: [a]\ncolour: red\n", 2, "unknown key 'colour'"),
     ("no id", "items: [a]\n", 0, "needs 'id:'"),
@@ -67,16 +67,16 @@ BROKEN = [
 @pytest.mark.parametrize(("case", "block", "offset", "words"), BROKEN, ids=[b[0] for b in BROKEN])
 def test_a_malformed_block_raises_with_its_line(case: str, block: str, offset: int, words: str) -> None:
     with pytest.raises(BlockError) as error:
-        checklist_block.render(block, set())
+        checklist_block.render(block, {})
     assert error.value.offset == offset, case
     assert words in str(error.value)
 
 
-def test_an_id_used_twice_on_a_page_is_refused() -> None:
-    used: set[str] = set()
-    checklist_block.render(GOOD, used)
-    with pytest.raises(BlockError, match="already used on this page") as error:
-        checklist_block.render(GOOD, used)
+def test_an_id_used_twice_on_a_page_is_refused_naming_the_first_block() -> None:
+    used: dict[str, int] = {}
+    checklist_block.render(GOOD, used, 12)
+    with pytest.raises(BlockError, match="already used by the block at line 12") as error:
+        checklist_block.render(GOOD, used, 40)
     assert error.value.offset == 0
 
 

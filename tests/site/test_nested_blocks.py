@@ -114,7 +114,7 @@ def test_a_broken_block_in_an_admonition_fails_at_its_file_and_line(tmp_path: Pa
         lesson_page.render_body(body, tmp_path / "x.md", 10, Simulators())
     assert caught.value.line == 16 and "context_tokens" in caught.value.message  # 10 + 6 lines down
     unclosed = "- item\n\n    ```quiz\n    - q: Which?\n"
-    with pytest.raises(LessonError, match="never closed") as caught:
+    with pytest.raises(LessonError, match="block opened at line 3 has no closing fence") as caught:
         lesson_page.render_body(unclosed, tmp_path / "x.md", 1, Simulators())
     assert caught.value.line == 3
 

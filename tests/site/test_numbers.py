@@ -87,7 +87,7 @@ def sims() -> Simulators:
 
 @pytest.mark.parametrize("name", list(api.SIMULATORS))
 def test_key_figures_are_the_first_declared_metrics_and_the_rest_is_one_click_away(name: str, sims: Simulators) -> None:
-    page = sim_block.render(f"sim: {name}\n", sims, set())
+    page = sim_block.render(f"sim: {name}\n", sims, {})
     key = page[page.index('<table class="sim-metrics">') : page.index("</table>")]
     rows = ROW.findall(key)
     declared = [(m["name"], m["unit"]) for m in api.schema(name)["metrics"]]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from lesson_fixtures import COURSE, FRONT
 
+from simulators import api
 from sitebuild import glossary, lesson_page
 from sitebuild.course import load_course
 from sitebuild.errors import BuildError
@@ -62,13 +63,36 @@ BROKEN = [
         14,
         "unknown controls ['colour']",
     ),
-    (
+    (  # at the line the unclosed { opens on, not the next one where YAML gave up
         "sim block not YAML",
         FRONT + GOOD_BLOCK.replace("params: {context_tokens: 4096}", "params: {context_tokens: 4096"),
-        14,
-        "invalid YAML in sim block",
+        13,
+        "invalid YAML in sim block: expected ',' or '}', but got ':' in the { opened on this line",
     ),
-    ("sim block never closed", FRONT + "text\n```sim\nsim: kv_cache\n", 12, "never closed"),
+    (
+        "unknown parameter, the known ones listed with view",
+        FRONT + GOOD_BLOCK.replace("context_tokens: 4096", "context: 4096"),
+        13,
+        "known: " + ", ".join(p["name"] for p in api.schema("kv_cache")["params"]),  # view: a choice of chart
+    ),
+    (
+        "id used twice",
+        FRONT + "```sim\nsim: kv_cache\nid: memory\n```\n\ntext\n\n```sim\nsim: kv_cache\nid: memory\n```\n",
+        20,
+        "id 'memory' is already used by the block at line 11",
+    ),
+    (
+        "sim block never closed",
+        FRONT + "text\n```sim\nsim: kv_cache\n",
+        12,
+        "```sim block opened at line 12 has no closing fence",
+    ),
+    (  # the next block's closing fence closed it: not YAML errors in the prose between
+        "sim block closed by the next block's fence",
+        FRONT + "```sim\nsim: kv_cache\n\nProse: it reads.\n\n```quiz\n- q: Which?\n  type: choice\n```\n",
+        11,
+        "```sim block opened at line 11 has no closing fence before the ```quiz at line 16",
+    ),
     (
         "unknown metric in prose",
         FRONT + 'Each token takes {{ kv_cache.kv_bytes(model="llama-3-8b") :,.0f }} bytes.\n',
@@ -105,7 +129,7 @@ BROKEN = [
         12,
         "question type must be 'number' or 'choice'",
     ),
-    ("quiz block never closed", FRONT + "text\n```quiz\n- q: Which?\n  type: choice\n", 12, "never closed"),
+    ("quiz block never closed", FRONT + "text\n```quiz\n- q: Which?\n  type: choice\n", 12, "has no closing fence"),
     (
         "sim block without its simulator",
         FRONT + "```sim\nparams: {context_tokens: 4096}\n```\n",
@@ -164,8 +188,40 @@ def test_the_build_stops_at_a_broken_lesson_with_its_file_and_line_and_leaves_no
     done = site_build("build", "--lessons", str(lessons), "--site-dir", str(tmp_path / "site"))
     assert done.returncode != 0, f"{case}: the build succeeded"
     assert f"01-kv-cache.md:{line}: " in done.stderr, done.stderr
-    assert words in done.stderr, done.stderr
+    assert done.stderr.count(words) == 1, done.stderr  # printed once: not by mkdocs ("Error reading page") too
     assert not (tmp_path / "site").exists() and not (tmp_path / "site.partial").exists()
+
+
+# The build with a key typo in a gpus.toml entry (hbm_bandwidth_GBp), made where the catalogue is read.
+TYPO_IN_GPUS = """\
+import sys
+from simulators.core import data_files
+read = data_files.data_file
+def data_file(name):
+    entries = dict(read(name))
+    if name == "gpus.toml":
+        entry = dict(entries["h100-sxm"])
+        entries["h100-sxm"] = entry | {"hbm_bandwidth_GBp": entry.pop("hbm_bandwidth_GBps")}
+    return entries
+data_files.data_file = data_file
+import site_build
+sys.exit(site_build.main(sys.argv[1:]))
+"""
+
+
+def test_a_catalogue_typo_stops_the_build_with_one_line_naming_the_data_file(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", TYPO_IN_GPUS, "build", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith(
+        "error: simulators/data/gpus.toml: GPU 'h100-sxm': unknown key(s) hbm_bandwidth_GBp; allowed: memory_GiB,"
+    ), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
 
 
 def test_a_good_lesson_builds_its_widget_and_numbers(tmp_path: Path) -> None:
