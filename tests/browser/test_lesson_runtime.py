@@ -140,9 +140,13 @@ def test_an_invalid_typed_value_shows_the_message_next_to_the_field(page: Page) 
     )
     assert field.get_attribute("aria-invalid") == "true"
     assert message.get_attribute("id") in field.get_attribute("aria-describedby")
+    # The chart and figures stay as the last valid values drew them, and the status line says so.
+    status = figure.locator(".sim-status")
+    assert "still show the last values that ran" in status.inner_text()
     field.fill(valid)
     page.wait_for_function("el => el.textContent === ''", arg=message.element_handle(), timeout=RUNTIME_LIMIT_MS)
     assert field.get_attribute("aria-invalid") is None
+    assert "still show the last values" not in status.inner_text()
 
 
 # Records every run the page posts to its worker: [simulator, seed, kept in the session].

@@ -286,7 +286,9 @@ function drawPartial(w, issued, json) {
 
 function showFieldErrors(w, errors) {
   const status = w.el.querySelector(".sim-status");
-  setText(status, errors.filter((e) => !w.fields.has(e.field)).map((e) => e.message).join(" "));
+  const general = errors.filter((e) => !w.fields.has(e.field)).map((e) => e.message);
+  if (errors.length) general.push("The chart and figures still show the last values that ran.");
+  setText(status, general.join(" "));
   // A notice about the address stays until the reader changes a control (see change()).
   if (w.notice) status.append(tag("span", { class: "sim-notice" }, ` ${w.notice}`));
   w.fields.forEach((f, name) => {
