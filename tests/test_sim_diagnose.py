@@ -113,3 +113,42 @@ def test_ignored_flags_are_listed_not_refused():
     r = diagnose(command="vllm serve meta-llama/Meta-Llama-3-8B-Instruct --trust-remote-code --port 8001")
     assert r["result"]["ignored_flags"] == ["--trust-remote-code", "--port 8001"]
     assert "Ignored flags (not modelled): --trust-remote-code, --port 8001" in r["summary"]
+
+
+LEARNER = "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 4096 --gpu-memory-utilization 0.95 --max-num-seqs 512"
+
+
+def test_speculative_decoding_is_priced_for_eagle_at_a_stated_acceptance_never_for_ngram():
+    # At 1 request in flight the verify pass is memory-bound: one round of gamma = 4 drafts at c = 0.05
+    # costs 1.2 steps and yields E = (1 - 0.7^5) / 0.3 = 2.773 tokens, so ITL x 1.2 / 2.773 = x 0.433 (2.3x).
+    r = diagnose(command=LEARNER)
+    spec = next(x for x in r["result"]["levers"] if x["lesson"] == "08-speculative-decoding")
+    assert '"method": "eagle"' in spec["flags"] and "ngram" not in spec["flags"]
+    assert spec["after_s"] / spec["before_s"] == pytest.approx(1.2 / ((1 - 0.7**5) / 0.3))
+    assert "acceptance rate of 0.7: 2.3x" in spec["note"] and "n-gram gains only where answers copy" in spec["note"]
+    # A server that already speculates is not told to speculate.
+    again = diagnose(command=spec["command"])["result"]["levers"]
+    assert not [x for x in again if x["lesson"] == "08-speculative-decoding"]
+
+
+def test_a_lever_on_another_figure_is_drawn_apart_and_the_chart_keeps_the_ranking():
+    # The token budget's -62% is on the ITL of a step that carries a prefill, not on ITL: the longest
+    # bar, ranked last, in a series of its own whose legend says so.
+    r = diagnose(command=LEARNER)
+    levers, data = r["result"]["levers"], r["figure"]["data"]
+    assert [name for trace in data for name in trace["y"]] == [x["lever"] for x in levers]
+    assert data[0]["name"] == "Change of ITL" and all(x["key"] == "itl_s" for x in levers[: len(data[0]["y"])])
+    assert data[1]["y"] == ["Token budget 512 (chunked prefill)"]
+    assert data[1]["name"] == "ITL of a step that carries a prefill, ranked after"
+    assert min(data[1]["x"]) < min(data[0]["x"]) and r["figure"]["layout"]["barmode"] == "overlay"
+
+
+def test_the_summary_states_the_command_once_then_each_lever_by_its_flags():
+    r = diagnose(command=LEARNER)
+    text = r["summary"]
+    assert text.count(LEARNER) == 1 and "Levers, ranked: 1. Speculative decoding (EAGLE), --speculative-config" in text
+    assert "2. Another GPU: gb200, same flags: ITL 8.45 → 4.91 ms (-42%" in text
+    assert "3. FP8 weights (W8A8), --quantization fp8: ITL 8.45 → 5.67 ms (-33%" in text
+    tail = "6. Token budget 512 (chunked prefill), --max-num-batched-tokens 512: ITL of a step that carries a prefill"
+    assert f"{tail} (another figure, ranked after those on ITL) 67.96 → 25.91 ms (-62%" in text
+    assert len(text.split()) < 250  # it was about 350 words, the command six times

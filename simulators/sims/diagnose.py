@@ -15,7 +15,8 @@ The model (one speed model: costmodel at the engine's profile, vllm_memory for t
 - A gap between observed and predicted beyond +-35% (the validation page's yardstick) is named,
   with where to look.
 - Levers: each one command-line change, re-priced at the same operating point, ranked by the
-  relative change of the SLO figure that binds (the larger observed-or-predicted / target).
+  relative change of the SLO figure that binds (the larger observed-or-predicted / target); a lever
+  that moves another figure comes after, drawn as a series of its own.
 
 References: 1) vLLM's start-up log lines (vllm/v1/core/kv_cache_utils.py); 2) Little's law;
 3) the course's lessons named by each lever.
@@ -184,8 +185,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     binding = "itl_s" if (obs.get("itl_s") or now["itl_s"]) / (p.itl_slo_ms / 1e3) >= (
         obs.get("ttft_s") or now["ttft_s"]
     ) / (p.ttft_slo_ms / 1e3) else "ttft_s"  # fmt: skip
-    # Levers on the binding figure first, by their change; then those on another figure.
-    levers = sorted(dx.levers(d, b, now, binding), key=lambda x: (x["key"] != binding, x["change"]))
+    # Levers on the binding figure first, by their change; then those on each other figure, by theirs.
+    levers = sorted(dx.levers(d, b, now, binding), key=lambda x: (x["key"] != binding, x["key"], x["change"]))
     logged = float(d.log["kv_tokens"]) if d.log else 0.0
     metrics = {
         "batch": float(b),
@@ -203,7 +204,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         f"{k}={shlex.quote(str(v))}" for k, v in (("command", p.command), ("gpu", d.gpu.id)) if v
     )
     return {
-        "model": d.model.name, "gpu": d.gpu.name, "engine": d.engine, "weight_dtype": d.weight_dtype,
+        "model": d.model.name, "gpu": d.gpu.name, "command": shlex.join(d.serve.tokens), "engine": d.engine, "weight_dtype": d.weight_dtype,
         "kv_dtype": d.kv_dtype, "ignored_flags": d.serve.ignored, "log": {k: v for k, v in (d.log or {}).items() if k != "lines"},
         "observed": obs, "predicted": now, "gaps": gaps, "binding": binding, "levers": levers,
         "max_concurrency": a.max_concurrency, "reproduce": reproduce, "metrics": metrics,
@@ -230,11 +231,16 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
         names, pred, seen = map(list, zip(*rows, strict=True))
         data = [bar(names, pred, "Predicted", 0), bar(names, seen, "Observed", 1)]
         return chart(data, "Predicted against observed", "", "value (unit in the label)", barmode="group")
-    levers = r["levers"]
-    data = [bar([x["change"] for x in levers], [x["lever"] for x in levers], "Predicted change", 0, orientation="h")]
-    title = f"Levers ranked by their effect on {levers[0]['binding'] if levers else 'the binding figure'}"
+    levers, name = r["levers"], r["levers"][0]["binding"] if r["levers"] else "the binding figure"
+    # One series per figure a lever moves: a lever on another figure is ranked after, and drawn apart.
+    data = [
+        bar([x["change"] for x in levers if x["key"] == key], [x["lever"] for x in levers if x["key"] == key],
+            f"Change of {fig}" if key == r["binding"] else f"{fig}, ranked after", i, orientation="h")
+        for i, (key, fig) in enumerate(dict.fromkeys((x["key"], x["figure"]) for x in levers))
+    ]  # fmt: skip
     x_title, reversed_ = "predicted change (negative: faster)", {"autorange": "reversed"}
-    return chart(data, title, x_title, "", xaxis={"tickformat": "+.0%"}, yaxis=reversed_)
+    return chart(data, f"Levers ranked by their effect on {name}", x_title, "", barmode="overlay",
+                 xaxis={"tickformat": "+.0%"}, yaxis=reversed_)  # fmt: skip
 
 
 def summary(r: dict[str, Any], view: str = "levers") -> str:
@@ -256,20 +262,23 @@ def summary(r: dict[str, Any], view: str = "levers") -> str:
         )
     if view == "evidence":
         return head + (
-            " ".join(g[0].upper() + g[1:] + "." for g in r["gaps"])
+            " ".join(g[0].upper() + g[1:] + "." * (g[-1] != "?") for g in r["gaps"])
             or (
                 "Every figure you gave is within ±35% of the model's."
                 if r["observed"].get("ttft_s") or r["observed"].get("itl_s") or m["logged_kv_tokens"]
                 else "No evidence given yet: paste vLLM's start-up log or a GuideLLM report, or type a measured TTFT or ITL."
             )
         )
-    ranked = "; ".join(
-        f"{i + 1}. {x['lever']}: {x['figure']} {x['before_s'] * 1e3:,.2f} → {x['after_s'] * 1e3:,.2f} ms ({x['change']:+.0%}; "
-        f"lesson {x['lesson'].split('-')[0]}{', ' + x['note'] if x['note'] else ''}): {x['command']}"
+    ranked = " ".join(
+        f"{i + 1}. {x['lever']}, {x['flags'] or 'same flags'}: {x['figure']}"
+        + ("" if x["key"] == r["binding"] else f" (another figure, ranked after those on {x['binding']})")
+        + f" {x['before_s'] * 1e3:,.2f} → {x['after_s'] * 1e3:,.2f} ms ({x['change']:+.0%}; lesson {x['lesson'].split('-')[0]}"
+        + (f": {x['note']}" if x["note"] else "") + ")."
         for i, x in enumerate(r["levers"])
-    )
+    )  # fmt: skip
     return (
         head
-        + f"{r['levers'][0]['binding'] if r['levers'] else 'TTFT'} binds your SLO. Levers, ranked: {ranked}."
-        + (" " + " ".join(g[0].upper() + g[1:] + "." for g in r["gaps"]) if r["gaps"] else "")
+        + f"{r['levers'][0]['binding'] if r['levers'] else 'TTFT'} binds your SLO. Each lever changes one thing in "
+        + f"your command, {r['command']}. Levers, ranked: {ranked}"
+        + (" " + " ".join(g[0].upper() + g[1:] + "." * (g[-1] != "?") for g in r["gaps"]) if r["gaps"] else "")
     )
