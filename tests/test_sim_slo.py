@@ -181,3 +181,28 @@ def test_the_largest_batch_meeting_the_slo_meets_it_and_one_more_does_not():
             assert api.run("slo", {**case, "batch_size": n + 1})["metrics"]["slo_met"] == 0, case
     # a target nothing meets: 0, not a batch
     assert api.run("slo", {"tpot_slo_s": 0.0001})["metrics"]["max_batch_meeting_slo"] == 0
+
+
+def test_cost_summary_says_where_the_cheapest_batch_is_from_either_side():
+    # The chart stops at the largest batch whose KV cache fits (200 of the running example on an
+    # H100, 15 on an L4), its cheapest point. Below it the cost falls; at it, it is the cheapest;
+    # past it the figures are a bound (batch 300 costs less than 200), and the text must not say
+    # the cost "falls" to a higher one (review 00.2).
+    def cost(**kw):
+        r = _run(**kw)
+        return r, slo.summary(r, "cost")
+
+    r, below = cost(batch_size=32)
+    best = r["sweep_cost_usd"][-1]
+    assert r["sweep_batch"][-1] == 200 and min(r["sweep_cost_usd"]) == best
+    assert f"the cost falls to ${best:.2f} at batch 200," in below
+    assert "ms at batch 1 to" in below and "ms at batch 200." in below
+    assert "batch 200 is the cheapest whose KV cache fits" in cost(batch_size=200)[1]
+    past, text = cost(batch_size=300)
+    assert past["metrics"]["cost_per_million_tokens_local_usd"] < best
+    assert f"but the cheapest batch whose KV cache fits is 200, at ${best:.2f}" in text and "falls" not in text
+    l4, text = cost(batch_size=1024, gpu="l4")
+    assert f"cheapest batch whose KV cache fits is 15, at ${l4['sweep_cost_usd'][-1]:.2f}" in text
+    # Nothing fits a 70B model's weights on one L4: no batch to compare, only the note.
+    _, none = cost(model="llama-3.1-70b", gpu="l4", batch_size=4)
+    assert "share each weight read" not in none and "Only 0 requests" in none

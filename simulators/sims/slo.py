@@ -326,14 +326,27 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"The sample spreads around the cost model's {r[f'model_{k}_s'] * 1e3:,.1f} ms; {why} "
         )
     else:
-        best = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True))
+        (best, best_b), b = min(zip(r["sweep_cost_usd"], r["sweep_batch"], strict=True)), r["batch_size"]
         local, hosted = m["cost_per_million_tokens_local_usd"], m["cost_per_million_tokens_hosted_usd"]
+        # The sweep stops at the largest batch that fits: a batch past it (a bound) may cost less.
+        where = (
+            f": the cost falls to ${best:,.2f} at batch {best_b:,}"
+            if b < best_b
+            else f": batch {b:,} is the cheapest whose KV cache fits"
+            if b == best_b
+            else f", but the cheapest batch whose KV cache fits is {best_b:,}, at ${best:,.2f}"
+        )
         text = (
-            f"{r['model']} on one {r['gpu']} at batch {r['batch_size']} makes {m['local_tokens_per_s']:,.0f} output "
+            f"{r['model']} on one {r['gpu']} at batch {b} makes {m['local_tokens_per_s']:,.0f} output "
             f"tokens/s while busy: at {r['utilization']:.0%} utilisation a million tokens cost ${local:,.2f} locally "
             f"against an assumed ${hosted:,.2f} hosted. "
-            f"Larger batches share each weight read: the cost falls to ${best[0]:,.2f} at batch {best[1]:,}, "
-            f"while TPOT grows from {r['sweep_tpot_s'][0] * 1e3:,.1f} ms to {r['sweep_tpot_s'][-1] * 1e3:,.0f} ms. "
+        )
+        if r["sweep_batch"][-1] > 1:  # else at most one request fits: the note says how many
+            text += (
+                f"Larger batches share each weight read{where}, while TPOT grows from {r['sweep_tpot_s'][0] * 1e3:,.1f} "
+                f"ms at batch 1 to {r['sweep_tpot_s'][-1] * 1e3:,.0f} ms at batch {r['sweep_batch'][-1]:,}. "
+            )
+        text += (
             f"TTFT: {spread('ttft')} (target {ms('ttft', r['ttft_slo_s'])}). "
             f"TPOT: {spread('tpot')} (target {ms('tpot', r['tpot_slo_s'])}). "
         )
