@@ -215,7 +215,7 @@ def run(
         return _failed(str(e))
     chosen = () if chart is None else (chart,)  # a simulator with one chart takes no view
     drawn = {"figure": mod.figure(result, *chosen), "summary": mod.summary(result, *chosen)}
-    if priced := priced_by(p):  # each answer says which profile priced its times (one speed model, a named choice)
+    if (priced := priced_by(p)) and result.get("priced", True):  # each answer with times names their profile
         drawn |= {"summary": f"{drawn['summary']} Times priced with {priced}.", "priced_by": priced}
     return {"ok": True, "metrics": result["metrics"], "result": result, **drawn}
 

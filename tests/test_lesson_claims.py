@@ -66,6 +66,26 @@ def test_00_1_fp8_w8a8_speeds_up_prefill_and_decode() -> None:
     assert m("generation", "itl_s", **fp8) > 0.6 * m("generation", "itl_s")
 
 
+def test_00_1_02_08_decode_arithmetic_at_peak_and_as_priced_hides_under_the_memory_part() -> None:
+    """The three pages quote one decode step's arithmetic two ways and say which: 16 us at peak,
+    1.20 ms as the vLLM profile prices one-row matmuls (1.4% of peak). Both hide under the 6.08 ms
+    memory part ("Either way it hides under the memory traffic"), and even the priced one fills
+    14% of the 8.45 ms step (08: "at most ... the tensor cores mostly sit idle")."""
+    peak, priced = m("generation", "decode_step_compute_s", ideal=True), m("generation", "decode_step_compute_s")
+    assert 0.01 < peak / priced < 0.02 and priced < m("generation", "decode_step_memory_s")
+    assert priced / m("generation", "itl_s") < 0.2 and peak / m("generation", "itl_s") < 0.005
+
+
+def test_00_1_experiment_2_says_to_set_the_prompt_back_since_its_answer_is_at_2000_tokens() -> None:
+    """Experiment 1 leaves the prompt at 8,000 tokens; experiment 2's answer (179 s, 99 s at peak) is
+    for 2,000, and at 8,000 it would read otherwise (186 s, 104 s), so the experiment must say so."""
+    lesson = next(x for x in COURSE.lessons if x.id == "00.1")
+    assert "Set the prompt back to 2,000 tokens and the output to 20,000" in " ".join(lesson.body.split())
+    for ideal in (False, True):
+        at_2000 = m("generation", "e2e_s", output_tokens=20000, ideal=ideal)
+        assert round(m("generation", "e2e_s", output_tokens=20000, prompt_tokens=8000, ideal=ideal)) > round(at_2000)
+
+
 def test_01_two_gpus_hold_no_128k_sequence_of_the_70b_model() -> None:
     long70 = scenario("01", "long70")
     assert m("kv_cache", "kv_token_capacity", **{**long70, "num_gpus": 2}) < long70["context_tokens"]

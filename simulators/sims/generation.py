@@ -6,7 +6,8 @@ Each further token needs its own pass over all the weights and the growing KV ca
 token per sequence, so bandwidth usually binds); the gap between tokens is the inter-token
 latency (ITL). Step times come from costmodel.step_time; `batch_size` identical requests share
 each pass. The sampling view shows how temperature, top-k and top-p reshape one fixed next-token
-distribution: the token drawn is fed back as input, which is why the passes cannot overlap.
+distribution: the token drawn is fed back as input, which is why the passes cannot overlap. That
+view prices no time: its answer holds the sampler's two figures alone, so they lead its table.
 
 References: 1) Vaswani et al. 2017 (arXiv 1706.03762); 2) Pope et al. 2022 (arXiv 2211.05102),
 prefill vs decode; 3) Holtzman et al. 2020, The Curious Case of Neural Text Degeneration
@@ -28,7 +29,7 @@ from ..params import ModelGpu, ParamError, dtype_choices, engine_param, kv_dtype
 from ..plotting import bar, chart, line
 from ..results_cache import Keep
 
-TITLE = "Generation: prefill, then one decode step per token"
+TITLE = "Generation: prefill, one decode step per token, and how each token is sampled"
 DESCRIPTION = "Time to first token, inter-token latency and the stream of tokens for one request; and how sampling picks each token."
 METRICS = {
     "ttft_s": ("Time to first token", "s"),
@@ -114,6 +115,19 @@ def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
+    probs = sampling_distribution(p.temperature, p.top_k, p.top_p)
+    draws = random.Random(seed).choices(range(len(CANDIDATES)), weights=probs, k=NUM_DRAWS)
+    sampled = {
+        "candidates": [tok for tok, _ in CANDIDATES],
+        "probabilities": probs,
+        "draw_counts": [draws.count(i) for i in range(len(CANDIDATES))],
+    }
+    figures = {
+        "sample_entropy_bits": sum(-q * math.log2(q) for q in probs if q > 0),  # sum from +0: never -0.0
+        "sample_candidates": sum(1 for q in probs if q > 0),
+    }
+    if view == "sampling":  # the sampler's own figures lead its table; it prices no time (api: "priced")
+        return {**sampled, "priced": False, "metrics": figures}
     m, gpu = p.resolved()
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, **parallel.layout_of(p).cost_kw()}
     kw["eff"] = cm.efficiency(p.ideal, p.engine)
@@ -127,19 +141,13 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     decode = t - ttft
     # Every so many tokens, and the last.
     idx = sorted({*range(0, len(times), max(1, len(times) // MAX_TIMELINE_POINTS)), len(times) - 1})
-    probs = sampling_distribution(p.temperature, p.top_k, p.top_p)
-    draws = random.Random(seed).choices(range(len(CANDIDATES)), weights=probs, k=NUM_DRAWS)
-    counts = [draws.count(i) for i in range(len(CANDIDATES))]
-    entropy = -sum(q * math.log2(q) for q in probs if q > 0)
     return {
         **p.stated("batch_size", "prompt_tokens", "output_tokens"),
         "prefill_bound": prefill.bound,
         "decode_bound": first.bound,
         "token_times_s": [times[i] for i in idx],
         "token_index": [i + 1 for i in idx],
-        "candidates": [tok for tok, _ in CANDIDATES],
-        "probabilities": probs,
-        "draw_counts": counts,
+        **sampled,
         "notes": [],  # none left: the api refuses a GPU without a tensor rate (the one caveat there was)
         "metrics": {
             "ttft_s": ttft,
@@ -155,8 +163,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             "prefill_intensity": prefill.intensity_flop_per_byte,
             "decode_intensity": first.intensity_flop_per_byte,
             "decode_share": decode / t,
-            "sample_entropy_bits": entropy,
-            "sample_candidates": sum(1 for q in probs if q > 0),
+            **figures,
         },
     }
 
@@ -180,10 +187,11 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     if view == "sampling":
-        kept = ", ".join(
-            f"{tok.strip()} {q:.0%}" for tok, q in zip(r["candidates"], r["probabilities"], strict=True) if q > 0.005
-        )
-        return f"Sampling keeps {m['sample_candidates']} candidate tokens (entropy {m['sample_entropy_bits']:.2f} bits): {kept}."
+        n, bits, probs = m["sample_candidates"], m["sample_entropy_bits"], r["probabilities"]
+        listed = [f"{t.strip()} {q:.0%}" for t, q in zip(r["candidates"], probs, strict=True) if q >= 0.005]
+        if rest := n - len(listed):  # kept, too unlikely to show: counted, so the text adds up to n
+            listed.append(f"and {rest} more under 0.5%{' each' * (rest > 1)}")
+        return f"Sampling keeps {n} candidate token{'s' * (n != 1)} (entropy {bits:.2f} bits): {', '.join(listed)}."
     text = (
         f"{r['model']} on {r['gpu']}, batch {r['batch_size']}: prefill of {r['prompt_tokens']:,} tokens is "
         f"{r['prefill_bound']}-bound and gives the first token after {m['ttft_s'] * 1e3:,.1f} ms. "
