@@ -207,9 +207,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    bs, n = r["block_size"], FLASH_ATTN_BLOCK_MULTIPLE
+    bs, n = int(r["block_size"]), FLASH_ATTN_BLOCK_MULTIPLE
     vllm = f" vLLM's default FlashAttention backend takes multiples of {n} tokens: {bs}-token blocks are a what-if."
-    return _summary(r, view) + vllm * (bs % n > 0)
+    return _summary(r, view) + (vllm if bs % n else "")
 
 
 def _summary(r: dict[str, Any], view: str) -> str:
