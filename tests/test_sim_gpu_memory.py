@@ -136,3 +136,13 @@ def test_cli_json_and_views():
         answer = json.loads(api.run_json("gpu_memory", json.dumps({"view": view})))
         assert answer["ok"] and answer["figure"]["layout"]["title"]["text"]
     assert answer["figure"]["layout"]["xaxis"]["type"] == "log"
+
+
+def test_the_summary_prints_figures_with_separators_as_the_key_figures_table_does():
+    # 4,096 sequences of 131,072 tokens x 131,072 B = 70,368.7 GB of KV per GPU ("70,368.7 GB", not
+    # "70368.7 GB"); 16-token contexts on one H100: 443,792 tokens / 16 = 27,737 sequences at once.
+    big = api.evaluate("gpu_memory", context_tokens=131072, batch_size=4096)["summary"]
+    assert f"needs {4096 * 131072 * 131_072 / 1e9:,.1f} GB of KV cache" in big and "70,368.7 GB" in big
+    short = api.evaluate("gpu_memory", context_tokens=16)["summary"]
+    assert "maximum concurrency of 27,737.00x" in short
+    assert "an activation peak of 2.0 GB" in short  # not "a 2.0 GB ...": no article to get wrong

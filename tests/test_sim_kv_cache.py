@@ -61,3 +61,24 @@ def test_the_chart_draws_vllms_budget_and_the_formulas():
     assert any(n.startswith("Byte arithmetic") and "upper bound" in n for n in names)
     # Both lines in sequence terms: tokens held x bytes per token.
     assert r["result"]["vllm_budget_GiB"] == pytest.approx(r["metrics"]["kv_token_capacity"] * 131_072 / 2**30)
+
+
+def test_the_byte_arithmetic_legend_names_the_memory_its_line_is_drawn_for():
+    # Eight H100s: the line is the byte arithmetic on 8 x 80 GiB = 640 GiB, and its legend says so.
+    r = api.evaluate("kv_cache", num_gpus=8)["result"]
+    names = [t["name"] for t in kc.figure(r, "memory")["data"]]
+    assert "Byte arithmetic on 640 GiB (8 GPUs, upper bound)" in names
+    # The line itself: 0.9 x 640 GiB less the weights and eight activation peaks, as tokens x 131,072 B.
+    fit = kc.cm.memory_fit(kc.resolve_model("llama-3-8b"), H100, num_gpus=8)
+    assert fit.capacity_bytes == 640 * 2**30
+    assert r["formula_budget_GiB"] == pytest.approx(fit.kv_token_capacity * 131_072 / 2**30)
+
+
+def test_the_summary_reads_as_the_page_prints_figures():
+    # 8,192 tokens: "a sequence of 8,192 tokens" (no "a 8,192-token"); 16 tokens on 8 GPUs fit
+    # thousands of sequences, printed with separators as the key-figures table does.
+    s = api.evaluate("kv_cache", context_tokens=16, num_gpus=8)["summary"]
+    assert "a sequence of 16 tokens" in s and "x at this length" in s
+    concurrency = s.split("maximum concurrency of ")[1].split("x")[0]
+    assert "," in concurrency and float(concurrency.replace(",", "")) > 1000
+    assert kc.METRICS["kv_bytes_per_token"][1] == "bytes/token"  # shown exact, 131,072, not "131 KB"

@@ -108,3 +108,13 @@ def test_a_readers_config_objects_price_like_the_catalogue_and_are_kept_apart_fr
     fresh = api.run("speculative", {"batch_size": 8, "model": cfg, "gpu": slow})["metrics"]
     assert session.run("speculative", {"batch_size": 8, "model": cfg, "gpu": slow})["metrics"] == fresh
     assert fresh["itl_baseline_s"] > 2 * catalogue["itl_baseline_s"]
+
+
+def test_one_draft_token_is_singular_in_the_summary_and_the_key_figure_has_no_plural_unit():
+    # gamma = 1 at alpha 0.8: each pass yields 1 + 0.8 = 1.800 tokens; "1 draft token", never "1 ... tokens".
+    for view in ("draft", "batch"):
+        s = api.evaluate("speculative", draft_tokens=1, view=view)["summary"]
+        assert "1 draft token," in s and "1 draft tokens" not in s
+    assert "4 draft tokens" in api.evaluate("speculative", view="draft")["summary"]
+    # The key-figures table prints label, value, unit: "Best draft length (tokens) | 1", not "1 tokens".
+    assert spec.METRICS["best_draft_tokens"] == ("Best draft length (tokens)", "")

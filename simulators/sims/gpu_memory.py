@@ -236,20 +236,20 @@ def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     n = r["num_gpus"]
     text = (
-        f"On each of {n} x {r['gpu']}, vLLM's accounting holds {m['weights_GB']:.1f} GB of {r['weight_dtype']} weights, "
-        f"a {m['activations_GB']:.1f} GB activation peak and {m['non_torch_GB']:.1f} GB outside PyTorch; "
+        f"On each of {n} x {r['gpu']}, vLLM's accounting holds {m['weights_GB']:,.1f} GB of {r['weight_dtype']} weights, "
+        f"an activation peak of {m['activations_GB']:,.1f} GB and {m['non_torch_GB']:,.1f} GB outside PyTorch; "
     )
     if m["kv_budget_GB"] > 0:
         text += (
-            f"that leaves {m['kv_budget_GB']:.1f} GB per GPU for the KV cache: vLLM would log {m['kv_token_capacity']:,} "
-            f"tokens and a maximum concurrency of {m['max_concurrency']:.2f}x at {r['context_tokens']:,} tokens "
+            f"that leaves {m['kv_budget_GB']:,.1f} GB per GPU for the KV cache: vLLM would log {m['kv_token_capacity']:,} "
+            f"tokens and a maximum concurrency of {m['max_concurrency']:,.2f}x at {r['context_tokens']:,} tokens "
             f"({m['max_batch_at_context']:,} whole sequences). "
         )
     else:
-        text += f"they exceed what vLLM may use by {-m['kv_budget_GB']:.1f} GB per GPU. "
+        text += f"they exceed what vLLM may use by {-m['kv_budget_GB']:,.1f} GB per GPU. "
     fits = "fits" if m["fits"] else "does not fit"
     fewest = f"the fewest GPUs that fit it: {m['min_gpus_to_fit']}." if m["min_gpus_to_fit"] else "not even on 8 GPUs."
-    text += f"A batch of {r['batch_size']:,} needs {m['kv_demand_GB']:.1f} GB of KV cache per GPU: it {fits}; {fewest}"
+    text += f"A batch of {r['batch_size']:,} needs {m['kv_demand_GB']:,.1f} GB of KV cache per GPU: it {fits}; {fewest}"
     if view == "roofline":
         text += f" Prefill runs at {m['prefill_intensity']:,.0f} FLOP/B, decode at batch {r['batch_size']:,} at "
         text += f"{m['decode_intensity']:,.1f} FLOP/B."

@@ -34,7 +34,7 @@ from ..results_cache import Keep
 TITLE = "KV cache size, growth and concurrency"
 DESCRIPTION = "Bytes per token from the model's shape, the cache per sequence as context grows, and how many sequences fit on the GPU."
 METRICS = {
-    "kv_bytes_per_token": ("KV cache per token", "B"),
+    "kv_bytes_per_token": ("KV cache per token", "bytes/token"),  # exact (131,072), not "131 KB" (= 128 KiB)
     "kv_GiB_per_sequence": ("KV cache per sequence", "GiB"),
     "weights_GB": ("Weights", "GB"),
     "kv_token_capacity": ("GPU KV cache size, as vLLM would log it", "tokens"),
@@ -132,7 +132,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         )
     if m.sliding_window:
         notes.append(
-            f"{m.name} uses a {m.sliding_window:,}-token sliding window, so a sequence holds at most that many tokens of cache."
+            f"{m.name} uses a sliding window of {m.sliding_window:,} tokens, so a sequence holds at most that many tokens of cache."
         )
     if p.kv_dtype not in ("bf16", "fp8"):
         notes.append(
@@ -188,7 +188,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         label = f"KV cache vLLM leaves ({gpus}): {fits:,} sequences of {r['context_tokens']:,} tokens, {r['attention']}"
         data.append(line(ends, [vllm, vllm], label, 6))
     if formula > 0:
-        data.append(line(ends, [formula, formula], f"Byte arithmetic on {r['gpu_memory_GiB']:g} GiB (upper bound)", 4))
+        total = f"{r['num_gpus'] * r['gpu_memory_GiB']:,g} GiB ({gpus}, upper bound)"  # the memory of all the GPUs
+        data.append(line(ends, [formula, formula], f"Byte arithmetic on {total}", 4))
     title = f"KV cache per sequence, {r['model']} ({r['kv_dtype']})"
     return chart(data, title, "Context (tokens)", "GiB per sequence (log)", xaxis=LOG, yaxis=LOG)
 
@@ -197,10 +198,10 @@ def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     text = (
         f"{r['model']} ({r['attention']}) stores {m['kv_bytes_per_token']:,.0f} bytes of {r['kv_dtype']} KV cache per token, "
-        f"so a {r['context_tokens']:,}-token sequence holds {m['kv_GiB_per_sequence']:.2f} GiB. "
-        f"On {r['num_gpus']} x {r['gpu']}, after {m['weights_GB']:.1f} GB of weights, vLLM would log "
+        f"so a sequence of {r['context_tokens']:,} tokens holds {m['kv_GiB_per_sequence']:,.2f} GiB. "
+        f"On {r['num_gpus']} x {r['gpu']}, after {m['weights_GB']:,.1f} GB of weights, vLLM would log "
         f"GPU KV cache size: {m['kv_token_capacity']:,} tokens, and a maximum concurrency of "
-        f"{m['max_concurrency']:.2f}x at this length: {m['max_concurrent_sequences']:,} whole sequences. "
+        f"{m['max_concurrency']:,.2f}x at this length: {m['max_concurrent_sequences']:,} whole sequences. "
         f"Byte arithmetic on the data sheet's memory, an upper bound, gives {m['kv_token_capacity_by_bytes']:,} tokens "
         f"({m['max_concurrent_sequences_by_bytes']:,} sequences). "
     )

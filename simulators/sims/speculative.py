@@ -48,7 +48,7 @@ DESCRIPTION = (
 )
 METRICS = {
     "speedup": ("Wall-clock speed-up over plain decoding", "x"),
-    "best_draft_tokens": ("Best draft length", "tokens"),
+    "best_draft_tokens": ("Best draft length (tokens)", ""),  # "1", not "1 tokens"
     "best_speedup": ("Speed-up at the best draft length", "x"),
     "expected_tokens_per_step": ("Expected tokens per target pass (closed form)", "tokens"),
     "itl_s": ("Effective inter-token latency", "s"),
@@ -225,12 +225,16 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
 
 
+def _drafts(r: dict[str, Any]) -> str:
+    return f"{r['draft_tokens']} draft token" + ("s" if r["draft_tokens"] != 1 else "")
+
+
 def summary(r: dict[str, Any], view: str) -> str:
     """One text per view: the draft-length trade-off (draft), or how batching eats the gain (batch)."""
     m = r["metrics"]
     if view == "draft":
         text = (
-            f"With acceptance rate {r['acceptance_rate']:g} and {r['draft_tokens']} draft tokens, each target pass yields "
+            f"With acceptance rate {r['acceptance_rate']:g} and {_drafts(r)}, each target pass yields "
             f"{m['expected_tokens_per_step']:.3f} tokens on average (Monte Carlo over {NUM_ROUNDS:,} rounds: "
             f"{m['monte_carlo_tokens_per_step']:.3f}). For {r['model']} on {r['gpu']} at batch {r['batch_size']}, the "
             f"verify pass costs {m['verify_cost_ratio']:.2f} decode steps and the drafts {m['draft_s'] * 1e3:.2f} ms, so "
@@ -246,7 +250,7 @@ def summary(r: dict[str, Any], view: str) -> str:
         return text + "." + "".join(" " + n for n in r["notes"])
     grid, fit, short = r["batch_grid"], r["at_fit"], r["short_at_fit"]
     text = (
-        f"At acceptance rate {r['acceptance_rate']:g} with {r['draft_tokens']} draft tokens, the speed-up at "
+        f"At acceptance rate {r['acceptance_rate']:g} with {_drafts(r)}, the speed-up at "
         f"{r['context_tokens']:,} tokens of context is {r['speedup_by_batch'][0]:.2f}x at batch 1"
     )
     if fit["batch"] < 1:
