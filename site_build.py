@@ -37,6 +37,8 @@ def build(site_dir: Path, lessons_dir: Path, site_url: str | None) -> None:
     try:
         from simulators import api  # noqa: F401  the catalogues (simulators/data/*.toml) load with it
     except ValueError as exc:  # a broken catalogue: its CatalogError names the file and the entry
+        if type(exc).__name__ != "CatalogError":  # any other error keeps its traceback
+            raise
         raise BuildError(str(exc)) from None
     assets.npm_ci()
     partial = site_dir.with_name(site_dir.name + ".partial")
