@@ -61,7 +61,6 @@ KNOWN_MISMATCHES = {  # what differed when measured (static vs plotly)
     ("cluster", "routers"): "plot width 570 vs 576 px",
     ("cluster", "disagg"): "y range lower end 0.89 vs 0.80 (log10 units)",
     ("compression", "speed"): "plot height 200 vs 261 px",
-    ("diagnose", "levers"): "plot width 454.9 vs 450.0 px (long category labels on the y axis)",
     ("compression", "memory"): "plot width 620 vs 607 px",
     ("engine", "request"): "plot width 561 vs 566 px",
     ("engine", "operating_points"): "plot height 168 vs 180 px",
