@@ -152,3 +152,66 @@ def test_the_summary_states_the_command_once_then_each_lever_by_its_flags():
     tail = "6. Token budget 512 (chunked prefill), --max-num-batched-tokens 512: ITL of a step that carries a prefill"
     assert f"{tail} (another figure, ranked after those on ITL) 67.96 → 25.91 ms (-62%" in text
     assert len(text.split()) < 250  # it was about 350 words, the command six times
+
+
+# Each lever as the setting (vLLM's name) that parsing its command must read back, and the value.
+def _read_back(lever, b):
+    return {
+        "FP8 KV cache": ("kv_cache_dtype", "fp8"), "8-bit KV cache (q8_0)": ("kv_cache_dtype", "fp8"),
+        "FP8 weights (W8A8)": ("quantization", "fp8"), "Tensor parallel 2": ("tensor_parallel_size", 2),
+        "Token budget 512 (chunked prefill)": ("max_num_batched_tokens", 512),
+        "Speculative decoding (EAGLE)": ("speculative_config", "EAGLE"),
+        f"Fewer requests per batch ({b // 2})": ("max_num_seqs", b // 2),
+    }.get(lever)  # fmt: skip
+
+
+SGLANG = "python -m sglang.launch_server --model-path meta-llama/Meta-Llama-3-8B-Instruct --disable-radix-cache --max-running-requests 64"
+LLAMACPP = "llama-server -m meta-llama/Meta-Llama-3-8B-Instruct -c 4096 --port 8080"
+# Flags each engine's lever adds that the course does not model, so parsing lists them as ignored:
+# SGLang's EAGLE beyond --speculative-algorithm (num_speculative_tokens 4: 4 steps, top-k 1, 4 + 1 draft
+# tokens), llama.cpp's V cache and the flash attention a quantized V cache needs.
+EXTRA = {
+    "Speculative decoding (EAGLE)": ["--speculative-draft-model-path <EAGLE head for Llama-3-8B>", "--speculative-num-steps 4",
+                                     "--speculative-eagle-topk 1", "--speculative-num-draft-tokens 5"],
+    "8-bit KV cache (q8_0)": ["--cache-type-v q8_0", "--flash-attn on"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("command", "engine"), [(SGLANG, "sglang"), (LLAMACPP, "llamacpp")])
+def test_levers_on_another_engine_are_written_in_its_own_flags_and_read_back(command, engine):
+    # At 5 req/s the running example holds b requests in flight; every lever's command is the same
+    # server's, its change parsed back as the lever's setting, with no flag only vLLM reads.
+    r = diagnose(command=command, rate_per_s=5)
+    b, levers = int(r["metrics"]["batch"]), r["result"]["levers"]
+    start = serve_command.parse_command(command)
+    vllm_only = set(serve_command.FLAGS["vllm"]) - set(serve_command.FLAGS[engine])
+    for x in levers:
+        back = serve_command.parse_command(x["command"])
+        assert back.engine == engine and back.model == start.model, x
+        assert not vllm_only & {tok.split("=")[0] for tok in x["command"].split()}, x
+        assert back.ignored == start.ignored + EXTRA.get(x["lever"], []), x
+        if want := _read_back(x["lever"], b):
+            assert back.settings[want[0]] == want[1] and x["flags"] in x["command"], x
+    names = {x["lever"] for x in levers}
+    if engine == "sglang":  # the radix cache is on unless disabled: the prefix-caching lever drops the flag
+        assert len(levers) == 8 and "FP8 KV cache" in names
+        cache = next(x for x in levers if x["lever"] == "Prefix caching")
+        assert (
+            cache["flags"] == "without --disable-radix-cache"
+            and "enable_prefix_caching" not in serve_command.parse_command(cache["command"]).settings
+        )
+        kv = next(x for x in levers if x["lever"] == "FP8 KV cache")
+        assert kv["flags"] == "--kv-cache-dtype fp8_e4m3"  # SGLang names the FP8 format; "fp8" it refuses
+        spec = next(x for x in levers if x["lever"] == "Speculative decoding (EAGLE)")
+        assert spec["after_s"] / spec["before_s"] == pytest.approx(1.2 / ((1 - 0.7**5) / 0.3))  # as for vLLM
+    else:  # no FP8-weight, tensor-parallel (--split-mode row is not TP) or EAGLE flag: those levers are left out
+        assert names == {
+            "8-bit KV cache (q8_0)",
+            f"Fewer requests per batch ({b // 2})",
+            "Token budget 512 (chunked prefill)",
+        } | {x["lever"] for x in levers if x["lever"].startswith("Another GPU")}
+        kv = next(x for x in levers if x["lever"] == "8-bit KV cache (q8_0)")
+        assert (
+            kv["flags"] == "--cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on"
+            and "2.0x the requests" in kv["note"]
+        )

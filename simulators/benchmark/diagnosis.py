@@ -125,36 +125,40 @@ def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[d
     s, m, out = d.serve.settings, d.model, []
     name = "ITL" if binding == "itl_s" else "TTFT"
 
-    def add(lever: str, flags: list[str], after: dict[str, float], lesson: str, note: str, key: str = binding) -> None:
-        """A lever: `flags` set on the command line (none: the same command), priced at `after`."""
-        command = d.serve.command_with(*flags) if flags else shlex.join(d.serve.tokens)
+    def add(lever: str, change: tuple[str, str | None] | None, after: dict[str, float], lesson: str, note: str, key: str = binding) -> None:  # fmt: skip
+        """A lever: vLLM's (setting, value) written in the engine's own flags (None: the same command),
+        priced at `after`; left out where the engine has no such flag."""
+        made = d.serve.command_with(*change) if change else (shlex.join(d.serve.tokens), "")
+        if made is None:
+            return
         before = now[key]
-        out.append({"lever": lever, "command": command, "flags": shlex.join(flags), "figure": {"itl_s": "ITL", "ttft_s": "TTFT", "stall_itl_s": "ITL of a step that carries a prefill"}[key],
+        out.append({"lever": lever, "command": made[0], "flags": made[1], "figure": {"itl_s": "ITL", "ttft_s": "TTFT", "stall_itl_s": "ITL of a step that carries a prefill"}[key],
                     "key": key, "before_s": before, "after_s": after[key], "change": after[key] / before - 1, "lesson": lesson, "note": note,
                     "binding": name})  # fmt: skip
 
     if d.kv_dtype != "fp8":
         fp8kv = replace(d, kv_dtype="fp8")
         held = f"holds {memory(fp8kv).max_concurrency / max(memory(d).max_concurrency, 1e-9):.1f}x the requests"
-        add("FP8 KV cache", ["--kv-cache-dtype", "fp8"], speed(fp8kv, b), "03-quantization", held)
+        lever = "8-bit KV cache (q8_0)" if d.engine == "llamacpp" else "FP8 KV cache"
+        add(lever, ("kv_cache_dtype", "fp8"), speed(fp8kv, b), "03-quantization", held)
     if d.weight_dtype == "bf16" and d.gpu.peak_tflops("fp8"):
         w8a8, note = replace(d, weight_dtype="fp8"), "a quality check is part of the change (lesson F3)"
-        add("FP8 weights (W8A8)", ["--quantization", "fp8"], speed(w8a8, b), "03-quantization", note)
+        add("FP8 weights (W8A8)", ("quantization", "fp8"), speed(w8a8, b), "03-quantization", note)
     if m.num_heads % (2 * d.tp) == 0 and cm.link_GBps_one_way(d.gpu):
         tp2, n = replace(d, tp=2 * d.tp), str(2 * d.tp)
         try:
             memory(tp2)
-            add(f"Tensor parallel {n}", ["--tensor-parallel-size", n], speed(tp2, b), "02-gpu-memory", "twice the GPUs")
+            add(f"Tensor parallel {n}", ("tensor_parallel_size", n), speed(tp2, b), "02-gpu-memory", "twice the GPUs")
         except ValueError:
             pass
     if d.observed["prompt_tokens"] > 512 and limit(d, "max_num_batched_tokens") > 512:
         small = replace(d, serve=replace(d.serve, settings={**s, "max_num_batched_tokens": 512}))
         lever, note = "Token budget 512 (chunked prefill)", "TTFT grows by a step overhead per chunk"
-        add(lever, ["--max-num-batched-tokens", "512"], speed(small, b), "05-continuous-batching", note, "stall_itl_s")
+        add(lever, ("max_num_batched_tokens", "512"), speed(small, b), "05-continuous-batching", note, "stall_itl_s")
     if s.get("enable_prefix_caching") is False:
         cached = speed(d, b, prefix_cached=int(d.observed["prompt_tokens"]) // 2)
         note = "if half of each prompt is a shared prefix"
-        add("Prefix caching", ["--enable-prefix-caching"], cached, "07-prefix-caching", note, "ttft_s")
+        add("Prefix caching", ("enable_prefix_caching", None), cached, "07-prefix-caching", note, "ttft_s")
     if b <= 16 and "speculative_config" not in s:  # a small batch leaves the verify pass memory-bound
         # EAGLE, not n-gram: lesson 08's n-gram accepts near nothing unless the answer copies its prompt.
         # At acceptance 0.7 and c = 0.05 (lesson 08's good small drafter) the model gives 2.3x at batch 1,
@@ -164,15 +168,15 @@ def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[d
         per_token = cm.speculative_time_per_token_s(step, step, 4, 0.05, 0.7)
         note = (f"an EAGLE head trained for this model, at an acceptance rate of 0.7: {step / per_token:.1f}x, under the "
                 "2.7-3.5x EAGLE reports on chat; n-gram gains only where answers copy the prompt")  # fmt: skip
-        add("Speculative decoding (EAGLE)", ["--speculative-config", json.dumps(spec)],
+        add("Speculative decoding (EAGLE)", ("speculative_config", json.dumps(spec)),
             {**now, "itl_s": per_token * now["itl_s"] / step}, "08-speculative-decoding", note, "itl_s")  # fmt: skip
     if other := _other_gpu(d, b, binding):
         note = f"{other[0].name}, the catalogue's fastest that fits"
-        add(f"Another GPU: {other[0].id}", [], other[1], "02-gpu-memory", note)
+        add(f"Another GPU: {other[0].id}", None, other[1], "02-gpu-memory", note)
     if b >= 4:
         fewer = speed(replace(d, serve=replace(d.serve, settings={**s, "max_num_seqs": b // 2})), b // 2)
         lever, note = f"Fewer requests per batch ({b // 2})", "half the throughput per GPU"
-        add(lever, ["--max-num-seqs", str(b // 2)], fewer, "00.2-local-models-and-slos", note)
+        add(lever, ("max_num_seqs", str(b // 2)), fewer, "00.2-local-models-and-slos", note)
     return out
 
 

@@ -10,14 +10,28 @@ the weights loaded, the activation peak, the KV cache memory and size, the maxim
 the CUDA-graph estimate. A log of another engine, or one cut before the KV cache line, raises
 ValueError saying so.
 
+`Serve.command_with(setting, value)` writes a change of one of vLLM's settings back in the engine's
+own flags (the long form), or says the engine has none (None): SGLang's FP8 KV cache is `fp8_e4m3`,
+its prefix cache is on unless `--disable-radix-cache`, its EAGLE is `--speculative-algorithm EAGLE`
+with a draft path, steps, top-k 1 and steps + 1 draft tokens; llama.cpp's 8-bit cache is q8_0 for
+K and V, with flash attention on (a quantized V cache needs it), and it has no FP8-weight, tensor-
+parallel or EAGLE flag.
+
 References: 1) vllm-project/vllm, vllm/engine/arg_utils.py (the flags and their short forms),
 vllm/v1/core/kv_cache_utils.py and vllm/v1/worker/gpu_worker.py (the log lines); 2) SGLang
-server arguments (python/sglang/srt/server_args.py); 3) llama.cpp tools/server README.
+server arguments (sgl-project/sglang, python/sglang/srt/server_args.py: --tp-size,
+--chunked-prefill-size, --max-running-requests, --kv-cache-dtype's choices, --quantization fp8,
+--disable-radix-cache, --speculative-algorithm/-draft-model-path/-num-steps/-eagle-topk/
+-num-draft-tokens, draft tokens set to steps + 1 at top-k 1); 3) ggml-org/llama.cpp
+tools/server/README.md (--batch-size, --parallel, --cache-type-k/-v and their q8_0,
+--flash-attn on|off|auto, --split-mode) and src/llama-context.cpp (a quantized V cache requires
+flash attention).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -66,6 +80,11 @@ FLAGS = {"vllm": _VLLM, "sglang": _SGLANG, "llamacpp": _LLAMACPP}
 # KV cache formats each engine names, as the course's: auto (the model's bf16) or fp8.
 _KV = dict.fromkeys(("auto", "bf16", "f16", "fp16"), "auto") | dict.fromkeys(("fp8", "fp8_e4m3", "fp8_e5m2"), "fp8")
 _KV_LLAMACPP = {"q8_0": "fp8"}  # 8-bit cache entries: the same bytes as FP8
+# vLLM's (setting, value) in another engine's flags where it names the value differently or needs more flags.
+_SPELLED: dict[tuple[str, str, str | None], list[str]] = {
+    ("sglang", "kv_cache_dtype", "fp8"): ["--kv-cache-dtype", "fp8_e4m3"],
+    ("llamacpp", "kv_cache_dtype", "fp8"): ["--cache-type-k", "q8_0", "--cache-type-v", "q8_0", "--flash-attn", "on"],
+}
 
 
 @dataclass
@@ -76,20 +95,42 @@ class Serve:
     ignored: list[str] = field(default_factory=list)  # flags the course does not model
     tokens: list[str] = field(default_factory=list)  # the command line, split
 
-    def command_with(self, flag: str, value: str | None = None) -> str:
-        """The same command line with `flag` (and `value`) set, any earlier setting of it removed."""
+    def flags_for(self, setting: str, value: str | None = None) -> list[str] | None:
+        """The engine's own flags that set vLLM's `setting` to `value` (None: a switch on); None: it has none."""
+        if spelled := _SPELLED.get((self.engine, setting, value)):
+            return spelled
+        if setting == "speculative_config" and self.engine == "sglang":  # vLLM's JSON as SGLang's flags
+            spec = json.loads(value or "{}")
+            n = int(spec["num_speculative_tokens"])  # at top-k 1 SGLang verifies steps + 1 tokens
+            return ["--speculative-algorithm", spec["method"].upper(), "--speculative-draft-model-path", spec["model"],
+                    "--speculative-num-steps", str(n), "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(n + 1)]  # fmt: skip
         names = FLAGS[self.engine]
-        target = names.get(flag, (flag, ""))[0]
+        kinds = ("on",) if value is None else ("int", "frac", "kv", "str")
+        if flags := [f for f, (name, kind) in names.items() if name == setting and kind in kinds]:
+            return [max(flags, key=len)] + ([value] if value is not None else [])
+        # a switch on by default, with a flag only to turn it off (SGLang's radix cache): drop that flag
+        return [] if value is None and any(name == setting for name, _ in names.values()) else None
+
+    def command_with(self, setting: str, value: str | None = None) -> tuple[str, str] | None:
+        """The same command line with vLLM's `setting` at `value` in the engine's own flags (any earlier
+        setting of them removed), and the change as shown; None where the engine has no such flag."""
+        add = self.flags_for(setting, value)
+        if add is None:
+            return None
+        names = FLAGS[self.engine]
+        takes = {f: i + 1 < len(add) and not add[i + 1].startswith("-") for i, f in enumerate(add) if f[0] == "-"}
         out: list[str] = []
+        gone: list[str] = []
         skip = False  # the token is the value of a flag dropped
         for i, tok in enumerate(self.tokens):
-            name, kind = names.get(tok.split("=", 1)[0], ("", ""))
-            if skip or (i > 0 and name == target):
-                skip = not skip and "=" not in tok and kind not in ("on", "off")
+            flag = tok.split("=", 1)[0]
+            name, kind = names.get(flag, ("", ""))
+            if skip or (i > 0 and (name == setting or flag in takes)):
+                skip = not skip and "=" not in tok and takes.get(flag, kind not in ("on", "off"))
+                gone.append(tok)
                 continue
             out.append(tok)
-        out += [flag] + ([value] if value is not None else [])
-        return shlex.join(out)
+        return shlex.join(out + add), shlex.join(add) or f"without {shlex.join(gone)}"
 
 
 def _engine(tokens: list[str]) -> tuple[str, int]:
