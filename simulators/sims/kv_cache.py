@@ -33,8 +33,9 @@ from ..results_cache import Keep
 
 TITLE = "KV cache size, growth and concurrency"
 DESCRIPTION = "Bytes per token from the model's shape, the cache per sequence as context grows, and how many sequences fit on the GPU."
+# The KV cache per token in whole bytes (131,072 for the running example), not "131 KB" (= 128 KiB).
 METRICS = {
-    "kv_bytes_per_token": ("KV cache per token", "bytes/token"),  # exact (131,072), not "131 KB" (= 128 KiB)
+    "kv_bytes_per_token": ("KV cache per token", "bytes/token"),
     "kv_GiB_per_sequence": ("KV cache per sequence", "GiB"),
     "weights_GB": ("Weights", "GB"),
     "kv_token_capacity": ("GPU KV cache size, as vLLM would log it", "tokens"),
