@@ -67,7 +67,7 @@ def test_the_byte_arithmetic_legend_names_the_memory_its_line_is_drawn_for():
     # Eight H100s: the line is the byte arithmetic on 8 x 80 GiB = 640 GiB, and its legend says so.
     r = api.evaluate("kv_cache", num_gpus=8)["result"]
     names = [t["name"] for t in kc.figure(r, "memory")["data"]]
-    assert "Byte arithmetic on 640 GiB (8 GPUs, upper bound)" in names
+    assert "Byte arithmetic: 90% of 640 GiB less weights and activations (8 GPUs, upper bound)" in names
     # The line itself: 0.9 x 640 GiB less the weights and eight activation peaks, as tokens x 131,072 B.
     fit = kc.cm.memory_fit(kc.resolve_model("llama-3-8b"), H100, num_gpus=8)
     assert fit.capacity_bytes == 640 * 2**30

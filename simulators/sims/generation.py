@@ -192,10 +192,13 @@ def summary(r: dict[str, Any], view: str) -> str:
         if rest := n - len(listed):  # kept, too unlikely to show: counted, so the text adds up to n
             listed.append(f"and {rest} more under 0.5%{' each' * (rest > 1)}")
         return f"Sampling keeps {n} candidate token{'s' * (n != 1)} (entropy {bits:.2f} bits): {', '.join(listed)}."
+    # "compute" is the profile's compute term (its small-batch matmul efficiency), not the roofline at peak.
+    why = " (at the profile's small-batch matmul efficiency its arithmetic outlasts its memory reads)"
+    why = why if r["decode_bound"] == "compute" else ""
     text = (
         f"{r['model']} on {r['gpu']}, batch {r['batch_size']}: prefill of {r['prompt_tokens']:,} tokens is "
         f"{r['prefill_bound']}-bound and gives the first token after {m['ttft_s'] * 1e3:,.1f} ms. "
-        f"Each of the next {r['output_tokens'] - 1:,} tokens needs its own {r['decode_bound']}-bound pass, "
+        f"Each of the next {r['output_tokens'] - 1:,} tokens needs its own {r['decode_bound']}-bound pass{why}, "
         f"{m['itl_s'] * 1e3:,.2f} ms apart on average, so the answer ends after {m['e2e_s']:,.2f} s "
         f"({m['decode_share']:.0%} of it decoding)."
     )

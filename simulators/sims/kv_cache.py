@@ -142,6 +142,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         **p.stated("kv_dtype", "context_tokens", "num_gpus"),
         "gpu_memory_GiB": gpu.memory_GiB,
+        "usable_share": fit.usable_bytes / fit.capacity_bytes,  # vLLM's gpu_memory_utilization, which the byte arithmetic uses
         "attention": m.attention,
         "grid_tokens": log_grid,
         "variants": variants,
@@ -189,8 +190,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         label = f"KV cache vLLM leaves ({gpus}): {fits:,} sequences of {r['context_tokens']:,} tokens, {r['attention']}"
         data.append(line(ends, [vllm, vllm], label, 6))
     if formula > 0:
-        total = f"{r['num_gpus'] * r['gpu_memory_GiB']:,g} GiB ({gpus}, upper bound)"  # the memory of all the GPUs
-        data.append(line(ends, [formula, formula], f"Byte arithmetic on {total}", 4))
+        total = f"{r['usable_share']:.0%} of {r['num_gpus'] * r['gpu_memory_GiB']:,g} GiB"  # the memory of all the GPUs
+        label = f"Byte arithmetic: {total} less weights and activations ({gpus}, upper bound)"
+        data.append(line(ends, [formula, formula], label, 4))
     title = f"KV cache per sequence, {r['model']} ({r['kv_dtype']})"
     return chart(data, title, "Context (tokens)", "GiB per sequence (log)", xaxis=LOG, yaxis=LOG)
 
@@ -203,7 +205,8 @@ def summary(r: dict[str, Any], view: str) -> str:
         f"On {r['num_gpus']} x {r['gpu']}, after {m['weights_GB']:,.1f} GB of weights, vLLM would log "
         f"GPU KV cache size: {m['kv_token_capacity']:,} tokens, and a maximum concurrency of "
         f"{m['max_concurrency']:,.2f}x at this length: {m['max_concurrent_sequences']:,} whole sequences. "
-        f"Byte arithmetic on the data sheet's memory, an upper bound, gives {m['kv_token_capacity_by_bytes']:,} tokens "
+        f"Byte arithmetic ({r['usable_share']:.0%} of the data sheet's memory, less weights and activations), an upper "
+        f"bound, gives {m['kv_token_capacity_by_bytes']:,} tokens "
         f"({m['max_concurrent_sequences_by_bytes']:,} sequences). "
     )
     if view == "work":

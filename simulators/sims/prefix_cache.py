@@ -171,7 +171,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 def summary(r: dict[str, Any], view: str) -> str:
     m, modes = r["metrics"], r["modes"]
-    workload = f"On the {r['sharing'].replace('_', ' ')} workload"
+    workload = f"On the workload '{dict(SHARING)[r['sharing']]}'"
     hits = (
         f"block hashing serves {m['hit_rate_hash']:.0%} of prompt tokens from the cache "
         f"and the radix tree {m['hit_rate_radix']:.0%}"

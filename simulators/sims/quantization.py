@@ -279,7 +279,7 @@ def summary(r: dict[str, Any], view: str) -> str:
         f"{stores}: {r['model']} shrinks from {m['weights_bf16_GB']:.1f} GB "
         f"to {m['weights_GB']:.1f} GB. At batch {r['batch_size']:,} a decode step on {r['gpu']} takes "
         f"{m['decode_step_s'] * 1e3:,.2f} ms instead of {m['decode_step_bf16_s'] * 1e3:,.2f} ms "
-        f"({m['decode_speedup']:.2f}x); a {r['context_tokens']:,}-token prefill gains {m['prefill_speedup']:.2f}x. "
+        f"({m['decode_speedup']:.2f}x); a {r['context_tokens']:,}-token prefill runs {m['prefill_speedup']:.2f}x as fast. "
         f"The decode speed-up {pays}."
     )
     return text + "".join(" " + n for n in r["notes"])  # the notes are about the speed-up
