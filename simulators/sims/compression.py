@@ -214,7 +214,7 @@ def summary(r: dict[str, Any], view: str) -> str:
     if view == "memory":
         text = (
             f"{r['scheme_name']} stores {r['model']}'s weights in {m['artifact_GB']:.1f} GB instead of "
-            f"{m['baseline_GB']:.1f} GB ({m['artifact_ratio']:.0%}, {m['bits_per_weight']:.2f} bits per block weight). "
+            f"{m['baseline_GB']:.1f} GB ({m['artifact_ratio']:.0%}, {m['bits_per_weight']:.4g} bits per block weight). "
             f"On {r['num_gpus']} x {r['gpu']} the memory it frees holds {m['kv_token_capacity']:,} tokens of KV cache{kv}, "
             f"against {m['kv_token_capacity_baseline']:,} in BF16: {r['fit_batch']:,} sequences of "
             f"{r['prompt_tokens']:,} tokens against {r['fit_batch_baseline']:,}. Calibration: {r['calibration']}"
