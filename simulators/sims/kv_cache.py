@@ -142,7 +142,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         **p.stated("kv_dtype", "context_tokens", "num_gpus"),
         "gpu_memory_GiB": gpu.memory_GiB,
-        "usable_share": fit.usable_bytes / fit.capacity_bytes,  # vLLM's gpu_memory_utilization, which the byte arithmetic uses
+        # vLLM's gpu_memory_utilization: the share of the memory the byte arithmetic starts from
+        "usable_share": fit.usable_bytes / fit.capacity_bytes,
         "attention": m.attention,
         "grid_tokens": log_grid,
         "variants": variants,
