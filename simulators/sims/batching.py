@@ -90,13 +90,11 @@ class Params(ModelGpuEngine):
 
 def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_seqs: int) -> float:
     """Busy share of the batch slots: sequences running (prefilling or decoding), time-weighted over
-    `series`, a replica's one sample per step at its start (see the module docstring), from the first
-    step to the engine's last idle moment."""
+    `series` (one sample per step, at its start) from the first step to the engine's last idle moment."""
     return time_average([(t, running) for t, _, _, _, _, running in series]) / max_num_seqs
 
 
-# Kept between calls through the caller's keep (api.Session's store), so that a chart switch or a
-# repeated scenario reuses both runs: one scenario's trace and its two runs.
+# Kept through the caller's keep (api.Session's store) for a chart switch or a rerun: the trace and its two runs.
 MEMO_ENTRIES = 1 + len(POLICIES)
 
 
@@ -108,7 +106,6 @@ def _measured(
     # Every request counts (no warm-up or cool-down to leave out): summarize()'s figures without
     # the 44 others it computes (~11 of a 2,000-request static run's ~65 ms in Pyodide).
     ttft, e2e = describe([x.ttft_s for x in recs]), describe([x.e2e_s for x in recs])
-    # Throughput over the whole run: every request, first arrival to last completion.
     makespan = max(x.arrival_s + x.e2e_s for x in recs) - min(x.arrival_s for x in recs) if recs else 1.0
     entry = {
         "series": downsample([(t, slots, running) for t, slots, _, _, _, running in rep.series]),
@@ -139,7 +136,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform
     reqs = keep(run_key(p, seed, "trace"), partial(workload.poisson_trace, seed, p.num_requests, p.rate_per_s, lengths))
     for policy in POLICIES:
-        # the first run shown while it goes
         show = so_far(out, policy, p.num_requests, itemgetter(0)) if policy == POLICIES[0] else None
         sched = SchedulerConfig(batching=policy, max_num_seqs=p.max_num_seqs, max_model_len=m.max_context_tokens)
         spec = EngineSpec(m, gpu, sched, engine=p.engine, **layout_of(p).cost_kw())

@@ -217,7 +217,6 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view (VIEWS): routers, balance, or colocated against disaggregated latency."""
     m = r["metrics"]
     if view == "balance":
         even = sorted(ROUTERS, key=lambda n: m[f"imbalance_{n}"])

@@ -135,7 +135,7 @@ def _hover(r: dict[str, Any]) -> str:
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
-    sim, rep = r["sim"], r.get("report", [])
+    sim, rep, c = r["sim"], r.get("report", []), r.get("ceiling")
     series = [("Simulated", sim, 0), *([("Your report", rep, 2)] if rep else [])]
     data = []
     if view == "throughput":
@@ -143,7 +143,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             pts = sorted(pts, key=lambda x: x["offered"])
             data.append(sweep(pts, "offered", "throughput", f"{name}: achieved", color, text=[_hover(x) for x in pts]))
         xs = [x["offered"] for _, pts, _ in series for x in pts]
-        data.append(_ceiling(r, [min(xs), max(xs)], None))
+        ceiling = [min(xs), max(xs)], [c, c]
         title, xt, yt, ylog = "Throughput per rate", "Offered rate (req/s)", "Achieved (req/s)", False
     else:
         k, up = view, view.upper()
@@ -153,17 +153,11 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
                 label, hover = f"{name}: {up} {q}", [_hover(x) for x in pts]
                 data.append(sweep(pts, "throughput", f"{k}_{q}_ms", label, color + dash, text=hover))
         ys = [x[f"{k}_p99_ms"] for _, pts, _ in series for x in pts] or [1.0]
-        data.append(_ceiling(r, None, [min(ys), max(ys)]))
+        ceiling = [c, c], [min(ys), max(ys)]
         title, xt, yt, ylog = f"{up} against throughput", "Achieved throughput (req/s)", f"{up} (ms)", True
+    # The ceiling's line, across the rates or along the latencies; no points while it is simulated (streaming).
+    data.append(line(*(ceiling if c is not None else ([], [])), "Ceiling (cost model, every slot busy)", 4))
     return chart(data, f"{title}: {r['model']} on {r['gpu']}", xt, yt, **({"yaxis": LOG} if ylog else {}))
-
-
-def _ceiling(r: dict[str, Any], xs: list[float] | None, ys: list[float] | None) -> dict[str, Any]:
-    """The ceiling's line, across `xs` or along `ys`; without points while it is simulated (streaming)."""
-    c = r.get("ceiling")
-    if c is None:
-        return line([], [], "Ceiling (cost model, every slot busy)", 4)
-    return line(xs or [c, c], ys or [c, c], "Ceiling (cost model, every slot busy)", 4)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -208,7 +208,6 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: size and KV room (memory), speed-ups per scheme (speed), decode against batch (batch)."""
     m = r["metrics"]
     kv = " with an FP8 KV cache" if r["kv_fp8"] else ""
     if view == "memory":

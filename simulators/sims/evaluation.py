@@ -124,7 +124,6 @@ CHUNKS = MAX_POSITIONS // CHUNK
 
 
 def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache[Positions]]:
-    """The two kept stores: the draws by (seed, chunk), the scores by (seed, chunk, controls)."""
     return keep("draws", lambda: LruCache(CHUNKS)), keep("scores", lambda: LruCache(CHUNKS))
 
 

@@ -97,12 +97,11 @@ class Params(ModelGpu):
 
 def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[float]:
     """Probabilities over CANDIDATES after temperature, top-k and top-p (in that order, as vLLM)."""
-    logits = [lg for _, lg in CANDIDATES]
     if temperature == 0:
-        best = max(range(len(logits)), key=lambda i: logits[i])
-        return [1.0 if i == best else 0.0 for i in range(len(logits))]
-    top = max(logits)
-    weights = [math.exp((lg - top) / temperature) for lg in logits]
+        best = LOGITS.index(max(LOGITS))
+        return [1.0 if i == best else 0.0 for i in range(len(LOGITS))]
+    top = max(LOGITS)
+    weights = [math.exp((lg - top) / temperature) for lg in LOGITS]
     total = sum(weights)
     probs = [w / total for w in weights]
     order = sorted(range(len(probs)), key=lambda i: -probs[i])

@@ -207,20 +207,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    bs, n = int(r["block_size"]), FLASH_ATTN_BLOCK_MULTIPLE
-    vllm = f" vLLM's default FlashAttention backend takes multiples of {n} tokens: {bs}-token blocks are a what-if."
-    return _summary(r, view) + (vllm if bs % n else "")
-
-
-def _summary(r: dict[str, Any], view: str) -> str:
-    m, bs = r["metrics"], r["block_size"]
-    if view == "blocks":
-        tokens, width = r["table_tokens"], -(-r["max_model_len"] // bs)
-        if not tokens:
-            return f"No request of the trace fits {r['max_model_len']:,} tokens, so there is no block table to draw."
+    m, bs, n = r["metrics"], r["block_size"], FLASH_ATTN_BLOCK_MULTIPLE
+    tokens, width = r["table_tokens"], -(-r["max_model_len"] // bs)
+    if view == "blocks" and not tokens:
+        text = f"No request of the trace fits {r['max_model_len']:,} tokens, so there is no block table to draw."
+    elif view == "blocks":
         blocks = sum(-(-t // bs) for t in tokens)
         empty = blocks * bs - sum(tokens)
-        return (
+        text = (
             f"Block tables of the first {len(tokens)} requests, each halfway through its answer "
             f"({min(tokens):,} to {max(tokens):,} tokens). Paged with {bs}-token blocks, they hold {blocks:,} blocks "
             f"in all, {empty:,} token slots of them empty (only in each sequence's last block, "
@@ -228,7 +222,7 @@ def _summary(r: dict[str, Any], view: str) -> str:
             f"whatever its length, {len(tokens) * width:,} blocks in all, of which {len(tokens) * width - blocks:,} "
             "are never written."
         )
-    if view == "block_size":
+    elif view == "block_size":
         sweep = r["block_sweep"]
         by_size = ", ".join(f"{x['block_size']} {x['utilization']:.0%}" for x in sweep)
         first, last = sweep[0], sweep[-1]
@@ -238,15 +232,18 @@ def _summary(r: dict[str, Any], view: str) -> str:
             else f"the most requests at once go from {first['max_concurrent']:.0f} with {first['block_size']}-token "
             f"blocks to {last['max_concurrent']:.0f} with {last['block_size']}-token ones"
         )
-        return (
+        text = (
             f"Share of reserved KV memory holding tokens by block size (tokens): {by_size}, against "
             f"{m['kv_utilization_contiguous']:.0%} with {r['max_model_len']:,}-token contiguous reservations. Larger "
             f"blocks leave more of each sequence's last block empty; {most}. What smaller blocks cost "
             "(longer block tables, slower kernels) is not in the cost model."
         )
-    return (
-        f"Reserving {r['max_model_len']:,} tokens per request, only {m['kv_utilization_contiguous']:.0%} of the reserved KV "
-        f"memory holds tokens and at most {m['max_concurrent_contiguous']:.0f} requests run at once. With {r['block_size']}-token "
-        f"blocks, {m['kv_utilization_paged']:.0%} holds tokens, up to {m['max_concurrent_paged']:.0f} requests run together, and "
-        f"throughput is {m['throughput_paged_per_s']:.2f} against {m['throughput_contiguous_per_s']:.2f} requests per second."
-    )
+    else:
+        text = (
+            f"Reserving {r['max_model_len']:,} tokens per request, only {m['kv_utilization_contiguous']:.0%} of the reserved KV "
+            f"memory holds tokens and at most {m['max_concurrent_contiguous']:.0f} requests run at once. With {r['block_size']}-token "
+            f"blocks, {m['kv_utilization_paged']:.0%} holds tokens, up to {m['max_concurrent_paged']:.0f} requests run together, and "
+            f"throughput is {m['throughput_paged_per_s']:.2f} against {m['throughput_contiguous_per_s']:.2f} requests per second."
+        )
+    vllm = f" vLLM's default FlashAttention backend takes multiples of {n} tokens: {bs}-token blocks are a what-if."
+    return text + (vllm if bs % n else "")
