@@ -21,7 +21,7 @@ from typing import Any
 from ..benchmark.guidellm_read import ReportError, read
 from ..benchmark.loadgen import CEILING_REQUESTS, FEW_SAMPLES, LoadRun, ServedMemo, sweep_rates
 from ..engine import EngineSpec, SchedulerConfig, workload
-from ..engine.cluster import fit_error
+from ..parallel import check_serving, layout_of
 from ..params import ModelGpuEngine, ParamError, batch_slots_param, num_requests_param, param
 from ..plotting import LOG, chart, line, sweep
 from ..results_cache import Keep, Streamed, for_call
@@ -48,8 +48,7 @@ class Params(ModelGpuEngine):
     report: str = param("", label="GuideLLM report (JSON or YAML)", file=".json,.yaml,.yml")
 
     def check(self) -> None:
-        if why := fit_error(*self.resolved()):
-            raise ParamError("model", why)
+        check_serving(*self.resolved(), layout_of(self))
         if self.report.strip():
             try:
                 read(self.report)

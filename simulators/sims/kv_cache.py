@@ -53,8 +53,6 @@ METRICS = {
 # catalogue (kv_lora_rank latent + qk_rope_head_dim rotary values per token per layer).
 MLA_SHAPE_MODEL = "deepseek-v3"
 
-
-# Which chart: the memory bill, or the work with and without a cache.
 VIEWS = [("memory", "Memory per sequence"), ("work", "Work with vs without a cache")]
 
 

@@ -28,9 +28,10 @@ from typing import Any
 
 from ..core import costmodel as cm
 from ..engine import EngineSpec, SchedulerConfig, serve, workload
-from ..engine.cluster import fit_error, serve_shown
+from ..engine.cluster import serve_shown
 from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
+from ..parallel import check_serving, layout_of
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, line, so_far, sweep
 from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
@@ -75,8 +76,7 @@ class Params(ModelGpuEngine):
 
     def check(self) -> None:
         m, gpu = self.resolved()
-        if why := fit_error(m, gpu):
-            raise ParamError("model", why)
+        check_serving(m, gpu, layout_of(self))
         if self.kv_budget_GiB * cm.GiB < self.max_model_len * cm.kv_bytes_per_token(m):
             raise ParamError("kv_budget_GiB", "the KV memory must hold at least one max-length reservation")
 
@@ -104,16 +104,14 @@ def _capacity(p: Params) -> int:
 
 
 def _engine(p: Params, layout_: str, bs: int) -> EngineSpec:
-    """The engine for a layout and block size on the KV budget; contiguous slabs take 1-token blocks, so
-    that a slab is max_model_len tokens, not rounded up to whole blocks of the paged run's size."""
+    """The engine on the KV budget; contiguous slabs take 1-token blocks: a slab is max_model_len tokens."""
     bs = bs if layout_ == "paged" else 1
     sched = SchedulerConfig(max_num_seqs=1024, max_model_len=p.max_model_len)
     m, gpu = p.resolved()
     return EngineSpec(m, gpu, sched, block_size=bs, layout=layout_, num_blocks=_capacity(p) // bs, engine=p.engine)
 
 
-# Kept between calls through the caller's keep (api.Session's store), so that a chart switch or a
-# repeated scenario reuses the runs: one scenario's trace and its two runs.
+# Kept through the caller's keep (api.Session's store) for a chart switch or a rerun: the trace and its two runs.
 MEMO_ENTRIES = 1 + len(LAYOUTS)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core import costmodel as cm
 from ..engine import EngineSpec, SchedulerConfig, serve, summarize, workload
-from ..engine.cluster import fit_error
+from ..parallel import check_serving, layout_of
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
 from ..plotting import LOG, bar, chart, sweep
 from ..results_cache import Keep, Streamed, for_call, kept, run_key
@@ -76,8 +76,7 @@ class Params(ModelGpuEngine):
 
     def check(self) -> None:
         m, gpu = self.resolved()
-        if why := fit_error(m, gpu):
-            raise ParamError("model", why)
+        check_serving(m, gpu, layout_of(self))
         if self.kv_budget_GiB * cm.GiB < m.max_context_tokens * cm.kv_bytes_per_token(m):
             raise ParamError(
                 "kv_budget_GiB",
