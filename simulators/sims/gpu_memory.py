@@ -146,10 +146,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             f"TP {chosen['tp']} x PP {chosen['pp']} (pipeline stages)."
         )
     if fewest and m.num_heads % fewest:
-        splits = [n for n in range(fewest, MAX_GPUS + 1) if m.num_heads % n == 0]
+        tp_alone = next((f"{n}." for n in range(fewest, MAX_GPUS + 1) if m.num_heads % n == 0), "more than 8.")
         notes.append(
-            f"The fewest GPUs that fit, {fewest}, need pipeline stages; tensor parallelism alone needs "
-            + (f"{splits[0]}." if splits else "more than 8.")
+            f"The fewest GPUs that fit, {fewest}, need pipeline stages; tensor parallelism alone needs {tp_alone}"
         )
     if path != cm.precision(p.weight_dtype).tensor_core:
         notes.append(f"{gpu.name} has no {p.weight_dtype} tensor-core path: the matmuls run on its bf16 tensor cores.")
