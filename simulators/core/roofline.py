@@ -104,10 +104,8 @@ class StepTime:
 
 def matmul_path(gpu: Gpu, weight_dtype: str, activation_dtype: str | None = None) -> str:
     """Tensor-core path of the block matmuls: both operands must be in a format the GPU multiplies.
-
     FP8 and INT8 weights run W8A8 by default; INT4 is weight-only (W4A16: dequantised onto the bf16
-    tensor cores), as is FP8 without a native path (vLLM's Marlin kernels on an A100).
-    """
+    tensor cores), as is FP8 without a native path (vLLM's Marlin kernels on an A100)."""
     act = activation_dtype or (weight_dtype if weight_dtype in ("fp8", "int8") else "bf16")
     path = bf.precision(act).tensor_core
     if bf.precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:

@@ -83,9 +83,8 @@ def percentile(values: Sequence[float], q: float, weights: Sequence[float] | Non
 def summary(
     values: Sequence[float], weights: Sequence[float] | None = None, count: int | None = None
 ) -> dict[str, Any]:
-    """GuideLLM's DistributionSummary of (optionally weighted) values, as a plain dict. `count`
-    defaults to the number of values, or the rounded sum of the weights (a token-weighted ITL counts tokens).
-    """
+    """GuideLLM's DistributionSummary of (optionally weighted) values, as a plain dict. `count`: the
+    number of values, or the rounded sum of the weights (a token-weighted ITL counts tokens)."""
     if count is None:
         count = len(values) if weights is None else round(sum(weights))
     return _from_pdf(Pdf(values, weights, count))
