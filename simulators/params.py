@@ -174,7 +174,7 @@ def parse(cls: type[T], raw: dict[str, Any], also: tuple[str, ...] = ()) -> T:
     known = ", ".join([*fields, *also])
     errors = [{"field": key, "message": f"unknown parameter; known: {known}"} for key in raw if key not in fields]
     values: dict[str, Any] = {}
-    for name in (name for name in fields if name in raw):
+    for name in [key for key in fields if key in raw]:
         try:
             values[name] = _coerce(fields[name], raw[name])
         except ValueError as e:
