@@ -1,14 +1,12 @@
 """Parallel layouts shared by the serving simulators: one definition of the fields, one set of checks.
 
 Every serving simulator declares its layout with the field makers below (vLLM's flag names), reads
-it back with `layout_of(params)` and checks it with `check_layout`, which raises a field error naming
-the field, never an exception: for a layout vLLM would refuse (tensor_parallel_size must divide the
-heads, pipeline_parallel_size at most the layers, data and expert parallelism need a mixture of
-experts: more copies of a dense model are replicas, the cluster simulator's), for several GPUs with
-no link to time (the Apple M2 Ultra publishes none), and for a model and requests that do not fit
-each GPU rank as vLLM accounts for it (vllm_memory.py; with experts spread over tp x dp ranks, each
-rank holds 1 / (tp x dp) of the routed experts). How a layout changes a step's time is
-costmodel.step_time's (parallel_time.py has the formulas).
+it back with `layout_of(params)` and checks it with `check_layout` or `check_serving`: a field error,
+never an exception, for a layout vLLM would refuse (check_shape; more copies of a dense model are
+replicas, the cluster simulator's), for several GPUs with no link to time (the Apple M2 Ultra
+publishes none), and for a model and requests that do not fit each GPU rank as vLLM accounts for it
+(vllm_memory.py: each rank holds 1 / (tp x dp) of the routed experts). How a layout changes a step's
+time is costmodel.step_time's (parallel_time.py has the formulas).
 """
 
 from __future__ import annotations

@@ -174,11 +174,9 @@ def parse(cls: type[T], raw: dict[str, Any], also: tuple[str, ...] = ()) -> T:
     known = ", ".join([*fields, *also])
     errors = [{"field": key, "message": f"unknown parameter; known: {known}"} for key in raw if key not in fields]
     values: dict[str, Any] = {}
-    for name, f in fields.items():
-        if name not in raw:
-            continue
+    for name in [key for key in fields if key in raw]:
         try:
-            values[name] = _coerce(f, raw[name])
+            values[name] = _coerce(fields[name], raw[name])
         except ValueError as e:
             errors.append({"field": name, "message": str(e)})
     if errors:

@@ -85,10 +85,9 @@ def chart(data: list[dict[str, Any]], title: str, x_title: str, y_title: str, **
 
 
 def running(fig: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
-    """A chart drawn while its first run is still going (r["running"]: requests finished, of how
-    many; engine.cluster.serve_shown): the title says so, and its traces, which hold only that run
-    measured on the requests finished so far, are named "(so far)", so no finished point is revised.
-    api applies it to every partial chart a simulator yields."""
+    """A chart drawn while its first run is still going (r["running"]: requests finished, of how many;
+    engine.cluster.serve_shown), as api draws every partial chart: the title says so, and its traces
+    (that run on the requests finished so far) are named "(so far)", so no finished point is revised."""
     if "running" in r:
         done, n = r["running"]
         fig["layout"]["title"]["text"] += f" (simulating: {done:,} of {n:,} requests done)"

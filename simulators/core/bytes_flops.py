@@ -175,11 +175,9 @@ def kv_layers(m: Model) -> int:
 
 
 def kv_bytes_per_token(m: Model, kv_dtype: str = "bf16") -> float:
-    """KV-cache bytes one token adds to one sequence, all layers that keep a cache.
-
-    Standard attention keeps a key and a value per KV head: 2 * layers * kv_heads * head_dim.
-    MLA keeps one compressed latent plus the rotary key: layers * (kv_lora_rank + rope_dim).
-    """
+    """KV-cache bytes one token adds to one sequence, all layers that keep a cache: a key and a value
+    per KV head (2 * layers * kv_heads * head_dim), or MLA's one compressed latent plus the rotary
+    key (layers * (kv_lora_rank + rope_dim))."""
     if m.kv_lora_rank:
         values = kv_layers(m) * (m.kv_lora_rank + m.qk_rope_head_dim)
     else:
@@ -234,10 +232,8 @@ def attention_flops_per_key(m: Model) -> float:
 
 
 def attention_flops(m: Model, new_tokens: int, cached_tokens: int = 0) -> float:
-    """Causal attention of `new_tokens` queries over `cached_tokens` plus themselves.
-
-    Query j (1-based) sees cached_tokens + j keys: sum = T * c + T (T + 1) / 2.
-    """
+    """Causal attention of `new_tokens` queries over `cached_tokens` plus themselves: query j
+    (1-based) sees cached_tokens + j keys, T * c + T (T + 1) / 2 in all."""
     t, c = new_tokens, cached_tokens
     return attention_flops_per_key(m) * (t * c + t * (t + 1) / 2)
 
@@ -245,8 +241,7 @@ def attention_flops(m: Model, new_tokens: int, cached_tokens: int = 0) -> float:
 def generation_flops(m: Model, prompt_tokens: int, output_tokens: int, *, kv_cache: bool) -> float:
     """FLOPs to produce `output_tokens` after a prompt, with a KV cache (one prefill, then one token
     per step) or without (every step reruns the whole sequence: matmuls grow with the square of the
-    length, attention with its cube). Closed forms of the sums over the steps.
-    """
+    length, attention with its cube). Closed forms of the sums over the steps."""
     p, n_out = prompt_tokens, output_tokens
     per_tok = 2.0 * param_counts(m).block_linear_active
     head = 2.0 * lm_head_params(m)

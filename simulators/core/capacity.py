@@ -1,10 +1,9 @@
 """How many sequences fit, as vLLM counts them, and one note for simulators that cost any batch.
 
-`held(...)` is vLLM's start-up accounting per GPU rank (simulators/core/vllm_memory.py through
-parallel.rank_fit, at `vllm serve`'s defaults for the GPU, `num_gpus` as tensor parallelism and
-max_model_len = the context): the KV tokens it would log and its maximum concurrency. The KV
-calculator, the GPU-memory widget and the notes below share it, so a lesson's prose, its widgets
-and deployment agree.
+`held(...)` is vLLM's start-up accounting per GPU rank (vllm_memory.py through layout.rank_fit, at
+`vllm serve`'s defaults for the GPU, `num_gpus` as tensor parallelism and max_model_len = the
+context): the KV tokens it would log and its maximum concurrency. The KV calculator, the GPU-memory
+widget and the notes below share it, so a lesson's prose, its widgets and deployment agree.
 
 `quantization`, `sparsity` and `compression` time a decode step at any batch; when the batch asked
 about is larger than what fits, their summaries say so, instead of presenting a speed-up for a

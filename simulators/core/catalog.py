@@ -8,6 +8,7 @@ their names are importable from here too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
@@ -37,33 +38,28 @@ def serve_defaults(gpu: Gpu) -> dict[str, float]:
     }
 
 
-@cache
-def gpus() -> dict[str, Gpu]:
-    """Every catalogue GPU by id, in file order; an entry without a `source` is refused."""
-    entries = data_file("gpus.toml")
-    _sourced("gpus.toml", "GPU", entries)
-    try:
-        return {gid: gpu_from_dict(entry, gid) for gid, entry in entries.items()}
-    except CatalogError as e:  # a typo in an entry: name the file that holds it
-        raise CatalogError(f"{DATA}gpus.toml: {e}") from None
-
-
-def _sourced(file: str, kind: str, entries: dict[str, Any]) -> None:
-    """Every catalogue entry names where its figures come from (a reader's custom one need not)."""
+def _load(file: str, kind: str, make: Callable[[dict[str, Any], str], T]) -> dict[str, T]:
+    """Every entry of a catalogue by id, in file order, each naming where its figures come from (a
+    reader's custom one need not); an error names the file that holds the entry."""
+    entries = data_file(file)
     for eid, entry in entries.items():
         if not str(entry.get("source", "")).strip():
             raise CatalogError(f"{DATA}{file}: {kind} '{eid}' has no 'source': say where its figures come from")
+    try:
+        return {eid: make(entry, eid) for eid, entry in entries.items()}
+    except CatalogError as e:
+        raise CatalogError(f"{DATA}{file}: {e}") from None
+
+
+@cache
+def gpus() -> dict[str, Gpu]:
+    return _load("gpus.toml", "GPU", gpu_from_dict)
 
 
 @cache
 def models() -> dict[str, Model]:
-    """Every catalogue model by id, in file order; a catalogue entry may not carry unread keys."""
-    entries = data_file("models.toml")
-    _sourced("models.toml", "model", entries)
-    try:
-        out = {mid: model_from_config(entry, mid) for mid, entry in entries.items()}
-    except CatalogError as e:
-        raise CatalogError(f"{DATA}models.toml: {e}") from None
+    """The catalogue's models; a catalogue entry may not carry unread keys."""
+    out = _load("models.toml", "model", model_from_config)
     for mid, m in out.items():
         if m.ignored_keys:
             raise CatalogError(

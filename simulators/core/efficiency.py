@@ -110,16 +110,14 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
             raise ProfileError(f"{where}: '{key}' is required")
         if f"{key}_source" not in d:
             raise ProfileError(f"{where}: '{key}' needs a '{key}_source'")
-    for key in FACTORS:
-        if not 0 < d[key] <= 1:
-            raise ProfileError(f"{where}: '{key}' must be in (0, 1], got {d[key]!r}")
     for key in OPTIONAL:
         if key in d and f"{key}_source" not in d:
             raise ProfileError(f"{where}: '{key}' needs a '{key}_source'")
         if key in d and not (isinstance(d[key], int | float) and d[key] >= 0):
             raise ProfileError(f"{where}: '{key}' must be a number >= 0, got {d[key]!r}")
-    if "allreduce_bandwidth" in d and not 0 < d["allreduce_bandwidth"] <= 1:
-        raise ProfileError(f"{where}: 'allreduce_bandwidth' must be in (0, 1], got {d['allreduce_bandwidth']!r}")
+    for key in (*FACTORS, "allreduce_bandwidth"):
+        if key in d and not 0 < d[key] <= 1:
+            raise ProfileError(f"{where}: '{key}' must be in (0, 1], got {d[key]!r}")
     if bool(d.get("platform")) != bool(d.get("replaces")):
         raise ProfileError(f"{where}: 'platform' and 'replaces' go together (a platform's profile of an engine)")
     kinds = {f.name: _READ.get(str(f.type)) for f in fields(EngineProfile) if f.name not in ("id", "name")}

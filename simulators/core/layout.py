@@ -72,8 +72,7 @@ def pooled_kv_tokens(
 ) -> int:
     """KV tokens by the course's byte arithmetic (costmodel.memory_fit), per GPU rank: its memory x
     utilisation, less its weights and one activation workspace, holds its share of every token's KV
-    (replicated KV heads and MLA latents on every rank); dp attention ranks hold their own requests.
-    """
+    (replicated KV heads and MLA latents on every rank); dp attention ranks hold their own requests."""
     if lay.num_gpus == 1:
         return cm.memory_fit(
             m, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype, max_num_batched_tokens=max_num_batched_tokens

@@ -66,8 +66,7 @@ class MemoryFit:
 def activation_bytes(m: Model, max_num_batched_tokens: int, max_num_seqs: int = 256) -> float:
     """Rough peak activation workspace of the largest forward pass (per replica): live at once in one
     layer, the residual stream and attention output (4 hidden per token) and the MLP's gate and up
-    outputs (2 intermediate), plus fp32 logits for `max_num_seqs` sequences. vLLM measures it instead.
-    """
+    outputs (2 intermediate), plus fp32 logits for `max_num_seqs` sequences. vLLM measures it instead."""
     a = assumptions()["activations"]
     inter = m.moe_intermediate_size * m.num_experts_per_tok if m.is_moe else m.intermediate_size
     per_token = (4 * m.hidden_size + 2 * max(inter, m.intermediate_size)) * a["activation_bytes_per_value"]
@@ -86,8 +85,7 @@ def memory_fit(
 ) -> MemoryFit:
     """Weights + activations + KV cache against the memory of `num_gpus` tensor-parallel GPUs: each
     holds 1/num_gpus of the weights, its own activation workspace and its share of every token's KV
-    (replicated KV heads and MLA latents on every rank: kv_replication). `sparse`: 2:4 block matmuls.
-    """
+    (replicated KV heads and MLA latents on every rank: kv_replication). `sparse`: 2:4 block matmuls."""
     d = serve_defaults(gpu)  # vLLM's defaults, one place (assumptions.toml [vllm_defaults])
     tokens = int(d["max_num_batched_tokens"]) if max_num_batched_tokens is None else max_num_batched_tokens
     capacity = gpu.memory_GiB * GiB * num_gpus

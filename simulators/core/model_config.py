@@ -109,11 +109,9 @@ def sliding_window(config: dict[str, Any]) -> int | None:
 
 
 def weight_format(config: dict[str, Any]) -> str:
-    """The catalogue number format a checkpoint's `quantization_config` names, or "" (bf16).
-
-    fp8 (DeepSeek-V3, Qwen3-FP8), mxfp4 (gpt-oss), NVFP4 (ModelOpt `quant_algo`) and 4-bit
-    AWQ/GPTQ (int4 group 128) are recognised; anything else is left to the reader to choose.
-    """
+    """The catalogue number format a checkpoint's `quantization_config` names: fp8 (DeepSeek-V3,
+    Qwen3-FP8), mxfp4 (gpt-oss), NVFP4 (ModelOpt `quant_algo`) or 4-bit AWQ/GPTQ (int4 group 128);
+    else "" (bf16, or a format left to the reader to choose)."""
     q = config.get("quantization_config")
     if not isinstance(q, dict):
         return ""
@@ -131,11 +129,9 @@ def weight_format(config: dict[str, Any]) -> str:
 
 
 def vision_params(config: dict[str, Any]) -> int:
-    """Parameters of a ViT-style vision tower from its vision_config, or 0.
-
-    Per layer: attention q, k, v, o (4 hidden^2) and a two-matrix MLP (2 hidden x intermediate);
-    norms, patch embedding and the projector are left out. vLLM loads the tower with the model.
-    """
+    """Parameters of a ViT-style vision tower from its vision_config, or 0: per layer attention q, k,
+    v, o (4 hidden^2) and a two-matrix MLP (2 hidden x intermediate); norms, patch embedding and the
+    projector are left out. vLLM loads the tower with the model."""
     vision = config.get("vision_config")
     if not isinstance(vision, dict):
         return 0

@@ -74,13 +74,10 @@ def link_GBps_one_way(gpu: Gpu) -> float | None:
 
 
 def collectives_s(m: Model, tokens: int, tp: int, dp: int, ep: bool, link_GBps: float) -> float:
-    """A pass's all-reduces and all-to-alls over `tokens` tokens at the link's full rate.
-
-    Tensor parallelism alone: two all-reduces per layer. With dp attention ranks, each all-reduces
-    its own tokens over its tp ranks, except after a MoE layer's experts, which either exchange
-    tokens all-to-all over the tp x dp ranks (`ep`) or, tensor-parallel over all of them,
-    all-reduce every token there.
-    """
+    """A pass's all-reduces and all-to-alls over `tokens` tokens at the link's full rate: two
+    all-reduces per layer; with dp attention ranks each all-reduces its own tokens over its tp ranks,
+    except after a MoE layer's experts, which exchange tokens all-to-all over the tp x dp ranks
+    (`ep`) or, tensor-parallel over all of them, all-reduce every token there."""
     hidden, moe_layers, ranks = m.hidden_size, m.num_moe_layers, tp * dp
     if dp == 1:
         return tp_allreduce_s(tokens, hidden, m.num_layers, tp, link_GBps)

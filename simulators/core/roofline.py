@@ -54,8 +54,6 @@ def speculative_tokens_per_pass(acceptance_rate: float, num_draft_tokens: int) -
     """Expected tokens one target pass emits with k draft tokens, each accepted with probability a
     independently: the accepted prefix plus one, (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1)."""
     k, a = num_draft_tokens, acceptance_rate
-    if k == 0:
-        return 1.0
     return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
@@ -106,10 +104,8 @@ class StepTime:
 
 def matmul_path(gpu: Gpu, weight_dtype: str, activation_dtype: str | None = None) -> str:
     """Tensor-core path of the block matmuls: both operands must be in a format the GPU multiplies.
-
     FP8 and INT8 weights run W8A8 by default; INT4 is weight-only (W4A16: dequantised onto the bf16
-    tensor cores), as is FP8 without a native path (vLLM's Marlin kernels on an A100).
-    """
+    tensor cores), as is FP8 without a native path (vLLM's Marlin kernels on an A100)."""
     act = activation_dtype or (weight_dtype if weight_dtype in ("fp8", "int8") else "bf16")
     path = bf.precision(act).tensor_core
     if bf.precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:
@@ -152,13 +148,8 @@ def step_time(
     else:
         tokens = sum(q for q, _ in seqs)
         attention_flops = sum([per_key * (q * c + q * (q + 1) / 2) for q, c in seqs])
-        held: dict[int, int] = {}  # kv_tokens_held walks every layer: once per distinct context
-        kv_tokens = 0
-        for q, c in seqs:
-            h = held.get(c)
-            if h is None:
-                h = held[c] = bf.kv_tokens_held(m, c)
-            kv_tokens += h + q
+        held = {c: bf.kv_tokens_held(m, c) for c in {c for _, c in seqs}}  # it walks every layer: once per context
+        kv_tokens = sum(held[c] + q for q, c in seqs)
     # Per GPU, with n = tp x dp ranks and m = micro_batches(seqs / dp, pp):
     # compute = F / (n m); memory = W_dense / tp + W_experts(ceil(tokens / m)) / n + KV x replication / (n m);
     # communication = (all-reduces + all-to-alls) / m + the pipeline's sends (parallel_time.py).
@@ -187,8 +178,9 @@ def step_time(
     local_tokens, local_seqs = tokens / (dp * mb), logits_tokens / (dp * mb)
     compute_s = attention_s = 0.0
     if block_peak is not None and bf16_peak is not None:
-        kernel_path = _kernel_path(eff, gpu, weight_dtype, path)
-        # The engine's kernels may run another path than the formats imply (quantized_path).
+        # The engine's kernels may run another path than the formats imply (quantized_path), where the GPU has it.
+        kernel_path = eff.quantized_path.get(weight_dtype, path)
+        kernel_path = kernel_path if gpu.peak_tflops(kernel_path) is not None else path
         block_peak *= _kernel_peak(eff, gpu, kernel_path) / (gpu.peak_tflops(path) or 1.0)
         block_eff = eff.gemm_efficiency(kernel_path, local_tokens)
         if weight_dtype in profiles.WEIGHT_ONLY_4BIT:
@@ -227,12 +219,6 @@ def step_time(
         overhead_s=profiles.fixed_overhead_s(eff, m),
         activation_s=activation_s(eff, m, gpu, local_tokens, tp),
     )
-
-
-def _kernel_path(p: Efficiency, gpu: Gpu, weight_dtype: str, path: str) -> str:
-    """The path the engine's kernels use for these weights (falls back to `path`)."""
-    kernel = p.quantized_path.get(weight_dtype, path)
-    return kernel if gpu.peak_tflops(kernel) is not None else path
 
 
 def _kernel_peak(p: Efficiency, gpu: Gpu, path: str) -> float:

@@ -36,17 +36,11 @@ class Pdf:
     __slots__ = ("cdf", "count", "probs", "values")
 
     def __init__(self, values: Sequence[float], weights: Sequence[float] | None = None, count: int | None = None):
-        distinct = False  # every value once, each weight 1.0: probabilities all 1 / n
         if weights is None:
-            xs = sorted(values)
             # Equal values merged: a Counter of the sorted values keeps them in sorted order (its
             # first-seen order), each with its count (k ones add up to exactly k).
-            counts = Counter(xs)
-            if len(counts) == len(xs):  # distinct values (the usual case): nothing to merge
-                vals, wts = xs, [1.0] * len(xs)
-                distinct = True
-            else:
-                vals, wts = list(counts), [float(c) for c in counts.values()]
+            counts = Counter(sorted(values))
+            vals, wts = list(counts), [float(c) for c in counts.values()]
         else:
             if len(values) != len(weights):
                 raise ValueError("values and weights differ in length")
@@ -71,8 +65,7 @@ class Pdf:
             wts = [1.0] * len(vals)
             total = float(len(vals))
         self.values = vals
-        # n ones sum to n exactly, so every probability is the same 1 / n (one division).
-        self.probs = [1.0 / total] * len(vals) if distinct and vals else [w / total for w in wts]
+        self.probs = [w / total for w in wts]
         self.cdf = list(accumulate(self.probs))
         self.count = len(values) if count is None else count
 
@@ -90,9 +83,8 @@ def percentile(values: Sequence[float], q: float, weights: Sequence[float] | Non
 def summary(
     values: Sequence[float], weights: Sequence[float] | None = None, count: int | None = None
 ) -> dict[str, Any]:
-    """GuideLLM's DistributionSummary of (optionally weighted) values, as a plain dict. `count`
-    defaults to the number of values, or the rounded sum of the weights (a token-weighted ITL counts tokens).
-    """
+    """GuideLLM's DistributionSummary of (optionally weighted) values, as a plain dict. `count`: the
+    number of values, or the rounded sum of the weights (a token-weighted ITL counts tokens)."""
     if count is None:
         count = len(values) if weights is None else round(sum(weights))
     return _from_pdf(Pdf(values, weights, count))
@@ -165,12 +157,7 @@ def concurrency_mean(intervals: Sequence[tuple[float, float]], start: float, end
     merges events closer than 0.1 ms first, which moves this mean by at most that much)."""
     if end <= start:
         return 0.0
-    area = 0.0
-    for a, b in intervals:
-        lo, hi = max(a, start), min(b, end)
-        if hi > lo:
-            area += hi - lo
-    return area / (end - start)
+    return sum(max(0.0, min(b, end) - max(a, start)) for a, b in intervals) / (end - start)
 
 
 def concurrency_summary(

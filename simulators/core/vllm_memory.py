@@ -110,22 +110,19 @@ def page_bytes(m: Model, tp: int, kv_dtype: str, block_size: int) -> int:
 
 
 def expert_share(m: Model, tp: int, dp: int, ep: bool) -> float:
-    """Share of the routed experts the fullest rank holds: every expert split over tp x dp ranks
-    (FusedMoEParallelConfig.make: flatten_tp_size = dp x tp), or with --enable-expert-parallel whole
-    experts, E // ep_size and one more on the first E % ep_size ranks (determine_expert_map).
-    Shared experts are built outside FusedMoE (deepseek_v2.py) and split over TP only."""
-    ranks = tp * dp
+    """Share of the routed experts the fullest rank holds: 1 / (tp x dp) (flatten_tp_size = dp x tp),
+    or with `ep` whole experts, E // ep_size and one more on the first E % ep_size ranks
+    (determine_expert_map). Shared experts are built outside FusedMoE (deepseek_v2.py): TP only."""
     if ep and m.is_moe:
-        return -(-m.num_experts // ranks) / m.num_experts
-    return 1 / ranks
+        return -(-m.num_experts // (tp * dp)) / m.num_experts
+    return 1 / (tp * dp)
 
 
 def weight_bytes(
     m: Model, weight_dtype: str, tp: int, layers: int, *, first: bool, last: bool, dp: int = 1, ep: bool = False
 ) -> float:
-    """Weights one rank of a stage of `layers` layers holds: routed experts spread over tp x dp ranks
-    (expert_share), the rest split over TP and copied on every DP rank, a vision tower on the first
-    stage. MXFP4 checkpoints (gpt-oss) quantise only the routed experts (modules_to_not_convert)."""
+    """Weights one rank of a stage of `layers` layers holds (expert_share; a vision tower on the first
+    stage). MXFP4 checkpoints (gpt-oss) quantise only the routed experts (modules_to_not_convert)."""
     p = cm.param_counts(m)
     share = layers / m.num_layers
     per_value = cm.block_bytes_per_value(weight_dtype)
@@ -147,9 +144,7 @@ def rope_cache_bytes(m: Model) -> float:
     return float(m.max_context_tokens * rotary_dim * cm.BF16_BYTES)
 
 
-def activation_bytes(
-    m: Model, tp: int, pp: int, max_num_batched_tokens: int, max_num_seqs: int, *, last: bool
-) -> float:
+def activation_bytes(m: Model, pp: int, max_num_batched_tokens: int, max_num_seqs: int, *, last: bool) -> float:
     """Peak of the profile run on one rank, fitted to vLLM v0.19.0's "torch peak memory increase"
     (assumptions.toml [vllm_memory]): a forward part per batched token (plus the routed experts'
     workspace, pipeline buffers) and fp32 logits on the last stage. The logs show no change with TP."""
@@ -211,8 +206,7 @@ def account(
 ) -> VllmMemory:
     """vLLM's accounting for one deployment (ValueError for a layout vLLM would refuse); a setting
     left None takes `vllm serve`'s default (serve_defaults). The figures and log lines are one DP
-    rank's engine's (each has its own requests and KV cache); the layout holds `dp` times its requests.
-    """
+    rank's engine's (each has its own requests and KV cache); the layout holds `dp` times its requests."""
     d = serve_defaults(gpu)
     utilization = d["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
     batched = int(d["max_num_batched_tokens"]) if max_num_batched_tokens is None else max_num_batched_tokens
@@ -240,7 +234,7 @@ def account(
         kinds = [k for k in m.kinds[start : start + n] if k != "none"]
         start += n
         w = weight_bytes(m, weight_dtype, tp, n, first=first, last=last, dp=dp, ep=ep)
-        act = activation_bytes(m, tp, pp, batched, seqs, last=last)
+        act = activation_bytes(m, pp, batched, seqs, last=last)
         kv = requested - w - act - non_torch
         if kinds:
             size, groups = _groups(kinds)
