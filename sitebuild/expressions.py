@@ -185,7 +185,7 @@ def _metric(call: ast.Call, sims: Simulators, scenarios: Scenarios, calls: Calls
     params: dict[str, Any] = {}
     # A scenario comes first (`**busy`); parameters written after it override its values, so a
     # variant reads as "the same scenario, with 4 GiB" (`**busy, kv_budget_GiB=4`).
-    if any(k.arg is None for k in keywords[1:]) or sum(k.arg is None for k in keywords) > 1:
+    if any(k.arg is None for k in keywords[1:]):
         raise ValueError(f"{name}: one **scenario at most, and before the other parameters")
     for keyword in keywords:
         if keyword.arg is None:  # **scenario

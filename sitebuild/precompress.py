@@ -43,9 +43,8 @@ def write_copies(site_dir: Path) -> None:
 
 
 def downloads(vendored: dict[str, Path], generated: dict[str, bytes]) -> Sizes:
-    """The sizes of the worker's start-up downloads: the vendored Pyodide files it fetches and the
-    generated files (sent as they are). The worker fetches the WebAssembly's .gz copy itself (a
-    plain file every host sends as it is)."""
+    """The sizes of the worker's start-up downloads: the vendored Pyodide files it fetches (the
+    WebAssembly as its .gz copy, which hosts send as it is) and the generated files."""
     sizes = {}
     for name, path in vendored.items():
         data = path.read_bytes()

@@ -84,8 +84,8 @@ class SiteServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def start(site_dir: Path, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
-    """Serve site_dir in a daemon thread; port 0 picks a free port (read server.server_port)."""
-    server = SiteServer((host, port), partial(SiteHandler, directory=str(site_dir)))
+def start(site_dir: Path, port: int = 0) -> ThreadingHTTPServer:
+    """Serve site_dir on localhost in a daemon thread; port 0 picks a free port (read server.server_port)."""
+    server = SiteServer(("127.0.0.1", port), partial(SiteHandler, directory=str(site_dir)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

@@ -26,6 +26,7 @@ from sitebuild.sims import SimulatorRunError, Simulators
 
 KEYS = ("sim", "scenario", "params", "controls", "caption", "id")
 WIDGET_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+HEAD = '<thead><tr><th scope="col">Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead>'
 
 
 def render(
@@ -88,14 +89,13 @@ def render(
             f"<td>{e(text)}</td><td>{e(shown)}</td></tr>"
         )
 
-    head = '<thead><tr><th scope="col">Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead>'
+    def table(name: str, caption: str, keys: list[str]) -> str:
+        return (
+            f'<table class="{name}"><caption>{caption}</caption>{HEAD}<tbody>{"".join(map(row, keys))}</tbody></table>'
+        )
+
     # Past KEY_FIGURES, the figures stay one click away, under the data table's toggle.
-    more = (
-        f'<table class="sim-more-figures"><caption>More figures</caption>{head}'
-        f"<tbody>{''.join(map(row, keys[KEY_FIGURES:]))}</tbody></table>"
-        if keys[KEY_FIGURES:]
-        else ""
-    )
+    more = table("sim-more-figures", "More figures", keys[KEY_FIGURES:]) if keys[KEY_FIGURES:] else ""
     summary_id = f"sim-{widget_id}-summary"
     chart = static_chart.render(answer["figure"], f"sim-{widget_id}-chart-title")
     parts = [
@@ -115,8 +115,7 @@ def render(
         f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
         f'aria-describedby="{summary_id}">{chart}</div>',
         f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
-        f'<table class="sim-metrics"><caption>Key figures</caption>{head}<tbody>{"".join(map(row, keys[:KEY_FIGURES]))}'
-        "</tbody></table>",
+        table("sim-metrics", "Key figures", keys[:KEY_FIGURES]),
         f'<details class="sim-data"><summary>Data table{" and more figures" if more else ""}</summary>{more}'
         '<div class="sim-data-table"></div></details>',
         '<div class="sim-actions"></div>',

@@ -86,9 +86,7 @@ class Axis:
                 return None
             return float(self.categories.setdefault(str(v), len(self.categories)))
         f = _num(v)
-        if f is None:
-            return None
-        if self.type == "log":
+        if self.type == "log" and f is not None:
             return math.log10(f) if f > 0 else None
         return f
 
@@ -140,12 +138,9 @@ class Axis:
         fmt = self.spec.get("tickformat") if isinstance(self.spec.get("tickformat"), str) else ""
         if tickvals := _list(self.spec.get("tickvals")):
             texts = _list(self.spec.get("ticktext"))
-            for i, tv in enumerate(tickvals):
-                u = self.to_linear(tv)
-                if u is None or not lo - 1e-9 <= u <= hi + 1e-9:
-                    continue
-                label = str(texts[i]) if i < len(texts) else self._label(u, 1.0, fmt)
-                self.ticks.append((u, label, False))
+            for i, u in enumerate(map(self.to_linear, tickvals)):
+                if u is not None and lo - 1e-9 <= u <= hi + 1e-9:
+                    self.ticks.append((u, str(texts[i]) if i < len(texts) else self._label(u, 1.0, fmt), False))
             return
         if self.type == "category":
             step = max(1, math.ceil(len(self.categories) / max(1.0, self.length() / 15)))

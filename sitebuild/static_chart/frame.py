@@ -99,11 +99,8 @@ def _widest_label(ax: Axis) -> float:
 
 
 def _x_label_space(chart: Canvas) -> float:
-    space = 0.0
-    for ax in chart.axes.values():
-        if not ax.vertical and ax.used:
-            space = max(space, 22 + (30 if _text(ax.spec.get("title")) else 0) + _x_rotation_drop(ax))
-    return space
+    x_axes = [ax for ax in chart.axes.values() if not ax.vertical and ax.used]
+    return max((22 + (30 if _text(ax.spec.get("title")) else 0) + _x_rotation_drop(ax) for ax in x_axes), default=0.0)
 
 
 def _x_rotation_drop(ax: Axis) -> float:
