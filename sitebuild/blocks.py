@@ -74,14 +74,12 @@ def placeholder(page: Page, html: str, indent: str) -> str:
 
 
 def stash(page: Page) -> str:
-    """The page's nested blocks as top-level HTML, each between two comments (goes at its end)."""
     return "".join(
         f"\n\n<!--sitebuild-block {n}-->\n{html}\n<!--/sitebuild-block {n}-->\n" for n, html in enumerate(page.nested)
     )
 
 
 def place_nested(html: str, where: str) -> str:
-    """The page's HTML with each stashed block moved into its placeholder's paragraph."""
     blocks = {int(m.group(1)): m.group(2) for m in _STASH.finditer(html)}
     html = _STASH.sub("", html)
     for n, block in blocks.items():

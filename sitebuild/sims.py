@@ -84,8 +84,7 @@ class Simulators:
             json.loads(cache_file.read_text()) if cache_file is not None and cache_file.is_file() else {}
         )
         self._runs: dict[str, dict[str, Any]] = {}
-        # The validation page's serving runs (the event engine, ~40 s of CPU): committed, or kept in
-        # the same file, or made in parallel processes.
+        # The validation's serving runs: committed, or kept in the same file, or made in parallel processes.
         _SERVED.update({k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)})
         _SERVED.update(committed or {})
         api.make_runs_with(processes.run_many, lambda key: _SERVED.get(run_digest(key)))

@@ -46,8 +46,7 @@ def _node(script: Path, *args: Path) -> str:
 
 
 def imported_names(package_dir: Path) -> set[str]:
-    """Top-level module names in every import statement of the package's Python files but its
-    command line (__main__.py)."""
+    """Top-level module names the package's Python files import, but for its command line (__main__.py)."""
     names: set[str] = set()
     for path in (p for p in package_dir.rglob("*.py") if p.name != "__main__.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

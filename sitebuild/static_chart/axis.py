@@ -49,9 +49,7 @@ def log_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> list[tu
     elif hi - lo < 1:  # within one decade: linear ticks labelled in full
         v_lo, v_hi = 10**lo, 10**hi
         ticks, dtick = linear_ticks(v_lo, v_hi, length_px * 1.5, vertical)
-        for v in ticks:
-            if v > 0:
-                out.append((math.log10(v), format_default(v, dtick, axis_exponent(v_lo, v_hi)), False))
+        out = [(math.log10(v), format_default(v, dtick, axis_exponent(v_lo, v_hi)), False) for v in ticks if v > 0]
     else:
         digits = (1, 2, 5) if rough > 0.3 else tuple(range(1, 10))
         for k in range(math.floor(lo) - 1, math.ceil(hi) + 1):

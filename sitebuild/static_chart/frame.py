@@ -171,6 +171,4 @@ def swatch(chart: Canvas, t: dict[str, Any]) -> str:
         size = _num(_dict(trace.get("marker")).get("size")) or 6
         ident, attrs = _marker_def(chart, trace, color, min(1.0, 12 / size))
         out += f'<use xlink:href="#{ident}" x="20" y="0" {attrs}/>'
-    if not out:
-        out = f'<path d="M5,0H35" stroke="{_attr(color)}" stroke-width="2"/>'
-    return out
+    return out or f'<path d="M5,0H35" stroke="{_attr(color)}" stroke-width="2"/>'

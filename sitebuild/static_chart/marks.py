@@ -119,5 +119,4 @@ def line_path(points: list[tuple[float, float] | None], shape: str = "linear") -
             out.append(f"V{y}")
         prev = (x, y)
     # drop lone moves (a point between two gaps draws nothing, as in plotly)
-    text = "".join(out)
-    return re.sub(r"M[-\d.]+,[-\d.]+(?=M|$)", "", text)
+    return re.sub(r"M[-\d.]+,[-\d.]+(?=M|$)", "", "".join(out))
