@@ -41,9 +41,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
     def send_head(self):  # type: ignore[no-untyped-def]
         path = Path(self.translate_path(self.path))
-        if path.is_dir():
-            if not self.path.split("?", 1)[0].endswith("/"):
-                return super().send_head()  # the base class redirects to the trailing slash
+        if path.is_dir() and self.path.split("?", 1)[0].endswith("/"):  # else the base class redirects
             path = path / "index.html"
         if not ("gzip" in self.headers.get("Accept-Encoding", "") and path.suffix in COMPRESSIBLE and path.is_file()):
             return super().send_head()

@@ -40,10 +40,7 @@ def _across(ax: Axis, spans: list[tuple[float, float]], p: float) -> str:
 def _cross_spans(chart: Canvas, ax: Axis) -> list[tuple[float, float]]:
     """The pixel extents of the counter axes that share a subplot with `ax` (for its gridlines)."""
     pairs = [(t["xa"], t["ya"]) for t in chart.traces] + [(t["ya"], t["xa"]) for t in chart.traces]
-    spans = {tuple(sorted((counter.p0, counter.p1))) for own, counter in pairs if own is ax}
-    if not spans:
-        spans.add((chart.top, chart.bottom) if not ax.vertical else (chart.left, chart.right))
-    return sorted(spans)  # type: ignore[arg-type]
+    return sorted({tuple(sorted((counter.p0, counter.p1))) for own, counter in pairs if own is ax})  # type: ignore[arg-type]
 
 
 def draw_axes_text(chart: Canvas) -> list[str]:
