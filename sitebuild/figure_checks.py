@@ -110,10 +110,9 @@ def _short_run(text: str, name: str, metric: str, p: dict[str, Any]) -> list[str
     least, seconds = MIN_RUN[name]
     n = int(p["num_requests"])
     span = n / float(p["rate_per_s"]) if "rate_per_s" in p else math.inf
-    if n >= least and span >= seconds:
+    # long enough, or the paragraph says how short the run is
+    if n >= least and span >= seconds or re.search(RUN_STATED.format(n=f"(?:{n}|{n:,})"), text):
         return []
-    if re.search(RUN_STATED.format(n=f"(?:{n}|{n:,})"), text):
-        return []  # the paragraph says how short the run is
     return [
         f"{name}.{metric} is read off a run of {n:,} requests ({span:.0f} s of arrivals): rates and "
         f"percentiles need at least {least:,} requests and {seconds:.0f} s (lesson 11, 'Warm-up "
