@@ -140,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("serve").add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    # mkdocs logs a page's error ("Error reading page …") before raising it: one of ours is printed
-    # once, below, with its file and line.
+    # mkdocs logs a page's error ("Error reading page …") before raising it: ours prints once, below, at its line.
     logging.getLogger("mkdocs.commands.build").addFilter(lambda _: not isinstance(sys.exc_info()[1], BuildError))
     started = time.monotonic()
     try:

@@ -35,8 +35,7 @@ VENDOR = {
     "katex/katex.min.css": "katex/dist/katex.min.css",
 }
 KATEX_FONTS = "katex/dist/fonts"
-# The vendored Pyodide files the worker's start-up downloads (its standard library comes from
-# sitebuild/stdlib.py instead of python_stdlib.zip).
+# The vendored Pyodide files the worker downloads at start-up (stdlib: sitebuild/stdlib.py, not python_stdlib.zip).
 PYODIDE_DOWNLOADS = ("pyodide.asm.wasm", "pyodide.asm.mjs")
 # The trace types the basic plotly.js bundle draws; a figure using another type fails the build.
 PLOTLY_TRACE_TYPES = frozenset({"scatter", "bar", "pie"})

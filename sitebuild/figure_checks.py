@@ -17,8 +17,7 @@ December 2026 review are caught (docs/contributing.md, "Figures the build refuse
 4. **A count printed as a percentage.** A `%` format multiplies by 100: a value above
    `MAX_SHARE` (a byte count, a time, a rate) prints as "16,384,000%". A percentage is for a share.
 
-And one Markdown trap: a line that *starts* with a number followed by ". " becomes an ordered-list
-marker and the number disappears.
+And one Markdown trap: a line starting with a number and ". " is an ordered-list marker (the number lost).
 """
 
 from __future__ import annotations

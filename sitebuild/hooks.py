@@ -21,8 +21,7 @@ from sitebuild.sims import Simulators, cache_file, committed_runs
 # docs/*.md that are not pages of their own (excluded in mkdocs.yml's exclude_docs).
 PARTIALS = ("validation-table.md",)
 SIZES_PAGE = "instructors.md"
-# config.extra["runtime"]'s entries for the Node.js-made files (their names, every start-up download's
-# size), and those files by name.
+# config.extra["runtime"]'s entries for the Node.js-made files (names, all download sizes), and the files by name.
 RuntimeFiles = tuple[dict[str, Any], dict[str, bytes]]
 
 

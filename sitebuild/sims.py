@@ -75,8 +75,7 @@ def committed_runs(root: Path) -> dict[str, float]:
 
 class Simulators:
     def __init__(self, cache_file: Path | None = None, committed: dict[str, float] | None = None) -> None:
-        """`cache_file` keeps answers between builds; without one (tests), nothing is kept.
-        `committed`: validation runs by digest (committed_runs)."""
+        """`cache_file` keeps answers between builds (without one, in tests, none); `committed`: committed_runs."""
         self._session = api.Session()
         self.schemas: dict[str, dict[str, Any]] = api.schemas()
         self._cache_file = cache_file

@@ -1,5 +1,4 @@
-"""An axis: its type, plotly's autorange with pixel padding, its pixel mapping, and where plotly puts
-its ticks (linear or log) and how it labels them."""
+"""An axis: its type, plotly's autorange with pixel padding, its pixel mapping, its ticks (linear, log) and labels."""
 
 from __future__ import annotations
 

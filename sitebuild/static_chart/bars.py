@@ -1,5 +1,4 @@
-"""Bars: where each sits (grouped, stacked, overlaid; vertical or horizontal), its fill or pattern, and
-its text inside or outside."""
+"""Bars: grouped, stacked or overlaid, vertical or horizontal; their fill or pattern; their text inside or outside."""
 
 from __future__ import annotations
 
