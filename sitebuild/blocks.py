@@ -48,8 +48,7 @@ class Block(NamedTuple):
     render: Callable[[str, Page], str]
     # Whether `{{ … }}` build-time numbers are expanded in the YAML first (a quiz's answers).
     numbers: bool = False
-    # A check of the block's source lines before that expansion (BlockError if bad): a quiz's
-    # numeric answers must be computed, not typed (quiz_block.check_source).
+    # A check of the source lines before that expansion (BlockError if bad): a quiz's answers computed, not typed.
     check_source: Callable[[list[str]], None] | None = None
 
 

@@ -59,10 +59,9 @@ CLASS_SIZE = 30
 
 
 def paths(runtime: dict) -> dict[bool, set[str]]:
-    """{restoring the snapshot: the downloads that way of starting skips}. From scratch, the worker
-    skips the snapshot and the simulators' data archive (the whole archive holds it); restoring the
-    snapshot, which imported every module of the standard library zip and of simulators/, it skips
-    that zip and the whole archive, and unpacks the data archive only."""
+    """{restoring the snapshot: the downloads that way of starting skips}. From scratch: the snapshot and
+    the data archive (the whole archive holds it); restoring the snapshot, which imported every module of
+    the standard library zip and of simulators/: that zip and the whole archive (it unpacks the data one)."""
     return {
         False: {runtime["snapshot"], runtime["data"]},
         True: {runtime["stdlib"], runtime["archive"]},

@@ -101,8 +101,7 @@ def render(
     parts = [
         f'<figure class="sim" id="sim-{e(widget_id)}" data-widget="{e(widget_id)}" '
         f'data-sim="{e(schema["name"])}" data-params="{e(json.dumps(params))}" '
-        # An attribute, not a <script type="application/json">: instant navigation re-creates the
-        # scripts of the new page as plain inline scripts, dropping their type.
+        # An attribute, not a <script type="application/json">: instant navigation re-creates scripts untyped.
         f'data-controls="{e(json.dumps(controls))}" data-answer="{e(json.dumps(answer, separators=(",", ":")))}">',
         f'<figcaption class="sim-caption"><strong>{e(schema["title"])}</strong>'
         + (f" — {e(caption)}" if caption else "")
