@@ -87,10 +87,11 @@ def _mtimes() -> dict[str, float]:
 
 
 class _Page(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, text: str) -> None:
         super().__init__()
         self.ids: set[str] = set()
         self.links: list[str] = []
+        self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = dict(attrs)
@@ -104,11 +105,10 @@ def check_links(site_dir: Path) -> list[str]:
     mkdocs --strict already checks Markdown links; this also covers what templates and hooks wrote
     (the course map, lesson headers, widgets). Links to other sites are left alone: the site never
     loads them, a reader follows them."""
-    pages: dict[str, _Page] = {}
-    for path in sorted(site_dir.rglob("*.html")):
-        page = _Page()
-        page.feed(path.read_text(encoding="utf-8"))
-        pages[path.relative_to(site_dir).as_posix()] = page
+    pages = {
+        p.relative_to(site_dir).as_posix(): _Page(p.read_text(encoding="utf-8"))
+        for p in sorted(site_dir.rglob("*.html"))
+    }
     problems = []
     for name, page in pages.items():
         if name == "404.html":
@@ -140,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("serve").add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    # mkdocs logs a page's error ("Error reading page …") before raising it: one of ours is printed
-    # once, below, with its file and line.
+    # mkdocs logs a page's error ("Error reading page …") before raising it: ours prints once, below, at its line.
     logging.getLogger("mkdocs.commands.build").addFilter(lambda _: not isinstance(sys.exc_info()[1], BuildError))
     started = time.monotonic()
     try:

@@ -35,8 +35,7 @@ VENDOR = {
     "katex/katex.min.css": "katex/dist/katex.min.css",
 }
 KATEX_FONTS = "katex/dist/fonts"
-# The vendored Pyodide files the worker's start-up downloads (its standard library comes from
-# sitebuild/stdlib.py instead of python_stdlib.zip).
+# The vendored Pyodide files the worker downloads at start-up (stdlib: sitebuild/stdlib.py, not python_stdlib.zip).
 PYODIDE_DOWNLOADS = ("pyodide.asm.wasm", "pyodide.asm.mjs")
 # The trace types the basic plotly.js bundle draws; a figure using another type fails the build.
 PLOTLY_TRACE_TYPES = frozenset({"scatter", "bar", "pie"})
@@ -95,9 +94,8 @@ def simulators_archive(package_dir: Path) -> tuple[str, bytes]:
 
 
 def data_archive(archive: bytes) -> tuple[str, bytes]:
-    """The simulators archive's files that are not Python sources (catalogues, data tables) and its
-    hashed name: what the worker unpacks after restoring the snapshot, which imported every module
-    of simulators/ already (30 kB in place of the whole archive's 220 kB)."""
+    """The simulators archive's non-Python files (catalogues, data tables) and its hashed name: what the
+    worker unpacks after restoring the snapshot, which imported simulators/ already (30 kB, not 220 kB)."""
     with zipfile.ZipFile(io.BytesIO(archive)) as source:
         keep = [name for name in source.namelist() if not name.endswith(".py")]
     return hashed("simulators-data", reduce_zip(archive, keep), ".zip")

@@ -48,8 +48,7 @@ class Block(NamedTuple):
     render: Callable[[str, Page], str]
     # Whether `{{ … }}` build-time numbers are expanded in the YAML first (a quiz's answers).
     numbers: bool = False
-    # A check of the block's source lines before that expansion (BlockError if bad): a quiz's
-    # numeric answers must be computed, not typed (quiz_block.check_source).
+    # A check of the source lines before that expansion (BlockError if bad): a quiz's answers computed, not typed.
     check_source: Callable[[list[str]], None] | None = None
 
 
@@ -74,14 +73,12 @@ def placeholder(page: Page, html: str, indent: str) -> str:
 
 
 def stash(page: Page) -> str:
-    """The page's nested blocks as top-level HTML, each between two comments (goes at its end)."""
     return "".join(
         f"\n\n<!--sitebuild-block {n}-->\n{html}\n<!--/sitebuild-block {n}-->\n" for n, html in enumerate(page.nested)
     )
 
 
 def place_nested(html: str, where: str) -> str:
-    """The page's HTML with each stashed block moved into its placeholder's paragraph."""
     blocks = {int(m.group(1)): m.group(2) for m in _STASH.finditer(html)}
     html = _STASH.sub("", html)
     for n, block in blocks.items():

@@ -103,9 +103,7 @@ class Course:
 
 def id_order(lesson_id: str) -> tuple[int, tuple[int, ...]]:
     """00.1 < 00.2 < 01 < … < 12 < F1 < F2: numbered lessons first, then the frontier."""
-    if lesson_id.startswith("F"):
-        return (1, (int(lesson_id[1:]),))
-    return (0, tuple(int(part) for part in lesson_id.split(".")))
+    return (int(lesson_id.startswith("F")), tuple(int(part) for part in lesson_id.removeprefix("F").split(".")))
 
 
 def load_course(lessons_dir: Path) -> Course:

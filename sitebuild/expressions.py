@@ -11,8 +11,7 @@ The call runs the simulator through `run_json` with those parameters (defaults f
 takes one metric; arithmetic with plain numbers converts units (`/ 2**30` for GiB); the format spec
 is Python's (`,.0f`, `.1%`, `.3g`). A scenario is a named set of parameters from the lesson's front
 matter (`scenarios:`): `**peak` passes all of them (parameters after it override one),
-`peak.batch_size` prints one, so a sentence's stated condition and its figure come from the same
-place.
+`peak.batch_size` prints one, so a sentence's stated condition and its figure share one source.
 
 `spread(EXPRESSION, seeds=N)` evaluates the expression under seeds 0 to N-1 (N from 2 to 20) and
 prints the lowest and highest value, "0.22–0.75" (each with the format spec): a figure read off a
@@ -57,7 +56,6 @@ OPERATORS = {
 Scenarios = dict[str, dict[str, Any]]
 # (simulator, metric, the parameters passed, scenario ones included) for every call of an expression.
 Calls = list[tuple[str, str, dict[str, Any]]]
-# Reserved names (a scenario cannot take them): the held-out band, the default engine profile.
 RESERVED = {"heldout": cache(api.held_out_band), "profile": cache(api.profile_constants)}
 
 
@@ -185,7 +183,7 @@ def _metric(call: ast.Call, sims: Simulators, scenarios: Scenarios, calls: Calls
     params: dict[str, Any] = {}
     # A scenario comes first (`**busy`); parameters written after it override its values, so a
     # variant reads as "the same scenario, with 4 GiB" (`**busy, kv_budget_GiB=4`).
-    if any(k.arg is None for k in keywords[1:]) or sum(k.arg is None for k in keywords) > 1:
+    if any(k.arg is None for k in keywords[1:]):
         raise ValueError(f"{name}: one **scenario at most, and before the other parameters")
     for keyword in keywords:
         if keyword.arg is None:  # **scenario

@@ -17,8 +17,7 @@ December 2026 review are caught (docs/contributing.md, "Figures the build refuse
 4. **A count printed as a percentage.** A `%` format multiplies by 100: a value above
    `MAX_SHARE` (a byte count, a time, a rate) prints as "16,384,000%". A percentage is for a share.
 
-And one Markdown trap: a line that *starts* with a number followed by ". " becomes an ordered-list
-marker and the number disappears.
+And one Markdown trap: a line starting with a number and ". " is an ordered-list marker (the number lost).
 """
 
 from __future__ import annotations
@@ -110,10 +109,9 @@ def _short_run(text: str, name: str, metric: str, p: dict[str, Any]) -> list[str
     least, seconds = MIN_RUN[name]
     n = int(p["num_requests"])
     span = n / float(p["rate_per_s"]) if "rate_per_s" in p else math.inf
-    if n >= least and span >= seconds:
+    # long enough, or the paragraph says how short the run is
+    if n >= least and span >= seconds or re.search(RUN_STATED.format(n=f"(?:{n}|{n:,})"), text):
         return []
-    if re.search(RUN_STATED.format(n=f"(?:{n}|{n:,})"), text):
-        return []  # the paragraph says how short the run is
     return [
         f"{name}.{metric} is read off a run of {n:,} requests ({span:.0f} s of arrivals): rates and "
         f"percentiles need at least {least:,} requests and {seconds:.0f} s (lesson 11, 'Warm-up "

@@ -1,5 +1,4 @@
-"""The glossary: one data file (docs/glossary.yml) → the glossary page, and a link on each term's
-first use in every lesson.
+"""The glossary: docs/glossary.yml → the glossary page, and a link on each term's first use in every lesson.
 
     terms:
       - term: KV cache               # the heading on the glossary page
@@ -148,9 +147,8 @@ class Linker:
         return "".join([*out, self._link(text[pos:])])
 
     def _indented_code(self, text: str) -> bool:
-        """True on the lines of an indented code block (four spaces after a blank line, outside a
-        list item or admonition): Markdown shows them verbatim, so a link there would show as
-        raw `[term](…){ .glossary-link }` text."""
+        """True on the lines of an indented code block (four spaces after a blank line, outside a list
+        item or admonition): Markdown shows them verbatim, so a link there would show as raw Markdown."""
         stripped = text.strip()
         indent = len(text) - len(text.lstrip(" "))
         blank, self._blank = self._blank, not stripped
@@ -169,7 +167,7 @@ class Linker:
             self._done = True
             return True
         if self._math:
-            self._math = not (stripped.endswith("$$") or stripped.endswith("\\]"))
+            self._math = not stripped.endswith(("$$", "\\]"))
             return True
         if stripped in ("$$", "\\[") or (stripped.startswith("$$") and not stripped.endswith("$$", 2)):
             self._math = True

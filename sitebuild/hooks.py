@@ -21,8 +21,7 @@ from sitebuild.sims import Simulators, cache_file, committed_runs
 # docs/*.md that are not pages of their own (excluded in mkdocs.yml's exclude_docs).
 PARTIALS = ("validation-table.md",)
 SIZES_PAGE = "instructors.md"
-# config.extra["runtime"]'s entries for the Node.js-made files (their names, every start-up download's
-# size), and those files by name.
+# config.extra["runtime"]'s entries for the Node.js-made files (names, all download sizes), and the files by name.
 RuntimeFiles = tuple[dict[str, Any], dict[str, bytes]]
 
 
@@ -83,8 +82,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         files.append(File.generated(config, src_uri, abs_src_path=str(path)))
     for name, content in _build.generated.items():
         files.append(File.generated(config, f"assets/generated/{name}", content=content))
-    # The page that lists the download sizes renders last, so the other pages render while Node.js
-    # makes the files it measures.
+    # The download sizes' page renders last: the others render while Node.js makes the files it measures.
     if (sizes_page := files.get_file_from_path(SIZES_PAGE)) is not None:
         files.remove(sizes_page)
         files.append(sizes_page)

@@ -12,8 +12,7 @@ from typing import Any
 KEY_FIGURES = 8
 
 _BYTES = ((1e9, "GB"), (1e6, "MB"), (1e3, "KB"))
-# The unit a person would say: the largest one in which the figure is at least 1, largest first;
-# a figure in one of these units gets 3 significant digits.
+# The unit a person would say, largest first: the largest in which the figure is ≥ 1, shown to 3 significant digits.
 SCALES: dict[str, tuple[tuple[float, str], ...]] = {
     "s": ((1, "s"), (1e-3, "ms"), (1e-6, "µs")),
     "B": (*_BYTES, (1, "B")),

@@ -43,9 +43,8 @@ def write_copies(site_dir: Path) -> None:
 
 
 def downloads(vendored: dict[str, Path], generated: dict[str, bytes]) -> Sizes:
-    """The sizes of the worker's start-up downloads: the vendored Pyodide files it fetches and the
-    generated files (sent as they are). The worker fetches the WebAssembly's .gz copy itself (a
-    plain file every host sends as it is)."""
+    """The sizes of the worker's start-up downloads: the vendored Pyodide files it fetches (the
+    WebAssembly as its .gz copy, which hosts send as it is) and the generated files."""
     sizes = {}
     for name, path in vendored.items():
         data = path.read_bytes()
@@ -60,10 +59,9 @@ CLASS_SIZE = 30
 
 
 def paths(runtime: dict) -> dict[bool, set[str]]:
-    """{restoring the snapshot: the downloads that way of starting skips}. From scratch, the worker
-    skips the snapshot and the simulators' data archive (the whole archive holds it); restoring the
-    snapshot, which imported every module of the standard library zip and of simulators/, it skips
-    that zip and the whole archive, and unpacks the data archive only."""
+    """{restoring the snapshot: the downloads that way of starting skips}. From scratch: the snapshot and
+    the data archive (the whole archive holds it); restoring the snapshot, which imported every module of
+    the standard library zip and of simulators/: that zip and the whole archive (it unpacks the data one)."""
     return {
         False: {runtime["snapshot"], runtime["data"]},
         True: {runtime["stdlib"], runtime["archive"]},

@@ -1,7 +1,6 @@
-"""The build's other processes: Node.js scripts, and a map in Python processes for its long
-independent runs (the validation's engine runs: simulators.api.make_runs_with). Fresh interpreters
-(spawn), one per CPU up to four: safe beside the threads of the caller (`./dev serve` serves while
-it rebuilds), and no fork copies a lock held."""
+"""The build's other processes: Node.js scripts, and a map in Python processes for its long independent
+runs (the validation's engine runs: simulators.api.make_runs_with). Fresh interpreters (spawn), one per
+CPU up to four: safe beside the caller's threads (`./dev serve` serves while it rebuilds), no held lock forked."""
 
 from __future__ import annotations
 

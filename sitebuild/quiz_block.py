@@ -67,7 +67,7 @@ def check_source(lines: list[str]) -> None:
             continue
         for k, line in enumerate(item):
             match = _ANSWER.match(line)
-            if match and "{{" not in match.group(1) and _NUMBER.fullmatch(match.group(1)):
+            if match and _NUMBER.fullmatch(match.group(1)):
                 raise BlockError(
                     start + k,
                     f"the answer {match.group(1)} is typed, not computed: write it as a {{{{ … }}}} expression "

@@ -41,9 +41,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
 
     def send_head(self):  # type: ignore[no-untyped-def]
         path = Path(self.translate_path(self.path))
-        if path.is_dir():
-            if not self.path.split("?", 1)[0].endswith("/"):
-                return super().send_head()  # the base class redirects to the trailing slash
+        if path.is_dir() and self.path.split("?", 1)[0].endswith("/"):  # else the base class redirects
             path = path / "index.html"
         if not ("gzip" in self.headers.get("Accept-Encoding", "") and path.suffix in COMPRESSIBLE and path.is_file()):
             return super().send_head()
@@ -84,8 +82,8 @@ class SiteServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-def start(site_dir: Path, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
-    """Serve site_dir in a daemon thread; port 0 picks a free port (read server.server_port)."""
-    server = SiteServer((host, port), partial(SiteHandler, directory=str(site_dir)))
+def start(site_dir: Path, port: int = 0) -> ThreadingHTTPServer:
+    """Serve site_dir on localhost in a daemon thread; port 0 picks a free port (read server.server_port)."""
+    server = SiteServer(("127.0.0.1", port), partial(SiteHandler, directory=str(site_dir)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

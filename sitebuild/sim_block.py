@@ -26,6 +26,7 @@ from sitebuild.sims import SimulatorRunError, Simulators
 
 KEYS = ("sim", "scenario", "params", "controls", "caption", "id")
 WIDGET_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+HEAD = '<thead><tr><th scope="col">Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead>'
 
 
 def render(
@@ -88,21 +89,19 @@ def render(
             f"<td>{e(text)}</td><td>{e(shown)}</td></tr>"
         )
 
-    head = '<thead><tr><th scope="col">Metric</th><th scope="col">Value</th><th scope="col">Unit</th></tr></thead>'
+    def table(name: str, caption: str, keys: list[str]) -> str:
+        return (
+            f'<table class="{name}"><caption>{caption}</caption>{HEAD}<tbody>{"".join(map(row, keys))}</tbody></table>'
+        )
+
     # Past KEY_FIGURES, the figures stay one click away, under the data table's toggle.
-    more = (
-        f'<table class="sim-more-figures"><caption>More figures</caption>{head}'
-        f"<tbody>{''.join(map(row, keys[KEY_FIGURES:]))}</tbody></table>"
-        if keys[KEY_FIGURES:]
-        else ""
-    )
+    more = table("sim-more-figures", "More figures", keys[KEY_FIGURES:]) if keys[KEY_FIGURES:] else ""
     summary_id = f"sim-{widget_id}-summary"
     chart = static_chart.render(answer["figure"], f"sim-{widget_id}-chart-title")
     parts = [
         f'<figure class="sim" id="sim-{e(widget_id)}" data-widget="{e(widget_id)}" '
         f'data-sim="{e(schema["name"])}" data-params="{e(json.dumps(params))}" '
-        # An attribute, not a <script type="application/json">: instant navigation re-creates the
-        # scripts of the new page as plain inline scripts, dropping their type.
+        # An attribute, not a <script type="application/json">: instant navigation re-creates scripts untyped.
         f'data-controls="{e(json.dumps(controls))}" data-answer="{e(json.dumps(answer, separators=(",", ":")))}">',
         f'<figcaption class="sim-caption"><strong>{e(schema["title"])}</strong>'
         + (f" — {e(caption)}" if caption else "")
@@ -115,8 +114,7 @@ def render(
         f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
         f'aria-describedby="{summary_id}">{chart}</div>',
         f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
-        f'<table class="sim-metrics"><caption>Key figures</caption>{head}<tbody>{"".join(map(row, keys[:KEY_FIGURES]))}'
-        "</tbody></table>",
+        table("sim-metrics", "Key figures", keys[:KEY_FIGURES]),
         f'<details class="sim-data"><summary>Data table{" and more figures" if more else ""}</summary>{more}'
         '<div class="sim-data-table"></div></details>',
         '<div class="sim-actions"></div>',

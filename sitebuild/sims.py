@@ -75,8 +75,7 @@ def committed_runs(root: Path) -> dict[str, float]:
 
 class Simulators:
     def __init__(self, cache_file: Path | None = None, committed: dict[str, float] | None = None) -> None:
-        """`cache_file` keeps answers between builds; without one (tests), nothing is kept.
-        `committed`: validation runs by digest (committed_runs)."""
+        """`cache_file` keeps answers between builds (without one, in tests, none); `committed`: committed_runs."""
         self._session = api.Session()
         self.schemas: dict[str, dict[str, Any]] = api.schemas()
         self._cache_file = cache_file
@@ -84,8 +83,7 @@ class Simulators:
             json.loads(cache_file.read_text()) if cache_file is not None and cache_file.is_file() else {}
         )
         self._runs: dict[str, dict[str, Any]] = {}
-        # The validation page's serving runs (the event engine, ~40 s of CPU): committed, or kept in
-        # the same file, or made in parallel processes.
+        # The validation's serving runs: committed, or kept in the same file, or made in parallel processes.
         _SERVED.update({k.removeprefix(SERVED): float(v) for k, v in self._saved.items() if k.startswith(SERVED)})
         _SERVED.update(committed or {})
         api.make_runs_with(processes.run_many, lambda key: _SERVED.get(run_digest(key)))

@@ -46,8 +46,7 @@ def _node(script: Path, *args: Path) -> str:
 
 
 def imported_names(package_dir: Path) -> set[str]:
-    """Top-level module names in every import statement of the package's Python files but its
-    command line (__main__.py)."""
+    """Top-level module names the package's Python files import, but for its command line (__main__.py)."""
     names: set[str] = set()
     for path in (p for p in package_dir.rglob("*.py") if p.name != "__main__.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -105,22 +104,18 @@ def stdlib_zip(package_dir: Path, archive: bytes, cache_dir: Path) -> tuple[str,
     inputs = archive + (ROOT / "package-lock.json").read_bytes() + scripts
 
     def make(work: Path) -> Path:
-        archive_file = work.with_suffix(".archive")
+        archive_file, sources = work.with_suffix(".archive"), work.with_suffix(".sources")
         archive_file.write_bytes(archive)
         try:
             answer = run_in_pyodide(archive_file)
-        finally:
-            archive_file.unlink()
-        full = FULL_ZIP.read_bytes()
-        with zipfile.ZipFile(io.BytesIO(full)) as source:
-            available = source.namelist()
-        keep = members(answer["files"], imported_names(package_dir), available)
-        sources = work.with_suffix(".sources")
-        sources.write_bytes(reduce_zip(full, keep))
-        try:
+            full = FULL_ZIP.read_bytes()
+            with zipfile.ZipFile(io.BytesIO(full)) as source:
+                available = source.namelist()
+            sources.write_bytes(reduce_zip(full, members(answer["files"], imported_names(package_dir), available)))
             _node(COMPILE_SCRIPT, sources, work.with_suffix(".partial"))
         finally:
-            sources.unlink()
+            archive_file.unlink()
+            sources.unlink(missing_ok=True)
         return work.with_suffix(".partial")
 
     return hashed("python-stdlib", cached(cache_dir, "python-stdlib", ".zip", inputs, make), ".zip")

@@ -1,7 +1,5 @@
 """A plotly figure dict → one static inline SVG, drawn at build time so the chart shows at first paint.
 
-    render(figure, title_id=None) -> "<svg ...>...</svg>"
-
 The SVG mimics plotly.js's default rendering of the same figure (plotly.js draws the live chart
 later, so the two should not jump): the layout's size and margins, plotly's autorange padding and
 auto ticks (1/2/5 × 10^k; decades with 2-5 or 1-9 minor labels on log axes), a centred title, axis
@@ -65,8 +63,7 @@ def figure_id(figure: Any) -> str:
 
 
 def render(figure: dict[str, Any], title_id: str | None = None) -> str:
-    """The figure as one `<svg>` string; `title_id` (unique on the page) names its <title> and
-    prefixes every id inside it. Never raises on a malformed figure: what cannot be drawn is left out."""
+    """The figure as one `<svg>`; `title_id` (unique on the page) names its <title> and prefixes its ids."""
     valid_id = isinstance(title_id, str) and re.fullmatch(r"[A-Za-z][\w.:-]*", title_id)
     prefix = title_id if valid_id else figure_id(figure)
     chart = _Chart(figure, prefix)

@@ -1,5 +1,4 @@
-"""An axis: its type, plotly's autorange with pixel padding, its pixel mapping, and where plotly puts
-its ticks (linear or log) and how it labels them."""
+"""An axis: its type, plotly's autorange with pixel padding, its pixel mapping, its ticks (linear, log) and labels."""
 
 from __future__ import annotations
 
@@ -49,9 +48,7 @@ def log_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> list[tu
     elif hi - lo < 1:  # within one decade: linear ticks labelled in full
         v_lo, v_hi = 10**lo, 10**hi
         ticks, dtick = linear_ticks(v_lo, v_hi, length_px * 1.5, vertical)
-        for v in ticks:
-            if v > 0:
-                out.append((math.log10(v), format_default(v, dtick, axis_exponent(v_lo, v_hi)), False))
+        out = [(math.log10(v), format_default(v, dtick, axis_exponent(v_lo, v_hi)), False) for v in ticks if v > 0]
     else:
         digits = (1, 2, 5) if rough > 0.3 else tuple(range(1, 10))
         for k in range(math.floor(lo) - 1, math.ceil(hi) + 1):
@@ -86,9 +83,7 @@ class Axis:
                 return None
             return float(self.categories.setdefault(str(v), len(self.categories)))
         f = _num(v)
-        if f is None:
-            return None
-        if self.type == "log":
+        if self.type == "log" and f is not None:
             return math.log10(f) if f > 0 else None
         return f
 
@@ -140,12 +135,9 @@ class Axis:
         fmt = self.spec.get("tickformat") if isinstance(self.spec.get("tickformat"), str) else ""
         if tickvals := _list(self.spec.get("tickvals")):
             texts = _list(self.spec.get("ticktext"))
-            for i, tv in enumerate(tickvals):
-                u = self.to_linear(tv)
-                if u is None or not lo - 1e-9 <= u <= hi + 1e-9:
-                    continue
-                label = str(texts[i]) if i < len(texts) else self._label(u, 1.0, fmt)
-                self.ticks.append((u, label, False))
+            for i, u in enumerate(map(self.to_linear, tickvals)):
+                if u is not None and lo - 1e-9 <= u <= hi + 1e-9:
+                    self.ticks.append((u, str(texts[i]) if i < len(texts) else self._label(u, 1.0, fmt), False))
             return
         if self.type == "category":
             step = max(1, math.ceil(len(self.categories) / max(1.0, self.length() / 15)))

@@ -1,5 +1,4 @@
-"""Bars: where each sits (grouped, stacked, overlaid; vertical or horizontal), its fill or pattern, and
-its text inside or outside."""
+"""Bars: grouped, stacked or overlaid, vertical or horizontal; their fill or pattern; their text inside or outside."""
 
 from __future__ import annotations
 
@@ -104,10 +103,8 @@ def draw_bar(chart: Canvas, t: dict[str, Any]) -> str:
         if label not in (None, "") and position != "none":
             on = None if fill.startswith("url(") else color  # text on a pattern takes the theme's colour
             labels.append(_bar_text(str(label), position, on, t["horizontal"], (x, y, w, h), s1 < s0))
-    group = f'<g class="sc-bars" fill="{fill}"{stroke}>{"".join(rects)}</g>'
-    if any(labels):
-        group += f'<g class="sc-text sc-label">{"".join(labels)}</g>'
-    return group
+    text = f'<g class="sc-text sc-label">{"".join(labels)}</g>' if any(labels) else ""
+    return f'<g class="sc-bars" fill="{fill}"{stroke}>{"".join(rects)}</g>{text}'
 
 
 def _bar_text(label: str, position: str, color: str | None, horizontal: bool, box: Box, grows_up: bool) -> str:

@@ -49,8 +49,7 @@ class Canvas:
 
     def def_id(self, key: tuple[Any, ...], body: str) -> str:
         if key not in self.def_ids:
-            ident = f"{self.prefix}-{len(self.def_ids)}"
-            self.def_ids[key] = ident
+            ident = self.def_ids[key] = f"{self.prefix}-{len(self.def_ids)}"
             self.defs.append(body.replace("{id}", ident))
         return self.def_ids[key]
 

@@ -1,5 +1,4 @@
-"""_Chart: lays a figure out (its traces, axis types, plot area, autoranges and ticks) and puts its
-SVG together from the drawing modules."""
+"""_Chart: lays a figure out (traces, axis types, plot area, autoranges, ticks); puts its SVG together."""
 
 from __future__ import annotations
 

@@ -40,10 +40,7 @@ def _across(ax: Axis, spans: list[tuple[float, float]], p: float) -> str:
 def _cross_spans(chart: Canvas, ax: Axis) -> list[tuple[float, float]]:
     """The pixel extents of the counter axes that share a subplot with `ax` (for its gridlines)."""
     pairs = [(t["xa"], t["ya"]) for t in chart.traces] + [(t["ya"], t["xa"]) for t in chart.traces]
-    spans = {tuple(sorted((counter.p0, counter.p1))) for own, counter in pairs if own is ax}
-    if not spans:
-        spans.add((chart.top, chart.bottom) if not ax.vertical else (chart.left, chart.right))
-    return sorted(spans)  # type: ignore[arg-type]
+    return sorted({tuple(sorted((counter.p0, counter.p1))) for own, counter in pairs if own is ax})  # type: ignore[arg-type]
 
 
 def draw_axes_text(chart: Canvas) -> list[str]:
@@ -99,11 +96,8 @@ def _widest_label(ax: Axis) -> float:
 
 
 def _x_label_space(chart: Canvas) -> float:
-    space = 0.0
-    for ax in chart.axes.values():
-        if not ax.vertical and ax.used:
-            space = max(space, 22 + (30 if _text(ax.spec.get("title")) else 0) + _x_rotation_drop(ax))
-    return space
+    x_axes = [ax for ax in chart.axes.values() if not ax.vertical and ax.used]
+    return max((22 + (30 if _text(ax.spec.get("title")) else 0) + _x_rotation_drop(ax) for ax in x_axes), default=0.0)
 
 
 def _x_rotation_drop(ax: Axis) -> float:
@@ -174,6 +168,4 @@ def swatch(chart: Canvas, t: dict[str, Any]) -> str:
         size = _num(_dict(trace.get("marker")).get("size")) or 6
         ident, attrs = _marker_def(chart, trace, color, min(1.0, 12 / size))
         out += f'<use xlink:href="#{ident}" x="20" y="0" {attrs}/>'
-    if not out:
-        out = f'<path d="M5,0H35" stroke="{_attr(color)}" stroke-width="2"/>'
-    return out
+    return out or f'<path d="M5,0H35" stroke="{_attr(color)}" stroke-width="2"/>'

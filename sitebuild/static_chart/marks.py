@@ -18,15 +18,11 @@ def dasharray(dash: Any, width: float) -> str:
     dlw = max(width, 3)
     if dash in DASHES:
         return ",".join(_n(k * dlw) for k in DASHES[dash])
-    parts = [p.strip() for p in dash.split(",")]
     out = []
-    for p in parts:
-        if p.endswith("%"):
-            f = _num(p[:-1])
-            out.append(_n(f * width / 100) if f is not None else "")
-        else:
-            f = _num(p[:-2] if p.endswith("px") else p)
-            out.append(_n(f) if f is not None and f >= 0 else "")
+    for p in (p.strip() for p in dash.split(",")):
+        percent = p.endswith("%")  # of the line width; else px, never negative
+        f = _num(p[:-1] if percent else p.removesuffix("px"))
+        out.append("" if f is None or (f < 0 and not percent) else _n(f * width / 100 if percent else f))
     return ",".join(out) if all(out) else ""
 
 
@@ -123,5 +119,4 @@ def line_path(points: list[tuple[float, float] | None], shape: str = "linear") -
             out.append(f"V{y}")
         prev = (x, y)
     # drop lone moves (a point between two gaps draws nothing, as in plotly)
-    text = "".join(out)
-    return re.sub(r"M[-\d.]+,[-\d.]+(?=M|$)", "", text)
+    return re.sub(r"M[-\d.]+,[-\d.]+(?=M|$)", "", "".join(out))

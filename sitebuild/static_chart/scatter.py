@@ -88,22 +88,15 @@ def _point_text(trace: dict[str, Any], points: list[tuple[float, float] | None])
         return ""
     position = str(trace.get("textposition", "middle center"))
     size = _num(_dict(trace.get("marker")).get("size")) or 6
+    top, bottom = position.startswith("top"), position.startswith("bottom")
+    dy = -(size / 2 + 4) if top else size / 2 + 4 + FONT * 0.7 if bottom else FONT * 0.35
+    left, right = position.endswith("left"), position.endswith("right")
+    dx, anchor = (-(size / 2 + 2), "end") if left else (size / 2 + 2, "start") if right else (0.0, "middle")
     out = []
     for i, p in enumerate(points):
         label = texts[i] if isinstance(texts, list) and i < len(texts) else (texts if isinstance(texts, str) else "")
-        if p is None or label in (None, ""):
-            continue
-        x, y = p
-        anchor = "middle"
-        if position.startswith("top"):
-            y -= size / 2 + 4
-        elif position.startswith("bottom"):
-            y += size / 2 + 4 + FONT * 0.7
-        else:
-            y += FONT * 0.35
-        if position.endswith("left"):
-            anchor, x = "end", x - size / 2 - 2
-        elif position.endswith("right"):
-            anchor, x = "start", x + size / 2 + 2
-        out.append(f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}">{escape(str(label))}</text>')
+        if p is not None and label not in (None, ""):
+            out.append(
+                f'<text x="{_n(p[0] + dx)}" y="{_n(p[1] + dy)}" text-anchor="{anchor}">{escape(str(label))}</text>'
+            )
     return f'<g class="sc-text sc-label">{"".join(out)}</g>' if out else ""
