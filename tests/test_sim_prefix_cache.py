@@ -139,3 +139,18 @@ def test_match_and_caching_shortcuts_before_the_first_eviction_agree_with_a_plai
         assert (kv.num_evictions > 0) == evicts
         for r in reqs:
             assert kv.match(r.segments, r.prompt_tokens) == _linear_match(kv, r.segments, r.prompt_tokens)
+
+
+def test_the_hit_rate_views_show_the_caches_figures_and_price_no_time():
+    """Learner review: the hit-rate charts' tables led with TTFT. Their tables now hold the caches' own
+    figures (the schema's order puts hit rates first) and their answers say no "Times priced with", while
+    the TTFT view keeps every figure and its profile."""
+    declared = [m["name"] for m in api.schema("prefix_cache")["metrics"]]
+    for view in ("hits", "pressure"):
+        answer = api.run("prefix_cache", {"view": view})
+        shown = [k for k in declared if k in answer["metrics"]]
+        assert shown[:2] == ["hit_rate_hash", "hit_rate_radix"], shown
+        assert not any(k.startswith("ttft_") for k in answer["metrics"])
+        assert "priced_by" not in answer and "priced" not in answer["summary"]
+    ttft = api.run("prefix_cache", {"view": "ttft"})
+    assert set(declared) <= set(ttft["metrics"]) and "Times priced with" in ttft["summary"]
