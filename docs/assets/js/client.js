@@ -130,8 +130,7 @@ function begin(cfg, resolve, reject) {
     if (planned && downloadedAt === null && waiting.every((name) => name.endsWith(".mjs"))) downloadedAt = performance.now();
   };
   worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-  runtime.starts += 1;
-  Object.assign(runtime, { startedAt: performance.now(), stageAt: [], doneMB: 0, totalMB: 0 });
+  Object.assign(runtime, { starts: runtime.starts + 1, startedAt: performance.now(), stageAt: [], doneMB: 0, totalMB: 0 });
   worker.onerror = (event) => fail(`The Python runtime could not load (${event.message || "worker error"}); the charts show pre-computed results.`);
   worker.onmessage = ({ data }) => {
     if (data.type === "bytes") {
@@ -193,11 +192,8 @@ export function retry() {
 // shows; `onPartial` gets each partial answer ({"ok", "partial", "figure"}) of a chart that streams;
 // `onTimed`, Python's own ms; `keep: false` leaves the worker's session (and the reader's scenario) alone.
 export function run(key, name, params, { background = false, seed = 0, limitMs = runtime.runLimitMs, onPartial = null, onTimed = null, keep = true } = {}) {
-  const waiting = queue.find((job) => job.key === key);
-  if (waiting) {
-    queue = queue.filter((job) => job !== waiting);
-    waiting.resolve(null);
-  }
+  queue.find((job) => job.key === key)?.resolve(null); // at most one waits per key
+  queue = queue.filter((job) => job.key !== key);
   return new Promise((resolve, reject) => {
     queue.push({ key, name, params, background, seed, limitMs, onPartial, onTimed, keep, resolve, reject });
     pump();
@@ -215,7 +211,7 @@ function pump() {
 }
 
 function finish({ id, json, error, ms }) {
-  if (!inFlight || inFlight.id !== id) return;
+  if (inFlight?.id !== id) return;
   const job = inFlight;
   inFlight = null;
   clearTimeout(job.timer);
