@@ -89,12 +89,7 @@ function colours() {
 function inked(data) {
   const { fg } = colours();
   const ink = (style) => (style?.color === "#000000" ? { ...style, color: fg } : style);
-  return data.map((trace) => {
-    const out = { ...trace };
-    if (trace.line) out.line = ink(trace.line);
-    if (trace.marker) out.marker = ink(trace.marker);
-    return out;
-  });
+  return data.map((trace) => ({ ...trace, line: ink(trace.line), marker: ink(trace.marker) }));
 }
 
 function themed(layout) {
@@ -105,7 +100,6 @@ function themed(layout) {
   const out = { ...layout, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { ...layout.font, color: fg } };
   // The toolbar's icons in the palette's colours (plotly's default grey vanishes on the dark one).
   out.modebar = { bgcolor: "rgba(0,0,0,0)", color: light, activecolor: fg, ...layout.modebar };
-  // No animated transitions when the reader asks for reduced motion.
   if (reducedMotion.matches) out.transition = { duration: 0 };
   for (const key of Object.keys(layout)) if (/^[xy]axis\d*$/.test(key)) out[key] = axis(layout[key]);
   return out;
