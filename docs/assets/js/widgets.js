@@ -64,11 +64,10 @@ new MutationObserver(() => mounted.forEach((w) => w.live && draw(w.chart, w.answ
 async function mount(el) {
   el.dataset.mounted = "";
   const w = {
-    el, id: el.dataset.widget, name: el.dataset.sim, chart: el.querySelector(".sim-chart"),
+    el, id: el.dataset.widget, key: `${location.pathname}#${el.dataset.widget}`, name: el.dataset.sim, chart: el.querySelector(".sim-chart"),
     base: JSON.parse(el.dataset.params), controls: JSON.parse(el.dataset.controls),
     answer: JSON.parse(el.dataset.answer), fields: new Map(), issued: 0, shown: 0,
   };
-  w.key = `${location.pathname}#${w.id}`;
   mounted.add(w);
   showAnswer(w, w.answer, false); // its chart is already in the page, drawn at build time
   w.schema = (await schemas)[w.name];
@@ -86,14 +85,12 @@ const CUSTOM = "__custom__";
 
 function buildControls(w) {
   const box = w.el.querySelector(".sim-controls");
-  box.replaceChildren();
-  for (const name of w.controls) box.append(field(w, w.schema.params.find((p) => p.name === name)));
+  box.replaceChildren(...w.controls.map((name) => field(w, w.schema.params.find((p) => p.name === name))));
   box.removeAttribute("aria-busy");
 }
 
 function field(w, p) {
   const id = `sim-${w.id}-${p.name}`;
-  const wrap = tag("div", { class: "sim-field" });
   const label = tag("label", { for: id, id: `${id}-label` }, p.label + (p.unit ? ` (${p.unit})` : ""));
   const message = tag("p", { class: "sim-field-message", id: `${id}-message` });
   const help = p.help ? tag("p", { class: "sim-help", id: `${id}-help` }, p.help) : null;
@@ -156,10 +153,8 @@ function field(w, p) {
     inputs.push(box);
   }
   setValue(w.values[p.name]);
-  wrap.append(label, tag("div", { class: "sim-inputs" }, ...inputs), ...(help ? [help] : []), message);
   w.fields.set(p.name, { inputs, message, setValue });
-  inputs.forEach((input) => (input.disabled = true)); // until the runtime is ready (showStatus)
-  return wrap;
+  return tag("div", { class: "sim-field" }, label, tag("div", { class: "sim-inputs" }, ...inputs), ...(help ? [help] : []), message);
 }
 
 // A log slider may start at 0 when 0 means "the default" (e.g. vLLM's batch limits for the GPU):
