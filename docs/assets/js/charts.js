@@ -84,12 +84,16 @@ function colours() {
   return palette;
 }
 
-// The palette's black (simulators/plotting.py: reference lines) in the text colour, so that it
-// stays visible on the dark background.
+// The palette's black (simulators/plotting.py: reference lines) in the text colour: visible on the dark background.
 function inked(data) {
   const { fg } = colours();
   const ink = (style) => (style?.color === "#000000" ? { ...style, color: fg } : style);
-  return data.map((trace) => ({ ...trace, line: ink(trace.line), marker: ink(trace.marker) }));
+  return data.map((trace) => {
+    const out = { ...trace };
+    if (trace.line) out.line = ink(trace.line);
+    if (trace.marker) out.marker = ink(trace.marker);
+    return out;
+  });
 }
 
 function themed(layout) {
