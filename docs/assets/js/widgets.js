@@ -105,8 +105,7 @@ function field(w, p) {
     setValue = (v) => { box.value = v; setSlider(p, slider, v); };
     inputs.push(slider, box);
   } else if (p.type === "choice") {
-    const select = tag("select", { id, "aria-describedby": describedBy });
-    for (const c of p.choices) select.append(tag("option", { value: c.value }, c.label));
+    const select = tag("select", { id, "aria-describedby": describedBy }, ...p.choices.map((c) => tag("option", { value: c.value }, c.label)));
     if (p.custom) select.append(tag("option", { value: CUSTOM }, `Custom ${p.custom} (paste JSON)…`));
     const area = tag("textarea", { rows: "4", hidden: "", "aria-label": `${p.label}: JSON object`, "aria-describedby": describedBy });
     select.addEventListener("change", () => {
@@ -141,8 +140,8 @@ function field(w, p) {
       setText(status, f ? `${f.name}: ${Math.max(1, Math.round(f.size / 1024))} KB, read in this page only` : "");
       change(w, p, text);
     });
-    clear.addEventListener("click", () => { input.value = ""; if (area) area.value = ""; setText(status, ""); change(w, p, ""); });
     setValue = (v) => { if (area) area.value = v; if (!v) { input.value = ""; setText(status, ""); } };
+    clear.addEventListener("click", () => { setValue(""); change(w, p, ""); });
     inputs.push(input, clear, status, ...(area ? [area] : []));
   } else { // a text: several lines with `lines`
     const box = p.lines
@@ -187,8 +186,7 @@ function readAddress(w) {
   if (raw === null) return {};
   try {
     const state = JSON.parse(raw);
-    const known = new Set(w.schema.params.map((p) => p.name));
-    if (state === null || typeof state !== "object" || Array.isArray(state) || !Object.keys(state).every((k) => known.has(k))) throw new Error();
+    if (state === null || typeof state !== "object" || Array.isArray(state) || !Object.keys(state).every((k) => w.schema.params.some((p) => p.name === k))) throw new Error();
     w.pending = true; // run the shared scenario as soon as the runtime is ready
     return state;
   } catch {
