@@ -141,7 +141,6 @@ async function start({ indexURL, archiveURL, dataURL, stdLibURL, snapshotURL, st
     const options = { indexURL, lockFileContents, packageBaseUrl: indexURL, stdLibURL };
     let pyodide;
     try {
-      // The build's snapshot: Python already initialised and the simulators imported.
       pyodide = snapshot && (await loadPyodide({ ...options, _loadSnapshot: snapshot }));
     } catch (error) {
       console.warn(`Python start-up snapshot not used (${error?.message ?? error}); starting Python from scratch.`);
