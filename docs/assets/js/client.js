@@ -1,6 +1,5 @@
-// One Pyodide worker per tab, kept across instant navigation (this module runs once per tab).
-// Runs are queued one at a time; per widget key only the newest waiting request is kept. A run
-// past the time limit is cancelled by terminating the worker and starting a fresh one.
+// One Pyodide worker per tab, kept across instant navigation (this module runs once per tab). Runs queue
+// one at a time, only a widget key's newest waiting request kept; one past the time limit restarts the worker.
 
 // Start-up has no fixed limit (a slow connection may take a minute). It fails when the download
 // stalls (no byte for STALL_LIMIT_MS: a host that holds a request) or a later step (starting Python,
@@ -94,8 +93,6 @@ function begin(cfg, resolve, reject) {
   const fail = (message) => {
     clearInterval(watchdog);
     worker.terminate();
-    ready = Promise.reject(new Error(message));
-    ready.catch(() => {});
     setStatus("failed", message, runtime.step, { label: "Try again", run: retry });
     reject(new Error(message));
   };
