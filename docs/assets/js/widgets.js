@@ -241,26 +241,23 @@ async function rerun(w, fromUser) {
   if (json === null || issued < w.shown) return; // replaced by a newer request, or stale
   const answer = JSON.parse(json);
   w.shown = issued;
-  if (!answer.ok) {
-    if (!fromUser) { // a shared scenario that no longer validates: fall back to the page's own
-      ignoreAddress(w);
-      w.values = { ...w.defaults };
-      w.fields.forEach((f, name) => f.setValue(w.values[name]));
-      showStatus(w, runtime);
-      return rerun(w, false);
-    }
-    return showFieldErrors(w, answer.errors);
+  if (!answer.ok && !fromUser) { // a shared scenario that no longer validates: fall back to the page's own
+    ignoreAddress(w);
+    w.values = { ...w.defaults };
+    w.fields.forEach((f, name) => f.setValue(w.values[name]));
+    showStatus(w, runtime);
+    return rerun(w, false);
   }
-  showFieldErrors(w, []);
+  showFieldErrors(w, answer.ok ? [] : answer.errors);
+  if (!answer.ok) return;
   // w.values is left alone: it holds the newest input, which a late answer must not put back.
   await showAnswer(w, answer);
   // After the redraw (the reader waits for the chart), unless a newer answer wrote its own.
   if (fromUser && issued === w.shown) writeAddress(w, values);
 }
 
-// A chart that streams (a sweep) is redrawn as its points come, still aria-busy; the figures, words
-// and data table wait for the whole answer. Only the newest partial chart is drawn, one at a time;
-// data-partial says which run it belongs to.
+// A streaming chart (a sweep) is redrawn as its points come, still aria-busy (the figures, words and data
+// table wait for the whole answer): only the newest partial chart, one at a time; data-partial names its run.
 function drawPartial(w, issued, json) {
   if (issued !== w.issued) return; // a newer change is coming
   w.partial = json;
@@ -300,9 +297,7 @@ function showStatus(w, status) {
   if (status.state === "starting") {
     const [value, max] = status.step <= 1 && status.totalMB ? [status.doneMB, status.totalMB] : [status.step, status.steps];
     box.append(tag("progress", { max: String(max), value: String(value), "aria-label": "Loading the Python runtime" }), ` ${status.text}…`);
-  } else if (status.state === "failed" || status.state === "waiting") {
-    box.append(status.text);
-  }
+  } else if (status.state === "failed" || status.state === "waiting") box.append(status.text);
   if (status.action) { // "Try again", "Run the simulators here — N MB" (client.js)
     const button = tag("button", { type: "button", class: "md-button sim-runtime-action" }, status.action.label);
     button.addEventListener("click", status.action.run);
