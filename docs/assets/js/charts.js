@@ -28,11 +28,10 @@ function wrapped(text, fits) {
   return lines;
 }
 
-// Plotly cuts a one-line title off at the edges of a narrow (phone) chart: a long title is broken
-// between words into lines that fit. Plotly places a title by its first line, the others running into
-// the plot from the third on, so it hangs from the chart's top edge instead (its top anchor 0.7 em too
-// high with several lines, measured) and the top margin holds every line. A letter is taken as
-// 0.55 em wide, a line as 1.3 em high.
+// Plotly cuts a one-line title off at a narrow (phone) chart's edges: a long one is broken between words
+// into lines that fit. Plotly places a title by its first line (lines from the third on run into the plot),
+// so it hangs from the chart's top edge instead (its top anchor 0.7 em too high with several lines,
+// measured), the top margin holding every line. A letter is taken as 0.55 em wide, a line as 1.3 em high.
 const TITLE_EM = 0.55;
 const TITLE_PAD_PX = 10;
 
