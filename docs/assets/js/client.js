@@ -22,7 +22,6 @@ export const runtime = (ns.runtime = {
 const listeners = new Set();
 let worker = null;
 let ready = null; // Promise of the running start-up, or null when none
-let asked = false; // the reader pressed "Run the simulators here" (or "Try again")
 let queue = []; // [{key, name, params, resolve, reject}]
 let inFlight = null;
 let nextId = 1;
@@ -54,22 +53,20 @@ function megabytes(bytes) {
 // Starts Python unless the connection asks to wait for the reader; `ask` is the reader's request.
 // The returned promise resolves when Python is ready, however late, and rejects when it failed.
 export function start({ ask = false } = {}) {
-  asked ||= ask;
-  if (ready && ask && runtime.state === "waiting") runtime.action.run();
   if (ready) return ready;
   const cfg = config();
   // Wait for the reader to ask when the browser asks to save data or rates the connection 3G or slower
   // (the Network Information API; Chrome only). The worker decides on the snapshot from its own rate.
   const c = navigator.connection;
-  let resolveReady, rejectReady;
-  ready = new Promise((resolve, reject) => ([resolveReady, rejectReady] = [resolve, reject]));
-  if (c && (c.saveData || /2g|3g/.test(c.effectiveType ?? "")) && !asked) {
+  let beginNow;
+  ready = new Promise((resolve, reject) => (beginNow = () => begin(cfg, resolve, reject)));
+  if (c && (c.saveData || /2g|3g/.test(c.effectiveType ?? "")) && !ask) {
     const compressed = hostCompresses(); // the transfer size of a start from scratch, as the host sends it
     const bytes = Object.values(startFiles(cfg, false)).reduce((sum, [raw, gz]) => sum + (compressed ? gz : raw), 0);
     const why = c.saveData ? "Your browser asks to save data" : "Your connection looks slow";
     setStatus("waiting", `${why}, so the Python runtime is not downloaded until you ask; the charts show pre-computed results.`, 0,
-      { label: `Run the simulators here — ${megabytes(bytes)} MB`, run: () => begin(cfg, resolveReady, rejectReady) });
-  } else begin(cfg, resolveReady, rejectReady);
+      { label: `Run the simulators here — ${megabytes(bytes)} MB`, run: beginNow });
+  } else beginNow();
   return ready;
 }
 
@@ -82,7 +79,6 @@ function startFiles(cfg, withSnapshot) {
 }
 
 function begin(cfg, resolve, reject) {
-  asked = true;
   const assets = new URL("../", import.meta.url);
   let expected = startFiles(cfg, false); // the files of the other start if the worker restores the snapshot
   const files = {}; // name -> {done, length, encoded, finished} as the worker reports them
