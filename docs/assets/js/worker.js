@@ -194,12 +194,10 @@ async function snapshotFile(url) {
   const cache = await globalThis.caches?.open(SNAPSHOT_CACHE).catch(() => null);
   const bytes = await gunzip(await download(url));
   check(bytes);
-  if (cache) {
-    (async () => {
-      for (const old of await cache.keys()) if (old.url !== url) await cache.delete(old);
-      await cache.put(url, new Response(bytes));
-    })().catch(() => {}); // a full or refused cache costs only the next start's inflating
-  }
+  cache?.keys().then(async (keys) => {
+    for (const old of keys) if (old.url !== url) await cache.delete(old);
+    await cache.put(url, new Response(bytes));
+  }).catch(() => {}); // a full or refused cache costs only the next start's inflating
   return bytes;
 }
 
