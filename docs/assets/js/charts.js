@@ -5,10 +5,6 @@ import { loadScript } from "./dom.js";
 
 const PLOTLY = "../vendor/plotly/plotly.min.js";
 
-export function preload() {
-  return loadScript(PLOTLY);
-}
-
 export async function draw(element, figure) {
   await loadScript(PLOTLY);
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it

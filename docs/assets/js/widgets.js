@@ -2,7 +2,7 @@
 // charts and figures updated in place, state in the address, downloads and a Python recipe.
 // Nothing here knows a simulator by name: the schema and the answers carry everything.
 import { config, onStatus, run, runtime, start } from "./client.js";
-import { draw, preload } from "./charts.js";
+import { draw } from "./charts.js";
 import { tag, setText } from "./dom.js";
 import { addExports, isFile, showAnswer } from "./results.js";
 
@@ -45,8 +45,6 @@ document$.subscribe(() => {
 function goLive() {
   goingLive ??= (async () => {
     ns.chartsLive = false;
-    await idle();
-    await preload();
     for (const w of mounted) {
       await idle();
       if (!w.live && w.el.isConnected) await draw(w.chart, w.answer.figure).then(() => (w.live = true));
