@@ -119,7 +119,7 @@ function begin(cfg, resolve, reject) {
   // Downloaded once the worker has planned and every file but the .mjs is in (the .mjs is an
   // import, not a fetch: it reports only when complete); the stall limit gives way to the step limit.
   const checkDownloaded = () => {
-    const waiting = Object.keys(expected).filter((name) => !(files[name]?.finished || files[name]?.cached));
+    const waiting = Object.keys(expected).filter((name) => !files[name]?.finished); // a cached file reports finished
     if (planned && downloadedAt === null && waiting.every((name) => name.endsWith(".mjs"))) downloadedAt = performance.now();
   };
   worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
