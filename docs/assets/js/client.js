@@ -9,7 +9,7 @@ const STALL_LIMIT_MS = 15000;
 const STEP_LIMIT_MS = 45000;
 const STAGES = 3;
 // The one global: window.llmCourse. `runtime` is read by widgets, tests and the benchmark.
-const ns = (globalThis.llmCourse ??= {});
+export const ns = (globalThis.llmCourse ??= {});
 // state: idle, waiting (for the reader to ask, on a data-saving or slow connection), starting, ready
 // or failed; doneMB/totalMB: the download so far; `action`: a button a widget shows ({label, run}).
 // startedAt/readyAt/stageAt (performance.now()) and fromSnapshot are read by the benchmark.

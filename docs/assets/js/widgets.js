@@ -1,7 +1,7 @@
 // Simulator widgets: controls built from the exported schema, coalesced runs in the worker,
 // charts and figures updated in place, state in the address, downloads and a Python recipe.
 // Nothing here knows a simulator by name: the schema and the answers carry everything.
-import { config, onStatus, run, runtime, start } from "./client.js";
+import { config, ns, onStatus, run, runtime, start } from "./client.js";
 import { draw } from "./charts.js";
 import { tag, setText } from "./dom.js";
 import { addExports, isFile, showAnswer } from "./results.js";
@@ -19,7 +19,6 @@ const BUSY_MS = 150;
 const WARM_UP_RUNS = 4;
 const WARM_ENOUGH_MS = 200;
 const mounted = new Set();
-const ns = (globalThis.llmCourse ??= {});
 const idle = () => new Promise((resolve) => (window.requestIdleCallback ?? setTimeout)(resolve));
 let goingLive = null; // the running replacement of static charts by live ones, if any
 let schemas = null;
@@ -62,8 +61,8 @@ new MutationObserver(() => mounted.forEach((w) => w.live && draw(w.chart, w.answ
 async function mount(el) {
   el.dataset.mounted = "";
   const w = {
-    el, id: el.dataset.widget, key: `${location.pathname}#${el.dataset.widget}`, name: el.dataset.sim, chart: el.querySelector(".sim-chart"),
-    base: JSON.parse(el.dataset.params), controls: JSON.parse(el.dataset.controls),
+    el, id: el.dataset.widget, key: `${location.pathname}#${el.dataset.widget}`, name: el.dataset.sim,
+    chart: el.querySelector(".sim-chart"), base: JSON.parse(el.dataset.params), controls: JSON.parse(el.dataset.controls),
     answer: JSON.parse(el.dataset.answer), fields: new Map(), issued: 0, shown: 0,
   };
   mounted.add(w);
