@@ -30,8 +30,7 @@ async function control(box) {
   button.onclick = async () => {
     button.disabled = true;
     try {
-      const fresh = await navigator.serviceWorker.register(box.dataset.offlineWorker);
-      track(box, fresh);
+      track(box, await navigator.serviceWorker.register(box.dataset.offlineWorker));
     } catch (error) {
       button.disabled = false;
       say(box, "error", `The course could not be saved for offline reading: ${error.message}`);
@@ -49,16 +48,14 @@ function track(box, registration) {
     const count = await saved(manifest.version);
     bar.value = count;
     say(box, "saving", `Saving the course for offline reading: ${count} of ${manifest.files} files (${manifest.size})…`);
+    const done = registration.active && !registration.installing && count >= manifest.files;
     const worker = registration.installing ?? registration.waiting ?? registration.active;
-    if (registration.active && !registration.installing && count >= manifest.files) {
-      bar.hidden = true;
-      showSaved(box, registration);
-    } else if (worker?.state === "redundant") {
-      bar.hidden = true;
-      button.hidden = false;
-      button.disabled = false;
-      say(box, "error", "Saving the course failed (the network dropped or the browser is out of space). Try again.");
-    } else setTimeout(tick, 250);
+    if (!done && worker?.state !== "redundant") return setTimeout(tick, 250);
+    bar.hidden = true;
+    if (done) return showSaved(box, registration);
+    button.hidden = false;
+    button.disabled = false;
+    say(box, "error", "Saving the course failed (the network dropped or the browser is out of space). Try again.");
   };
   tick();
 }
