@@ -183,7 +183,8 @@ function readAddress(w) {
   if (raw === null) return {};
   try {
     const state = JSON.parse(raw);
-    if (state === null || typeof state !== "object" || Array.isArray(state) || !Object.keys(state).every((k) => w.schema.params.some((p) => p.name === k))) throw new Error();
+    const known = new Set(w.schema.params.map((p) => p.name));
+    if (state === null || typeof state !== "object" || Array.isArray(state) || !Object.keys(state).every((k) => known.has(k))) throw new Error();
     w.pending = true; // run the shared scenario as soon as the runtime is ready
     return state;
   } catch {
