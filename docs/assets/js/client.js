@@ -47,7 +47,7 @@ function hostCompresses() {
 }
 
 function megabytes(bytes) {
-  return bytes >= 9.95e6 ? (bytes / 1e6).toFixed(0) : (bytes / 1e6).toFixed(1);
+  return (bytes / 1e6).toFixed(bytes >= 9.95e6 ? 0 : 1);
 }
 
 // Starts Python unless the connection asks to wait for the reader; `ask` is the reader's request.
