@@ -5,10 +5,6 @@ import { loadScript } from "./dom.js";
 
 const PLOTLY = "../vendor/plotly/plotly.min.js";
 
-export function preload() {
-  return loadScript(PLOTLY);
-}
-
 export async function draw(element, figure) {
   await loadScript(PLOTLY);
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
@@ -28,11 +24,10 @@ function wrapped(text, fits) {
   return lines;
 }
 
-// Plotly cuts a one-line title off at the edges of a narrow (phone) chart: a long title is broken
-// between words into lines that fit. Plotly places a title by its first line, the others running into
-// the plot from the third on, so it hangs from the chart's top edge instead (its top anchor 0.7 em too
-// high with several lines, measured) and the top margin holds every line. A letter is taken as
-// 0.55 em wide, a line as 1.3 em high.
+// Plotly cuts a one-line title off at a narrow (phone) chart's edges: a long one is broken between words
+// into lines that fit. Plotly places a title by its first line (lines from the third on run into the plot),
+// so it hangs from the chart's top edge instead (its top anchor 0.7 em too high with several lines,
+// measured), the top margin holding every line. A letter is taken as 0.55 em wide, a line as 1.3 em high.
 const TITLE_EM = 0.55;
 const TITLE_PAD_PX = 10;
 
@@ -84,8 +79,7 @@ function colours() {
   return palette;
 }
 
-// The palette's black (simulators/plotting.py: reference lines) in the text colour, so that it
-// stays visible on the dark background.
+// The palette's black (simulators/plotting.py: reference lines) in the text colour: visible on the dark background.
 function inked(data) {
   const { fg } = colours();
   const ink = (style) => (style?.color === "#000000" ? { ...style, color: fg } : style);
@@ -105,7 +99,6 @@ function themed(layout) {
   const out = { ...layout, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { ...layout.font, color: fg } };
   // The toolbar's icons in the palette's colours (plotly's default grey vanishes on the dark one).
   out.modebar = { bgcolor: "rgba(0,0,0,0)", color: light, activecolor: fg, ...layout.modebar };
-  // No animated transitions when the reader asks for reduced motion.
   if (reducedMotion.matches) out.transition = { duration: 0 };
   for (const key of Object.keys(layout)) if (/^[xy]axis\d*$/.test(key)) out[key] = axis(layout[key]);
   return out;

@@ -1,6 +1,5 @@
-// One Pyodide worker per tab, kept across instant navigation (this module runs once per tab).
-// Runs are queued one at a time; per widget key only the newest waiting request is kept. A run
-// past the time limit is cancelled by terminating the worker and starting a fresh one.
+// One Pyodide worker per tab, kept across instant navigation (this module runs once per tab). Runs queue
+// one at a time, only a widget key's newest waiting request kept; one past the time limit restarts the worker.
 
 // Start-up has no fixed limit (a slow connection may take a minute). It fails when the download
 // stalls (no byte for STALL_LIMIT_MS: a host that holds a request) or a later step (starting Python,
@@ -10,7 +9,7 @@ const STALL_LIMIT_MS = 15000;
 const STEP_LIMIT_MS = 45000;
 const STAGES = 3;
 // The one global: window.llmCourse. `runtime` is read by widgets, tests and the benchmark.
-const ns = (globalThis.llmCourse ??= {});
+export const ns = (globalThis.llmCourse ??= {});
 // state: idle, waiting (for the reader to ask, on a data-saving or slow connection), starting, ready
 // or failed; doneMB/totalMB: the download so far; `action`: a button a widget shows ({label, run}).
 // startedAt/readyAt/stageAt (performance.now()) and fromSnapshot are read by the benchmark.
@@ -23,7 +22,6 @@ export const runtime = (ns.runtime = {
 const listeners = new Set();
 let worker = null;
 let ready = null; // Promise of the running start-up, or null when none
-let asked = false; // the reader pressed "Run the simulators here" (or "Try again")
 let queue = []; // [{key, name, params, resolve, reject}]
 let inFlight = null;
 let nextId = 1;
@@ -49,28 +47,26 @@ function hostCompresses() {
 }
 
 function megabytes(bytes) {
-  return bytes >= 9.95e6 ? (bytes / 1e6).toFixed(0) : (bytes / 1e6).toFixed(1);
+  return (bytes / 1e6).toFixed(bytes >= 9.95e6 ? 0 : 1);
 }
 
 // Starts Python unless the connection asks to wait for the reader; `ask` is the reader's request.
 // The returned promise resolves when Python is ready, however late, and rejects when it failed.
 export function start({ ask = false } = {}) {
-  asked ||= ask;
-  if (ready && ask && runtime.state === "waiting") runtime.action.run();
   if (ready) return ready;
   const cfg = config();
   // Wait for the reader to ask when the browser asks to save data or rates the connection 3G or slower
   // (the Network Information API; Chrome only). The worker decides on the snapshot from its own rate.
   const c = navigator.connection;
-  let resolveReady, rejectReady;
-  ready = new Promise((resolve, reject) => ([resolveReady, rejectReady] = [resolve, reject]));
-  if (c && (c.saveData || /2g|3g/.test(c.effectiveType ?? "")) && !asked) {
+  let beginNow;
+  ready = new Promise((resolve, reject) => (beginNow = () => begin(cfg, resolve, reject)));
+  if (c && (c.saveData || /2g|3g/.test(c.effectiveType ?? "")) && !ask) {
     const compressed = hostCompresses(); // the transfer size of a start from scratch, as the host sends it
     const bytes = Object.values(startFiles(cfg, false)).reduce((sum, [raw, gz]) => sum + (compressed ? gz : raw), 0);
     const why = c.saveData ? "Your browser asks to save data" : "Your connection looks slow";
     setStatus("waiting", `${why}, so the Python runtime is not downloaded until you ask; the charts show pre-computed results.`, 0,
-      { label: `Run the simulators here — ${megabytes(bytes)} MB`, run: () => begin(cfg, resolveReady, rejectReady) });
-  } else begin(cfg, resolveReady, rejectReady);
+      { label: `Run the simulators here — ${megabytes(bytes)} MB`, run: beginNow });
+  } else beginNow();
   return ready;
 }
 
@@ -83,7 +79,6 @@ function startFiles(cfg, withSnapshot) {
 }
 
 function begin(cfg, resolve, reject) {
-  asked = true;
   const assets = new URL("../", import.meta.url);
   let expected = startFiles(cfg, false); // the files of the other start if the worker restores the snapshot
   const files = {}; // name -> {done, length, encoded, finished} as the worker reports them
@@ -94,8 +89,6 @@ function begin(cfg, resolve, reject) {
   const fail = (message) => {
     clearInterval(watchdog);
     worker.terminate();
-    ready = Promise.reject(new Error(message));
-    ready.catch(() => {});
     setStatus("failed", message, runtime.step, { label: "Try again", run: retry });
     reject(new Error(message));
   };
@@ -126,12 +119,11 @@ function begin(cfg, resolve, reject) {
   // Downloaded once the worker has planned and every file but the .mjs is in (the .mjs is an
   // import, not a fetch: it reports only when complete); the stall limit gives way to the step limit.
   const checkDownloaded = () => {
-    const waiting = Object.keys(expected).filter((name) => !(files[name]?.finished || files[name]?.cached));
+    const waiting = Object.keys(expected).filter((name) => !files[name]?.finished); // a cached file reports finished
     if (planned && downloadedAt === null && waiting.every((name) => name.endsWith(".mjs"))) downloadedAt = performance.now();
   };
   worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-  runtime.starts += 1;
-  Object.assign(runtime, { startedAt: performance.now(), stageAt: [], doneMB: 0, totalMB: 0 });
+  Object.assign(runtime, { starts: runtime.starts + 1, startedAt: performance.now(), stageAt: [], doneMB: 0, totalMB: 0 });
   worker.onerror = (event) => fail(`The Python runtime could not load (${event.message || "worker error"}); the charts show pre-computed results.`);
   worker.onmessage = ({ data }) => {
     if (data.type === "bytes") {
@@ -193,11 +185,8 @@ export function retry() {
 // shows; `onPartial` gets each partial answer ({"ok", "partial", "figure"}) of a chart that streams;
 // `onTimed`, Python's own ms; `keep: false` leaves the worker's session (and the reader's scenario) alone.
 export function run(key, name, params, { background = false, seed = 0, limitMs = runtime.runLimitMs, onPartial = null, onTimed = null, keep = true } = {}) {
-  const waiting = queue.find((job) => job.key === key);
-  if (waiting) {
-    queue = queue.filter((job) => job !== waiting);
-    waiting.resolve(null);
-  }
+  queue.find((job) => job.key === key)?.resolve(null); // at most one waits per key
+  queue = queue.filter((job) => job.key !== key);
   return new Promise((resolve, reject) => {
     queue.push({ key, name, params, background, seed, limitMs, onPartial, onTimed, keep, resolve, reject });
     pump();
@@ -215,7 +204,7 @@ function pump() {
 }
 
 function finish({ id, json, error, ms }) {
-  if (!inFlight || inFlight.id !== id) return;
+  if (inFlight?.id !== id) return;
   const job = inFlight;
   inFlight = null;
   clearTimeout(job.timer);

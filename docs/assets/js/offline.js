@@ -9,10 +9,7 @@ let manifest = null; // offline.json: { version, files, bytes }, and its size in
 
 document$.subscribe(() => {
   if (!("serviceWorker" in navigator)) return;
-  if (document.querySelector("[data-course-offline-off]")) {
-    forget();
-    return;
-  }
+  if (document.querySelector("[data-course-offline-off]")) return forget();
   const box = document.querySelector("[data-course-offline]");
   if (box) control(box).catch((error) => say(box, "error", `Offline reading is not available: ${error.message}`));
 });
@@ -25,22 +22,15 @@ async function control(box) {
     return r.json().then((m) => ({ ...m, size: `${(m.bytes / 1e6).toFixed(0)} MB` }));
   });
   const registration = await navigator.serviceWorker.getRegistration(new URL(".", new URL(box.dataset.offlineWorker, location.href)).href);
-  if (registration?.active && (await saved(manifest.version)) >= manifest.files) {
-    showSaved(box, registration);
-    return;
-  }
-  if (registration?.installing) {
-    track(box, registration);
-    return;
-  }
+  if (registration?.active && (await saved(manifest.version)) >= manifest.files) return showSaved(box, registration);
+  if (registration?.installing) return track(box, registration);
   button.textContent = `Make the course available offline (${manifest.size})`;
   button.hidden = false;
   say(box, "idle", `Saves all ${manifest.files} files of the course (${manifest.size}) in this browser, so every lesson and simulator works without a network.`);
   button.onclick = async () => {
     button.disabled = true;
     try {
-      const fresh = await navigator.serviceWorker.register(box.dataset.offlineWorker);
-      track(box, fresh);
+      track(box, await navigator.serviceWorker.register(box.dataset.offlineWorker));
     } catch (error) {
       button.disabled = false;
       say(box, "error", `The course could not be saved for offline reading: ${error.message}`);
@@ -58,18 +48,14 @@ function track(box, registration) {
     const count = await saved(manifest.version);
     bar.value = count;
     say(box, "saving", `Saving the course for offline reading: ${count} of ${manifest.files} files (${manifest.size})…`);
+    const done = registration.active && !registration.installing && count >= manifest.files;
     const worker = registration.installing ?? registration.waiting ?? registration.active;
-    if (registration.active && !registration.installing && count >= manifest.files) {
-      bar.hidden = true;
-      showSaved(box, registration);
-    } else if (worker?.state === "redundant") {
-      bar.hidden = true;
-      button.hidden = false;
-      button.disabled = false;
-      say(box, "error", "Saving the course failed (the network dropped or the browser is out of space). Try again.");
-    } else {
-      setTimeout(tick, 250);
-    }
+    if (!done && worker?.state !== "redundant") return setTimeout(tick, 250);
+    bar.hidden = true;
+    if (done) return showSaved(box, registration);
+    button.hidden = false;
+    button.disabled = false;
+    say(box, "error", "Saving the course failed (the network dropped or the browser is out of space). Try again.");
   };
   tick();
 }
@@ -102,7 +88,6 @@ async function forget() {
 }
 
 function say(box, state, text) {
-  const status = box.querySelector("[data-offline-status]");
-  status.textContent = text;
+  box.querySelector("[data-offline-status]").textContent = text;
   box.dataset.state = state;
 }

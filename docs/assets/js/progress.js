@@ -99,7 +99,7 @@ function courseMap() {
   // The journey marks the reader's position: the chapter of the lesson to read next.
   for (const step of document.querySelectorAll(".course-journey li[data-lessons]")) {
     const lessons = step.dataset.lessons.split(" ");
-    const here = next !== undefined && lessons.includes(next);
+    const here = lessons.includes(next);
     if (here) step.setAttribute("aria-current", "step");
     else step.removeAttribute("aria-current");
     step.querySelector(".course-journey-here").hidden = !here;

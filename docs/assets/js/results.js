@@ -51,20 +51,20 @@ function builtRow(w, key) {
   return { label: row?.cells[0].textContent ?? key, unit: row?.dataset.unit ?? "" };
 }
 
+// A trace's plotted points as [x, y] pairs (a pie's are its labels and values).
+const points = (t) => (t.x ?? t.labels ?? []).map((x, j) => [x, (t.y ?? t.values ?? [])[j]]);
+
 function dataTable(w) {
+  const titles = ["x", "y"].map((axis) => {
+    const title = w.answer.figure.layout?.[`${axis}axis`]?.title;
+    return (typeof title === "string" ? title : title?.text) || axis;
+  });
   const tables = w.answer.figure.data.map((trace, i) => {
-    const x = trace.x ?? trace.labels ?? [];
-    const y = trace.y ?? trace.values ?? [];
-    const head = tag("tr", {}, tag("th", { scope: "col" }, axisTitle(w, "xaxis") || "x"), tag("th", { scope: "col" }, axisTitle(w, "yaxis") || "y"));
-    const body = x.map((xv, j) => tag("tr", {}, tag("td", {}, formatNumber(xv)), tag("td", {}, formatNumber(y[j]))));
+    const head = tag("tr", {}, ...titles.map((title) => tag("th", { scope: "col" }, title)));
+    const body = points(trace).map((point) => tag("tr", {}, ...point.map((v) => tag("td", {}, formatNumber(v)))));
     return tag("table", {}, tag("caption", {}, trace.name || `Series ${i + 1}`), tag("thead", {}, head), tag("tbody", {}, ...body));
   });
   w.el.querySelector(".sim-data-table").replaceChildren(...tables);
-}
-
-function axisTitle(w, axis) {
-  const title = w.answer.figure.layout?.[axis]?.title;
-  return typeof title === "string" ? title : title?.text;
 }
 
 function actions(w) {
@@ -92,8 +92,7 @@ function buildActions(w) {
 
 // One row per plotted point: series, x, y.
 function csv(figure) {
-  const rows = figure.data.flatMap((t, i) =>
-    (t.x ?? t.labels ?? []).map((x, j) => [t.name || `series ${i + 1}`, x, (t.y ?? t.values)[j]].map(csvCell).join(",")));
+  const rows = figure.data.flatMap((t, i) => points(t).map((point) => [t.name || `series ${i + 1}`, ...point].map(csvCell).join(",")));
   return ["series,x,y", ...rows].join("\n");
 }
 

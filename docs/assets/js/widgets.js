@@ -1,8 +1,8 @@
 // Simulator widgets: controls built from the exported schema, coalesced runs in the worker,
 // charts and figures updated in place, state in the address, downloads and a Python recipe.
 // Nothing here knows a simulator by name: the schema and the answers carry everything.
-import { config, onStatus, run, runtime, start } from "./client.js";
-import { draw, preload } from "./charts.js";
+import { config, ns, onStatus, run, runtime, start } from "./client.js";
+import { draw } from "./charts.js";
 import { tag, setText } from "./dom.js";
 import { addExports, isFile, showAnswer } from "./results.js";
 
@@ -19,7 +19,6 @@ const BUSY_MS = 150;
 const WARM_UP_RUNS = 4;
 const WARM_ENOUGH_MS = 200;
 const mounted = new Set();
-const ns = (globalThis.llmCourse ??= {});
 const idle = () => new Promise((resolve) => (window.requestIdleCallback ?? setTimeout)(resolve));
 let goingLive = null; // the running replacement of static charts by live ones, if any
 let schemas = null;
@@ -45,8 +44,6 @@ document$.subscribe(() => {
 function goLive() {
   goingLive ??= (async () => {
     ns.chartsLive = false;
-    await idle();
-    await preload();
     for (const w of mounted) {
       await idle();
       if (!w.live && w.el.isConnected) await draw(w.chart, w.answer.figure).then(() => (w.live = true));
@@ -64,11 +61,10 @@ new MutationObserver(() => mounted.forEach((w) => w.live && draw(w.chart, w.answ
 async function mount(el) {
   el.dataset.mounted = "";
   const w = {
-    el, id: el.dataset.widget, name: el.dataset.sim, chart: el.querySelector(".sim-chart"),
-    base: JSON.parse(el.dataset.params), controls: JSON.parse(el.dataset.controls),
+    el, id: el.dataset.widget, key: `${location.pathname}#${el.dataset.widget}`, name: el.dataset.sim,
+    chart: el.querySelector(".sim-chart"), base: JSON.parse(el.dataset.params), controls: JSON.parse(el.dataset.controls),
     answer: JSON.parse(el.dataset.answer), fields: new Map(), issued: 0, shown: 0,
   };
-  w.key = `${location.pathname}#${w.id}`;
   mounted.add(w);
   showAnswer(w, w.answer, false); // its chart is already in the page, drawn at build time
   w.schema = (await schemas)[w.name];
@@ -86,14 +82,12 @@ const CUSTOM = "__custom__";
 
 function buildControls(w) {
   const box = w.el.querySelector(".sim-controls");
-  box.replaceChildren();
-  for (const name of w.controls) box.append(field(w, w.schema.params.find((p) => p.name === name)));
+  box.replaceChildren(...w.controls.map((name) => field(w, w.schema.params.find((p) => p.name === name))));
   box.removeAttribute("aria-busy");
 }
 
 function field(w, p) {
   const id = `sim-${w.id}-${p.name}`;
-  const wrap = tag("div", { class: "sim-field" });
   const label = tag("label", { for: id, id: `${id}-label` }, p.label + (p.unit ? ` (${p.unit})` : ""));
   const message = tag("p", { class: "sim-field-message", id: `${id}-message` });
   const help = p.help ? tag("p", { class: "sim-help", id: `${id}-help` }, p.help) : null;
@@ -108,8 +102,7 @@ function field(w, p) {
     setValue = (v) => { box.value = v; setSlider(p, slider, v); };
     inputs.push(slider, box);
   } else if (p.type === "choice") {
-    const select = tag("select", { id, "aria-describedby": describedBy });
-    for (const c of p.choices) select.append(tag("option", { value: c.value }, c.label));
+    const select = tag("select", { id, "aria-describedby": describedBy }, ...p.choices.map((c) => tag("option", { value: c.value }, c.label)));
     if (p.custom) select.append(tag("option", { value: CUSTOM }, `Custom ${p.custom} (paste JSON)…`));
     const area = tag("textarea", { rows: "4", hidden: "", "aria-label": `${p.label}: JSON object`, "aria-describedby": describedBy });
     select.addEventListener("change", () => {
@@ -144,8 +137,8 @@ function field(w, p) {
       setText(status, f ? `${f.name}: ${Math.max(1, Math.round(f.size / 1024))} KB, read in this page only` : "");
       change(w, p, text);
     });
-    clear.addEventListener("click", () => { input.value = ""; if (area) area.value = ""; setText(status, ""); change(w, p, ""); });
     setValue = (v) => { if (area) area.value = v; if (!v) { input.value = ""; setText(status, ""); } };
+    clear.addEventListener("click", () => { setValue(""); change(w, p, ""); });
     inputs.push(input, clear, status, ...(area ? [area] : []));
   } else { // a text: several lines with `lines`
     const box = p.lines
@@ -156,10 +149,8 @@ function field(w, p) {
     inputs.push(box);
   }
   setValue(w.values[p.name]);
-  wrap.append(label, tag("div", { class: "sim-inputs" }, ...inputs), ...(help ? [help] : []), message);
   w.fields.set(p.name, { inputs, message, setValue });
-  inputs.forEach((input) => (input.disabled = true)); // until the runtime is ready (showStatus)
-  return wrap;
+  return tag("div", { class: "sim-field" }, label, tag("div", { class: "sim-inputs" }, ...inputs), ...(help ? [help] : []), message);
 }
 
 // A log slider may start at 0 when 0 means "the default" (e.g. vLLM's batch limits for the GPU):
@@ -248,26 +239,23 @@ async function rerun(w, fromUser) {
   if (json === null || issued < w.shown) return; // replaced by a newer request, or stale
   const answer = JSON.parse(json);
   w.shown = issued;
-  if (!answer.ok) {
-    if (!fromUser) { // a shared scenario that no longer validates: fall back to the page's own
-      ignoreAddress(w);
-      w.values = { ...w.defaults };
-      w.fields.forEach((f, name) => f.setValue(w.values[name]));
-      showStatus(w, runtime);
-      return rerun(w, false);
-    }
-    return showFieldErrors(w, answer.errors);
+  if (!answer.ok && !fromUser) { // a shared scenario that no longer validates: fall back to the page's own
+    ignoreAddress(w);
+    w.values = { ...w.defaults };
+    w.fields.forEach((f, name) => f.setValue(w.values[name]));
+    showStatus(w, runtime);
+    return rerun(w, false);
   }
-  showFieldErrors(w, []);
+  showFieldErrors(w, answer.ok ? [] : answer.errors);
+  if (!answer.ok) return;
   // w.values is left alone: it holds the newest input, which a late answer must not put back.
   await showAnswer(w, answer);
   // After the redraw (the reader waits for the chart), unless a newer answer wrote its own.
   if (fromUser && issued === w.shown) writeAddress(w, values);
 }
 
-// A chart that streams (a sweep) is redrawn as its points come, still aria-busy; the figures, words
-// and data table wait for the whole answer. Only the newest partial chart is drawn, one at a time;
-// data-partial says which run it belongs to.
+// A streaming chart (a sweep) is redrawn as its points come, still aria-busy (the figures, words and data
+// table wait for the whole answer): only the newest partial chart, one at a time; data-partial names its run.
 function drawPartial(w, issued, json) {
   if (issued !== w.issued) return; // a newer change is coming
   w.partial = json;
@@ -307,9 +295,7 @@ function showStatus(w, status) {
   if (status.state === "starting") {
     const [value, max] = status.step <= 1 && status.totalMB ? [status.doneMB, status.totalMB] : [status.step, status.steps];
     box.append(tag("progress", { max: String(max), value: String(value), "aria-label": "Loading the Python runtime" }), ` ${status.text}…`);
-  } else if (status.state === "failed" || status.state === "waiting") {
-    box.append(status.text);
-  }
+  } else if (status.state === "failed" || status.state === "waiting") box.append(status.text);
   if (status.action) { // "Try again", "Run the simulators here — N MB" (client.js)
     const button = tag("button", { type: "button", class: "md-button sim-runtime-action" }, status.action.label);
     button.addEventListener("click", status.action.run);

@@ -72,9 +72,7 @@ async function watchedFetch(input, init) {
 // Downloads a file Pyodide will ask for, to answer its request; a failed answer ends the start-up
 // at once, as does a .wasm of the wrong type (Pyodide would wait forever for it without an error).
 function hold(url, read = fetchFile) {
-  const held = read(url);
-  downloads.set(url, held);
-  return held;
+  return downloads.set(url, read(url)).get(url);
 }
 
 async function fetchFile(url, type = null) {
@@ -122,23 +120,20 @@ async function downloadRate(done) {
 async function start({ indexURL, archiveURL, dataURL, stdLibURL, snapshotURL, startWith, lockFileContents }) {
   try {
     stage(1, "Downloading the Python runtime and the simulators");
-    const asmURL = new URL("pyodide.asm.mjs", indexURL).href;
     const wasm = hold(new URL("pyodide.asm.wasm", indexURL).href, fetchWasm);
-    import(asmURL).catch(() => {}); // loaded now, in parallel; loadPyodide's import reuses it
+    import(new URL("pyodide.asm.mjs", indexURL).href).catch(() => {}); // loaded now, in parallel; loadPyodide's import reuses it
     wasm.catch(() => {}); // awaited below
     // startWith ("snapshot" or "plain") is the benchmark's choice; readers get the measured one.
     const cached = snapshotURL && startWith !== "plain" ? await cachedSnapshot(snapshotURL) : null;
     const rate = snapshotURL && !startWith && !cached ? await downloadRate(wasm) : null;
-    const chosen = startWith ? startWith === "snapshot" : Boolean(cached) || rate >= SNAPSHOT_MIN_MBPS;
-    const useSnapshot = Boolean(snapshotURL) && chosen;
+    const useSnapshot = Boolean(snapshotURL) && (startWith ? startWith === "snapshot" : Boolean(cached) || rate >= SNAPSHOT_MIN_MBPS);
     self.postMessage({ type: "plan", snapshot: useSnapshot, rateMbps: rate });
     // The snapshot holds the standard library's and simulators/'s modules (sitebuild/snapshot.mjs):
     // then Pyodide gets an empty zip and only the data files are unpacked; else the zip and the archive.
-    const stdlib = useSnapshot ? hold(stdLibURL, emptyZip) : hold(stdLibURL);
+    const stdlib = hold(stdLibURL, useSnapshot ? emptyZip : fetchFile);
     let archive = download(useSnapshot ? dataURL : archiveURL);
     archive.catch(() => {}); // awaited below
-    const packed = useSnapshot ? (cached ? Promise.resolve(cached) : snapshotFile(snapshotURL)) : null;
-    const snapshot = packed && Promise.all([packed, wasm]).then(([bytes, { bytes: wasmBytes }]) => unpack(bytes, wasmBytes));
+    const snapshot = useSnapshot ? Promise.all([cached ?? snapshotFile(snapshotURL), wasm]).then(([bytes, { bytes: wasmBytes }]) => unpack(bytes, wasmBytes)) : null;
     snapshot?.catch(() => {}); // a failed download is handled where it is awaited
     await Promise.all([wasm, stdlib, archive]); // a download that failed (or a .wasm of the wrong type) ends the start-up here
     // lockFileContents with no packages: no lock file is fetched, no wheel loaded. stdLibURL: only what
@@ -146,7 +141,6 @@ async function start({ indexURL, archiveURL, dataURL, stdLibURL, snapshotURL, st
     const options = { indexURL, lockFileContents, packageBaseUrl: indexURL, stdLibURL };
     let pyodide;
     try {
-      // The build's snapshot: Python already initialised and the simulators imported.
       pyodide = snapshot && (await loadPyodide({ ...options, _loadSnapshot: snapshot }));
     } catch (error) {
       console.warn(`Python start-up snapshot not used (${error?.message ?? error}); starting Python from scratch.`);
@@ -200,12 +194,10 @@ async function snapshotFile(url) {
   const cache = await globalThis.caches?.open(SNAPSHOT_CACHE).catch(() => null);
   const bytes = await gunzip(await download(url));
   check(bytes);
-  if (cache) {
-    (async () => {
-      for (const old of await cache.keys()) if (old.url !== url) await cache.delete(old);
-      await cache.put(url, new Response(bytes));
-    })().catch(() => {}); // a full or refused cache costs only the next start's inflating
-  }
+  cache?.keys().then(async (keys) => {
+    for (const old of keys) if (old.url !== url) await cache.delete(old);
+    await cache.put(url, new Response(bytes));
+  }).catch(() => {}); // a full or refused cache costs only the next start's inflating
   return bytes;
 }
 
