@@ -37,14 +37,7 @@ from typing import Any
 from .. import parallel
 from ..core import costmodel as cm
 from ..core import vllm_memory as vm
-from ..core.catalog import (
-    Gpu,
-    Model,
-    assumptions,
-    gpus,
-    running_example,
-    serve_defaults,
-)
+from ..core.catalog import Gpu, Model, assumptions, gpus, running_example, serve_defaults
 from ..params import ModelGpu, ParamError, dtype_choices, param
 from ..plotting import bar, chart
 from ..results_cache import Keep
