@@ -31,6 +31,7 @@ import json
 import math
 from collections.abc import Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .. import parallel
@@ -126,12 +127,9 @@ def _runs(p: Params, spec: EngineSpec, seed: int, keep: Keep) -> tuple[ServedMem
     requests, and those the maximum is read from, of at least loadgen.CEILING_REQUESTS."""
     lay = parallel.layout_of(p)  # the engine profile and the GPU layout price every step, so they key the runs too
     server = [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs]
-
-    def runs(n: int) -> ServedMemo:
-        served: ServedMemo = keep(json.dumps([*server, n, seed], sort_keys=True), lambda: ServedMemo(spec, n, seed))
-        return served
-
-    return runs(p.num_requests), runs(max(p.num_requests, loadgen.CEILING_REQUESTS))
+    sizes = (p.num_requests, max(p.num_requests, loadgen.CEILING_REQUESTS))
+    runs = [keep(json.dumps([*server, n, seed], sort_keys=True), partial(ServedMemo, spec, n, seed)) for n in sizes]
+    return runs[0], runs[1]
 
 
 def _point(r: LoadRun) -> dict[str, float]:
@@ -285,7 +283,5 @@ def _sweep(p: Params, view: str, served: ServedMemo, ceiling: ServedMemo) -> Str
         for f in reversed(FRACTIONS):
             yield from point("other", "poisson", other, rate=f * cap)
     shown = {"knee": ("open", "closed"), "goodput": ("open", "chosen"), "lengths": ("open", "other")}[view]
-    answer = {k: out[k] for k in shown}
-    answer["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
-    answer["csv"] = to_csv([top, *sweep])
-    return answer
+    runs = [top, *sweep]
+    return {**{k: out[k] for k in shown}, "guidellm": [guidellm_record(r) for r in runs], "csv": to_csv(runs)}
