@@ -39,7 +39,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from ..core import capacity
 from ..core import costmodel as cm
@@ -129,10 +129,8 @@ def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple
     tops = [max(max(b), -min(b)) for b in blocks]
     found = []
     for qmax in QMAX.values():
-        diff: list[float] = []
-        for block, top in zip(blocks, tops, strict=True):
-            scale = top / qmax if top else 1.0  # an all-zero block is exact at any scale
-            diff += [v - round(v / scale) * scale for v in block]
+        scales = [top / qmax if top else 1.0 for top in tops]  # an all-zero block is exact at any scale
+        diff = [v - round(v / scale) * scale for block, scale in zip(blocks, scales, strict=True) for v in block]
         found.append((math.sqrt(sum(map(operator.mul, diff, diff)) / energy), max(max(diff), -min(diff))))
     return found
 
@@ -154,8 +152,7 @@ def demo_errors(seed: int, num_outliers: int, outlier_size: float, group: int, k
         found = {s: scheme_errors(flat, sizes[s], flat_energy) for s in SCHEMES}
         return tuple((f"{b}_{s}", *found[s][i]) for i, b in enumerate(QMAX) for s in SCHEMES)
 
-    found: Errors = keep(("errors", seed, num_outliers, outlier_size, group), make)
-    return found
+    return cast(Errors, keep(("errors", seed, num_outliers, outlier_size, group), make))
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
