@@ -40,7 +40,7 @@ import operator
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ..core import capacity
 from ..core import costmodel as cm
@@ -107,13 +107,12 @@ def prune_unstructured(w: Sequence[Sequence[float]], sparsity: float) -> list[li
 
 def prune_24(w: Sequence[Sequence[float]]) -> list[list[float]]:
     """Zero the two smallest-magnitude weights of every group of four along each row."""
-    out = []
-    for row in w:
-        new, size = list(row), list(map(abs, row))
-        for g in range(0, len(row), 4):
+    out = [list(row) for row in w]
+    for new in out:
+        size = list(map(abs, new))
+        for g in range(0, len(new), 4):
             for j in sorted(range(g, g + 4), key=size.__getitem__)[:2]:
                 new[j] = 0.0
-        out.append(new)
     return out
 
 
@@ -182,8 +181,7 @@ def demo_unstructured(seed: int, sparsity: float, keep: Keep) -> Scores:
 
 
 def _kept_base(seed: int, keep: Keep) -> _Base:
-    base: _Base = keep(("base", seed), lambda: _base(seed))
-    return base
+    return cast(_Base, keep(("base", seed), lambda: _base(seed)))
 
 
 def demo(seed: int, sparsity: float, keep: Keep | None = None) -> dict[str, dict[str, float]]:
