@@ -207,13 +207,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     cost = EngineSpec(m, gpu, **_formats(p), engine=p.engine, **lay.cost_kw()).step_cost()
     capacity = pooled_kv_tokens(m, gpu, lay, **_formats(p))
     at = partial(operating_point, cost, capacity, output=p.output_tokens, prefix_share=p.prefix_share)
-    grid = [{"batch": b, "context": c, **at(b, c)} for c in CONTEXTS for b in BATCHES]
     point = at(p.batch_size, p.prompt_tokens)
     follow = _follow(p, m, gpu, seed)
     trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
     return {
         **p.stated("output_tokens", "prefix_share", "prompt_tokens"),
-        "grid": grid,
+        "grid": [{"batch": b, "context": c, **at(b, c)} for c in CONTEXTS for b in BATCHES],
         "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
         "capacity_tokens": capacity,
         "budget": p.max_num_batched_tokens,
