@@ -119,12 +119,11 @@ def demo_matrix(seed: int, num_outliers: int, outlier_size: float, keep: Keep | 
 
 
 def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple[float, float]]:
-    """(relative RMS error, largest absolute error) of `flat` quantised in blocks of `size` values,
-    one scale per block, for each format of QMAX in order; `energy` is sum(v * v). Symmetric
-    round-to-nearest (ties to even, Python's round): a block's scale is its largest |value| / qmax,
-    so no value needs clipping to [-qmax, qmax] (|v / scale| exceeds qmax by a few ulps at most, and
-    round() brings that back). Each block's top is found once for both formats, and each error is
-    computed where its value is rounded, without a dequantised copy."""
+    """(relative RMS error, largest absolute error) of `flat` quantised in blocks of `size` values, one
+    scale per block, for each format of QMAX in order; `energy` is sum(v * v). Symmetric round-to-nearest
+    (ties to even, Python's round) with scale = largest |value| / qmax, so no value needs clipping to
+    [-qmax, qmax] (|v / scale| exceeds qmax by a few ulps at most; round() brings it back). Each block's
+    top is found once for both formats, each error where its value is rounded (no dequantised copy)."""
     blocks = [flat[j : j + size] for j in range(0, len(flat), size)]
     tops = [max(max(b), -min(b)) for b in blocks]
     found = []

@@ -104,9 +104,8 @@ StepTimes = tuple[cm.StepTime, list[cm.StepTime]]
 
 
 def _kept_times(keep: Keep, p: Params, ctx: int) -> Callable[[int], StepTimes]:
-    """By batch at one context: one decode step, and the verify pass for every draft length
-    1..MAX_DRAFT, kept in the caller's memo: the step times do not depend on the acceptance rate,
-    the draft length or the draft's cost, so changing those prices nothing."""
+    """By batch at one context: one decode step and the verify pass for every draft length 1..MAX_DRAFT,
+    kept in the caller's memo: they do not depend on alpha, gamma or c, so changing those prices nothing."""
     # The model and GPU may be a reader's config objects (dicts): the key holds them as canonical JSON.
     key = json.dumps(["step times", p.model, p.gpu, p.ideal, p.engine, ctx], sort_keys=True)
     table: dict[int, StepTimes] = keep(key, dict)
