@@ -74,8 +74,7 @@ VIEWS = [("cost", "Price of each configuration"), ("latency", "Latency against t
 
 
 def default_prices() -> dict[str, float]:
-    table = data_file("gpu_prices.toml")
-    return {gid: float(v["usd_per_hour"]) for gid, v in table.items() if isinstance(v, dict)}
+    return {gid: float(v["usd_per_hour"]) for gid, v in data_file("gpu_prices.toml").items() if isinstance(v, dict)}
 
 
 def parse_prices(text: str) -> dict[str, float]:

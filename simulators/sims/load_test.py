@@ -159,10 +159,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         alone = yield from served.stream("poisson", lengths, show, rate=p.rate_per_s, **kw)
         yield {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(alone.metrics)}
     swept = (yield from _sweep(p, str(view), served, ceiling)) if view in SWEPT_VIEWS else {}
-    # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
-    # profile sends everything at once; in a short run that measures the drain as well). It is
-    # read as completions per second over the middle of the completion timeline
-    # (loadgen.steady_throughput), so it is the steady state, not the start-up and the drain.
+    # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput profile
+    # sends everything at once: a short run measures the drain too), read as completions per second over
+    # the middle of the completion timeline (loadgen.steady_throughput): the steady state, not start or drain.
     top = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics

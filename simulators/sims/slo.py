@@ -220,8 +220,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     ttft_pdf, tpot_pdf = stats.Pdf(ttft), stats.Pdf(tpot)  # one each, for every percentile below
     slo_met = ttft_pdf.percentile(q / 100) <= p.ttft_slo_s and tpot_pdf.percentile(q / 100) <= p.tpot_slo_s
     request_rate = s["tokens_per_s"] / p.output_tokens
-    # The sweep stops where the KV cache of the batch no longer fits, in vLLM's accounting at its
-    # defaults (vllm_memory.account: requests of prompt + output tokens held at once).
+    # The sweep stops where the batch's KV cache no longer fits (max_batch_fits: see the docstring).
     fit_batch = int(vm.account(m, gpu, max_model_len=p.prompt_tokens + p.output_tokens).max_concurrency)
     # Batch 1 stays in the sweep even when nothing fits, so the chart still shows the bound.
     batches = [b for b in BATCH_GRID if b < fit_batch] + [max(fit_batch, 1)]
