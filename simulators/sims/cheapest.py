@@ -132,9 +132,8 @@ class Params:
         "", label="Your prices", unit="USD per GPU-hour",
         help="id=price pairs replacing the cited defaults, e.g. 'h100-sxm=2.1, l4=0.7'; a GPU without a price is left out.",
     )  # fmt: skip
-    # Requests per engine run (10% left out at each end).
-    # Capped at 1,000: since the one speed model, a search at 2,000 took 5 s of CPU, past what the
-    # browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
+    # Requests per engine run (10% left out at each end). At most 1,000: since the one speed model, a search
+    # at 2,000 took 5 s of CPU, past what the browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
     num_requests: int = num_requests_param(300, min=100, max=1000, step=100, label="Requests per engine run")
 
     def check(self) -> None:

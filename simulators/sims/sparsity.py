@@ -99,8 +99,7 @@ def prune_unstructured(w: Sequence[Sequence[float]], sparsity: float) -> list[li
     """Zero the round(sparsity * size) smallest-magnitude weights of the whole matrix."""
     cols = len(w[0])
     flat = [abs(v) for row in w for v in row]
-    # A stable sort of the flat positions by magnitude breaks ties by position, as sorting
-    # (|w|, row, column) tuples would, at a fraction of the cost.
+    # A stable sort of the positions by |w| breaks ties by position, as sorting (|w|, row, column) would, faster.
     drop = set(sorted(range(len(flat)), key=flat.__getitem__)[: round(sparsity * len(flat))])
     return [[0.0 if i * cols + j in drop else v for j, v in enumerate(row)] for i, row in enumerate(w)]
 
@@ -124,8 +123,7 @@ def _matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[
         kept = [j for j, v in enumerate(row) if v != 0.0]
         values = [row[j] for j in kept]
         cols = list(zip(*[x[j] for j in kept], strict=True)) if kept else [() for _ in x[0]]
-        # map(operator.mul) yields the same products in the same order as a generator, so the sums
-        # are bit-identical; it only skips the per-term Python frame.
+        # map(operator.mul): a generator's products in its order (bit-identical sums), without its frames.
         out.append([sum(map(operator.mul, values, c)) for c in cols])
     return out
 
