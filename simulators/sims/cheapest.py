@@ -204,8 +204,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             for tp, pp, dp, ep in ss.shapes(m, p.max_gpus):
                 lay = ss.Layout(gpu, tp, dtype, prices[gpu.id], pp, dp, ep)
                 why = _unusable(m, lay)
-                made = (None, {}) if why else keep(("layout", *base, lay.label), lambda: prepare(lay))  # noqa: B023
-                b, runs_by[lay.label] = made
+                b, runs_by[lay.label] = (None, {}) if why else keep(("layout", *base, lay.label), lambda: prepare(lay))  # noqa: B023
                 if b is None:
                     pruned.append({"config": lay.label, "why": why or "does not fit (vLLM would refuse to start)"})
                     continue

@@ -179,7 +179,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     bound = cm.decode_compute_bound_batch(m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, **kw)
     path = cm.matmul_path(gpu, p.weight_dtype)
     group = int(p.group_size)
-    demo = demo_errors(seed, p.num_outliers, p.outlier_size, group, keep)
     scale_bits = cm.precision("int4").scale_bits
     overhead = {"per_tensor": scale_bits / (ROWS * COLS), "per_channel": scale_bits / COLS, "group": scale_bits / group}
     notes = []
@@ -204,7 +203,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     for what, batch in (("Batch", p.batch_size), ("The crossover batch", stops)):
         if batch and (note := capacity.batch_note(what, batch, m, gpu, p.context_tokens, **fmt)):
             notes.append(note)
-    for key, rel, worst in demo:
+    for key, rel, worst in demo_errors(seed, p.num_outliers, p.outlier_size, group, keep):
         metrics |= {f"demo_{key}_rel_rms": rel, f"demo_{key}_max_abs_error": worst}
     if view == "demo":  # the demo's table holds its own figures, and it times nothing (as generation's sampling)
         metrics = {k: v for k, v in metrics.items() if k == "bits_per_weight" or k.startswith("demo_")}

@@ -129,8 +129,7 @@ class Params(ModelGpuEngine):
     num_requests: int = param(2000, label="Requests sampled", min=100, max=20_000, step=100)
 
     def check(self) -> None:
-        m = resolve_model(self.model)
-        limit = 2 * max(m.max_context_tokens, 131_072)
+        limit = 2 * max(resolve_model(self.model).max_context_tokens, 131_072)
         if self.prompt_tokens + self.output_tokens > limit:
             raise ParamError("output_tokens", f"prompt plus output must stay below {limit:,} tokens for this model")
 
@@ -218,7 +217,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     tpot.sort()
     q = int(p.percentile)
     ttft_pdf, tpot_pdf = stats.Pdf(ttft), stats.Pdf(tpot)  # one each, for every percentile below
-    slo_met = ttft_pdf.percentile(q / 100) <= p.ttft_slo_s and tpot_pdf.percentile(q / 100) <= p.tpot_slo_s
     request_rate = s["tokens_per_s"] / p.output_tokens
     # The sweep stops where the batch's KV cache no longer fits (max_batch_fits: see the docstring).
     fit_batch = int(vm.account(m, gpu, max_model_len=p.prompt_tokens + p.output_tokens).max_concurrency)
@@ -249,7 +247,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "ttft_mean_s": sum(ttft) / len(ttft),
         **{f"tpot_p{k}_s": tpot_pdf.percentile(k / 100) for k in PERCENTILES},
         "tpot_mean_s": sum(tpot) / len(tpot),
-        "slo_met": int(slo_met),
+        "slo_met": int(ttft_pdf.percentile(q / 100) <= p.ttft_slo_s and tpot_pdf.percentile(q / 100) <= p.tpot_slo_s),
         "goodput_fraction": good / p.num_requests,
         "goodput_rps": good / p.num_requests * request_rate,
         "request_rate_rps": request_rate,

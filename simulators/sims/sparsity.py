@@ -270,8 +270,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     data = [bar(x, ys[v] + [1 / m[f"{k}_speedup_{v}"] for k in PASSES], names[v], i) for i, v in enumerate(SCHEMES)]
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
-    y_title = "Share of the dense figure (lower is better)"
-    return chart(data, title, "", y_title, barmode="group", yaxis=PERCENT)
+    return chart(data, title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT)
 
 
 def summary(r: dict[str, Any], view: str) -> str:
