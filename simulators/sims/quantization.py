@@ -169,12 +169,11 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
     curves = {f: [speedup(f, b) for b in BATCHES] for f in formats}
     stops = next((b for b, s in zip(BATCHES, curves[p.weight_dtype], strict=True) if s < p.worthwhile_speedup), 0)
-    if stops > 1:  # bisect between the last power of two that pays and the first that does not
-        lo, hi = stops // 2, stops
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if speedup(p.weight_dtype, mid) >= p.worthwhile_speedup else (lo, mid)
-        stops = hi
+    lo, hi = stops // 2, stops  # bisect between the last power of two that pays and the first that does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if speedup(p.weight_dtype, mid) >= p.worthwhile_speedup else (lo, mid)
+    stops = hi
     prefill = {f: cm.prefill_time(m, gpu, p.context_tokens, weight_dtype=f, **kw) for f in ("bf16", p.weight_dtype)}
     bound = cm.decode_compute_bound_batch(m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, **kw)
     path = cm.matmul_path(gpu, p.weight_dtype)
