@@ -74,8 +74,7 @@ VIEWS = [("cost", "Price of each configuration"), ("latency", "Latency against t
 
 
 def default_prices() -> dict[str, float]:
-    table = data_file("gpu_prices.toml")
-    return {gid: float(v["usd_per_hour"]) for gid, v in table.items() if isinstance(v, dict)}
+    return {gid: float(v["usd_per_hour"]) for gid, v in data_file("gpu_prices.toml").items() if isinstance(v, dict)}
 
 
 def parse_prices(text: str) -> dict[str, float]:
@@ -133,9 +132,8 @@ class Params:
         "", label="Your prices", unit="USD per GPU-hour",
         help="id=price pairs replacing the cited defaults, e.g. 'h100-sxm=2.1, l4=0.7'; a GPU without a price is left out.",
     )  # fmt: skip
-    # Requests per engine run (10% left out at each end).
-    # Capped at 1,000: since the one speed model, a search at 2,000 took 5 s of CPU, past what the
-    # browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
+    # Requests per engine run (10% left out at each end). At most 1,000: since the one speed model, a search
+    # at 2,000 took 5 s of CPU, past what the browser's run limit leaves for Pyodide (tests/test_slider_extremes.py).
     num_requests: int = num_requests_param(300, min=100, max=1000, step=100, label="Requests per engine run")
 
     def check(self) -> None:
@@ -147,10 +145,8 @@ class Params:
 
 
 def _impossible(p: Params, m: Any, chosen: list[Gpu], keep: Keep) -> None:
-    """A field error for what no configuration can do, whatever the rate (fixed lengths): run()
-    works it out before the search, with the best case kept across the reader's changes."""
-
-    # Independent of the rate and the targets: a session works it out once per model, GPUs and lengths.
+    """A field error for what no configuration can do, whatever the rate (fixed lengths), before the
+    search. The best case does not depend on the rate or the targets: kept per model, GPUs and lengths."""
     key = ("best_case", _key(p.model), tuple(g.id for g in chosen), p.max_gpus, p.weight_formats, p.prompt_tokens,
            p.output_tokens)  # fmt: skip
     context = p.prompt_tokens + p.output_tokens
@@ -174,12 +170,11 @@ def _key(value: Any) -> str:
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> Streamed:
-    """The search. `seed` is not used: every engine run draws its arrivals from ARRIVALS_SEED, so
-    the ranking does not move with the seed and every call (the page's warm-up runs included)
-    shares the kept runs. Before each layout is confirmed it yields the search so far (what
-    figure() draws: the rows found and the lower bounds of the next layouts)."""
+    """The search. `seed` is not used: every engine run draws its arrivals from ARRIVALS_SEED, so the
+    ranking does not move with the seed and every call (the page's warm-up runs included) shares the
+    kept runs. Before each layout is confirmed it yields the search so far (_searching)."""
     keep, m, prices = for_call(keep, MEMO_ENTRIES), resolve_model(p.model), parse_prices(p.prices)
-    if p.lengths == "fixed":  # what no configuration can do, whatever the rate
+    if p.lengths == "fixed":
         _impossible(p, m, allowed_gpus(p.gpus, prices), keep)
         drawn = [(p.prompt_tokens, p.output_tokens)] * p.num_requests
     else:
@@ -209,8 +204,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             for tp, pp, dp, ep in ss.shapes(m, p.max_gpus):
                 lay = ss.Layout(gpu, tp, dtype, prices[gpu.id], pp, dp, ep)
                 why = _unusable(m, lay)
-                made = (None, {}) if why else keep(("layout", *base, lay.label), lambda: prepare(lay))  # noqa: B023
-                b, runs_by[lay.label] = made
+                b, runs_by[lay.label] = (None, {}) if why else keep(("layout", *base, lay.label), lambda: prepare(lay))  # noqa: B023
                 if b is None:
                     pruned.append({"config": lay.label, "why": why or "does not fit (vLLM would refuse to start)"})
                     continue
@@ -275,9 +269,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
 
 def _searching(p: Params, model: str, ranked: list[ss.Entry], left: list[Candidate], runs_by: RunsBy) -> dict[str, Any]:
-    """The search as it stands, for figure(): the rows found so far (with the engine's figures
-    where its run at the row's rate is kept) and, as "pending", the lower-bound prices of the
-    next `TOP` layouts the engine has still to confirm."""
+    """The search so far, for figure(): the rows found (with the engine's figures where the run at the
+    row's rate is kept) and, as "pending", the lower-bound prices of the next `TOP` layouts to confirm."""
     rows = []
     for cost, name, lay, _, r, k in ranked:
         got = runs_by[lay.label].get(k)

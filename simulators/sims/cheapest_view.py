@@ -39,14 +39,12 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def _bars(rows: list[dict[str, Any]], labels: list[str], name: str, i: int, bound: str) -> dict[str, Any]:
-    """Horizontal bars of the rows' prices per hour, each row's whole configuration in its hover text."""
     hover = f"%{{customdata}}: {bound}USD %{{x:,.2f}} per hour<extra></extra>"
     cost, names = [x["usd_per_hour"] for x in rows], [x["config"] for x in rows]
     return bar(cost, labels, name, i, orientation="h", customdata=names, hovertemplate=hover)
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    """One text per view: the ranked prices (cost), or each layout's latency against the targets (latency)."""
     q = r["percentile"]
     head = (
         f"{r['model']} at {r['request_rate_per_s']:g} requests/s, p{q} TTFT within {r['ttft_slo_s'] * 1e3:,.0f} ms "

@@ -37,14 +37,7 @@ from typing import Any
 from .. import parallel
 from ..core import costmodel as cm
 from ..core import vllm_memory as vm
-from ..core.catalog import (
-    Gpu,
-    Model,
-    assumptions,
-    gpus,
-    running_example,
-    serve_defaults,
-)
+from ..core.catalog import Gpu, Model, assumptions, gpus, running_example, serve_defaults
 from ..params import ModelGpu, ParamError, dtype_choices, param
 from ..plotting import bar, chart
 from ..results_cache import Keep
@@ -328,7 +321,6 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{r['max_model_len']:,} vLLM would log a maximum concurrency of {x['max_concurrency']:.2f}x"
             f"{' per engine' if dp > 1 else ''}."
         )
-    logged = "vLLM would log" if dp == 1 else f"Each of the {dp} DP engines would log"
     total = ""
     if dp > 1:
         total = f" All {dp} DP ranks together: {x['kv_cache_tokens_total']:,} tokens, {x['max_concurrency_total']:.2f} "
@@ -338,7 +330,7 @@ def summary(r: dict[str, Any], view: str) -> str:
         f"{r['weight_dtype']} weights, a {x['activation_GiB_per_gpu']:.2f} GiB activation peak and "
         f"{x['kv_cache_GiB_per_gpu']:.2f} GiB of KV cache. "
         + _limits(r)
-        + f"{logged}: "
+        + ("vLLM would log: " if dp == 1 else f"Each of the {dp} DP engines would log: ")
         + "; ".join(r["log_lines"][2:])
         + f".{total}"
     )

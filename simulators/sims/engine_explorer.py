@@ -175,8 +175,7 @@ def _follow(p: Params, m: Any, gpu: Any, seed: int) -> dict[str, Any]:
     sched = SchedulerConfig(**limits, max_model_len=max(m.max_context_tokens, p.prompt_tokens + p.output_tokens))
     blocks = int(p.kv_budget_GiB * cm.GiB // (cm.kv_bytes_per_token(m, p.kv_dtype) * p.block_size))
     kw = {**_formats(p), **parallel.layout_of(p).cost_kw(), "block_size": p.block_size, "num_blocks": blocks}
-    spec = EngineSpec(m, gpu, sched, engine=p.engine, **kw)
-    served = serve([*reqs, me], spec, keep_log=True)
+    served = serve([*reqs, me], EngineSpec(m, gpu, sched, engine=p.engine, **kw), keep_log=True)
     rec = next(r for r in served.records if r.id == me.id)
     events = [(t, what, extra) for t, _, what, rid, extra in served.log if rid == me.id]
     # Phases from consecutive events: a chunk runs until the request's next event.
@@ -207,13 +206,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     cost = EngineSpec(m, gpu, **_formats(p), engine=p.engine, **lay.cost_kw()).step_cost()
     capacity = pooled_kv_tokens(m, gpu, lay, **_formats(p))
     at = partial(operating_point, cost, capacity, output=p.output_tokens, prefix_share=p.prefix_share)
-    grid = [{"batch": b, "context": c, **at(b, c)} for c in CONTEXTS for b in BATCHES]
     point = at(p.batch_size, p.prompt_tokens)
     follow = _follow(p, m, gpu, seed)
     trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
     return {
         **p.stated("output_tokens", "prefix_share", "prompt_tokens"),
-        "grid": grid,
+        "grid": [{"batch": b, "context": c, **at(b, c)} for c in CONTEXTS for b in BATCHES],
         "point": {"batch": p.batch_size, "context": p.prompt_tokens, **point},
         "capacity_tokens": capacity,
         "budget": p.max_num_batched_tokens,
@@ -328,12 +326,11 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{m['compute_share']:.0%} of GPU time is compute-bound, a prefix cache would save {m['prefix_saving_share']:.0%}, and the batch "
             f"needs {m['kv_capacity_use']:.0%} of the KV memory: {dict(REGIONS)[pt['region']]}."
         ) + "".join(" " + n for n in r["notes"])
-    f = r["follow"]
     return (
         f"The {r['prompt_tokens']:,}-token request waits {m['queue_s'] * 1e3:,.0f} ms, is prefilled in {m['num_prefill_chunks']:.0f} chunks "
         f"of at most {r['budget']:,} tokens, gets its first token after {m['ttft_s'] * 1e3:,.0f} ms and its last after {m['e2e_s']:,.2f} s. "
         f"It was preempted {_times(m['num_preemptions'])} and allocated {m['blocks_allocated']:.0f} KV blocks in all; background "
-        f"requests were preempted {_times(f['background_preemptions'])}."
+        f"requests were preempted {_times(r['follow']['background_preemptions'])}."
     )
 
 

@@ -31,6 +31,7 @@ import json
 import math
 from collections.abc import Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .. import parallel
@@ -126,12 +127,9 @@ def _runs(p: Params, spec: EngineSpec, seed: int, keep: Keep) -> tuple[ServedMem
     requests, and those the maximum is read from, of at least loadgen.CEILING_REQUESTS."""
     lay = parallel.layout_of(p)  # the engine profile and the GPU layout price every step, so they key the runs too
     server = [p.model, p.gpu, p.engine, lay.tp, lay.pp, lay.dp, lay.ep, p.max_num_seqs]
-
-    def runs(n: int) -> ServedMemo:
-        served: ServedMemo = keep(json.dumps([*server, n, seed], sort_keys=True), lambda: ServedMemo(spec, n, seed))
-        return served
-
-    return runs(p.num_requests), runs(max(p.num_requests, loadgen.CEILING_REQUESTS))
+    sizes = (p.num_requests, max(p.num_requests, loadgen.CEILING_REQUESTS))
+    runs = [keep(json.dumps([*server, n, seed], sort_keys=True), partial(ServedMemo, spec, n, seed)) for n in sizes]
+    return runs[0], runs[1]
 
 
 def _point(r: LoadRun) -> dict[str, float]:
@@ -161,10 +159,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         alone = yield from served.stream("poisson", lengths, show, rate=p.rate_per_s, **kw)
         yield {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(alone.metrics)}
     swept = (yield from _sweep(p, str(view), served, ceiling)) if view in SWEPT_VIEWS else {}
-    # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput
-    # profile sends everything at once; in a short run that measures the drain as well). It is
-    # read as completions per second over the middle of the completion timeline
-    # (loadgen.steady_throughput), so it is the steady state, not the start-up and the drain.
+    # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput profile
+    # sends everything at once: a short run measures the drain too), read as completions per second over
+    # the middle of the completion timeline (loadgen.steady_throughput): the steady state, not start or drain.
     top = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs, slo=slo)
     at_rate = served.run("poisson", lengths, rate=p.rate_per_s, **kw)
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
@@ -285,7 +282,5 @@ def _sweep(p: Params, view: str, served: ServedMemo, ceiling: ServedMemo) -> Str
         for f in reversed(FRACTIONS):
             yield from point("other", "poisson", other, rate=f * cap)
     shown = {"knee": ("open", "closed"), "goodput": ("open", "chosen"), "lengths": ("open", "other")}[view]
-    answer = {k: out[k] for k in shown}
-    answer["guidellm"] = [guidellm_record(r) for r in [top, *sweep]]
-    answer["csv"] = to_csv([top, *sweep])
-    return answer
+    runs = [top, *sweep]
+    return {**{k: out[k] for k in shown}, "guidellm": [guidellm_record(r) for r in runs], "csv": to_csv(runs)}

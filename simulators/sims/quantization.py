@@ -39,7 +39,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from ..core import capacity
 from ..core import costmodel as cm
@@ -119,20 +119,17 @@ def demo_matrix(seed: int, num_outliers: int, outlier_size: float, keep: Keep | 
 
 
 def scheme_errors(flat: Sequence[float], size: int, energy: float) -> list[tuple[float, float]]:
-    """(relative RMS error, largest absolute error) of `flat` quantised in blocks of `size` values,
-    one scale per block, for each format of QMAX in order; `energy` is sum(v * v). Symmetric
-    round-to-nearest (ties to even, Python's round): a block's scale is its largest |value| / qmax,
-    so no value needs clipping to [-qmax, qmax] (|v / scale| exceeds qmax by a few ulps at most, and
-    round() brings that back). Each block's top is found once for both formats, and each error is
-    computed where its value is rounded, without a dequantised copy."""
+    """(relative RMS error, largest absolute error) of `flat` quantised in blocks of `size` values, one
+    scale per block, for each format of QMAX in order; `energy` is sum(v * v). Symmetric round-to-nearest
+    (ties to even, Python's round) with scale = largest |value| / qmax, so no value needs clipping to
+    [-qmax, qmax] (|v / scale| exceeds qmax by a few ulps at most; round() brings it back). Each block's
+    top is found once for both formats, each error where its value is rounded (no dequantised copy)."""
     blocks = [flat[j : j + size] for j in range(0, len(flat), size)]
     tops = [max(max(b), -min(b)) for b in blocks]
     found = []
     for qmax in QMAX.values():
-        diff: list[float] = []
-        for block, top in zip(blocks, tops, strict=True):
-            scale = top / qmax if top else 1.0  # an all-zero block is exact at any scale
-            diff += [v - round(v / scale) * scale for v in block]
+        scales = [top / qmax if top else 1.0 for top in tops]  # an all-zero block is exact at any scale
+        diff = [v - round(v / scale) * scale for block, scale in zip(blocks, scales, strict=True) for v in block]
         found.append((math.sqrt(sum(map(operator.mul, diff, diff)) / energy), max(max(diff), -min(diff))))
     return found
 
@@ -154,8 +151,7 @@ def demo_errors(seed: int, num_outliers: int, outlier_size: float, group: int, k
         found = {s: scheme_errors(flat, sizes[s], flat_energy) for s in SCHEMES}
         return tuple((f"{b}_{s}", *found[s][i]) for i, b in enumerate(QMAX) for s in SCHEMES)
 
-    found: Errors = keep(("errors", seed, num_outliers, outlier_size, group), make)
-    return found
+    return cast(Errors, keep(("errors", seed, num_outliers, outlier_size, group), make))
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
@@ -173,17 +169,15 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
     curves = {f: [speedup(f, b) for b in BATCHES] for f in formats}
     stops = next((b for b, s in zip(BATCHES, curves[p.weight_dtype], strict=True) if s < p.worthwhile_speedup), 0)
-    if stops > 1:  # bisect between the last power of two that pays and the first that does not
-        lo, hi = stops // 2, stops
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if speedup(p.weight_dtype, mid) >= p.worthwhile_speedup else (lo, mid)
-        stops = hi
+    lo, hi = stops // 2, stops  # bisect between the last power of two that pays and the first that does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if speedup(p.weight_dtype, mid) >= p.worthwhile_speedup else (lo, mid)
+    stops = hi
     prefill = {f: cm.prefill_time(m, gpu, p.context_tokens, weight_dtype=f, **kw) for f in ("bf16", p.weight_dtype)}
     bound = cm.decode_compute_bound_batch(m, gpu, p.context_tokens, weight_dtype=p.weight_dtype, **kw)
     path = cm.matmul_path(gpu, p.weight_dtype)
     group = int(p.group_size)
-    demo = demo_errors(seed, p.num_outliers, p.outlier_size, group, keep)
     scale_bits = cm.precision("int4").scale_bits
     overhead = {"per_tensor": scale_bits / (ROWS * COLS), "per_channel": scale_bits / COLS, "group": scale_bits / group}
     notes = []
@@ -208,7 +202,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     for what, batch in (("Batch", p.batch_size), ("The crossover batch", stops)):
         if batch and (note := capacity.batch_note(what, batch, m, gpu, p.context_tokens, **fmt)):
             notes.append(note)
-    for key, rel, worst in demo:
+    for key, rel, worst in demo_errors(seed, p.num_outliers, p.outlier_size, group, keep):
         metrics |= {f"demo_{key}_rel_rms": rel, f"demo_{key}_max_abs_error": worst}
     if view == "demo":  # the demo's table holds its own figures, and it times nothing (as generation's sampling)
         metrics = {k: v for k, v in metrics.items() if k == "bits_per_weight" or k.startswith("demo_")}

@@ -129,8 +129,7 @@ class Params(ModelGpuEngine):
     num_requests: int = param(2000, label="Requests sampled", min=100, max=20_000, step=100)
 
     def check(self) -> None:
-        m = resolve_model(self.model)
-        limit = 2 * max(m.max_context_tokens, 131_072)
+        limit = 2 * max(resolve_model(self.model).max_context_tokens, 131_072)
         if self.prompt_tokens + self.output_tokens > limit:
             raise ParamError("output_tokens", f"prompt plus output must stay below {limit:,} tokens for this model")
 
@@ -177,10 +176,7 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
     none; TTFT is the same at every batch). It meets it when at least `rank` TPOTs (cost-model TPOT x
     jitter + stall) are within it, counted on the sorted jitters of the stalled and the other
     requests (nothing redrawn or sorted per batch); the count falls as the batch grows: a search."""
-    q, n = int(p.percentile), len(draws)
-    if limit < 1:
-        return 0
-    rank = int(percentile(list(range(n)), q)) + 1  # the percentile is the rank-th smallest value
+    rank = int(percentile(list(range(len(draws))), int(p.percentile))) + 1  # the percentile: rank-th smallest
     calm = sorted(j2 for _, _, j2, stalled in draws if not stalled)
     hit = sorted(j2 for _, _, j2, stalled in draws if stalled)
     stall = long_s / (p.output_tokens - 1)
@@ -221,10 +217,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     tpot.sort()
     q = int(p.percentile)
     ttft_pdf, tpot_pdf = stats.Pdf(ttft), stats.Pdf(tpot)  # one each, for every percentile below
-    slo_met = ttft_pdf.percentile(q / 100) <= p.ttft_slo_s and tpot_pdf.percentile(q / 100) <= p.tpot_slo_s
     request_rate = s["tokens_per_s"] / p.output_tokens
-    # The sweep stops where the KV cache of the batch no longer fits, in vLLM's accounting at its
-    # defaults (vllm_memory.account: requests of prompt + output tokens held at once).
+    # The sweep stops where the batch's KV cache no longer fits (max_batch_fits: see the docstring).
     fit_batch = int(vm.account(m, gpu, max_model_len=p.prompt_tokens + p.output_tokens).max_concurrency)
     # Batch 1 stays in the sweep even when nothing fits, so the chart still shows the bound.
     batches = [b for b in BATCH_GRID if b < fit_batch] + [max(fit_batch, 1)]
@@ -253,7 +247,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "ttft_mean_s": sum(ttft) / len(ttft),
         **{f"tpot_p{k}_s": tpot_pdf.percentile(k / 100) for k in PERCENTILES},
         "tpot_mean_s": sum(tpot) / len(tpot),
-        "slo_met": int(slo_met),
+        "slo_met": int(ttft_pdf.percentile(q / 100) <= p.ttft_slo_s and tpot_pdf.percentile(q / 100) <= p.tpot_slo_s),
         "goodput_fraction": good / p.num_requests,
         "goodput_rps": good / p.num_requests * request_rate,
         "request_rate_rps": request_rate,

@@ -40,7 +40,7 @@ import operator
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ..core import capacity
 from ..core import costmodel as cm
@@ -99,21 +99,19 @@ def prune_unstructured(w: Sequence[Sequence[float]], sparsity: float) -> list[li
     """Zero the round(sparsity * size) smallest-magnitude weights of the whole matrix."""
     cols = len(w[0])
     flat = [abs(v) for row in w for v in row]
-    # A stable sort of the flat positions by magnitude breaks ties by position, as sorting
-    # (|w|, row, column) tuples would, at a fraction of the cost.
+    # A stable sort of the positions by |w| breaks ties by position, as sorting (|w|, row, column) would, faster.
     drop = set(sorted(range(len(flat)), key=flat.__getitem__)[: round(sparsity * len(flat))])
     return [[0.0 if i * cols + j in drop else v for j, v in enumerate(row)] for i, row in enumerate(w)]
 
 
 def prune_24(w: Sequence[Sequence[float]]) -> list[list[float]]:
     """Zero the two smallest-magnitude weights of every group of four along each row."""
-    out = []
-    for row in w:
-        new, size = list(row), list(map(abs, row))
-        for g in range(0, len(row), 4):
+    out = [list(row) for row in w]
+    for new in out:
+        size = list(map(abs, new))
+        for g in range(0, len(new), 4):
             for j in sorted(range(g, g + 4), key=size.__getitem__)[:2]:
                 new[j] = 0.0
-        out.append(new)
     return out
 
 
@@ -125,8 +123,7 @@ def _matmul(w: Sequence[Sequence[float]], x: Sequence[Sequence[float]]) -> list[
         kept = [j for j, v in enumerate(row) if v != 0.0]
         values = [row[j] for j in kept]
         cols = list(zip(*[x[j] for j in kept], strict=True)) if kept else [() for _ in x[0]]
-        # map(operator.mul) yields the same products in the same order as a generator, so the sums
-        # are bit-identical; it only skips the per-term Python frame.
+        # map(operator.mul): a generator's products in its order (bit-identical sums), without its frames.
         out.append([sum(map(operator.mul, values, c)) for c in cols])
     return out
 
@@ -182,8 +179,7 @@ def demo_unstructured(seed: int, sparsity: float, keep: Keep) -> Scores:
 
 
 def _kept_base(seed: int, keep: Keep) -> _Base:
-    base: _Base = keep(("base", seed), lambda: _base(seed))
-    return base
+    return cast(_Base, keep(("base", seed), lambda: _base(seed)))
 
 
 def demo(seed: int, sparsity: float, keep: Keep | None = None) -> dict[str, dict[str, float]]:
@@ -274,8 +270,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     data = [bar(x, ys[v] + [1 / m[f"{k}_speedup_{v}"] for k in PASSES], names[v], i) for i, v in enumerate(SCHEMES)]
     data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
-    y_title = "Share of the dense figure (lower is better)"
-    return chart(data, title, "", y_title, barmode="group", yaxis=PERCENT)
+    return chart(data, title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -104,9 +104,8 @@ StepTimes = tuple[cm.StepTime, list[cm.StepTime]]
 
 
 def _kept_times(keep: Keep, p: Params, ctx: int) -> Callable[[int], StepTimes]:
-    """By batch at one context: one decode step, and the verify pass for every draft length
-    1..MAX_DRAFT, kept in the caller's memo: the step times do not depend on the acceptance rate,
-    the draft length or the draft's cost, so changing those prices nothing."""
+    """By batch at one context: one decode step and the verify pass for every draft length 1..MAX_DRAFT,
+    kept in the caller's memo: they do not depend on alpha, gamma or c, so changing those prices nothing."""
     # The model and GPU may be a reader's config objects (dicts): the key holds them as canonical JSON.
     key = json.dumps(["step times", p.model, p.gpu, p.ideal, p.engine, ctx], sort_keys=True)
     table: dict[int, StepTimes] = keep(key, dict)
@@ -147,7 +146,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     best = max(gammas, key=lambda k: s_by_gamma[k - 1])
     draws = simulate_tokens(a, g, NUM_ROUNDS, random.Random(seed))
     mc = sum(draws) / NUM_ROUNDS
-    var = sum((x - mc) ** 2 for x in draws) / (NUM_ROUNDS - 1)
     by_batch = [_at_batch(times, b, a, g, c) for b in BATCH_GRID]
     verify_bound_batch = next((b for b in BATCH_GRID if times(b)[1][g - 1].bound == "compute"), None)
     # The most sequences whose KV cache fits next to the weights at this context, as vLLM counts (0: none).
@@ -185,7 +183,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "metrics": {
             "expected_tokens_per_step": e,
             "monte_carlo_tokens_per_step": mc,
-            "monte_carlo_stderr": (var / NUM_ROUNDS) ** 0.5,
+            "monte_carlo_stderr": (sum((x - mc) ** 2 for x in draws) / (NUM_ROUNDS - 1) / NUM_ROUNDS) ** 0.5,
             "speedup": e * t_step / round_s,
             "best_draft_tokens": best,
             "best_speedup": s_by_gamma[best - 1],
