@@ -176,6 +176,8 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
     none; TTFT is the same at every batch). It meets it when at least `rank` TPOTs (cost-model TPOT x
     jitter + stall) are within it, counted on the sorted jitters of the stalled and the other
     requests (nothing redrawn or sorted per batch); the count falls as the batch grows: a search."""
+    if limit < 1:
+        return 0
     rank = int(percentile(list(range(len(draws))), int(p.percentile))) + 1  # the percentile: rank-th smallest
     calm = sorted(j2 for _, _, j2, stalled in draws if not stalled)
     hit = sorted(j2 for _, _, j2, stalled in draws if stalled)
