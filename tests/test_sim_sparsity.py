@@ -149,6 +149,17 @@ def test_the_demo_chart_speaks_of_energy():
     assert "energy" in json.loads(api.run_json("sparsity", json.dumps({"view": "demo"})))["summary"]
 
 
+def test_the_demo_table_holds_its_own_figures_and_names_no_profile():
+    """Learner review: the demo's key figures were the speed-ups and its answer said "Times priced
+    with": it times nothing. Its table now holds the demo's six scores; the other views keep all."""
+    demo = api.run("sparsity", {"view": "demo"})
+    assert set(demo["metrics"]) == {f"demo_{s}_{k}" for s in sp.SCHEMES for k in sp.DEMO_KEYS}
+    assert "priced_by" not in demo and "priced" not in demo["summary"] and "speed" not in demo["summary"]
+    savings = api.run("sparsity", {})
+    assert {m["name"] for m in api.schema("sparsity")["metrics"]} <= set(savings["metrics"])
+    assert savings["summary"].endswith("Times priced with the vLLM (default settings) profile.")
+
+
 def test_the_kept_scores_are_the_same_object_for_the_same_arguments_and_agree_with_the_oracle():
     # (A control the demo does not read reuses it: tests/test_results_cache.py.)
     memo = LruCache(sp.MEMO_ENTRIES)
