@@ -90,6 +90,16 @@ def test_both_views_draw_only_trace_types_the_browser_bundle_has():
         assert {t.get("type", "scatter") for t in fig["data"]} <= {"scatter", "bar", "pie"}
 
 
+def test_the_operating_points_table_holds_the_marked_points_figures():
+    """Learner review (F1): the map's key figures were the followed request's TTFT and queue, which
+    the map does not draw. Its table now holds the marked point's five shares; the request view
+    keeps every figure."""
+    declared = [m["name"] for m in api.schema("engine")["metrics"]]
+    points = api.run("engine", {"view": "operating_points"})["metrics"]
+    assert [k for k in declared if k in points] == [k for k in declared if k not in ex.FOLLOWED]
+    assert set(declared) <= set(api.run("engine", {"view": "request"})["metrics"])
+
+
 def test_a_tiny_step_budget_draws_its_many_chunks_as_few_bars_and_loses_no_time():
     """At a 16-token budget the followed prompt is cut into ~125 chunks: back-to-back chunks are
     drawn as one bar (a hundred one-pixel patterned bars cost the page tens of ms), covering the

@@ -217,8 +217,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "budget": p.max_num_batched_tokens,
         "follow": follow,
         "notes": [trained] if max(CONTEXTS) > m.max_context_tokens else [],
-        "metrics": {
-            **{k: float(follow[k]) for k in FOLLOWED},
+        "metrics": {  # the map's table holds the marked point's figures, not the followed request's
+            **({} if view == "operating_points" else {k: float(follow[k]) for k in FOLLOWED}),
             "weight_bytes_share": point["weight_share"],
             "prefill_share": point["prefill_share"],
             "prefix_saving_share": point["prefix_saving"],
