@@ -31,9 +31,9 @@ DESCRIPTION = "Open a GuideLLM report and see it over the sweep GuideLLM would r
 METRICS = {
     "sim_sweep_top_per_s": ("Simulated sweep: highest throughput measured", "req/s"),
     "sim_max_throughput_per_s": ("Simulated server's ceiling (steady state)", "req/s"),
-    "report_benchmarks": ("Benchmarks in the report", ""),
-    "report_top_per_s": ("Report: highest throughput measured", "req/s"),
-    "report_min_samples": ("Report: fewest requests behind a point", "requests"),
+    "report_benchmarks": ("Benchmarks in the report (0: none opened)", ""),
+    "report_top_per_s": ("Report: highest throughput measured (0: none opened)", "req/s"),
+    "report_min_samples": ("Report: fewest requests behind a point (0: none opened)", "requests"),
 }
 VIEWS = [("ttft", "TTFT p50 and p99"), ("itl", "ITL p50 and p99"), ("throughput", "Throughput per rate")]
 SWEEP_SIZE = 10  # GuideLLM's default
