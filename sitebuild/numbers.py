@@ -40,7 +40,9 @@ def format_metric(value: Any, unit: str) -> tuple[str, str]:
     rounded = abs(float(_significant(value, 3)))  # 0.9996 s is "1 s", not "1,000 ms"
     factor, shown = next((s for s in scales if rounded >= s[0]), scales[-1])
     x = value / factor
-    return (_whole(x) if abs(x) >= 999.5 else _significant(x, 3)), shown
+    # Eighths under 10 are written out: 1.125 B per weight (a bitmask's 1/8 B on 1 B), not 1.13.
+    digits = 4 if abs(x) < 10 and (x * 8).is_integer() else 3
+    return (_whole(x) if abs(x) >= 999.5 else _significant(x, digits)), shown
 
 
 # As JavaScript rounds (Math.round, toPrecision): halves up, from the float's exact value.

@@ -35,7 +35,9 @@ METRIC_CASES = [
     ((131072, "B"), ("131", "KB")),
     ((1073741824, "bytes"), ("1.07", "GB")),
     ((512, "bytes"), ("512", "bytes")),
-    ((1.125, "B"), ("1.13", "B")),  # an exact half: up, as JavaScript's toPrecision rounds
+    ((10.25e9, "B"), ("10.3", "GB")),  # an exact half: up, as JavaScript's toPrecision rounds
+    ((1.125, "B"), ("1.125", "B")),  # eighths under 10 written out (lesson 04's bitmask: 1 + 1/8 B)
+    ((1.0625, "B"), ("1.06", "B")),  # a sixteenth: three digits
     ((0.268435456, "GB"), ("268", "MB")),
     ((-2.5, "GB"), ("-2.5", "GB")),
     ((0.5, "GiB"), ("512", "MiB")),  # 0.5 x 1,024

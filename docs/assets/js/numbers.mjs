@@ -30,5 +30,7 @@ export function formatMetric(v, unit = "") {
   const rounded = Math.abs(Number(v.toPrecision(3))); // 0.9996 s is "1 s", not "1,000 ms"
   const [factor, shown] = scales.find(([f]) => rounded >= f) ?? scales.at(-1);
   const x = v / factor;
-  return [Math.abs(x) >= 999.5 ? Math.round(x).toLocaleString("en-US") : String(Number(x.toPrecision(3))), shown];
+  // Eighths under 10 are written out: 1.125 B per weight (a bitmask's 1/8 B on 1 B), not 1.13.
+  const digits = Math.abs(x) < 10 && Number.isInteger(x * 8) ? 4 : 3;
+  return [Math.abs(x) >= 999.5 ? Math.round(x).toLocaleString("en-US") : String(Number(x.toPrecision(digits))), shown];
 }
