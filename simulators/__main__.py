@@ -13,7 +13,13 @@ import argparse
 import json
 import sys
 
-from . import api
+from .core.data_files import CatalogError
+
+try:
+    from . import api  # imports the catalogues: a broken one is one line naming its file, not a traceback
+except CatalogError as error:
+    print(f"error: {error}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 
 def _fail(message: str) -> int:

@@ -50,3 +50,20 @@ def test_bad_input_is_one_line_and_exit_2():
         assert out.returncode == 2, args
         assert "Traceback" not in out.stderr
         assert out.stderr.strip().count("\n") == 0 and out.stderr.startswith("error:"), out.stderr
+
+
+def test_a_broken_catalogue_is_one_line_naming_its_file_and_exit_2(tmp_path):
+    """Contributor review: a typo in simulators/data/gpus.toml printed a traceback, since the command
+    line imports the catalogues before it handles errors. A copy of the package with one key misspelt."""
+    import shutil
+    from pathlib import Path
+
+    shutil.copytree(Path(api.__file__).parent, tmp_path / "simulators", ignore=shutil.ignore_patterns("__pycache__"))
+    gpus = tmp_path / "simulators" / "data" / "gpus.toml"
+    gpus.write_text(gpus.read_text(encoding="utf-8").replace("source = ", "sorce = ", 1), encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, "-m", "simulators", "list"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith("error: simulators/data/gpus.toml:") and "sorce" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
