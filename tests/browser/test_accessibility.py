@@ -168,6 +168,21 @@ def test_a_slider_moved_with_the_arrow_keys_reruns_the_simulation(lesson: Page) 
     assert lesson.evaluate("(el) => el.matches(':focus-visible')", slider.element_handle())
 
 
+def test_a_log_slider_steps_to_two_significant_digits_and_reaches_its_bounds(lesson: Page) -> None:
+    """Learner review: an arrow key on a log slider gave 2,250 then 2,531 (1% of its track each)."""
+    figure = lesson.locator("figure.sim:has(input[type=range])").first
+    numeric = [p for p in api.schema(figure.get_attribute("data-sim"))["params"] if p["type"] in ("int", "float")]
+    index = next(i for i, p in enumerate(numeric) if p.get("log"))
+    slider = figure.locator("input[type=range]").nth(index)
+    box = slider.locator("xpath=following-sibling::input[1]")
+    seen = []
+    for key in ("ArrowRight", "ArrowRight", "ArrowLeft", "End", "Home"):
+        slider.press(key)
+        seen.append(float(box.input_value().replace(",", "")))
+    assert all(float(f"{v:.2g}") == v for v in seen[:3]), seen
+    assert len(set(seen[:2])) == 2 and seen[-2:] == [numeric[index]["max"], numeric[index]["min"]], seen
+
+
 def test_reduced_motion_turns_off_transitions_and_animations(context: BrowserContext, site: Site) -> None:
     page = context.new_page()
     page.emulate_media(reduced_motion="reduce")

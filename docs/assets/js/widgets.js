@@ -164,9 +164,13 @@ function sliderRange(p) {
   return { min: String(p.min), max: String(p.max), step: String(p.step ?? "any") };
 }
 
+// A log slider's step (an arrow key moves 1% of its track: x1.07 to x1.13) reads as 2 significant
+// digits, 2,300 not 2,250 (learner review); its ends are its bounds exactly.
 function fromSlider(p, position) {
   if (logScale(p) && p.min === 0 && Number(position) < Math.log10(logLow(p))) return 0;
-  const value = logScale(p) ? 10 ** Number(position) : Number(position);
+  const [x, lo, hi] = [position, p.min, p.max].map(Number);
+  const end = !logScale(p) ? null : x >= Math.log10(hi) ? hi : x <= Math.log10(lo) ? lo : null;
+  const value = end ?? (logScale(p) ? Number((10 ** x).toPrecision(2)) : x);
   return p.type === "int" ? Math.round(value) : Number(value.toPrecision(4));
 }
 
