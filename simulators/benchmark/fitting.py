@@ -153,9 +153,8 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
     active = [(f, rows) for f, rows in rows_of.items() if rows and f.profile in todo]
     gone = {(f.profile, f.factor) for f, rows in rows_of.items() if not rows and f.profile in todo}
     fitted = {(f.profile, f.factor) for f in FITS} - gone
-    priors = {(pid, factor): _prior(profiles, pid, factor, fitted, gone) for pid, factor in gone}
-    for (pid, factor), value in priors.items():
-        profiles[pid] = with_value(profiles[pid], factor, value)
+    for pid, factor in gone:  # a prior reads only constants that keep rows, which this loop leaves alone
+        profiles[pid] = replace(profiles[pid], **{factor: _prior(profiles, pid, factor, fitted, gone)})
     _tie(profiles)
     for _ in range(passes):
         moved = 0.0
@@ -165,11 +164,11 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
 
             def g(x: float, p: ef.EngineProfile = p, f: Fit = f, rows: list[dict[str, Any]] = rows) -> float:
                 """Mean log(predicted / published speed) over the rows at x: 0 when the constant fits them."""
-                q = with_value(p, f.factor, x)
+                q = replace(p, **{f.factor: x})
                 return sum(math.log(a / b) for a, b in (speeds(q, e) for e in rows)) / len(rows)
 
             new = solve(g, old, f.lo, f.hi, f.factor not in DECREASING)
-            profiles[f.profile] = with_value(p, f.factor, new)
+            profiles[f.profile] = replace(p, **{f.factor: new})
             _tie(profiles)
             moved = max(moved, abs(new - old) / max(abs(old), 1e-9))
         if moved < TOLERANCE:
@@ -179,12 +178,7 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
 
 def _tie(profiles: dict[str, ef.EngineProfile]) -> None:
     for (q, factor), (src, src_factor) in TIES.items():
-        profiles[q] = with_value(profiles[q], factor, getattr(profiles[src], src_factor))
-
-
-def with_value(p: ef.EngineProfile, factor: str, value: Any) -> ef.EngineProfile:
-    """The profile with one constant set (by name: the fits name their constant)."""
-    return replace(p, **{factor: value})
+        profiles[q] = replace(profiles[q], **{factor: getattr(profiles[src], src_factor)})
 
 
 def calibration_groups() -> list[str]:

@@ -257,8 +257,6 @@ def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
 
 def sweep_rates(sync_rate: float, throughput_rate: float, sweep_size: int = SWEEP_SIZE) -> list[float]:
     """GuideLLM's sweep rates: linspace(sync, throughput, sweep_size - 1) without its first."""
-    k = sweep_size - 1
-    if k < 2:
-        return []
+    k = sweep_size - 1  # under 3 benchmarks: no rate between the two
     rates = [sync_rate + (throughput_rate - sync_rate) * i / (k - 1) for i in range(1, k)]
     return [r for r in rates if r > 0]  # GuideLLM stops at a rate that is not positive

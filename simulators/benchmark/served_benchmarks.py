@@ -41,8 +41,9 @@ from ..core.catalog import gpus, models
 from ..engine.cluster import EngineSpec, serve
 from ..engine.metrics import RequestRecord
 from ..engine.scheduler import SchedulerConfig
-from ..engine.workload import AZURE_CONV_OUTPUT, AZURE_CONV_PROMPT, Request, arrival_times
+from ..engine.workload import AZURE_CONV_OUTPUT, AZURE_CONV_PROMPT
 from . import benchmarks as bm
+from .loadgen import arrange
 
 SEED = 16
 
@@ -130,8 +131,7 @@ class Unserved(ValueError):
 def _served(lengths: list[tuple[int, int]], spec: EngineSpec, rate: float = 0.0) -> list[RequestRecord]:
     """The records of requests of these lengths, all sent at 0 (rate 0) or Poisson at `rate` per second
     from 0 (the same draw for every rate)."""
-    times = arrival_times(random.Random(SEED), len(lengths), "poisson", rate) if rate else [0.0] * len(lengths)
-    reqs = [Request(i, t, p, o, ((i + 1, p),)) for i, ((p, o), t) in enumerate(zip(lengths, times, strict=True))]
+    reqs = arrange("poisson" if rate else "throughput", lengths, random.Random(SEED), rate=rate)
     recs = serve(reqs, spec, keep_series=False).records
     if not recs:  # every statistic of the run would divide by zero
         longest = max(a + b for a, b in lengths)
