@@ -154,7 +154,7 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
     gone = {(f.profile, f.factor) for f, rows in rows_of.items() if not rows and f.profile in todo}
     fitted = {(f.profile, f.factor) for f in FITS} - gone
     for pid, factor in gone:  # a prior reads only constants that keep rows, which this loop leaves alone
-        profiles[pid] = replace(profiles[pid], **{factor: _prior(profiles, pid, factor, fitted, gone)})
+        profiles[pid] = with_value(profiles[pid], factor, _prior(profiles, pid, factor, fitted, gone))
     _tie(profiles)
     for _ in range(passes):
         moved = 0.0
@@ -164,11 +164,11 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
 
             def g(x: float, p: ef.EngineProfile = p, f: Fit = f, rows: list[dict[str, Any]] = rows) -> float:
                 """Mean log(predicted / published speed) over the rows at x: 0 when the constant fits them."""
-                q = replace(p, **{f.factor: x})
+                q = with_value(p, f.factor, x)
                 return sum(math.log(a / b) for a, b in (speeds(q, e) for e in rows)) / len(rows)
 
             new = solve(g, old, f.lo, f.hi, f.factor not in DECREASING)
-            profiles[f.profile] = replace(p, **{f.factor: new})
+            profiles[f.profile] = with_value(p, f.factor, new)
             _tie(profiles)
             moved = max(moved, abs(new - old) / max(abs(old), 1e-9))
         if moved < TOLERANCE:
@@ -178,7 +178,12 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
 
 def _tie(profiles: dict[str, ef.EngineProfile]) -> None:
     for (q, factor), (src, src_factor) in TIES.items():
-        profiles[q] = replace(profiles[q], **{factor: getattr(profiles[src], src_factor)})
+        profiles[q] = with_value(profiles[q], factor, getattr(profiles[src], src_factor))
+
+
+def with_value(p: ef.EngineProfile, factor: str, value: Any) -> ef.EngineProfile:
+    """The profile with one constant set (by name: the fits name their constant)."""
+    return replace(p, **{factor: value})
 
 
 def calibration_groups() -> list[str]:

@@ -54,9 +54,7 @@ def benchmark(
     spans = [(r.arrival_s, r.arrival_s + r.e2e_s) for r in [*ok, *cut]]
     empty = stats.summary([])
     conc = stats.concurrency_summary(spans, lo, hi) if spans else empty
-    strategy: dict[str, Any] = {"type_": profile, "streams": streams}
-    if profile in ("constant", "poisson"):
-        strategy["rate"] = rate
+    strategy = {"type_": profile, "streams": streams} | ({"rate": rate} if profile in ("constant", "poisson") else {})
     made = {"successful": len(ok), "errored": n_err, "incomplete": len(cut), "total": len(ok) + len(cut) + n_err}
 
     def by_status(one: Any) -> dict[str, dict[str, Any]]:

@@ -251,8 +251,7 @@ def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
     lo, hi = ends[int(trim * (len(ends) - 1))], ends[int((1 - trim) * (len(ends) - 1))]
     if hi - lo > 1e-9 * max(1.0, hi):
         return (bisect.bisect_right(ends, hi) - bisect.bisect_right(ends, lo)) / (hi - lo)  # lo < t <= hi
-    start = min([r.arrival_s for r in recs])
-    return len(ends) / max(ends[-1] - start, 1e-12)
+    return len(ends) / max(ends[-1] - min(r.arrival_s for r in recs), 1e-12)
 
 
 def sweep_rates(sync_rate: float, throughput_rate: float, sweep_size: int = SWEEP_SIZE) -> list[float]:

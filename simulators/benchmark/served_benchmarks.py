@@ -1,12 +1,11 @@
 """Serving-level published benchmarks, run on the event engine under their own conditions.
 
 A serving figure (offline throughput, a server scenario's throughput under latency bounds, the
-latency of a batch started together) depends on how the benchmark fed the engine: the lengths of
-its requests (a heavy-tailed distribution keeps fewer sequences in flight and leaves a drain at
-the end, which a closed form at the mean lengths misses), how many requests it sent and when.
-Each such row of data/measurements.toml states those conditions; `run(row, profile)` serves the
-row's requests with `engine.serve` (the entry point every simulator uses) and measures the
-benchmark's figure from the records.
+latency of a batch started together) depends on how the benchmark fed the engine: its requests'
+lengths (a heavy-tailed distribution keeps fewer sequences in flight and leaves a drain at the
+end, which a closed form at the mean lengths misses), how many it sent and when. Each such row of
+data/measurements.toml states those conditions; `run(row, profile)` serves its requests with
+`engine.serve` (every simulator's entry point) and measures the benchmark's figure from the records.
 
 Conditions a row states (validation.py reads the rest: model, GPU, formats, tp, scheduler caps):
 - `lengths`: "fixed" (every request `input_tokens` in, `output_tokens` out), or a named
@@ -17,11 +16,10 @@ Conditions a row states (validation.py reads the rest: model, GPU, formats, tp, 
   else a stated sample of it: `benchmark_requests` keeps the benchmark's count), or "batch": one
   batch of the row's `batch_size` (a static-batching benchmark, e.g. QServe's tables);
 - `arrival`: "offline" (every request queued at once), "batch" (one batch of `batch_size`
-  started together: vLLM's latency benchmark) or "server" (Poisson arrivals at the highest rate
+  started together: vLLM's latency benchmark), "server" (Poisson arrivals at the highest rate
   whose 99th percentile TTFT and TPOT stay within `ttft_limit_ms` and `tpot_limit_ms`: MLPerf
-  Server's rule), or "rate" (Poisson arrivals at the row's `request_rate` per second; the figure
-  is the median TPOT, or the median TTFT for a `median_ttft_ms` row: sglang.bench_serving's online
-  table).
+  Server's rule) or "rate" (Poisson arrivals at the row's `request_rate` per second; the figure is
+  the median TPOT, or TTFT for a `median_ttft_ms` row: sglang.bench_serving's online table).
 
 The engine's step time is the row's engine profile, priced by costmodel.step_time and read off as
 the linear form the engine needs (engine/steptime.py), as for every simulator.
@@ -160,21 +158,13 @@ def _server(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]])
     n, mean_out = len(lengths), sum(o for _, o in lengths) / len(lengths)
     hi = _throughput(_served(lengths, spec)) / mean_out  # requests/s: no rate above the offline one holds
     lo, best = 0.0, 0.0
-
-    def meets(rate: float) -> float | None:
-        recs = _served(lengths, spec, rate)
-        if len(recs) < n:
-            return None
-        ok = _p99([r.ttft_s for r in recs]) <= ttft and _p99([r.tpot_s or 0.0 for r in recs]) <= tpot
-        return _throughput(recs) if ok else None
-
     for _ in range(int(e.get("rate_steps", 7))):
-        mid = (lo + hi) / 2 if lo else hi * 0.5
-        got = meets(mid)
-        if got is None:
-            hi = mid
+        mid = (lo + hi) / 2
+        recs = _served(lengths, spec, mid)  # a rate meets if every request is served within both bounds
+        if len(recs) == n and _p99([r.ttft_s for r in recs]) <= ttft and _p99([r.tpot_s or 0.0 for r in recs]) <= tpot:
+            lo, best = mid, _throughput(recs)
         else:
-            lo, best = mid, got
+            hi = mid
     return best
 
 
