@@ -181,7 +181,7 @@ def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[d
 
 
 def _other_gpu(d: Deployment, b: int, binding: str) -> tuple[Gpu, dict[str, float]] | None:
-    best: tuple[Gpu, dict[str, float]] | None = None
+    fits: list[tuple[Gpu, dict[str, float]]] = []
     for g in gpus().values():
         if (
             g.id == d.gpu.id
@@ -195,7 +195,5 @@ def _other_gpu(d: Deployment, b: int, binding: str) -> tuple[Gpu, dict[str, floa
                 continue
         except ValueError:
             continue
-        t = speed(replace(d, gpu=g), b)
-        if best is None or t[binding] < best[1][binding]:
-            best = (g, t)
-    return best
+        fits.append((g, speed(replace(d, gpu=g), b)))
+    return min(fits, key=lambda fit: fit[1][binding], default=None)

@@ -28,7 +28,6 @@ throughput.py, concurrent.py), scheduler/constraints/request.py, benchmark/schem
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
@@ -119,7 +118,7 @@ class ServedMemo:
         # per-step series is recorded, and the replicas (their KV state) are not kept.
         requests = arrange(profile, drawn, rng, rate=rate, users=users)
         served = yield from serve_steps(requests, self.spec, keep_series=False, every=every)
-        self._served[key] = dataclasses.replace(served, replicas=[], log=[])
+        self._served[key] = replace(served, replicas=[], log=[])
 
     def stream(
         self,
@@ -143,7 +142,7 @@ class ServedMemo:
                 so_far = Served(records(done), list(dropped), 0, [], [])
                 return show(measure(so_far, profile, rate, slots=self.spec.sched.max_num_seqs, **stats), len(done))
 
-            yield from show_once(self._simulate(key, int(self.n * share) if share else 0), partial)
+            yield from show_once(self._simulate(key, int(self.n * share)), partial)
         return self.run(profile, lengths, rate=rate, users=users, **stats)
 
     def run(

@@ -108,20 +108,6 @@ def _draw_lengths(items: tuple[tuple[str, Any], ...], n: int) -> list[tuple[int,
     return out
 
 
-def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, max_len: int) -> EngineSpec:
-    """The row's server: model, GPU, formats, tensor parallel, the benchmark's scheduler caps;
-    `max_len`: the longest request (a benchmark sets its engine's max sequence length to fit)."""
-    cfg = SchedulerConfig(
-        max_num_seqs=sched.max_num_seqs,
-        max_num_batched_tokens=sched.max_num_batched_tokens,
-        max_model_len=max_len,
-        chunked_prefill=bool(e.get("chunked_prefill", True)),
-        num_scheduler_steps=int(e.get("num_scheduler_steps", 1)),
-    )
-    m, g = models()[e["model"]], gpus()[e["gpu"]]
-    return EngineSpec(m, g, cfg, profile=p, **bm.formats(e).kw())
-
-
 class Unserved(ValueError):
     """No request of a run was served (each needs more KV cache than the server holds)."""
 
@@ -242,7 +228,16 @@ kept: Callable[[str], float | None] | None = None
 def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
     arrival = e.get("arrival", "offline")
     lengths = draw_lengths(e, int(e["batch_size"]) if arrival == "batch" else int(e["requests"]))
-    spec = spec_for(e, p, sched, max(a + b for a, b in lengths))
+    # The row's server: model, GPU, formats, tensor parallel, the benchmark's scheduler caps, and
+    # the longest request as its max sequence length (a benchmark sets its engine's to fit).
+    cfg = SchedulerConfig(
+        max_num_seqs=sched.max_num_seqs,
+        max_num_batched_tokens=sched.max_num_batched_tokens,
+        max_model_len=max(a + b for a, b in lengths),
+        chunked_prefill=bool(e.get("chunked_prefill", True)),
+        num_scheduler_steps=int(e.get("num_scheduler_steps", 1)),
+    )
+    spec = EngineSpec(models()[e["model"]], gpus()[e["gpu"]], cfg, profile=p, **bm.formats(e).kw())
     if arrival == "server":
         return _server(e, spec, lengths)
     if arrival == "rate":
