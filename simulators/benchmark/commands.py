@@ -1,9 +1,8 @@
 """Each validation row's prediction as one public command: the public path is the validated path.
 
 `command(entry)` gives the `python -m simulators run ...` line whose answer yields the row's
-predicted figure (with the arithmetic that turns the printed metric into it), or the reason no
-simulator can run it. tests/test_validation_commands.py runs every command through simulators.api
-and checks it reproduces the table's prediction.
+predicted figure (with the arithmetic that turns the printed metric into it), or why no simulator
+can run it; tests/test_validation_commands.py runs each through simulators.api against the table.
 
 A lesson's own simulator is preferred where one states the row: `generation` prices one step of a
 stated batch and context (a batch's decode step, a batch's prefill, a llama-bench prompt test whose
@@ -74,8 +73,7 @@ def command(e: dict[str, Any]) -> Command | str:
 
 
 def _generation(e: dict[str, Any], q: str) -> Command | None:
-    """A single step of a stated batch and context, the one thing `generation` prices: a batch's
-    decode step, a batch's prefill, a prompt test whose micro-batch holds the whole prompt."""
+    """The row as one step of `generation` (the module docstring's three kinds), or None."""
     if e.get("fused_layers") or e.get("activation_dtype") or e.get("batch_size") == "fit":
         return None
     b = int(e.get("batch_size", 1))
@@ -107,8 +105,7 @@ STATES |= {q: SERVING for q in SERVED}
 
 
 def _published(e: dict[str, Any], q: str) -> Command:
-    """The row's conditions as `published`'s parameters (sims/published.py: the validation's own
-    prediction function, called with them)."""
+    """The row's conditions as `published`'s parameters (the module docstring)."""
     p: dict[str, Any] = {"quantity": q, **_base(e)} if q != "params_B" else {"quantity": q, "model": e["model"]}
     p |= {k: e[k] for k in ("activation_dtype", "fused_layers") if e.get(k)}
     p |= {k: e[k] for k in STATES.get(q, ()) if k in e}

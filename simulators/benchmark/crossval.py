@@ -190,5 +190,4 @@ def page_markdown() -> str:
 
 def band(quantity: str | None = None) -> Stats:
     """The cross-validated band of one quantity class (or all speed rows) a lesson may quote."""
-    rows = [s.cv for s in scored() if quantity is None or s.quantity_class == quantity]
-    return stats(rows)
+    return stats([s.cv for s in scored() if quantity is None or s.quantity_class == quantity])

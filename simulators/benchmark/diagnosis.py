@@ -83,17 +83,6 @@ def limit(d: Deployment, flag: str) -> int:
     return int(d.serve.settings.get(flag) or serve_defaults(d.gpu)[flag])
 
 
-def _disagree(args: dict[str, Any], settings: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """Flags the log's non-default args and the command line set differently (the log's wins)."""
-    out: dict[str, tuple[Any, Any]] = {}
-    for flag in (f for f in LOGGED_FLAGS if f in args):
-        said = settings.get(flag, "its default")
-        # kv_cache_dtype left to its default on the command line, or "auto" in the log: no disagreement
-        if args[flag] != said and not (flag == "kv_cache_dtype" and (flag not in settings or args[flag] == "auto")):
-            out[flag] = (args[flag], said)
-    return out
-
-
 def gaps(
     obs: dict[str, float], now: dict[str, float], a: vm.VllmMemory, log: dict[str, Any] | None, settings: dict[str, Any]
 ) -> list[str]:
@@ -109,10 +98,14 @@ def gaps(
                     f"your {name} is {r:.2f}x the model's, faster than it predicts: a prefix cache hit, speculative decoding or shorter requests than stated?"
                 )
     if log:
-        for flag, said in _disagree(log.get("args", {}), settings).items():
-            out.append(
-                f"your log was started with {flag}={said[0]!r}, your command line says {said[1]!r}: diagnose the server the log is from"
-            )
+        args = log.get("args", {})  # the non-default args the log states; where the command line differs, the log wins
+        for flag in (f for f in LOGGED_FLAGS if f in args):
+            said = settings.get(flag, "its default")
+            # kv_cache_dtype left to its default on the command line, or "auto" in the log: no disagreement
+            if args[flag] != said and not (flag == "kv_cache_dtype" and (flag not in settings or args[flag] == "auto")):
+                out.append(
+                    f"your log was started with {flag}={args[flag]!r}, your command line says {said!r}: diagnose the server the log is from"
+                )
         err = a.kv_tokens / log["kv_tokens"] - 1
         if abs(err) > 0.10:  # the deployment simulator's tested error on published logs
             out.append(
@@ -181,7 +174,7 @@ def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[d
 
 
 def _other_gpu(d: Deployment, b: int, binding: str) -> tuple[Gpu, dict[str, float]] | None:
-    best: tuple[Gpu, dict[str, float]] | None = None
+    fits: list[tuple[Gpu, dict[str, float]]] = []
     for g in gpus().values():
         if (
             g.id == d.gpu.id
@@ -195,7 +188,5 @@ def _other_gpu(d: Deployment, b: int, binding: str) -> tuple[Gpu, dict[str, floa
                 continue
         except ValueError:
             continue
-        t = speed(replace(d, gpu=g), b)
-        if best is None or t[binding] < best[1][binding]:
-            best = (g, t)
-    return best
+        fits.append((g, speed(replace(d, gpu=g), b)))
+    return min(fits, key=lambda fit: fit[1][binding], default=None)

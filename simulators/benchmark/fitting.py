@@ -153,9 +153,8 @@ def fit(without: str | None = None, passes: int = 8) -> dict[str, ef.EngineProfi
     active = [(f, rows) for f, rows in rows_of.items() if rows and f.profile in todo]
     gone = {(f.profile, f.factor) for f, rows in rows_of.items() if not rows and f.profile in todo}
     fitted = {(f.profile, f.factor) for f in FITS} - gone
-    priors = {(pid, factor): _prior(profiles, pid, factor, fitted, gone) for pid, factor in gone}
-    for (pid, factor), value in priors.items():
-        profiles[pid] = with_value(profiles[pid], factor, value)
+    for pid, factor in gone:  # a prior reads only constants that keep rows, which this loop leaves alone
+        profiles[pid] = with_value(profiles[pid], factor, _prior(profiles, pid, factor, fitted, gone))
     _tie(profiles)
     for _ in range(passes):
         moved = 0.0

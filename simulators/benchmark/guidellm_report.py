@@ -54,9 +54,7 @@ def benchmark(
     spans = [(r.arrival_s, r.arrival_s + r.e2e_s) for r in [*ok, *cut]]
     empty = stats.summary([])
     conc = stats.concurrency_summary(spans, lo, hi) if spans else empty
-    strategy: dict[str, Any] = {"type_": profile, "streams": streams}
-    if profile in ("constant", "poisson"):
-        strategy["rate"] = rate
+    strategy = {"type_": profile, "streams": streams} | ({"rate": rate} if profile in ("constant", "poisson") else {})
     made = {"successful": len(ok), "errored": n_err, "incomplete": len(cut), "total": len(ok) + len(cut) + n_err}
 
     def by_status(one: Any) -> dict[str, dict[str, Any]]:
@@ -132,33 +130,11 @@ def benchmark(
     }
 
 
-def report(
-    benchmarks: list[dict[str, Any]],
-    *,
-    model: str,
-    gpu: str,
-    profile: dict[str, Any] | None = None,
-    mean_lengths: tuple[int, int] = (0, 0),
-) -> dict[str, Any]:
-    """The whole report: metadata, the run's configuration (what was simulated: the model and GPU
-    are labels, the target names the simulator), the benchmarks."""
-    labels = {"simulated": "true", "model": model, "gpu": gpu}
-    spec = {
-        "backend": {"kind": "openai_http", "target": "simulated://simulators.sims.load_test", "model": model},
-        "profile": profile or {"kind": "sweep"},
-        "data": [{"kind": "synthetic_text", "prompt_tokens": mean_lengths[0], "output_tokens": mean_lengths[1]}],
-    }
-    return {
-        "metadata": {"version": SCHEMA_VERSION, "guidellm_version": WRITER},
-        "config": {"metadata": {"labels": labels}, "spec": spec},
-        "benchmarks": benchmarks,
-        "conclusions": [],
-    }
-
-
-def sweep_report(spec: Any, n: int, lengths: Any, seed: int, *, sweep_size: int = 10) -> dict[str, Any]:
+def sweep_report(spec: Any, n: int, lengths: Any, seed: int) -> dict[str, Any]:
     """GuideLLM's default sweep (synchronous, throughput, then constant rates between their
-    measured rates) of the simulated server, as the report `guidellm run --profile sweep` writes."""
+    measured rates) of the simulated server, as the report `guidellm run --profile sweep` writes:
+    metadata, the run's configuration (what was simulated: the model and GPU are labels, the
+    target names the simulator), the benchmarks."""
     from ..engine.cluster import serve
     from .loadgen import cut_at, measure, requests_for, sweep_rates
 
@@ -173,8 +149,17 @@ def sweep_report(spec: Any, n: int, lengths: Any, seed: int, *, sweep_size: int 
         return benchmark(profile, rate, streams, ok, cut, err, index), achieved
 
     (sync, sync_rate), (top, top_rate) = one("synchronous", 0.0, 0), one("throughput", 0.0, 1)
-    rates = sweep_rates(sync_rate, top_rate, sweep_size)
-    benches = [sync, top] + [one("constant", rate, i)[0] for i, rate in enumerate(rates, 2)]
-    k = max(len(recs), 1)
-    mean_lengths = (round(sum(r.prompt_tokens for r in recs) / k), round(sum(r.output_tokens for r in recs) / k))
-    return report(benches, model=spec.model.name, gpu=spec.gpu.name, mean_lengths=mean_lengths)
+    benches = [sync, top] + [one("constant", rate, i)[0] for i, rate in enumerate(sweep_rates(sync_rate, top_rate), 2)]
+    k, model = max(len(recs), 1), spec.model.name
+    prompt, output = round(sum(r.prompt_tokens for r in recs) / k), round(sum(r.output_tokens for r in recs) / k)
+    run = {
+        "backend": {"kind": "openai_http", "target": "simulated://simulators.sims.load_test", "model": model},
+        "profile": {"kind": "sweep"},
+        "data": [{"kind": "synthetic_text", "prompt_tokens": prompt, "output_tokens": output}],
+    }
+    return {
+        "metadata": {"version": SCHEMA_VERSION, "guidellm_version": WRITER},
+        "config": {"metadata": {"labels": {"simulated": "true", "model": model, "gpu": spec.gpu.name}}, "spec": run},
+        "benchmarks": benches,
+        "conclusions": [],
+    }

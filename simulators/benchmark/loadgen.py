@@ -28,7 +28,6 @@ throughput.py, concurrent.py), scheduler/constraints/request.py, benchmark/schem
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
@@ -119,7 +118,7 @@ class ServedMemo:
         # per-step series is recorded, and the replicas (their KV state) are not kept.
         requests = arrange(profile, drawn, rng, rate=rate, users=users)
         served = yield from serve_steps(requests, self.spec, keep_series=False, every=every)
-        self._served[key] = dataclasses.replace(served, replicas=[], log=[])
+        self._served[key] = replace(served, replicas=[], log=[])
 
     def stream(
         self,
@@ -143,7 +142,7 @@ class ServedMemo:
                 so_far = Served(records(done), list(dropped), 0, [], [])
                 return show(measure(so_far, profile, rate, slots=self.spec.sched.max_num_seqs, **stats), len(done))
 
-            yield from show_once(self._simulate(key, int(self.n * share) if share else 0), partial)
+            yield from show_once(self._simulate(key, int(self.n * share)), partial)
         return self.run(profile, lengths, rate=rate, users=users, **stats)
 
     def run(
@@ -251,14 +250,11 @@ def steady_throughput(recs: list[RequestRecord], trim: float = 0.2) -> float:
     lo, hi = ends[int(trim * (len(ends) - 1))], ends[int((1 - trim) * (len(ends) - 1))]
     if hi - lo > 1e-9 * max(1.0, hi):
         return (bisect.bisect_right(ends, hi) - bisect.bisect_right(ends, lo)) / (hi - lo)  # lo < t <= hi
-    start = min([r.arrival_s for r in recs])
-    return len(ends) / max(ends[-1] - start, 1e-12)
+    return len(ends) / max(ends[-1] - min(r.arrival_s for r in recs), 1e-12)
 
 
 def sweep_rates(sync_rate: float, throughput_rate: float, sweep_size: int = SWEEP_SIZE) -> list[float]:
     """GuideLLM's sweep rates: linspace(sync, throughput, sweep_size - 1) without its first."""
-    k = sweep_size - 1
-    if k < 2:
-        return []
+    k = sweep_size - 1  # under 3 benchmarks: no rate between the two
     rates = [sync_rate + (throughput_rate - sync_rate) * i / (k - 1) for i in range(1, k)]
     return [r for r in rates if r > 0]  # GuideLLM stops at a rate that is not positive

@@ -176,8 +176,7 @@ def constant_rampup_times(n: int, rate: float, rampup: float) -> list[float]:
 
 
 def with_rampup(profile: str, requests: list[Request], *, rate: float, users: int, rampup: float) -> list[Request]:
-    """Requests arranged by loadgen.arrange, with GuideLLM's rampup applied (constant: the rate
-    ramps; concurrent: the users start `rampup / users` apart; others unchanged)."""
+    """Requests arranged by loadgen.arrange, with GuideLLM's rampup (module docstring) applied."""
     if profile == "constant":
         times = constant_rampup_times(len(requests), rate, rampup)
         return [r._replace(arrival_s=t) for r, t in zip(requests, times, strict=True)]

@@ -185,7 +185,7 @@ def find_throughput_knee(concurrencies: Sequence[float], throughputs: Sequence[f
     single = _line_fit(nx, ny)[2]
     if single <= 1e-12:
         return {"status": "no_knee", "reason": "The throughput curve is approximately linear"}
-    best = None
+    fits: list[tuple[Any, ...]] = []  # (error, breakpoint, the two lines, the three tests) of each accepted breakpoint
     stop = len(nx) - 1 if len(nx) == MIN_POINTS else len(nx) - 2
     for i in range(2, stop):
         pi, ps, pe = _line_fit(nx[: i + 1], ny[: i + 1])
@@ -195,11 +195,10 @@ def find_throughput_knee(concurrencies: Sequence[float], throughputs: Sequence[f
         ratio, improvement, fraction = ts / ps, 1.0 - (pe + te) / single, ys[i] / max(ys)
         if ratio > MAX_TAIL_SLOPE_RATIO or improvement < MIN_FIT_IMPROVEMENT or fraction < MIN_THROUGHPUT_FRACTION:
             continue
-        cand = (pe + te, i, pi, ps, ti, ts, ratio, improvement, fraction)
-        best = cand if best is None or cand < best else best
-    if best is None:
+        fits.append((pe + te, i, pi, ps, ti, ts, ratio, improvement, fraction))
+    if not fits:
         return {"status": "no_knee", "reason": "No breakpoint satisfied the saturation thresholds"}
-    _, i, pi, ps, ti, ts, ratio, improvement, fraction = best
+    _, i, pi, ps, ti, ts, ratio, improvement, fraction = min(fits)
     k = (ti - pi) / (ps - ts) if abs(ps - ts) > 1e-12 else nx[i]
     if not nx[i - 1] <= k <= nx[i + 1]:
         k = nx[i]

@@ -230,10 +230,7 @@ def parse_log(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {"lines": {}}
 
     def find(pattern: str) -> tuple[re.Match[str], int] | None:
-        for n, line in enumerate(lines, 1):
-            if m := re.search(pattern, line):
-                return m, n
-        return None
+        return next(((m, n) for n, line in enumerate(lines, 1) if (m := re.search(pattern, line))), None)
 
     for key, pattern in _LOG.items():
         if hit := find(pattern):

@@ -1,12 +1,11 @@
 """Serving-level published benchmarks, run on the event engine under their own conditions.
 
 A serving figure (offline throughput, a server scenario's throughput under latency bounds, the
-latency of a batch started together) depends on how the benchmark fed the engine: the lengths of
-its requests (a heavy-tailed distribution keeps fewer sequences in flight and leaves a drain at
-the end, which a closed form at the mean lengths misses), how many requests it sent and when.
-Each such row of data/measurements.toml states those conditions; `run(row, profile)` serves the
-row's requests with `engine.serve` (the entry point every simulator uses) and measures the
-benchmark's figure from the records.
+latency of a batch started together) depends on how the benchmark fed the engine: its requests'
+lengths (a heavy-tailed distribution keeps fewer sequences in flight and leaves a drain at the
+end, which a closed form at the mean lengths misses), how many it sent and when. Each such row of
+data/measurements.toml states those conditions; `run(row, profile)` serves its requests with
+`engine.serve` (every simulator's entry point) and measures the benchmark's figure from the records.
 
 Conditions a row states (validation.py reads the rest: model, GPU, formats, tp, scheduler caps):
 - `lengths`: "fixed" (every request `input_tokens` in, `output_tokens` out), or a named
@@ -17,11 +16,10 @@ Conditions a row states (validation.py reads the rest: model, GPU, formats, tp, 
   else a stated sample of it: `benchmark_requests` keeps the benchmark's count), or "batch": one
   batch of the row's `batch_size` (a static-batching benchmark, e.g. QServe's tables);
 - `arrival`: "offline" (every request queued at once), "batch" (one batch of `batch_size`
-  started together: vLLM's latency benchmark) or "server" (Poisson arrivals at the highest rate
+  started together: vLLM's latency benchmark), "server" (Poisson arrivals at the highest rate
   whose 99th percentile TTFT and TPOT stay within `ttft_limit_ms` and `tpot_limit_ms`: MLPerf
-  Server's rule), or "rate" (Poisson arrivals at the row's `request_rate` per second; the figure
-  is the median TPOT, or the median TTFT for a `median_ttft_ms` row: sglang.bench_serving's online
-  table).
+  Server's rule) or "rate" (Poisson arrivals at the row's `request_rate` per second; the figure is
+  the median TPOT, or TTFT for a `median_ttft_ms` row: sglang.bench_serving's online table).
 
 The engine's step time is the row's engine profile, priced by costmodel.step_time and read off as
 the linear form the engine needs (engine/steptime.py), as for every simulator.
@@ -41,8 +39,9 @@ from ..core.catalog import gpus, models
 from ..engine.cluster import EngineSpec, serve
 from ..engine.metrics import RequestRecord
 from ..engine.scheduler import SchedulerConfig
-from ..engine.workload import AZURE_CONV_OUTPUT, AZURE_CONV_PROMPT, Request, arrival_times
+from ..engine.workload import AZURE_CONV_OUTPUT, AZURE_CONV_PROMPT
 from . import benchmarks as bm
+from .loadgen import arrange
 
 SEED = 16
 
@@ -109,20 +108,6 @@ def _draw_lengths(items: tuple[tuple[str, Any], ...], n: int) -> list[tuple[int,
     return out
 
 
-def spec_for(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile, max_len: int) -> EngineSpec:
-    """The row's server: model, GPU, formats, tensor parallel, the benchmark's scheduler caps;
-    `max_len`: the longest request (a benchmark sets its engine's max sequence length to fit)."""
-    cfg = SchedulerConfig(
-        max_num_seqs=sched.max_num_seqs,
-        max_num_batched_tokens=sched.max_num_batched_tokens,
-        max_model_len=max_len,
-        chunked_prefill=bool(e.get("chunked_prefill", True)),
-        num_scheduler_steps=int(e.get("num_scheduler_steps", 1)),
-    )
-    m, g = models()[e["model"]], gpus()[e["gpu"]]
-    return EngineSpec(m, g, cfg, profile=p, **bm.formats(e).kw())
-
-
 class Unserved(ValueError):
     """No request of a run was served (each needs more KV cache than the server holds)."""
 
@@ -130,8 +115,7 @@ class Unserved(ValueError):
 def _served(lengths: list[tuple[int, int]], spec: EngineSpec, rate: float = 0.0) -> list[RequestRecord]:
     """The records of requests of these lengths, all sent at 0 (rate 0) or Poisson at `rate` per second
     from 0 (the same draw for every rate)."""
-    times = arrival_times(random.Random(SEED), len(lengths), "poisson", rate) if rate else [0.0] * len(lengths)
-    reqs = [Request(i, t, p, o, ((i + 1, p),)) for i, ((p, o), t) in enumerate(zip(lengths, times, strict=True))]
+    reqs = arrange("poisson" if rate else "throughput", lengths, random.Random(SEED), rate=rate)
     recs = serve(reqs, spec, keep_series=False).records
     if not recs:  # every statistic of the run would divide by zero
         longest = max(a + b for a, b in lengths)
@@ -160,21 +144,13 @@ def _server(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]])
     n, mean_out = len(lengths), sum(o for _, o in lengths) / len(lengths)
     hi = _throughput(_served(lengths, spec)) / mean_out  # requests/s: no rate above the offline one holds
     lo, best = 0.0, 0.0
-
-    def meets(rate: float) -> float | None:
-        recs = _served(lengths, spec, rate)
-        if len(recs) < n:
-            return None
-        ok = _p99([r.ttft_s for r in recs]) <= ttft and _p99([r.tpot_s or 0.0 for r in recs]) <= tpot
-        return _throughput(recs) if ok else None
-
     for _ in range(int(e.get("rate_steps", 7))):
-        mid = (lo + hi) / 2 if lo else hi * 0.5
-        got = meets(mid)
-        if got is None:
-            hi = mid
+        mid = (lo + hi) / 2
+        recs = _served(lengths, spec, mid)  # a rate meets if every request is served within both bounds
+        if len(recs) == n and _p99([r.ttft_s for r in recs]) <= ttft and _p99([r.tpot_s or 0.0 for r in recs]) <= tpot:
+            lo, best = mid, _throughput(recs)
         else:
-            lo, best = mid, got
+            hi = mid
     return best
 
 
@@ -252,7 +228,16 @@ kept: Callable[[str], float | None] | None = None
 def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
     arrival = e.get("arrival", "offline")
     lengths = draw_lengths(e, int(e["batch_size"]) if arrival == "batch" else int(e["requests"]))
-    spec = spec_for(e, p, sched, max(a + b for a, b in lengths))
+    # The row's server: model, GPU, formats, tensor parallel, the benchmark's scheduler caps, and
+    # the longest request as its max sequence length (a benchmark sets its engine's to fit).
+    cfg = SchedulerConfig(
+        max_num_seqs=sched.max_num_seqs,
+        max_num_batched_tokens=sched.max_num_batched_tokens,
+        max_model_len=max(a + b for a, b in lengths),
+        chunked_prefill=bool(e.get("chunked_prefill", True)),
+        num_scheduler_steps=int(e.get("num_scheduler_steps", 1)),
+    )
+    spec = EngineSpec(models()[e["model"]], gpus()[e["gpu"]], cfg, profile=p, **bm.formats(e).kw())
     if arrival == "server":
         return _server(e, spec, lengths)
     if arrival == "rate":

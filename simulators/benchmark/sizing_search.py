@@ -5,11 +5,11 @@ server): tensor parallel 1-8, pipeline parallel 1-8 and, for a mixture of expert
 attention 2-8 with expert parallelism (`shapes`), at most 8 GPUs (one node: the catalogue's link
 figure is the node's); a *configuration* is a layout times a number of replicas. The search:
 
-1. enumerates layouts and keeps those vLLM would start (vllm_memory.account at vLLM's serve
-   defaults for the GPU, max_model_len = the longest request; each DP rank has its own KV blocks
-   and batch limits, so the engine's replica gets dp times both);
+1. keeps the layouts vLLM would start (vllm_memory.account at vLLM's serve defaults for the GPU,
+   max_model_len = the longest request; each DP rank has its own KV blocks and batch limits, so
+   the engine's replica gets dp times both);
 2. bounds each with closed forms read off the engine's own step cost (engine.steptime.StepCost),
-   so that the engine can never do better than the bound:
+   which the engine can never beat:
        TTFT_i >= the prefill of the shortest prompt alone   (every first token waits for one)
        TPOT_i >= a batch-1 decode step at the shortest prompt  (every later token needs a step)
        a replica's rate <= min(B / (mean(output - 1) x decode step of B at the shortest prompt),
@@ -18,20 +18,20 @@ figure is the node's); a *configuration* is a layout times a number of replicas.
    blocks of the shortest prompt). A pipeline's round divides a step's parts by its micro-batches,
    at most pp (parallel_time.py), so for pp > 1 both floors are the one-pass parts over pp: every
    part of a round that holds the request is at least that (its sums are at least the request's;
-   a MoE's expert reads are concave in the tokens). Bounding every request bounds every percentile, so a layout
-   whose floor misses a target is dropped; the others need more than rate / (replica rate
-   bound) replicas, which bounds their cost;
+   a MoE's expert reads are concave in the tokens). Bounding every request bounds every
+   percentile: a layout whose floor misses a target is dropped; the others need more than
+   rate / (replica rate bound) replicas, which bounds their cost;
 3. confirms with the event engine, cheapest bound first: r replicas behind a random router each
    see a Poisson stream at rate / r (a random split of a Poisson stream is Poisson), so one
-   replica is served at rate / r and its percentiles stand for all. A configuration meets the
-   SLO when its offered rate per replica is below the bound (else its queue grows without end,
-   however short the run) and the engine's percentiles of TTFT and TPOT are within the targets.
-   Per layout the search takes the fewest replicas that meet (cheapest.run).
+   replica served at rate / r stands for all. A configuration meets the SLO when its offered rate
+   per replica is below the bound (else its queue grows without end, however short the run) and
+   the engine's TTFT and TPOT percentiles are within the targets; per layout, the fewest replicas
+   that meet (cheapest.run).
 
-Runs are kept in a memo keyed by everything they depend on (not the SLO targets), so a change
-of target or percentile re-ranks without running the engine again; the rate per replica is
-rounded up to a grid of 4.4% steps (`grid_rate`), so nearby request rates share runs too, and a
-run that missed the targets at one rate per replica answers for every higher one.
+Runs are memoized by everything they depend on (not the SLO targets), so a new target or
+percentile re-ranks without running the engine; the rate per replica is rounded up to a grid of
+4.4% steps (`grid_rate`), so nearby request rates share runs, and a run that missed the targets
+at one rate per replica answers for every higher one.
 """
 
 from __future__ import annotations
@@ -246,8 +246,7 @@ def rank(
         yield ranked, taken
         confirmed += 1
         # The layout's cheapest configuration: the fewest replicas, from the fewest its rate bound
-        # allows, whose share of the rate one replica serves within the targets. Beyond the last
-        # row it cannot enter the table.
+        # allows, whose share of the rate one replica serves within the targets (up to the last row).
         while r * lay.num_gpus <= max_gpus and not beaten(r * lay.num_gpus * lay.price_per_gpu_h, config_name(lay, r)):
             k = grid_index(rate / r)
             if meets(lay, b, k):
@@ -272,9 +271,7 @@ def engine_run(engine: EngineSpec, drawn: list[tuple[int, int]], rate: float, se
     Pass the layout's one EngineSpec (Bounds.engine): its step cost is made once and kept on it."""
     reqs = arrange("poisson", drawn, random.Random(seed), rate=rate)
     served = serve(reqs, engine, keep_series=False)
-    out = summarize(served.records, warmup=WARMUP, cooldown=WARMUP)
-    out["num_dropped"] = float(len(served.dropped))
-    return out
+    return summarize(served.records, warmup=WARMUP, cooldown=WARMUP) | {"num_dropped": float(len(served.dropped))}
 
 
 def verdict(run: dict[str, float], q: str, ttft_slo_s: float, tpot_slo_s: float) -> dict[str, Any]:

@@ -124,18 +124,14 @@ PREDICTIONS: dict[str, Predict] = {
 }
 
 
-def as_run(e: dict[str, Any], p: ef.EngineProfile) -> ef.EngineProfile:
-    """The profile as the row's engine ran: a row with `fused_layers` (its engine compiles each
-    layer's small kernels together, e.g. gpt-fast's torch.compile of the whole decode step) pays
-    no per-layer fixed time (the profile's layer_overhead_us, fitted on an engine that does not)."""
-    return replace(p, layer_overhead_us=0.0) if e.get("fused_layers") else p
+def _as_run(fn: Predict) -> Predict:
+    """The prediction with the profile as the row's engine ran: a row with `fused_layers` (its engine
+    compiles each layer's small kernels together, e.g. gpt-fast's torch.compile of the whole decode
+    step) pays no per-layer fixed time (the profile's layer_overhead_us, fitted on an engine that does not)."""
+    return lambda e, p: fn(e, replace(p, layer_overhead_us=0.0) if e.get("fused_layers") else p)
 
 
-def _wrap(fn: Predict) -> Predict:
-    return lambda e, p: fn(e, as_run(e, p))
-
-
-PREDICTIONS = {q: _wrap(fn) for q, fn in PREDICTIONS.items()}
+PREDICTIONS = {q: _as_run(fn) for q, fn in PREDICTIONS.items()}
 RATES = ("decode_tokens_per_s", "offline_output_tokens_per_s", "prompt_tokens_per_s", "matvec_stream_GBps")
 TIMES = ("decode_step_ms", "prefill_ms", "batch_latency_s", "median_tpot_ms", "median_ttft_ms")
 ROLES = ("calibration", "held_out", "check")
@@ -209,10 +205,8 @@ def _make_rows() -> tuple[Row, ...]:
     calibrated = {source_group(e) for e in entries if e.get("role") == "calibration"}
     out = []
     for e in entries:
-        predict = PREDICTIONS[e["quantity"]]
-        engine = profile_of(e)
-        role, group = e.get("role", "check"), source_group(e)
-        role = "same_source" if role == "held_out" and group in calibrated else role
+        predict, engine, group = PREDICTIONS[e["quantity"]], profile_of(e), source_group(e)
+        role = "same_source" if e.get("role") == "held_out" and group in calibrated else e.get("role", "check")
         out.append(
             Row(
                 **{k: e[k] for k in ("id", "what", "kind", "unit", "conditions", "source", "quantity")},
@@ -275,9 +269,7 @@ def band(role: str = "held_out") -> Band:
 
 
 def _num(x: float) -> str:
-    if abs(x) >= 100:
-        return f"{x:,.0f}"
-    return f"{x:.3g}" if abs(x) < 10 else f"{x:.1f}"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
 
 
 def _cell(text: str) -> str:
