@@ -32,6 +32,7 @@ evicted first".
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -85,8 +86,6 @@ class BlockPool:
         """Allocate n private blocks from the queue's head, evicting cached ones found there."""
         if n > self.num_free_blocks:
             return False
-        if not n:
-            return True
         self.num_free_blocks -= n
         queue, evicted = self.free_queue, 0
         while n:
@@ -194,14 +193,7 @@ class BlockPool:
         holding a cached block holds the blocks before it, so ref counts never grow along a chain:
         those blocks are a leading run, found by bisection."""
         cached = self.cached
-        lo, hi = 0, len(hashes)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if cached[hashes[mid]] > k:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return bisect_left(hashes, True, key=lambda h: cached[h] <= k)
 
     def ref(self, hashes: list[int]) -> None:
         """A sequence holds the leading blocks of a chain (a prefix hit): the free ones leave the queue."""
@@ -231,16 +223,10 @@ class BlockPool:
             assert run[0] == h
             self._forget_ends(run)
             # How far the hit and the entry agree: until their chains part, and never again after.
-            lo, hi = 1, min(len(run), len(free) - i)
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if run[mid - 1] == free[i + mid - 1]:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            del run[:lo]
+            agree = 1 + bisect_left(range(1, min(len(run), len(free) - i)), True, key=lambda j: run[j] != free[i + j])
+            del run[:agree]
             self._recount(n)
-            i += lo
+            i += agree
 
     def unref(self, hashes: list[int]) -> None:
         """A sequence lets go of a chain's leading blocks. Those it alone held (the last ones) are
