@@ -19,6 +19,7 @@ References: 1) Azure LLM inference trace 2023 (Azure/AzurePublicDataset; Splitwi
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass
@@ -76,11 +77,8 @@ def arrival_times(rng: random.Random, n: int, process: str, rate: float) -> list
         raise ValueError(f"unknown arrival process '{process}'")
     if process == "constant":
         return [i / rate for i in range(n)]
-    t, out = 0.0, []
-    for _ in range(n):
-        out.append(t)
-        t += rng.expovariate(rate)
-    return out
+    gaps = [rng.expovariate(rate) for _ in range(n)]  # n draws, the last one's unused: the RNG goes on
+    return list(itertools.accumulate(gaps, initial=0.0))[:-1]
 
 
 class Lengths:
