@@ -33,14 +33,14 @@ Progress = tuple[list[Seq], list[Request], list[Replica]]  # finished and droppe
 
 def run_out(steps: Generator[T, None, R], each: Callable[[T], None] | None = None) -> R:
     """What a generator of simulate_steps' kind returns, its yields handed to `each` (or ignored)."""
-    while True:
-        try:
+    try:
+        while True:
             part = next(steps)
-        except StopIteration as end:
-            value: R = end.value
-            return value
-        if each is not None:
-            each(part)
+            if each is not None:
+                each(part)
+    except StopIteration as end:
+        value: R = end.value
+        return value
 
 
 def show_once(steps: Generator[Progress, None, R], show: Callable[[Progress], T]) -> Generator[T, None, R]:
