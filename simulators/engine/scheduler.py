@@ -129,19 +129,16 @@ class Scheduler:
         cfg, kv, decode, static = self.cfg, self.kv, self.decode, self.static
         self.reserved, self.skipped = 0, False
         # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
-        need = decode.blocks_needed(1)
-        while decode.num_seqs and need > kv.num_available():
+        while decode.num_seqs and decode.blocks_needed(1) > kv.num_available():
             self._preempt_last(t)
-            need = decode.blocks_needed(1)
         if static and self.running and not self.prefilling:
             return [], True  # a static batch in flight: decode until it is done
         if not self.waiting and not self.prefilling:  # decodes only (most steps): nothing to admit
             # No block is reserved: the stride takes its blocks when it ends, from the head of the
             # free queue, the same blocks a reservation would have taken (Replica._plan_stride).
             return [], decode.num_seqs > 0 and not static
-        self.reserved = need
-        if need:
-            kv.take(need)
+        self.reserved = decode.blocks_needed(1)
+        kv.take(self.reserved)
         preempted = False
         if static:
             budget = 1 << 40  # whole prompts, however long
@@ -219,8 +216,7 @@ class Scheduler:
         gate = kv.blocks_for(s.prompt) - len(hit) - own if self.cfg.reserve_full_isl else need
         if gate + water > kv.num_available_after_ref(hit) - own:
             return -1
-        if hit:
-            kv.ref(hit)
+        kv.ref(hit)
         if own:
             kv.take_own(s.id)
         kv.take(need)
