@@ -87,13 +87,13 @@ class BlockPool:
         if n > self.num_free_blocks:
             return False
         self.num_free_blocks -= n
-        queue, evicted = self.free_queue, 0
+        queue = self.free_queue
         while n:
             key = next(iter(queue))
             if isinstance(key, int):  # a cached block no one references
                 del queue[key]
                 self._evict((key,))
-                evicted += 1
+                self.num_evictions += 1
                 n -= 1
             elif key[0] == "chain":  # cached blocks freed together: the last first
                 run = self.chains[key[1]]
@@ -102,26 +102,24 @@ class BlockPool:
                 self._evict(run[len(run) - gone :])
                 del run[len(run) - gone :]
                 self._recount(key[1])  # what is left keeps its place at the head
-                evicted += gone
+                self.num_evictions += gone
                 n -= gone
             else:  # a run of empty blocks (the usual head), or of a unique sequence's cached ones
                 count = queue[key]
                 if key[0] == "own":
-                    evicted += min(count, n)
+                    self.num_evictions += min(count, n)
                 if count > n:
                     queue[key] = count - n
                     break
                 del queue[key]
                 n -= count
-        self.num_evictions += evicted
         return True
 
     def _evict(self, keys: list[int] | tuple[int, ...]) -> None:
         """Forget cached blocks no one references (their queue entries are gone already)."""
         for key in keys:
             del self.cached[key]
-            if key in self.part_filled:
-                del self.part_filled[key]
+            if self.part_filled.pop(key, None):
                 for kids in self.partial.values():  # drop it from its parent's list
                     if key in kids:
                         kids.remove(key)

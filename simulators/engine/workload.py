@@ -29,9 +29,6 @@ from typing import Any, NamedTuple
 AZURE_CONV_PROMPT = (6.633, 0.985)
 AZURE_CONV_OUTPUT = (5.019, 0.859)
 AZURE_CONV_OUTPUT_CAP = 1000
-# Reasoning traffic (course seeds 000): about 2,000 tokens in and 20,000 out.
-REASONING_PROMPT = (math.log(2000), 0.25)
-REASONING_OUTPUT = (math.log(20000), 0.35)
 
 
 def lognormal_from_moments(mean: float, std: float) -> tuple[float, float]:
@@ -40,14 +37,13 @@ def lognormal_from_moments(mean: float, std: float) -> tuple[float, float]:
     return math.log(mean) - s2 / 2, math.sqrt(s2)
 
 
-# ShareGPT (WildChat paper, Table 1, Llama-2 tokenizer; reference section 8): user turns
-# 94.46 +- 626.39 tokens, assistant turns 348.45 +- 269.93, fitted by moments.
-SHAREGPT_PROMPT = lognormal_from_moments(94.46, 626.39)
-SHAREGPT_OUTPUT = lognormal_from_moments(348.45, 269.93)
 LOGNORMAL = {  # (mu, sigma) of ln(prompt tokens) and ln(output tokens) per length distribution
     "azure": (AZURE_CONV_PROMPT, AZURE_CONV_OUTPUT),
-    "sharegpt": (SHAREGPT_PROMPT, SHAREGPT_OUTPUT),
-    "reasoning": (REASONING_PROMPT, REASONING_OUTPUT),
+    # ShareGPT (WildChat paper, Table 1, Llama-2 tokenizer; reference section 8): user turns
+    # 94.46 +- 626.39 tokens, assistant turns 348.45 +- 269.93, fitted by moments.
+    "sharegpt": (lognormal_from_moments(94.46, 626.39), lognormal_from_moments(348.45, 269.93)),
+    # Reasoning traffic (course seeds 000): about 2,000 tokens in and 20,000 out.
+    "reasoning": ((math.log(2000), 0.25), (math.log(20000), 0.35)),
 }
 
 
