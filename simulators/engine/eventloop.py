@@ -153,10 +153,8 @@ def simulate_steps(
                 for s in rep.finished:
                     push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
             rep.finished.clear()
-        if rep.handoff:
-            for s in rep.handoff:
-                s.prefilled = True
-                dest = decode_route(s, replicas, t)
-                push([(t + transfer_s(s), 0, KV_ARRIVE, (dest, s))])
-            rep.handoff.clear()
+        for s in rep.handoff:
+            s.prefilled = True
+            push([(t + transfer_s(s), 0, KV_ARRIVE, (decode_route(s, replicas, t), s))])
+        rep.handoff.clear()
     return done, dropped, events

@@ -168,8 +168,7 @@ def build(
     history plus a tool result). n counts requests, follow-ups included.
     """
     seg = iter(range(1, 1 << 62))
-    reqs: list[Request] = []
-    ids = iter(range(1 << 62))
+    reqs: list[Request] = []  # a request's id is its index
     prefixes = [next(seg) for _ in range(max(1, num_prefixes))]
     fewshot = next(seg)
     t_i = 0
@@ -183,7 +182,7 @@ def build(
                 segs = ((prefixes[rng.randrange(len(prefixes))], shared_tokens),) + segs
             elif sharing == "few_shot":
                 segs = ((fewshot, shared_tokens),) + segs
-            reqs.append(Request(next(ids), t, sum(s for _, s in segs), o, segs))
+            reqs.append(Request(len(reqs), t, sum(s for _, s in segs), o, segs))
             continue
         # multi_turn or agent: a chain of follow-ups, each re-sending everything before it.
         history: tuple[tuple[int, int], ...] = ((prefixes[rng.randrange(len(prefixes))], shared_tokens),)
@@ -195,7 +194,7 @@ def build(
                     p = max(1, p // 4)
             history, out_seg = history + ((next(seg), p),), next(seg)
             t_req, after = (t, None) if prev is None else (think_s, prev.id)
-            prev = Request(next(ids), t_req, sum(s for _, s in history), o, history, after, out_seg)
+            prev = Request(len(reqs), t_req, sum(s for _, s in history), o, history, after, out_seg)
             reqs.append(prev)
             history = history + ((out_seg, o),)
     return Workload(reqs, lengths.num_truncated)
