@@ -67,9 +67,7 @@ class BlockPool:
 
     def blocks_for(self, tokens: int) -> int:
         """Blocks a sequence of `tokens` tokens holds: ceil(tokens / block_size), or its slab."""
-        if self.layout == "contiguous":
-            return -(-self.reserve_tokens // self.block_size)
-        return -(-tokens // self.block_size)
+        return -(-(self.reserve_tokens if self.layout == "contiguous" else tokens) // self.block_size)
 
     def num_available(self) -> int:
         return self.num_free_blocks
