@@ -200,13 +200,11 @@ class Scheduler:
             self.decode.join(s)
             self._log(t, "admit", s)
             return 1
-        if s.unique:  # only its own blocks, from before a preemption, can be cached (kv.free_own)
-            own = min(kv.own_hit(s.id), (s.prompt - 1) // kv.block_size) if self.prefix_on else 0
-            hit: list[int] = []
-            hit_tokens = own * kv.block_size
-        else:
-            own = 0
-            hit, hit_tokens = kv.match(s.content(), s.prompt) if self.prefix_on else ([], 0)
+        # A unique sequence can only find its own blocks, from before a preemption (kv.free_own).
+        own = min(kv.own_hit(s.id), (s.prompt - 1) // kv.block_size) if s.unique and self.prefix_on else 0
+        hit, hit_tokens = (
+            ([], own * kv.block_size) if s.unique or not self.prefix_on else kv.match(s.content(), s.prompt)
+        )
         chunk = min(s.prompt - hit_tokens, budget)
         if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
             return -1
