@@ -188,8 +188,7 @@ class BlockPool:
         """How many leading blocks of a chain's `hashes` have more than k references. A sequence
         holding a cached block holds the blocks before it, so ref counts never grow along a chain:
         those blocks are a leading run, found by bisection."""
-        cached = self.cached
-        return bisect_left(hashes, True, key=lambda h: cached[h] <= k)
+        return bisect_left(hashes, True, key=lambda h: self.cached[h] <= k)
 
     def ref(self, hashes: list[int]) -> None:
         """A sequence holds the leading blocks of a chain (a prefix hit): the free ones leave the queue."""
