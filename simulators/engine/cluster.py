@@ -121,13 +121,18 @@ def make_router(name: str) -> Router:
     first candidate in index order."""
     turn = itertools.count()
     wp, wq, wk = 2.0, 1.0, 1.0  # weighted: prefix, queue and KV scorers (module docstring)
+    seen: list[Replica] | None = None  # the replicas last routed to, split once by role:
+    front: list[Replica] = []  # those that take new requests (prefill or both)
+    back: list[Replica] = []  # those that take prefilled sequences (decode or both)
 
     def depth(r: Replica) -> int:
         return len(r.waiting) + len(r.running)
 
     def route(s: Seq, reps: list[Replica], t: float) -> Replica:
-        # New requests go to prefill (or both) replicas, prefilled sequences to decode (or both) ones.
-        cands = [r for r in reps if r.role != ("prefill" if s.prefilled else "decode")]
+        nonlocal seen, front, back
+        if seen is not reps:  # roles are fixed for a serve
+            seen, front, back = reps, [r for r in reps if r.role != "decode"], [r for r in reps if r.role != "prefill"]
+        cands = back if s.prefilled else front
         if name == "round_robin":
             return cands[next(turn) % len(cands)]
         if name == "least_queue" or s.prefilled:

@@ -214,7 +214,8 @@ class Scheduler:
         gate = kv.blocks_for(s.prompt) - len(hit) - own if self.cfg.reserve_full_isl else need
         if gate + water > kv.num_available_after_ref(hit) - own:
             return -1
-        kv.ref(hit)
+        if hit:
+            kv.ref(hit)
         if own:
             kv.take_own(s.id)
         kv.take(need)
