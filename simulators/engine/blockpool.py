@@ -32,6 +32,7 @@ evicted first".
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -66,9 +67,7 @@ class BlockPool:
 
     def blocks_for(self, tokens: int) -> int:
         """Blocks a sequence of `tokens` tokens holds: ceil(tokens / block_size), or its slab."""
-        if self.layout == "contiguous":
-            return -(-self.reserve_tokens // self.block_size)
-        return -(-tokens // self.block_size)
+        return -(-(self.reserve_tokens if self.layout == "contiguous" else tokens) // self.block_size)
 
     def num_available(self) -> int:
         return self.num_free_blocks
@@ -85,16 +84,14 @@ class BlockPool:
         """Allocate n private blocks from the queue's head, evicting cached ones found there."""
         if n > self.num_free_blocks:
             return False
-        if not n:
-            return True
         self.num_free_blocks -= n
-        queue, evicted = self.free_queue, 0
+        queue = self.free_queue
         while n:
             key = next(iter(queue))
             if isinstance(key, int):  # a cached block no one references
                 del queue[key]
                 self._evict((key,))
-                evicted += 1
+                self.num_evictions += 1
                 n -= 1
             elif key[0] == "chain":  # cached blocks freed together: the last first
                 run = self.chains[key[1]]
@@ -103,26 +100,24 @@ class BlockPool:
                 self._evict(run[len(run) - gone :])
                 del run[len(run) - gone :]
                 self._recount(key[1])  # what is left keeps its place at the head
-                evicted += gone
+                self.num_evictions += gone
                 n -= gone
             else:  # a run of empty blocks (the usual head), or of a unique sequence's cached ones
                 count = queue[key]
                 if key[0] == "own":
-                    evicted += min(count, n)
+                    self.num_evictions += min(count, n)
                 if count > n:
                     queue[key] = count - n
                     break
                 del queue[key]
                 n -= count
-        self.num_evictions += evicted
         return True
 
     def _evict(self, keys: list[int] | tuple[int, ...]) -> None:
         """Forget cached blocks no one references (their queue entries are gone already)."""
         for key in keys:
             del self.cached[key]
-            if key in self.part_filled:
-                del self.part_filled[key]
+            if self.part_filled.pop(key, None):
                 for kids in self.partial.values():  # drop it from its parent's list
                     if key in kids:
                         kids.remove(key)
@@ -193,15 +188,7 @@ class BlockPool:
         """How many leading blocks of a chain's `hashes` have more than k references. A sequence
         holding a cached block holds the blocks before it, so ref counts never grow along a chain:
         those blocks are a leading run, found by bisection."""
-        cached = self.cached
-        lo, hi = 0, len(hashes)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if cached[hashes[mid]] > k:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        return bisect_left(hashes, True, key=lambda h: self.cached[h] <= k)
 
     def ref(self, hashes: list[int]) -> None:
         """A sequence holds the leading blocks of a chain (a prefix hit): the free ones leave the queue."""
@@ -231,16 +218,10 @@ class BlockPool:
             assert run[0] == h
             self._forget_ends(run)
             # How far the hit and the entry agree: until their chains part, and never again after.
-            lo, hi = 1, min(len(run), len(free) - i)
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if run[mid - 1] == free[i + mid - 1]:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            del run[:lo]
+            agree = 1 + bisect_left(range(1, min(len(run), len(free) - i)), True, key=lambda j: run[j] != free[i + j])
+            del run[:agree]
             self._recount(n)
-            i += lo
+            i += agree
 
     def unref(self, hashes: list[int]) -> None:
         """A sequence lets go of a chain's leading blocks. Those it alone held (the last ones) are

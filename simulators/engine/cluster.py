@@ -238,9 +238,8 @@ def fit_error(
     tokens = pooled_kv_tokens(model, gpu, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if tokens >= 4096:
         return None
-    weights = cm.weight_bytes(model, weight_dtype)
     return (
-        f"{model.name} needs {weights / cm.GB:,.0f} GB of weights; {lay.describe()} of {gpu.name} leave "
-        f"room for only {tokens:,} tokens of KV cache. Use more GPUs (tensor or pipeline parallel), "
-        "a smaller model or a larger GPU."
+        f"{model.name} needs {cm.weight_bytes(model, weight_dtype) / cm.GB:,.0f} GB of weights; {lay.describe()} "
+        f"of {gpu.name} leave room for only {tokens:,} tokens of KV cache. Use more GPUs (tensor or pipeline "
+        "parallel), a smaller model or a larger GPU."
     )

@@ -71,12 +71,10 @@ class DecodeSet:
         if n == 1:  # the common question (will the next step fit?), answered directly
             return res[self.steps % bs]
         rounds, rem = divmod(n, bs)
-        total = self.num_seqs * rounds
-        if rem:  # residues start .. start + rem - 1, wrapping around the histogram's end
-            start = self.steps % bs
-            end = start + rem
-            total += sum(res[start:end]) if end <= bs else sum(res[start:]) + sum(res[: end - bs])
-        return total
+        start = self.steps % bs  # then residues start .. start + rem - 1, wrapping around the end
+        end = start + rem
+        rest = sum(res[start:end]) if end <= bs else sum(res[start:]) + sum(res[: end - bs])
+        return self.num_seqs * rounds + rest
 
     def steps_to_next_finish(self) -> int:
         """Decode steps until the next member emits its last token (members only: the set is not empty)."""

@@ -33,14 +33,14 @@ Progress = tuple[list[Seq], list[Request], list[Replica]]  # finished and droppe
 
 def run_out(steps: Generator[T, None, R], each: Callable[[T], None] | None = None) -> R:
     """What a generator of simulate_steps' kind returns, its yields handed to `each` (or ignored)."""
-    while True:
-        try:
+    try:
+        while True:
             part = next(steps)
-        except StopIteration as end:
-            value: R = end.value
-            return value
-        if each is not None:
-            each(part)
+            if each is not None:
+                each(part)
+    except StopIteration as end:
+        value: R = end.value
+        return value
 
 
 def show_once(steps: Generator[Progress, None, R], show: Callable[[Progress], T]) -> Generator[T, None, R]:
@@ -153,10 +153,8 @@ def simulate_steps(
                 for s in rep.finished:
                     push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
             rep.finished.clear()
-        if rep.handoff:
-            for s in rep.handoff:
-                s.prefilled = True
-                dest = decode_route(s, replicas, t)
-                push([(t + transfer_s(s), 0, KV_ARRIVE, (dest, s))])
-            rep.handoff.clear()
+        for s in rep.handoff:
+            s.prefilled = True
+            push([(t + transfer_s(s), 0, KV_ARRIVE, (decode_route(s, replicas, t), s))])
+        rep.handoff.clear()
     return done, dropped, events

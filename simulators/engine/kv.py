@@ -17,6 +17,7 @@ References: 1) vLLM v1 vllm/v1/core/kv_cache_manager.py (get_computed_blocks, ca
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from .blockhash import Chain, ChainMemo, Runs, Segments, block_content, block_runs, chain, chain_memo, is_prefix
@@ -72,14 +73,7 @@ class KVCacheManager(BlockPool):
         else:
             # Until the first eviction every cached block's parent is cached too (cache_blocks): the
             # cached blocks of a chain are a prefix, and a binary search finds its end.
-            lo, hi = 0, min(n_full, len(hs))
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if hs[mid] in cached:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            n = lo
+            n = bisect_left(hs, True, 0, min(n_full, len(hs)), key=lambda h: h not in cached)
         hit = hs[:n]
         tokens = n * bs
         if self.prefix == "radix" and n < n_full + (rem > 0):

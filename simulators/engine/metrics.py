@@ -140,9 +140,8 @@ def window(
         return 0.0, 0.0
     ends = sorted([r.arrival_s + r.e2e_s for r in recs]) or starts
     first, last = starts[0], max(ends[-1], starts[-1])
-    lo, hi = first, last
-    if max_seconds:  # GuideLLM's max_duration ends the window at its stop time, whatever still runs
-        hi = min(hi, first + max_seconds)
+    # GuideLLM's max_duration ends the window at its stop time, whatever still runs.
+    lo, hi = first, min(last, first + max_seconds) if max_seconds else last
     n = len(starts)
     w, c = warmup or Phase(), cooldown or Phase()
     if w.kind == "seconds" or (w.kind == "percent" and max_seconds):
@@ -245,7 +244,6 @@ def drain_s(spans: list[tuple[float, float]], lo: float, hi: float, slots: int) 
     if not spans:
         return 0.0
     starts = sorted([a for a, _ in spans])
-    last_sent = starts[-1]
     full_until = lo
     if slots > 0:
         # Starts and ends in time order, an end first at equal times (a request that ends when
@@ -256,7 +254,7 @@ def drain_s(spans: list[tuple[float, float]], lo: float, hi: float, slots: int) 
             if n >= slots:
                 full_until = t  # full up to this event
             n += d
-    return max(0.0, hi - max(last_sent, full_until, lo))
+    return max(0.0, hi - max(starts[-1], full_until, lo))
 
 
 def _tokens_inside(r: RequestRecord, lo: float, hi: float) -> float:

@@ -20,6 +20,7 @@ far are computed again); "preempt" and "finish" (extra: KV blocks released).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 from ..core import costmodel as cm
@@ -79,9 +80,8 @@ class Replica(Scheduler):
     def plan(self, t: float) -> list[Event]:
         """Plan the next step (prefill chunks present) or stride (decode only) starting at t."""
         chunks, decodes = self.schedule(t)
-        decode = self.decode
         self.plan_chunks, self.plan_t0 = chunks, t
-        if not chunks and not decode.num_seqs:
+        if not chunks and not self.decode.num_seqs:
             self.kv.untake(self.reserved)
             self.busy = False
             if self.keep_series:
@@ -89,7 +89,7 @@ class Replica(Scheduler):
             return []
         self.busy = True
         if chunks:
-            return self._plan_step(t, chunks, decode.num_seqs if decodes else 0)
+            return self._plan_step(t, chunks, self.decode.num_seqs if decodes else 0)
         return self._plan_stride(t)
 
     def _plan_step(self, t: float, chunks: list[Seq], nd: int) -> list[Event]:
@@ -117,32 +117,21 @@ class Replica(Scheduler):
     def _plan_stride(self, t: float) -> list[Event]:
         """Decode-only steps up to the next completion, the block supply, or a window edge."""
         kv, decode = self.kv, self.decode
-        if self.reserved:  # none when nothing waited (Scheduler.schedule)
-            kv.untake(self.reserved)  # a stride takes its blocks when it ends
+        kv.untake(self.reserved)  # a stride takes its blocks when it ends (none reserved if nothing waited)
         n = decode.steps_to_next_finish()
         growth = decode.num_seqs  # KV tokens held grow by this much per step
-        if window := self.window:
-            growth = 0
-            for s in self.running:
-                if s.decoding and decode.steps - s.g0 < window:
-                    growth += 1
-                    n = min(n, window - (decode.steps - s.g0))
+        if window := self.window:  # until the next context fills the window
+            short = [decode.steps - s.g0 for s in self.running if s.decoding and decode.steps - s.g0 < window]
+            growth, n = len(short), min([n, *(window - c for c in short)])
         if self.single_step or self.skipped:
             n = 1
-        runs = self.cfg.num_scheduler_steps
-        if runs > 1:  # whole multi-step runs: a sequence finishing mid-run waits for the run's end
-            n = -(-n // runs) * runs
+        runs = self.cfg.num_scheduler_steps  # whole multi-step runs: one finishing mid-run waits for its end
+        n = -(-n // runs) * runs
         avail = kv.num_available()
         # blocks_needed(n) is at most num_seqs (n // bs + 1): with that many free, the stride fits.
         if decode.num_seqs * (n // decode.block_size + 1) > avail and decode.blocks_needed(n) > avail:
-            lo, hi = 1, n  # blocks_needed(lo) <= avail (schedule preempted until one step fits)
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if decode.blocks_needed(mid) <= avail:
-                    lo = mid
-                else:
-                    hi = mid
-            n = lo
+            # The most steps whose blocks are free: at least one (schedule preempted until one fits).
+            n = bisect_right(range(1, n), avail, key=decode.blocks_needed)
         k, sums = self.cfg.num_speculative_tokens, (decode.num_seqs, decode.sum_context, decode.sum_held, growth)
         plain = self.cost.decode_stride(*sums)
         # Speculation: the verify pass's pieces, then the plain ones (_stride_s).
@@ -203,8 +192,7 @@ class Replica(Scheduler):
         self.busy_s += t - self.plan_t0
         n, decode = self.plan_steps, self.decode
         if self.plan_blocks < 0:  # a stride's blocks
-            need = decode.blocks_needed(n)
-            if need and not self.kv.take(need):
+            if not self.kv.take(decode.blocks_needed(n)):
                 raise RuntimeError("decode stride ran beyond the free blocks")  # a bug, never bad input
         decode.steps += n
         decode.sum_context += decode.num_seqs * n

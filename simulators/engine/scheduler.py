@@ -129,19 +129,16 @@ class Scheduler:
         cfg, kv, decode, static = self.cfg, self.kv, self.decode, self.static
         self.reserved, self.skipped = 0, False
         # Decodes first: one token each, and a block for each at a boundary; preempt from the tail.
-        need = decode.blocks_needed(1)
-        while decode.num_seqs and need > kv.num_available():
+        while decode.num_seqs and decode.blocks_needed(1) > kv.num_available():
             self._preempt_last(t)
-            need = decode.blocks_needed(1)
         if static and self.running and not self.prefilling:
             return [], True  # a static batch in flight: decode until it is done
         if not self.waiting and not self.prefilling:  # decodes only (most steps): nothing to admit
             # No block is reserved: the stride takes its blocks when it ends, from the head of the
             # free queue, the same blocks a reservation would have taken (Replica._plan_stride).
             return [], decode.num_seqs > 0 and not static
-        self.reserved = need
-        if need:
-            kv.take(need)
+        self.reserved = decode.blocks_needed(1)
+        kv.take(self.reserved)
         preempted = False
         if static:
             budget = 1 << 40  # whole prompts, however long
@@ -203,13 +200,11 @@ class Scheduler:
             self.decode.join(s)
             self._log(t, "admit", s)
             return 1
-        if s.unique:  # only its own blocks, from before a preemption, can be cached (kv.free_own)
-            own = min(kv.own_hit(s.id), (s.prompt - 1) // kv.block_size) if self.prefix_on else 0
-            hit: list[int] = []
-            hit_tokens = own * kv.block_size
-        else:
-            own = 0
-            hit, hit_tokens = kv.match(s.content(), s.prompt) if self.prefix_on else ([], 0)
+        # A unique sequence can only find its own blocks, from before a preemption (kv.free_own).
+        own = min(kv.own_hit(s.id), (s.prompt - 1) // kv.block_size) if s.unique and self.prefix_on else 0
+        hit, hit_tokens = (
+            ([], own * kv.block_size) if s.unique or not self.prefix_on else kv.match(s.content(), s.prompt)
+        )
         chunk = min(s.prompt - hit_tokens, budget)
         if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
             return -1

@@ -26,6 +26,7 @@ steps stay within 2% of `step_time` for every engine, dense and MoE, with and wi
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..core import costmodel as cm
@@ -94,14 +95,10 @@ class StepCost:
         # A pipeline's round divides a one-pass step by its micro-batches, m = min(sequences, pp):
         # the coefficients are read off a pass with pp = 1, and parts() divides (parallel_time.py).
         self.pp, self.dp = kw.get("pp", 1), kw.get("dp", 1)
-        one_pass = {**kw, "pp": 1}
+        step: Callable[[Batch], cm.StepTime] = partial(cm.step_time, model, gpu, **{**kw, "pp": 1})
+        self._step = step
         link = cm.link_GBps_one_way(gpu) if self.pp > 1 else None
         self.hop = pt.pp_send_s(1 / self.dp, model.hidden_size, self.pp, link) if link else 0.0
-
-        def step(seqs: Batch) -> cm.StepTime:
-            return cm.step_time(model, gpu, seqs, **one_pass)
-
-        self._step = step
         # Steps of at most `matvec` tokens (per rank and micro-batch) run matrix-vector kernels, and
         # so does an LM head over at most that many sequences: a set of coefficients per regime.
         eff = kw.get("eff") or cm.default_efficiency()

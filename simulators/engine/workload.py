@@ -19,6 +19,7 @@ References: 1) Azure LLM inference trace 2023 (Azure/AzurePublicDataset; Splitwi
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from dataclasses import dataclass
@@ -28,9 +29,6 @@ from typing import Any, NamedTuple
 AZURE_CONV_PROMPT = (6.633, 0.985)
 AZURE_CONV_OUTPUT = (5.019, 0.859)
 AZURE_CONV_OUTPUT_CAP = 1000
-# Reasoning traffic (course seeds 000): about 2,000 tokens in and 20,000 out.
-REASONING_PROMPT = (math.log(2000), 0.25)
-REASONING_OUTPUT = (math.log(20000), 0.35)
 
 
 def lognormal_from_moments(mean: float, std: float) -> tuple[float, float]:
@@ -39,14 +37,13 @@ def lognormal_from_moments(mean: float, std: float) -> tuple[float, float]:
     return math.log(mean) - s2 / 2, math.sqrt(s2)
 
 
-# ShareGPT (WildChat paper, Table 1, Llama-2 tokenizer; reference section 8): user turns
-# 94.46 +- 626.39 tokens, assistant turns 348.45 +- 269.93, fitted by moments.
-SHAREGPT_PROMPT = lognormal_from_moments(94.46, 626.39)
-SHAREGPT_OUTPUT = lognormal_from_moments(348.45, 269.93)
 LOGNORMAL = {  # (mu, sigma) of ln(prompt tokens) and ln(output tokens) per length distribution
     "azure": (AZURE_CONV_PROMPT, AZURE_CONV_OUTPUT),
-    "sharegpt": (SHAREGPT_PROMPT, SHAREGPT_OUTPUT),
-    "reasoning": (REASONING_PROMPT, REASONING_OUTPUT),
+    # ShareGPT (WildChat paper, Table 1, Llama-2 tokenizer; reference section 8): user turns
+    # 94.46 +- 626.39 tokens, assistant turns 348.45 +- 269.93, fitted by moments.
+    "sharegpt": (lognormal_from_moments(94.46, 626.39), lognormal_from_moments(348.45, 269.93)),
+    # Reasoning traffic (course seeds 000): about 2,000 tokens in and 20,000 out.
+    "reasoning": ((math.log(2000), 0.25), (math.log(20000), 0.35)),
 }
 
 
@@ -76,11 +73,8 @@ def arrival_times(rng: random.Random, n: int, process: str, rate: float) -> list
         raise ValueError(f"unknown arrival process '{process}'")
     if process == "constant":
         return [i / rate for i in range(n)]
-    t, out = 0.0, []
-    for _ in range(n):
-        out.append(t)
-        t += rng.expovariate(rate)
-    return out
+    gaps = [rng.expovariate(rate) for _ in range(n)]  # n draws, the last one's unused: the RNG goes on
+    return list(itertools.accumulate(gaps, initial=0.0))[:-1]
 
 
 class Lengths:
@@ -174,8 +168,7 @@ def build(
     history plus a tool result). n counts requests, follow-ups included.
     """
     seg = iter(range(1, 1 << 62))
-    reqs: list[Request] = []
-    ids = iter(range(1 << 62))
+    reqs: list[Request] = []  # a request's id is its index
     prefixes = [next(seg) for _ in range(max(1, num_prefixes))]
     fewshot = next(seg)
     t_i = 0
@@ -189,7 +182,7 @@ def build(
                 segs = ((prefixes[rng.randrange(len(prefixes))], shared_tokens),) + segs
             elif sharing == "few_shot":
                 segs = ((fewshot, shared_tokens),) + segs
-            reqs.append(Request(next(ids), t, sum(s for _, s in segs), o, segs))
+            reqs.append(Request(len(reqs), t, sum(s for _, s in segs), o, segs))
             continue
         # multi_turn or agent: a chain of follow-ups, each re-sending everything before it.
         history: tuple[tuple[int, int], ...] = ((prefixes[rng.randrange(len(prefixes))], shared_tokens),)
@@ -201,7 +194,7 @@ def build(
                     p = max(1, p // 4)
             history, out_seg = history + ((next(seg), p),), next(seg)
             t_req, after = (t, None) if prev is None else (think_s, prev.id)
-            prev = Request(next(ids), t_req, sum(s for _, s in history), o, history, after, out_seg)
+            prev = Request(len(reqs), t_req, sum(s for _, s in history), o, history, after, out_seg)
             reqs.append(prev)
             history = history + ((out_seg, o),)
     return Workload(reqs, lengths.num_truncated)
