@@ -131,7 +131,7 @@ class Replica(Scheduler):
         # blocks_needed(n) is at most num_seqs (n // bs + 1): with that many free, the stride fits.
         if decode.num_seqs * (n // decode.block_size + 1) > avail and decode.blocks_needed(n) > avail:
             # The most steps whose blocks are free: at least one (schedule preempted until one fits).
-            n = bisect_right(range(1, n), avail, key=decode.blocks_needed)
+            n = max(1, bisect_right(range(1, n), avail, key=decode.blocks_needed))
         k, sums = self.cfg.num_speculative_tokens, (decode.num_seqs, decode.sum_context, decode.sum_held, growth)
         plain = self.cost.decode_stride(*sums)
         # Speculation: the verify pass's pieces, then the plain ones (_stride_s).
