@@ -145,7 +145,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if not timed:
         metrics = {k: v for k, v in metrics.items() if not k.startswith("ttft_")}
     out = {**head, "kv_budget_GiB": p.kv_budget_GiB, "modes": results, "pressure": pressure, "metrics": metrics}
-    return {**out, "priced": timed}
+    return out if timed else {**out, "priced": False}
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:

@@ -237,7 +237,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if view == "demo":  # the demo's table holds its own figures, and it times nothing (as quantization's demo)
         metrics = {k: x for k, x in metrics.items() if k.startswith("demo_")}
     return {
-        "priced": view != "demo",
+        **({"priced": False} if view == "demo" else {}),
         **p.stated("weight_dtype", "sparsity", "context_tokens", "batch_size"),
         "layout": p.unstructured_layout,
         "prefill_bound": prefill["dense"].bound,
