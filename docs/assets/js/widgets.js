@@ -165,12 +165,13 @@ function sliderRange(p) {
 }
 
 // A log slider's step (an arrow key moves 1% of its track: x1.07 to x1.13) reads as 2 significant
-// digits, 2,300 not 2,250 (learner review); its ends are its bounds exactly.
+// digits, 2,300 not 2,250 (learner review), within its bounds; its ends are its bounds (131,072, not 130,000).
 function fromSlider(p, position) {
-  if (logScale(p) && p.min === 0 && Number(position) < Math.log10(logLow(p))) return 0;
-  const [x, lo, hi] = [position, p.min, p.max].map(Number);
-  const end = !logScale(p) ? null : x >= Math.log10(hi) ? hi : x <= Math.log10(lo) ? lo : null;
-  const value = end ?? (logScale(p) ? Number((10 ** x).toPrecision(2)) : x);
+  const [x, lo, hi] = [Number(position), logLow(p), p.max];
+  if (logScale(p) && p.min === 0 && x < Math.log10(lo)) return 0;
+  const near = (bound) => Math.abs(x - Math.log10(bound)) < 1e-9; // an end's position, to the last digits
+  const round = () => (near(hi) ? hi : near(lo) ? lo : Math.min(hi, Math.max(lo, Number((10 ** x).toPrecision(2)))));
+  const value = logScale(p) ? round() : x;
   return p.type === "int" ? Math.round(value) : Number(value.toPrecision(4));
 }
 
