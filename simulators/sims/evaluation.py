@@ -92,7 +92,7 @@ class Params:
     # Standard deviation of the noise added to every logit by the optimisation.
     noise_scale: float = param(0.05, label="Logit noise", unit="nats", min=0.0, max=2.0, step=0.01)
     # Share of positions where the runner-up token overtakes the favourite.
-    damaged_fraction: float = param(0.03, label="Damaged positions", min=0.0, max=0.5, step=0.005)
+    damaged_fraction: float = param(0.03, label="Share of positions damaged", min=0.0, max=0.5, step=0.005)
     # How far above the old favourite the runner-up is pushed at a damaged position.
     damage_margin: float = param(1.0, label="Damage margin", unit="nats", min=0.0, max=5.0, step=0.1)
 
@@ -260,5 +260,5 @@ def summary(r: dict[str, Any]) -> str:
         f"Perplexity moves from {m['ppl_baseline']:.3f} to {m['ppl_optimised']:.3f} ({m['ppl_change']:+.1%}), "
         f"yet greedy decoding picks a different token at {1 - m['top1_agreement']:.1%} of positions. "
         f"The mean KL divergence is {m['kl_mean_nats']:.4f} nats, and the worst 5% of positions carry "
-        f"{m['kl_share_top_5pct']:.0%} of it ({r['num_damaged']} positions were damaged)."
+        f"{m['kl_share_top_5pct']:.0%} of it ({r['num_damaged']} position{' was' if r['num_damaged'] == 1 else 's were'} damaged)."
     )
