@@ -49,5 +49,20 @@ def test_a_chart_switch_in_a_session_serves_nothing_again(monkeypatch):
     assert len(calls) == 6
     switched = session.run("cluster", {"num_requests": 40, "view": "balance"})
     assert len(calls) == 6  # every run came from the session's keep
-    assert switched["result"] == first["result"] and switched["figure"] != first["figure"]
+    # The same runs; each chart's table holds its own figures (test below), the same values.
+    a, b = ({k: v for k, v in x["result"].items() if k != "metrics"} for x in (first, switched))
+    assert a == b and switched["figure"] != first["figure"]
+    assert switched["result"]["metrics"].items() <= first["result"]["metrics"].items()
     assert switched["figure"] == api.run("cluster", {"num_requests": 40}, view="balance")["figure"]
+
+
+def test_each_chart_tables_the_figures_it_draws():
+    """Learner review (lesson 12): the balance and disaggregation charts' key figures were the routers'
+    hit rates and TTFTs. Each now holds its own: the busiest replica over the mean, or the placements'
+    p99 TTFT and TPOT; the routers chart keeps every figure."""
+    declared = [m["name"] for m in api.schema("cluster")["metrics"]]
+    balance = api.run("cluster", {"view": "balance"})["metrics"]
+    disagg = api.run("cluster", {"view": "disagg"})["metrics"]
+    assert set(balance) == {k for k in declared if k.startswith("imbalance_")}
+    assert set(disagg) == {f"{k}_{m}_s_p99" for k in ("ttft", "tpot") for m in ("colocated", "disaggregated")}
+    assert set(declared) <= set(api.run("cluster", {"view": "routers"})["metrics"])
