@@ -63,6 +63,11 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page(
     assert found == [], "\n".join(found)
 
 
+def _axis_title(layout: dict, trace: dict, axis: str) -> str:
+    title = layout.get(f"{axis}axis{trace.get(f'{axis}axis', axis)[1:]}", {}).get("title")
+    return (title if isinstance(title, str) else (title or {}).get("text")) or axis
+
+
 def test_every_simulator_chart_has_words_and_a_data_table(context: BrowserContext, site: Site) -> None:
     """For one widget of each simulator: the chart names itself, points at its summary in words,
     and a "Data table" toggle shows the plotted numbers as tables."""
@@ -87,8 +92,13 @@ def test_every_simulator_chart_has_words_and_a_data_table(context: BrowserContex
             figure.locator(".sim-data summary").click()
             tables = figure.locator(".sim-data-table table")
             tables.first.wait_for()
-            traces = json.loads(figure.get_attribute("data-answer"))["figure"]["data"]
+            answer = json.loads(figure.get_attribute("data-answer"))["figure"]
+            traces = answer["data"]
             assert tables.count() == len(traces), name
+            # Each table is headed by its own trace's axes (lesson 12: a second y axis is layout.yaxis2).
+            for table, trace in zip(tables.all(), traces, strict=True):
+                heads = [th.inner_text().strip() for th in table.locator("thead th").all()]
+                assert heads == [_axis_title(answer["layout"], trace, axis) for axis in "xy"], (name, heads)
             assert figure.locator(".sim-data-table tbody tr").count() > 0, name
             assert tables.first.locator("caption").inner_text().strip()
             figure.locator(".sim-data summary").click()

@@ -54,12 +54,15 @@ function builtRow(w, key) {
 // A trace's plotted points as [x, y] pairs (a pie's are its labels and values).
 const points = (t) => (t.x ?? t.labels ?? []).map((x, j) => [x, (t.y ?? t.values ?? [])[j]]);
 
+// The title of a trace's own axis: one on a second y axis ("y2") is headed by layout.yaxis2's.
+function axisTitle(layout, trace, axis) {
+  const title = layout?.[`${axis}axis${(trace[`${axis}axis`] ?? axis).slice(1)}`]?.title;
+  return (typeof title === "string" ? title : title?.text) || axis;
+}
+
 function dataTable(w) {
-  const titles = ["x", "y"].map((axis) => {
-    const title = w.answer.figure.layout?.[`${axis}axis`]?.title;
-    return (typeof title === "string" ? title : title?.text) || axis;
-  });
   const tables = w.answer.figure.data.map((trace, i) => {
+    const titles = ["x", "y"].map((axis) => axisTitle(w.answer.figure.layout, trace, axis));
     const head = tag("tr", {}, ...titles.map((title) => tag("th", { scope: "col" }, title)));
     const body = points(trace).map((point) => tag("tr", {}, ...point.map((v) => tag("td", {}, formatNumber(v)))));
     return tag("table", {}, tag("caption", {}, trace.name || `Series ${i + 1}`), tag("thead", {}, head), tag("tbody", {}, ...body));
