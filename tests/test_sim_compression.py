@@ -87,3 +87,16 @@ def test_two_four_sparse_fp8_uses_the_sparse_rate_on_hopper():
 def test_summary_cites_the_quality_source():
     answer = api.run("compression", {"scheme": "w8a8-int8"})
     assert "1-3%" in answer["summary"] and "2411.02355" in answer["summary"]
+
+
+def test_the_size_chart_tables_sizes_and_kv_room_and_prices_no_time():
+    """Learner review (lesson 09): the "Size and KV room" chart's key figures were the speed-ups. Its
+    table now holds the sizes and the KV tokens that fit, and its answer names no profile."""
+    from simulators import api
+
+    declared = [m["name"] for m in api.schema("compression")["metrics"]]
+    memory = api.run("compression", {"view": "memory"})
+    assert [k for k in declared if k in memory["metrics"]][:2] == ["artifact_GB", "baseline_GB"]
+    assert not any(k.endswith(("_speedup", "_s")) for k in memory["metrics"])
+    assert "kv_token_capacity" in memory["metrics"] and "priced" not in memory["summary"]
+    assert set(declared) <= set(api.run("compression", {"view": "speed"})["metrics"])
