@@ -203,7 +203,7 @@ def summary(r: dict[str, Any], view: str) -> str:
         )
         if r["k"]:
             chosen = f"{r['k']} ({m['tokens_per_step']:.2f} tokens per step)"
-            text += f"; the chosen {chosen} gives {m['speculation_speedup']:.2f}x"
+            text += f"; the draft tokens set, {chosen}, give {m['speculation_speedup']:.2f}x"
         return text + "." + "".join(" " + n for n in r["notes"])
     if view == "batch":
         runs = {k: r[k]["series"] for k in ("chat", "reasoning")}
