@@ -33,6 +33,7 @@ from ..benchmark import diagnosis as dx
 from ..benchmark import serve_command as sc
 from ..benchmark.guidellm_read import ReportError, read
 from ..core.catalog import CatalogError, model_for_repo, resolve_gpu, resolve_model, running_example
+from ..core.costmodel import GiB
 from ..params import ParamError, gpu_param, param
 from ..plotting import bar, chart
 from ..results_cache import Keep
@@ -130,9 +131,20 @@ def deployment(p: Params) -> dx.Deployment:
         int(s.get("tensor_parallel_size", 1)), int(s.get("pipeline_parallel_size", 1)), log, _observed(p),
     )  # fmt: skip
     try:
-        dx.memory(d)
+        mem = dx.memory(d)
     except ValueError as e:
         raise ParamError("command", f"vLLM would not start this: {e}") from None
+    if not mem.fits:  # vLLM refuses at start-up too: no memory for KV blocks, or not one max-length request
+        short = min(mem.stages, key=lambda st: st.kv_bytes)
+        why = (
+            f"the KV cache holds {mem.kv_tokens:,} tokens, fewer than one request of the maximum model length"
+            if short.kv_bytes > 0
+            else f"weights, activations and non-torch memory take {(short.requested_bytes - short.kv_bytes) / GiB:,.1f} "
+            f"GiB of the {short.requested_bytes / GiB:,.1f} GiB it may use on a GPU, leaving none for the KV cache"
+        )
+        raise ParamError(
+            "command", f"vLLM would not start this: {why}. Use more GPUs, smaller weights or a shorter --max-model-len."
+        )
     return d
 
 
