@@ -82,3 +82,12 @@ def test_the_summary_reads_as_the_page_prints_figures():
     concurrency = s.split("maximum concurrency of ")[1].split("x")[0]
     assert "," in concurrency and float(concurrency.replace(",", "")) > 1000
     assert kc.METRICS["kv_bytes_per_token"][1] == "bytes/token"  # shown exact, 131,072, not "131 KB"
+
+
+def test_weights_that_leave_no_kv_memory_say_vllm_would_not_start():
+    """Tool review: DeepSeek-V3 on one H100 read "vLLM would log GPU KV cache size: 0 tokens". vLLM stops at
+    start-up there (no memory for the cache blocks); the summary says so. "1 tokens" is singular."""
+    big = api.run("kv_cache", {"model": "deepseek-v3"})["summary"]
+    assert "would refuse to start" in big and "would log" not in big
+    assert "would log GPU KV cache size: 443," in api.run("kv_cache", {})["summary"]
+    assert "a sequence of 1 token holds" in api.run("kv_cache", {"context_tokens": 1})["summary"]

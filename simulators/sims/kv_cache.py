@@ -200,11 +200,15 @@ def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     text = (
         f"{r['model']} ({r['attention']}) stores {m['kv_bytes_per_token']:,.0f} bytes of {r['kv_dtype']} KV cache per token, "
-        f"so a sequence of {r['context_tokens']:,} tokens holds {m['kv_GiB_per_sequence']:,.2f} GiB. "
-        f"On {r['num_gpus']} x {r['gpu']}, after {m['weights_GB']:,.1f} GB of weights, vLLM would log "
-        f"GPU KV cache size: {m['kv_token_capacity']:,} tokens, and a maximum concurrency of "
-        f"{m['max_concurrency']:,.2f}x at this length: {m['max_concurrent_sequences']:,} whole sequences. "
-        f"Byte arithmetic ({r['usable_share']:.0%} of the data sheet's memory, less weights and activations), an upper "
+        f"so a sequence of {r['context_tokens']:,} token{'s' if r['context_tokens'] != 1 else ''} holds "
+        f"{m['kv_GiB_per_sequence']:,.2f} GiB. On {r['num_gpus']} x {r['gpu']}, after {m['weights_GB']:,.1f} GB of weights, "
+        + (
+            f"vLLM would log GPU KV cache size: {m['kv_token_capacity']:,} tokens, and a maximum concurrency of "
+            f"{m['max_concurrency']:,.2f}x at this length: {m['max_concurrent_sequences']:,} whole sequences. "
+            if m["kv_token_capacity"] > 0  # none: vLLM stops at start-up ("No available memory for the cache blocks")
+            else "no memory is left for the KV cache: vLLM would refuse to start (use more GPUs or smaller weights). "
+        )
+        + f"Byte arithmetic ({r['usable_share']:.0%} of the data sheet's memory, less weights and activations), an upper "
         f"bound, gives {m['kv_token_capacity_by_bytes']:,} tokens "
         f"({m['max_concurrent_sequences_by_bytes']:,} sequences). "
     )
