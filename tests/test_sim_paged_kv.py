@@ -60,3 +60,15 @@ def test_the_contiguous_allocator_does_not_depend_on_the_block_size():
     # it is a what-if (a field error would also refuse the paper's 1- to 8-token blocks).
     assert "100-token blocks are a what-if" in runs[100]["summary"]
     assert "what-if" not in runs[128]["summary"]
+
+
+def test_the_block_charts_show_no_time_and_name_no_profile():
+    """Tool review: the block tables and block-size charts ended "Times priced with ..." and tabled
+    requests per second, which neither draws. Their answers keep the KV figures alone."""
+    from simulators import api
+
+    for view in ("blocks", "block_size"):
+        answer = api.run("paged_kv", {"view": view})
+        assert not any(k.startswith("throughput_") for k in answer["metrics"]), view
+        assert "kv_utilization_paged" in answer["metrics"] and "priced" not in answer["summary"]
+    assert api.run("paged_kv", {"view": "memory"})["summary"].endswith("profile.")

@@ -240,6 +240,6 @@ def fit_error(
         return None
     return (
         f"{model.name} needs {cm.weight_bytes(model, weight_dtype) / cm.GB:,.0f} GB of weights; {lay.describe()} "
-        f"of {gpu.name} leave room for only {tokens:,} tokens of KV cache. Use more GPUs (tensor or pipeline "
-        "parallel), a smaller model or a larger GPU."
+        f"of {gpu.name} {'leaves' if lay.num_gpus == 1 else 'leave'} room for only {tokens:,} tokens of KV cache. "
+        "Use more GPUs (tensor or pipeline parallel), a smaller model or a larger GPU."
     )

@@ -176,13 +176,13 @@ def summary(r: dict[str, Any], view: str) -> str:
     if view == "latency":
         st, co = r["static"], r["continuous"]
         return (
-            f"With {r['max_num_seqs']} slots at {r['rate_per_s']:g} request{'s' * (r['rate_per_s'] != 1)} per second, TTFT at p50, p90 and p99 is "
+            f"With {r['max_num_seqs']} slot{'s' * (r['max_num_seqs'] != 1)} at {r['rate_per_s']:g} request{'s' * (r['rate_per_s'] != 1)} per second, TTFT at p50, p90 and p99 is "
             f"{_seconds(co['ttft'])} s with continuous batching against {_seconds(st['ttft'])} s with static batching; "
             f"end to end, {_seconds(co['e2e'])} s against {_seconds(st['e2e'])} s. Static batching makes new requests "
             "wait for the slowest member of the batch in flight."
         )
     return (
-        f"With {r['max_num_seqs']} slots at {r['rate_per_s']:g} request{'s' * (r['rate_per_s'] != 1)} per second, continuous batching completes "
+        f"With {r['max_num_seqs']} slot{'s' * (r['max_num_seqs'] != 1)} at {r['rate_per_s']:g} request{'s' * (r['rate_per_s'] != 1)} per second, continuous batching completes "
         f"{m['throughput_continuous_per_s']:.2f} requests/s against {m['throughput_static_per_s']:.2f} for static batching "
         f"({m['throughput_gain']:.2f}x). Median TTFT is {m['ttft_continuous_s_p50']:.2f} s against {m['ttft_static_s_p50']:.2f} s, "
         f"p99 TTFT {m['ttft_continuous_s_p99']:.2f} s against {m['ttft_static_s_p99']:.2f} s: static batching makes new requests "

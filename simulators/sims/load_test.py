@@ -54,7 +54,7 @@ METRICS = {
     "closed_loop_throughput_per_s": ("Closed loop: throughput", "req/s"),
     "closed_loop_ttft_s_p99": ("Closed loop: TTFT p99", "s"),
     "goodput_per_s": ("Goodput at the chosen rate", "req/s"),
-    "slo_attainment": ("Requests meeting the SLO", ""),
+    "slo_attainment": ("Share of requests meeting the SLO", ""),
     "ttft_s_p50": ("TTFT p50 at the chosen rate", "s"),
     "ttft_s_mean": ("TTFT mean at the chosen rate", "s"),
     "tpot_s_mean": ("TPOT mean at the chosen rate", "s"),

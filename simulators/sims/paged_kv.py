@@ -131,7 +131,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             yield dict(part)
     # Block tables of the first requests, each caught halfway through its answer.
     within = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
-    return {
+    out = {
         **part,
         "block_sweep": _block_sweep(p, reqs) if view == "block_size" else [],
         "table_tokens": [r.prompt_tokens + r.output_tokens // 2 for r in within],
@@ -143,6 +143,10 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             "kv_capacity_tokens": _capacity(p),
         },
     }
+    if view in ("blocks", "block_size"):  # the block charts show no time, nor do their tables (tool review)
+        untimed = {k: v for k, v in out["metrics"].items() if not k.startswith("throughput_")}
+        out |= {"priced": False, "metrics": untimed}
+    return out
 
 
 def _block_sweep(p: Params, reqs: list[workload.Request]) -> list[dict[str, Any]]:
