@@ -220,9 +220,9 @@ def test_levers_on_another_engine_are_written_in_its_own_flags_and_read_back(com
 def test_a_deployment_vllm_would_not_start_is_refused_at_the_command():
     """Tool review: Llama-3.1-70B in BF16 on one H100 was diagnosed as if it ran ("the KV cache holds
     0 tokens") and levers were ranked. vLLM refuses to start it (no memory for KV blocks); so does the
-    tool, naming the memory and the fixes. With two GPUs and an 8,192-token limit it runs."""
+    tool, at the GPU field, naming the memory and the fixes. With two GPUs and an 8,192-token limit it runs."""
     refused = api.run("diagnose", {"command": "vllm serve meta-llama/Llama-3.1-70B-Instruct"})
-    assert not refused["ok"] and refused["errors"][0]["field"] == "command"
+    assert not refused["ok"] and refused["errors"][0]["field"] == "gpu"
     assert "would not start" in refused["errors"][0]["message"] and "KV cache" in refused["errors"][0]["message"]
     two = "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 2 --max-model-len 8192"
     assert api.run("diagnose", {"command": two})["ok"]

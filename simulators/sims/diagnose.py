@@ -58,9 +58,10 @@ DEFAULT_COMMAND = "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --max-model-le
 _QUANT = {"fp8": "fp8", "awq": "int4", "awq_marlin": "int4", "gptq": "int4", "gptq_marlin": "int4"}
 
 
-def _measured(what: str, unit: str, top: float, help: str = "0: not given.") -> Any:
-    """A figure measured on the reader's own server, if they have it: 0 (the default) means not given."""
-    return param(0.0, label=f"Observed {what}", unit=unit, min=0.0, max=top, help=help)
+def _measured(what: str, unit: str, top: float, low: float, help: str = "0: not given.") -> Any:
+    """A figure measured on the reader's own server, if they have it: 0 (the default) means not given.
+    Its slider is logarithmic from `low` up, with a notch for 0 (the ranges span six to seven decades)."""
+    return param(0.0, label=f"Observed {what}", unit=unit, min=0.0, max=top, step=low, log=True, help=help)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class Params:
     log: str = param("", label="vLLM start-up log", file=".log,.txt", lines=4)
     report: str = param("", label="GuideLLM report", file=".json,.yaml,.yml", lines=3)
     benchmark: int = param(
-        0, label="Report benchmark", min=0, max=1000, step=1, help="1 = the report's first; 0: its busiest."
+        0, label="Report benchmark", min=0, max=1000, step=1, log=True, help="1 = the report's first; 0: its busiest."
     )
     prompt_tokens: int = param(
         EX["prompt_tokens"],
@@ -84,15 +85,18 @@ class Params:
         unit="tokens",
         min=1,
         max=1_048_576,
+        log=True,
         help="A report's mean lengths replace these.",
     )
-    output_tokens: int = param(EX["output_tokens"], label="Output", unit="tokens", min=2, max=131_072)
-    rate_per_s: float = _measured("request rate", "req/s", 10_000.0)
-    concurrency: float = _measured("requests in flight", "requests", 65_536.0, "0: from the report, or Little's law.")
-    ttft_p50_ms: float = _measured("TTFT p50", "ms", 1e7)
-    itl_p50_ms: float = _measured("ITL p50", "ms", 1e6)
-    ttft_slo_ms: float = param(500.0, label="TTFT target", unit="ms", min=1.0, max=1e6)
-    itl_slo_ms: float = param(25.0, label="ITL target", unit="ms", min=0.1, max=1e5)
+    output_tokens: int = param(EX["output_tokens"], label="Output", unit="tokens", min=2, max=131_072, log=True)
+    rate_per_s: float = _measured("request rate", "req/s", 10_000.0, 0.01)
+    concurrency: float = _measured(
+        "requests in flight", "requests", 65_536.0, 1, "0: from the report, or Little's law."
+    )
+    ttft_p50_ms: float = _measured("TTFT p50", "ms", 1e7, 1)
+    itl_p50_ms: float = _measured("ITL p50", "ms", 1e6, 0.1)
+    ttft_slo_ms: float = param(500.0, label="TTFT target", unit="ms", min=1.0, max=1e6, log=True)
+    itl_slo_ms: float = param(25.0, label="ITL target", unit="ms", min=0.1, max=1e5, log=True)
 
     def check(self) -> None:
         deployment(self)
@@ -134,7 +138,7 @@ def deployment(p: Params) -> dx.Deployment:
         mem = dx.memory(d)
     except ValueError as e:
         raise ParamError("command", f"vLLM would not start this: {e}") from None
-    if not mem.fits:  # vLLM refuses at start-up too: no memory for KV blocks, or not one max-length request
+    if not mem.fits:  # vLLM refuses at start-up: no memory for KV blocks, or not one max-length request (GPU field)
         short = min(mem.stages, key=lambda st: st.kv_bytes)
         why = (
             f"the KV cache holds {mem.kv_tokens:,} tokens, fewer than one request of the maximum model length"
@@ -143,7 +147,7 @@ def deployment(p: Params) -> dx.Deployment:
             f"GiB of the {short.requested_bytes / GiB:,.1f} GiB it may use on a GPU, leaving none for the KV cache"
         )
         raise ParamError(
-            "command", f"vLLM would not start this: {why}. Use more GPUs, smaller weights or a shorter --max-model-len."
+            "gpu", f"vLLM would not start this: {why}. Use more GPUs, smaller weights or a shorter --max-model-len."
         )
     return d
 

@@ -175,10 +175,13 @@ function fromSlider(p, position) {
   return p.type === "int" ? Math.round(value) : Number(value.toPrecision(4));
 }
 
+// A linear slider follows any number, 0 included (tool review: a box at 0 beside a thumb mid-track).
 function setSlider(p, slider, value) {
   const n = Number(value);
-  if (Number.isFinite(n) && n > 0) slider.value = logScale(p) ? Math.log10(n) : n;
-  else if (n === 0 && String(value).trim() !== "" && logScale(p) && p.min === 0) slider.value = zeroNotch(p);
+  if (!Number.isFinite(n) || String(value).trim() === "") return;
+  if (!logScale(p)) slider.value = n;
+  else if (n > 0) slider.value = Math.log10(n);
+  else if (n === 0 && p.min === 0) slider.value = zeroNotch(p);
 }
 
 // ---- state in the address: ?sim-<widget id>=<JSON of the values that differ from the page's> ----
