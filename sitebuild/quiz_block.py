@@ -27,6 +27,7 @@ reason, e.g. "2 of every 4 weights", or arithmetic on figures the question itsel
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -127,8 +128,11 @@ def _choice(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[st
             raise BlockError(line, f"option {option['text']!r} needs a 'why:' explanation")
     if not any(option.get("correct") is True for option in options):
         raise BlockError(line, "mark at least one option 'correct: true'")
+    # Shown in an order the question's id fixes (authors tend to write the right answer first), each
+    # option keeping its index as its value (a saved answer stays the same option).
+    order = sorted(range(len(options)), key=lambda i: hashlib.sha256(f"{qid}/{i}".encode()).digest())
     parts = []
-    for index, option in enumerate(options):
+    for index, option in ((i, options[i]) for i in order):
         correct = "true" if option.get("correct") is True else "false"
         parts += [
             f'<p class="quiz-option"><label><input type="radio" name="{qid}" value="{index}" '

@@ -152,3 +152,21 @@ def test_no_two_sitebuild_modules_import_each_other() -> None:
     assert "lesson_page" in imports["docs_pages"]  # the check sees imports of both forms
     cycles = sorted((a, b) for a, deps in imports.items() for b in deps if a < b and a in imports.get(b, set()))
     assert cycles == []
+
+
+def test_choice_options_are_shown_in_an_order_the_question_fixes_not_the_authors():
+    """Learner review: the right answer came first in 46 of the course's 51 choice questions. The build
+    shows each question's options in an order fixed by its id; each option keeps its index as its value."""
+    import re
+
+    from sitebuild import quiz_block
+
+    options = [{"text": f"option {i}", "correct": i == 0, "why": "because"} for i in range(4)]
+
+    def shown(qid: str) -> list[int]:
+        _, parts = quiz_block._choice({"q": "?", "options": options}, 1, qid)
+        return [int(v) for v in re.findall(r'value="(\d+)"', "".join(parts))]
+
+    orders = [shown(f"quiz-x-{n}") for n in range(12)]
+    assert all(sorted(o) == [0, 1, 2, 3] for o in orders) and orders == [shown(f"quiz-x-{n}") for n in range(12)]
+    assert len({o[0] for o in orders}) > 1  # the right answer (0) is not always first
