@@ -208,7 +208,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         bar(names, [v["decode_speedup"] for v in rows], f"Decode step (batch {r['batch_size']})", 1),
         line([names[0], names[-1]], [1, 1], "BF16 (1x)", 6),
     ]
-    return chart(data, f"Speed-up over BF16{kv}: {r['model']} on {r['gpu']}", "Scheme", "Speed-up (x)", barmode="group")
+    kv = ", each with an FP8 KV cache" if r["kv_fp8"] else ""  # against BF16 with a BF16 KV cache
+    return chart(data, f"Speed-up over BF16: {r['model']} on {r['gpu']}{kv}", "Scheme", "Speed-up (x)", barmode="group")
 
 
 def summary(r: dict[str, Any], view: str) -> str:
@@ -238,9 +239,10 @@ def summary(r: dict[str, Any], view: str) -> str:
         pre = max(r["schemes"].values(), key=lambda v: v["prefill_speedup"])
         dec = max(r["schemes"].values(), key=lambda v: v["decode_speedup"])
         sparse = " (2:4 sparse speeds are what the tensor cores allow: current vLLM no longer runs 2:4 checkpoints.)"
+        most = f"{dec['name']} most in decode" if dec is not pre else "in decode"  # one scheme: named once
         fastest = (
             f"Of all schemes, {pre['name']} gains most in prefill ({pre['prefill_speedup']:.2f}x) and "
-            f"{dec['name']} most in decode ({dec['decode_speedup']:.2f}x)."
+            f"{most} ({dec['decode_speedup']:.2f}x)."
         ) + (sparse if pre["sparse"] or dec["sparse"] else "")
         text = (
             f"On {r['num_gpus']} x {r['gpu']} with the matmuls on the {r['matmul_path'].upper()} path, "
