@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,26 @@ def test_self_check_gives_feedback_and_remembers_the_answer(page: Page, site: Si
         == "incorrect"
     )
     assert page.locator(".quiz-q[data-type=number]").first.locator("input").input_value() == answer
+
+
+def test_a_share_may_be_typed_as_a_percentage(page: Page, site: Site) -> None:
+    """Learner review: F3 asks for a share (0.904); "90%" was "not a number" and 90 only "not quite".
+    A percentage with its sign is read as a share; without it, the feedback says how to write it."""
+    share = re.compile(r'class="quiz-q" data-answer="(0\.\d+)"[^>]*data-type="number"')
+    url = next(
+        u for u in site.pages_with('data-type="number"') if share.search((site.dir / u / "index.html").read_text())
+    )
+    page.goto(site.url + url)
+    answer = float(share.search((site.dir / url / "index.html").read_text()).group(1))
+    number = page.locator(f'.quiz-q[data-type=number][data-answer="{answer!r}"]').first
+    number.locator("input").fill(f"{answer * 100:g}%")
+    number.locator(".quiz-check").click()
+    assert number.locator(".quiz-feedback").get_attribute("data-result") == "correct"
+    number.locator("input").fill(f"{answer * 100:g}")
+    number.locator(".quiz-check").click()
+    feedback = number.locator(".quiz-feedback")
+    assert feedback.get_attribute("data-result") == "incorrect" and "It is a fraction" in feedback.inner_text()
+    page.evaluate("() => localStorage.clear()")
 
 
 def test_search_finds_a_lesson_and_the_palette_toggles(context: BrowserContext, site: Site) -> None:

@@ -11,11 +11,15 @@ document$.subscribe(() => {
 function number(q, lesson) {
   const input = q.querySelector("input");
   const check = () => {
-    const given = Number(input.value.replace(/[,_\s]/g, ""));
-    if (input.value.trim() === "" || !Number.isFinite(given)) return feedback(q, null, "Enter a number, e.g. 131072 or 1.3e5.");
+    const text = input.value.replace(/[,_\s]/g, "");
+    const given = text.endsWith("%") ? Number(text.slice(0, -1)) / 100 : Number(text); // 90% is 0.9
+    if (input.value.trim() === "" || !Number.isFinite(given)) return feedback(q, null, "Enter a number, e.g. 131072, 1.3e5 or 45%.");
     const answer = Number(q.dataset.answer);
-    const correct = Math.abs(given - answer) <= Number(q.dataset.tolerance) * Math.abs(answer);
-    feedback(q, correct, correct ? "Correct." : `Not quite: the answer is ${answer.toLocaleString("en-US")}.`);
+    const near = (x) => Math.abs(x - answer) <= Number(q.dataset.tolerance) * Math.abs(answer);
+    const correct = near(given);
+    // A share typed as a percentage without its sign (90 for 0.904) is told how to write it.
+    const hint = !correct && near(given / 100) ? ` It is a fraction: write ${text}% or ${given / 100}.` : "";
+    feedback(q, correct, correct ? "Correct." : `Not quite: the answer is ${answer.toLocaleString("en-US")}.${hint}`);
     input.setAttribute("aria-invalid", String(!correct));
     recordAnswer(lesson, q.dataset.question, { value: input.value, correct });
   };
