@@ -188,6 +188,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     }
 
 
+def _named(router: str) -> str:
+    """A router's name inside a sentence: "least KV use", not "least kv use"."""
+    name = ROUTER_NAMES[router]
+    return name[0].lower() + name[1:]
+
+
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     done = [n for n in ROUTERS if n in r.get("routers", {})]  # all of them, but while they stream
     names = [ROUTER_NAMES[n] for n in done]
@@ -214,7 +220,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         bar(names, [m[f"hit_rate_{n}"] for n in done], "Cache hit rate", 0, offsetgroup="hits"),
         bar(names, [m[f"ttft_{n}_s_p99"] for n in done], "p99 TTFT (s)", 1, yaxis="y2", offsetgroup="ttft"),
     ]
-    title = f"{r['num_replicas']} replicas, {r['sharing'].replace('_', ' ')} workload"
+    title = f"{r['num_replicas']} replicas, {dict(SHARING)[r['sharing']].lower()}"
     y2 = {"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True}
     return chart(data, title, "Router", "Share of prompt tokens from cache", barmode="group", yaxis=PERCENT, yaxis2=y2)
 
@@ -224,15 +230,14 @@ def summary(r: dict[str, Any], view: str) -> str:
     if view == "balance":
         even = sorted(ROUTERS, key=lambda n: m[f"imbalance_{n}"])
         counts = "; ".join(
-            f"{ROUTER_NAMES[n].lower()} {' / '.join(str(c) for c in r['routers'][n]['counts'])} "
+            f"{_named(n)} {' / '.join(str(c) for c in r['routers'][n]['counts'])} "
             f"(busiest {m[f'imbalance_{n}']:.2f}x the mean)"
             for n in ROUTERS
         )
         spread = (
             "Every router spreads them equally."
             if m[f"imbalance_{even[0]}"] == m[f"imbalance_{even[-1]}"]
-            else f"The {ROUTER_NAMES[even[0]].lower()} router spreads them most evenly, the "
-            f"{ROUTER_NAMES[even[-1]].lower()} router least."
+            else f"The {_named(even[0])} router spreads them most evenly, the {_named(even[-1])} router least."
         )
         return (
             f"Requests per replica across {r['num_replicas']} replicas ({dict(SHARING)[r['sharing']].lower()}, "
@@ -251,7 +256,7 @@ def summary(r: dict[str, Any], view: str) -> str:
         )
     best = max(ROUTERS, key=lambda n: m[f"hit_rate_{n}"])
     parts = ", ".join(
-        f"{ROUTER_NAMES[n].lower()} {m[f'hit_rate_{n}']:.0%} hits / {m[f'ttft_{n}_s_p99'] * 1e3:,.0f} ms p99 TTFT / {m[f'imbalance_{n}']:.2f}x busiest"
+        f"{_named(n)} {m[f'hit_rate_{n}']:.0%} hits / {m[f'ttft_{n}_s_p99'] * 1e3:,.0f} ms p99 TTFT / {m[f'imbalance_{n}']:.2f}x busiest"
         for n in ROUTERS
     )
-    return f"Across {r['num_replicas']} replicas: {parts}. The {ROUTER_NAMES[best].lower()} router finds the most cached prefixes."
+    return f"Across {r['num_replicas']} replicas: {parts}. The {_named(best)} router finds the most cached prefixes."
