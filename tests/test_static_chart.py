@@ -77,8 +77,9 @@ def figures():
             continue
         out.append((label, answer["figure"]))
     # Models too large for one GPU at the defaults (405B, DeepSeek-V3, Llama 4 Scout...) are refused
-    # with a field error in every serving simulator: about one scenario in ten.
-    assert len(out) > 5 * refused, (len(out), refused)
+    # with a field error in every serving simulator, as is a deployment vLLM would not start (diagnose
+    # on a 16 GB GPU): 200 of 1,198 scenarios, one in six.
+    assert len(out) > 4 * refused, (len(out), refused)
     assert any(label.startswith("lessons/") for label, _ in out)
     return out
 
