@@ -4,7 +4,6 @@
         {"ok": true, "metrics": {...}, "result": {...}, "figure": {...}, "summary": "..."}
         {"ok": false, "errors": [{"field": ..., "message": ...}]}
     Session().run_json(...)        the same, answered from the session's store when kept
-    Session().figure_json(...)     {"ok": true, "figure": {...}, "summary": "..."}: a chart switch
     Session().run_json_stream(name, params_json, seed=0, post=None, view=None) -> str
         run_json's answer; before it, post({"ok": true, "partial": true, "figure": {...}} as JSON)
         for each growing result a streaming run() yields (the browser worker redraws as they come)
@@ -12,7 +11,7 @@
 Only JSON crosses. The dispatch table below is the whole registry: a simulator is one module and
 one line here. Every module has `TITLE`, `DESCRIPTION`, `METRICS`, a frozen `Params`, `run(params,
 *, seed, keep, view)`, `figure` and `summary` (with `VIEWS` when it draws several charts), and may
-name `MEMO_ENTRIES` and `EXPORTS` (docs/extending.md has the contract). api calls every run() the
+name `MEMO_ENTRIES`, `EXPORTS`, `TABLES` and `UNTIMED` (docs/extending.md has the contract). api calls every run() the
 same way: `keep(key, make)` is the simulator's namespace of the caller's store (results_cache.py),
 `view` the chart asked for; a run() that is a generator yields growing results and returns the
 full one, and each yielded result's chart is posted while a page listens. A `view` key among the
@@ -215,9 +214,15 @@ def run(
         return _failed(str(e))
     chosen = () if chart is None else (chart,)  # a simulator with one chart takes no view
     drawn = {"figure": mod.figure(result, *chosen), "summary": mod.summary(result, *chosen)}
-    if (priced := priced_by(p)) and result.get("priced", True):  # each answer with times names their profile
+    if (priced := priced_by(p)) and chart not in getattr(mod, "UNTIMED", ()):  # answers with times name their profile
         drawn |= {"summary": f"{drawn['summary']} Times priced with {priced}.", "priced_by": priced}
-    return {"ok": True, "metrics": result["metrics"], "result": result, **drawn}
+    return {"ok": True, "metrics": _table(mod, chart, result["metrics"]), "result": result, **drawn}
+
+
+def _table(mod: ModuleType, chart: str | None, metrics: dict[str, float]) -> dict[str, float]:
+    """The metrics a chart's table shows: those its module's TABLES names for it (by prefix), else all."""
+    own = getattr(mod, "TABLES", {}).get(chart)
+    return metrics if own is None else {k: v for k, v in metrics.items() if k.startswith(own)}
 
 
 def _failed(message: str, field: str = "") -> dict[str, Any]:
@@ -257,16 +262,12 @@ class Session:
     def run_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
         return self._json(name, params_json, seed, view)
 
-    def _json(
-        self, name: str, params_json: str, seed: int, view: str | None, *parts: str, partial: Partial | None = None
-    ) -> str:
-        """run()'s answer as JSON; with `parts`, only those parts of a good answer."""
+    def _json(self, name: str, params_json: str, seed: int, view: str | None, partial: Partial | None = None) -> str:
         try:
             params = json.loads(params_json) if params_json.strip() else {}
         except json.JSONDecodeError as e:
             return dumps(_failed(f"parameters are not valid JSON: {e}"))
-        answer = run(name, params, seed, view, cache=self.cache, partial=partial)
-        return dumps({k: answer[k] for k in ("ok", *parts)} if parts and answer["ok"] else answer)
+        return dumps(run(name, params, seed, view, cache=self.cache, partial=partial))
 
     def run_json_stream(
         self, name: str, params_json: str, seed: int = 0, post: Post | None = None, view: str | None = None
@@ -279,10 +280,6 @@ class Session:
                 post(dumps({"ok": True, "partial": True, "figure": figure}))
 
         return self._json(name, params_json, seed, view, partial=partial)
-
-    def figure_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
-        """Only {"ok": true, "figure": ..., "summary": ...}: a chart switch, drawn from the kept result."""
-        return self._json(name, params_json, seed, view, "figure", "summary")
 
     @property
     def results(self) -> LruCache[object]:

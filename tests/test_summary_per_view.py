@@ -25,3 +25,18 @@ def test_the_demo_view_does_not_repeat_the_speed_up_story(name):
     first = api.run(name, {})["summary"]
     demo = api.run(name, {"view": "demo"})["summary"]
     assert first.split(". ")[1] not in demo and "speed-up" not in demo.split(". ")[0]
+
+
+@pytest.mark.parametrize(("name", "views"), list(_views()), ids=[n for n, _ in _views()])
+def test_a_chart_table_names_only_its_views_and_keeps_a_declared_figure_of_each_prefix(name, views):
+    """api.run trims a chart's table by the module's TABLES prefixes and names no profile for its
+    UNTIMED charts: a misspelt view or prefix would silently empty a table or price nothing."""
+    mod = api.SIMULATORS[name]
+    tables, untimed = getattr(mod, "TABLES", {}), getattr(mod, "UNTIMED", ())
+    assert set(tables) | set(untimed) <= set(views)
+    for view, prefixes in tables.items():
+        shown = api.run(name, {"view": view})["metrics"]
+        assert all(any(k.startswith(p) for k in shown) for p in prefixes), (view, prefixes, list(shown))
+        assert set(shown) < set(api.run(name, {})["result"]["metrics"])
+    for view in untimed:
+        assert "priced_by" not in api.run(name, {"view": view})

@@ -62,6 +62,11 @@ VIEWS = [
     ("balance", "Requests per replica"),
     ("disagg", "Colocated vs disaggregated"),
 ]
+# The balance and placement charts' tables hold their own figures (api.run; learner review).
+TABLES = {
+    "balance": ("imbalance_",),
+    "disagg": ("ttft_colocated_", "ttft_disaggregated_", "tpot_colocated_", "tpot_disaggregated_"),
+}
 
 
 @dataclass(frozen=True)
@@ -177,9 +182,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     modes = {"colocated": _percentiles(summaries["least_queue"])}
     modes["disaggregated"] = _percentiles(_disaggregated(p, seed, keep)[0])
     metrics |= {f"{k}_{mode}_s_p99": v[k][1] for mode, v in modes.items() for k in ("ttft", "tpot")}
-    own = {"balance": ("imbalance_",), "disagg": tuple(f"{k}_{mode}_" for k in ("ttft", "tpot") for mode in modes)}
-    if view in own:  # the chart's own figures in its table (learner review), as the routers chart's lead it
-        metrics = {k: v for k, v in metrics.items() if k.startswith(own[view])}
     return {
         **p.stated("num_replicas", "num_prefill", "sharing"),
         "routers": routers,

@@ -60,6 +60,9 @@ def schemes() -> dict[str, Any]:
 
 
 VIEWS = [("speed", "Speed-up per scheme"), ("batch", "Decode speed-up vs batch"), ("memory", "Size and KV capacity")]
+# Sizes and KV room alone in the memory chart's table, which times nothing (api.run; learner review).
+TABLES = {"memory": ("artifact_GB", "baseline_GB", "artifact_ratio", "bits_per_weight", "kv_token_capacity")}
+UNTIMED = ("memory",)
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     kv_info = schemes()["kv_cache"]["fp8"]
     if p.kv_fp8:
         notes.append(kv_info["latency"])
-    out = {
+    return {
         **p.stated("scheme", "kv_fp8", "batch_size", "prompt_tokens"),
         "scheme_name": s["name"],
         "num_gpus": lay.num_gpus,
@@ -179,10 +182,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             "kv_token_capacity_baseline": base_tokens,
         },
     }
-    if view == "memory":  # sizes and KV room alone in its table, and it times nothing (learner review)
-        kept = ("artifact_GB", "baseline_GB", "artifact_ratio", "bits_per_weight", "kv_token_capacity")
-        out |= {"priced": False, "metrics": {k: v for k, v in out["metrics"].items() if k.startswith(kept)}}
-    return out
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:

@@ -74,6 +74,10 @@ METRICS = {
 FOLLOWED = ("ttft_s", "e2e_s", "queue_s", "num_prefill_chunks", "num_preemptions", "blocks_allocated")  # metrics
 PREFIX_PAYS, COMPUTE_BINDS, WEIGHT_DOMINATED = 0.2, 0.5, 0.8
 VIEWS = [("request", "Follow one request"), ("operating_points", "Operating points: which bet pays where")]
+# The map's table holds the marked point's figures, not the followed request's (api.run).
+TABLES = {
+    "operating_points": ("weight_bytes_share", "prefill_share", "prefix_saving_share", "compute_share", "kv_capacity_")
+}
 EX = running_example()
 BATCHES = tuple(2**i for i in range(11))  # 1 ... 1,024
 CONTEXTS = tuple(256 * 2**i for i in range(10))  # 256 ... 131,072
@@ -217,8 +221,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "budget": p.max_num_batched_tokens,
         "follow": follow,
         "notes": [trained] if max(CONTEXTS) > m.max_context_tokens else [],
-        "metrics": {  # the map's table holds the marked point's figures, not the followed request's
-            **({} if view == "operating_points" else {k: float(follow[k]) for k in FOLLOWED}),
+        "metrics": {
+            **{k: float(follow[k]) for k in FOLLOWED},
             "weight_bytes_share": point["weight_share"],
             "prefill_share": point["prefill_share"],
             "prefix_saving_share": point["prefix_saving"],

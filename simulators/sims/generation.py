@@ -59,6 +59,7 @@ NUM_DRAWS = 1000
 MAX_TIMELINE_POINTS = 200
 
 VIEWS = [("timeline", "Tokens over time"), ("sampling", "Next-token sampling")]
+UNTIMED = ("sampling",)  # the sampler prices no time, so its answer names no profile (api.run)
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "sample_entropy_bits": sum(-q * math.log2(q) for q in probs if q > 0),  # sum from +0: never -0.0
         "sample_candidates": sum(1 for q in probs if q > 0),
     }
-    if view == "sampling":  # the sampler's own figures lead its table; it prices no time (api: "priced")
-        return {**sampled, "priced": False, "metrics": figures}
+    if view == "sampling":  # the sampler's own figures alone: it prices nothing
+        return {**sampled, "metrics": figures}
     m, gpu = p.resolved()
     kw: dict[str, Any] = {"weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype, **parallel.layout_of(p).cost_kw()}
     kw["eff"] = cm.efficiency(p.ideal, p.engine)

@@ -60,6 +60,8 @@ VIEWS = [
     ("blocks", "Block tables"),
     ("block_size", "Block-size trade-off"),
 ]
+UNTIMED = ("blocks", "block_size")  # the block charts show no time, nor do their tables (api.run; tool review)
+TABLES = dict.fromkeys(UNTIMED, ("kv_utilization_", "internal_fragmentation_", "max_concurrent_", "kv_capacity_"))
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             yield dict(part)
     # Block tables of the first requests, each caught halfway through its answer.
     within = [r for r in reqs if r.prompt_tokens + r.output_tokens <= p.max_model_len][:8]
-    out = {
+    return {
         **part,
         "block_sweep": _block_sweep(p, reqs) if view == "block_size" else [],
         "table_tokens": [r.prompt_tokens + r.output_tokens // 2 for r in within],
@@ -143,10 +145,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             "kv_capacity_tokens": _capacity(p),
         },
     }
-    if view in ("blocks", "block_size"):  # the block charts show no time, nor do their tables (tool review)
-        untimed = {k: v for k, v in out["metrics"].items() if not k.startswith("throughput_")}
-        out |= {"priced": False, "metrics": untimed}
-    return out
 
 
 def _block_sweep(p: Params, reqs: list[workload.Request]) -> list[dict[str, Any]]:

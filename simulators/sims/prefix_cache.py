@@ -53,6 +53,8 @@ PRESSURE = (0.1, 0.2, 0.4, 1.0)
 SHARE = {"range": [0, 1]}  # the hit-rate charts' y axis
 
 VIEWS = [("ttft", "TTFT per cache mode"), ("hits", "Hit rate and prefill saved"), ("pressure", "Hit rate vs KV memory")]
+UNTIMED = ("hits", "pressure")  # the hit-rate charts time nothing; their tables hold the caches' own figures (api.run)
+TABLES = dict.fromkeys(UNTIMED, ("hit_rate_", "prefill_saved_", "evictions_"))
 
 
 @dataclass(frozen=True)
@@ -141,11 +143,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     metrics = {f"ttft_{mode}_s_{q}": results[mode][f"ttft_{q}"] for mode, _ in MODES for q in ("p50", "p99")}
     for name, key in (("hit_rate", "hit_rate"), ("prefill_saved", "saved"), ("evictions", "evictions")):
         metrics |= {f"{name}_{mode}": results[mode][key] for mode in CACHES}
-    timed = view not in ("hits", "pressure")  # the hit-rate charts' tables hold the caches' own figures, no time
-    if not timed:
-        metrics = {k: v for k, v in metrics.items() if not k.startswith("ttft_")}
-    out = {**head, "kv_budget_GiB": p.kv_budget_GiB, "modes": results, "pressure": pressure, "metrics": metrics}
-    return out if timed else {**out, "priced": False}
+    return {**head, "kv_budget_GiB": p.kv_budget_GiB, "modes": results, "pressure": pressure, "metrics": metrics}
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:

@@ -78,6 +78,8 @@ METRICS = {
 }
 
 VIEWS = [("speedup", "Decode speed-up vs batch"), ("formats", "Bytes per format"), ("demo", "Quantisation error demo")]
+TABLES = {"demo": ("bits_per_weight", "demo_")}  # the demo's table holds its own figures (api.run)
+UNTIMED = ("demo",)  # and it times nothing
 
 
 @dataclass(frozen=True)
@@ -204,10 +206,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             notes.append(note)
     for key, rel, worst in demo_errors(seed, p.num_outliers, p.outlier_size, group, keep):
         metrics |= {f"demo_{key}_rel_rms": rel, f"demo_{key}_max_abs_error": worst}
-    if view == "demo":  # the demo's table holds its own figures, and it times nothing (as generation's sampling)
-        metrics = {k: v for k, v in metrics.items() if k == "bits_per_weight" or k.startswith("demo_")}
     return {
-        "priced": view != "demo",
         **p.stated("weight_dtype", "batch_size", "context_tokens", "worthwhile_speedup", "num_outliers"),
         "matmul_path": path,
         "formats": formats,

@@ -66,6 +66,8 @@ DEMO = {
     "output_rel_error": "relative output error",
 }
 VIEWS = [("savings", "Savings vs dense"), ("batch", "Decode speed-up vs batch"), ("demo", "Magnitude-pruning demo")]
+TABLES = {"demo": ("demo_",)}  # the demo's table holds its own scores (api.run)
+UNTIMED = ("demo",)  # and it times nothing
 LAYOUTS = [("dense", "Dense (zeros stored)"), ("bitmask", "Bitmask + kept values"), ("csr", "CSR, 16-bit indices")]
 METRICS = {
     "bytes_per_weight_24": ("Stored bytes per block weight, 2:4", "B"),
@@ -234,10 +236,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         metrics[f"prefill_speedup_{v}"] = prefill["dense"].time_s / prefill[v].time_s
         metrics[f"decode_speedup_{v}"] = decode["dense"].time_s / decode[v].time_s
         metrics.update({f"demo_{v}_{k}": x for k, x in d[v].items()})
-    if view == "demo":  # the demo's table holds its own figures, and it times nothing (as quantization's demo)
-        metrics = {k: x for k, x in metrics.items() if k.startswith("demo_")}
     return {
-        **({"priced": False} if view == "demo" else {}),
         **p.stated("weight_dtype", "sparsity", "context_tokens", "batch_size"),
         "layout": p.unstructured_layout,
         "prefill_bound": prefill["dense"].bound,
