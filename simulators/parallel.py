@@ -96,7 +96,7 @@ def check_layout(
     if got.max_concurrency < batch:
         raise ParamError(
             batch_field,
-            f"{lay.describe()} x {gpu.name} hold {got.max_concurrency:.1f} requests of {fit['context']:,} tokens, "
+            f"{lay.describe(gpu.name)} hold{'s' * (lay.num_gpus == 1)} {got.max_concurrency:.1f} requests of {fit['context']:,} tokens, "
             f"fewer than {batch:,}",
         )
     return got

@@ -18,6 +18,14 @@ def test_no_damage_no_noise_is_identical():
     assert r["kl_mean_nats"] == 0 and r["top1_agreement"] == 1
 
 
+def test_the_summary_claims_no_contrast_where_nothing_changed():
+    """Learner review: at noise 0 and damage 0 the summary read "yet ... a different token at 0.0%"."""
+    same = ev.summary(ev.run(ev.Params(noise_scale=0.0, damaged_fraction=0.0)))
+    assert "yet" not in same and "moves" not in same and "same token at every position" in same
+    flips = ev.summary(ev.run(ev.Params()))
+    assert "yet greedy decoding picks a different token at" in flips
+
+
 def test_default_damage_hides_from_perplexity_but_not_from_kl():
     r = ev.run(ev.Params(), seed=0)
     m = r["metrics"]

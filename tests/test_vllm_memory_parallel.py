@@ -212,3 +212,11 @@ def test_deployment_refuses_layouts_vllm_would_refuse_as_field_errors():
     # A MoE's expert layers span the DP ranks, so they need a link; the M2 Ultra publishes none.
     assert field(model="qwen3-30b-a3b", gpu="m2-ultra", data_parallel_size=2) == "data_parallel_size"
     assert field(model="qwen3-30b-a3b", data_parallel_size=0) == "data_parallel_size"
+
+
+def test_a_layout_reads_as_gpus_of_a_kind_in_a_sentence():
+    """Learner review: messages read "1 GPU (TP 1) x NVIDIA H100 ..." and "On each of 1 x ..."."""
+    assert parallel.Layout().describe("H100") == "1 x H100 (TP 1)"
+    assert parallel.Layout(tp=4, pp=2).describe("H100") == "8 x H100 (TP 4, PP 2)"
+    assert parallel.Layout(tp=2).describe() == "2 GPUs (TP 2)" and parallel.Layout().describe() == "1 GPU (TP 1)"
+    assert api.run("gpu_memory", {})["summary"].startswith("On one ")

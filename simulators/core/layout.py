@@ -27,9 +27,11 @@ class Layout:
         """The layout as the keywords of costmodel.step_time, EngineSpec and vllm_memory.account."""
         return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep}
 
-    def describe(self) -> str:
+    def describe(self, gpu: str = "") -> str:
+        """ "2 x H100 SXM (TP 2)", or with no GPU named "2 GPUs (TP 2)"."""
         parts = [f"TP {self.tp}"] + [f"PP {self.pp}"] * (self.pp > 1) + [f"DP {self.dp}"] * (self.dp > 1)
-        return f"{self.num_gpus} GPU{'s' if self.num_gpus > 1 else ''} ({', '.join(parts)}{', EP' if self.ep else ''})"
+        shape = f"({', '.join(parts)}{', EP' if self.ep else ''})"
+        return f"{self.num_gpus} x {gpu} {shape}" if gpu else f"{self.num_gpus} GPU{'s' * (self.num_gpus > 1)} {shape}"
 
 
 @dataclass(frozen=True)

@@ -239,7 +239,7 @@ def fit_error(
     if tokens >= 4096:
         return None
     return (
-        f"{model.name} needs {cm.weight_bytes(model, weight_dtype) / cm.GB:,.0f} GB of weights; {lay.describe()} "
-        f"of {gpu.name} {'leaves' if lay.num_gpus == 1 else 'leave'} room for only {tokens:,} tokens of KV cache. "
+        f"{model.name} needs {cm.weight_bytes(model, weight_dtype) / cm.GB:,.0f} GB of weights; {lay.describe(gpu.name)} "
+        f"{'leaves' if lay.num_gpus == 1 else 'leave'} room for only {tokens:,} tokens of KV cache. "
         "Use more GPUs (tensor or pipeline parallel), a smaller model or a larger GPU."
     )

@@ -137,7 +137,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         notes.append(
             f"{gpu.name} has no 2:4 sparse rate for {pre.matmul_path.upper()} in the catalogue: the dense rate is used."
         )
-    where = f"{lay.describe()} x {gpu.name}"
+    where = lay.describe(gpu.name)
     if not base_tokens:
         notes.append(f"The BF16 model does not fit on {where}; its times are what it would take if it did.")
     if not row["kv_token_capacity"]:

@@ -255,10 +255,20 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any]) -> str:
-    m = r["metrics"]
+    m, damaged = r["metrics"], r["num_damaged"]
+    flips = 1 - m["top1_agreement"]
+    moves = f"Perplexity moves from {m['ppl_baseline']:.3f} to {m['ppl_optimised']:.3f} ({m['ppl_change']:+.1%})"
+    if m["kl_mean_nats"] == 0:  # no noise and no damage (learner review: "yet ... 0.0%")
+        return (
+            f"With no noise and no damaged position the optimised model is the baseline: perplexity stays at "
+            f"{m['ppl_baseline']:.3f}, the two pick the same token at every position, and the KL divergence is 0."
+        )
+    picks = (
+        f"yet greedy decoding picks a different token at {flips:.1%} of positions"
+        if flips
+        else "and greedy decoding picks the same token at every position"
+    )
     return (
-        f"Perplexity moves from {m['ppl_baseline']:.3f} to {m['ppl_optimised']:.3f} ({m['ppl_change']:+.1%}), "
-        f"yet greedy decoding picks a different token at {1 - m['top1_agreement']:.1%} of positions. "
-        f"The mean KL divergence is {m['kl_mean_nats']:.4f} nats, and the worst 5% of positions carry "
-        f"{m['kl_share_top_5pct']:.0%} of it ({r['num_damaged']} position{' was' if r['num_damaged'] == 1 else 's were'} damaged)."
+        f"{moves}, {picks}. The mean KL divergence is {m['kl_mean_nats']:.4f} nats, and the worst 5% of positions carry "
+        f"{m['kl_share_top_5pct']:.0%} of it ({damaged} position{' was' if damaged == 1 else 's were'} damaged)."
     )

@@ -235,7 +235,7 @@ def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     n = r["num_gpus"]
     text = (
-        f"On each of {n} x {r['gpu']}, vLLM's accounting holds {m['weights_GB']:,.1f} GB of {r['weight_dtype']} weights, "
+        f"On {'one' if n == 1 else f'each of {n} x'} {r['gpu']}, vLLM's accounting holds {m['weights_GB']:,.1f} GB of {r['weight_dtype']} weights, "
         f"an activation peak of {m['activations_GB']:,.1f} GB and {m['non_torch_GB']:,.1f} GB outside PyTorch; "
     )
     if m["kv_budget_GB"] > 0:
