@@ -50,3 +50,10 @@ def test_greedy_keeps_one_token_with_zero_entropy_not_minus_zero():
     entropy = answer["metrics"]["sample_entropy_bits"]
     assert entropy == 0.0 and math.copysign(1.0, entropy) == 1.0
     assert answer["summary"] == "Sampling keeps 1 candidate token (entropy 0.00 bits): memory 100%."
+
+
+def test_a_request_past_the_trained_context_says_so():
+    """Learner review (F4): the 20,000-token timeline ran past Llama-3-8B's 8,192 tokens without a word."""
+    long = api.run("generation", {"output_tokens": 20000})
+    assert "was trained for 8,192 tokens of context" in long["summary"]
+    assert "trained for" not in api.run("generation", {})["summary"]

@@ -78,6 +78,14 @@ class Model:
             return "MHA"
         return "MQA" if self.num_kv_heads == 1 else "GQA"
 
+    def beyond_context(self, tokens: int) -> list[str]:
+        """A note when `tokens` of context pass what the model was trained for (costed at the same shape)."""
+        if tokens <= self.max_context_tokens:
+            return []
+        return [
+            f"{self.name} was trained for {self.max_context_tokens:,} tokens of context; longer contexts assume a long-context variant of the same shape."
+        ]
+
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0

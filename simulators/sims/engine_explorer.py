@@ -212,7 +212,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     at = partial(operating_point, cost, capacity, output=p.output_tokens, prefix_share=p.prefix_share)
     point = at(p.batch_size, p.prompt_tokens)
     follow = _follow(p, m, gpu, seed)
-    trained = f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer points price a long-context variant of the same shape."
     return {
         **p.stated("output_tokens", "prefix_share", "prompt_tokens"),
         "grid": [{"batch": b, "context": c, **at(b, c)} for c in CONTEXTS for b in BATCHES],
@@ -220,7 +219,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "capacity_tokens": capacity,
         "budget": p.max_num_batched_tokens,
         "follow": follow,
-        "notes": [trained] if max(CONTEXTS) > m.max_context_tokens else [],
+        "notes": m.beyond_context(max(CONTEXTS)),
         "metrics": {
             **{k: float(follow[k]) for k in FOLLOWED},
             "weight_bytes_share": point["weight_share"],

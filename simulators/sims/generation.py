@@ -148,7 +148,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "token_times_s": [times[i] for i in idx],
         "token_index": [i + 1 for i in idx],
         **sampled,
-        "notes": [],  # none left: the api refuses a GPU without a tensor rate (the one caveat there was)
+        "notes": m.beyond_context(p.prompt_tokens + p.output_tokens),
         "metrics": {
             "ttft_s": ttft,
             "itl_s": decode / (p.output_tokens - 1) if p.output_tokens > 1 else 0.0,

@@ -121,9 +121,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         }
         for name, v in _variants(m).items()
     }
-    notes = []
-    if p.context_tokens > m.max_context_tokens:
-        notes.append(f"{m.name} was trained for {m.max_context_tokens:,} tokens of context; longer is extrapolation.")
+    notes = m.beyond_context(p.context_tokens)
     if m.num_heads % p.num_gpus:
         notes.append(
             f"vLLM cannot split {m.name}'s {m.num_heads} attention heads over {p.num_gpus} GPUs: it refuses to start, "
