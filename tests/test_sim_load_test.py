@@ -251,3 +251,15 @@ def test_a_warm_up_that_leaves_no_first_token_to_measure_measures_the_whole_run_
         == api.run("load_test", {**params, "view": "percentiles"})["result"]["percentiles"]
     )
     assert "phases_ignored" not in whole["result"]
+
+
+def test_the_goodput_views_best_counts_the_chosen_rate_and_every_view_says_what_the_maximum_is():
+    """Tool review: the goodput chart said "at most 3.71" beside the chosen rate's 3.80 (a separate run
+    between two swept rates), and only the goodput view said how the maximum was measured."""
+    r = api.run("load_test", {"view": "goodput", "num_requests": 60})["result"]
+    swept = max(x["goodput"] for x in r["open"])
+    for chosen in (swept / 2, swept + 0.5):  # below every swept point's best, then above it
+        told = load_test.summary({**r, "chosen": {**r["chosen"], "goodput": chosen}}, "goodput")
+        assert float(told.split("at most ")[1].split()[0]) == round(max(swept, chosen), 2)
+    for view in ("knee", "goodput"):
+        assert "steady rate with every batch slot busy" in api.run("load_test", {"view": view})["summary"]

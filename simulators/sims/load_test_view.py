@@ -68,13 +68,12 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"TTFT {ttft} ms, TPOT {tpot} ms; the p99 TTFT is {m['ttft_s_p99'] / m['ttft_s_mean']:.1f}x the mean."
         )
     elif view == "goodput":
-        best = max(o, key=lambda x: x["goodput"])
+        best = max([*o, r["chosen"]], key=lambda x: x["goodput"])  # the chosen rate is one more point
         text = (
-            f"Open loop (Poisson), from {o[0]['offered']:.1f} to {o[-1]['offered']:.1f} req/s offered "
-            f"({FRACTIONS[0]:.0%} to {FRACTIONS[-1]:.0%} of the server's maximum, {m['max_throughput_per_s']:.1f} "
-            f"requests/s): throughput goes from {o[0]['throughput']:.2f} to {o[-1]['throughput']:.2f} req/s and "
+            f"{_maximum(m)} Open loop (Poisson), from {o[0]['offered']:.1f} to {o[-1]['offered']:.1f} req/s offered "
+            f"({FRACTIONS[0]:.0%} to {FRACTIONS[-1]:.0%} of that maximum): throughput goes from {o[0]['throughput']:.2f} to {o[-1]['throughput']:.2f} req/s and "
             f"goodput from {o[0]['goodput']:.2f} to {o[-1]['goodput']:.2f} req/s, at most {best['goodput']:.2f} "
-            f"at {best['offered']:.1f} req/s offered. At the chosen {r['rate_per_s']:g} req/s, "
+            f"(at {best['offered']:.1f} req/s offered, of the rates run). At the chosen {r['rate_per_s']:g} req/s, "
             f"{m['slo_attainment']:.0%} of requests meet the SLO: goodput {m['goodput_per_s']:.2f} of "
             f"{m['request_throughput_per_s']:.2f} req/s."
         )
@@ -92,7 +91,7 @@ def summary(r: dict[str, Any], view: str) -> str:
     else:
         c = r["closed"]
         text = (
-            f"The server's maximum is {m['max_throughput_per_s']:.1f} requests/s. Open loop (Poisson), TTFT p99 goes "
+            f"{_maximum(m)} Open loop (Poisson), TTFT p99 goes "
             f"from {o[0]['ttft_p99'] * 1e3:,.0f} ms at {o[0]['throughput']:.2f} req/s achieved to "
             f"{o[-1]['ttft_p99'] * 1e3:,.0f} ms at {o[-1]['throughput']:.2f} req/s ({o[-1]['offered']:.1f} offered): "
             f"the rate does not wait for the server, so past its maximum requests queue. Closed loop, {USERS[0]} to "
@@ -104,6 +103,14 @@ def summary(r: dict[str, Any], view: str) -> str:
         )
     trust = _trust_sentence(r) if view in ("percentiles", "goodput") else ""
     return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
+
+
+def _maximum(m: dict[str, float]) -> str:
+    """Where the server's maximum comes from, and why a short run's throughput stays below it."""
+    return (
+        f"The server's maximum, {m['max_throughput_per_s']:.1f} requests/s, is its steady rate with every batch "
+        "slot busy; a run's throughput also counts its start and drain, so it stays below."
+    )
 
 
 def _trust_sentence(r: dict[str, Any]) -> str:
