@@ -58,6 +58,20 @@ def bar(x: list[Any], y: list[Any], name: str, i: int = 0, **extra: Any) -> dict
     return _trace("bar", x, y, name, {"marker": marker}, extra)
 
 
+def right_axis(title: str, **extra: Any) -> dict[str, Any]:
+    """A second y axis on the right, over the first, with ticks at round values of its own (plotly
+    would put them at the first axis's gridlines: 0.0873 s) and no gridlines of its own."""
+    return {
+        "title": {"text": title},
+        "overlaying": "y",
+        "side": "right",
+        "automargin": True,
+        "tickmode": "auto",
+        "showgrid": False,
+        **extra,
+    }
+
+
 def layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "title": {"text": title},

@@ -514,6 +514,25 @@ def test_ticks_match_plotly_for_known_axes():
     assert linear_ticks(0, 1.05, 158, True) == ([0, 0.5, 1], 0.5)
 
 
+def test_a_right_axis_syncs_to_the_left_gridlines_unless_its_ticks_are_auto():
+    """plotly.js 4 gives an overlaying axis tickmode "sync" (ticks at the first axis's gridlines, so
+    0.0873 s); plotting.right_axis asks for "auto", round values of its own, as the static chart draws."""
+    from simulators.plotting import bar, chart, right_axis
+    from sitebuild.static_chart.chart import _Chart
+
+    def right_ticks(y2: dict) -> list[str]:
+        data = [bar(["a", "b"], [1.0, 0.7], "left", 0), bar(["a", "b"], [0.4365, 0.2], "right", 1, yaxis="y2")]
+        c = _Chart(chart(data, "t", "x", "y", yaxis2=y2), "t")
+        c.build()
+        return [label for _, label, _ in c.axes["yaxis2"].ticks]
+
+    synced = right_ticks({"overlaying": "y", "side": "right"})
+    auto = right_ticks(right_axis("right"))
+    assert len(synced) == len(right_ticks({"overlaying": "y", "side": "right", "tickmode": "sync"}))
+    assert any(len(t.split(".")[-1]) >= 3 for t in synced if "." in t)  # odd values at the left's gridlines
+    assert all(float(t) * 100 == round(float(t) * 100) for t in auto) and "0.1" in auto
+
+
 def test_log_ticks_label_decades_like_plotly():
     majors = [label for _, label, minor in log_ticks(0, 6, 600, False) if not minor]
     assert majors == ["1", "10", "100", "1000", "10k", "100k", "1M"]

@@ -27,7 +27,7 @@ from ..engine.metrics import RequestRecord
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, num_requests_param, param
-from ..plotting import LOG, PERCENT, bar, chart, so_far
+from ..plotting import LOG, PERCENT, bar, chart, right_axis, so_far
 from ..results_cache import Keep, KeptSteps, Show, Streamed, for_call, kept, kept_steps
 
 TITLE = "Routing across replicas, and prefill/decode disaggregation"
@@ -223,7 +223,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         bar(names, [m[f"ttft_{n}_s_p99"] for n in done], "p99 TTFT (s)", 1, yaxis="y2", offsetgroup="ttft"),
     ]
     title = f"{r['num_replicas']} replicas, {dict(SHARING)[r['sharing']].lower()}"
-    y2 = {"title": {"text": "p99 TTFT (s)"}, "overlaying": "y", "side": "right", "automargin": True}
+    y2 = right_axis("p99 TTFT (s)")
     return chart(data, title, "Router", "Share of prompt tokens from cache", barmode="group", yaxis=PERCENT, yaxis2=y2)
 
 

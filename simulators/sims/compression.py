@@ -31,7 +31,7 @@ from ..core.capacity import BATCH_GRID
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpu, context_param, engine_param, param
-from ..plotting import LOG, bar, chart, line
+from ..plotting import LOG, bar, chart, line, right_axis
 from ..results_cache import Keep
 
 TITLE = "Compression schemes: size, prefill and decode"
@@ -186,7 +186,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     rows = list(r["schemes"].values())
-    names = [v["name"] for v in rows]
+    names = [v["name"].split(" (")[0] for v in rows]  # the axis's short names; the summary gives each in full
     kv = " + FP8 KV" if r["kv_fp8"] else ""
     if view == "batch":
         x = r["batch_grid"]
@@ -196,11 +196,15 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
     if view == "memory":
         weights = [r["metrics"]["baseline_GB"]] + [v["artifact_GB"] for v in rows]
-        tokens = [r["baseline_capacity"] / 1e6] + [v["kv_token_capacity"] / 1e6 for v in rows]
-        columns = ["BF16"] + names
-        data = [bar(columns, weights, "Weights (GB)", 0), bar(columns, tokens, f"KV tokens that fit{kv} (millions)", 1)]
+        tokens = [r["baseline_capacity"]] + [v["kv_token_capacity"] for v in rows]
+        columns, room = ["BF16"] + names, f"KV tokens that fit{kv}"
+        data = [  # offset groups set the two bars side by side on their two y axes (as cluster's)
+            bar(columns, weights, "Weights (GB)", 0, offsetgroup="weights"),
+            bar(columns, tokens, room, 1, yaxis="y2", offsetgroup="kv"),
+        ]
+        y2 = right_axis(room, rangemode="tozero")
         title = f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}"
-        return chart(data, title, "Scheme", "GB / million tokens", barmode="group")
+        return chart(data, title, "Scheme", "Weights (GB)", barmode="group", yaxis2=y2)
     prefill = f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})"
     data = [
         bar(names, [v["prefill_speedup"] for v in rows], prefill, 0),

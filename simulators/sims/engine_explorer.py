@@ -52,7 +52,7 @@ from ..engine import EngineSpec, SchedulerConfig, serve, workload
 from ..engine.metrics import downsample
 from ..engine.steptime import StepCost, attention_keys
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, dtype_choices, param
-from ..plotting import MARKERS, PALETTE, bar, chart, layout, line, markers
+from ..plotting import MARKERS, PALETTE, bar, chart, layout, line, markers, right_axis
 from ..plotting import figure as make_figure
 from ..results_cache import Keep
 
@@ -308,12 +308,12 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     title = f"One {r['prompt_tokens']:,}-token request among background traffic ({r['budget']:,}-token step budget)"
     # Three panes: the request's lane on top, KV blocks below, sequences running on its right axis.
     kv = {"domain": [0.0, 0.58], "range": [0, 1.05], "title": {"text": "KV blocks in use"}, "tickformat": ".0%"}
-    running = {"overlaying": "y2", "side": "right", "title": {"text": "Sequences running"}, "rangemode": "tozero"}
+    running = right_axis("Sequences running", overlaying="y2", rangemode="tozero", tickformat=",d")
     axes = {
         "xaxis": {"range": f["window"], "anchor": "y2"},
         "yaxis": {"domain": [0.7, 1.0], "title": {"text": ""}},
         "yaxis2": {**kv, "anchor": "x"},
-        "yaxis3": {**running, "tickformat": ",d", "automargin": True},
+        "yaxis3": running,
     }
     return chart(data, title, "Time (s)", "", **axes, barmode="overlay")
 

@@ -145,7 +145,8 @@ class Axis:
                 if lo - 1e-9 <= i <= hi + 1e-9 and i % step == 0:
                     self.ticks.append((float(i), c, False))
             return
-        if sync_with is not None and sync_with.ticks and sync_with.hi != sync_with.lo:
+        synced = sync_with is not None and self.spec.get("tickmode", "sync") == "sync"  # plotly's default
+        if synced and sync_with.ticks and sync_with.hi != sync_with.lo:  # type: ignore[union-attr]
             _, own = linear_ticks(lo, hi, self.length(), self.vertical)
             for u, _, minor in sync_with.ticks:
                 frac = (u - sync_with.lo) / (sync_with.hi - sync_with.lo)

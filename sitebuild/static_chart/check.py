@@ -20,7 +20,7 @@ LAYOUT_KEYS = frozenset(
 )  # fmt: skip
 AXIS_KEYS = frozenset(
     {"type", "title", "range", "autorange", "rangemode", "domain", "anchor", "overlaying", "side", "automargin",
-     "tickformat", "tickvals", "ticktext", "showgrid", "zeroline", "minorloglabels"}
+     "tickformat", "tickvals", "ticktext", "showgrid", "zeroline", "minorloglabels", "tickmode"}
 )  # fmt: skip
 AXIS_TYPES = ("-", "linear", "log", "category")
 MODES = ("lines", "markers", "text", "none")
@@ -40,6 +40,8 @@ def unsupported(figure: Any) -> list[str]:
         if AXIS_NAME.match(key):
             axis = _dict(value)
             problems += [f"layout.{key}.{k}" for k in axis if k not in AXIS_KEYS]
+            if axis.get("tickmode", "auto") not in ("auto", "sync"):
+                problems.append(f"layout.{key}.tickmode {axis['tickmode']!r} (drawn: auto, sync)")
             if str(axis.get("type", "-")) not in AXIS_TYPES:
                 problems.append(f"layout.{key}.type {axis['type']!r} (drawn: {', '.join(AXIS_TYPES[1:])})")
         elif key not in LAYOUT_KEYS:
