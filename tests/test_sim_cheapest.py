@@ -276,3 +276,23 @@ def test_gpus_without_a_price_are_named_as_not_searched():
     r = _run(**{**SMALL, "gpus": "l40s, h100-sxm, t4"})
     assert {"config": "t4", "why": cheapest.NO_PRICE} in r["pruned"]
     assert "Not searched, no price: t4" in cheapest.summary(r, "cost")
+
+
+def test_the_summary_says_why_layouts_were_left_out_counted_by_reason():
+    """Tool review: "43 layouts were left out." said neither why nor which."""
+    from simulators.sims.cheapest_view import _left_out
+
+    pruned = [
+        {"config": "a", "why": "misses the targets on up to 8 GPUs at this rate"},
+        {"config": "b", "why": "misses the targets on up to 8 GPUs at this rate"},
+        {"config": "c", "why": "the rate needs at least 16 GPUs (a replica serves under 5.88 req/s)"},
+        {"config": "d", "why": "a prefill alone takes 712 ms, over the TTFT target"},
+        {"config": "e", "why": "skipped: no price (gpu_prices.toml, or Your prices)"},
+        {"config": "f", "why": "GPUs of this kind link at most 4 to a node"},
+    ]
+    told = _left_out(pruned)
+    assert told == (
+        " 5 layouts were left out: 2 missing the targets, 1 needing more GPUs than the limit for this rate, "
+        "1 missing a target in a single step, 1 for other reasons."
+    )
+    assert _left_out(pruned[:1]) == " 1 layout was left out: 1 missing the targets." and _left_out(pruned[4:5]) == ""

@@ -76,9 +76,31 @@ def summary(r: dict[str, Any], view: str) -> str:
     ]
     return (
         f"{head}The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
-        f"the last row was not run): {'; '.join(lines)}. {sum(x['why'] != NO_PRICE for x in r['pruned'])} layouts "
-        f"were left out.{_skipped(r['pruned'])}"
+        f"the last row was not run): {'; '.join(lines)}.{_left_out(r['pruned'])}{_skipped(r['pruned'])}"
     )
+
+
+# Why a layout was left out (cheapest.py's reasons, by their opening words), as the summary counts them.
+REASONS = {
+    "misses the targets": "missing the targets",
+    "the rate needs at least": "needing more GPUs than the limit for this rate",
+    "a prefill alone": "missing a target in a single step",
+    "a batch-1 decode step": "missing a target in a single step",
+    "does not fit": "not fitting (vLLM would refuse to start)",
+    "TP ": "splitting the attention heads unevenly",
+}
+
+
+def _left_out(pruned: list[dict[str, Any]]) -> str:
+    """ " 32 layouts were left out: 22 missing the targets, 10 needing more GPUs than the limit for this rate"."""
+    counts: dict[str, int] = {}
+    for x in pruned:
+        if not x["why"].startswith("skipped: "):  # named apart, in _skipped
+            kind = next((v for k, v in REASONS.items() if x["why"].startswith(k)), "for other reasons")
+            counts[kind] = counts.get(kind, 0) + 1
+    n = sum(counts.values())
+    parts = ", ".join(f"{c} {kind}" for kind, c in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return f" {n} layout{'s were' if n != 1 else ' was'} left out: {parts}." if n else ""
 
 
 NO_PRICE = "skipped: no price (gpu_prices.toml, or Your prices)"
