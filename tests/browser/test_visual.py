@@ -267,6 +267,31 @@ def test_a_long_legend_entry_on_a_phone_stays_inside_the_chart(context: BrowserC
     assert right <= chart_right, (right, chart_right)
 
 
+def test_long_bar_names_and_axis_title_on_a_phone_leave_the_bars_room(context: BrowserContext, site: Site) -> None:
+    """Tool review: at 390 px diagnose's lever names took the chart's width (bars about 90 px wide) and
+    its x axis title ran off the edge; charts.js breaks both between words on a narrow chart."""
+    page = context.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(site.url + "tools/diagnose/")
+    names = ["Token budget 512 (chunked prefill)", "Speculative decoding (EAGLE)", "FP8 KV cache"]
+    plot, title, chart = page.evaluate(
+        """async (names) => {
+             const { draw } = await import(new URL("../../assets/js/charts.js", document.baseURI).href);
+             const el = Object.assign(document.createElement("div"), { style: "width: 358px; height: 360px" });
+             document.querySelector("article").prepend(el);
+             await draw(el, { data: [{ type: "bar", orientation: "h", x: [-0.6, -0.3, -0.01], y: names, name: "Change" }],
+                              layout: { xaxis: { title: { text: "predicted change (negative: faster)" }, automargin: true },
+                                        yaxis: { automargin: true },
+                                        legend: { orientation: "h", y: -0.25 }, margin: { l: 60, r: 20, t: 50, b: 60 } } });
+             const box = (q) => el.querySelector(q).getBoundingClientRect();
+             return [box(".nsewdrag").width, box(".g-xtitle").right, box(".main-svg").right];
+           }""",
+        names,
+    )
+    page.close()
+    assert plot >= 0.45 * 358 and title <= chart, (plot, title, chart)
+
+
 @pytest.mark.parametrize("palette", PALETTES)
 def test_axe_finds_nothing_serious_on_the_course_map(context: BrowserContext, site: Site, palette: str) -> None:
     """tests/browser/test_accessibility.py audits every page in both palettes; this repeats the

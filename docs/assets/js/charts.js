@@ -53,15 +53,27 @@ const NARROW_PX = 600;
 function fitLegend(layout, width) {
   const legend = layout.legend;
   if (width >= NARROW_PX || legend?.orientation !== "h" || legend.y === undefined || legend.y >= 0 || legend.yref) return layout;
-  return { ...layout, legend: { ...legend, yref: "container", y: 0, yanchor: "bottom" } };
+  // A long x axis title is broken between words too: it is centred on the plot, right of the y labels.
+  const title = layout.xaxis?.title;
+  const out = { ...layout, legend: { ...legend, yref: "container", y: 0, yanchor: "bottom" } };
+  if (title?.text) out.xaxis = { ...layout.xaxis, title: { ...title, text: broken(title.text, Math.floor(width / 2 / (TITLE_EM * 12))) } };
+  return out;
 }
 
 // Plotly cuts off a legend entry wider than the chart (a phone: "… (prefill or decode) (so fa"):
-// on a narrow chart a long name is broken between words, past its symbol (about 40 px).
+// on a narrow chart a long name is broken between words, past its symbol (about 40 px), and so are a
+// horizontal bar's category names (diagnose's levers), which would otherwise leave the bars no width.
+const CATEGORY_FITS = 16;
+const broken = (text, fits) => (typeof text === "string" && text.length > fits && !text.includes("<br>") ? wrapped(text, fits).join("<br>") : text);
+
 function fitNames(data, layout, width) {
   if (!width || width >= NARROW_PX) return data;
   const fits = Math.max(12, Math.floor((width - 56) / (TITLE_EM * (layout.legend?.font?.size ?? layout.font?.size ?? 12))));
-  return data.map((t) => (typeof t.name === "string" && t.name.length > fits && !t.name.includes("<br>") ? { ...t, name: wrapped(t.name, fits).join("<br>") } : t));
+  return data.map((t) => {
+    const out = { ...t, name: broken(t.name, fits) };
+    if (t.orientation === "h" && Array.isArray(t.y)) out.y = t.y.map((c) => broken(c, CATEGORY_FITS));
+    return out;
+  });
 }
 
 // The palette's colours, read once per colour scheme: reading computed styles recalculates the whole
