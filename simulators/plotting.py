@@ -14,6 +14,7 @@ own), keeping the ticks and gridlines in between.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -90,7 +91,28 @@ def layout(title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, An
 
 
 def figure(data: list[dict[str, Any]], lay: dict[str, Any]) -> dict[str, Any]:
+    for key, axis in lay.items():
+        if key[1:5] == "axis" and isinstance(axis, dict) and axis.get("type") == "log" and "tickvals" not in axis:
+            lay[key] = {**axis, **_log_ticks([v for t in data if _on(t, key) for v in t.get(key[0]) or []])}
     return {"data": data, "layout": lay}
+
+
+def _on(trace: dict[str, Any], axis: str) -> bool:
+    """Whether `trace` is drawn against `axis` ("yaxis2" for a trace's yaxis "y2")."""
+    return str(trace.get(axis[0] + "axis", axis[0])).replace(axis[0], axis[0] + "axis") == axis
+
+
+def _log_ticks(values: list[Any]) -> dict[str, Any]:
+    """A log axis over less than a decade or two labels its decades alone, so one label or none shows
+    (learner review: "1" on an axis from 0.15 to 6.8 s): it is given 1-2-5 ticks, labelled in full."""
+    shown = [float(v) for v in values if isinstance(v, (int, float)) and v > 0]
+    if not shown:
+        return {}
+    lo, hi = math.log10(min(shown)), math.log10(max(shown))
+    if math.floor(hi) - math.ceil(lo) >= 1:  # two powers of ten or more inside: they label it
+        return {}
+    ticks = [d * 10.0**k for k in range(math.floor(lo) - 1, math.ceil(hi) + 2) for d in (1, 2, 5)]
+    return {"tickvals": ticks, "ticktext": [f"{v:,.{max(0, -math.floor(math.log10(v)))}f}" for v in ticks]}
 
 
 def chart(data: list[dict[str, Any]], title: str, x_title: str, y_title: str, **extra: Any) -> dict[str, Any]:

@@ -64,3 +64,25 @@ def test_each_chart_tables_the_figures_it_draws():
     assert set(balance) == {k for k in declared if k.startswith("imbalance_")}
     assert set(disagg) == {f"{k}_{m}_s_p99" for k in ("ttft", "tpot") for m in ("colocated", "disaggregated")}
     assert set(declared) <= set(api.run("cluster", {"view": "routers"})["metrics"])
+
+
+def test_the_disaggregation_summary_reads_the_figures_it_shows():
+    """Learner review (lesson 12): one closing text ("adds to TTFT, ... no longer stall decode steps")
+    whatever the figures, beside a disaggregated TTFT 60x the colocated one or a lower one."""
+    from simulators.sims.cluster import _disagg_reading
+
+    co = {"ttft": [0.05, 0.16], "tpot": [0.011, 0.017]}
+    queued = _disagg_reading(1, 3, co, {"ttft": [3.3, 5.5], "tpot": [0.010, 0.012]})
+    assert queued.startswith("TTFT rises: prompts queue for the 1 prefill replica,") and "TPOT p99 falls" in queued
+    burst = _disagg_reading(2, 2, co, {"ttft": [0.04, 0.35], "tpot": [0.012, 0.020]})
+    assert "p50 falls" in burst and "p99 rises" in burst and "TPOT does not fall: the 2 decode replicas" in burst
+    assert _disagg_reading(3, 1, co, {"ttft": [0.04, 0.15], "tpot": [0.010, 0.012]}).startswith("TTFT falls")
+
+
+def test_the_balance_summary_counts_the_requests_refused_beside_those_served():
+    """Learner review (lesson 12): "386 requests" beside a caption and a Requests box of 400."""
+    told = api.run("cluster", {"view": "balance", "sharing": "multi_turn", "num_requests": 400, "num_replicas": 8})
+    counts = told["result"]["routers"]["round_robin"]["counts"]
+    refused = told["result"]["routers"]["round_robin"]["dropped"]
+    assert refused > 0 and sum(counts) + refused == 400
+    assert f"{sum(counts):,} requests served, {refused:,} of 400 refused as too long" in told["summary"]

@@ -263,3 +263,15 @@ def test_the_goodput_views_best_counts_the_chosen_rate_and_every_view_says_what_
         assert float(told.split("at most ")[1].split()[0]) == round(max(swept, chosen), 2)
     for view in ("knee", "goodput"):
         assert "steady rate with every batch slot busy" in api.run("load_test", {"view": view})["summary"]
+
+
+def test_the_closed_loop_sentence_says_where_its_tail_comes_from():
+    """Learner review: "they slow down instead of queueing" beside a closed-loop TTFT p99 of 2.3 s,
+    which the first requests set (all 64 users send at once; later ones wait 20-180 ms)."""
+    from simulators.sims.load_test_view import _closed_loop
+
+    assert "set at the start, when all 64 users send at once" in _closed_loop(64, 64)
+    assert _closed_loop(128, 64).startswith("Requests do queue here") and "up to 64 wait" in _closed_loop(128, 64)
+    assert "never queues" in _closed_loop(1, 64)
+    told = api.run("load_test", {"view": "knee"})["summary"]
+    assert "slow down instead of queueing" not in told and "set at the start" in told

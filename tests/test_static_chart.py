@@ -533,6 +533,21 @@ def test_a_right_axis_syncs_to_the_left_gridlines_unless_its_ticks_are_auto():
     assert all(float(t) * 100 == round(float(t) * 100) for t in auto) and "0.1" in auto
 
 
+def test_a_log_axis_over_less_than_two_decades_gets_labelled_1_2_5_ticks_on_both_renderers():
+    """Learner review: log axes from 0.15 to 6.8 s (load test) or 19 to 60 ms (lesson 12) showed one
+    label, or none; plotting.figure gives such an axis 1-2-5 ticks, which the SVG draws as plotly."""
+    from simulators.plotting import LOG, chart, line, right_axis
+
+    fig = chart([line([1, 2], [0.15, 6.8], "a"), line([1, 2], [10, 5000], "b", yaxis="y2")], "t", "x", "s", yaxis=LOG,
+                yaxis2=right_axis("b", type="log"))  # fmt: skip
+    short, wide = fig["layout"]["yaxis"], fig["layout"]["yaxis2"]
+    assert "tickvals" not in wide  # 100 and 1,000 inside: its decades label it
+    shown = [t for v, t in zip(short["tickvals"], short["ticktext"], strict=True) if 0.15 <= v <= 6.8]
+    assert shown == ["0.2", "0.5", "1", "2", "5"]
+    svg = render(fig)
+    assert all(f">{t}<" in svg for t in shown)
+
+
 def test_log_ticks_label_decades_like_plotly():
     majors = [label for _, label, minor in log_ticks(0, 6, 600, False) if not minor]
     assert majors == ["1", "10", "100", "1000", "10k", "100k", "1M"]

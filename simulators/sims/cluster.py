@@ -124,7 +124,7 @@ def _router(p: Params, seed: int, keep: Keep, name: str, show: Show[Run] | None 
     return (yield from kept_steps(keep, run_key, lambda: serve_shown(reqs, spec, measure, show, **opts)))
 
 
-def _measured(p: Params, name: str, recs: list[RequestRecord], _dropped: Any, replicas: list[Replica]) -> Run:
+def _measured(p: Params, name: str, recs: list[RequestRecord], dropped: list[Any], replicas: list[Replica]) -> Run:
     s = summarize(recs)
     counts = [sum(r.replica == i for r in recs) for i in range(p.num_replicas)]
     hits = sum(rep.hit_tokens for rep in replicas)
@@ -134,7 +134,8 @@ def _measured(p: Params, name: str, recs: list[RequestRecord], _dropped: Any, re
         f"ttft_{name}_s_p99": s["ttft_s_p99"],
         f"imbalance_{name}": max(counts) / (sum(counts) / len(counts)) if sum(counts) else 1.0,
     }
-    return {"counts": counts, "ttft": [s["ttft_s_p50"], s["ttft_s_p90"], s["ttft_s_p99"]]}, metrics, s
+    entry = {"counts": counts, "ttft": [s["ttft_s_p50"], s["ttft_s_p90"], s["ttft_s_p99"]], "dropped": len(dropped)}
+    return entry, metrics, s
 
 
 def _percentiles(s: dict[str, float]) -> dict[str, list[float]]:
@@ -190,6 +191,25 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     }
 
 
+def _disagg_reading(prefill: int, decode: int, co: dict[str, list[float]], dis: dict[str, list[float]]) -> str:
+    """What the placement did to TTFT and TPOT, and why (learner review: one text whatever the figures)."""
+    p, d = f"{prefill} prefill replica{'s' * (prefill > 1)}", f"{decode} decode replica{'s' * (decode > 1)}"
+    (d50, d99), (c50, c99) = dis["ttft"], co["ttft"]
+    if d50 > 1.1 * c50:
+        ttft = f"TTFT rises: prompts queue for the {p}, and each one's KV then crosses the GPU interconnect."
+    elif d50 < c50 and d99 > 1.1 * c99:
+        ttft = (
+            f"TTFT p50 falls (no prompt waits behind decode steps) but p99 rises: bursts of prompts queue for the {p}."
+        )
+    elif d50 < c50:
+        ttft = f"TTFT falls: on the {p} no prompt waits behind decode steps."
+    else:
+        ttft = "TTFT barely moves: the KV transfer costs about what the separate prefill saves."
+    if dis["tpot"][1] < co["tpot"][1]:
+        return f"{ttft} TPOT p99 falls: no long prefill stalls a decode step on the {d}."
+    return f"{ttft} TPOT does not fall: the {d} carry every decode, more of them each than colocated."
+
+
 def _named(router: str) -> str:
     """A router's name inside a sentence: "least KV use", not "least kv use"."""
     name = ROUTER_NAMES[router]
@@ -241,9 +261,16 @@ def summary(r: dict[str, Any], view: str) -> str:
             if m[f"imbalance_{even[0]}"] == m[f"imbalance_{even[-1]}"]
             else f"The {_named(even[0])} router spreads them most evenly, the {_named(even[-1])} router least."
         )
+        first = r["routers"][ROUTERS[0]]
+        served, dropped = sum(first["counts"]), first.get("dropped", 0)  # a chart while it streams has none
+        longer = (
+            f", {dropped:,} of {served + dropped:,} refused as too long to serve, or later turns of those"
+            if dropped
+            else ""
+        )
         return (
             f"Requests per replica across {r['num_replicas']} replicas ({dict(SHARING)[r['sharing']].lower()}, "
-            f"{sum(r['routers'][ROUTERS[0]]['counts']):,} requests): {counts}. {spread}"
+            f"{served:,} requests served{longer}): {counts}. {spread}"
         )
     if view == "disagg":
         co, dis = r["modes"]["colocated"], r["modes"]["disaggregated"]
@@ -253,8 +280,7 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{dis['ttft'][0] * 1e3:,.0f} ms against {co['ttft'][0] * 1e3:,.0f} ms and p99 {dis['ttft'][1] * 1e3:,.0f} ms "
             f"against {co['ttft'][1] * 1e3:,.0f} ms; TPOT p50 {dis['tpot'][0] * 1e3:,.1f} ms against "
             f"{co['tpot'][0] * 1e3:,.1f} ms and p99 {dis['tpot'][1] * 1e3:,.1f} ms against {co['tpot'][1] * 1e3:,.1f} ms. "
-            "Each prefill's KV crosses the GPU interconnect before decoding starts, which adds to TTFT, and long "
-            "prefills no longer stall other requests' decode steps."
+            + _disagg_reading(r["num_prefill"], r["num_replicas"] - r["num_prefill"], co, dis)
         )
     best = max(ROUTERS, key=lambda n: m[f"hit_rate_{n}"])
     parts = ", ".join(

@@ -245,13 +245,16 @@ def figure(r: dict[str, Any]) -> dict[str, Any]:
     shown = range(0, n, stride)
     hit = [i for i in shown if r["damaged_ranked"][i]]
     clean = [i for i in shown if not r["damaged_ranked"][i]]
-    floor = 1e-6  # a log axis cannot show zero divergence
+    # A log axis cannot show zero divergence: zeros sit at a floor, and with nothing but zeros the axis is linear.
+    floor, axis = (1e-6, LOG) if max(r["kl_ranked"], default=0) > 0 else (0.0, {"rangemode": "tozero"})
     data = [
         markers([i + 1 for i in ranks], [max(r["kl_ranked"][i], floor) for i in ranks], name, j, mode="markers")
         for j, (name, ranks) in enumerate((("Noise only", clean), ("Damaged position (runner-up pushed ahead)", hit)))
     ]
     x_title = "Position rank" + (f" (one position in {stride} drawn)" if stride > 1 else "")
-    return chart(data, "KL divergence per position, worst first", x_title, "KL(baseline || optimised), nats", yaxis=LOG)
+    return chart(
+        data, "KL divergence per position, worst first", x_title, "KL(baseline || optimised), nats", yaxis=axis
+    )
 
 
 def summary(r: dict[str, Any]) -> str:

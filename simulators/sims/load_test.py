@@ -167,7 +167,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     kept = served.run("poisson", lengths, rate=p.rate_per_s, slo=slo)  # the same run, other statistics
     closed = served.run("concurrent", lengths, users=p.users, **kw)
     runs, a = [top, at_rate, closed], at_rate.metrics
-    out = p.stated("rate_per_s", "users", "lengths", "warmup", "num_requests")
+    out = p.stated("rate_per_s", "users", "lengths", "warmup", "num_requests", "max_num_seqs")
     out |= {"percentiles": _percentiles(a), "max_context_tokens": spec.model.max_context_tokens}
     if a["phases_ignored"]:  # the warm-up and cool-down left nothing to measure: the whole run is (metrics.py)
         out["phases_ignored"] = dict(WARMUPS)[p.warmup].lower()

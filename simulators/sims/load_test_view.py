@@ -98,11 +98,27 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{USERS[len(c) - 1]} users reach {c[0]['throughput']:.2f} to {c[-1]['throughput']:.2f} req/s with TTFT "
             f"p99 {c[0]['ttft_p99'] * 1e3:,.0f} to {c[-1]['ttft_p99'] * 1e3:,.0f} ms. "
             f"{r['users']} closed-loop user{'s reach' if r['users'] != 1 else ' reaches'} "
-            f"{m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms: "
-            f"they slow down instead of queueing."
+            f"{m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms. "
+            + _closed_loop(r["users"], r["max_num_seqs"])
         )
     trust = _trust_sentence(r) if view in ("percentiles", "goodput") else ""
     return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
+
+
+def _closed_loop(users: int, slots: int) -> str:
+    """Why a closed loop's tail TTFT is what it is (learner review: "they slow down instead of
+    queueing" beside a p99 of 2.3 s, which the start sets: every user sends at once)."""
+    if users == 1:
+        return "One user sends a request only when the last is answered, so it never queues."
+    if users <= slots:
+        return (
+            f"That p99 is set at the start, when all {users} users send at once; after that each sends again only "
+            "when answered, so the rate follows the server instead of queueing past it."
+        )
+    return (
+        f"Requests do queue here: {users} users hold more requests than the {slots} batch slots, so up to "
+        f"{users - slots} wait for one; the rate still cannot run past the server."
+    )
 
 
 def _maximum(m: dict[str, float]) -> str:
