@@ -55,7 +55,7 @@ def test_fp8_on_an_a100_shrinks_weights_but_not_prefill():
     assert a100["metrics"]["prefill_speedup"] == pytest.approx(1.0, abs=1e-6)
     # Batch-1 decode is memory-bound: both gain from half the weight bytes.
     assert a100["metrics"]["decode_speedup"] > 1.4  # less than the byte ratio: the fixed costs stay
-    assert any("no FP8 tensor-core" in n for n in a100["notes"])
+    assert any("no FP8 tensor-core" in n for n in a100["speed_notes"])
 
 
 def test_weight_only_int4_helps_decode_not_prefill_and_fades_with_batch():
@@ -100,3 +100,11 @@ def test_the_size_chart_tables_sizes_and_kv_room_and_prices_no_time():
     assert not any(k.endswith(("_speedup", "_s")) for k in memory["metrics"])
     assert "kv_token_capacity" in memory["metrics"] and "priced" not in memory["summary"]
     assert set(declared) <= set(api.run("compression", {"view": "speed"})["metrics"])
+
+
+def test_the_memory_chart_text_leaves_out_the_notes_about_times():
+    """Learner review (lesson 09): the size chart, which shows no time, said "its times are what it
+    would take if it did"; the speed chart keeps that note."""
+    memory = api.run("compression", {"view": "memory", "model": "llama-3.1-70b"})["summary"]
+    speed = api.run("compression", {"view": "speed", "model": "llama-3.1-70b"})["summary"]
+    assert "times" not in memory and "its times are what it would take if it did" in speed

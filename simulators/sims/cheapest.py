@@ -254,6 +254,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             break
     pruned += full
     table = [_row(p, lay, r, v, ss.at_index(k) / b.rate_bound_per_s, out_tokens) for lay, b, r, k, v in rows]
+    table.sort(key=lambda x: (x["usd_per_hour"], -x["headroom"]))  # at one price, the most headroom first
     keys = ("usd_per_hour", "usd_per_million_output_tokens", "num_gpus", "ttft_s", "tpot_s", "headroom")
     metrics: dict[str, float] = {k: float(table[0][k]) if table else 0.0 for k in keys}  # the cheapest row's
     metrics.update(layouts_tried=tried, layouts_confirmed=confirmed)

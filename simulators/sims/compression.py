@@ -124,9 +124,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     pre, dec = passes[p.scheme]
     base_tokens = vllm_kv_tokens(m, gpu, lay)
     wanted = cm.precision(s["activation_dtype"]).tensor_core
-    notes = []
+    notes, speed = [], []  # speed: about the times, left out of the memory chart's text
     if pre.matmul_path != wanted:
-        notes.append(
+        speed.append(
             f"{gpu.name} has no {wanted.upper()} tensor-core figure in the catalogue, so the matmuls run in BF16 after "
             f"up-casting (as vLLM's weight-only kernels do): the smaller weights still speed up memory-bound decode, "
             f"but compute-bound prefill gains nothing."
@@ -134,25 +134,25 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     if s["sparse"]:
         notes.append(s["hardware"])
     if s["sparse"] and gpu.peak_tflops(pre.matmul_path, sparse=True) is None:
-        notes.append(
+        speed.append(
             f"{gpu.name} has no 2:4 sparse rate for {pre.matmul_path.upper()} in the catalogue: the dense rate is used."
         )
     where = lay.describe(gpu.name)
     if not base_tokens:
-        notes.append(f"The BF16 model does not fit on {where}; its times are what it would take if it did.")
+        speed.append(f"The BF16 model does not fit on {where}; its times are what it would take if it did.")
     if not row["kv_token_capacity"]:
         notes.append(f"Even compressed, the weights do not fit on {where}.")
     # Speed-ups are against BF16, which must hold the batch too (vLLM's accounting, per GPU rank).
     held = cm.kv_tokens_held(m, p.prompt_tokens)
     most = base_tokens // held
     if base_tokens and p.batch_size > most:
-        notes.append(
+        speed.append(
             f"Batch {p.batch_size:,} does not fit: at {p.prompt_tokens:,} tokens of context, {where} holds at most "
             f"{most:,} sequences with bf16 weights, so its figures are a roofline bound, not a batch that can run."
         )
     kv_info = schemes()["kv_cache"]["fp8"]
     if p.kv_fp8:
-        notes.append(kv_info["latency"])
+        speed.append(kv_info["latency"])
     return {
         **p.stated("scheme", "kv_fp8", "batch_size", "prompt_tokens"),
         "scheme_name": s["name"],
@@ -170,6 +170,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "fit_batch": max(0, row["kv_token_capacity"]) // held,
         "fit_batch_baseline": max(0, base_tokens) // held,
         "notes": notes,
+        "speed_notes": speed,
         "metrics": {
             **{k: row[k] for k in ("artifact_GB", "prefill_speedup", "decode_speedup", "kv_token_capacity")},
             "baseline_GB": cm.weight_bytes(m, "bf16") / cm.GB,
@@ -221,7 +222,7 @@ def summary(r: dict[str, Any], view: str) -> str:
     if view == "memory":
         text = (
             f"{r['scheme_name']} stores {r['model']}'s weights in {m['artifact_GB']:.1f} GB instead of "
-            f"{m['baseline_GB']:.1f} GB ({m['artifact_ratio']:.0%}, {m['bits_per_weight']:.4g} bits per block weight). "
+            f"{m['baseline_GB']:.1f} GB ({m['artifact_ratio']:.0%}, {m['bits_per_weight']:.4g} bits per block-matmul weight). "
             f"On {r['num_gpus']} x {r['gpu']} the memory it frees holds {m['kv_token_capacity']:,} tokens of KV cache{kv}, "
             f"against {m['kv_token_capacity_baseline']:,} in BF16: {r['fit_batch']:,} sequences of "
             f"{r['prompt_tokens']:,} tokens against {r['fit_batch_baseline']:,}. Calibration: {r['calibration']}"
@@ -256,4 +257,4 @@ def summary(r: dict[str, Any], view: str) -> str:
         )
     if r["kv_cache"] and view != "batch":
         text += f" FP8 KV cache: {r['kv_cache']['calibration']} {r['kv_cache']['quality']}"
-    return text + "".join(" " + n for n in r["notes"])
+    return text + "".join(" " + n for n in r["notes"] + (r["speed_notes"] if view != "memory" else []))

@@ -233,7 +233,8 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
         parts = [("Weights streamed", t["weights_s"]), ("KV cache read", t["kv_s"]), ("Compute past memory", t["compute_over_s"]),
                  ("Fixed step overhead", t["overhead_s"]), ("Prefills sharing the GPU", t["itl_s"] - t["step_s"])]  # fmt: skip
         data = [bar([v * 1e3], ["ITL"], k, i, orientation="h") for i, (k, v) in enumerate(parts)]
-        title = f"Where a token's time goes at {r['metrics']['batch']:.0f} requests in flight"
+        b = r["metrics"]["batch"]
+        title = f"Where a token's time goes at {b:.0f} request{'s' * (b != 1)} in flight"
         return chart(data, title, "ms per token", "", barmode="stack")
     if view == "evidence":
         m, shown = r["metrics"], (("TTFT p50 (ms)", "ttft_s"), ("ITL p50 (ms)", "itl_s"))

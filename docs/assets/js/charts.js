@@ -63,7 +63,7 @@ function fitLegend(layout, width) {
 // Plotly cuts off a legend entry wider than the chart (a phone: "… (prefill or decode) (so fa"):
 // on a narrow chart a long name is broken between words, past its symbol (about 40 px), and so are a
 // horizontal bar's category names (diagnose's levers), which would otherwise leave the bars no width.
-const CATEGORY_FITS = 16;
+const CATEGORY_FITS = 20; // letters: two lines at most for the course's names ("Token budget 512 (chunked prefill)")
 const broken = (text, fits) => (typeof text === "string" && text.length > fits && !text.includes("<br>") ? wrapped(text, fits).join("<br>") : text);
 
 function fitNames(data, layout, width) {
