@@ -39,3 +39,12 @@ def test_a_gpu_whose_kv_cache_holds_no_reasoning_request_is_a_field_error_in_eve
         assert [e["field"] for e in out["errors"]] == ["gpu"]
         assert "serves none of the reasoning requests" in out["errors"][0]["message"]
     assert api.run("reasoning", {"model": "mistral-7b", "gpu": "l4"})["ok"]
+
+
+def test_the_time_split_says_where_a_preempted_requests_wait_goes():
+    """Learner review (F4): 29 preemptions beside "queueing 0.0 s" and "100.0% decoding", unexplained."""
+    from simulators import api
+
+    told = api.run("reasoning", {})
+    assert told["metrics"]["num_preemptions_reasoning"] > 0
+    assert "decode counts a preempted request's wait and recompute" in told["summary"]

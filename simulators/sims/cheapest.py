@@ -68,7 +68,7 @@ METRICS = {
 TOP = 3  # layouts listed: the three cheapest, each at its fewest replicas
 MEMO_ENTRIES = 1024  # one entry per layout: about 180 for a mixture of experts on every GPU
 ARRIVALS_SEED = 0  # the Poisson arrivals of every engine run (run's docstring)
-FORMATS = [("bf16", "BF16 only"), ("bf16,fp8", "BF16, and FP8 where the GPU has FP8 tensor cores"),
+FORMATS = [("bf16", "BF16 only"), ("bf16,fp8", "BF16, and FP8 on GPUs with FP8 cores"),
            ("bf16,fp8,int4", "BF16, FP8 and INT4 weight-only")]  # fmt: skip
 VIEWS = [("cost", "Price of each configuration"), ("latency", "Latency against the targets")]
 

@@ -229,7 +229,8 @@ def summary(r: dict[str, Any], view: str) -> str:
     return (
         f"A reasoning request spends {m['decode_share_reasoning']:.1%} of its {m['e2e_reasoning_s_mean']:,.0f} s decoding "
         f"(prefill is {m['prefill_share_reasoning']:.2%}); a chat request {m['decode_share_chat']:.0%} of {m['e2e_chat_s_mean']:,.1f} s. "
-        f"Mean queueing / prefill / decode per request: {split}. "
-        f"Speculating {r['k']} tokens at {r['acceptance_rate']:.0%} acceptance ({m['tokens_per_step']:.2f} tokens per step) "
+        f"Mean queueing / prefill / decode per request: {split}"
+        + (" (decode counts a preempted request's wait and recompute). " if m["num_preemptions_reasoning"] else ". ")
+        + f"Speculating {r['k']} tokens at {r['acceptance_rate']:.0%} acceptance ({m['tokens_per_step']:.2f} tokens per step) "
         f"makes reasoning requests {m['speculation_speedup']:.2f}x faster end to end."
     ) + "".join(" " + n for n in r["notes"])
