@@ -284,7 +284,10 @@ def summary(r: dict[str, Any], view: str) -> str:
         )
     best = max(ROUTERS, key=lambda n: m[f"hit_rate_{n}"])
     parts = ", ".join(
-        f"{_named(n)} {m[f'hit_rate_{n}']:.0%} hits / {m[f'ttft_{n}_s_p99'] * 1e3:,.0f} ms p99 TTFT / {m[f'imbalance_{n}']:.2f}x busiest"
+        f"{_named(n)} {m[f'hit_rate_{n}']:.0%} hits / {m[f'ttft_{n}_s_p99'] * 1e3:,.0f} ms p99 TTFT / {m[f'imbalance_{n}']:.2f}x"
         for n in ROUTERS
     )
-    return f"Across {r['num_replicas']} replicas: {parts}. The {_named(best)} router finds the most cached prefixes."
+    return (
+        f"Across {r['num_replicas']} replicas, cache hits / p99 TTFT / busiest replica's requests over the mean: "
+        f"{parts}. The {_named(best)} router finds the most cached prefixes."
+    )
