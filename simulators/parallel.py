@@ -96,8 +96,8 @@ def check_layout(
     if got.max_concurrency < batch:
         raise ParamError(
             batch_field,
-            f"{lay.describe(gpu.name)} hold{'s' * (lay.num_gpus == 1)} {got.max_concurrency:.1f} requests of {fit['context']:,} tokens, "
-            f"fewer than {batch:,}",
+            f"{lay.describe(gpu.name)} hold{'s' * (lay.num_gpus == 1)} {int(got.max_concurrency):,} whole requests of "
+            f"{fit['context']:,} tokens (vLLM's maximum concurrency {got.max_concurrency:,.2f}x), fewer than {batch:,}",
         )
     return got
 

@@ -36,3 +36,17 @@ def test_a_static_batch_is_busy_during_its_prefill():
     # Busy 2D of the 100 + D seconds from the first arrival to the last completion (sampling
     # each step's end would have counted the second prefill as idle).
     assert batching.slot_occupancy(series, 1) == pytest.approx(2 * d / (100 + d))
+
+
+def test_fixed_lengths_are_refused_only_past_the_context_and_uniform_at_their_longest():
+    """Learner review (lesson 05): a fixed 1 + 5,461-token request was refused, by the 1.5x allowance
+    meant for uniform lengths (which reach +50%)."""
+    from simulators import api
+
+    def refused(lengths: str, output: int) -> bool:
+        return not api.run("batching", {"lengths": lengths, "prompt_tokens": 1, "output_tokens": output})["ok"]
+
+    assert not refused("fixed", 5461) and not refused("fixed", 8000)
+    assert refused("uniform", 5461) and not refused("uniform", 5000)
+    too_long = api.run("batching", {"lengths": "fixed", "prompt_tokens": 2000, "output_tokens": 8000})
+    assert too_long["errors"][0]["message"].startswith("prompt plus output (10,000 tokens) must fit")

@@ -57,3 +57,9 @@ def test_a_request_past_the_trained_context_says_so():
     long = api.run("generation", {"output_tokens": 20000})
     assert "was trained for 8,192 tokens of context" in long["summary"]
     assert "trained for" not in api.run("generation", {})["summary"]
+
+
+def test_a_one_token_answer_has_no_decode_steps_to_describe():
+    """Learner review (lesson 08): "Each of the next 0 tokens needs its own ... pass, 0.00 ms apart"."""
+    told = api.run("generation", {"output_tokens": 1})["summary"]
+    assert "next 0 tokens" not in told and "no decode step follows" in told

@@ -118,3 +118,17 @@ def test_one_draft_token_is_singular_in_the_summary_and_the_key_figure_has_no_pl
     assert "4 draft tokens" in api.evaluate("speculative", view="draft")["summary"]
     # The key-figures table prints label, value, unit: "Best draft length (tokens) | 1", not "1 tokens".
     assert spec.METRICS["best_draft_tokens"] == ("Best draft length (tokens)", "")
+
+
+def test_at_acceptance_1_no_draft_token_is_called_less_likely_to_be_accepted():
+    """Learner review (lesson 08): at acceptance 1 the summary said each extra draft token is "less
+    likely to be accepted than the one before"."""
+    from simulators import api
+
+    for rate, said in ((1.0, False), (0.6, True)):
+        views = [c["value"] for p in api.schema("speculative")["params"] if p["name"] == "view" for c in p["choices"]]
+        texts = [
+            api.run("speculative", {"acceptance_rate": rate, "draft_cost_ratio": 0.05, "view": v})["summary"]
+            for v in views
+        ]
+        assert any("less likely to be accepted" in t for t in texts) is said

@@ -220,3 +220,13 @@ def test_a_layout_reads_as_gpus_of_a_kind_in_a_sentence():
     assert parallel.Layout(tp=4, pp=2).describe("H100") == "8 x H100 (TP 4, PP 2)"
     assert parallel.Layout(tp=2).describe() == "2 GPUs (TP 2)" and parallel.Layout().describe() == "1 GPU (TP 1)"
     assert api.run("gpu_memory", {})["summary"].startswith("On one ")
+
+
+def test_a_batch_that_does_not_fit_is_refused_with_whole_requests_and_vllms_concurrency():
+    """Learner review (lesson 08): "holds 201.0 requests" beside lesson 01's "200.99x: 200 whole"."""
+    told = api.run("generation", {"batch_size": 1024})["errors"][0]
+    assert told["field"] == "batch_size"
+    assert (
+        "holds 200 whole requests of 2,200 tokens (vLLM's maximum concurrency 200.99x), fewer than 1,024"
+        in told["message"]
+    )

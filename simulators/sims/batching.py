@@ -81,10 +81,12 @@ class Params(ModelGpuEngine):
                 f"the Azure trace's median request ({median:,.0f} tokens) is longer than {m.name}'s "
                 f"{m.max_context_tokens:,}-token context",
             )
-        if self.lengths != "azure" and 1.5 * (self.prompt_tokens + self.output_tokens) > m.max_context_tokens:
+        longest = {"fixed": 1.0, "uniform": 1.5}.get(self.lengths, 0.0) * (self.prompt_tokens + self.output_tokens)
+        if longest > m.max_context_tokens:  # uniform lengths reach 1.5x the sliders (learner review: fixed did too)
             raise ParamError(
                 "output_tokens",
-                f"prompt plus output (up to 1.5x for uniform) must fit {m.name}'s {m.max_context_tokens:,}-token context",
+                f"prompt plus output ({longest:,.0f} tokens{' at the +50% end' if self.lengths == 'uniform' else ''}) "
+                f"must fit {m.name}'s {m.max_context_tokens:,}-token context",
             )
 
 

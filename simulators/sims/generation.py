@@ -198,8 +198,13 @@ def summary(r: dict[str, Any], view: str) -> str:
     text = (
         f"{r['model']} on {r['gpu']}, batch {r['batch_size']}: prefill of {r['prompt_tokens']:,} tokens is "
         f"{r['prefill_bound']}-bound and gives the first token after {m['ttft_s'] * 1e3:,.1f} ms. "
-        f"Each of the next {r['output_tokens'] - 1:,} tokens needs its own {r['decode_bound']}-bound pass{why}, "
-        f"{m['itl_s'] * 1e3:,.2f} ms apart on average, so the answer ends after {m['e2e_s']:,.2f} s "
-        f"({m['decode_share']:.0%} of it decoding)."
     )
+    if r["output_tokens"] == 1:  # learner review: "Each of the next 0 tokens ..., 0.00 ms apart"
+        text += "That token is the whole answer: no decode step follows."
+    else:
+        text += (
+            f"Each of the next {r['output_tokens'] - 1:,} tokens needs its own {r['decode_bound']}-bound pass{why}, "
+            f"{m['itl_s'] * 1e3:,.2f} ms apart on average, so the answer ends after {m['e2e_s']:,.2f} s "
+            f"({m['decode_share']:.0%} of it decoding)."
+        )
     return text + "".join(" " + n for n in r["notes"])

@@ -243,10 +243,9 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"({m['best_speedup']:.2f}x)"
         )
         if m["best_draft_tokens"] < MAX_DRAFT:
-            text += (
-                ": beyond it each extra draft token costs a draft pass and verify work, and is less likely to be "
-                "accepted than the one before"
-            )
+            text += ": beyond it each extra draft token costs a draft pass and verify work" + (
+                ", and is less likely to be accepted than the one before" if r["acceptance_rate"] < 1 else ""
+            )  # at acceptance 1 every draft token is accepted (learner review)
         return text + "." + "".join(" " + n for n in r["notes"])
     grid, fit, short = r["batch_grid"], r["at_fit"], r["short_at_fit"]
     text = (
