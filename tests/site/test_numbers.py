@@ -46,6 +46,11 @@ METRIC_CASES = [
     ((4.87891653e17, "FLOP"), ("488", "PFLOP")),
     ((0.3736551163, ""), ("0.3737", "")),  # a share: the plain rule, 4 significant digits
     ((443792, "tokens"), ("443,792", "tokens")),
+    ((200.990874, "x"), ("200.99", "x")),  # a ratio: 2 decimals, as vLLM logs its concurrency (not "201")
+    ((2989.8276, "x"), ("2,989.83", "x")),
+    ((0.125, "x"), ("0.13", "x")),  # an exact half: away from zero on both sides
+    ((3, "x"), ("3", "x")),  # a whole number stays whole
+    ((1.0, "x"), ("1", "x")),  # a float too (JSON gives the browser 1)
     ((True, ""), ("yes", "")),
     ((False, "s"), ("no", "s")),
 ]

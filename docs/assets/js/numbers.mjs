@@ -26,6 +26,8 @@ export function formatNumber(v) {
 // [text, unit] of a key figure: 0.04782 s -> ["47.8", "ms"], 58.17e9 B -> ["58.2", "GB"].
 export function formatMetric(v, unit = "") {
   const scales = Object.hasOwn(SCALES, unit) && SCALES[unit];
+  // A ratio to 2 decimals, as vLLM logs 200.99x (halves away from zero, as the build's ROUND_HALF_UP).
+  if (unit === "x" && typeof v === "number" && v && !Number.isInteger(v)) return [v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 }), unit];
   if (!scales || typeof v !== "number" || v === 0) return [formatNumber(v), unit];
   const rounded = Math.abs(Number(v.toPrecision(3))); // 0.9996 s is "1 s", not "1,000 ms"
   const [factor, shown] = scales.find(([f]) => rounded >= f) ?? scales.at(-1);
