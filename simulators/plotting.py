@@ -39,7 +39,8 @@ def line(x: list[Any], y: list[Any], name: str, i: int = 0, shape: str = "linear
     style = {"color": PALETTE[i % len(PALETTE)], "dash": DASHES[i % len(DASHES)], "width": 2.5}
     if shape != "linear":
         style["shape"] = shape  # plotly.js reads line.shape; a top-level line_shape is ignored
-    return _trace("scatter", x, y, name, {"mode": "lines", "line": style}, extra)
+    mode = "lines" if len(x) != 1 else "lines+markers"  # one point draws no line: a marker shows it
+    return _trace("scatter", x, y, name, {"mode": mode, "line": style}, extra)
 
 
 def sweep(points: list[dict[str, Any]], x: str, y: str, name: str, i: int = 0, **extra: Any) -> dict[str, Any]:

@@ -91,3 +91,15 @@ def test_weights_that_leave_no_kv_memory_say_vllm_would_not_start():
     assert "would refuse to start" in big and "would log" not in big
     assert "would log GPU KV cache size: 443," in api.run("kv_cache", {})["summary"]
     assert "a sequence of 1 token holds" in api.run("kv_cache", {"context_tokens": 1})["summary"]
+
+
+def test_a_one_token_context_draws_its_point_and_says_token():
+    """Learner review (lesson 01): at context 1 both charts were empty (a one-point line draws
+    nothing) and the legend read "sequences of 1 tokens"."""
+    from simulators import api
+
+    for view in ("work", "memory"):
+        figure = api.run("kv_cache", {"context_tokens": 1, "view": view})["figure"]
+        assert all("markers" in t["mode"] for t in figure["data"] if len(t["x"]) == 1)
+    names = [t["name"] for t in api.run("kv_cache", {"context_tokens": 1, "view": "memory"})["figure"]["data"]]
+    assert any("sequences of 1 token," in n for n in names)

@@ -184,7 +184,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     gpus = f"{r['num_gpus']} GPU{'s' if r['num_gpus'] > 1 else ''}"
     fits = r["metrics"]["max_concurrent_sequences"]
     if vllm > 0:  # a log axis cannot draw zero: with no cache left, the summary says so instead
-        label = f"KV cache vLLM leaves ({gpus}): {fits:,} sequences of {r['context_tokens']:,} tokens, {r['attention']}"
+        label = f"KV cache vLLM leaves ({gpus}): {fits:,} sequences of {r['context_tokens']:,} token{'s' * (r['context_tokens'] != 1)}, {r['attention']}"
         data.append(line(ends, [vllm, vllm], label, 6))
     if formula > 0:
         total = f"{r['usable_share']:.0%} of {r['num_gpus'] * r['gpu_memory_GiB']:,g} GiB"  # the memory of all the GPUs
