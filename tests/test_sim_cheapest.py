@@ -301,3 +301,9 @@ def test_the_summary_says_why_layouts_were_left_out_counted_by_reason():
         "1 missing a target in a single step, 1 for other reasons."
     )
     assert _left_out(pruned[:1]) == " 1 layout was left out: 1 missing the targets." and _left_out(pruned[4:5]) == ""
+    # The reasons the search gives are the ones REASONS reads (a reworded one would fall to "other reasons")
+    from simulators.sims.cheapest_view import REASONS
+
+    for model in ("llama-3-8b", "llama-3.1-70b"):
+        whys = [x["why"] for x in api.run("cheapest", {"model": model})["result"]["pruned"]]
+        assert all(w.startswith(("skipped: ", *REASONS)) for w in whys), whys

@@ -9,7 +9,7 @@ export async function draw(element, figure) {
   await loadScript(PLOTLY);
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
   const width = element.clientWidth;
-  const layout = fitLegend(fitTitle(themed(figure.layout), width), width);
+  const layout = fitXTitle(fitLegend(fitTitle(themed(figure.layout), width), width), width);
   await Plotly.react(element, fitNames(inked(figure.data), layout, width), layout, { responsive: true, displaylogo: false });
 }
 
@@ -53,11 +53,15 @@ const NARROW_PX = 600;
 function fitLegend(layout, width) {
   const legend = layout.legend;
   if (width >= NARROW_PX || legend?.orientation !== "h" || legend.y === undefined || legend.y >= 0 || legend.yref) return layout;
-  // A long x axis title is broken between words too: it is centred on the plot, right of the y labels.
+  return { ...layout, legend: { ...legend, yref: "container", y: 0, yanchor: "bottom" } };
+}
+
+// A long x axis title on a narrow chart is broken between words too: it is centred on the plot, right
+// of the y labels, so it has about half the chart's width.
+function fitXTitle(layout, width) {
   const title = layout.xaxis?.title;
-  const out = { ...layout, legend: { ...legend, yref: "container", y: 0, yanchor: "bottom" } };
-  if (title?.text) out.xaxis = { ...layout.xaxis, title: { ...title, text: broken(title.text, Math.floor(width / 2 / (TITLE_EM * 12))) } };
-  return out;
+  if (!width || width >= NARROW_PX || !title?.text) return layout;
+  return { ...layout, xaxis: { ...layout.xaxis, title: { ...title, text: broken(title.text, Math.floor(width / 2 / (TITLE_EM * 12))) } } };
 }
 
 // Plotly cuts off a legend entry wider than the chart (a phone: "… (prefill or decode) (so fa"):
