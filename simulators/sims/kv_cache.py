@@ -90,20 +90,12 @@ def _variants(m: Model) -> dict[str, Model]:
     }
 
 
-def _log_grid(top: int, n: int = 48) -> list[int]:
-    """Contexts spaced evenly on a log axis over the last 2.4 decades up to `top`, from one 16-token
-    block at the least (or from 1 for a shorter context)."""
-    lo = max(16, top // 256) if top > 16 else 1
-    return sorted({max(1, round(lo * (top / lo) ** (i / n))) for i in range(n + 1)})
-
-
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     m, gpu = p.resolved()
     per_token = cm.kv_bytes_per_token(m, p.kv_dtype)
     per_seq = cm.kv_bytes_per_sequence(m, p.context_tokens, p.kv_dtype)
     on: dict[str, Any] = {"num_gpus": p.num_gpus, "weight_dtype": p.weight_dtype, "kv_dtype": p.kv_dtype}
-    fit = cm.memory_fit(m, gpu, **on)
-    held = cm.kv_tokens_held(m, p.context_tokens)
+    fit, held = cm.memory_fit(m, gpu, **on), cm.kv_tokens_held(m, p.context_tokens)
     tokens, concurrency = capacity.held(m, gpu, p.context_tokens, **on)
     prompt = min(running_example()["prompt_tokens"], p.context_tokens)
 
@@ -112,8 +104,12 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         return cm.generation_flops(m, min(prompt, c), c - min(prompt, c) + 1, kv_cache=kv_cache)
 
     with_cache, without = work(p.context_tokens, True), work(p.context_tokens, False)
-    grid = sorted({max(1, round(p.context_tokens * i / 48)) for i in range(49)})  # 48 even steps to the context
-    log_grid = _log_grid(p.context_tokens)
+    top = p.context_tokens
+    grid = sorted({max(1, round(top * i / 48)) for i in range(49)})  # 48 even steps to the context
+    # 48 steps even on a log axis over the last 2.4 decades to the context, from one 16-token block
+    # at the least (or from 1 for a shorter context).
+    lo = max(16, top // 256) if top > 16 else 1
+    log_grid = sorted({max(1, round(lo * (top / lo) ** (i / 48))) for i in range(49)})
     variants = {
         name: {
             "kv_bytes_per_token": cm.kv_bytes_per_token(v, p.kv_dtype),

@@ -158,7 +158,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         show = so_far({"rate_per_s": p.rate_per_s}, "percentiles", served.n, lambda part: _percentiles(part.metrics))
         alone = yield from served.stream("poisson", lengths, show, rate=p.rate_per_s, **kw)
         yield {"rate_per_s": p.rate_per_s, "percentiles": _percentiles(alone.metrics)}
-    swept = (yield from _sweep(p, str(view), served, ceiling)) if view in SWEPT_VIEWS else {}
+    swept = (yield from _sweep(p, str(view), served, ceiling)) if view in ("knee", "goodput", "lengths") else {}
     # The server's maximum: more users than slots keep every slot busy (GuideLLM's throughput profile
     # sends everything at once: a short run measures the drain too), read as completions per second over
     # the middle of the completion timeline (loadgen.steady_throughput): the steady state, not start or drain.
@@ -230,9 +230,6 @@ def search(p: Params, kind: str, *, seed: int = 0) -> dict[str, Any]:
         found = goodput_search(spec, p.num_requests, lengths, seed, slo)
         return {**head, "slo": {"ttft_s": slo.ttft_s, "tpot_s": slo.tpot_s}, **found}
     return {**head, **knee_search(spec, p.num_requests, lengths, seed, knee_streams(p.max_num_seqs))}
-
-
-SWEPT_VIEWS = ("knee", "goodput", "lengths")
 
 
 def _sweep(p: Params, view: str, served: ServedMemo, ceiling: ServedMemo) -> Streamed:

@@ -32,6 +32,9 @@ UNITS: list[tuple[str, str]] = [("tokens_per_s", "tokens/s"), ("per_token", "B/t
 UNITS += [("_ms", "ms"), ("_s", "s"), ("GBps", "GB/s"), ("GiB", "GiB"), ("GiB_per_sequence", "GiB"), ("_B", "billion")]
 SERVED = {"offline_output_tokens_per_s": ("offline", "server"), "batch_latency_s": ("batch",)}
 SERVED |= {"median_tpot_ms": ("rate",), "median_ttft_ms": ("rate",)}  # quantity: the arrivals that report it
+# The fields a row takes as they are (the others: conditions()).
+AS_STATED = "quantity model gpu engine weight_dtype kv_dtype per_gpu fused_layers context_tokens prompt_tokens ubatch"
+AS_STATED += " lengths input_tokens output_tokens fixed_output arrival request_rate ttft_limit_ms tpot_limit_ms"
 
 
 @dataclass(frozen=True)
@@ -111,18 +114,14 @@ class Params:
 
 def conditions(p: Params) -> dict[str, Any]:
     """The row the parameters state, in data/measurements.toml's keys."""
-    e: dict[str, Any] = {k: getattr(p, k) for k in ("quantity", "model", "gpu", "engine", "weight_dtype", "kv_dtype")}
-    e |= {k: getattr(p, k) for k in ("per_gpu", "fused_layers", "context_tokens", "prompt_tokens")}
-    e |= {k: getattr(p, k) for k in ("ubatch", "lengths", "input_tokens", "output_tokens", "fixed_output")}
-    e |= {k: getattr(p, k) for k in ("arrival", "request_rate", "ttft_limit_ms", "tpot_limit_ms")}
+    e: dict[str, Any] = {k: getattr(p, k) for k in AS_STATED.split()}
     e |= {"id": "published", "tp": p.tensor_parallel_size, "num_gpus": p.replicas * p.tensor_parallel_size}
     e["batch_size"] = "fit" if p.batch_fit else p.batch_size
     e["requests"] = "batch" if p.static_batch else p.requests
     if p.activation_dtype != "auto":
         e["activation_dtype"] = p.activation_dtype
-    for k in ("max_input_tokens", "max_total_tokens", "max_num_seqs", "max_num_batched_tokens"):
-        if getattr(p, k):  # 0: not stated
-            e[k] = getattr(p, k)
+    caps = ("max_input_tokens", "max_total_tokens", "max_num_seqs", "max_num_batched_tokens")
+    e |= {k: getattr(p, k) for k in caps if getattr(p, k)}  # 0: not stated
     if not p.chunked_prefill or p.num_scheduler_steps > 1:  # stated only where they differ (the runs' keys)
         e |= {"chunked_prefill": p.chunked_prefill, "num_scheduler_steps": p.num_scheduler_steps}
     return e
@@ -138,9 +137,8 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         value = validation.PREDICTIONS[p.quantity](conditions(p), ef.ceiling(profile) if p.ideal else profile)
     except sb.Unserved as e:
         raise ParamError("input_tokens", str(e)) from None
-    m, gpu = resolve_model(p.model), resolve_gpu(p.gpu)
-    out = {"model": m.name, "gpu": gpu.name, "quantity": p.quantity, "unit": unit(p.quantity)}
-    return out | {"ideal": p.ideal, "metrics": {"predicted": value}}
+    out = {"model": resolve_model(p.model).name, "gpu": resolve_gpu(p.gpu).name, "quantity": p.quantity}
+    return out | {"unit": unit(p.quantity), "ideal": p.ideal, "metrics": {"predicted": value}}
 
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:

@@ -83,6 +83,7 @@ MAX_CDF_POINTS = 200
 VIEWS = [("cost", "Cost per million tokens vs batch"), ("ttft", "TTFT distribution"), ("tpot", "TPOT distribution")]
 
 EXAMPLE = running_example()  # the course's running example: default lengths and formats
+PRICE_HELP = "An assumption to replace with your own quote, not a market fact."
 
 
 @dataclass(frozen=True)
@@ -94,13 +95,7 @@ class Params(ModelGpuEngine):
     batch_size: int = param(32, label="Batch size", unit="requests", min=1, max=MAX_BATCH, step=1, log=True)
     # Your assumption: what one GPU-hour costs you (a rental quote, or hardware + power amortised).
     gpu_price_per_hour_usd: float = param(
-        2.5,
-        label="GPU price (your assumption)",
-        unit="USD/h",
-        min=0.01,
-        max=100.0,
-        step=0.1,
-        help="An assumption to replace with your own quote, not a market fact.",
+        2.5, label="GPU price (your assumption)", unit="USD/h", min=0.01, max=100.0, step=0.1, help=PRICE_HELP
     )
     # Your assumption: share of paid hours the GPU is busy serving at this batch size.
     utilization: float = param(0.5, label="Utilisation (your assumption)", min=0.01, max=1.0, step=0.01)
@@ -176,8 +171,6 @@ def _largest_batch_meeting(m: Model, gpu: Gpu, p: Params, draws: list[Draw], lon
     none; TTFT is the same at every batch). It meets it when at least `rank` TPOTs (cost-model TPOT x
     jitter + stall) are within it, counted on the sorted jitters of the stalled and the other
     requests (nothing redrawn or sorted per batch); the count falls as the batch grows: a search."""
-    if limit < 1:
-        return 0
     rank = int(percentile(list(range(len(draws))), int(p.percentile))) + 1  # the percentile: rank-th smallest
     calm = sorted(j2 for _, _, j2, stalled in draws if not stalled)
     hit = sorted(j2 for _, _, j2, stalled in draws if stalled)
@@ -215,8 +208,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     ttft = [s["ttft_s"] * j1 + (long_prefill_s if waits else 0.0) for j1, waits, _, _ in draws]
     tpot = [s["tpot_s"] * j2 + (stall if stalled else 0.0) for _, _, j2, stalled in draws]
     good = sum(t1 <= p.ttft_slo_s and t2 <= p.tpot_slo_s for t1, t2 in zip(ttft, tpot, strict=True))
-    ttft.sort()
-    tpot.sort()
+    ttft, tpot = sorted(ttft), sorted(tpot)
     q = int(p.percentile)
     ttft_pdf, tpot_pdf = stats.Pdf(ttft), stats.Pdf(tpot)  # one each, for every percentile below
     request_rate = s["tokens_per_s"] / p.output_tokens

@@ -90,14 +90,9 @@ def expected_tokens(alpha: float, gamma: int) -> float:
 
 
 def simulate_tokens(alpha: float, gamma: int, rounds: int, rng: random.Random) -> list[int]:
-    """Tokens gained in each of `rounds` verification rounds: accepted draft tokens plus one."""
-    out = []
-    for _ in range(rounds):
-        accepted = 0
-        while accepted < gamma and rng.random() < alpha:
-            accepted += 1
-        out.append(accepted + 1)
-    return out
+    """Tokens gained in each of `rounds` verification rounds: accepted draft tokens (up to the first
+    rejection) plus one."""
+    return [next((k for k in range(gamma) if rng.random() >= alpha), gamma) + 1 for _ in range(rounds)]
 
 
 StepTimes = tuple[cm.StepTime, list[cm.StepTime]]
