@@ -106,8 +106,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     with_cache, without = work(p.context_tokens, True), work(p.context_tokens, False)
     top = p.context_tokens
     grid = sorted({max(1, round(top * i / 48)) for i in range(49)})  # 48 even steps to the context
-    # 48 steps even on a log axis over the last 2.4 decades to the context, from one 16-token block
-    # at the least (or from 1 for a shorter context).
+    # 48 steps even on a log axis over the last 2.4 decades, from one 16-token block (from 1 if shorter).
     lo = max(16, top // 256) if top > 16 else 1
     log_grid = sorted({max(1, round(lo * (top / lo) ** (i / 48))) for i in range(49)})
     variants = {

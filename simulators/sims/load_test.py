@@ -2,19 +2,18 @@
 
 Model: one replica (simulators/engine, vLLM-like defaults: continuous batching, chunked prefill,
 paged KV) is driven by GuideLLM's profiles. The *knee* view sweeps the offered rate: open-loop
-Poisson arrivals at fractions of the server's measured maximum (twice as many closed-loop users
-as batch slots, so that every slot stays busy), and
-closed-loop runs with 1 to 128 concurrent users; TTFT p99 is plotted against the throughput
-achieved. Closed loop stays flat because slow responses slow the users down; open loop turns
-up sharply at the knee. The *goodput* view counts only requests meeting the SLO (TTFT and
-TPOT bounds) per second. The *lengths* view repeats the sweep with every request at the mean
-lengths (fixed) instead of the heavy-tailed Azure lognormal. The *percentiles* view shows mean
-against p50 / p90 / p99 at one rate. Warm-up and cool-down: the first and last fractions of the
-arrivals are left out of the statistics; the metrics give both kept and discarded figures (a
-simulated server has no CUDA graphs to capture, but it does start empty, which flatters
-early requests and lowers measured throughput). A request longer than the model's context
-(prompt plus output) cannot be served: it is dropped and counted (`num_dropped`), as GuideLLM
-counts errored requests, and a closed-loop user sends its next request at once.
+Poisson arrivals at fractions of the server's measured maximum (twice as many closed-loop users as
+batch slots, so that every slot stays busy), and closed-loop runs with 1 to 128 concurrent users;
+TTFT p99 is plotted against the throughput achieved. Closed loop stays flat because slow responses
+slow the users down; open loop turns up sharply at the knee. The *goodput* view counts only requests
+meeting the SLO (TTFT and TPOT bounds) per second. The *lengths* view repeats the sweep with every
+request at the mean lengths (fixed) instead of the heavy-tailed Azure lognormal. The *percentiles*
+view shows mean against p50 / p90 / p99 at one rate. Warm-up and cool-down: the first and last
+fractions of the arrivals are left out of the statistics; the metrics give both kept and discarded
+figures (a simulated server has no CUDA graphs to capture, but it does start empty, which flatters
+early requests and lowers measured throughput). A request longer than the model's context (prompt
+plus output) cannot be served: it is dropped and counted (`num_dropped`), as GuideLLM counts errored
+requests, and a closed-loop user sends its next request at once.
 
 The result carries the run in GuideLLM's metric names (`guidellm`: requests_per_second,
 time_to_first_token_ms, inter_token_latency_ms, time_per_output_token_ms, request_latency...,

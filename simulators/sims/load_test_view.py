@@ -102,7 +102,14 @@ def summary(r: dict[str, Any], view: str) -> str:
             + _closed_loop(r["users"], r["max_num_seqs"])
         )
     trust = _trust_sentence(r) if view in ("percentiles", "goodput") else ""
-    return " ".join(t for t in (text, trust, _dropped_sentence(r)) if t)
+    n, ctx = int(m["num_dropped"]), r["max_context_tokens"]
+    dropped = (
+        f"{n} of the {r['num_requests']:,} requests in each run ask for more than the {ctx:,}-token context (prompt plus output): "
+        f"the server rejects them and they count as errors, outside the latency statistics; a closed-loop user goes on to its next request."
+        if n
+        else f"Every request fits the {ctx:,}-token context."
+    )
+    return " ".join(t for t in (text, trust, dropped) if t)
 
 
 def _closed_loop(users: int, slots: int) -> str:
@@ -163,13 +170,3 @@ def _trust_sentence(r: dict[str, Any]) -> str:
             "its throughput is below the steady state; run more requests."
         )
     return " ".join(out)
-
-
-def _dropped_sentence(r: dict[str, Any]) -> str:
-    n, ctx = int(r["metrics"]["num_dropped"]), r["max_context_tokens"]
-    if not n:
-        return f"Every request fits the {ctx:,}-token context."
-    return (
-        f"{n} of the {r['num_requests']:,} requests in each run ask for more than the {ctx:,}-token context (prompt plus output): "
-        f"the server rejects them and they count as errors, outside the latency statistics; a closed-loop user goes on to its next request."
-    )
