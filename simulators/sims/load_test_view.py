@@ -30,7 +30,10 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         ]
         if "chosen" in r:  # the chosen rate's throughput and goodput (the key figures)
             c = r["chosen"]
-            text = [f"{k}, of {int(c['samples']):,} requests{_flags(c)}" for k in ("throughput", "goodput")]
+            # What the point's figures rest on, where it is too little (as _trust_sentence says it).
+            few = f"; under {loadgen.FEW_SAMPLES} requests" if c["samples"] < loadgen.FEW_SAMPLES else ""
+            drain = f"; {c['drain_share']:.0%} of the run is the drain" if c["drain_share"] > DRAIN_DOMINATES else ""
+            text = [f"{k}, of {int(c['samples']):,} requests{few}{drain}" for k in ("throughput", "goodput")]
             name, xs = f"At the chosen rate ({c['offered']:g} req/s)", [c["offered"]] * 2
             data.append(markers(xs, [c["throughput"], c["goodput"]], name, 6, mode="markers", text=text))
         title = "Goodput vs offered load (open loop, Poisson)"
@@ -47,13 +50,6 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     ]
     title = "Open loop shows the knee; closed loop hides it"
     return chart(data, title, "Achieved throughput (req/s)", "TTFT p99 (s)", yaxis=LOG)
-
-
-def _flags(point: dict[str, float]) -> str:
-    """What a point's figures rest on, where it is too little (as _trust_sentence says it)."""
-    few = f"; under {loadgen.FEW_SAMPLES} requests" if point["samples"] < loadgen.FEW_SAMPLES else ""
-    drain = f"; {point['drain_share']:.0%} of the run is the drain" if point["drain_share"] > DRAIN_DOMINATES else ""
-    return few + drain
 
 
 def summary(r: dict[str, Any], view: str) -> str:

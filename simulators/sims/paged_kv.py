@@ -197,11 +197,10 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return chart(data, title, "Block size (tokens)", "KV utilisation", xaxis=LOG, yaxis=y_range)
     data = []
     for i, key in enumerate(LAYOUTS):
-        if key not in r:  # both, but while they stream
-            continue
-        s, name = r[key]["series"], key.capitalize()
-        data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, shape="hv"))
-        data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, shape="hv"))
+        if key in r:  # both, but while they stream
+            s, name = r[key]["series"], key.capitalize()
+            data.append(line([x[0] for x in s], [x[2] for x in s], f"{name}: KV reserved", 2 * i + 1, shape="hv"))
+            data.append(line([x[0] for x in s], [x[1] for x in s], f"{name}: tokens held", 2 * i, shape="hv"))
     title = f"KV reserved vs used ({r['max_model_len']:,}-token reservations, {r['block_size']}-token blocks)"
     return chart(data, title, "Time (s)", "Tokens")
 

@@ -90,8 +90,7 @@ def expected_tokens(alpha: float, gamma: int) -> float:
 
 
 def simulate_tokens(alpha: float, gamma: int, rounds: int, rng: random.Random) -> list[int]:
-    """Tokens gained in each of `rounds` verification rounds: accepted draft tokens (up to the first
-    rejection) plus one."""
+    """Tokens gained in each of `rounds` rounds: accepted draft tokens (to the first rejection) plus one."""
     return [next((k for k in range(gamma) if rng.random() >= alpha), gamma) + 1 for _ in range(rounds)]
 
 
