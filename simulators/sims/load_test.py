@@ -104,9 +104,8 @@ class Params(ModelGpuEngine):
         parallel.check_serving(m, gpu, parallel.layout_of(self))
         # Requests longer than the context are dropped; when the typical one is, none is served.
         fixed = workload.lengths_for("fixed")
-        need: float = fixed.prompt + fixed.output
-        if self.lengths != "fixed":  # the medians of the Azure lognormals
-            need = math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])
+        azure = math.exp(workload.AZURE_CONV_PROMPT[0]) + math.exp(workload.AZURE_CONV_OUTPUT[0])  # the medians
+        need = fixed.prompt + fixed.output if self.lengths == "fixed" else azure
         if need > m.max_context_tokens:
             raise ParamError(
                 "lengths",
