@@ -234,9 +234,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             else 0
         ),
         # Local cost scales with 1 / utilisation: equal to the hosted price at this utilisation.
-        "break_even_utilization": (
-            s["cost"] * p.utilization / p.hosted_price_per_million_usd if p.hosted_price_per_million_usd else 0.0
-        ),
+        "break_even_utilization": s["cost"] * p.utilization / p.hosted_price_per_million_usd,
         **{f"ttft_p{k}_s": ttft_pdf.percentile(k / 100) for k in PERCENTILES},
         "ttft_mean_s": sum(ttft) / len(ttft),
         **{f"tpot_p{k}_s": tpot_pdf.percentile(k / 100) for k in PERCENTILES},
