@@ -55,6 +55,8 @@ METRICS = {  # each policy's figures, continuous first
 LENGTHS = [("azure", "Azure 2023 conversation (lognormal)"), ("fixed", "Fixed"), ("uniform", "Uniform +-50%")]
 
 VIEWS = [("occupancy", "Busy slots over time"), ("latency", "Latency percentiles")]
+# Kept through the caller's keep (api.Session's store) for a chart switch or a rerun: the trace and its two runs.
+MEMO_ENTRIES = 1 + len(POLICIES)
 
 
 @dataclass(frozen=True)
@@ -94,10 +96,6 @@ def slot_occupancy(series: list[tuple[float, int, int, int, int, int]], max_num_
     """Busy share of the batch slots: sequences running (prefilling or decoding), time-weighted over
     `series` (one sample per step, at its start) from the first step to the engine's last idle moment."""
     return time_average([(t, running) for t, _, _, _, _, running in series]) / max_num_seqs
-
-
-# Kept through the caller's keep (api.Session's store) for a chart switch or a rerun: the trace and its two runs.
-MEMO_ENTRIES = 1 + len(POLICIES)
 
 
 def _measured(
@@ -174,17 +172,18 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    m = r["metrics"]
+    m, n, rate = r["metrics"], r["max_num_seqs"], r["rate_per_s"]
+    head = f"With {n} slot{'s' * (n != 1)} at {rate:g} request{'s' * (rate != 1)} per second, "
     if view == "latency":
         st, co = r["static"], r["continuous"]
         return (
-            f"With {r['max_num_seqs']} slot{'s' * (r['max_num_seqs'] != 1)} at {r['rate_per_s']:g} request{'s' * (r['rate_per_s'] != 1)} per second, TTFT at p50, p90 and p99 is "
+            f"{head}TTFT at p50, p90 and p99 is "
             f"{_seconds(co['ttft'])} s with continuous batching against {_seconds(st['ttft'])} s with static batching; "
             f"end to end, {_seconds(co['e2e'])} s against {_seconds(st['e2e'])} s. Static batching makes new requests "
             "wait for the slowest member of the batch in flight."
         )
     return (
-        f"With {r['max_num_seqs']} slot{'s' * (r['max_num_seqs'] != 1)} at {r['rate_per_s']:g} request{'s' * (r['rate_per_s'] != 1)} per second, continuous batching completes "
+        f"{head}continuous batching completes "
         f"{m['throughput_continuous_per_s']:.2f} requests/s against {m['throughput_static_per_s']:.2f} for static batching "
         f"({m['throughput_gain']:.2f}x). Median TTFT is {m['ttft_continuous_s_p50']:.2f} s against {m['ttft_static_s_p50']:.2f} s, "
         f"p99 TTFT {m['ttft_continuous_s_p99']:.2f} s against {m['ttft_static_s_p99']:.2f} s: static batching makes new requests "

@@ -3,6 +3,7 @@ its latency against the targets (latency), also while the engine confirms layout
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from ..plotting import bar, chart, markers
@@ -93,13 +94,10 @@ REASONS = {
 
 def _left_out(pruned: list[dict[str, Any]]) -> str:
     """ " 32 layouts were left out: 22 missing the targets, 10 needing more GPUs than the limit for this rate"."""
-    counts: dict[str, int] = {}
-    for x in pruned:
-        if not x["why"].startswith("skipped: "):  # named apart, in _skipped
-            kind = next((v for k, v in REASONS.items() if x["why"].startswith(k)), "for other reasons")
-            counts[kind] = counts.get(kind, 0) + 1
-    n = sum(counts.values())
-    parts = ", ".join(f"{c} {kind}" for kind, c in sorted(counts.items(), key=lambda kv: -kv[1]))
+    whys = [x["why"] for x in pruned if not x["why"].startswith("skipped: ")]  # named apart, in _skipped
+    counts = Counter(next((v for k, v in REASONS.items() if why.startswith(k)), "for other reasons") for why in whys)
+    n = len(whys)
+    parts = ", ".join(f"{c} {kind}" for kind, c in counts.most_common())
     return f" {n} layout{'s were' if n != 1 else ' was'} left out: {parts}." if n else ""
 
 

@@ -67,6 +67,11 @@ TABLES = {
     "balance": ("imbalance_",),
     "disagg": ("ttft_colocated_", "ttft_disaggregated_", "tpot_colocated_", "tpot_disaggregated_"),
 }
+# Runs kept through the caller's keep (api.Session's store), keyed by every parameter they depend on:
+# a new split re-serves only the disaggregated run (one of six). One scenario: its trace, each
+# router's run and the disaggregated run of the latest split.
+MEMO_ENTRIES = len(ROUTERS) + 2
+Run = tuple[dict[str, Any], dict[str, float], dict[str, float]]  # chart entry, metrics, summary
 
 
 @dataclass(frozen=True)
@@ -89,15 +94,6 @@ class Params(ModelGpuEngine):
         check_serving(*self.resolved(), layout_of(self))
         if self.num_prefill >= self.num_replicas:
             raise ParamError("num_prefill", f"must leave at least one decode replica: below {self.num_replicas}")
-
-
-# Runs kept through the caller's keep (api.Session's store), keyed by every parameter they depend on:
-# a new split re-serves only the disaggregated run (one of six). One scenario: its trace, each
-# router's run and the disaggregated run of the latest split.
-MEMO_ENTRIES = len(ROUTERS) + 2
-
-
-Run = tuple[dict[str, Any], dict[str, float], dict[str, float]]  # chart entry, metrics, summary
 
 
 def _scenario(p: Params, seed: int, keep: Keep) -> tuple[list[Any], list[workload.Request], EngineSpec]:
@@ -212,8 +208,7 @@ def _disagg_reading(prefill: int, decode: int, co: dict[str, list[float]], dis: 
 
 def _named(router: str) -> str:
     """A router's name inside a sentence: "least KV use", not "least kv use"."""
-    name = ROUTER_NAMES[router]
-    return name[0].lower() + name[1:]
+    return ROUTER_NAMES[router][0].lower() + ROUTER_NAMES[router][1:]
 
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
@@ -263,14 +258,10 @@ def summary(r: dict[str, Any], view: str) -> str:
         )
         first = r["routers"][ROUTERS[0]]
         served, dropped = sum(first["counts"]), first.get("dropped", 0)  # a chart while it streams has none
-        longer = (
-            f", {dropped:,} of {served + dropped:,} refused as too long to serve, or later turns of those"
-            if dropped
-            else ""
-        )
+        longer = f", {dropped:,} of {served + dropped:,} refused as too long to serve, or later turns of those"
         return (
             f"Requests per replica across {r['num_replicas']} replicas ({dict(SHARING)[r['sharing']].lower()}, "
-            f"{served:,} requests served{longer}): {counts}. {spread}"
+            f"{served:,} requests served{longer if dropped else ''}): {counts}. {spread}"
         )
     if view == "disagg":
         co, dis = r["modes"]["colocated"], r["modes"]["disaggregated"]

@@ -20,14 +20,12 @@ Alistarh 2023, SparseGPT (arXiv 2301.00774); 4) vLLM docs, Quantized KV Cache.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from ..core import costmodel as cm
 from ..core.capacity import BATCH_GRID
+from ..core.catalog import data_file
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpu, context_param, engine_param, param
@@ -52,11 +50,9 @@ METRICS = {
 }
 
 
-@cache
 def schemes() -> dict[str, Any]:
     """data/schemes.toml: {"schemes": {id: {...}}, "kv_cache": {"fp8": {...}}}."""
-    text = resources.files("simulators").joinpath("data").joinpath("schemes.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return data_file("schemes.toml")
 
 
 VIEWS = [("speed", "Speed-up per scheme"), ("batch", "Decode speed-up vs batch"), ("memory", "Size and KV capacity")]

@@ -174,12 +174,9 @@ def _observed(p: Params) -> dict[str, float]:
         for key, name in (("prompt_tokens", "prompt_token_count"), ("output_tokens", "output_token_count")):
             if name in mt and mt[name]["mean"] >= 1:
                 out[key] = max(2, round(mt[name]["mean"])) if key == "output_tokens" else round(mt[name]["mean"])
-    typed = {
-        "rate_per_s": p.rate_per_s,
-        "concurrency": p.concurrency,
-        "ttft_s": p.ttft_p50_ms / 1e3,
-        "itl_s": p.itl_p50_ms / 1e3,
-    }
+    typed = dict(
+        rate_per_s=p.rate_per_s, concurrency=p.concurrency, ttft_s=p.ttft_p50_ms / 1e3, itl_s=p.itl_p50_ms / 1e3
+    )
     out.update({k: v for k, v in typed.items() if v > 0})
     return out
 
@@ -262,6 +259,7 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
 
 def summary(r: dict[str, Any], view: str = "levers") -> str:
     m, p = r["metrics"], r["predicted"]
+    gaps = " ".join(g[0].upper() + g[1:] + "." * (g[-1] != "?") for g in r["gaps"])
     head = (
         f"{r['model']} on {r['gpu']} ({r['engine']}, {r['weight_dtype']} weights, {r['kv_dtype']} KV cache) at "
         f"{m['batch']:.0f} request{'s' if m['batch'] != 1 else ''} in flight: predicted TTFT {p['ttft_s'] * 1e3:,.1f} ms unqueued and ITL "
@@ -279,7 +277,7 @@ def summary(r: dict[str, Any], view: str = "levers") -> str:
         )
     if view == "evidence":
         return head + (
-            " ".join(g[0].upper() + g[1:] + "." * (g[-1] != "?") for g in r["gaps"])
+            gaps
             or (
                 "Every figure you gave is within ±35% of the model's."
                 if r["observed"].get("ttft_s") or r["observed"].get("itl_s") or m["logged_kv_tokens"]
@@ -297,5 +295,5 @@ def summary(r: dict[str, Any], view: str = "levers") -> str:
         head
         + f"{r['levers'][0]['binding'] if r['levers'] else 'TTFT'} binds your SLO. Each lever changes one thing in "
         + f"your command, {r['command']}. Levers, ranked: {ranked}"
-        + (" " + " ".join(g[0].upper() + g[1:] + "." * (g[-1] != "?") for g in r["gaps"]) if r["gaps"] else "")
+        + (" " + gaps if gaps else "")
     )
