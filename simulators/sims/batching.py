@@ -102,13 +102,12 @@ def _measured(
     p: Params, policy: str, recs: list[RequestRecord], dropped: list[workload.Request], replicas: list[Replica]
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """A run's chart entry and metrics, from the requests it finished (all of them, or so far)."""
-    rep = replicas[0]
     # Every request counts (no warm-up or cool-down to leave out): summarize()'s figures without
     # the 44 others it computes (~11 of a 2,000-request static run's ~65 ms in Pyodide).
     ttft, e2e = describe([x.ttft_s for x in recs]), describe([x.e2e_s for x in recs])
     makespan = max(x.arrival_s + x.e2e_s for x in recs) - min(x.arrival_s for x in recs) if recs else 1.0
     entry = {
-        "series": downsample([(t, slots, running) for t, slots, _, _, _, running in rep.series]),
+        "series": downsample([(t, slots, running) for t, slots, _, _, _, running in replicas[0].series]),
         "ttft": [ttft["p50"], ttft["p90"], ttft["p99"]],
         "e2e": [e2e["p50"], e2e["p90"], e2e["p99"]],
         "makespan_s": makespan,
@@ -120,7 +119,7 @@ def _measured(
         f"ttft_{policy}_s_p50": ttft["p50"],
         f"ttft_{policy}_s_p99": ttft["p99"],
         f"e2e_{policy}_s_p99": e2e["p99"],
-        f"slot_occupancy_{policy}": slot_occupancy(rep.series, p.max_num_seqs),
+        f"slot_occupancy_{policy}": slot_occupancy(replicas[0].series, p.max_num_seqs),
     }
     return entry, metrics
 

@@ -71,6 +71,8 @@ ARRIVALS_SEED = 0  # the Poisson arrivals of every engine run (run's docstring)
 FORMATS = [("bf16", "BF16 only"), ("bf16,fp8", "BF16, and FP8 on GPUs with FP8 cores"),
            ("bf16,fp8,int4", "BF16, FP8 and INT4 weight-only")]  # fmt: skip
 VIEWS = [("cost", "Price of each configuration"), ("latency", "Latency against the targets")]
+Candidate = tuple[float, str, ss.Layout, ss.Bounds, int]  # lower-bound price, label, layout, bounds, replicas
+RunsBy = dict[str, dict[int, dict[str, float]]]  # each layout's engine runs by grid rate index
 
 
 def default_prices() -> dict[str, float]:
@@ -81,8 +83,7 @@ def parse_prices(text: str) -> dict[str, float]:
     """The reader's "id=USD/h, ..." over the defaults; ParamError naming the bad entry."""
     prices = default_prices()
     for item in filter(None, (x.strip() for x in text.replace(";", ",").split(","))):
-        gid, _, value = item.partition("=")
-        gid = gid.strip()
+        gid, _, value = map(str.strip, item.partition("="))
         if gid not in gpus():
             raise ParamError("prices", f"unknown GPU '{gid}' in '{item}'; known: {', '.join(gpus())}")
         try:
@@ -161,10 +162,6 @@ def _impossible(p: Params, m: Any, chosen: list[Gpu], keep: Keep) -> None:
             raise ParamError(f"{k}_slo_s", f"cannot be met: {alone} alone takes at least {at_least}")
 
 
-Candidate = tuple[float, str, ss.Layout, ss.Bounds, int]  # lower-bound price, label, layout, bounds, replicas
-RunsBy = dict[str, dict[int, dict[str, float]]]  # each layout's engine runs by grid rate index
-
-
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
 
@@ -188,6 +185,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     candidates: list[Candidate] = []
     tried = 0
     runs_by: RunsBy = {}
+    slo = (p.percentile, p.ttft_slo_s, p.tpot_slo_s)  # what ss.verdict holds a run to
 
     def prepare(lay: ss.Layout) -> tuple[ss.Bounds | None, dict[int, dict[str, float]]]:
         """One memo entry per layout: its bounds (None if vLLM would not start it) and, as they
@@ -217,9 +215,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     pruned += [{"config": g.id, "why": NO_PRICE} for g in requested_gpus(p.gpus) if g.id not in prices]
     candidates.sort(key=lambda c: (c[0], c[1]))
 
-    def verdict(got: dict[str, float]) -> dict[str, Any]:
-        return ss.verdict(got, p.percentile, p.ttft_slo_s, p.tpot_slo_s)
-
     def served(lay: ss.Layout, b: ss.Bounds, k: int) -> dict[str, float]:
         """The engine's run of one replica at grid rate k (made once, kept with the layout's runs)."""
         runs = runs_by[lay.label]
@@ -233,11 +228,11 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         check it, and a row's own run below settles any doubt), else the engine runs."""
         runs = runs_by[lay.label]
         if k not in runs:
-            if any(j < k and not verdict(got)["meets"] for j, got in runs.items()):
+            if any(j < k and not ss.verdict(got, *slo)["meets"] for j, got in runs.items()):
                 return False
-            if any(j > k and verdict(got)["meets"] for j, got in runs.items()):
+            if any(j > k and ss.verdict(got, *slo)["meets"] for j, got in runs.items()):
                 return True
-        return bool(verdict(served(lay, b, k))["meets"])
+        return bool(ss.verdict(served(lay, b, k), *slo)["meets"])
 
     while True:
         steps = ss.rank(candidates, meets, TOP, p.request_rate_per_s, p.max_gpus)
@@ -249,7 +244,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
                 break
             yield _searching(p, m.name, so_far, candidates[taken:], runs_by)
         # The rows' own runs (the engine's figures); a row whose run misses after all is ranked again.
-        rows = [(lay, b, r, k, verdict(served(lay, b, k))) for _, _, lay, b, r, k in ranked]
+        rows = [(lay, b, r, k, ss.verdict(served(lay, b, k), *slo)) for _, _, lay, b, r, k in ranked]
         if all(v["meets"] for *_, v in rows):
             break
     pruned += full

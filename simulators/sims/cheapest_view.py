@@ -8,6 +8,17 @@ from typing import Any
 
 from ..plotting import bar, chart, markers
 
+# Why a layout was left out (cheapest.py's reasons, by their opening words), as the summary counts them.
+REASONS = {
+    "misses the targets": "missing the targets",
+    "the rate needs at least": "needing more GPUs than the limit for this rate",
+    "a prefill alone": "missing a target in a single step",
+    "a batch-1 decode step": "missing a target in a single step",
+    "does not fit": "not fitting (vLLM would refuse to start)",
+    "TP ": "splitting the attention heads unevenly",
+}
+NO_PRICE = "skipped: no price (gpu_prices.toml, or Your prices)"
+
 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     """While the engine confirms layouts (what run() yields, with "pending") the rows found so far
@@ -81,17 +92,6 @@ def summary(r: dict[str, Any], view: str) -> str:
     )
 
 
-# Why a layout was left out (cheapest.py's reasons, by their opening words), as the summary counts them.
-REASONS = {
-    "misses the targets": "missing the targets",
-    "the rate needs at least": "needing more GPUs than the limit for this rate",
-    "a prefill alone": "missing a target in a single step",
-    "a batch-1 decode step": "missing a target in a single step",
-    "does not fit": "not fitting (vLLM would refuse to start)",
-    "TP ": "splitting the attention heads unevenly",
-}
-
-
 def _left_out(pruned: list[dict[str, Any]]) -> str:
     """ " 32 layouts were left out: 22 missing the targets, 10 needing more GPUs than the limit for this rate"."""
     whys = [x["why"] for x in pruned if not x["why"].startswith("skipped: ")]  # named apart, in _skipped
@@ -99,9 +99,6 @@ def _left_out(pruned: list[dict[str, Any]]) -> str:
     n = len(whys)
     parts = ", ".join(f"{c} {kind}" for kind, c in counts.most_common())
     return f" {n} layout{'s were' if n != 1 else ' was'} left out: {parts}." if n else ""
-
-
-NO_PRICE = "skipped: no price (gpu_prices.toml, or Your prices)"
 
 
 def _skipped(pruned: list[dict[str, Any]]) -> str:

@@ -37,6 +37,9 @@ METRICS = {
 }
 VIEWS = [("ttft", "TTFT p50 and p99"), ("itl", "ITL p50 and p99"), ("throughput", "Throughput per rate")]
 SWEEP_SIZE = 10  # GuideLLM's default
+# The simulated runs, kept through the caller's keep (api.Session's store) as load_test's: two entries
+# a scenario (its sweep, its ceiling), so the last few stay and a new report or chart re-simulates nothing.
+MEMO_ENTRIES = 6
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,6 @@ class Params(ModelGpuEngine):
                 read(self.report)
             except ReportError as e:
                 raise ParamError("report", str(e)) from None
-
-
-# The simulated runs, kept through the caller's keep (api.Session's store) as load_test's: two entries
-# a scenario (its sweep, its ceiling), so the last few stay and a new report or chart re-simulates nothing.
-MEMO_ENTRIES = 6
 
 
 def _memo_for(p: Params, what: str, spec: EngineSpec, n: int, seed: int, keep: Keep) -> ServedMemo:
@@ -114,7 +112,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     ceiling = _memo_for(p, "ceiling", spec, CEILING_REQUESTS, seed, keep)
     out["ceiling"] = ceiling.run("concurrent", lengths, users=2 * p.max_num_seqs).metrics["steady_throughput_per_s"]
     yield dict(out)
-    metrics: dict[str, float] = {
+    if pts:
+        out["report_version"] = rep["guidellm_version"]
+    out["metrics"] = {
         "sim_max_throughput_per_s": out["ceiling"],
         "sim_sweep_top_per_s": max(r["throughput"] for r in out["sim"]),
         # No report opened: zeros (every declared metric is always there).
@@ -122,9 +122,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "report_top_per_s": max((r["throughput"] for r in pts), default=0.0),
         "report_min_samples": min((r["samples"] for r in pts), default=0),
     }
-    if pts:
-        out["report_version"] = rep["guidellm_version"]
-    out["metrics"] = metrics
     return out
 
 

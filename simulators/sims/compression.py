@@ -59,6 +59,7 @@ VIEWS = [("speed", "Speed-up per scheme"), ("batch", "Decode speed-up vs batch")
 # Sizes and KV room alone in the memory chart's table, which times nothing (api.run; learner review).
 TABLES = {"memory": ("artifact_GB", "baseline_GB", "artifact_ratio", "bits_per_weight", "kv_token_capacity")}
 UNTIMED = ("memory",)
+BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,6 @@ class Params(ModelGpu):
 
     def check(self) -> None:
         check_shape(*self.resolved(), layout_of(self))
-
-
-BASELINE = {"name": "BF16", "weight_dtype": "bf16", "activation_dtype": "bf16", "sparse": False}
 
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:

@@ -59,8 +59,7 @@ TABLE_CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072)
 AUTO_WEIGHTS = "As the checkpoint (quantization_config), else BF16"
 # The two batch limits' lower ends when set (0 means `vllm serve`'s default for the GPU).
 MIN_BATCHED_TOKENS = 16
-
-
+VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")]
 # vLLM's defaults on the running example's GPU (assumptions.toml [vllm_defaults], the one place).
 DEFAULTS = serve_defaults(gpus()[running_example()["gpu"]])
 
@@ -73,9 +72,6 @@ def _batch_limit(flag: str, label: str, unit: str, top: int, step: int) -> Any:
         f"{d['large_gpu_min_GiB']} GiB or more, the A100 excepted; else {d[flag + '_small']:,})"
     )
     return param(0, label=label, unit=unit, min=0, max=top, step=step, log=True, help=flag_help)
-
-
-VIEWS = [("memory", "Memory per GPU"), ("concurrency", "Requests held by context length")]
 
 
 @dataclass(frozen=True)
@@ -303,8 +299,7 @@ def _limits(r: dict[str, Any]) -> str:
 
 
 def summary(r: dict[str, Any], view: str) -> str:
-    x = r["metrics"]
-    dp = r["data_parallel_size"]
+    x, dp = r["metrics"], r["data_parallel_size"]
     shape = f"TP {r['tensor_parallel_size']}, PP {r['pipeline_parallel_size']}" + (f", DP {dp}" if dp > 1 else "")
     shape += ", EP" if r["enable_expert_parallel"] else ""
     if view == "concurrency":

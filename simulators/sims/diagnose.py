@@ -183,8 +183,7 @@ def _observed(p: Params) -> dict[str, float]:
 
 def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None = None) -> dict[str, Any]:
     d = deployment(p)
-    a = dx.memory(d)
-    obs = d.observed
+    a, obs = dx.memory(d), d.observed
     ctx = obs["prompt_tokens"] + obs["output_tokens"] / 2
     cap = dx.limit(d, "max_num_seqs")
     batch = obs.get("concurrency") or 1.0

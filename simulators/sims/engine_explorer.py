@@ -94,6 +94,9 @@ REGIONS = (
 # Prefill chunks drawn one bar each up to this many; beyond (a tiny budget cuts a prompt into hundreds),
 # back-to-back chunks are one bar, labelled with their count: a hundred one-pixel bars cost tens of ms a redraw.
 MAX_CHUNK_BARS = 32
+SERIES_POINTS = 600  # points per line of the request view's lower chart, at most
+# The followed request's state after each event of its log (any other: done).
+NEXT_STATE = dict(admit="waiting", chunk="chunk", first_token="decode", recomputed="decode", preempt="preempted")
 
 
 @dataclass(frozen=True)
@@ -159,11 +162,6 @@ def operating_point(
     )
     out["region"] = next((region for region, holds in rules if holds), "mixed")
     return out
-
-
-SERIES_POINTS = 600  # points per line of the request view's lower chart, at most
-# The followed request's state after each event of its log (any other: done).
-NEXT_STATE = dict(admit="waiting", chunk="chunk", first_token="decode", recomputed="decode", preempt="preempted")
 
 
 def _formats(p: Params) -> dict[str, Any]:
@@ -233,13 +231,9 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 
 def _merged_chunks(segs: list[tuple[float, float]]) -> tuple[list[tuple[float, float]], list[str]]:
     """Back-to-back chunk phases as one bar each run, with the number of chunks in its label."""
-    runs: list[list[float]] = []  # [start, end, chunks]
-    for a, b in segs:
-        if runs and runs[-1][1] == a:
-            runs[-1][1] = b
-            runs[-1][2] += 1
-        else:
-            runs.append([a, b, 1])
+    # A run starts at each chunk that does not begin where the one before it ends.
+    starts = [i for i in range(len(segs)) if i == 0 or segs[i - 1][1] != segs[i][0]]
+    runs = [(segs[i][0], segs[j - 1][1], j - i) for i, j in zip(starts, [*starts[1:], len(segs)], strict=False)]
     return [(a, b) for a, b, _ in runs], [f"Prefill, {n:.0f} chunks: {a:.3f} s to {b:.3f} s" for a, b, n in runs]
 
 
@@ -280,8 +274,7 @@ def _points_figure(r: dict[str, Any]) -> dict[str, Any]:
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "operating_points":
         return _points_figure(r)
-    f = r["follow"]
-    lane = "This request"
+    f, lane = r["follow"], "This request"
     names = {"waiting": "Waiting", "chunk": "Prefill chunk", "decode": "Decoding", "preempted": "Preempted, waiting"}
     data: list[dict[str, Any]] = []
     for i, (key, name) in enumerate(names.items()):

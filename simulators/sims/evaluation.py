@@ -82,7 +82,14 @@ VOCAB = 64
 LOG_RANKS = [math.log(r + 1) for r in range(VOCAB)]  # the Zipf fall-off, log(rank), once
 CHUNK = 50  # positions drawn from one generator (the slider's step, so one step needs one chunk)
 MAX_POSITIONS = 5000
-TWO_PI = 2.0 * math.pi
+# Kept through the caller's keep (api.Session's store), per chunk, in two stores: its draws, by
+# (seed, chunk index) alone; its scores, by the draws and the three damage controls (never by
+# num_positions). So a new num_positions draws and scores at most one new chunk, another control
+# rescores the kept draws. Each store holds one seed's MAX_POSITIONS (a run reads chunks in order: a
+# smaller bound would evict each just before its use); two, so new scores never evict draws (~9 MB).
+MEMO_ENTRIES = 2
+CHUNKS = MAX_POSITIONS // CHUNK
+MAX_MARKERS = 1000
 
 
 @dataclass(frozen=True)
@@ -114,24 +121,11 @@ class Chunk(NamedTuple):
     pz: tuple[float, ...]  # sum p_i z_i under the baseline's distribution p
 
 
-# Kept through the caller's keep (api.Session's store), per chunk, in two stores: its draws, by
-# (seed, chunk index) alone; its scores, by the draws and the three damage controls (never by
-# num_positions). So a new num_positions draws and scores at most one new chunk, another control
-# rescores the kept draws. Each store holds one seed's MAX_POSITIONS (a run reads chunks in order: a
-# smaller bound would evict each just before its use); two, so new scores never evict draws (~9 MB).
-MEMO_ENTRIES = 2
-CHUNKS = MAX_POSITIONS // CHUNK
-
-
-def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache[Positions]]:
-    return keep("draws", lambda: LruCache(CHUNKS)), keep("scores", lambda: LruCache(CHUNKS))
-
-
 def chunk(seed: int, index: int) -> Chunk:
     rnd = random.Random(f"{seed}:{index}").random
     size = CHUNK * VOCAB
     radii = [sqrt(-2.0 * log(1.0 - rnd())) for _ in range(size)]
-    angles = [TWO_PI * rnd() for _ in range(size)]
+    angles = [2.0 * math.pi * rnd() for _ in range(size)]
     gauss = list(map(mul, radii, map(cos, angles)))  # Box-Muller: two normals per pair
     z = array("d", map(mul, radii, map(sin, angles)))
     sharps = [0.6 + 1.4 * rnd() for _ in range(CHUNK)]
@@ -168,9 +162,8 @@ class Positions(NamedTuple):
 
 def score(c: Chunk, noise: float, frac: float, margin: float) -> Positions:
     """Every position of a chunk, optimised model against baseline (the module docstring's KL)."""
-    hits = [u < frac for u in c.u]
-    out = Positions([], hits, c.nll, [], [])
-    kls, nll_opt, agree = out.kl, out.nll_opt, out.agree
+    out = Positions([], [u < frac for u in c.u], c.nll, [], [])
+    kls, hits, nll_opt, agree = out.kl, out.damaged, out.nll_opt, out.agree
     base, pb, zs = c.base, c.pb, c.z
     # The whole chunk at once: the optimised logits y, and p_i expm1(d_i) with d = noise * z.
     opt = [x + noise * z for x, z in zip(base, zs, strict=True)]
@@ -193,7 +186,9 @@ def score(c: Chunk, noise: float, frac: float, margin: float) -> Positions:
 
 def positions(p: Params, seed: int = 0, keep: Keep | None = None) -> Positions:
     """Score every position: draws and scores come from `keep` where kept (see MEMO_ENTRIES)."""
-    draws, scores = stores(for_call(keep, MEMO_ENTRIES))
+    keep = for_call(keep, MEMO_ENTRIES)
+    draws: LruCache[Chunk] = keep("draws", lambda: LruCache(CHUNKS))
+    scores: LruCache[Positions] = keep("scores", lambda: LruCache(CHUNKS))
     controls = (p.noise_scale, p.damaged_fraction, p.damage_margin)
     cols: list[list[Any]] = [[] for _ in Positions._fields]
     for start in range(0, p.num_positions, CHUNK):
@@ -232,9 +227,6 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
             "num_damaged_positions": num_damaged,
         },
     }
-
-
-MAX_MARKERS = 1000
 
 
 def figure(r: dict[str, Any]) -> dict[str, Any]:

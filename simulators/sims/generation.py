@@ -101,8 +101,7 @@ def sampling_distribution(temperature: float, top_k: int, top_p: float) -> list[
     if temperature == 0:
         best = LOGITS.index(max(LOGITS))
         return [1.0 if i == best else 0.0 for i in range(len(LOGITS))]
-    top = max(LOGITS)
-    weights = [math.exp((lg - top) / temperature) for lg in LOGITS]
+    weights = [math.exp((lg - max(LOGITS)) / temperature) for lg in LOGITS]
     total = sum(weights)
     probs = [w / total for w in weights]
     order = sorted(range(len(probs)), key=lambda i: -probs[i])
