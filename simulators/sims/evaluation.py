@@ -121,6 +121,10 @@ class Chunk(NamedTuple):
     pz: tuple[float, ...]  # sum p_i z_i under the baseline's distribution p
 
 
+def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache[Positions]]:
+    return keep("draws", lambda: LruCache(CHUNKS)), keep("scores", lambda: LruCache(CHUNKS))
+
+
 def chunk(seed: int, index: int) -> Chunk:
     rnd = random.Random(f"{seed}:{index}").random
     size = CHUNK * VOCAB
@@ -186,13 +190,10 @@ def score(c: Chunk, noise: float, frac: float, margin: float) -> Positions:
 
 def positions(p: Params, seed: int = 0, keep: Keep | None = None) -> Positions:
     """Score every position: draws and scores come from `keep` where kept (see MEMO_ENTRIES)."""
-    keep = for_call(keep, MEMO_ENTRIES)
-    draws: LruCache[Chunk] = keep("draws", lambda: LruCache(CHUNKS))
-    scores: LruCache[Positions] = keep("scores", lambda: LruCache(CHUNKS))
+    draws, scores = stores(for_call(keep, MEMO_ENTRIES))
     controls = (p.noise_scale, p.damaged_fraction, p.damage_margin)
     cols: list[list[Any]] = [[] for _ in Positions._fields]
-    for start in range(0, p.num_positions, CHUNK):
-        index = start // CHUNK
+    for index, start in enumerate(range(0, p.num_positions, CHUNK)):
 
         def make(index: int = index) -> Positions:
             return score(draws.get_or_make((seed, index), lambda: chunk(seed, index)), *controls)
