@@ -60,8 +60,9 @@ def npm_ci() -> None:
 def vendor_files() -> dict[str, Path]:
     """site path -> source file for every vendored asset; fails if `npm ci` has not run."""
     files = {f"assets/vendor/{dest}": NODE_MODULES / src for dest, src in VENDOR.items()}
-    fonts = sorted((NODE_MODULES / KATEX_FONTS).glob("*.woff2"))
-    files |= {f"assets/vendor/katex/fonts/{font.name}": font for font in fonts}
+    files |= {
+        f"assets/vendor/katex/fonts/{font.name}": font for font in sorted(NODE_MODULES.glob(f"{KATEX_FONTS}/*.woff2"))
+    }
     if missing := [str(path) for path in files.values() if not path.is_file()]:
         raise BuildError(
             f"vendored assets missing ({missing[0]} …): run `python site_build.py build`, which runs npm ci"
@@ -77,9 +78,7 @@ def pyodide_lock() -> dict[str, Any]:
 def package_files(package_dir: Path) -> list[Path]:
     """The files of simulators/ that ship (Python sources and data files), in a fixed order."""
     return [
-        path
-        for path in sorted(package_dir.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+        p for p in sorted(package_dir.rglob("*")) if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     ]
 
 
@@ -113,9 +112,9 @@ def python_snapshot(archive: bytes, stdlib_zip: bytes, cache_dir: Path) -> tuple
         archive_file, stdlib_file = work.with_suffix(".zip"), work.with_suffix(".stdlib")
         archive_file.write_bytes(archive)
         stdlib_file.write_bytes(stdlib_zip)
+        what = "the Python start-up snapshot"
         try:
             args = (NODE_MODULES / "pyodide", archive_file, stdlib_file, work.with_suffix(".partial"))
-            what = "the Python start-up snapshot"
             run_node(SNAPSHOT_SCRIPT, *args, purpose=f"make {what}", failed=f"making {what} failed")
         finally:
             archive_file.unlink()
@@ -123,10 +122,6 @@ def python_snapshot(archive: bytes, stdlib_zip: bytes, cache_dir: Path) -> tuple
         return work.with_suffix(".partial")
 
     return hashed("python", cached(cache_dir, "python-snapshot", ".gz", inputs, make), ".snapshot")
-
-
-def schemas_asset(schemas: dict[str, Any]) -> tuple[str, bytes]:
-    return hashed("schemas", json.dumps(schemas, sort_keys=True, separators=(",", ":")).encode(), ".json")
 
 
 def check_trace_types(figure: dict[str, Any]) -> None:

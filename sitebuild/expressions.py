@@ -100,16 +100,10 @@ def expand_figures(text: str, sims: Simulators, scenarios: Scenarios | None = No
     return EXPRESSION.sub(one, text), figures
 
 
-def evaluate(source: str, sims: Simulators, scenarios: Scenarios | None = None) -> str:
-    return figure(source, sims, scenarios).text
-
-
 def figure(source: str, sims: Simulators, scenarios: Scenarios | None = None) -> Figure:
-    source = source.strip()
-    spec = ""
+    source, spec, calls = source.strip(), "", []
     if match := FORMAT_SPEC.search(source):
         spec, source = match.group(1).strip(), source[: match.start()]
-    calls: Calls = []
     value = raw_value(source, sims, scenarios, calls)
     try:
         text = format(value, spec)
@@ -123,10 +117,13 @@ def raw_value(source: str, sims: Simulators, scenarios: Scenarios | None = None,
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
-        hint = ""
         # `x * 100 .1f`: Python reads ".1f" as a broken number ("invalid decimal literal")
-        if stray := STRAY_FORMAT.search(source):
-            hint = f" (a format goes after a colon: {{{{ {source[: stray.start()].strip()} :{stray.group(1)} }}}})"
+        stray = STRAY_FORMAT.search(source)
+        hint = (
+            f" (a format goes after a colon: {{{{ {source[: stray.start()].strip()} :{stray.group(1)} }}}})"
+            if stray
+            else ""
+        )
         raise ValueError(f"cannot read expression {{{{ {source.strip()} }}}}: {exc.msg}{hint}") from None
     return _value(tree.body, sims, scenarios or {}, calls if calls is not None else [])
 
@@ -175,7 +172,7 @@ def _spread(node: ast.Call, sims: Simulators, scenarios: Scenarios, calls: Calls
     return Spread(min(values), max(values))
 
 
-def _metric(call: ast.Call, sims: Simulators, scenarios: Scenarios, calls: Calls, seed: int = 0) -> Any:
+def _metric(call: ast.Call, sims: Simulators, scenarios: Scenarios, calls: Calls, seed: int) -> Any:
     name, metric = ast.unparse(call.func).split(".")  # simulator.metric(…)
     keywords = call.keywords
     if name not in sims.schemas:

@@ -180,12 +180,13 @@ def _knife_edge(text: str, sims: Simulators, name: str, metric: str, p: dict[str
     if (name, metric) not in CAPACITY or len(fig.calls) != 1 or fig.value != int(fig.value):
         return []
     sim, ratio_metric, context_key = CAPACITY[(name, metric)]
-    value = sims.run(sim, p)["metrics"][ratio_metric]
-    ratio = value / int(p[context_key]) if context_key else value
+    ratio = sims.run(sim, p)["metrics"][ratio_metric] / (int(p[context_key]) if context_key else 1)
     count = math.floor(ratio)
-    if not 0 < count < KNIFE_MAX_COUNT or (ratio - count) / ratio >= KNIFE_MARGIN:
-        return []
-    if any(word in text for word in KNIFE_WORDS):
+    if (
+        not 0 < count < KNIFE_MAX_COUNT
+        or (ratio - count) / ratio >= KNIFE_MARGIN
+        or any(w in text for w in KNIFE_WORDS)
+    ):
         return []
     return [
         f"{name}.{metric} = {count} is a knife edge: the memory holds {ratio:.2f} sequences, so "

@@ -5,6 +5,7 @@ State lives for one build in `_build`, set by on_config; everything else is a pu
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +58,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     course = load_course(root / config.extra["lessons_dir"])
     archive_name, archive = assets.simulators_archive(root / "simulators")
     sims = Simulators(cache_file(root, archive_name), committed_runs(root))
-    schemas_name, schemas = assets.schemas_asset(sims.schemas)
+    schemas = json.dumps(sims.schemas, sort_keys=True, separators=(",", ":")).encode()
+    schemas_name, schemas = stdlib.hashed("schemas", schemas, ".json")
     data_name, data = assets.data_archive(archive)
     pool = ThreadPoolExecutor(1)
     runtime_files = pool.submit(_runtime_files, root, archive, {archive_name: archive, data_name: data})

@@ -14,7 +14,7 @@ MB" button. Zip archives and the gzip snapshot are compressed already: hosts sen
 from __future__ import annotations
 
 import gzip
-import hashlib
+from functools import cache
 from pathlib import Path
 
 # Text and WebAssembly files of at least this size get a .gz copy.
@@ -23,14 +23,10 @@ SUFFIXES = {".wasm", ".mjs", ".js", ".css", ".json", ".html", ".svg", ".xml", ".
 # File name -> [bytes as stored, bytes gzip-compressed].
 Sizes = dict[str, list[int]]
 
-_compressed: dict[bytes, bytes] = {}  # sha256 -> gzip bytes: the wasm is compressed once per process
 
-
+@cache  # the wasm is compressed once per process
 def gzip_bytes(data: bytes) -> bytes:
-    key = hashlib.sha256(data).digest()
-    if key not in _compressed:
-        _compressed[key] = gzip.compress(data, compresslevel=9, mtime=0)
-    return _compressed[key]
+    return gzip.compress(data, compresslevel=9, mtime=0)
 
 
 def write_copies(site_dir: Path) -> None:

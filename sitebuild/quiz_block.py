@@ -96,7 +96,7 @@ def _question(question: Any, line: int, number: int) -> str:
 
 
 def _number(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[str]]:
-    """The question's attributes and its HTML below the prompt."""
+    """The question's attributes and its HTML below the prompt (so does _choice)."""
     answer, tolerance = question.get("answer"), question.get("tolerance", 0.01)
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (answer, tolerance)) or tolerance < 0:
         raise BlockError(line, "a number question needs a numeric 'answer' and a 'tolerance' >= 0")
@@ -116,7 +116,6 @@ def _number(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[st
 
 
 def _choice(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[str]]:
-    """The question's attributes (none) and its HTML below the prompt."""
     options = question.get("options")
     if not isinstance(options, list) or len(options) < 2:
         raise BlockError(line, "a choice question needs at least two 'options'")
@@ -132,11 +131,11 @@ def _choice(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[st
     # option keeping its index as its value (a saved answer stays the same option).
     order = sorted(range(len(options)), key=lambda i: hashlib.sha256(f"{qid}/{i}".encode()).digest())
     parts = []
-    for index, option in ((i, options[i]) for i in order):
-        correct = "true" if option.get("correct") is True else "false"
+    for index in order:
+        option = options[index]
         parts += [
             f'<p class="quiz-option"><label><input type="radio" name="{qid}" value="{index}" '
-            f'data-correct="{correct}"> {option["text"]}</label></p>',
+            f'data-correct="{str(option.get("correct") is True).lower()}"> {option["text"]}</label></p>',
             f'<div class="quiz-why" id="{qid}-why-{index}" hidden markdown="1">\n{option["why"]}\n</div>',
         ]
     return "", [*parts, '<p class="quiz-feedback" role="status" aria-live="polite"></p>\n</div>']

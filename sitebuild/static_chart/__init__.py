@@ -33,11 +33,11 @@ from sitebuild.static_chart.axis import linear_ticks, log_ticks
 from sitebuild.static_chart.chart import _Chart
 from sitebuild.static_chart.check import UnsupportedFigure, check, unsupported
 from sitebuild.static_chart.marks import dasharray
-from sitebuild.static_chart.text import _attr, _dict, _n, _text, format_d3, format_default, text_width
+from sitebuild.static_chart.text import _attr, _dict, _n, _text, format_d3, format_default
 
 __all__ = [
-    "UnsupportedFigure", "check", "dasharray", "figure_id", "format_d3", "format_default", "geometry",
-    "linear_ticks", "log_ticks", "render", "text_width", "unsupported",
+    "UnsupportedFigure", "check", "dasharray", "format_d3", "format_default", "geometry", "linear_ticks", "log_ticks",
+    "render", "unsupported",
 ]  # fmt: skip
 
 
@@ -56,16 +56,11 @@ def geometry(figure: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def figure_id(figure: Any) -> str:
-    """A short id derived from the figure, for charts rendered without a caller-supplied id."""
-    blob = json.dumps(figure, sort_keys=True, default=str, allow_nan=True)
-    return "sc" + hashlib.sha1(blob.encode()).hexdigest()[:8]
-
-
 def render(figure: dict[str, Any], title_id: str | None = None) -> str:
     """The figure as one `<svg>`; `title_id` (unique on the page) names its <title> and prefixes its ids."""
-    valid_id = isinstance(title_id, str) and re.fullmatch(r"[A-Za-z][\w.:-]*", title_id)
-    prefix = title_id if valid_id else figure_id(figure)
+    prefix = title_id
+    if not (isinstance(title_id, str) and re.fullmatch(r"[A-Za-z][\w.:-]*", title_id)):  # an id from the figure
+        prefix = "sc" + hashlib.sha1(json.dumps(figure, sort_keys=True, default=str).encode()).hexdigest()[:8]
     chart = _Chart(figure, prefix)
     try:
         body = chart.build()

@@ -14,9 +14,9 @@ NEAR_KNEE = {"num_requests": 2000, "rate_per_s": 15}
 
 
 def test_a_spread_is_the_lowest_and_highest_value_over_the_seeds() -> None:
-    text = expressions.evaluate(
+    text = expressions.figure(
         "spread(load_test.ttft_s_p99(num_requests=2000, rate_per_s=15) * 1000, seeds=5) :,.0f", SIMS
-    )
+    ).text
     # computed apart, straight from the api, seed by seed
     values = [api.evaluate("load_test", seed=s, **NEAR_KNEE)["metrics"]["ttft_s_p99"] * 1000 for s in range(5)]
     assert text == f"{min(values):,.0f}–{max(values):,.0f}"
@@ -35,4 +35,4 @@ def test_a_spread_is_the_lowest_and_highest_value_over_the_seeds() -> None:
 )
 def test_a_malformed_spread_is_refused_with_the_form_to_write(source: str) -> None:
     with pytest.raises(ValueError, match="spread"):
-        expressions.evaluate(source, SIMS)
+        expressions.figure(source, SIMS)
