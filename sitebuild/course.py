@@ -120,13 +120,9 @@ def load_course(lessons_dir: Path) -> Course:
         fields = {key: str(entry[key]) for key in CHAPTER_FIELDS}
         chapters.append(Chapter(**fields, lessons=tuple(x for x in lessons if x.chapter == fields["id"])))
     known = {c.id for c in chapters}
-    for lesson in lessons:
-        if lesson.chapter not in known:
-            raise LessonError(
-                lesson.path,
-                lesson.lines["chapter"],
-                f"chapter {lesson.chapter!r} is not in {course_file.name} (chapters: {', '.join(sorted(known))})",
-            )
+    if stray := next((x for x in lessons if x.chapter not in known), None):
+        message = f"chapter {stray.chapter!r} is not in {course_file.name} (chapters: {', '.join(sorted(known))})"
+        raise LessonError(stray.path, stray.lines["chapter"], message)
     by_id = {x.id: x for x in lessons}
     synthesis = []
     for row in data.get("synthesis") or []:

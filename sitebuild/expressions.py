@@ -101,7 +101,8 @@ def expand_figures(text: str, sims: Simulators, scenarios: Scenarios | None = No
 
 
 def figure(source: str, sims: Simulators, scenarios: Scenarios | None = None) -> Figure:
-    source, spec, calls = source.strip(), "", []
+    source, spec = source.strip(), ""
+    calls: Calls = []
     if match := FORMAT_SPEC.search(source):
         spec, source = match.group(1).strip(), source[: match.start()]
     value = raw_value(source, sims, scenarios, calls)

@@ -124,12 +124,9 @@ def _opening_fence(item: fences.Fence, lines: list[str]) -> int | None:
 
 def _paragraph(lines: list[str], i: int) -> str:
     """The run of non-blank lines around line i: the context a figure's sentence is read in."""
-    start, end = i, i
-    while start > 0 and lines[start - 1].strip():
-        start -= 1
-    while end + 1 < len(lines) and lines[end + 1].strip():
-        end += 1
-    return "".join(lines[start : end + 1])
+    start = next((k + 1 for k in range(i - 1, -1, -1) if not lines[k].strip()), 0)
+    end = next((k for k in range(i + 1, len(lines)) if not lines[k].strip()), len(lines))
+    return "".join(lines[start:end])
 
 
 def _expand(

@@ -35,9 +35,8 @@ def format_number(value: Any) -> str:
 def format_metric(value: Any, unit: str) -> tuple[str, str]:
     """(text, unit) of a key figure: 0.04782 s -> ("47.8", "ms"), 58.17e9 B -> ("58.2", "GB")."""
     scales = SCALES.get(unit)
-    if (
-        unit == "x" and isinstance(value, float) and math.isfinite(value) and not value.is_integer()
-    ):  # a ratio to 2 decimals, as vLLM logs 200.99x
+    # A ratio to 2 decimals, as vLLM logs 200.99x.
+    if unit == "x" and isinstance(value, float) and math.isfinite(value) and not value.is_integer():
         return f"{Decimal(value).quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,}", unit
     if not scales or isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0:
         return format_number(value), unit

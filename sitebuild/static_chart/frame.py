@@ -115,18 +115,12 @@ def _x_rotation_drop(ax: Axis) -> float:
 LEGEND_ROW = 19
 
 
-def legend_items(chart: Canvas) -> list[dict[str, Any]]:
-    items = [t for t in chart.traces if t["trace"].get("showlegend") is not False]
-    shown = chart.layout.get("showlegend")
-    if shown is False or (shown is not True and len(items) < 2):
-        return []
-    reverse = chart.barmode in ("stack", "relative") and any(t["kind"] == "bar" for t in chart.traces)
-    return list(reversed(items)) if reverse else items
-
-
 def place_legend(chart: Canvas, avail: float) -> None:
     """The legend's entries and rows: one line if the items fit in `avail` px, else a grid of equal columns."""
-    chart.legend = legend_items(chart)
+    items = [t for t in chart.traces if t["trace"].get("showlegend") is not False]
+    shown = chart.layout.get("showlegend")
+    reverse = chart.barmode in ("stack", "relative") and any(t["kind"] == "bar" for t in chart.traces)
+    chart.legend = [] if shown is False or (shown is not True and len(items) < 2) else items[::-1] if reverse else items
     chart.legend_rows = 0
     if chart.legend:
         widths = [text_width(_text(t["trace"].get("name", ""))) + 45 for t in chart.legend]
