@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from sitebuild.errors import BuildError
-from sitebuild.processes import run_node
+from sitebuild.processes import ROOT, run_node
 from sitebuild.stdlib import cached, hashed, reduce_zip
 
-ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / "node_modules"
 STAMP = NODE_MODULES / ".course-package-lock.sha256"
 SNAPSHOT_SCRIPT = ROOT / "sitebuild" / "snapshot.mjs"

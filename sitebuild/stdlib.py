@@ -25,9 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sitebuild.errors import BuildError
-from sitebuild.processes import run_node
+from sitebuild.processes import ROOT, run_node
 
-ROOT = Path(__file__).resolve().parent.parent
 PYODIDE = ROOT / "node_modules" / "pyodide"
 FULL_ZIP = PYODIDE / "python_stdlib.zip"
 SCRIPT = ROOT / "sitebuild" / "stdlib.mjs"

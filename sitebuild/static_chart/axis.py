@@ -26,12 +26,8 @@ def linear_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> tupl
     """plotly's auto ticks for a linear axis: about one per 40 px (y) or 80 px (x), 4 to 9 (+1)."""
     lo, hi = (hi, lo) if lo > hi else (lo, hi)
     dtick = nice_step((hi - lo) / _tick_count(length_px, vertical)) if hi > lo else 1.0
-    ticks = []
-    k = math.ceil(lo / dtick - 1e-9)
-    while k * dtick <= hi + dtick * 1e-9 and len(ticks) < 100:
-        ticks.append(round(k * dtick, 12))
-        k += 1
-    return ticks, dtick
+    first = math.ceil(lo / dtick - 1e-9)
+    return [round(k * dtick, 12) for k in range(first, first + 100) if k * dtick <= hi + dtick * 1e-9], dtick
 
 
 def log_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> list[tuple[float, str, bool]]:
@@ -41,10 +37,8 @@ def log_ticks(lo: float, hi: float, length_px: float, vertical: bool) -> list[tu
     out: list[tuple[float, str, bool]] = []
     if rough > 0.7:  # powers of ten only, every ceil(rough) decades
         step = math.ceil(rough)
-        k = math.ceil(lo / step - 1e-9) * step
-        while k <= hi + 1e-9:
-            out.append((float(k), _log_label(k), False))
-            k += step
+        decades = range(math.ceil(lo / step - 1e-9) * step, math.floor(hi + 1e-9) + 1, step)
+        out = [(float(k), _log_label(k), False) for k in decades]
     elif hi - lo < 1:  # within one decade: linear ticks labelled in full
         v_lo, v_hi = 10**lo, 10**hi
         ticks, dtick = linear_ticks(v_lo, v_hi, length_px * 1.5, vertical)
@@ -141,9 +135,11 @@ class Axis:
             return
         if self.type == "category":
             step = max(1, math.ceil(len(self.categories) / max(1.0, self.length() / 15)))
-            for i, c in enumerate(self.categories):
-                if lo - 1e-9 <= i <= hi + 1e-9 and i % step == 0:
-                    self.ticks.append((float(i), c, False))
+            self.ticks = [
+                (float(i), c, False)
+                for i, c in enumerate(self.categories)
+                if lo - 1e-9 <= i <= hi + 1e-9 and i % step == 0
+            ]
             return
         synced = sync_with is not None and self.spec.get("tickmode", "sync") == "sync"  # plotly's default
         if synced and sync_with.ticks and sync_with.hi != sync_with.lo:  # type: ignore[union-attr]

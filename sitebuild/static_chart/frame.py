@@ -155,10 +155,9 @@ def swatch(chart: Canvas, t: dict[str, Any]) -> str:
     if t["kind"] == "bar":
         return f'<rect x="14" y="-6" width="12" height="12" fill="{_bar_fill(chart, trace, color)}"/>'
     out = ""
-    mode = t["mode"]
-    if "lines" in mode:
+    if "lines" in t["mode"]:
         out += stroke_path("M5,0H35", color, min(width, 5), dasharray(dash, width))
-    if "markers" in mode:
+    if "markers" in t["mode"]:
         size = _num(_dict(trace.get("marker")).get("size")) or 6
         ident, attrs = _marker_def(chart, trace, color, min(1.0, 12 / size))
         out += f'<use xlink:href="#{ident}" x="20" y="0" {attrs}/>'
