@@ -182,11 +182,9 @@ def _knife_edge(text: str, sims: Simulators, name: str, metric: str, p: dict[str
     sim, ratio_metric, context_key = CAPACITY[(name, metric)]
     ratio = sims.run(sim, p)["metrics"][ratio_metric] / (int(p[context_key]) if context_key else 1)
     count = math.floor(ratio)
-    if (
-        not 0 < count < KNIFE_MAX_COUNT
-        or (ratio - count) / ratio >= KNIFE_MARGIN
-        or any(w in text for w in KNIFE_WORDS)
-    ):
+    if not 0 < count < KNIFE_MAX_COUNT or (ratio - count) / ratio >= KNIFE_MARGIN:
+        return []
+    if any(word in text for word in KNIFE_WORDS):
         return []
     return [
         f"{name}.{metric} = {count} is a knife edge: the memory holds {ratio:.2f} sequences, so "

@@ -131,11 +131,11 @@ def _choice(question: dict[str, Any], line: int, qid: str) -> tuple[str, list[st
     # option keeping its index as its value (a saved answer stays the same option).
     order = sorted(range(len(options)), key=lambda i: hashlib.sha256(f"{qid}/{i}".encode()).digest())
     parts = []
-    for index in order:
-        option = options[index]
+    for index, option in ((i, options[i]) for i in order):
+        correct = "true" if option.get("correct") is True else "false"
         parts += [
             f'<p class="quiz-option"><label><input type="radio" name="{qid}" value="{index}" '
-            f'data-correct="{str(option.get("correct") is True).lower()}"> {option["text"]}</label></p>',
+            f'data-correct="{correct}"> {option["text"]}</label></p>',
             f'<div class="quiz-why" id="{qid}-why-{index}" hidden markdown="1">\n{option["why"]}\n</div>',
         ]
     return "", [*parts, '<p class="quiz-feedback" role="status" aria-live="polite"></p>\n</div>']

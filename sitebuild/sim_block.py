@@ -98,27 +98,26 @@ def render(
     more = table("sim-more-figures", "More figures", keys[KEY_FIGURES:]) if keys[KEY_FIGURES:] else ""
     summary_id = f"sim-{widget_id}-summary"
     chart = static_chart.render(answer["figure"], f"sim-{widget_id}-chart-title")
-    return "\n".join(
-        [
-            f'<figure class="sim" id="sim-{e(widget_id)}" data-widget="{e(widget_id)}" '
-            f'data-sim="{e(schema["name"])}" data-params="{e(json.dumps(params))}" '
-            # An attribute, not a <script type="application/json">: instant navigation re-creates scripts untyped.
-            f'data-controls="{e(json.dumps(controls))}" data-answer="{e(json.dumps(answer, separators=(",", ":")))}">',
-            f'<figcaption class="sim-caption"><strong>{e(schema["title"])}</strong>'
-            + (f" — {e(caption)}" if caption else "")
-            + "</figcaption>",
-            '<div class="sim-controls" aria-busy="true"><p class="sim-placeholder">Controls appear here '
-            "once the Python runtime has loaded; the chart below is pre-computed.</p></div>",
-            '<p class="sim-status" role="status" aria-live="polite"></p>',
-            # A group, not role="img": plotly puts focusable controls inside (axe: nested-interactive).
-            # It opens with the chart drawn here, as static SVG: on screen at first paint, no script.
-            f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
-            f'aria-describedby="{summary_id}">{chart}</div>',
-            f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
-            table("sim-metrics", "Key figures", keys[:KEY_FIGURES]),
-            f'<details class="sim-data"><summary>Data table{" and more figures" if more else ""}</summary>{more}'
-            '<div class="sim-data-table"></div></details>',
-            '<div class="sim-actions"></div>',
-            "</figure>",
-        ]
-    )
+    parts = [
+        f'<figure class="sim" id="sim-{e(widget_id)}" data-widget="{e(widget_id)}" '
+        f'data-sim="{e(schema["name"])}" data-params="{e(json.dumps(params))}" '
+        # An attribute, not a <script type="application/json">: instant navigation re-creates scripts untyped.
+        f'data-controls="{e(json.dumps(controls))}" data-answer="{e(json.dumps(answer, separators=(",", ":")))}">',
+        f'<figcaption class="sim-caption"><strong>{e(schema["title"])}</strong>'
+        + (f" — {e(caption)}" if caption else "")
+        + "</figcaption>",
+        '<div class="sim-controls" aria-busy="true"><p class="sim-placeholder">Controls appear here '
+        "once the Python runtime has loaded; the chart below is pre-computed.</p></div>",
+        '<p class="sim-status" role="status" aria-live="polite"></p>',
+        # A group, not role="img": plotly puts focusable controls inside (axe: nested-interactive).
+        # It opens with the chart drawn here, as static SVG: on screen at first paint, no script.
+        f'<div class="sim-chart" role="group" aria-label="Chart: {e(schema["title"])}" '
+        f'aria-describedby="{summary_id}">{chart}</div>',
+        f'<p class="sim-summary" id="{summary_id}">{e(answer.get("summary", ""))}</p>',
+        table("sim-metrics", "Key figures", keys[:KEY_FIGURES]),
+        f'<details class="sim-data"><summary>Data table{" and more figures" if more else ""}</summary>{more}'
+        '<div class="sim-data-table"></div></details>',
+        '<div class="sim-actions"></div>',
+        "</figure>",
+    ]
+    return "\n".join(parts)
