@@ -54,7 +54,7 @@ def test_a_pipeline_does_not_speed_up_one_request():
     # One sequence is one micro-batch: the stages take turns (the bubble, 3 of 4 stage-times idle).
     one = cm.step_time(L70, H100, [(1, 2000)], eff=cm.IDEAL)
     four = cm.step_time(L70, H100, [(1, 2000)], eff=cm.IDEAL, pp=4)
-    assert pt.bubble_share(1, 4) == 0.75 and pt.bubble_share(9, 4) == 0.0
+    assert pt.micro_batches(1, 4) == 1 and pt.micro_batches(9, 4) == 4  # 3 of 4 stages idle, then none
     assert four.memory_s == pytest.approx(one.memory_s, rel=1e-12)
     assert four.time_s > one.time_s  # the same bytes, plus the sends between stages
     # Tensor parallelism over the same 4 GPUs does split the bytes.

@@ -76,21 +76,19 @@ def param_counts(m: Model) -> ParamCounts:
     """Parameter counts from the shape (checked against published totals in the tests)."""
     h = m.hidden_size
     attn_linear, attn_other = _attention_params(m)
-    norms = 4 * h if m.mlp == "gelu" else 2 * h  # LayerNorm has a bias; RMSNorm does not
-    if m.mlp == "gelu":
-        dense_mlp, dense_other = 2 * h * m.intermediate_size, m.intermediate_size + h
-    else:
-        dense_mlp, dense_other = 3 * h * m.intermediate_size, 0
-    moe_layers = m.num_moe_layers
-    dense_layers = m.num_layers - moe_layers
+    gelu = m.mlp == "gelu"  # GPT-2: LayerNorm (with a bias; RMSNorm has none), two MLP matrices with biases
+    norms = 4 * h if gelu else 2 * h
+    dense_mlp = (2 if gelu else 3) * h * m.intermediate_size
+    dense_other = m.intermediate_size + h if gelu else 0
+    moe_layers, dense_layers = m.num_moe_layers, m.num_layers - m.num_moe_layers
     expert = 3 * h * m.moe_intermediate_size
     linear = m.num_layers * attn_linear + dense_layers * dense_mlp
     active = linear + moe_layers * (m.num_experts_per_tok + m.num_shared_experts) * expert
     linear += moe_layers * (m.num_experts + m.num_shared_experts) * expert
     other = m.num_layers * (attn_other + norms) + dense_layers * dense_other
     other += moe_layers * h * m.num_experts  # router
-    other += 2 * h if m.mlp == "gelu" else h  # final norm
-    embedding = m.vocab_size * h + (m.max_context_tokens * h if m.mlp == "gelu" else 0)
+    other += 2 * h if gelu else h  # final norm
+    embedding = m.vocab_size * h + (m.max_context_tokens * h if gelu else 0)
     lm_head = 0 if m.tie_word_embeddings else m.vocab_size * h
     return ParamCounts(linear, active, embedding, lm_head, other)
 

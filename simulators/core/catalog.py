@@ -28,8 +28,7 @@ def serve_defaults(gpu: Gpu) -> dict[str, float]:
     """What `vllm serve` (the version in assumptions.toml [vllm_defaults]) picks on this GPU: batch
     limits as EngineArgs chooses them for the API server (larger on GPUs of 70 GiB or more, not A100s)."""
     d = assumptions()["vllm_defaults"]
-    large = gpu.visible_GiB >= d["large_gpu_min_GiB"] and "a100" not in gpu.name.lower()
-    size = "large" if large else "small"
+    size = "large" if gpu.visible_GiB >= d["large_gpu_min_GiB"] and "a100" not in gpu.name.lower() else "small"
     return {
         "gpu_memory_utilization": float(d["gpu_memory_utilization"]),
         "block_size": int(d["block_size"]),
@@ -115,12 +114,10 @@ def precisions() -> dict[str, Precision]:
     return {pid: Precision(id=pid, **entry) for pid, entry in data_file("precisions.toml").items()}
 
 
-@cache
 def assumptions() -> dict[str, Any]:
     return data_file("assumptions.toml")
 
 
-@cache
 def running_example() -> dict[str, Any]:
     return data_file("running_example.toml")
 

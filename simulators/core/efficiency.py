@@ -1,31 +1,30 @@
 """Engine profiles: the achieved fraction of peak for what actually runs, per engine.
 
-A profile from data/engine_profiles.toml (vLLM, SGLang, TensorRT-LLM, llama.cpp) is the input
-costmodel.step_time prices every forward pass with (roofline.py has the step's formula); this module
-holds the data and the few formulas that depend on the profile and the model alone, and imports
-nothing from the cost model. A profile gives:
+A profile from data/engine_profiles.toml (vLLM, SGLang, TensorRT-LLM, llama.cpp) is what
+costmodel.step_time prices every forward pass with (roofline.py has the formula); this module holds
+the data and the few formulas that depend on the profile and the model alone, and imports nothing
+from the cost model. A profile gives:
 
 - shares of peak: memory `bandwidth`, a GEMM plateau per tensor-core path (BF16, FP8, INT8),
   `attention`, and the `w4a16` factor weight-only 4-bit GEMMs pay. With M the step's tokens per
   rank and micro-batch, gemm_efficiency = plateau(path) * M / (M + gemm_m_half);
-- communication: the ring all-reduce's bandwidth term at the share of the link's rate the
-  engine's kernel reaches (`allreduce_bandwidth`) plus, under tensor parallelism, a latency per
-  all-reduce (`allreduce_latency_us`, two per layer: the alpha of an alpha-beta model);
+- communication: the ring all-reduce at the share of the link's rate the engine's kernel reaches
+  (`allreduce_bandwidth`) plus, under tensor parallelism, the alpha of an alpha-beta model
+  (`allreduce_latency_us` per all-reduce, two per layer);
 - fixed costs: the step's own and, with `layer_overhead_us`, a time per layer (a layer's kernels
   at a small batch take a time that does not fall with their bytes: launch gaps, latency floors);
 - `activation_io`: the activation traffic between a layer's kernels (norms, rotary, SwiGLU, each
   GEMM's input and output: activation_values), memory-bound and serial with the GEMMs, which
   matters most in long prefills with FP8 GEMMs;
 - `matvec_max_tokens`: steps up to that many tokens run matrix-vector kernels (llama.cpp's MMVQ)
-  that pay no small-M penalty; with `matvec_bytes_per_sm_cycle`, and the GPU's SM count and boost
-  clock, they stream at most SMs x clock x that many bytes (Little's law: each SM keeps a bounded
-  number of bytes in flight for a roughly fixed latency in cycles, so a GPU whose bandwidth
-  outgrows its SMs and clock is not filled).
+  with no small-M penalty; with `matvec_bytes_per_sm_cycle` they stream at most SMs x boost clock
+  x that many bytes (Little's law: each SM keeps a bounded number of bytes in flight for a roughly
+  fixed latency in cycles, so a GPU whose bandwidth outgrows its SMs and clock is not filled).
 
 `IDEAL` is the ceiling: every factor 1.0 and no overhead. A profile with `platform` and `replaces`
-(llama.cpp's Metal backend on Apple silicon) prices that engine on a GPU of that platform (`on_gpu`,
-applied to every step) and is no engine of its own in the choices; an engine with no profile for a
-GPU's platform does not run there (`unsupported`): vLLM, SGLang and TensorRT-LLM need CUDA or ROCm.
+(llama.cpp's Metal backend on Apple silicon) prices that engine on a GPU of that platform (`on_gpu`)
+and is no engine of its own in the choices; an engine with no profile for a GPU's platform does not
+run there (`unsupported`): vLLM, SGLang and TensorRT-LLM need CUDA or ROCm.
 """
 
 from __future__ import annotations
@@ -177,9 +176,7 @@ def _for_platform(pid: str, platform: str) -> EngineProfile | None:
 def on_gpu(p: EngineProfile, gpu: Gpu) -> EngineProfile:
     """The profile that prices engine `p` on `gpu`: its platform's where it has one (llama.cpp on an
     Apple GPU runs Metal kernels), else `p`. The cost model applies it to every step."""
-    if not gpu.platform or p.platform == gpu.platform:
-        return p
-    return _for_platform(p.id, gpu.platform) or p
+    return p if not gpu.platform or p.platform == gpu.platform else _for_platform(p.id, gpu.platform) or p
 
 
 def multi_step(p: EngineProfile, runs: int) -> EngineProfile:

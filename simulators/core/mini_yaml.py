@@ -50,9 +50,7 @@ def _open_quote(line: str) -> str:
         body = body[2:].lstrip(" ")
     kv = _split_key(body) if body and body[0] not in "'\"" else None
     value = kv[1] if kv else body
-    if value[:1] in ("'", '"') and _quote_end(value) < 0:
-        return value[0]
-    return ""
+    return value[0] if value[:1] in ("'", '"') and _quote_end(value) < 0 else ""
 
 
 def _logical_lines(raw: list[str]) -> list[tuple[int, str]]:
@@ -87,9 +85,7 @@ def _is_item(body: str) -> bool:
 
 
 def _block(lines: list[tuple[int, str, int]], i: int, indent: int) -> tuple[Any, int]:
-    if _is_item(lines[i][1]):
-        return _list(lines, i, indent)
-    return _mapping(lines, i, indent)
+    return _list(lines, i, indent) if _is_item(lines[i][1]) else _mapping(lines, i, indent)
 
 
 def _list(lines: list[tuple[int, str, int]], i: int, indent: int) -> tuple[list[Any], int]:
@@ -137,9 +133,7 @@ def _split_key(body: str) -> tuple[str, str] | None:
             return None
         return _unquote(body[: end + 1]), body[end + 2 :].strip()
     m = re.match(r"^([^:#]*?[^\s:]|[^:\s]):(?:\s+(.*)|$)", body, re.DOTALL)
-    if not m:
-        return None
-    return m.group(1), (m.group(2) or "").strip()
+    return (m.group(1), (m.group(2) or "").strip()) if m else None
 
 
 def _quote_end(s: str) -> int:
@@ -159,9 +153,7 @@ def _scalar_lines(lines: list[tuple[int, str, int]], i: int, indent: int, rest: 
 
 
 def _unquote(s: str) -> str:
-    if s[0] == "'":
-        return s[1:-1].replace("''", "'")
-    return str(json.loads(s))
+    return s[1:-1].replace("''", "'") if s[0] == "'" else str(json.loads(s))
 
 
 def _scalar(s: str, no: int) -> Any:

@@ -65,9 +65,7 @@ class Model:
     @property
     def kinds(self) -> tuple[str, ...]:
         """Every layer's attention kind, spelled out."""
-        if self.layer_kinds:
-            return self.layer_kinds
-        return ("sliding" if self.sliding_window else "full",) * self.num_layers
+        return self.layer_kinds or ("sliding" if self.sliding_window else "full",) * self.num_layers
 
     @property
     def attention(self) -> str:

@@ -63,14 +63,11 @@ def flatten(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if "model_type" in config:  # the outer type names the family (gemma3, llama4)
             flat["model_type"] = config["model_type"]
     family = str(flat.get("model_type", "")).removesuffix("_text")
-    for key, value in _FAMILY_DEFAULTS.get(family, {}).items():
-        flat.setdefault(key, value)
-    return flat, notes
+    return _FAMILY_DEFAULTS.get(family, {}) | flat, notes
 
 
 def layer_kinds(config: dict[str, Any], num_layers: int) -> tuple[tuple[str, ...], list[str]]:
     """Each layer's attention kind, or () when every layer is the same; notes on the choice."""
-    notes: list[str] = []
     model_type = str(config.get("model_type", ""))
     types = config.get("layer_types")
     if isinstance(types, list) and types:
@@ -81,31 +78,27 @@ def layer_kinds(config: dict[str, Any], num_layers: int) -> tuple[tuple[str, ...
                 f"'layer_types' has an unknown layer type {unknown[0]!r}; known: {', '.join(_LAYER_TYPE_KINDS)}"
             )
         kinds = [_LAYER_TYPE_KINDS[str(t)] for t in types]
-        if "none" in kinds:
-            notes.append(
-                f"{kinds.count('none')} of {num_layers} layers keep no KV cache (linear attention or state space)"
-            )
+        none = kinds.count("none")
+        notes = [f"{none} of {num_layers} layers keep no KV cache (linear attention or state space)"] if none else []
         return (() if set(kinds) == {"full"} else tuple(kinds)), notes
     if model_type.startswith("gemma2") and config.get("sliding_window"):
-        return tuple("full" if i % 2 else "sliding" for i in range(num_layers)), notes
+        return tuple("full" if i % 2 else "sliding" for i in range(num_layers)), []
     pattern = config.get("sliding_window_pattern")
     if model_type.startswith("gemma3") and config.get("sliding_window") and isinstance(pattern, int) and pattern > 0:
-        return tuple("sliding" if (i + 1) % pattern else "full" for i in range(num_layers)), notes
+        return tuple("sliding" if (i + 1) % pattern else "full" for i in range(num_layers)), []
     nope = config.get("no_rope_layers")
     if model_type.startswith("llama4") and config.get("attention_chunk_size") and nope == []:
         nope = [int((i + 1) % LLAMA4_NOPE_INTERVAL != 0) for i in range(num_layers)]
     if config.get("attention_chunk_size") and isinstance(nope, list) and len(nope) == num_layers:
-        notes.append("chunked local attention on the RoPE layers, full attention on the NoPE layers")
-        return tuple("chunked" if flag else "full" for flag in nope), notes
-    return (), notes
+        note = "chunked local attention on the RoPE layers, full attention on the NoPE layers"
+        return tuple("chunked" if flag else "full" for flag in nope), [note]
+    return (), []
 
 
 def sliding_window(config: dict[str, Any]) -> int | None:
     """The window, or None where the config carries one its model does not use."""
-    window = config.get("sliding_window")
-    if not window or config.get("use_sliding_window") is False:  # Qwen 2 / 3 ship a window switched off
-        return None
-    return int(window)
+    window = config.get("sliding_window")  # Qwen 2 / 3 ship a window switched off
+    return None if not window or config.get("use_sliding_window") is False else int(window)
 
 
 def weight_format(config: dict[str, Any]) -> str:
@@ -123,9 +116,7 @@ def weight_format(config: dict[str, Any]) -> str:
         return "nvfp4"
     if method == "fp8" or algo == "fp8":
         return "fp8"
-    if method in ("awq", "gptq") and q.get("bits") == 4:
-        return "int4"
-    return ""
+    return "int4" if method in ("awq", "gptq") and q.get("bits") == 4 else ""
 
 
 def vision_params(config: dict[str, Any]) -> int:

@@ -36,14 +36,11 @@ from .bytes_flops import BF16_BYTES
 from .catalog import Gpu, Model
 
 
-def ring_allreduce_bytes(payload_bytes: float, n: int) -> float:
-    """Bytes one rank sends (and receives) in a ring all-reduce of `payload_bytes` over n ranks."""
-    return payload_bytes * 2 * (n - 1) / n if n > 1 else 0.0
-
-
 def tp_allreduce_s(tokens: float, hidden: int, layers: int, tp: int, link_GBps: float) -> float:
-    """Two all-reduces per layer (after attention and after the MLP) of tokens x hidden bf16 values."""
-    return 2 * layers * ring_allreduce_bytes(tokens * hidden * BF16_BYTES, tp) / (link_GBps * 1e9)
+    """Two all-reduces per layer (after attention and after the MLP) of tokens x hidden bf16 values,
+    in each of which a ring's rank sends (and receives) 2 (tp - 1) / tp of them."""
+    sent = tokens * hidden * BF16_BYTES * 2 * (tp - 1) / tp if tp > 1 else 0.0
+    return 2 * layers * sent / (link_GBps * 1e9)
 
 
 def micro_batches(num_seqs: int, pp: int) -> int:
@@ -54,17 +51,6 @@ def micro_batches(num_seqs: int, pp: int) -> int:
 def pp_send_s(tokens: float, hidden: int, pp: int, link_GBps: float) -> float:
     """A micro-batch's trip between stages: pp - 1 sends of hidden_states and residual."""
     return (pp - 1) * 2 * tokens * hidden * BF16_BYTES / (link_GBps * 1e9)
-
-
-def bubble_share(num_seqs: int, pp: int) -> float:
-    """Share of stage time idle in a round: 1 - m / pp (0 when every stage has a micro-batch)."""
-    return 1.0 - micro_batches(num_seqs, pp) / pp
-
-
-def all_to_all_s(tokens: float, hidden: int, moe_layers: int, top_k: int, ep: int, link_GBps: float) -> float:
-    """Dispatch and combine of `tokens` tokens (one rank's) in every MoE layer over ep ranks (none over one)."""
-    per_layer = 2 * tokens * top_k * hidden * BF16_BYTES * (ep - 1) / ep
-    return moe_layers * per_layer / (link_GBps * 1e9)
 
 
 def link_GBps_one_way(gpu: Gpu) -> float | None:
@@ -84,6 +70,7 @@ def collectives_s(m: Model, tokens: int, tp: int, dp: int, ep: bool, link_GBps: 
     local = tokens / dp  # the tokens of one attention rank
     s = tp_allreduce_s(local, hidden, m.num_layers, tp, link_GBps)
     s -= tp_allreduce_s(local, hidden, moe_layers, tp, link_GBps) / 2  # MoE layers: no all-reduce after the MLP
-    if ep:
-        return s + all_to_all_s(local / tp, hidden, moe_layers, m.num_experts_per_tok, ranks, link_GBps)
+    if ep:  # dispatch and combine of one rank's tokens to their k experts, (ranks - 1) / ranks of them away
+        per_layer = 2 * (local / tp) * m.num_experts_per_tok * hidden * BF16_BYTES * (ranks - 1) / ranks
+        return s + moe_layers * per_layer / (link_GBps * 1e9)
     return s + tp_allreduce_s(tokens, hidden, moe_layers, ranks, link_GBps) / 2

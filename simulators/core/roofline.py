@@ -108,9 +108,7 @@ def matmul_path(gpu: Gpu, weight_dtype: str, activation_dtype: str | None = None
     tensor cores), as is FP8 without a native path (vLLM's Marlin kernels on an A100)."""
     act = activation_dtype or (weight_dtype if weight_dtype in ("fp8", "int8") else "bf16")
     path = bf.precision(act).tensor_core
-    if bf.precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None:
-        return "bf16"
-    return path
+    return "bf16" if bf.precision(weight_dtype).tensor_core != path or gpu.peak_tflops(path) is None else path
 
 
 def step_time(
@@ -162,7 +160,6 @@ def step_time(
     head = 2.0 * bf.lm_head_params(m)
     logits_tokens = num_seqs  # only the last token of a prefill chunk needs logits; every decode token does
     block_flops = 2.0 * bf.param_counts(m).block_linear_active * tokens
-    other_flops = head * logits_tokens + attention_flops
     w_tokens = -(-tokens // mb)  # the largest micro-batch's tokens (each reads its own experts)
     block = bf.block_bytes_per_value(weight_dtype, sparse) if weight_bytes_per_value is None else weight_bytes_per_value
     w_bytes = bf.streamed_weight_bytes(m, weight_dtype, w_tokens, per_value=block)
@@ -211,7 +208,7 @@ def step_time(
         compute_s=compute_s,
         memory_s=memory_s,
         communication_s=comm_s,
-        flops=(block_flops + other_flops) / (ranks * mb),
+        flops=(block_flops + (head * logits_tokens + attention_flops)) / (ranks * mb),
         bytes=total_bytes,
         compute_known=known,
         matmul_path=path,
@@ -246,8 +243,6 @@ def prefill_time(m: Model, gpu: Gpu, prompt_tokens: int, **kw: object) -> StepTi
 
 def decode_step_time(m: Model, gpu: Gpu, context_lens: list[int], **kw: object) -> StepTime:
     """One decode step: each sequence adds one token on top of its cached context."""
-    if context_lens and context_lens.count(context_lens[0]) == len(context_lens):
-        return uniform_decode_step_time(m, gpu, context_lens[0], len(context_lens), **kw)
     return step_time(m, gpu, [(1, c) for c in context_lens], **kw)  # type: ignore[arg-type]
 
 

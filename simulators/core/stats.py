@@ -70,9 +70,7 @@ class Pdf:
         self.count = len(values) if count is None else count
 
     def percentile(self, q: float) -> float:
-        if not self.values:
-            return 0.0
-        return self.values[min(bisect.bisect_left(self.cdf, q), len(self.values) - 1)]
+        return self.values[min(bisect.bisect_left(self.cdf, q), len(self.values) - 1)] if self.values else 0.0
 
 
 def percentile(values: Sequence[float], q: float, weights: Sequence[float] | None = None) -> float:
@@ -87,10 +85,7 @@ def summary(
     number of values, or the rounded sum of the weights (a token-weighted ITL counts tokens)."""
     if count is None:
         count = len(values) if weights is None else round(sum(weights))
-    return _from_pdf(Pdf(values, weights, count))
-
-
-def _from_pdf(pdf: Pdf) -> dict[str, Any]:
+    pdf = Pdf(values, weights, count)
     if not pdf.values:
         zero = dict.fromkeys(("mean", "median", "mode", "variance", "std_dev", "min", "max"), 0.0)
         return {**zero, "count": pdf.count, "total_sum": 0.0, "percentiles": dict.fromkeys(PERCENTILES, 0.0)}
@@ -155,9 +150,8 @@ def rate_summary(
 def concurrency_mean(intervals: Sequence[tuple[float, float]], start: float, end: float) -> float:
     """The time-weighted mean of concurrency_summary, without building the distribution (GuideLLM
     merges events closer than 0.1 ms first, which moves this mean by at most that much)."""
-    if end <= start:
-        return 0.0
-    return sum(max(0.0, min(b, end) - max(a, start)) for a, b in intervals) / (end - start)
+    inside = sum(max(0.0, min(b, end) - max(a, start)) for a, b in intervals)
+    return inside / (end - start) if end > start else 0.0
 
 
 def concurrency_summary(

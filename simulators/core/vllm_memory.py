@@ -14,18 +14,18 @@ Model (vLLM V1, `vllm/v1/worker/gpu_worker.py` determine_available_memory and
   to the stages before the last), the embedding to the first and the LM head to the last.
 - KV per rank: TP splits the KV heads; with fewer KV heads than ranks each rank keeps one
   (replicated). MLA keeps one latent per token, which every rank copies.
-- Expert parallelism and data-parallel attention (a mixture of experts): a MoE layer is sharded
-  over all tp x dp ranks, every expert split that many ways, or whole experts per rank with
-  --enable-expert-parallel (expert_share); attention, dense layers, shared experts, embedding and
-  head are split over TP and copied on each of the dp ranks, each of which is its own engine with
-  its own requests and KV cache (so an MLA latent is no longer copied: each rank holds its own
-  requests'). vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make.
+- Expert parallelism and data-parallel attention (a mixture of experts; FusedMoEParallelConfig.make
+  in vllm/model_executor/layers/fused_moe/config.py): a MoE layer is sharded over all tp x dp
+  ranks, every expert split that many ways, or whole experts per rank with --enable-expert-parallel
+  (expert_share); attention, dense layers, shared experts, embedding and head are split over TP and
+  copied on each dp rank, which is its own engine with its own requests and KV cache (so an MLA
+  latent is no longer copied).
 - Activation peak: the profile run is one forward pass of `max_num_batched_tokens` tokens and a
   sampler pass over min(max_num_seqs, max_num_batched_tokens) rows of fp32 logits (gpu_model_runner
-  profile_run). vLLM measures it; we estimate it with constants fitted to v0.19.0's logs.
-- Non-torch memory (cuBLAS/NCCL workspaces grown during the profile run) likewise; CUDA graphs are
-  captured after the KV cache is allocated, so these versions do not subtract them: they must fit
-  in the (1 - gpu_memory_utilization) margin, and we report them.
+  profile_run). vLLM measures it; we estimate it with constants fitted to v0.19.0's logs; non-torch
+  memory (cuBLAS/NCCL workspaces grown during the profile run) likewise. CUDA graphs are captured
+  after the KV cache is allocated, so these versions do not subtract them: they must fit in the
+  (1 - gpu_memory_utilization) margin, and we report them.
 - Layers of several kinds (sliding window and full, as gpt-oss and Gemma) are split into KV
   groups of `group_size` layers that share one block pool (_get_kv_cache_groups_uniform_page_size).
 
@@ -95,9 +95,7 @@ def pp_layer_counts(num_layers: int, pp: int) -> list[int]:
 
 def kv_heads_per_rank(m: Model, tp: int) -> tuple[int, bool]:
     """KV heads each rank stores, and whether they are replicated copies."""
-    if m.kv_lora_rank:
-        return 1, tp > 1
-    return max(1, m.num_kv_heads // tp), m.num_kv_heads < tp
+    return (1, tp > 1) if m.kv_lora_rank else (max(1, m.num_kv_heads // tp), m.num_kv_heads < tp)
 
 
 def page_bytes(m: Model, tp: int, kv_dtype: str, block_size: int) -> int:
@@ -113,9 +111,7 @@ def expert_share(m: Model, tp: int, dp: int, ep: bool) -> float:
     """Share of the routed experts the fullest rank holds: 1 / (tp x dp) (flatten_tp_size = dp x tp),
     or with `ep` whole experts, E // ep_size and one more on the first E % ep_size ranks
     (determine_expert_map). Shared experts are built outside FusedMoE (deepseek_v2.py): TP only."""
-    if ep and m.is_moe:
-        return -(-m.num_experts // (tp * dp)) / m.num_experts
-    return 1 / (tp * dp)
+    return -(-m.num_experts // (tp * dp)) / m.num_experts if ep and m.is_moe else 1 / (tp * dp)
 
 
 def weight_bytes(
@@ -173,8 +169,7 @@ def _groups(kinds: list[str]) -> tuple[int, list[str]]:
     by_kind = Counter(kinds)
     smallest, largest = min(by_kind.values()), max(by_kind.values())
     size = largest if largest < smallest * 1.25 else smallest
-    groups = [kind for kind, n in by_kind.items() for _ in range(-(-n // size))]
-    return size, groups
+    return size, [kind for kind, n in by_kind.items() for _ in range(-(-n // size))]
 
 
 def blocks_per_request(m: Model, kind: str, max_model_len: int, batched: int, block_size: int) -> int:
@@ -230,11 +225,10 @@ def account(
     start = 0
     size, groups = 1, ["full"]
     for i, n in enumerate(pp_layer_counts(m.num_layers, pp)):
-        first, last = i == 0, i == pp - 1
         kinds = [k for k in m.kinds[start : start + n] if k != "none"]
         start += n
-        w = weight_bytes(m, weight_dtype, tp, n, first=first, last=last, dp=dp, ep=ep)
-        act = activation_bytes(m, pp, batched, seqs, last=last)
+        w = weight_bytes(m, weight_dtype, tp, n, first=i == 0, last=i == pp - 1, dp=dp, ep=ep)
+        act = activation_bytes(m, pp, batched, seqs, last=i == pp - 1)
         kv = requested - w - act - non_torch
         if kinds:
             size, groups = _groups(kinds)

@@ -1,21 +1,18 @@
 """Block contents and block keys for the prefix cache (kv.py).
 
 A prompt is a sequence of segments (segment id, token count); segments with one id hold the same
-tokens as far as both go. A block's content is the runs of segment tokens it holds. The prefix
-cache needs, for each full block, a key equal for two blocks exactly when all the tokens up to
-their ends are (vLLM v1's block_hash chains its parent's hash and its content for that).
-
-Here a full block's key names the same thing without hashing each block: the tokens up to the end
-of block i are fixed by i, the segment its last token lies in, and every segment before that one
-(whole, with its length). So the key of block i is
+tokens as far as both go, and a block's content is the runs of segment tokens it holds. The prefix
+cache needs a key per full block, equal for two blocks exactly when all the tokens up to their ends
+are (vLLM v1's block_hash chains its parent's hash and its content). Those tokens are fixed by the
+block's index i, the segment its last token lies in, and every segment before that one (whole), so
 
     key = (hash(segments before, segment id) << INDEX_BITS) + i
 
 one hash per segment; the keys of the blocks that end in a segment are a range of ints, made at
 C speed. Keys are equal exactly when prefixes are (up to a collision of 64-bit hashes of distinct
-segment prefixes), and the prefix cache's hits, evictions and LRU order depend only on that, so
-this answers as hashing each block would. The part-filled last block of a sequence (radix mode
-keeps it) is keyed by hash((parent key, runs)).
+segment prefixes), and hits, evictions and LRU order depend only on that, so this answers as
+hashing each block would. The part-filled last block (radix mode keeps it) is keyed by
+hash((parent key, runs)).
 
 Chains are pure functions of the segments and the block size, kept in a memo shared by every cache
 of one block size. `kept_in(store)` makes the caches built inside it use `store`, a bounded

@@ -5,14 +5,14 @@ counts decode steps in `steps`; a sequence that joins with context c stores g0 =
 its context is steps - g0 at any later time. From that:
 
 - the batch's summed context grows by num_seqs per step (`sum_context`);
-- a sequence needs a new block on the step where its context is a multiple of block_size, that
-  is when steps = g0 (mod block_size), so a histogram of g0 mod block_size (`by_residue`) counts
-  the blocks any run of steps needs (`blocks_needed`);
-- a heap of the step counts at which sequences emit their last token (`finish_heap`) says
-  how many steps may run before the next one finishes.
+- a sequence needs a new block when its context is a multiple of block_size, i.e. when steps =
+  g0 (mod block_size), so a histogram of g0 mod block_size (`by_residue`) counts the blocks any
+  run of steps needs (`blocks_needed`);
+- a heap of the step counts at which sequences emit their last token (`finish_heap`) says how
+  many steps may run before the next one finishes.
 
-A sequence leaving the set gets its context and output count written back (`leave`).
-Reference: this is the engine's own device; vLLM touches every request per step.
+A sequence leaving the set gets its context and output count written back (`leave`). This is
+the engine's own device (vLLM touches every request per step).
 """
 
 from __future__ import annotations

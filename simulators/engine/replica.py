@@ -7,15 +7,15 @@ Fast by construction: when a step has no prefill chunk, the batch is fixed until
 scheduling event and every context grows by one token per step, so the replica plans a *stride*
 of n decode steps at once, priced in closed form (steptime.stride_time_s). A stride ends at the
 next completion, or earlier when the free blocks would run out (then the scheduler preempts) or
-a sliding window fills; an arrival that could be admitted cuts it after the step in progress. Under multi-step scheduling (vLLM v0.6's
---num-scheduler-steps k) strides and cuts are whole runs of k steps. The cost of a run grows with
-arrivals, chunks, completions and preemptions, not with tokens. `single_step=True` plans one step
-at a time instead; tests check both give the same timings.
+a sliding window fills; an arrival that could be admitted cuts it after the step in progress.
+Under multi-step scheduling (vLLM v0.6's --num-scheduler-steps k) strides and cuts are whole runs
+of k steps. A run's cost grows with arrivals, chunks, completions and preemptions, not tokens.
+`single_step=True` plans one step at a time instead; tests check both give the same timings.
 
 With a log, every event appends (t, replica, what, seq id, extra): "arrive"; "admit" (extra:
 prompt tokens found in the prefix cache); "chunk" (extra: prompt tokens scheduled in the step
-that starts at t); "first_token"; "recomputed" (a preempted sequence's prompt and output so
-far are computed again); "preempt" and "finish" (extra: KV blocks released).
+that starts at t); "first_token"; "recomputed" (a preempted sequence's prompt and output so far
+are computed again); "preempt" and "finish" (extra: KV blocks released).
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ class Replica(Scheduler):
         self.plan_t0 = self.plan_end = 0.0  # when the planned step or stride starts and ends
         self.plan_steps = 0  # decode steps in the plan (0: a prefill-only step)
         self.plan_chunks: list[Seq] = []  # sequences with a prefill chunk in the planned step
-        self.plan_blocks = 0  # decode blocks taken for the plan (-1: a stride's, taken at its end)
         self.plan_pieces: tuple[float, ...] = ()  # a stride's affine step-time pieces (stride_time_s)
         self.num_steps = self.num_strides = 0  # steps with prefill chunks; decode-only strides
         self.prefill_tokens = 0  # prompt tokens computed (recomputation after preemption included)
@@ -73,9 +72,8 @@ class Replica(Scheduler):
         self._log(t, "arrive", s)
         if not self.busy:
             return self.plan(t)
-        if could_start and self.plan_steps > 1 and not self.plan_chunks:
-            return self._cut(t)  # the next step may admit it (whether it fits is decided then)
-        return []
+        # Cut the stride if the next step may admit it (whether it fits is decided then).
+        return self._cut(t) if could_start and self.plan_steps > 1 and not self.plan_chunks else []
 
     def plan(self, t: float) -> list[Event]:
         """Plan the next step (prefill chunks present) or stride (decode only) starting at t."""
@@ -88,9 +86,7 @@ class Replica(Scheduler):
                 self._record(t)
             return []
         self.busy = True
-        if chunks:
-            return self._plan_step(t, chunks, self.decode.num_seqs if decodes else 0)
-        return self._plan_stride(t)
+        return self._plan_step(t, chunks, self.decode.num_seqs if decodes else 0) if chunks else self._plan_stride(t)
 
     def _plan_step(self, t: float, chunks: list[Seq], nd: int) -> list[Event]:
         """One step with prefill chunks, and one token for each of `nd` decoding sequences."""
@@ -109,7 +105,6 @@ class Replica(Scheduler):
         if self.keep_series:
             self._record(t, tokens)  # the step's blocks, new tokens' included, are taken now
         self.plan_steps = 1 if nd else 0
-        self.plan_blocks = self.reserved
         self.num_steps += 1
         self.prefill_tokens += tokens - nd
         return self._end_at(t + dur)
@@ -137,8 +132,6 @@ class Replica(Scheduler):
         # Speculation: the verify pass's pieces, then the plain ones (_stride_s).
         self.plan_pieces = (*self.cost.decode_stride(*sums, q=k + 1), *plain) if k else plain
         self.plan_steps = n
-        # Taken when it ends, for the steps it ran: a cut stride evicts what single steps would.
-        self.plan_blocks = -1
         self.num_strides += 1
         if self.keep_series:
             self._record(t)
@@ -191,9 +184,10 @@ class Replica(Scheduler):
         """The planned step or stride is over: advance state, finish sequences, plan again."""
         self.busy_s += t - self.plan_t0
         n, decode = self.plan_steps, self.decode
-        if self.plan_blocks < 0:  # a stride's blocks
-            if not self.kv.take(decode.blocks_needed(n)):
-                raise RuntimeError("decode stride ran beyond the free blocks")  # a bug, never bad input
+        # A stride's blocks are taken when it ends, for the steps it ran: a cut stride evicts what
+        # single steps would (a step with prefill chunks took its blocks when it was scheduled).
+        if not self.plan_chunks and not self.kv.take(decode.blocks_needed(n)):
+            raise RuntimeError("decode stride ran beyond the free blocks")  # a bug, never bad input
         decode.steps += n
         decode.sum_context += decode.num_seqs * n
         if n:

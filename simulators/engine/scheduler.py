@@ -73,8 +73,6 @@ class SchedulerConfig:
 
     def for_gpu(self, gpu: Any) -> SchedulerConfig:
         """This configuration with `vllm serve`'s defaults for `gpu` where a limit is left unset."""
-        if self.max_num_seqs is not None and self.max_num_batched_tokens is not None:
-            return self
         tokens, seqs = vllm_serve_defaults(gpu)
         seqs = seqs if self.max_num_seqs is None else self.max_num_seqs
         tokens = tokens if self.max_num_batched_tokens is None else self.max_num_batched_tokens
@@ -165,9 +163,8 @@ class Scheduler:
             chunks.append(s)
         self.skipped = preempted and bool(self.waiting)
         if preempted:  # decodes preempted above no longer need their reserved blocks
-            extra = self.reserved - decode.blocks_needed(1)
-            kv.untake(extra)
-            self.reserved -= extra
+            kv.untake(self.reserved - decode.blocks_needed(1))
+            self.reserved = decode.blocks_needed(1)
         elif not static or not self.running:  # admit from waiting, FCFS, no overtaking
             while self.waiting and len(self.running) < cfg.max_num_seqs and budget > 0:
                 s = self.waiting[0]
@@ -202,9 +199,8 @@ class Scheduler:
             return 1
         # A unique sequence can only find its own blocks, from before a preemption (kv.free_own).
         own = min(kv.own_hit(s.id), (s.prompt - 1) // kv.block_size) if s.unique and self.prefix_on else 0
-        hit, hit_tokens = (
-            ([], own * kv.block_size) if s.unique or not self.prefix_on else kv.match(s.content(), s.prompt)
-        )
+        hashed = self.prefix_on and not s.unique
+        hit, hit_tokens = kv.match(s.content(), s.prompt) if hashed else ([], own * kv.block_size)
         chunk = min(s.prompt - hit_tokens, budget)
         if chunk < s.prompt - hit_tokens and not self.cfg.chunked_prefill:
             return -1

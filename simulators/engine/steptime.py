@@ -1,10 +1,8 @@
 """Step time of a mixed batch in O(1): the cost model's `step_time`, read off as a linear form.
 
-`costmodel.step_time(model, gpu, seqs, eff=profile)` walks a list of (new_tokens, cached_tokens)
-pairs and prices the pass with an engine profile. The engine needs the same figure thousands of
-times per run, for batches it keeps as running sums, so it asks the cost model once for a few
-small batches and reads off the coefficients (as `costmodel.decode_line` does). Nothing here
-restates a formula: every coefficient is solved from `step_time` answers. For a batch with
+The engine needs `costmodel.step_time(model, gpu, seqs, eff=profile)` thousands of times per run,
+for batches it keeps as running sums, so it asks the cost model once for a few small batches and
+solves for the coefficients (as `costmodel.decode_line` does): no formula is restated here. With
 
     tokens = sum q_i            num_seqs = len(seqs)
     keys   = sum (q_i c_i + q_i (q_i + 1) / 2)     (attention: query j sees c_i + j keys)
@@ -13,14 +11,14 @@ restates a formula: every coefficient is solved from `step_time` answers. For a 
 step_time is  max(x tokens + y num_seqs + z keys + F,  W(tokens) + v kv) + u tokens + fixed,
 
 exactly, for a dense model: compute is linear in tokens, logits rows and attention keys, and the
-GEMM's small-M curve (efficiency plateau x M / (M + m_half)) adds m_half tokens' worth, a fixed F
-per pass; memory is the weights streamed (a constant, or for a mixture of experts a function of
-the token count that is asked of the cost model and remembered) plus KV bytes; tensor-parallel
-traffic and activation traffic are linear in tokens; the engine's fixed costs and the
-all-reduces' latency are `fixed`. A profile whose small steps run matrix-vector kernels
-(llama.cpp: at most matvec_max_tokens tokens, no small-M curve, a bandwidth cap) has a second set
-of coefficients for those steps. Tests check the identity on random batches, and that a run's
-steps stay within 2% of `step_time` for every engine, dense and MoE, with and without stages.
+GEMM's small-M curve (plateau x M / (M + m_half)) adds m_half tokens' worth, a fixed F per pass;
+memory is the weights streamed (a constant, or for a mixture of experts a function of the token
+count, asked of the cost model and remembered) plus KV bytes; tensor-parallel and activation
+traffic are linear in tokens; the engine's fixed costs and the all-reduces' latency are `fixed`. A
+profile whose small steps run matrix-vector kernels (llama.cpp: at most matvec_max_tokens tokens,
+no small-M curve, a bandwidth cap) has a second set of coefficients for those steps. Tests check
+the identity on random batches, and that a run's steps stay within 2% of `step_time` for every
+engine, dense and MoE, with and without stages.
 """
 
 from __future__ import annotations
@@ -95,17 +93,16 @@ class StepCost:
         # A pipeline's round divides a one-pass step by its micro-batches, m = min(sequences, pp):
         # the coefficients are read off a pass with pp = 1, and parts() divides (parallel_time.py).
         self.pp, self.dp = kw.get("pp", 1), kw.get("dp", 1)
-        step: Callable[[Batch], cm.StepTime] = partial(cm.step_time, model, gpu, **{**kw, "pp": 1})
-        self._step = step
+        self._step: Callable[[Batch], cm.StepTime] = partial(cm.step_time, model, gpu, **{**kw, "pp": 1})
         link = cm.link_GBps_one_way(gpu) if self.pp > 1 else None
         self.hop = pt.pp_send_s(1 / self.dp, model.hidden_size, self.pp, link) if link else 0.0
         # Steps of at most `matvec` tokens (per rank and micro-batch) run matrix-vector kernels, and
         # so does an LM head over at most that many sequences: a set of coefficients per regime.
         eff = kw.get("eff") or cm.default_efficiency()
         self.matvec = mv = eff.matvec_max_tokens * self.dp
-        self.large = c = _Coefficients(step, self.held, [(1, 0)] * (mv + 1))  # sequences > matvec
-        self.small = _Coefficients(step, self.held, [(1, 0)]) if mv else c  # tokens <= matvec
-        self.few = _Coefficients(step, self.held, [(mv + 1, 0)]) if mv else c  # sequences <= matvec
+        self.large = c = _Coefficients(self._step, self.held, [(1, 0)] * (mv + 1))  # sequences > matvec
+        self.small = _Coefficients(self._step, self.held, [(1, 0)]) if mv else c  # tokens <= matvec
+        self.few = _Coefficients(self._step, self.held, [(mv + 1, 0)]) if mv else c  # sequences <= matvec
         self.moe, self.window = model.is_moe, model.sliding_window
         self._moe_weights: dict[int, float] = {}
 
