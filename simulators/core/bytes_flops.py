@@ -1,23 +1,23 @@
 """What a forward pass holds, reads and computes: parameter counts, bytes and FLOPs.
 
-Counts from the model's shape and the number formats' catalogue (data/precisions.toml), no time:
-the step-time function (roofline.py) prices them. One forward pass over a batch of sequences,
-each sequence i bringing q_i new tokens on top of c_i tokens already in its KV cache:
+Counts from the model's shape and the number formats' catalogue (data/precisions.toml), no time
+(roofline.py prices them). One forward pass over a batch, sequence i bringing q_i new tokens on
+top of c_i tokens already in its KV cache:
 
-- Weights: every matmul weight is read once per step (the input embedding table is not: a
-  lookup reads one row per token). For a mixture of experts, only the experts the batch routes
-  to are read: with uniform routing of k of E experts, E * (1 - (1 - k/E)^tokens) per layer.
+- Weights: every matmul weight is read once per step (not the input embedding table: a lookup
+  reads one row per token). A mixture of experts reads only the experts the batch routes to: with
+  uniform routing of k of E experts, E * (1 - (1 - k/E)^tokens) per layer.
 - KV cache: each sequence reads its c_i cached tokens and writes q_i new ones.
 - Matmul FLOPs: 2 per active weight per token (one multiply, one add).
 - Attention FLOPs: for a query at position p, 2 * heads * (d_qk + d_v) per layer per key
-  (QK^T and the weighted sum of V); summed over the causal triangle for prefill.
-  MLA is counted in its absorbed form as served (d_qk = kv_lora_rank + qk_rope_head_dim,
-  d_v = kv_lora_rank), per the DeepSeek-V2 paper (arXiv 2405.04434, section 2.1.3).
+  (QK^T and the weighted sum of V); summed over the causal triangle for prefill. MLA is counted
+  in its absorbed form as served (d_qk = kv_lora_rank + qk_rope_head_dim, d_v = kv_lora_rank),
+  per the DeepSeek-V2 paper (arXiv 2405.04434, section 2.1.3).
 - Tensor parallelism over n GPUs divides weights, KV and FLOPs by n; KV heads fewer than n are
   read whole by the ranks that share them, and an MLA latent by every rank (kv_replication).
 
-Weights in a quantised format are the block matmuls only; the embedding table and the LM head
-stay in bf16, as LLM Compressor's recipes do (`ignore=["lm_head"]`).
+Quantised weights are the block matmuls only; the embedding table and the LM head stay in bf16,
+as LLM Compressor's recipes do (`ignore=["lm_head"]`).
 
 Units: bytes and FLOPs as plain counts; GB = 10^9 bytes, GiB = 2^30 bytes (the course uses GiB
 for KV cache and GB for vendor memory and bandwidth figures).

@@ -104,15 +104,12 @@ _READ: dict[str, Callable[[Any], Any]] = {"float": float, "int": int, "bool": bo
 
 def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
     where = f"engine profile '{pid}'"
-    for key in (*FACTORS, "gemm_m_half", "step_overhead_us", "max_num_seqs", "max_num_batched_tokens"):
-        if key not in d:
+    for key in (*FACTORS, "gemm_m_half", "step_overhead_us", "max_num_seqs", "max_num_batched_tokens", *OPTIONAL):
+        if key not in d and key not in OPTIONAL:
             raise ProfileError(f"{where}: '{key}' is required")
-        if f"{key}_source" not in d:
-            raise ProfileError(f"{where}: '{key}' needs a '{key}_source'")
-    for key in OPTIONAL:
         if key in d and f"{key}_source" not in d:
             raise ProfileError(f"{where}: '{key}' needs a '{key}_source'")
-        if key in d and not (isinstance(d[key], int | float) and d[key] >= 0):
+        if key in OPTIONAL and key in d and not (isinstance(d[key], int | float) and d[key] >= 0):
             raise ProfileError(f"{where}: '{key}' must be a number >= 0, got {d[key]!r}")
     for key in (*FACTORS, "allreduce_bandwidth"):
         if key in d and not 0 < d[key] <= 1:

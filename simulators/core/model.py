@@ -78,11 +78,8 @@ class Model:
 
     def beyond_context(self, tokens: int) -> list[str]:
         """A note when `tokens` of context pass what the model was trained for (costed at the same shape)."""
-        if tokens <= self.max_context_tokens:
-            return []
-        return [
-            f"{self.name} was trained for {self.max_context_tokens:,} tokens of context; longer contexts assume a long-context variant of the same shape."
-        ]
+        note = f"{self.name} was trained for {self.max_context_tokens:,} tokens of context; longer contexts assume a long-context variant of the same shape."
+        return [note] if tokens > self.max_context_tokens else []
 
     @property
     def is_moe(self) -> bool:

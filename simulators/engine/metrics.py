@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..core import stats
-from .scheduler import Seq
+from .sequence import Seq
 
 STATS = ("mean", "p50", "p90", "p95", "p99")
 MAX_POINTS = 300

@@ -35,8 +35,6 @@ from .decodeset import DecodeSet
 from .kv import KVCacheManager
 from .sequence import Seq
 
-__all__ = ["Scheduler", "SchedulerConfig", "Seq", "vllm_serve_defaults"]  # Seq: also imported from here
-
 
 @dataclass(frozen=True)
 class SchedulerConfig:
