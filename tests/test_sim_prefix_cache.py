@@ -3,7 +3,8 @@
 import random
 
 from simulators import api
-from simulators.engine.kv import KVCacheManager, block_runs
+from simulators.engine.blockhash import block_runs
+from simulators.engine.kv import KVCacheManager
 from simulators.params import parse
 from simulators.sims import prefix_cache, result
 

@@ -20,10 +20,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from .blockhash import Chain, ChainMemo, Runs, Segments, block_content, block_runs, chain, chain_memo, is_prefix
+from .blockhash import Chain, ChainMemo, Runs, Segments, block_content, chain, chain_memo, is_prefix
 from .blockpool import BlockPool
-
-__all__ = ["KVCacheManager", "ChainMemo", "block_runs", "chain_memo"]
 
 
 @dataclass
