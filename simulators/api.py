@@ -83,16 +83,14 @@ SIMULATORS: dict[str, ModuleType] = {
     "speculative": speculative,
 }
 
-# Floats are rounded to 10 significant digits so that CPython and Pyodide print byte-identical
-# JSON: their libm (exp, log) can differ in the last bit, which 12 digits could still show.
-_DIGITS = 10
-
 
 def _clean(value: Any) -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"non-finite number {value!r} in a simulator result")
-        return float(f"{value:.{_DIGITS}g}")
+        # 10 significant digits, so that CPython and Pyodide print byte-identical JSON: their libm
+        # (exp, log) can differ in the last bit, which 12 digits could still show.
+        return float(f"{value:.10g}")
     if isinstance(value, dict):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -127,15 +125,10 @@ def schemas() -> dict[str, dict[str, Any]]:
     return {name: schema(name) for name in SIMULATORS}
 
 
-class UnknownSimulator(KeyError):
-    pass
-
-
 def _module(name: str) -> ModuleType:
-    try:
-        return SIMULATORS[name]
-    except KeyError:
-        raise UnknownSimulator(f"unknown simulator '{name}'; known: {', '.join(SIMULATORS)}") from None
+    if name not in SIMULATORS:
+        raise KeyError(f"unknown simulator '{name}'; known: {', '.join(SIMULATORS)}")
+    return SIMULATORS[name]
 
 
 def _views(mod: ModuleType) -> list[tuple[str, str]]:
@@ -173,8 +166,7 @@ def _simulate(
             post = None if partial is None else lambda part: partial(running(draw(part), part))  # "simulating"
             return sims.result(mod.run(p, seed=seed, keep=keep, view=view), post)
 
-    result: dict[str, Any] = store.results.get_or_make((name, dumps(dataclasses.asdict(p)), seed, view), simulate)  # type: ignore[assignment]
-    return result
+    return store.results.get_or_make((name, dumps(dataclasses.asdict(p)), seed, view), simulate)  # type: ignore[return-value]
 
 
 def run(
@@ -191,7 +183,7 @@ def run(
     simulated is only drawn; `partial` receives the chart as it grows (_simulate)."""
     try:
         mod = _module(name)
-    except UnknownSimulator as e:
+    except KeyError as e:
         return _failed(e.args[0])
     if isinstance(params, dict):
         params = dict(params)
@@ -235,8 +227,7 @@ def _export(name: str, mod: ModuleType, kind: Any, params: dict[str, Any], seed:
     if kind not in files:
         return _failed(f"{name} offers no {kind!r} file (offered: {', '.join(files) or 'none'})", EXPORT)
     try:
-        p = parse(mod.Params, params)
-        text = mod.export(p, kind, seed=seed)
+        text = mod.export(parse(mod.Params, params), kind, seed=seed)
     except ParamErrors as e:
         return {"ok": False, "errors": e.errors}
     except CatalogError as e:
@@ -259,10 +250,9 @@ class Session:
     def run(self, name: str, params: dict[str, Any], seed: int = 0, view: str | None = None) -> dict[str, Any]:
         return run(name, params, seed, view, cache=self.cache)
 
-    def run_json(self, name: str, params_json: str, seed: int = 0, view: str | None = None) -> str:
-        return self._json(name, params_json, seed, view)
-
-    def _json(self, name: str, params_json: str, seed: int, view: str | None, partial: Partial | None = None) -> str:
+    def run_json(
+        self, name: str, params_json: str, seed: int = 0, view: str | None = None, partial: Partial | None = None
+    ) -> str:
         try:
             params = json.loads(params_json) if params_json.strip() else {}
         except json.JSONDecodeError as e:
@@ -279,7 +269,7 @@ class Session:
             if post is not None:
                 post(dumps({"ok": True, "partial": True, "figure": figure}))
 
-        return self._json(name, params_json, seed, view, partial=partial)
+        return self.run_json(name, params_json, seed, view, partial)
 
     @property
     def results(self) -> LruCache[object]:

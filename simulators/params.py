@@ -110,8 +110,8 @@ def _coerce(f: dataclasses.Field[Any], value: Any) -> Any:
     """The value in the field's type, or ValueError with the message the learner reads."""
     meta, kind = f.metadata, _kind(f)
     if meta["custom"] and isinstance(value, dict):
-        resolve = catalog.resolve_model if meta["custom"] == "model" else catalog.resolve_gpu
-        resolve(value)  # raises CatalogError (a ValueError) naming the bad key
+        # raises CatalogError (a ValueError) naming the bad key
+        (catalog.resolve_model if meta["custom"] == "model" else catalog.resolve_gpu)(value)
         return value
     if kind == "choice":
         allowed = [v for v, _ in _choices(meta) or []]
@@ -291,8 +291,7 @@ def missing_figure(p: Any) -> dict[str, str] | None:
     gpu = catalog.resolve_gpu(gpu_value)
     if why := efficiency.unsupported(p.engine, gpu):  # vLLM on an Apple GPU: not even its ideal runs there
         return {"field": "engine", "message": why}
-    missing = cm.missing_compute_figure(gpu, getattr(p, "weight_dtype", "bf16"))
-    if not missing:
+    if not (missing := cm.missing_compute_figure(gpu, getattr(p, "weight_dtype", "bf16"))):
         return None
     return {
         "field": "gpu",

@@ -33,9 +33,9 @@ def test_the_committed_runs_are_the_runs_the_engine_makes_now():
     sample = [e for e in _rows() if e["arrival"] in ("batch", "rate")]
     for e in sample:
         p, sched = ef.profile(validation.profile_of(e)), validation.schedule(e)
-        assert sb._run(e, p, sched) == pytest.approx(committed[sims.run_digest(sb.run_key(e, p, sched))], rel=1e-12), e[
-            "id"
-        ]
+        assert sb.run_args((e, p, sched)) == pytest.approx(
+            committed[sims.run_digest(sb.run_key(e, p, sched))], rel=1e-12
+        ), e["id"]
     assert len(sample) >= 4
 
 

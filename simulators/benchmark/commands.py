@@ -137,7 +137,4 @@ def _size(e: dict[str, Any], q: str) -> Command | None:
 
 def cell(e: dict[str, Any]) -> str:
     """The table cell: the command and how to read the figure off it, or why there is none."""
-    c = command(e)
-    if isinstance(c, str):
-        return f"none: {c}"
-    return f"`{c.text}` → {c.how}"
+    return f"none: {c}" if isinstance(c := command(e), str) else f"`{c.text}` → {c.how}"

@@ -8,6 +8,7 @@ vllm_memory's accounting of vLLM's start-up.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 from dataclasses import dataclass, replace
@@ -59,12 +60,10 @@ def speed(d: Deployment, batch: int, prefix_cached: int = 0) -> dict[str, float]
     kw: dict[str, Any] = dict(weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, tp=d.tp, pp=d.pp)
     kw["eff"] = cm.efficiency(False, d.engine)
     prefill = cm.step_time(d.model, d.gpu, [(prompt - prefix_cached, prefix_cached)], **kw)
-    ctx = prompt + out // 2
-    step = cm.decode_step_time(d.model, d.gpu, [ctx] * batch, **kw)
+    step = cm.decode_step_time(d.model, d.gpu, [prompt + out // 2] * batch, **kw)
     bare = cm.decode_step_time(d.model, d.gpu, [0] * batch, **kw)  # the same step, no KV to read
     busy = min(0.95, d.observed.get("rate_per_s", 0.0) * prefill.time_s)
-    budget = limit(d, "max_num_batched_tokens")
-    chunk = cm.step_time(d.model, d.gpu, [(min(prompt, budget), 0)], **kw).time_s
+    chunk = cm.step_time(d.model, d.gpu, [(min(prompt, limit(d, "max_num_batched_tokens")), 0)], **kw).time_s
     return {
         "ttft_s": prefill.time_s,
         "itl_s": step.time_s / (1 - busy),
@@ -88,15 +87,13 @@ def gaps(
 ) -> list[str]:
     out = []
     for key, where in LOOK_AT.items():
-        name = key[:-2].upper()  # TTFT, ITL
-        if obs.get(key):
-            r = obs[key] / now[key]
-            if r > 1 + BAND:
-                out.append(f"your {name} is {r:.1f}x the model's: {where}")
-            elif r < 1 - BAND:
-                out.append(
-                    f"your {name} is {r:.2f}x the model's, faster than it predicts: a prefix cache hit, speculative decoding or shorter requests than stated?"
-                )
+        name, r = key[:-2].upper(), obs[key] / now[key] if obs.get(key) else 1.0  # TTFT, ITL
+        if r > 1 + BAND:
+            out.append(f"your {name} is {r:.1f}x the model's: {where}")
+        elif r < 1 - BAND:
+            out.append(
+                f"your {name} is {r:.2f}x the model's, faster than it predicts: a prefix cache hit, speculative decoding or shorter requests than stated?"
+            )
     if log:
         args = log.get("args", {})  # the non-default args the log states; where the command line differs, the log wins
         for flag in (f for f in LOGGED_FLAGS if f in args):
@@ -139,11 +136,9 @@ def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[d
         add("FP8 weights (W8A8)", ("quantization", "fp8"), speed(w8a8, b), "03-quantization", note)
     if m.num_heads % (2 * d.tp) == 0 and cm.link_GBps_one_way(d.gpu):
         tp2, n = replace(d, tp=2 * d.tp), str(2 * d.tp)
-        try:
+        with contextlib.suppress(ValueError):  # vLLM would refuse the layout
             memory(tp2)
             add(f"Tensor parallel {n}", ("tensor_parallel_size", n), speed(tp2, b), "02-gpu-memory", "twice the GPUs")
-        except ValueError:
-            pass
     if d.observed["prompt_tokens"] > 512 and limit(d, "max_num_batched_tokens") > 512:
         small = replace(d, serve=replace(d.serve, settings={**s, "max_num_batched_tokens": 512}))
         lever, note = "Token budget 512 (chunked prefill)", "TTFT grows by a step overhead per chunk"

@@ -75,9 +75,8 @@ def _benchmark(b: Any, i: int) -> dict[str, Any]:
     for name, value in m.items():
         if isinstance(value, dict) and isinstance(value.get("successful"), dict):
             metrics[name] = _stats(value["successful"], f"{where}.metrics.{name}")
-    for needed in ("requests_per_second", "time_to_first_token_ms", "request_latency"):
-        if needed not in metrics:
-            raise ReportError(f"{where} lacks the metric '{needed}'")
+    if lacks := [k for k in ("requests_per_second", "time_to_first_token_ms", "request_latency") if k not in metrics]:
+        raise ReportError(f"{where} lacks the metric '{lacks[0]}'")
     rate = strategy.get("rate")
     streams = strategy.get("streams", strategy.get("max_concurrency"))
     return {

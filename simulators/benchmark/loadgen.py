@@ -50,12 +50,7 @@ def requests_for(profile: str, rng: random.Random, n: int, lengths: Lengths, **a
 
 
 def arrange(
-    profile: str,
-    drawn: list[tuple[int, int]],
-    rng: random.Random,
-    *,
-    rate: float = 1.0,
-    users: int = 1,
+    profile: str, drawn: list[tuple[int, int]], rng: random.Random, *, rate: float = 1.0, users: int = 1
 ) -> list[Request]:
     """requests_for, the (prompt, output) lengths already drawn from `rng` (closed loop: Request.after)."""
     n, closed = len(drawn), profile in ("synchronous", "concurrent")
@@ -168,13 +163,12 @@ class ServedMemo:
                 self._measured.clear()
                 self._apart.clear()
             if window not in self._apart:
-                kw: dict[str, Any] = {"warmup": warmup, "cooldown": cooldown, "max_seconds": max_seconds}
-                apart = measure_apart(self._served[key], profile, rate, slots=self.spec.sched.max_num_seqs, **kw)
+                kw: dict[str, Any] = {"max_seconds": max_seconds, "slots": self.spec.sched.max_num_seqs}
+                apart = measure_apart(self._served[key], profile, rate, warmup=warmup, cooldown=cooldown, **kw)
                 if not apart.summary["ttft_s_count"] and (window[1].kind != "none" or window[2].kind != "none"):
                     # No first token inside the window, so every latency statistic would read 0: as
                     # metrics.summarize_apart does for an empty window, measure the whole run (flagged).
-                    kw["warmup"] = kw["cooldown"] = None
-                    apart = measure_apart(self._served[key], profile, rate, slots=self.spec.sched.max_num_seqs, **kw)
+                    apart = measure_apart(self._served[key], profile, rate, warmup=None, cooldown=None, **kw)
                     apart = replace(apart, summary={**apart.summary, "phases_ignored": 1.0})
                 self._apart[window] = apart
             self._measured[(window, slo)] = with_slo(self._apart[window], slo)
@@ -203,19 +197,14 @@ def measure_apart(served: Served, profile: str, rate: float, **window: Any) -> A
     """measure() without the SLO: every statistic that does not depend on it, once (`window`: measure()'s)."""
     recs, cut, dropped = cut_at(served, window.get("max_seconds"))
     summary, kept, attempted = summarize_apart(recs, dropped_arrivals=dropped, incomplete=cut, **window)
-    more = {
-        "num_dropped": len(served.dropped),
-        "steady_throughput_per_s": steady_throughput(served.records),
-        "events": served.events,
-    }
-    return Apart(profile, rate, summary, kept, attempted, more)
+    more = {"num_dropped": len(served.dropped), "steady_throughput_per_s": steady_throughput(served.records)}
+    return Apart(profile, rate, summary, kept, attempted, more | {"events": served.events})
 
 
 def with_slo(a: Apart, slo: Slo | None) -> LoadRun:
     """The LoadRun of a run measured apart, under `slo` (exactly measure()'s answer)."""
     met = {**a.summary, **slo_figures(a.kept, a.attempted, a.summary["request_throughput_per_s"], slo), **a.more}
-    achieved = met["request_throughput_per_s"]
-    offered = a.rate if a.profile in ("constant", "poisson") else achieved
+    offered = a.rate if a.profile in ("constant", "poisson") else met["request_throughput_per_s"]
     return LoadRun(a.profile, offered, met, met["concurrency_mean"])
 
 
@@ -228,15 +217,9 @@ def cut_at(served: Served, max_seconds: float | None) -> tuple[list[RequestRecor
         return served.records, [], dropped
     starts = [r.arrival_s for r in served.records] + dropped
     stop = (min(starts) if starts else 0.0) + max_seconds
-    done, cut = [], []
-    for r in served.records:
-        if r.arrival_s > stop:
-            continue
-        if r.arrival_s + r.e2e_s <= stop:
-            done.append(r)
-        else:
-            e2e = stop - r.arrival_s
-            cut.append(r._replace(e2e_s=e2e, ttft_s=min(r.ttft_s, e2e)))
+    done = [r for r in served.records if r.arrival_s + r.e2e_s <= stop]
+    running = [r for r in served.records if r.arrival_s <= stop < r.arrival_s + r.e2e_s]
+    cut = [r._replace(e2e_s=stop - r.arrival_s, ttft_s=min(r.ttft_s, stop - r.arrival_s)) for r in running]
     return done, cut, [t for t in dropped if t <= stop]
 
 

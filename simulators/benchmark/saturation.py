@@ -181,6 +181,5 @@ def with_rampup(profile: str, requests: list[Request], *, rate: float, users: in
         times = constant_rampup_times(len(requests), rate, rampup)
         return [r._replace(arrival_s=t) for r, t in zip(requests, times, strict=True)]
     if profile == "concurrent":
-        users = max(1, users)
-        return [r._replace(arrival_s=rampup * r.id / users) if r.after is None else r for r in requests]
+        return [r._replace(arrival_s=rampup * r.id / max(1, users)) if r.after is None else r for r in requests]
     return requests

@@ -60,8 +60,7 @@ def constrained_run(
     state: dict[str, Any] = {"stop_s": None, "is_over_saturated": False}
     if over_saturation is not None:
         state = detect(served.records, over_saturation, [r.arrival_s for r in served.dropped])
-    stop = state["stop_s"]
-    run = measure(served, profile, rate, max_seconds=stop if stop else None, slots=spec.sched.max_num_seqs, **stats)
+    run = measure(served, profile, rate, max_seconds=state["stop_s"] or None, slots=spec.sched.max_num_seqs, **stats)
     return run, state
 
 

@@ -90,7 +90,6 @@ def _draw_lengths(items: tuple[tuple[str, Any], ...], n: int) -> list[tuple[int,
         raise ValueError(f"measurement '{e.get('id')}': mean lengths {isl}/{osl} do not fit the caps of '{kind}'")
     # a lognormal's sigma from its coefficient of variation: sqrt(ln(1 + cv^2))
     si, so = (float(x) for x in d["sigma"]) if "sigma" in d else (math.sqrt(math.log(1 + cv * cv)) for cv in d["cv"])
-    fixed_out = bool(e.get("fixed_output"))
     # The row's means are those of the requests sent, after the filter: shift the lognormals'
     # medians until the filtered sample has them (a few fixed-point steps).
     mu_i, mu_o = math.log(isl) - si * si / 2, math.log(osl) - so * so / 2
@@ -99,7 +98,7 @@ def _draw_lengths(items: tuple[tuple[str, Any], ...], n: int) -> list[tuple[int,
         out: list[tuple[int, int]] = []
         while len(out) < n:
             p = round(rng.lognormvariate(mu_i, si))
-            o = osl if fixed_out else round(rng.lognormvariate(mu_o, so))
+            o = osl if e.get("fixed_output") else round(rng.lognormvariate(mu_o, so))
             if p < d["min"] or o < d["min"] or p > cap_in or p + o > cap_total:
                 continue  # the benchmark's own filter: such a request is never sent
             out.append((p, o))
@@ -128,14 +127,12 @@ def _served(lengths: list[tuple[int, int]], spec: EngineSpec, rate: float = 0.0)
 
 def _throughput(recs: list[RequestRecord]) -> float:
     """Output tokens over the run: first send to last completion (MLPerf's and trtllm-bench's count)."""
-    start = min(r.arrival_s for r in recs)
-    end = max(r.arrival_s + r.e2e_s for r in recs)
-    return sum(r.output_tokens for r in recs) / (end - start)
+    span = max(r.arrival_s + r.e2e_s for r in recs) - min(r.arrival_s for r in recs)
+    return sum(r.output_tokens for r in recs) / span
 
 
 def _p99(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, math.ceil(0.99 * len(s)) - 1)]
+    return sorted(xs)[min(len(xs) - 1, math.ceil(0.99 * len(xs)) - 1)]
 
 
 def _server(e: dict[str, Any], spec: EngineSpec, lengths: list[tuple[int, int]]) -> float:
@@ -173,7 +170,7 @@ def run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> floa
         if _WANTED is not None:  # run_ahead's listing pass: note the run, answer NaN
             _WANTED[key] = (e, p, sched)
             return math.nan
-        _RUNS[key] = _run(e, p, sched)
+        _RUNS[key] = run_args((e, p, sched))
     return _RUNS[key]
 
 
@@ -210,11 +207,6 @@ def run_ahead(ask: Callable[[], object]) -> None:
 run_many: Callable[[Callable[[Any], float], list[Any]], list[float]] | None = None
 
 
-def run_args(args: tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]) -> float:
-    """One run from run_ahead's list (module level, so another process can be sent it by name)."""
-    return _run(*args)
-
-
 def known_runs() -> dict[str, float]:
     """The runs made so far in this process, by key (the site build keeps them: sitebuild/sims.py)."""
     return dict(_RUNS)
@@ -225,7 +217,9 @@ def known_runs() -> dict[str, float]:
 kept: Callable[[str], float | None] | None = None
 
 
-def _run(e: dict[str, Any], p: ef.EngineProfile, sched: ef.EngineProfile) -> float:
+def run_args(args: tuple[dict[str, Any], ef.EngineProfile, ef.EngineProfile]) -> float:
+    """One run (e, p, sched) of run() or run_ahead's list (module level: another process is sent it by name)."""
+    e, p, sched = args
     arrival = e.get("arrival", "offline")
     lengths = draw_lengths(e, int(e["batch_size"]) if arrival == "batch" else int(e["requests"]))
     # The row's server: model, GPU, formats, tensor parallel, the benchmark's scheduler caps, and

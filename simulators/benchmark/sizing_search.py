@@ -269,16 +269,14 @@ def grid_rate(rate: float) -> float:
 def engine_run(engine: EngineSpec, drawn: list[tuple[int, int]], rate: float, seed: int) -> dict[str, float]:
     """One replica served a Poisson stream at `rate`: the engine's summary (every percentile).
     Pass the layout's one EngineSpec (Bounds.engine): its step cost is made once and kept on it."""
-    reqs = arrange("poisson", drawn, random.Random(seed), rate=rate)
-    served = serve(reqs, engine, keep_series=False)
+    served = serve(arrange("poisson", drawn, random.Random(seed), rate=rate), engine, keep_series=False)
     return summarize(served.records, warmup=WARMUP, cooldown=WARMUP) | {"num_dropped": float(len(served.dropped))}
 
 
 def verdict(run: dict[str, float], q: str, ttft_slo_s: float, tpot_slo_s: float) -> dict[str, Any]:
     ttft, tpot = run[f"ttft_s_p{q}"], run[f"tpot_s_p{q}"]
     ok = ttft <= ttft_slo_s and tpot <= tpot_slo_s and run["num_dropped"] == 0
-    headroom = 1 - max(ttft / ttft_slo_s, tpot / tpot_slo_s)
-    return {"ttft_s": ttft, "tpot_s": tpot, "meets": ok, "headroom": headroom}
+    return {"ttft_s": ttft, "tpot_s": tpot, "meets": ok, "headroom": 1 - max(ttft / ttft_slo_s, tpot / tpot_slo_s)}
 
 
 def best_case(
@@ -292,10 +290,8 @@ def best_case(
         for dtype in weight_formats(gpu, formats):
             for tp, pp, dp, ep in shapes(m, max_gpus):
                 lay = Layout(gpu, tp, dtype, 0.0, pp, dp, ep)
-                if lay.num_gpus > 1 and cm.link_GBps_one_way(gpu) is None:
-                    continue
                 a = memory(m, lay, max_model_len)
-                if a is None or not a.fits:
+                if a is None or not a.fits or (lay.num_gpus > 1 and cm.link_GBps_one_way(gpu) is None):
                     continue
                 kw: dict[str, Any] = {"weight_dtype": dtype, "eff": cm.efficiency(False), "tp": tp, "dp": dp, "ep": ep}
                 steps = (cm.prefill_time(m, gpu, prompt, **kw), cm.decode_step_time(m, gpu, [prompt], **kw))

@@ -65,8 +65,7 @@ def _batch(e: dict[str, Any], p: ef.EngineProfile, seq_tokens: int) -> int:
 
 
 def _decode_rate(e: dict[str, Any], p: ef.EngineProfile) -> float:
-    b = _batch(e, p, int(e["context_tokens"]))
-    return bm.decode_rate(p, *_setup(e), int(e["context_tokens"]), b)
+    return bm.decode_rate(p, *_setup(e), int(e["context_tokens"]), _batch(e, p, int(e["context_tokens"])))
 
 
 def _prefill_ms(e: dict[str, Any], p: ef.EngineProfile) -> float:
@@ -141,7 +140,6 @@ ROLES = ("calibration", "held_out", "check")
 class Row:
     id: str
     what: str
-    kind: str
     unit: str
     conditions: str
     source: str
@@ -209,7 +207,7 @@ def _make_rows() -> tuple[Row, ...]:
         role = "same_source" if e.get("role") == "held_out" and group in calibrated else e.get("role", "check")
         out.append(
             Row(
-                **{k: e[k] for k in ("id", "what", "kind", "unit", "conditions", "source", "quantity")},
+                **{k: e[k] for k in ("id", "what", "unit", "conditions", "source", "quantity")},
                 role=role,
                 engine=engine,
                 gpu=e.get("gpu", ""),
@@ -306,10 +304,9 @@ def band_summary() -> str:
     every = rows()
     checks = [r for r in every if r.role == "check" and not r.is_speed]
     worst = max((r for r in every if r.role == "held_out" and r.is_speed), key=lambda r: abs(r.error), default=None)
+    miss = f" The largest miss is *{worst.what}* ({worst.error:+.0%})." if worst else ""
     lines = [
-        "- **Speed, held out.** "
-        + band_text(held)
-        + (f" The largest miss is *{worst.what}* ({worst.error:+.0%})." if worst else ""),
+        f"- **Speed, held out.** {band_text(held)}{miss}",
         f"- **Speed, calibration.** The {calib.points} rows the factors were fitted on land within "
         f"{calib.median_abs_error:.0%} (median |error|); they are shown apart and do not count in the band.",
         f"- **Speed, same source as a calibration row.** {twins.points} rows were not fitted on but come from "
