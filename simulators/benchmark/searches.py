@@ -83,8 +83,7 @@ def attainment(run: LoadRun) -> tuple[float, int]:
     m = run.metrics
     attempted = m["num_successful"] + m["num_errored"] + m["num_incomplete"]
     determined = int(m["num_successful"] + m["num_errored"])
-    good = round(m["slo_attainment"] * attempted)
-    return (good / determined if determined else 0.0), determined
+    return (round(m["slo_attainment"] * attempted) / determined if determined else 0.0), determined
 
 
 def goodput_search(
