@@ -285,3 +285,17 @@ def test_a_run_finishing_more_than_was_offered_is_explained():
         " A short Poisson run's arrivals scatter around the offered rate, so 3.05 req/s can finish at 2.85 offered."
     )
     assert _scatter([{"offered": 2.85, "throughput": 2.8}]) == ""
+
+
+def test_the_knee_view_cautions_where_a_drain_holds_its_points_back():
+    """Learner review: the knee's open-loop points top out at 8.8 req/s against a 14.3 maximum, with
+    nearly half of each top run the drain, and only the goodput view said so."""
+    from simulators.sims.load_test_view import DRAIN_DOMINATES
+
+    answer = api.run("load_test", {"view": "knee"})
+    shares = [x["drain_share"] for x in answer["result"]["open"] if x["drain_share"] > DRAIN_DOMINATES]
+    assert len(shares) >= 2  # the defaults' top rates: 30% to 49% drain
+    expected = f"at {len(shares)} of the {len(answer['result']['open'])} open-loop rates, {min(shares):.0%} to "
+    assert f"Caution: {expected}{max(shares):.0%} of each run is the drain" in answer["summary"]
+    calm = [{**x, "drain_share": 0.0} for x in answer["result"]["open"]]
+    assert "is the drain" not in load_test.summary({**answer["result"], "open": calm}, "knee")

@@ -96,6 +96,7 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{r['users']} closed-loop user{'s reach' if r['users'] != 1 else ' reaches'} "
             f"{m['closed_loop_throughput_per_s']:.2f} req/s with TTFT p99 {m['closed_loop_ttft_s_p99'] * 1e3:,.0f} ms. "
             + _closed_loop(r["users"], r["max_num_seqs"])
+            + _drained(o)
         )
     trust = _trust_sentence(r) if view in ("percentiles", "goodput") else ""
     n, ctx = int(m["num_dropped"]), r["max_context_tokens"]
@@ -132,6 +133,19 @@ def _scatter(points: list[dict[str, float]]) -> str:
     return (
         f" A short Poisson run's arrivals scatter around the offered rate, so {over[0]['throughput']:.2f} req/s "
         f"can finish at {over[0]['offered']:.2f} offered."
+    )
+
+
+def _drained(points: list[dict[str, float]]) -> str:
+    """Which open-loop points a drain holds back, the knee's counterpart of _trust_sentence's caution."""
+    over = [x["drain_share"] for x in points if x["drain_share"] > DRAIN_DOMINATES]
+    if not over:
+        return ""
+    share = f"{min(over):.0%} to {max(over):.0%}" if len(over) > 1 else f"{over[0]:.0%}"
+    return (
+        f" Caution: at {len(over)} of the {len(points)} open-loop rates, {share} of each run is the drain (the server "
+        "no longer full after the last request was sent), so those points sit left of the steady state; run more "
+        "requests to move them right."
     )
 
 
