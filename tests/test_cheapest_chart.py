@@ -20,3 +20,13 @@ def test_bars_carry_short_unique_labels_and_the_full_configuration_in_the_hover(
     assert len(set(labels)) == len(labels) and max(len(s) for s in labels) <= 28
     assert trace["customdata"][::-1] == [x["config"] for x in table]
     assert trace["x"][::-1] == [x["usd_per_hour"] for x in table]
+
+
+def test_the_latency_view_shows_the_whole_allowed_box_with_its_corner_inside() -> None:
+    """Learner review: the targets' marker sat on the plot's edge, half clipped at 390 px."""
+    params = {"gpus": "h100-sxm, l40s, rtx-3090", "num_requests": 100, "view": "latency"}
+    answer = api.run("cheapest", params)
+    layout, table = answer["figure"]["layout"], answer["result"]["table"]
+    x_top = max([answer["result"]["tpot_slo_s"] * 1e3, *(x["tpot_s"] * 1e3 for x in table)])
+    y_top = max([answer["result"]["ttft_slo_s"] * 1e3, *(x["ttft_s"] * 1e3 for x in table)])
+    assert layout["xaxis"]["range"] == [0, 1.1 * x_top] and layout["yaxis"]["range"] == [0, 1.1 * y_top]

@@ -38,7 +38,9 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             markers([r["tpot_slo_s"] * 1e3], [r["ttft_slo_s"] * 1e3], "Targets (the corner of the allowed box)", 1),
         ]  # fmt: skip
         title = title if searching else f"p{q} latency of each ranked configuration"
-        return chart(data, title, f"p{q} ITL (ms)", f"p{q} TTFT (ms)")
+        # Both axes from 0 past the targets: the allowed box whole, its corner marker unclipped on a phone.
+        box = {ax: {"range": [0, 1.1 * max(v for t in data for v in t[ax[0]])]} for ax in ("xaxis", "yaxis")}
+        return chart(data, title, f"p{q} ITL (ms)", f"p{q} TTFT (ms)", **box)
     # Horizontal bars with short labels (rank, GPUs, GPU id, layout) that a phone's width holds; the
     # whole configuration is in the hover text and the table. Listed bottom-up: the cheapest on top.
     found = [f"{i + 1}. {x['short']}" for i, x in enumerate(rows)][::-1]
