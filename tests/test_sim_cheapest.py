@@ -307,3 +307,24 @@ def test_the_summary_says_why_layouts_were_left_out_counted_by_reason():
     for model in ("llama-3-8b", "llama-3.1-70b"):
         whys = [x["why"] for x in api.run("cheapest", {"model": model})["result"]["pruned"]]
         assert all(w.startswith(("skipped: ", *REASONS)) for w in whys), whys
+
+
+@pytest.mark.parametrize("kw", [{}, {"max_gpus": 1}, {"gpus": "h100-sxm"}])
+def test_the_summary_accounts_for_every_layout_the_key_figures_count(kw):
+    """Learner review: "140 layouts vLLM would start" and "39 confirmed" sat beside three rows, unexplained.
+    The summary's counts are recounted here from the reasons the search gives each layout it left out."""
+    answer = api.run("cheapest", kw)
+    r, m = answer["result"], answer["metrics"]
+    floors = ("the rate needs at least", "a prefill alone", "a batch-1 decode step")
+    paper = sum(x["why"].startswith(floors) for x in r["pruned"])
+    missed = sum(x["why"].startswith("misses the targets on up to") for x in r["pruned"])
+    rows, ran, started = len(r["table"]), int(m["layouts_confirmed"]), int(m["layouts_tried"])
+    told = answer["summary"]
+    assert f"Of the {started} layouts vLLM would start, " in told
+    assert (f"{paper} miss a target on paper" in told) == (paper > 0)
+    assert f"the engine ran {ran}" in told and f"{rows} are the rows above" in told
+    assert (f"{missed} miss the targets on every GPU count allowed" in told) == (missed > 0)
+    dearer, unrun = ran - rows - missed, started - paper - ran
+    assert dearer >= 0 and unrun >= 0
+    assert (f"{dearer} could not meet them for less than row {rows}" in told) == (dearer > 0)
+    assert (f"the other {unrun} were never run" in told) == (unrun > 0)

@@ -183,7 +183,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     base = (_key(p.model), p.lengths, p.prompt_tokens, p.output_tokens, p.num_requests)
     pruned: list[dict[str, Any]] = []
     candidates: list[Candidate] = []
-    tried = 0
+    tried = on_paper = 0  # layouts vLLM would start; of those, ruled out by their closed-form floors
     runs_by: RunsBy = {}
     slo = (p.percentile, p.ttft_slo_s, p.tpot_slo_s)  # what ss.verdict holds a run to
 
@@ -210,6 +210,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
                 r = ss.replicas_needed(p.request_rate_per_s, b)
                 if why := _floors_miss(p, b, r * lay.num_gpus):
                     pruned.append({"config": lay.label, "why": why})
+                    on_paper += 1
                     continue
                 candidates.append((r * lay.num_gpus * lay.price_per_gpu_h, lay.label, lay, b, r))
     pruned += [{"config": g.id, "why": NO_PRICE} for g in requested_gpus(p.gpus) if g.id not in prices]
@@ -260,6 +261,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
         "pruned": pruned,
         "prices_usd_per_hour": prices,
         "found": bool(table),
+        "search": {"ruled_out_on_paper": on_paper, "missed_on_engine": len(full)},  # the summary's accounting
         "metrics": metrics,
     }
 

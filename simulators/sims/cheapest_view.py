@@ -90,7 +90,29 @@ def summary(r: dict[str, Any], view: str) -> str:
     ]
     return (
         f"{head}The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
-        f"the last row was not run): {'; '.join(lines)}.{_left_out(r['pruned'])}{_skipped(r['pruned'])}"
+        f"the last row was not run): {'; '.join(lines)}.{_searched(r)}{_left_out(r['pruned'])}{_skipped(r['pruned'])}"
+    )
+
+
+def _searched(r: dict[str, Any]) -> str:
+    """Every layout the key figures count, accounted for (learner review: "140 started, 39 confirmed"
+    beside three rows)."""
+    m, s, n = r["metrics"], r["search"], len(r["table"])
+    ran, paper, missed = int(m["layouts_confirmed"]), s["ruled_out_on_paper"], s["missed_on_engine"]
+    dearer, unrun = ran - n - missed, int(m["layouts_tried"]) - paper - ran
+    parts = [f"{n} {'is the row' if n == 1 else 'are the rows'} above"]
+    parts += [f"{missed} miss the targets on every GPU count allowed"] if missed else []
+    parts += [f"{dearer} could not meet them for less than row {n}"] if dearer else []
+    listed = " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+    text = f" Of the {int(m['layouts_tried'])} layouts vLLM would start, "
+    text += (
+        f"{paper} miss a target on paper (their closed-form floors); the engine ran {ran} of the rest"
+        if paper
+        else f"the engine ran {ran}"
+    )
+    text += f", cheapest lower bound first: {listed}"
+    return text + (
+        f"; the other {unrun} were never run, as even their lower bound does not undercut row {n}." if unrun else "."
     )
 
 
