@@ -267,6 +267,25 @@ def test_a_long_legend_entry_on_a_phone_stays_inside_the_chart(context: BrowserC
     assert right <= chart_right, (right, chart_right)
 
 
+def test_a_phone_chart_with_a_long_legend_keeps_a_plot_of_200_px(context: BrowserContext, site: Site) -> None:
+    """Learner review: at 390 px lesson 08's batch chart (six legend entries, a three-line title) kept
+    a plot 75 px high, lesson 02's memory bars 86 px; charts.js grows such a chart until its plot is
+    200 px (charts.js MIN_PLOT_PX), on every chart of both pages."""
+    heights = {}
+    for path in ("lessons/02-gpu-memory/", "lessons/08-speculative-decoding/"):
+        page = context.new_page()
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(site.url + path)
+        wait_ready(page)
+        charts = page.locator("figure.sim .sim-chart")
+        for i in range(charts.count()):
+            charts.nth(i).locator(".main-svg").first.wait_for(timeout=RUNTIME_LIMIT_MS)
+        heights[path] = page.evaluate("() => [...document.querySelectorAll('figure.sim .sim-chart')].map((g) => g._fullLayout._size.h)")
+        page.close()
+    assert all(len(h) >= 2 for h in heights.values()), heights
+    assert all(h >= 199 for hs in heights.values() for h in hs), heights
+
+
 def test_long_bar_names_and_axis_title_on_a_phone_leave_the_bars_room(context: BrowserContext, site: Site) -> None:
     """Tool review: at 390 px diagnose's lever names took the chart's width (bars about 90 px wide) and
     its x axis title ran off the edge; charts.js breaks both between words on a narrow chart."""

@@ -10,7 +10,16 @@ export async function draw(element, figure) {
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
   const width = element.clientWidth;
   const layout = fitXTitle(fitLegend(fitTitle(themed(figure.layout), width), width), width);
+  if (element.grown?.width === width) layout.height = element.grown.height;
   await Plotly.react(element, fitNames(inked(figure.data), layout, width), layout, { responsive: true, displaylogo: false });
+  // On a phone a long legend and a title of several lines took most of the chart's height (lesson 08:
+  // a plot 75 px high): the chart grows until its plot keeps MIN_PLOT_PX, and keeps that height for
+  // the next draws at this width, so a slider's redraw does not lay it out twice.
+  const short = width < NARROW_PX ? MIN_PLOT_PX - element._fullLayout._size.h : 0;
+  if (short > 1) {
+    element.grown = { width, height: Math.ceil(element._fullLayout.height + short) };
+    await Plotly.relayout(element, { height: element.grown.height });
+  }
 }
 
 // `text` broken between words into lines of at most `fits` letters (a longer word keeps its line).
@@ -49,6 +58,7 @@ function fitTitle(layout, width) {
 // below both. Only on narrow charts: the push costs a second layout pass (redraws past the 200 ms
 // long-task limit of tests/browser/test_robustness.py at 1280 px, measured on a busy machine).
 const NARROW_PX = 600;
+const MIN_PLOT_PX = 200;
 
 function fitLegend(layout, width) {
   const legend = layout.legend;
