@@ -43,6 +43,16 @@ def line(x: list[Any], y: list[Any], name: str, i: int = 0, shape: str = "linear
     return _trace("scatter", x, y, name, {"mode": mode, "line": style}, extra)
 
 
+# A level across a whole category axis: a line between two categories stops at their centres, half a
+# group short at each end, so a level is drawn on a hidden x axis from 0 to 1 laid over the plot
+# (the chart passes xaxis2=ACROSS).
+ACROSS: dict[str, Any] = {"overlaying": "x", "range": [0, 1], "visible": False}
+
+
+def level(y: float, name: str, i: int = 6) -> dict[str, Any]:
+    return line([0, 1], [y, y], name, i, xaxis="x2", hoverinfo="name+y")
+
+
 def sweep(points: list[dict[str, Any]], x: str, y: str, name: str, i: int = 0, **extra: Any) -> dict[str, Any]:
     """A sweep's points (dicts) as lines and markers: each point's `x` against its `y`."""
     return line([p[x] for p in points], [p[y] for p in points], name, i, mode="lines+markers", **extra)

@@ -108,3 +108,13 @@ def test_the_memory_chart_text_leaves_out_the_notes_about_times():
     memory = api.run("compression", {"view": "memory", "model": "llama-3.1-70b"})["summary"]
     speed = api.run("compression", {"view": "speed", "model": "llama-3.1-70b"})["summary"]
     assert "times" not in memory and "its times are what it would take if it did" in speed
+
+
+def test_the_1x_line_of_the_speed_up_bars_spans_every_group():
+    """Learner review: the 1x line ran from the first scheme's bar centre to the last's, half a group
+    short at each end; it is now a level on a hidden x axis from 0 to 1 over the whole plot."""
+    fig = comp.figure(_run(), "speed")
+    one_x = fig["data"][-1]
+    assert (one_x["name"], one_x["x"], one_x["y"], one_x["xaxis"]) == ("BF16 (1x)", [0, 1], [1, 1], "x2")
+    assert fig["layout"]["xaxis2"] == {"overlaying": "x", "range": [0, 1], "visible": False}
+    assert all(t.get("xaxis", "x") == "x" for t in fig["data"][:-1])

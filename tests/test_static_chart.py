@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from simulators import api
+from simulators import api, plotting
 from sitebuild import fences, static_chart
 from sitebuild.static_chart import format_d3, format_default, linear_ticks, log_ticks, render
 
@@ -264,6 +264,19 @@ def test_a_line_runs_from_the_bottom_left_to_the_top_right_of_the_plot_area():
     [[start, end]] = _path_points(path.get("d"))
     assert start == pytest.approx((LEFT, BOTTOM), abs=0.01)
     assert end == pytest.approx((RIGHT, TOP), abs=0.01)
+
+
+def test_a_level_on_a_hidden_overlaying_axis_spans_a_category_plot_and_labels_nothing():
+    """plotting.level: a 1x line over bars runs the plot's whole width (a line between two categories
+    stops at their centres), on an x axis laid over the first and hidden, whose 0 and 1 show nowhere."""
+    bars = {"type": "bar", "x": ["a", "b", "c"], "y": [0.5, 1.5, 2], "name": "bars"}
+    fig = {"data": [bars, plotting.level(1, "1x")], "layout": _layout(yaxis={"range": [0, 2]}, xaxis2=plotting.ACROSS)}
+    root = _svg_root(fig)
+    [[start, end]] = _path_points(_series(root, 1).find(SVG + "path").get("d"))
+    assert start == pytest.approx((LEFT, (TOP + BOTTOM) / 2), abs=0.01)
+    assert end == pytest.approx((RIGHT, (TOP + BOTTOM) / 2), abs=0.01)
+    ticks = [t.text for g in root.iter(SVG + "g") if "sc-tick" in (g.get("class") or "") for t in g]
+    assert set(ticks) == {"a", "b", "c", "0", "0.5", "1", "1.5", "2"}
 
 
 def test_a_point_in_the_middle_maps_to_the_middle():

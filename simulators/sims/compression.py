@@ -29,7 +29,7 @@ from ..core.catalog import data_file
 from ..core.layout import vllm_kv_tokens
 from ..parallel import check_shape, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpu, context_param, engine_param, param
-from ..plotting import LOG, bar, chart, line, right_axis
+from ..plotting import ACROSS, LOG, bar, chart, level, line, right_axis
 from ..results_cache import Keep
 
 TITLE = "Compression schemes: size, prefill and decode"
@@ -204,10 +204,11 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     data = [
         bar(names, [v["prefill_speedup"] for v in rows], prefill, 0),
         bar(names, [v["decode_speedup"] for v in rows], f"Decode step (batch {r['batch_size']})", 1),
-        line([names[0], names[-1]], [1, 1], "BF16 (1x)", 6),
+        level(1, "BF16 (1x)"),
     ]
     kv = ", each with an FP8 KV cache" if r["kv_fp8"] else ""  # against BF16 with a BF16 KV cache
-    return chart(data, f"Speed-up over BF16: {r['model']} on {r['gpu']}{kv}", "Scheme", "Speed-up (x)", barmode="group")
+    title = f"Speed-up over BF16: {r['model']} on {r['gpu']}{kv}"
+    return chart(data, title, "Scheme", "Speed-up (x)", barmode="group", xaxis2=ACROSS)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

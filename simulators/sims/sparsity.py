@@ -46,7 +46,7 @@ from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import running_example
 from ..params import ModelGpu, context_param, dtype_choices, engine_param, param
-from ..plotting import LOG, PERCENT, bar, chart, line
+from ..plotting import ACROSS, LOG, PERCENT, bar, chart, level, line
 from ..results_cache import Keep, for_call
 
 TITLE = "Sparsity: unstructured vs 2:4, bytes vs speed"
@@ -270,9 +270,10 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     x += [f"Prefill time, {r['context_tokens']:,} tokens", f"Decode step, batch {r['batch_size']:,}"]
     ys = {v: [1 - m[f"{k}_saved_{v}_fraction"] for k in ("memory", "flops")] for v in SCHEMES}
     data = [bar(x, ys[v] + [1 / m[f"{k}_speedup_{v}"] for k in PASSES], names[v], i) for i, v in enumerate(SCHEMES)]
-    data.append(line([x[0], x[-1]], [1, 1], "Dense", 6))
+    data.append(level(1, "Dense"))
     title = f"Pruned vs dense, {r['model']} ({r['weight_dtype']}) on {r['gpu']}"
-    return chart(data, title, "", "Share of the dense figure (lower is better)", barmode="group", yaxis=PERCENT)
+    y_title = "Share of the dense figure (lower is better)"
+    return chart(data, title, "", y_title, barmode="group", yaxis=PERCENT, xaxis2=ACROSS)
 
 
 def summary(r: dict[str, Any], view: str) -> str:

@@ -8,7 +8,7 @@ each series' colour and its dash, marker or pattern. Supported: scatter (lines, 
 `line_shape` "hv"/"vh", None/NaN gaps), bar (vertical/horizontal, `base`, barmode group/stack/
 overlay, patterns, text), linear/log/category axes, `range`, `autorange: "reversed"`, `tickvals`/
 `ticktext`, `tickformat` (d3 subset), `rangemode`, `domain`, `anchor`, overlaying axes with
-plotly's synced ticks. `check(figure)` refuses anything else (a pie, a filled area, a date axis, a
+plotly's synced ticks, hidden axes (`visible: false`). `check(figure)` refuses anything else (a pie, a filled area, a date axis, a
 vertical legend...) with a message naming it, so the build fails instead of pre-rendering a chart
 that differs from the live one; `render` itself never raises and leaves out what it cannot draw.
 

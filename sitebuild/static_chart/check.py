@@ -20,7 +20,7 @@ LAYOUT_KEYS = frozenset(
 )  # fmt: skip
 AXIS_KEYS = frozenset(
     {"type", "title", "range", "autorange", "rangemode", "domain", "anchor", "overlaying", "side", "automargin",
-     "tickformat", "tickvals", "ticktext", "showgrid", "zeroline", "minorloglabels", "tickmode"}
+     "tickformat", "tickvals", "ticktext", "showgrid", "zeroline", "minorloglabels", "tickmode", "visible"}
 )  # fmt: skip
 AXIS_TYPES = ("-", "linear", "log", "category")
 MODES = ("lines", "markers", "text", "none")

@@ -46,7 +46,7 @@ def _cross_spans(chart: Canvas, ax: Axis) -> list[tuple[float, float]]:
 def draw_axes_text(chart: Canvas) -> list[str]:
     out = []
     for ax in chart.axes.values():
-        if not ax.used:  # an overlaying axis too: no trace drawn on it
+        if not ax.used or ax.spec.get("visible") is False:  # an overlaying axis too: no trace drawn on it
             continue
         if ax.vertical:
             right = ax.side == "right"
@@ -96,7 +96,7 @@ def _widest_label(ax: Axis) -> float:
 
 
 def _x_label_space(chart: Canvas) -> float:
-    x_axes = [ax for ax in chart.axes.values() if not ax.vertical and ax.used]
+    x_axes = [ax for ax in chart.axes.values() if not ax.vertical and ax.used and ax.spec.get("visible") is not False]
     return max((22 + (30 if _text(ax.spec.get("title")) else 0) + _x_rotation_drop(ax) for ax in x_axes), default=0.0)
 
 

@@ -280,7 +280,9 @@ def test_a_phone_chart_with_a_long_legend_keeps_a_plot_of_200_px(context: Browse
         charts = page.locator("figure.sim .sim-chart")
         for i in range(charts.count()):
             charts.nth(i).locator(".main-svg").first.wait_for(timeout=RUNTIME_LIMIT_MS)
-        heights[path] = page.evaluate("() => [...document.querySelectorAll('figure.sim .sim-chart')].map((g) => g._fullLayout._size.h)")
+        heights[path] = page.evaluate(
+            "() => [...document.querySelectorAll('figure.sim .sim-chart')].map((g) => g._fullLayout._size.h)"
+        )
         page.close()
     assert all(len(h) >= 2 for h in heights.values()), heights
     assert all(h >= 199 for hs in heights.values() for h in hs), heights
