@@ -154,7 +154,7 @@ def test_impossible_inputs_are_field_errors(kw, field, words):
 
 def test_a_reader_price_replaces_the_default_and_changes_the_ranking():
     cheap_h100 = _run(**{**SMALL, "prices": "h100-sxm=0.01"})
-    assert "h100-sxm" in cheap_h100["table"][0]["config"]
+    assert cheap_h100["table"][0]["gpu_id"] == "h100-sxm"
     assert cheap_h100["prices_usd_per_hour"]["h100-sxm"] == 0.01
 
 
@@ -272,7 +272,7 @@ def test_every_gpu_the_default_search_ranks_has_its_compute_roof():
     r = _run()
     gpus = catalog.gpus()
     for row in r["table"]:
-        gpu = gpus[row["config"].split(" x ")[1].split(" ")[0]]
+        gpu = gpus[row["gpu_id"]]
         assert gpu.peak_tflops("bf16") is not None, row["config"]
 
 
@@ -328,3 +328,34 @@ def test_the_summary_accounts_for_every_layout_the_key_figures_count(kw):
     assert dearer >= 0 and unrun >= 0
     assert (f"{dearer} could not meet them for less than row {rows}" in told) == (dearer > 0)
     assert (f"the other {unrun} were never run" in told) == (unrun > 0)
+
+
+@pytest.mark.parametrize(
+    "kw", [{}, {"max_gpus": 1}, {"gpus": "h100-sxm"}, {"gpus": "b200", "max_gpus": 1, "weight_formats": "bf16"}]
+)
+def test_the_summary_says_why_row_1_leads_and_names_gpus_as_the_catalogue_does(kw):
+    """Learner review: a 4 x L40S pipeline came first unexplained, and rows named GPUs by catalogue id
+    ("4 x l40s"). Every row meets both targets, so the price alone ranks them: the summary says so, with
+    row 1's price per GPU and the roomiest dearer row, recomputed here from the table."""
+    answer = api.run("cheapest", kw)
+    rows, told = answer["result"]["table"], answer["summary"]
+    top, n = rows[0], rows[0]["num_gpus"]
+    assert top["config"].startswith(f"{n} x {catalog.gpus()[top['gpu_id']].name.split(' (')[0]} (")
+    each = (
+        f"{n} GPUs at USD {top['usd_per_hour'] / n:,.2f}/h each"
+        if n > 1
+        else f"1 GPU at USD {top['usd_per_hour']:,.2f}/h"
+    )
+    if len(rows) == 1:
+        assert f"It is the only layout found that meets both targets: {each}." in told
+        assert ("vLLM would start no other layout here." in told) == (answer["metrics"]["layouts_tried"] == 1)
+        return
+    assert f"Every row meets both targets, so price alone ranks them: row 1 is {each}" in told
+    roomier = [(k, x) for k, x in enumerate(rows[1:], 2) if x["headroom"] > top["headroom"]]
+    if roomier:
+        k, x = max(roomier, key=lambda kx: kx[1]["headroom"])
+        extra = x["usd_per_hour"] - top["usd_per_hour"]
+        said = f"for USD {extra:,.2f}/h more" if extra > 0.005 else "at the same price"
+        assert f"row {k} leaves more headroom ({x['headroom']:.0%} against {top['headroom']:.0%}) {said}" in told
+    else:
+        assert "leaves more headroom" not in told

@@ -199,10 +199,10 @@ def at_index(k: int) -> float:
 
 
 def config_name(lay: Layout, replicas: int) -> str:
-    """How the table names a configuration: "4 x l40s (2 replicas of TP 2, fp8)"."""
+    """How the table names a configuration: "4 x NVIDIA L40S (2 replicas of TP 2, fp8)"."""
     shape = ", ".join(lay.parts(" ")) + (" + EP" if lay.ep else "")
     how = f"{replicas} replicas of {shape}" if replicas > 1 else shape
-    return f"{replicas * lay.num_gpus} x {lay.gpu.id} ({how}, {lay.weight_dtype})"
+    return f"{replicas * lay.num_gpus} x {lay.gpu.name.split(' (')[0]} ({how}, {lay.weight_dtype})"
 
 
 def short_name(lay: Layout, replicas: int) -> str:

@@ -90,14 +90,38 @@ def summary(r: dict[str, Any], view: str) -> str:
     ]
     return (
         f"{head}The cheapest layouts, each at its fewest replicas, by price (a layout whose lower bound is above "
-        f"the last row was not run): {'; '.join(lines)}.{_searched(r)}{_left_out(r['pruned'])}{_skipped(r['pruned'])}"
+        f"the last row was not run): {'; '.join(lines)}.{_first(r['table'])}{_searched(r)}{_left_out(r['pruned'])}"
+        f"{_skipped(r['pruned'])}"
     )
+
+
+def _first(rows: list[dict[str, Any]]) -> str:
+    """Why row 1 leads (learner review: a 4 x L40S pipeline first, unexplained): the price alone."""
+    top, n = rows[0], rows[0]["num_gpus"]
+    each = (
+        f"{n} GPUs at USD {top['usd_per_hour'] / n:,.2f}/h each"
+        if n > 1
+        else f"1 GPU at USD {top['usd_per_hour']:,.2f}/h"
+    )
+    if len(rows) == 1:
+        return f" It is the only layout found that meets both targets: {each}."
+    text = f" Every row meets both targets, so price alone ranks them: row 1 is {each}"
+    roomier = max(rows[1:], key=lambda x: x["headroom"])
+    if roomier["headroom"] > top["headroom"]:
+        extra = roomier["usd_per_hour"] - top["usd_per_hour"]
+        text += (
+            f"; row {rows.index(roomier) + 1} leaves more headroom ({roomier['headroom']:.0%} against "
+            f"{top['headroom']:.0%}) " + (f"for USD {extra:,.2f}/h more" if extra > 0.005 else "at the same price")
+        )
+    return text + "."
 
 
 def _searched(r: dict[str, Any]) -> str:
     """Every layout the key figures count, accounted for (learner review: "140 started, 39 confirmed"
     beside three rows)."""
     m, s, n = r["metrics"], r["search"], len(r["table"])
+    if m["layouts_tried"] == 1:
+        return " vLLM would start no other layout here."
     ran, paper, missed = int(m["layouts_confirmed"]), s["ruled_out_on_paper"], s["missed_on_engine"]
     dearer, unrun = ran - n - missed, int(m["layouts_tried"]) - paper - ran
     parts = [f"{n} {'is the row' if n == 1 else 'are the rows'} above"]
