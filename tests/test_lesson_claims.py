@@ -9,6 +9,7 @@ has them), so a change to the cost model or the engine that makes the prose fals
 from __future__ import annotations
 
 import json
+import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -221,14 +222,18 @@ def test_03_int4_gain_fades_with_batch_and_w4a16_prefill_is_slower() -> None:
     assert m("quantization", "decode_speedup", ideal=True) > 1.5 * m("quantization", "decode_speedup")
 
 
-def test_03_int4_on_an_a100_is_a_floor_because_its_one_row_arithmetic_outlasts_its_bytes() -> None:
-    # Experiment 1: "On an A100 the cost model gives only 1.75x ... the arithmetic (4.7 ms) outlasts
-    # the INT4 bytes (3.2 ms)", below the H100's gain and far below Marlin's near-4x per layer.
+def test_03_int4_on_an_a100_is_not_memory_bound_and_measured_models_stay_far_from_4x() -> None:
+    # Experiment 1: "On an A100 the cost model gives 1.75x: ... arithmetic (4.7 ms) above its bytes
+    # (3.2 ms)"; gpt-fast's measured 196.8 and 104.9 tokens/s are the measurement catalogue's rows.
     a100 = {"gpu": "a100-sxm-80gb", "weight_dtype": "int4", "output_tokens": 2}
     assert m("generation", "decode_step_compute_s", **a100) > m("generation", "decode_step_memory_s", **a100)
     h100 = {"weight_dtype": "int4", "output_tokens": 2}
     assert m("generation", "decode_step_compute_s", **h100) < m("generation", "decode_step_memory_s", **h100)
     assert m("quantization", "decode_speedup", gpu="a100-sxm-80gb") < m("quantization", "decode_speedup") < 2.8
+    data = Path(__file__).resolve().parent.parent / "simulators" / "data" / "measurements.toml"
+    rows = {r["id"]: r["value"] for r in tomllib.loads(data.read_text())["measurement"]}
+    int4, bf16 = rows["gptfast-llama2-7b-int4wo-a100"], rows["gptfast-llama2-7b-bf16-a100"]
+    assert (int4, bf16, f"{int4 / bf16:.2f}") == (196.8, 104.9, "1.88")
 
 
 def test_03_w8a8_prefill_gains_less_than_the_peak_ratio() -> None:
