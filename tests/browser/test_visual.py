@@ -288,6 +288,29 @@ def test_a_phone_chart_with_a_long_legend_keeps_a_plot_of_200_px(context: Browse
     assert all(h >= 199 for hs in heights.values() for h in hs), heights
 
 
+def test_a_long_y_axis_title_on_a_phone_fits_along_its_plot(context: BrowserContext, site: Site) -> None:
+    """Learner review: at 390 px lesson 04's y title ("Share of the dense figure (lower is better)",
+    about 280 px) was longer than its plot was high and ran into the chart's title; charts.js breaks
+    a y title longer than MIN_PLOT_PX (200 px) between words."""
+    page = context.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(site.url + "lessons/04-sparsification/")
+    title, plot = page.evaluate(
+        """async () => {
+             const { draw } = await import(new URL("../../assets/js/charts.js", document.baseURI).href);
+             const el = Object.assign(document.createElement("div"), { style: "width: 358px; height: 360px" });
+             document.querySelector("article").prepend(el);
+             await draw(el, { data: [{ type: "bar", x: ["a", "b"], y: [0.6, 1], name: "bars" }],
+                              layout: { title: { text: "A title" }, yaxis: { title: { text: "Share of the dense figure (lower is better)" }, automargin: true },
+                                        legend: { orientation: "h", y: -0.25 }, margin: { l: 60, r: 20, t: 50, b: 60 } } });
+             const box = (q) => el.querySelector(q).getBoundingClientRect();
+             return [box(".g-ytitle").height, box(".nsewdrag").height];
+           }"""
+    )
+    page.close()
+    assert title <= plot, (title, plot)
+
+
 def test_long_bar_names_and_axis_title_on_a_phone_leave_the_bars_room(context: BrowserContext, site: Site) -> None:
     """Tool review: at 390 px diagnose's lever names took the chart's width (bars about 90 px wide) and
     its x axis title ran off the edge; charts.js breaks both between words on a narrow chart."""

@@ -9,7 +9,7 @@ export async function draw(element, figure) {
   await loadScript(PLOTLY);
   element.querySelector(":scope > .sim-static-chart")?.remove(); // the first live chart replaces it
   const width = element.clientWidth;
-  const layout = fitXTitle(fitLegend(fitTitle(themed(figure.layout), width), width), width);
+  const layout = fitAxisTitles(fitLegend(fitTitle(themed(figure.layout), width), width), width);
   if (element.grown?.width === width) layout.height = element.grown.height;
   await Plotly.react(element, fitNames(inked(figure.data), layout, width), layout, { responsive: true, displaylogo: false });
   // On a phone a long legend and a title of several lines took most of the chart's height (lesson 08:
@@ -66,12 +66,18 @@ function fitLegend(layout, width) {
   return { ...layout, legend: { ...legend, yref: "container", y: 0, yanchor: "bottom" } };
 }
 
-// A long x axis title on a narrow chart is broken between words too: it is centred on the plot, right
-// of the y labels, so it has about half the chart's width.
-function fitXTitle(layout, width) {
-  const title = layout.xaxis?.title;
-  if (!width || width >= NARROW_PX || !title?.text) return layout;
-  return { ...layout, xaxis: { ...layout.xaxis, title: { ...title, text: broken(title.text, Math.floor(width / 2 / (TITLE_EM * 12))) } } };
+// A long axis title on a narrow chart is broken between words too: an x title is centred on the plot,
+// right of the y labels, so it has about half the chart's width; a y title has the plot's height, at
+// least MIN_PLOT_PX (lesson 04's 43-letter title ran into the chart's title at 390 px).
+function fitAxisTitles(layout, width) {
+  if (!width || width >= NARROW_PX) return layout;
+  const out = { ...layout };
+  for (const [key, axis] of Object.entries(layout)) {
+    if (!/^[xy]axis\d*$/.test(key) || !axis?.title?.text) continue;
+    const room = key[0] === "x" ? width / 2 : MIN_PLOT_PX;
+    out[key] = { ...axis, title: { ...axis.title, text: broken(axis.title.text, Math.floor(room / (TITLE_EM * 12))) } };
+  }
+  return out;
 }
 
 // Plotly cuts off a legend entry wider than the chart (a phone: "… (prefill or decode) (so fa"):
