@@ -167,3 +167,17 @@ def test_the_kept_demo_is_the_computation_from_nothing_and_the_same_object_every
     fresh = qz.demo_errors(3, 6, 20.0, 128)
     assert qz.demo_errors(3, 6, 20.0, 128, memo.get_or_make) == fresh
     assert (memo.misses, memo.hits) == (misses + 2, hits + 1)
+
+
+def test_the_demo_speaks_of_its_own_figures_and_of_outliers_only_when_there_are_some():
+    """Learner review: the demo's table showed the format's 4.125 bits at groups of 32, its summary
+    opened with the chosen format's bits ("int4 stores ...", a catalogue id) and, with 0 outliers,
+    still put the largest error "next to an outlier"."""
+    demo = api.run("quantization", {"view": "demo", "group_size": "32", "num_outliers": 0})
+    assert demo["metrics"] and all(k.startswith("demo_") for k in demo["metrics"])
+    assert "next to an outlier" not in demo["summary"] and "with 0 outliers," in demo["summary"]
+    one = api.run("quantization", {"view": "demo", "num_outliers": 1})["summary"]
+    assert "with 1 outlier," in one and "next to an outlier" in one
+    speed = api.run("quantization", {"weight_dtype": "q4_k_m", "batch_size": 4096})["summary"]
+    name = cm.precision("q4_k_m").name
+    assert speed.startswith(f"{name} stores ") and f"with {name} weights in vLLM's accounting" in speed

@@ -54,6 +54,6 @@ def batch_note(
         return None
     return (
         f"{what} {batch:,} does not fit: at {context_tokens:,} tokens of context, {num_gpus} x {gpu.name} holds at most "
-        f"{most:,} sequences with {weight_dtype} weights in vLLM's accounting, so its figures are a roofline bound, "
+        f"{most:,} sequences with {cm.precision(weight_dtype).name} weights in vLLM's accounting, so its figures are a roofline bound, "
         "not a batch that can run."
     )

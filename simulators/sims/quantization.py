@@ -78,7 +78,7 @@ METRICS = {
 }
 
 VIEWS = [("speedup", "Decode speed-up vs batch"), ("formats", "Bytes per format"), ("demo", "Quantisation error demo")]
-TABLES = {"demo": ("bits_per_weight", "demo_")}  # the demo's table holds its own figures (api.run)
+TABLES = {"demo": ("demo_",)}  # the demo's table holds its own figures (api.run), not the format's
 UNTIMED = ("demo",)  # and it times nothing
 
 
@@ -249,16 +249,19 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 
 def summary(r: dict[str, Any], view: str) -> str:
     m, fmt = r["metrics"], r["weight_dtype"]
-    stores = f"{fmt} stores {m['bits_per_weight']:g} bits per weight"
+    stores = f"{cm.precision(fmt).name} stores {m['bits_per_weight']:g} bits per weight"
     if view == "demo":  # the demo's own story: what the scales do to the error (review A-16)
+        n = r["num_outliers"]
+        worst = ", next to an outlier," if n else ""
+        why = "finer scales protect the other weights, not the ones sharing a scale with the outlier"
         return (
-            f"{stores}. In the demo matrix with {r['num_outliers']} outliers, INT4 errs by "
+            f"In the demo matrix with {n} outlier{'s' if n != 1 else ''}, INT4 errs by "
             f"{m['demo_int4_per_tensor_rel_rms']:.1%} (relative RMS) with one scale per tensor, "
             f"{m['demo_int4_per_channel_rel_rms']:.1%} per channel and {m['demo_int4_group_rel_rms']:.1%} with groups of "
             f"{r['group_size']}; INT8: {m['demo_int8_per_tensor_rel_rms']:.2%}, {m['demo_int8_per_channel_rel_rms']:.2%} "
-            f"and {m['demo_int8_group_rel_rms']:.2%}. The largest error, next to an outlier, is "
-            f"{m['demo_int4_group_max_abs_error']:.2f} sigma in INT4 with groups: finer scales protect the other weights, "
-            "not the ones sharing a scale with the outlier."
+            f"and {m['demo_int8_group_rel_rms']:.2%}. The largest error{worst} is "
+            f"{m['demo_int4_group_max_abs_error']:.2f} sigma in INT4 with groups"
+            + (f": {why}." if n else ": with no outlier, no scale is stretched.")
         )
     if view == "formats":  # the weight memory of every format, the chosen one's first
         sizes = "; ".join(
