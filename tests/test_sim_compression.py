@@ -118,3 +118,15 @@ def test_the_1x_line_of_the_speed_up_bars_spans_every_group():
     assert (one_x["name"], one_x["x"], one_x["y"], one_x["xaxis"]) == ("BF16 (1x)", [0, 1], [1, 1], "x2")
     assert fig["layout"]["xaxis2"] == {"overlaying": "x", "range": [0, 1], "visible": False}
     assert all(t.get("xaxis", "x") == "x" for t in fig["data"][:-1])
+
+
+def test_the_memory_view_says_when_weights_do_not_fit_instead_of_counting_zero_tokens():
+    """Learner review: Llama-3.1-70B on one L4 read "the memory it frees holds 0 tokens of KV cache, against
+    0 in BF16: 0 sequences ... against 0", and said the weights do not fit only at the end."""
+    none = api.run("compression", {"view": "memory", "model": "llama-3.1-70b", "gpu": "l4"})
+    assert none["metrics"]["kv_token_capacity"] == 0 and "holds 0 tokens" not in none["summary"]
+    assert "Even compressed, the weights do not fit on 1 x NVIDIA L4" in none["summary"]
+    assert none["figure"]["layout"]["title"]["text"].endswith("(the weights do not fit)")
+    half = api.run("compression", {"view": "memory", "model": "llama-3.1-70b", "gpu": "h100-sxm"})
+    assert half["metrics"]["kv_token_capacity_baseline"] == 0 < half["metrics"]["kv_token_capacity"]
+    assert "where the BF16 weights do not fit at all" in half["summary"] and "against 0" not in half["summary"]

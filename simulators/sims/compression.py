@@ -199,6 +199,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         ]
         y2 = right_axis(room, rangemode="tozero")
         title = f"Size and KV room: {r['model']} on {r['num_gpus']} x {r['gpu']}"
+        title += "" if r["metrics"]["kv_token_capacity"] else " (the weights do not fit)"
         return chart(data, title, "Scheme", "Weights (GB)", barmode="group", yaxis2=y2)
     prefill = f"Prefill ({r['prompt_tokens']:,} tokens x {r['batch_size']})"
     data = [
@@ -215,12 +216,20 @@ def summary(r: dict[str, Any], view: str) -> str:
     m = r["metrics"]
     kv = " with an FP8 KV cache" if r["kv_fp8"] else ""
     if view == "memory":
+        room = f"On {r['num_gpus']} x {r['gpu']} the memory it frees holds {m['kv_token_capacity']:,} tokens of KV cache{kv}"
+        seqs = f"{r['fit_batch']:,} sequences of {r['prompt_tokens']:,} tokens"
+        if not m["kv_token_capacity"]:  # the notes say the weights do not fit (learner review: "holds 0 tokens")
+            room = ""
+        elif m["kv_token_capacity_baseline"]:
+            room += (
+                f", against {m['kv_token_capacity_baseline']:,} in BF16: {seqs} against {r['fit_batch_baseline']:,}. "
+            )
+        else:
+            room += f", where the BF16 weights do not fit at all: {seqs}. "
         text = (
             f"{r['scheme_name']} stores {r['model']}'s weights in {m['artifact_GB']:.1f} GB instead of "
             f"{m['baseline_GB']:.1f} GB ({m['artifact_ratio']:.0%}, {m['bits_per_weight']:.4g} bits per block-matmul weight). "
-            f"On {r['num_gpus']} x {r['gpu']} the memory it frees holds {m['kv_token_capacity']:,} tokens of KV cache{kv}, "
-            f"against {m['kv_token_capacity_baseline']:,} in BF16: {r['fit_batch']:,} sequences of "
-            f"{r['prompt_tokens']:,} tokens against {r['fit_batch_baseline']:,}. Calibration: {r['calibration']}"
+            f"{room}Calibration: {r['calibration']}"
         )
     elif view == "batch":
         by_batch, grid = r["schemes"][r["scheme"]]["decode_speedup_by_batch"], r["batch_grid"]
