@@ -132,3 +132,12 @@ def test_at_acceptance_1_no_draft_token_is_called_less_likely_to_be_accepted():
             for v in views
         ]
         assert any("less likely to be accepted" in t for t in texts) is said
+
+
+def test_the_batch_chart_names_the_context_of_its_marks():
+    """Learner review: "Verify pass (gamma = 4) turns compute-bound" sat at batch 256, where the
+    256-token curve collapses, but it marks the 2,000-token context; every line now names its context."""
+    names = [t["name"] for t in api.run("speculative", {"view": "batch"})["figure"]["data"]]
+    assert "Speed-up, gamma = 4, 2,000-token context" in names and "Speed-up, gamma = 4, 256-token context" in names
+    marks = [n for n in names if n.startswith(("Verify pass", "Most sequences"))]
+    assert marks and all(n.endswith(", 2,000-token context") for n in marks)

@@ -203,7 +203,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return chart(data, title, "Draft length gamma (tokens)", "Tokens per pass / speed-up (x)")
     x, gamma = r["batch_grid"], f"gamma = {r['draft_tokens']}"
     data = [
-        line(x, r["speedup_by_batch"], f"Speed-up, {gamma}", 0),
+        line(x, r["speedup_by_batch"], f"Speed-up, {gamma}, {r['context_tokens']:,}-token context", 0),
         line(x, r["best_speedup_by_batch"], "Speed-up at the best gamma for each batch", 1),
         line([x[0], x[-1]], [1, 1], "No gain (1x)", 6),
     ]
@@ -211,10 +211,11 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         short = line(x, r["short_context_speedup_by_batch"], f"Speed-up, {gamma}, {SHORT_CONTEXT}-token context", 4)
         data.insert(2, short)
     top = max(r["best_speedup_by_batch"] + r["short_context_speedup_by_batch"] + [1.0])
+    at = f", {r['context_tokens']:,}-token context"  # both marks belong to the chosen context, not the short one
     if (b := r["verify_bound_batch"]) is not None:
-        data.append(line([b, b], [0, top], f"Verify pass ({gamma}) turns compute-bound", 2))
+        data.append(line([b, b], [0, top], f"Verify pass ({gamma}) turns compute-bound{at}", 2))
     if 0 < r["fit_batch"] < x[-1]:
-        data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], "Most sequences whose KV cache fits", 3))
+        data.append(line([r["fit_batch"], r["fit_batch"]], [0, top], f"Most sequences whose KV cache fits{at}", 3))
     title = f"Speculation vs batching: {r['model']} on {r['gpu']}"
     return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
 
