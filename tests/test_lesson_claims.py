@@ -569,6 +569,18 @@ def test_08_the_batch_view_says_where_the_gain_goes_and_the_draft_view_the_best_
     assert "roofline extrapolations" in batch and "roofline extrapolations" not in draft
 
 
+def test_09_w4a16_decodes_best_on_the_h100_and_l40s_and_2of4_fp8_on_the_a100() -> None:
+    # "W4A16 is best here on the H100 and the L40S. On an A100 the cost model ranks 2:4 sparse + FP8
+    # first ...: it prices a one-row INT4 matmul's arithmetic above its bytes there".
+    def best(gpu: str) -> str:
+        schemes = ("w4a16", "w8a8-int8", "w8a8-fp8", "2of4-fp8")
+        return max(schemes, key=lambda s: m("compression", "decode_speedup", scheme=s, gpu=gpu))
+
+    assert (best("h100-sxm"), best("l40s"), best("a100-sxm-80gb")) == ("w4a16", "w4a16", "2of4-fp8")
+    a100 = {"gpu": "a100-sxm-80gb", "weight_dtype": "int4", "output_tokens": 2}
+    assert m("generation", "decode_step_compute_s", **a100) > m("generation", "decode_step_memory_s", **a100)
+
+
 def test_09_the_memory_view_speaks_of_size_and_the_speed_view_of_speed_ups() -> None:
     memory, speed, batch = (_summary("compression", v) for v in ("memory", "speed", "batch"))
     assert len({memory, speed, batch}) == 3
