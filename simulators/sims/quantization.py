@@ -45,7 +45,7 @@ from ..core import capacity
 from ..core import costmodel as cm
 from ..core.catalog import precisions, running_example
 from ..params import ModelGpu, context_param, dtype_choices, engine_param, kv_dtype_param, param
-from ..plotting import LOG, MARKERS, bar, chart, line
+from ..plotting import LOG, MARKERS, bar, chart, line, markers
 from ..results_cache import Keep, for_call
 
 TITLE = "Quantisation: bytes per weight and when they become speed"
@@ -230,18 +230,32 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "demo":
         m = r["metrics"]
         x = ["Per tensor", "Per channel (row)", f"Groups of {r['group_size']}"]
-        scales = [f"+{r['scale_overhead_bits'][s]:.3g} bit/weight of scales" for s in SCHEMES]
+        scales = [f"+{r['scale_overhead_bits'][s]:.3g} bit" for s in SCHEMES]  # short: a bar's width holds it
         data = [
-            bar(x, [m[f"demo_{b}_{s}_rel_rms"] for s in SCHEMES], f"{b.upper()} round-to-nearest", i, text=scales)
+            bar(
+                x,
+                [m[f"demo_{b}_{s}_rel_rms"] for s in SCHEMES],
+                f"{b.upper()} round-to-nearest",
+                i,
+                text=scales,
+                textposition="outside",
+            )
             for i, b in enumerate(QMAX)
         ]
         title = f"Error quantising a {ROWS} x {COLS} matrix with {r['num_outliers']} outliers"
-        return chart(data, title, "Who shares a scale", "Relative RMS error", barmode="group", yaxis=LOG)
+        x_title = "Who shares a scale (on each bar: the scales' bits per weight)"
+        return chart(data, title, x_title, "Relative RMS error", barmode="group", yaxis=LOG)
     x, curves = r["batches"], r["speedup_curves"]
     data = [line(x, curves[f], n, i) for i, (f, n) in enumerate(zip(r["formats"], r["format_names"], strict=True))]
     # Past six formats the dashes run out (the seventh is the reference line's): add markers.
     for k, trace in enumerate(data[6:]):
         trace |= {"mode": "lines+markers", "marker": {"symbol": MARKERS[k % len(MARKERS)]}}
+    # The format and batch the summary speaks of (learner review: 11 lines, none of them said which).
+    i = r["formats"].index(r["weight_dtype"])
+    data[i]["line"] |= {"width": 5}
+    data[i]["name"] += " (chosen)"
+    batch = f"Batch {r['batch_size']:,}: {r['metrics']['decode_speedup']:.2f}x"
+    data.append(markers([r["batch_size"]], [r["metrics"]["decode_speedup"]], batch, i))
     data.append(line([x[0], x[-1]], [r["worthwhile_speedup"]] * 2, "Worthwhile speed-up", 6))
     title = f"Decode speed-up over bf16, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
     return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
