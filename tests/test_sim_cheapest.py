@@ -291,16 +291,19 @@ def test_the_summary_says_why_layouts_were_left_out_counted_by_reason():
         {"config": "a", "why": "misses the targets on up to 8 GPUs at this rate"},
         {"config": "b", "why": "misses the targets on up to 8 GPUs at this rate"},
         {"config": "c", "why": "the rate needs at least 16 GPUs (a replica serves under 5.88 req/s)"},
-        {"config": "d", "why": "a prefill alone takes 712 ms, over the TTFT target"},
+        {"config": "d", "why": "its TTFT floor, 712 ms, is over the target"},
         {"config": "e", "why": "skipped: no price (gpu_prices.toml, or Your prices)"},
         {"config": "f", "why": "GPUs of this kind link at most 4 to a node"},
     ]
     told = _left_out(pruned)
     assert told == (
-        " 5 layouts were left out: 2 missing the targets, 1 needing more GPUs than the limit for this rate, "
-        "1 missing a target in a single step, 1 for other reasons."
+        " 5 layouts were left out: 2 missing the targets on the engine, 1 needing more GPUs than the limit for "
+        "this rate (on paper), 1 missing a target on their floors alone (on paper), 1 for other reasons."
     )
-    assert _left_out(pruned[:1]) == " 1 layout was left out: 1 missing the targets." and _left_out(pruned[4:5]) == ""
+    assert (
+        _left_out(pruned[:1]) == " 1 layout was left out: 1 missing the targets on the engine."
+        and _left_out(pruned[4:5]) == ""
+    )
     # The reasons the search gives are the ones REASONS reads (a reworded one would fall to "other reasons")
     from simulators.sims.cheapest_view import REASONS
 
@@ -315,7 +318,7 @@ def test_the_summary_accounts_for_every_layout_the_key_figures_count(kw):
     The summary's counts are recounted here from the reasons the search gives each layout it left out."""
     answer = api.run("cheapest", kw)
     r, m = answer["result"], answer["metrics"]
-    floors = ("the rate needs at least", "a prefill alone", "a batch-1 decode step")
+    floors = ("the rate needs at least", "its TTFT floor", "its ITL floor")
     paper = sum(x["why"].startswith(floors) for x in r["pruned"])
     missed = sum(x["why"].startswith("misses the targets on up to") for x in r["pruned"])
     rows, ran, started = len(r["table"]), int(m["layouts_confirmed"]), int(m["layouts_tried"])
@@ -359,3 +362,13 @@ def test_the_summary_says_why_row_1_leads_and_names_gpus_as_the_catalogue_does(k
         assert f"row {k} leaves more headroom ({x['headroom']:.0%} against {top['headroom']:.0%}) {said}" in told
     else:
         assert "leaves more headroom" not in told
+
+
+def test_a_floor_is_called_a_floor_not_a_time():
+    """Learner review: "TP1 PP4: a prefill alone takes 15 ms" read as a pipeline cutting one prompt's
+    latency by four; the bound is now named a floor, and the summary says what a pipeline's means."""
+    answer = api.run("cheapest", {"gpus": "h100-sxm", "ttft_slo_s": 0.01})
+    told, pruned = answer["summary"], answer["result"]["pruned"]
+    assert not answer["result"]["table"] and "a prefill alone" not in told
+    pp = [x for x in pruned if " PP" in x["config"] and x["why"].startswith("its TTFT floor, ")]
+    assert pp and "a floor bounds every request from below; a pipeline's divides one pass by its stages" in told

@@ -310,9 +310,9 @@ def _unusable(m: Any, lay: ss.Layout) -> str:
 
 def _floors_miss(p: Params, b: ss.Bounds, gpus_needed: int) -> str:
     if b.ttft_floor_s > p.ttft_slo_s:
-        return f"a prefill alone takes {b.ttft_floor_s * 1e3:,.0f} ms, over the TTFT target"
+        return f"its TTFT floor, {b.ttft_floor_s * 1e3:,.0f} ms, is over the target"
     if b.tpot_floor_s > p.tpot_slo_s:
-        return f"a batch-1 decode step takes {b.tpot_floor_s * 1e3:,.1f} ms, over the ITL target"
+        return f"its ITL floor, {b.tpot_floor_s * 1e3:,.1f} ms, is over the target"
     if gpus_needed > p.max_gpus:
         return f"the rate needs at least {gpus_needed} GPUs (a replica serves under {b.rate_bound_per_s:,.2f} req/s)"
     return ""

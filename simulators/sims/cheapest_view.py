@@ -9,11 +9,12 @@ from typing import Any
 from ..plotting import bar, chart, markers
 
 # Why a layout was left out (cheapest.py's reasons, by their opening words), as the summary counts them.
+# A floor is a bound, not a time: a pipeline's divides one pass by its stages (sizing_search.bounds).
 REASONS = {
-    "misses the targets": "missing the targets",
-    "the rate needs at least": "needing more GPUs than the limit for this rate",
-    "a prefill alone": "missing a target in a single step",
-    "a batch-1 decode step": "missing a target in a single step",
+    "misses the targets": "missing the targets on the engine",
+    "the rate needs at least": "needing more GPUs than the limit for this rate (on paper)",
+    "its TTFT floor": "missing a target on their floors alone (on paper)",
+    "its ITL floor": "missing a target on their floors alone (on paper)",
     "does not fit": "not fitting (vLLM would refuse to start)",
     "TP ": "splitting the attention heads unevenly",
 }
@@ -67,6 +68,8 @@ def summary(r: dict[str, Any], view: str) -> str:
     if not r["found"]:
         why = "; ".join(f"{x['config']}: {x['why']}" for x in r["pruned"][:6])
         none = "No configuration meets these targets" + (", so the chart has no points" if view == "latency" else "")
+        floors = " floor, " in why  # a bound, which a reader takes for a time (learner review: "PP4: 15 ms")
+        why += " (a floor bounds every request from below; a pipeline's divides one pass by its stages)" * floors
         return head + f"{none}. Why each was left out: {why}." + _skipped(r["pruned"])
     if view == "latency":
         rows = r["table"]
