@@ -63,3 +63,14 @@ def test_a_one_token_answer_has_no_decode_steps_to_describe():
     """Learner review (lesson 08): "Each of the next 0 tokens needs its own ... pass, 0.00 ms apart"."""
     told = api.run("generation", {"output_tokens": 1})["summary"]
     assert "next 0 tokens" not in told and "no decode step follows" in told
+
+
+def test_a_batch_prefill_is_said_to_be_every_prompt_in_one_pass():
+    """Learner review: at batch 128 the summary gave "prefill of 2,000 tokens ... after 7,168.9 ms" under
+    the title "One request"; both now say the pass holds every request's prompt."""
+    r = api.run("generation", {"batch_size": 128})
+    assert "the prefill of 128 x 2,000 tokens, one pass for all, is" in r["summary"]
+    assert "gives each request its first token after" in r["summary"]
+    assert r["figure"]["layout"]["title"]["text"].startswith("One of 128 requests in a batch on ")
+    one = api.run("generation", {})
+    assert "batch 1: prefill of 2,000 tokens is" in one["summary"] and one["figure"]["layout"]["title"]["text"].startswith("One request on ")
