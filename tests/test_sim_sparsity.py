@@ -177,3 +177,12 @@ def test_the_kept_scores_are_the_same_object_for_the_same_arguments_and_agree_wi
     assert sp.demo(2, 0.7, memo.get_or_make)["24"]["energy_removed"] == pytest.approx(
         oracle["24"]["energy_removed"], rel=1e-9
     )
+
+
+def test_a_compute_bound_batch_1_decode_says_why_and_bytes_read_to_four_digits():
+    """Learner review (lesson 04, INT4 on a T4): "decode at batch 1 (compute-bound) gains 1.00x" beside
+    weight bytes cut to 84% contradicted the lesson's rule, unexplained; and "0.382812 B" had six decimals."""
+    told = api.run("sparsity", {"gpu": "t4", "weight_dtype": "int4"})["summary"]
+    assert f"decode at batch 1 (compute-bound: {cm.SMALL_BATCH_COMPUTE})" in told
+    assert "stores 0.3828 B per block weight" in told and "0.382812" not in told
+    assert "(memory-bound)" in api.run("sparsity", {})["summary"]

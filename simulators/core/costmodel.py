@@ -43,6 +43,7 @@ from .parallel_time import link_GBps_one_way as link_GBps_one_way
 from .roofline import ACTIVATION_BYTES as ACTIVATION_BYTES
 from .roofline import DEFAULT_ENGINE as DEFAULT_ENGINE
 from .roofline import IDEAL as IDEAL
+from .roofline import SMALL_BATCH_COMPUTE as SMALL_BATCH_COMPUTE
 from .roofline import Efficiency as Efficiency
 from .roofline import StepTime as StepTime
 from .roofline import decode_line as decode_line

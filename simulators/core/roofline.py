@@ -32,6 +32,9 @@ from .catalog import Gpu, Model
 Efficiency = profiles.EngineProfile
 IDEAL = profiles.IDEAL
 DEFAULT_ENGINE = profiles.DEFAULT
+# How a summary says why a step of a few rows is compute-bound: the profile's small-M GEMM efficiency,
+# not the roofline at peak (a batch-1 decode of INT4 weights on an A100 or a T4).
+SMALL_BATCH_COMPUTE = "at the profile's small-batch matmul efficiency its arithmetic outlasts its memory reads"
 
 
 def default_efficiency() -> Efficiency:

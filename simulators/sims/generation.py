@@ -192,9 +192,7 @@ def summary(r: dict[str, Any], view: str) -> str:
         if rest := n - len(listed):  # kept, too unlikely to show: counted, so the text adds up to n
             listed.append(f"and {rest} more under 0.5%{' each' * (rest > 1)}")
         return f"Sampling keeps {n} candidate token{'s' * (n != 1)} (entropy {bits:.2f} bits): {', '.join(listed)}."
-    # "compute" is the profile's compute term (its small-batch matmul efficiency), not the roofline at peak.
-    why = " (at the profile's small-batch matmul efficiency its arithmetic outlasts its memory reads)"
-    why = why if r["decode_bound"] == "compute" else ""
+    why = f" ({cm.SMALL_BATCH_COMPUTE})" if r["decode_bound"] == "compute" else ""
     b, tokens = r["batch_size"], f"{r['prompt_tokens']:,} tokens"
     # Learner review: at batch 128, 7,169 ms for "a prefill of 2,000 tokens": it is 128 prompts in one pass.
     prefill = f"prefill of {tokens}" if b == 1 else f"the prefill of {b:,} x {tokens}, one pass for all,"

@@ -286,13 +286,14 @@ def summary(r: dict[str, Any], view: str) -> str:
             f"{m['demo_unstructured_energy_removed']:.1%} unstructured at {r['sparsity']:.0%}, for output errors of "
             f"{m['demo_24_output_rel_error']:.1%} and {m['demo_unstructured_output_rel_error']:.1%}."
         )
+    small = f": {cm.SMALL_BATCH_COMPUTE}" if r["decode_bound"] == "compute" and r["batch_size"] <= 8 else ""
     text = (
-        f"{names['24']} stores {m['bytes_per_weight_24']:g} B per block weight and cuts {r['model']}'s weights from "
+        f"{names['24']} stores {m['bytes_per_weight_24']:.4g} B per block weight and cuts {r['model']}'s weights from "
         f"{m['weights_dense_GB']:.1f} to {m['weights_24_GB']:.1f} GB; {names['unstructured'].lower()} stores "
-        f"{m['bytes_per_weight_unstructured']:g} B ({m['weights_unstructured_GB']:.1f} GB). "
+        f"{m['bytes_per_weight_unstructured']:.4g} B ({m['weights_unstructured_GB']:.1f} GB). "
         f"Prefill ({r['prefill_bound']}-bound dense) gains {m['prefill_speedup_24']:.2f}x from 2:4 and "
         f"{m['prefill_speedup_unstructured']:.2f}x unstructured, which has no tensor-core path; decode at batch "
-        f"{r['batch_size']:,} ({r['decode_bound']}-bound) gains {m['decode_speedup_24']:.2f}x and "
+        f"{r['batch_size']:,} ({r['decode_bound']}-bound{small}) gains {m['decode_speedup_24']:.2f}x and "
         f"{m['decode_speedup_unstructured']:.2f}x. Unstructured sparsity can only save bytes, so it pays only in "
         "memory-bound steps and with a compressed layout. "
     )
