@@ -226,3 +226,16 @@ def test_a_deployment_vllm_would_not_start_is_refused_at_the_command():
     assert "would not start" in refused["errors"][0]["message"] and "KV cache" in refused["errors"][0]["message"]
     two = "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 2 --max-model-len 8192"
     assert api.run("diagnose", {"command": two})["ok"]
+
+
+def test_a_max_model_len_over_the_models_context_is_refused_at_the_command_as_vllm_does():
+    """Learner review: --max-model-len 500000 on Llama-3-8B was refused "under GPU" for KV room, while
+    vLLM refuses it first as over the model's 8,192-token context; a length that is refused for KV
+    room now names the length."""
+    long = api.run("diagnose", {"command": "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 500000"})
+    [error] = long["errors"]
+    assert error["field"] == "command" and "500,000 is over Llama-3-8B's context of 8,192 tokens" in error["message"]
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in error["message"]
+    big = api.run("diagnose", {"command": "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 2"})
+    assert "fewer than one request of the maximum model length (131,072 tokens)" in big["errors"][0]["message"]
+    assert api.run("diagnose", {"command": "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 8192"})["ok"]

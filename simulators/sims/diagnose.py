@@ -134,6 +134,13 @@ def deployment(p: Params) -> dx.Deployment:
         "fp8" if s.get("kv_cache_dtype") == "fp8" else "bf16",
         int(s.get("tensor_parallel_size", 1)), int(s.get("pipeline_parallel_size", 1)), log, _observed(p),
     )  # fmt: skip
+    if (asked := int(s.get("max_model_len", 0))) > m.max_context_tokens:  # vLLM's ModelConfig refuses it first
+        raise ParamError(
+            "command",
+            f"vLLM would not start this: a maximum model length of {asked:,} is over {m.name}'s context of "
+            f"{m.max_context_tokens:,} tokens (max_position_embeddings in its config.json); vLLM allows it only with "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 set.",
+        )
     try:
         mem = dx.memory(d)
     except ValueError as e:
@@ -141,7 +148,8 @@ def deployment(p: Params) -> dx.Deployment:
     if not mem.fits:  # vLLM refuses at start-up: no memory for KV blocks, or not one max-length request (GPU field)
         short = min(mem.stages, key=lambda st: st.kv_bytes)
         why = (
-            f"the KV cache holds {mem.kv_tokens:,} tokens, fewer than one request of the maximum model length"
+            f"the KV cache holds {mem.kv_tokens:,} tokens, fewer than one request of the maximum model length "
+            f"({int(s.get('max_model_len', min(m.max_context_tokens, 131_072))):,} tokens)"
             if short.kv_bytes > 0
             else f"weights, activations and non-torch memory take {(short.requested_bytes - short.kv_bytes) / GiB:,.1f} "
             f"GiB of the {short.requested_bytes / GiB:,.1f} GiB it may use on a GPU, leaving none for the KV cache"
