@@ -147,7 +147,7 @@ def test_the_summary_states_the_command_once_then_each_lever_by_its_flags():
     r = diagnose(command=LEARNER)
     text = r["summary"]
     assert text.count(LEARNER) == 1 and "Levers, ranked: 1. Speculative decoding (EAGLE), --speculative-config" in text
-    assert "2. Another GPU: gb200, same flags: ITL 8.45 → 4.91 ms (-42%" in text
+    assert "2. Another GPU: NVIDIA GB200, same flags: ITL 8.45 → 4.91 ms (-42%" in text
     assert "3. FP8 weights (W8A8), --quantization fp8: ITL 8.45 → 5.67 ms (-33%" in text
     tail = "6. Token budget 512 (chunked prefill), --max-num-batched-tokens 512: ITL of a step that carries a prefill"
     assert f"{tail} (another figure, ranked after those on ITL) 67.96 → 25.91 ms (-62%" in text
@@ -239,3 +239,14 @@ def test_a_max_model_len_over_the_models_context_is_refused_at_the_command_as_vl
     big = api.run("diagnose", {"command": "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 2"})
     assert "fewer than one request of the maximum model length (131,072 tokens)" in big["errors"][0]["message"]
     assert api.run("diagnose", {"command": "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 8192"})["ok"]
+
+
+def test_the_summary_says_whether_the_binding_figure_misses_its_target_and_that_levers_ignore_queues():
+    """Learner review: "ITL binds your SLO" at the defaults, with both targets met three times over; and
+    with a queued 900 ms TTFT the levers, priced unqueued, were ranked without a word on it."""
+    met = diagnose()["summary"]
+    assert "Both targets are met; ITL is the closer, at 34% of its target." in met and "binds" not in met
+    queued = diagnose(ttft_p50_ms=900, itl_p50_ms=20, rate_per_s=10)
+    assert queued["result"]["binding"] == "ttft_s"
+    assert "TTFT misses its target, at 1.80x of it." in queued["summary"]
+    assert "The levers are priced unqueued" in queued["summary"]

@@ -160,7 +160,7 @@ def levers(d: Deployment, b: int, now: dict[str, float], binding: str) -> list[d
             {**now, "itl_s": per_token * now["itl_s"] / step}, "08-speculative-decoding", note, "itl_s")  # fmt: skip
     if other := _other_gpu(d, b, binding):
         note = f"{other[0].name}, the catalogue's fastest that fits"
-        add(f"Another GPU: {other[0].id}", None, other[1], "02-gpu-memory", note)
+        add(f"Another GPU: {other[0].name.split(' (')[0]}", None, other[1], "02-gpu-memory", note)
     if b >= 4:
         fewer = speed(replace(d, serve=replace(d.serve, settings={**s, "max_num_seqs": b // 2})), b // 2)
         lever, note = f"Fewer requests per batch ({b // 2})", "half the throughput per GPU"

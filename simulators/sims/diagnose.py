@@ -202,9 +202,11 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     b = max(1, min(cap, round(batch)))
     now = dx.speed(d, b)
     gaps = dx.gaps(obs, now, a, d.log, d.serve.settings)
-    binding = "itl_s" if (obs.get("itl_s") or now["itl_s"]) / (p.itl_slo_ms / 1e3) >= (
-        obs.get("ttft_s") or now["ttft_s"]
-    ) / (p.ttft_slo_ms / 1e3) else "ttft_s"  # fmt: skip
+    # Each figure (observed, else predicted) over its target; the larger binds (ITL on a tie).
+    use = {
+        k: (obs.get(k) or now[k]) / (slo_ms / 1e3) for k, slo_ms in (("itl_s", p.itl_slo_ms), ("ttft_s", p.ttft_slo_ms))
+    }
+    binding = max(use, key=lambda k: use[k])
     # Levers on the binding figure first, by their change; then those on each other figure, by theirs.
     levers = sorted(dx.levers(d, b, now, binding), key=lambda x: (x["key"] != binding, x["key"], x["change"]))
     logged = float(d.log["kv_tokens"]) if d.log else 0.0
@@ -226,7 +228,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     return {
         "model": d.model.name, "gpu": d.gpu.name, "command": shlex.join(d.serve.tokens), "engine": d.engine, "weight_dtype": d.weight_dtype,
         "kv_dtype": d.kv_dtype, "ignored_flags": d.serve.ignored, "log": {k: v for k, v in (d.log or {}).items() if k != "lines"},
-        "observed": obs, "predicted": now, "gaps": gaps, "binding": binding, "levers": levers,
+        "observed": obs, "predicted": now, "gaps": gaps, "binding": binding, "slo_use": use[binding], "levers": levers,
         "max_concurrency": a.max_concurrency, "reproduce": reproduce, "metrics": metrics,
     }  # fmt: skip
 
@@ -298,9 +300,18 @@ def summary(r: dict[str, Any], view: str = "levers") -> str:
         + (f": {x['note']}" if x["note"] else "") + ")."
         for i, x in enumerate(r["levers"])
     )  # fmt: skip
+    name, use = "ITL" if r["binding"] == "itl_s" else "TTFT", r["slo_use"]
+    slo = (  # learner review: "ITL binds your SLO" when both targets were met three times over
+        f"{name} misses its target, at {use:.2f}x of it. "
+        if use > 1
+        else f"Both targets are met; {name} is the closer, at {use:.0%} of its target. "
+    )
+    if r["binding"] == "ttft_s" and r["observed"].get("ttft_s", 0) > 2 * r["predicted"]["ttft_s"]:
+        slo += "The levers are priced unqueued: they shorten your TTFT only as far as they shorten its queue. "
     return (
         head
-        + f"{r['levers'][0]['binding'] if r['levers'] else 'TTFT'} binds your SLO. Each lever changes one thing in "
+        + slo
+        + "Each lever changes one thing in "
         + f"your command, {r['command']}. Levers, ranked: {ranked}"
         + (" " + gaps if gaps else "")
     )
