@@ -250,3 +250,17 @@ def test_the_summary_says_whether_the_binding_figure_misses_its_target_and_that_
     assert queued["result"]["binding"] == "ttft_s"
     assert "TTFT misses its target, at 1.80x of it." in queued["summary"]
     assert "The levers are priced unqueued" in queued["summary"]
+
+
+def test_a_misspelt_vllm_flag_is_refused_at_the_command_and_real_unmodelled_flags_are_listed():
+    """Learner review: --tensor-paralel-size 2 was listed among the flags not modelled, while vLLM's
+    argument parser refuses it; a real flag the course does not model is still only listed, and
+    llama.cpp's near-twins (--ubatch-size beside --batch-size) are never taken for typos."""
+    with pytest.raises(ValueError, match="--tensor-paralel-size is not a vLLM flag: did you mean --tensor-parallel-size"):
+        serve_command.parse_command("vllm serve m --tensor-paralel-size 2")
+    real = serve_command.parse_command("vllm serve m --port 8000 --data-parallel-size-local 2 --enforce-eager")
+    assert real.ignored == ["--port 8000", "--data-parallel-size-local 2", "--enforce-eager"]
+    llama = serve_command.parse_command("llama-server -m x.gguf --ubatch-size 512 --cache-type-v q8_0")
+    assert llama.ignored == ["--ubatch-size 512", "--cache-type-v q8_0"]
+    error = api.run("diagnose", {"command": "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --tensor-paralel-size 2"})
+    assert error["errors"][0]["field"] == "command"

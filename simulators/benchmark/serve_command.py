@@ -3,7 +3,9 @@
 `parse_command(text)` reads a `vllm serve` command line (or `python -m vllm.entrypoints.openai.api_server`),
 an SGLang `launch_server` one or a llama.cpp `llama-server` one, for the flags they share, into
 vLLM's names (the deployment simulator's fields). A flag the course does not model is listed as
-ignored, never refused; a modelled flag with a bad value raises ValueError naming the flag.
+ignored, never refused, unless it is a modelled vLLM flag misspelt (difflib's ratio >= 0.9, which no
+other vLLM flag reaches; llama.cpp's --ubatch-size is a real near-twin of --batch-size), as vLLM's
+argument parser would refuse it; a modelled flag with a bad value raises ValueError naming the flag.
 
 `parse_log(text)` reads what vLLM prints while it starts: its version, the non-default arguments,
 the weights loaded, the activation peak, the KV cache memory and size, the maximum concurrency and
@@ -31,6 +33,7 @@ flash attention).
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 import shlex
@@ -190,6 +193,8 @@ def parse_command(text: str) -> Serve:
         flag, eq, inline = tok.partition("=")
         i += 1
         if flag not in names:
+            if engine == "vllm" and (near := difflib.get_close_matches(flag, names, n=1, cutoff=0.9)):
+                raise ValueError(f"{flag} is not a vLLM flag: did you mean {near[0]}?")
             takes = not eq and i < len(tokens) and not tokens[i].startswith("-")
             serve.ignored.append(tok + (f" {tokens[i]}" if takes else ""))
             i += 1 if takes else 0
