@@ -146,3 +146,14 @@ def test_the_summary_prints_figures_with_separators_as_the_key_figures_table_doe
     short = api.evaluate("gpu_memory", context_tokens=16)["summary"]
     assert "maximum concurrency of 27,737.00x" in short
     assert "an activation peak of 2.0 GB" in short  # not "a 2.0 GB ...": no article to get wrong
+
+
+def test_the_fit_chart_says_why_a_kv_cache_in_its_legend_is_not_drawn():
+    """Learner review: Llama-3.1-405B on L4s listed "KV cache of 256 x 128,000 tokens" in the legend with
+    nothing drawn (no GPU count leaves room), and the capacity dots near the bars' feet were unexplained."""
+    big = api.run("gpu_memory", {"model": "llama-3.1-405b", "gpu": "l4", "batch_size": 256, "context_tokens": 128000})
+    names = [t["name"] for t in big["figure"]["data"]]
+    assert "KV cache of 256 x 128,000 tokens (no room for any: not drawn)" in names
+    assert "Memory CUDA reports (the GPU's capacity)" in names
+    fits = [t["name"] for t in api.run("gpu_memory", {})["figure"]["data"]]
+    assert any(n.startswith("KV cache of ") and "not drawn" not in n for n in fits)

@@ -192,6 +192,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         layouts = [f"TP {b['tp']} x PP {b['pp']}" for b in bars]
         hover = "%{x} GPUs, %{customdata}: %{y:.1f} GB<extra>%{fullData.name}</extra>"
         kv = f"KV cache of {r['batch_size']:,} x {r['context_tokens']:,} tokens"
+        kv += "" if any(b["kv_budget"] > 0 for b in bars) else " (no room for any: not drawn)"
         parts = [
             ("Weights", [b["weights"] for b in bars]),
             ("Activation peak", [b["activations"] for b in bars]),
@@ -204,7 +205,11 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
             bar(x, [v / cm.GB for v in y], name, i, customdata=layouts, hovertemplate=hover)
             for i, (name, y) in enumerate(parts)
         ]
-        data.append(markers(x, [b["capacity"] / cm.GB for b in bars], "Memory CUDA reports", 6, mode="markers"))
+        data.append(
+            markers(
+                x, [b["capacity"] / cm.GB for b in bars], "Memory CUDA reports (the GPU's capacity)", 6, mode="markers"
+            )
+        )
         fewest = r["metrics"]["min_gpus_to_fit"]
         title = f"{r['model']} ({r['weight_dtype']}) on {r['gpu']}: " + (
             f"fits from {fewest} GPU(s)" if fewest else "does not fit on 8 GPUs"
