@@ -86,3 +86,13 @@ def test_the_balance_summary_counts_the_requests_refused_beside_those_served():
     refused = told["result"]["routers"]["round_robin"]["dropped"]
     assert refused > 0 and sum(counts) + refused == 400
     assert f"{sum(counts):,} requests served, {refused:,} of 400 refused as too long" in told["summary"]
+
+
+def test_the_disaggregation_bars_carry_their_values_on_the_log_axis():
+    """Learner review: on the log axis from about 10 ms, TPOT bars of 12.8 and 19.3 ms looked 3x apart;
+    every bar is labelled with its milliseconds, the figures the result holds."""
+    r = api.run("cluster", {"view": "disagg"})
+    assert r["figure"]["layout"]["yaxis"]["type"] == "log"
+    for trace, mode in zip(r["figure"]["data"], ("colocated", "disaggregated"), strict=True):
+        ms = [x * 1e3 for x in r["result"]["modes"][mode]["ttft"] + r["result"]["modes"][mode]["tpot"]]
+        assert trace["text"] == [f"{v:,.1f}" for v in ms] and trace["textposition"] == "outside"

@@ -116,7 +116,7 @@ class Params:
     request_rate_per_s: float = param(20.0, label="Request rate", unit="req/s", min=0.01, max=5000.0, log=True)
     ttft_slo_s: float = param(0.5, label="TTFT target", unit="s", min=0.001, max=600.0, step=0.01, log=True)
     tpot_slo_s: float = param(
-        0.05, label="ITL target (TPOT)", unit="s", min=0.0001, max=10.0, step=0.001, log=True,
+        0.05, label="ITL (TPOT) target", unit="s", min=0.0001, max=10.0, step=0.001, log=True,
         help="Per request: (end-to-end - TTFT) / (output tokens - 1), vLLM's TPOT, GuideLLM's ITL.",
     )  # fmt: skip
     percentile: str = param("90", label="SLO percentile", choices=[(q, f"p{q}") for q in ("50", "90", "95", "99")])

@@ -224,10 +224,11 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         labels = ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
         split = f"{r['num_prefill']} prefill + {r['num_replicas'] - r['num_prefill']} decode"
         modes = {"colocated": f"{r['num_replicas']} colocated replicas", "disaggregated": split}
-        data = [
-            bar(labels, [x * 1e3 for x in r["modes"][k]["ttft"] + r["modes"][k]["tpot"]], name, i)
+        ms = {k: [x * 1e3 for x in r["modes"][k]["ttft"] + r["modes"][k]["tpot"]] for k in modes if k in r["modes"]}
+        data = [  # each bar labelled: on the log axis 12.8 against 19.3 ms looked like 3x (learner review)
+            bar(labels, ms[k], name, i, text=[f"{v:,.1f}" for v in ms[k]], textposition="outside")
             for i, (k, name) in enumerate(modes.items())
-            if k in r["modes"]  # both, but while they stream
+            if k in ms  # both, but while they stream
         ]
         title = "Colocated vs disaggregated prefill and decode"
         return chart(data, title, "Metric", "Milliseconds", barmode="group", yaxis=LOG)
