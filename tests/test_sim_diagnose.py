@@ -256,7 +256,9 @@ def test_a_misspelt_vllm_flag_is_refused_at_the_command_and_real_unmodelled_flag
     """Learner review: --tensor-paralel-size 2 was listed among the flags not modelled, while vLLM's
     argument parser refuses it; a real flag the course does not model is still only listed, and
     llama.cpp's near-twins (--ubatch-size beside --batch-size) are never taken for typos."""
-    with pytest.raises(ValueError, match="--tensor-paralel-size is not a vLLM flag: did you mean --tensor-parallel-size"):
+    with pytest.raises(
+        ValueError, match="--tensor-paralel-size is not a vLLM flag: did you mean --tensor-parallel-size"
+    ):
         serve_command.parse_command("vllm serve m --tensor-paralel-size 2")
     real = serve_command.parse_command("vllm serve m --port 8000 --data-parallel-size-local 2 --enforce-eager")
     assert real.ignored == ["--port 8000", "--data-parallel-size-local 2", "--enforce-eager"]

@@ -73,4 +73,6 @@ def test_a_batch_prefill_is_said_to_be_every_prompt_in_one_pass():
     assert "gives each request its first token after" in r["summary"]
     assert r["figure"]["layout"]["title"]["text"].startswith("One of 128 requests in a batch on ")
     one = api.run("generation", {})
-    assert "batch 1: prefill of 2,000 tokens is" in one["summary"] and one["figure"]["layout"]["title"]["text"].startswith("One request on ")
+    assert "batch 1: prefill of 2,000 tokens is" in one["summary"] and one["figure"]["layout"]["title"][
+        "text"
+    ].startswith("One request on ")
