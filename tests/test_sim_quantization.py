@@ -185,11 +185,11 @@ def test_the_demo_speaks_of_its_own_figures_and_of_outliers_only_when_there_are_
 
 def test_the_speed_up_chart_shows_which_format_and_batch_the_summary_speaks_of():
     """Learner review: eleven formats drawn alike, so a reader could not tell which line the summary
-    meant; the chosen format's line is the thick one, named "(chosen)", with a marker at the chosen batch."""
+    meant; the chosen format's line is the thick one, named "(chosen, ...)", with a marker at the chosen batch."""
     r = api.run("quantization", {"weight_dtype": "q4_k_m", "batch_size": 48})
     data = r["figure"]["data"]
-    chosen = [t for t in data if t["name"].endswith("(chosen)")]
-    assert [t["name"] for t in chosen] == [cm.precision("q4_k_m").name + " (chosen)"]
+    chosen = [t for t in data if t["name"].endswith("(chosen, marked at batch 48)")]
+    assert [t["name"] for t in chosen] == [cm.precision("q4_k_m").name + " (chosen, marked at batch 48)"]
     assert chosen[0]["line"]["width"] > max(t["line"]["width"] for t in data if "line" in t and t is not chosen[0])
     [mark] = [t for t in data if t["name"].startswith("Batch ")]
     assert (mark["x"], mark["y"]) == ([48], [r["metrics"]["decode_speedup"]])

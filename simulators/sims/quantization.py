@@ -251,11 +251,11 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     for k, trace in enumerate(data[6:]):
         trace |= {"mode": "lines+markers", "marker": {"symbol": MARKERS[k % len(MARKERS)]}}
     # The format and batch the summary speaks of (learner review: 11 lines, none of them said which).
-    i = r["formats"].index(r["weight_dtype"])
+    i, b = r["formats"].index(r["weight_dtype"]), r["batch_size"]
     data[i]["line"] |= {"width": 5}
-    data[i]["name"] += " (chosen)"
-    batch = f"Batch {r['batch_size']:,}: {r['metrics']['decode_speedup']:.2f}x"
-    data.append(markers([r["batch_size"]], [r["metrics"]["decode_speedup"]], batch, i))
+    data[i]["name"] += f" (chosen, marked at batch {b:,})"
+    speedup = [r["metrics"]["decode_speedup"]]  # its legend entry is the line's (one more row broke the layout)
+    data.append(markers([b], speedup, f"Batch {b:,}: {speedup[0]:.2f}x", i, showlegend=False))
     data.append(line([x[0], x[-1]], [r["worthwhile_speedup"]] * 2, "Worthwhile speed-up", 6))
     title = f"Decode speed-up over bf16, {r['model']} on {r['gpu']} at {r['context_tokens']:,} tokens"
     return chart(data, title, "Batch size (sequences)", "Speed-up (x)", xaxis=LOG)
