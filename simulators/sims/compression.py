@@ -229,7 +229,7 @@ def summary(r: dict[str, Any], view: str) -> str:
         text = (
             f"{r['scheme_name']} stores {r['model']}'s weights in {m['artifact_GB']:.1f} GB instead of "
             f"{m['baseline_GB']:.1f} GB ({m['artifact_ratio']:.0%}, {m['bits_per_weight']:.4g} bits per block-matmul weight). "
-            f"{room}Calibration: {r['calibration']}"
+            f"{room}{r['calibration']}"
         )
     elif view == "batch":
         by_batch, grid = r["schemes"][r["scheme"]]["decode_speedup_by_batch"], r["batch_grid"]

@@ -227,6 +227,8 @@ def test_random_extreme_and_garbage_input(
 
     for p in (p for p in controls if p["type"] == "choice" and p.get("custom")):  # bad JSON in a custom box
         chosen = box(p).input_value()
+        shown = box(p).locator(f"option[value='{CUSTOM}']").inner_text()  # "Custom gpu" read as an id
+        assert shown == f"Custom {'GPU' if p['custom'] == 'gpu' else p['custom']} (paste JSON)…", shown
         box(p).select_option(CUSTOM)
         area = box(p).locator("xpath=following-sibling::textarea[1]")
         area.fill("{not json")

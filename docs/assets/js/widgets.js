@@ -103,7 +103,7 @@ function field(w, p) {
     inputs.push(slider, box);
   } else if (p.type === "choice") {
     const select = tag("select", { id, "aria-describedby": describedBy }, ...p.choices.map((c) => tag("option", { value: c.value }, c.label)));
-    if (p.custom) select.append(tag("option", { value: CUSTOM }, `Custom ${p.custom} (paste JSON)…`));
+    if (p.custom) select.append(tag("option", { value: CUSTOM }, `Custom ${p.custom === "gpu" ? "GPU" : p.custom} (paste JSON)…`));
     const area = tag("textarea", { rows: "4", hidden: "", "aria-label": `${p.label}: JSON object`, "aria-describedby": describedBy });
     select.addEventListener("change", () => {
       area.hidden = select.value !== CUSTOM;
