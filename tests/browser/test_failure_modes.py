@@ -205,6 +205,23 @@ def test_state_out_of_range_falls_back_to_the_page_scenario_with_a_notice(contex
     page.close()
 
 
+def test_an_error_on_a_setting_the_widget_does_not_show_names_that_setting(context: BrowserContext, site: Site) -> None:
+    """Learner review (lesson 00.1): Llama-3.1-405B on one H100 said "use more GPUs or a smaller format"
+    with no full stop and no tensor-parallel control to use; the status line names the setting."""
+    page = context.new_page()
+    page.goto(site.url + "lessons/00.1-autoregressive-generation/")
+    wait_ready(page)
+    figure = page.locator("figure#sim-timeline")
+    figure.locator("#sim-timeline-model").select_option("llama-3.1-405b")
+    status = figure.locator(".sim-status")
+    page.wait_for_function(
+        "el => el.textContent.includes('still show')", arg=status.element_handle(), timeout=RUNTIME_LIMIT_MS
+    )
+    text = status.inner_text()
+    page.close()
+    assert "a smaller format. (Tensor parallel is not among this widget's controls.) The chart" in text, text
+
+
 @pytest.mark.parametrize(
     "saved",
     [

@@ -282,7 +282,12 @@ function drawPartial(w, issued, json) {
 
 function showFieldErrors(w, errors) {
   const status = w.el.querySelector(".sim-status");
-  const general = errors.filter((e) => !w.fields.has(e.field)).map((e) => e.message);
+  // An error on a setting this widget does not show names it (lesson 00.1: "use more GPUs" with no such
+  // control), each as a sentence of its own.
+  const label = (e) => w.schema.params.find((p) => p.name === e.field)?.label;
+  const general = errors
+    .filter((e) => !w.fields.has(e.field))
+    .map((e) => `${e.message.replace(/[^.!?]$/, "$&.")}${label(e) ? ` (${label(e)} is not among this widget's controls.)` : ""}`);
   if (errors.length) general.push("The chart and figures still show the last values that ran.");
   setText(status, general.join(" "));
   // A notice about the address stays until the reader changes a control (see change()).
