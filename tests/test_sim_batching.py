@@ -2,6 +2,7 @@
 
 import pytest
 
+from simulators import api
 from simulators.core.catalog import resolve_gpu, resolve_model
 from simulators.engine import EngineSpec, SchedulerConfig, serve
 from simulators.engine.workload import Request
@@ -50,3 +51,15 @@ def test_fixed_lengths_are_refused_only_past_the_context_and_uniform_at_their_lo
     assert refused("uniform", 5461) and not refused("uniform", 5000)
     too_long = api.run("batching", {"lengths": "fixed", "prompt_tokens": 2000, "output_tokens": 8000})
     assert too_long["errors"][0]["message"].startswith("prompt plus output (10,000 tokens) must fit")
+
+
+def test_with_fixed_lengths_static_batching_waits_for_the_whole_batch_not_a_slowest_member():
+    """Learner review: with fixed lengths the summary still blamed "the slowest member of the batch" and
+    the legend listed a static "still running" line hidden under the "slots held" one."""
+    fixed = api.run("batching", {"lengths": "fixed"})
+    assert (
+        "slowest member" not in fixed["summary"] and "wait for the whole batch in flight to finish" in fixed["summary"]
+    )
+    names = [t["name"] for t in fixed["figure"]["data"]]
+    assert any(n.endswith("(under the slots held: equal lengths end together)") for n in names)
+    assert "slowest member" in api.run("batching", {})["summary"]

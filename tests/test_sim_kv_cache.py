@@ -109,8 +109,13 @@ def test_the_work_summary_says_the_cache_saves_work_only_after_the_prompt():
     """Learner review: below the 2,000-token prompt the two work curves met and the summary said
     "1 times the work", read as a KV cache saving nothing on short sequences."""
     short = api.run("kv_cache", {"view": "work", "context_tokens": 1000})["summary"]
-    assert "1 times" not in short and "Without a cache the work is the same here: the whole context is the prompt" in short
+    assert (
+        "1 times" not in short and "Without a cache the work is the same here: the whole context is the prompt" in short
+    )
     long = api.run("kv_cache", {"view": "work", "context_tokens": 2200})
     ratio = long["metrics"]["recompute_ratio"]
-    assert f"costs {ratio:,.0f} times the work of generating with one: the first 2,000 tokens are the prompt" in long["summary"]
+    assert (
+        f"costs {ratio:,.0f} times the work of generating with one: the first 2,000 tokens are the prompt"
+        in long["summary"]
+    )
     assert "the 200 generated after it" in long["summary"]

@@ -129,7 +129,7 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     now and while the first goes (plotting.running)."""
     keep = for_call(keep, MEMO_ENTRIES)
     m, gpu = p.resolved()
-    out: dict[str, Any] = p.stated("max_num_seqs", "rate_per_s")
+    out: dict[str, Any] = p.stated("max_num_seqs", "rate_per_s", "lengths")
     metrics: dict[str, float] = {}
     fixed_or_uniform = workload.Lengths(p.lengths, p.prompt_tokens, p.output_tokens)
     lengths = workload.azure_lengths() if p.lengths == "azure" else fixed_or_uniform
@@ -160,8 +160,10 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         return chart(data, title, "Metric", "Seconds", barmode="group", yaxis=LOG)
     st, co = r["static"]["series"], r.get("continuous", {}).get("series")  # no continuous run yet while streaming
     times = [x[0] for x in st]
+    running = "Static: sequences still running (prefill or decode)"
+    running += " (under the slots held: equal lengths end together)" * (r["lengths"] == "fixed")
     data = [
-        line(times, [x[2] for x in st], "Static: sequences still running (prefill or decode)", 1, shape="hv"),
+        line(times, [x[2] for x in st], running, 1, shape="hv"),
         line(times, [x[1] for x in st], "Static: slots held by the batch", 3, shape="hv"),
     ]
     if co is not None:
@@ -173,20 +175,23 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
 def summary(r: dict[str, Any], view: str) -> str:
     m, n, rate = r["metrics"], r["max_num_seqs"], r["rate_per_s"]
     head = f"With {n} slot{'s' * (n != 1)} at {rate:g} request{'s' * (rate != 1)} per second, "
+    wait = "wait for the slowest member of the batch in flight"  # with fixed lengths there is none (learner review)
+    if r["lengths"] == "fixed":
+        wait = "wait for the whole batch in flight to finish (of fixed lengths, its members end together)"
     if view == "latency":
         st, co = r["static"], r["continuous"]
         return (
             f"{head}TTFT at p50, p90 and p99 is "
             f"{_seconds(co['ttft'])} s with continuous batching against {_seconds(st['ttft'])} s with static batching; "
             f"end to end, {_seconds(co['e2e'])} s against {_seconds(st['e2e'])} s. Static batching makes new requests "
-            "wait for the slowest member of the batch in flight."
+            f"{wait}."
         )
     return (
         f"{head}continuous batching completes "
         f"{m['throughput_continuous_per_s']:.2f} requests/s against {m['throughput_static_per_s']:.2f} for static batching "
         f"({m['throughput_gain']:.2f}x). Median TTFT is {m['ttft_continuous_s_p50']:.2f} s against {m['ttft_static_s_p50']:.2f} s, "
         f"p99 TTFT {m['ttft_continuous_s_p99']:.2f} s against {m['ttft_static_s_p99']:.2f} s: static batching makes new requests "
-        f"wait for the slowest member of the batch in flight. Slots are busy {m['slot_occupancy_continuous']:.0%} of the time "
+        f"{wait}. Slots are busy {m['slot_occupancy_continuous']:.0%} of the time "
         f"with continuous batching and {m['slot_occupancy_static']:.0%} with static batching."
     )
 
