@@ -119,3 +119,16 @@ def test_a_tiny_step_budget_draws_its_many_chunks_as_few_bars_and_loses_no_time(
     big = api.run("engine", {**p, "max_num_batched_tokens": 512})  # a few chunks: one bar each
     bars = next(t for t in big["figure"]["data"] if t.get("name") == "Prefill chunk")
     assert len(bars["x"]) == big["metrics"]["num_prefill_chunks"] <= ex.MAX_CHUNK_BARS
+
+
+def test_the_operating_points_summary_says_whose_kv_cache_it_uses_and_names_its_region_once():
+    """Learner review (lesson 10): with KV memory at 1.5 GiB the summary said the batch "needs 31% of the KV
+    memory", as the grid uses the GPU's whole KV cache, not that control; and "...KV memory: Prefix reuse:
+    shared prefixes..." held two colons. Moving the control leaves the grid, and now the summary says why."""
+    small = api.run("engine", {"view": "operating_points", "kv_budget_GiB": 1.5})
+    large = api.run("engine", {"view": "operating_points", "kv_budget_GiB": 40})
+    assert small["metrics"] == large["metrics"]
+    told, tokens = small["summary"], small["result"]["capacity_tokens"]
+    assert f"of the KV cache vLLM allocates on one NVIDIA H100 SXM5 80GB ({tokens:,} tokens;" in told
+    assert "the KV memory and batch slots set only the followed request's server" in told
+    assert "Its region: Prefix reuse (shared prefixes save >= 20% of GPU time)." in told

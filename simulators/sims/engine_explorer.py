@@ -316,11 +316,15 @@ def summary(r: dict[str, Any], view: str) -> str:
     if view == "operating_points":
         counts = {key: sum(1 for g in r["grid"] if g["region"] == key) for key, _ in REGIONS}
         parts = ", ".join(f"{name.split(':')[0]} {counts[key]}" for key, name in REGIONS if counts[key])
+        name = dict(REGIONS)[pt["region"]]
+        region = name.replace(": ", " (", 1) + ")" if ": " in name else name
+        # Learner review: the KV memory and batch slot controls size the followed request's server, not this grid.
         return (
             f"Of {len(r['grid'])} operating points: {parts}. At batch {pt['batch']} and {pt['context']:,}-token prompts, weights are "
-            f"{m['weight_bytes_share']:.0%} of a decode step's bytes, prefill is {m['prefill_share']:.0%} of GPU time, "
-            f"{m['compute_share']:.0%} of GPU time is compute-bound, a prefix cache would save {m['prefix_saving_share']:.0%}, and the batch "
-            f"needs {m['kv_capacity_use']:.0%} of the KV memory: {dict(REGIONS)[pt['region']]}."
+            f"{m['weight_bytes_share']:.0%} of a decode step's bytes, prefill takes {m['prefill_share']:.0%} of GPU time, steps "
+            f"at the compute roof {m['compute_share']:.0%}, a prefix cache would save {m['prefix_saving_share']:.0%}, and the batch "
+            f"needs {m['kv_capacity_use']:.0%} of the KV cache vLLM allocates on one {r['gpu']} ({r['capacity_tokens']:,} "
+            f"tokens; the KV memory and batch slots set only the followed request's server). Its region: {region}."
         ) + "".join(" " + n for n in r["notes"])
     return (
         f"The {r['prompt_tokens']:,}-token request waits {m['queue_s'] * 1e3:,.0f} ms, is prefilled in {m['num_prefill_chunks']:.0f} chunks "

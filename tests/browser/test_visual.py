@@ -243,6 +243,30 @@ def test_a_long_chart_title_on_a_phone_stays_above_its_plot(context: BrowserCont
     assert 0 <= title_top and title_bottom <= plot_top, (title_top, title_bottom, plot_top)
 
 
+def test_a_subtitle_on_a_phone_joins_the_title_and_is_broken_into_lines(context: BrowserContext, site: Site) -> None:
+    """Learner review: at 390 px lesson 10's operating-points subtitle lost both ends ("Llama-3-8B on" and
+    "prompt shared"); plotly breaks neither a title nor a subtitle, so charts.js joins them and breaks both."""
+    page = context.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(site.url + "lessons/10-vllm-and-sglang/")
+    sub = "Llama-3-8B on NVIDIA H100 SXM5 80GB, 200-token answers, 40% of each prompt shared"
+    text, left, right, width = page.evaluate(
+        """async (sub) => {
+             const { draw } = await import(new URL("../../assets/js/charts.js", document.baseURI).href);
+             const el = Object.assign(document.createElement("div"), { style: "width: 358px; height: 360px" });
+             document.querySelector("article").prepend(el);
+             await draw(el, { data: [{ type: "scatter", x: [0, 1], y: [0, 1], name: "a" }],
+                              layout: { title: { text: "Which organising bet pays where", subtitle: { text: sub } } } });
+             const t = el.querySelector(".g-gtitle").getBoundingClientRect(), c = el.getBoundingClientRect();
+             return [el.querySelector(".g-gtitle").textContent, t.left - c.left, t.right - c.left, c.width];
+           }""",
+        sub,
+    )
+    page.close()
+    assert text.replace(" ", "") == ("Which organising bet pays where: " + sub).replace(" ", ""), text
+    assert 0 <= left and right <= width, (left, right, width)
+
+
 def test_a_long_legend_entry_on_a_phone_stays_inside_the_chart(context: BrowserContext, site: Site) -> None:
     """Plotly cuts a legend entry wider than the chart off at its edge; charts.js breaks a long
     name into lines on a narrow chart (lesson 05's running chart: "… (prefill or decode) (so far)")."""

@@ -41,11 +41,14 @@ const TITLE_EM = 0.55;
 const TITLE_PAD_PX = 10;
 
 function fitTitle(layout, width) {
-  const title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
+  let title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
   if (!title?.text || !width) return layout;
+  // Plotly does not break a subtitle either: on a narrow chart it joins the title (lesson 10 lost both ends).
+  const { subtitle, ...rest } = title;
+  if (width < NARROW_PX && subtitle?.text) title = { ...rest, text: `${title.text}: ${subtitle.text}` };
   const size = title.font?.size ?? 1.4 * (layout.font?.size ?? 12); // plotly's default title size
   const fits = Math.max(10, Math.floor((width - 16) / (TITLE_EM * size)));
-  if (title.text.length <= fits) return layout;
+  if (title.text.length <= fits) return title === layout.title ? layout : { ...layout, title };
   const lines = wrapped(title.text, fits);
   const pad = { t: TITLE_PAD_PX + (lines.length > 1 ? 0.7 * size : 0) };
   const hung = { ...title, text: lines.join("<br>"), yref: "container", y: 1, yanchor: "top", pad };
