@@ -155,3 +155,9 @@ def test_the_hit_rate_views_show_the_caches_figures_and_price_no_time():
         assert "priced_by" not in answer and "priced" not in answer["summary"]
     ttft = api.run("prefix_cache", {"view": "ttft"})
     assert set(declared) <= set(ttft["metrics"]) and "Times priced with" in ttft["summary"]
+
+
+def test_the_hits_chart_names_its_workload_as_the_menu_does():
+    """Learner review: "Prefix cache hits, system workload" used the id; the option reads "Shared system prompts"."""
+    title = api.run("prefix_cache", {"view": "hits", "sharing": "system"})["figure"]["layout"]["title"]["text"]
+    assert title == "Prefix cache hits: Shared system prompts"

@@ -159,7 +159,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
         modes = [x for x in CACHES if x in r["modes"]]  # both, but while they stream
         hit_rates = [r["modes"][x]["hit_rate"] for x in modes]
         data = [bar([names[x] for x in modes], hit_rates, "Hit rate (share of prompt tokens)", 0)]
-        title = f"Prefix cache hits, {r['sharing'].replace('_', ' ')} workload"
+        title = f"Prefix cache hits: {dict(SHARING)[r['sharing']]}"  # the workload as its menu names it
         return chart(data, title, "Cache", "Share of prompt tokens", yaxis=SHARE)
     labels = ["p50", "p90", "p99"]
     data = [
