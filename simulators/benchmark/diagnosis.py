@@ -43,12 +43,17 @@ class Deployment:
     observed: dict[str, float]
 
 
+def max_model_len(d: Deployment) -> int:
+    """--max-model-len, else the model's context up to 131,072 tokens (the length the accounting assumes)."""
+    return int(d.serve.settings.get("max_model_len", min(d.model.max_context_tokens, 131_072)))
+
+
 def memory(d: Deployment) -> vm.VllmMemory:
     s = d.serve.settings
     return vm.account(
         d.model, d.gpu, tp=d.tp, pp=d.pp, dp=int(s.get("data_parallel_size", 1)),
         ep=bool(s.get("enable_expert_parallel", False)), gpu_memory_utilization=s.get("gpu_memory_utilization"),
-        max_model_len=int(s.get("max_model_len", min(d.model.max_context_tokens, 131_072))),
+        max_model_len=max_model_len(d),
         max_num_batched_tokens=s.get("max_num_batched_tokens"), max_num_seqs=s.get("max_num_seqs"),
         kv_dtype=d.kv_dtype, weight_dtype=d.weight_dtype, block_size=s.get("block_size"),
     )  # fmt: skip

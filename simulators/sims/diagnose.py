@@ -149,7 +149,7 @@ def deployment(p: Params) -> dx.Deployment:
         short = min(mem.stages, key=lambda st: st.kv_bytes)
         why = (
             f"the KV cache holds {mem.kv_tokens:,} tokens, fewer than one request of the maximum model length "
-            f"({int(s.get('max_model_len', min(m.max_context_tokens, 131_072))):,} tokens)"
+            f"({dx.max_model_len(d):,} tokens)"
             if short.kv_bytes > 0
             else f"weights, activations and non-torch memory take {(short.requested_bytes - short.kv_bytes) / GiB:,.1f} "
             f"GiB of the {short.requested_bytes / GiB:,.1f} GiB it may use on a GPU, leaving none for the KV cache"
