@@ -41,8 +41,11 @@ def shot_name(url: str, width: int, palette: str, full: bool = False) -> str:
 
 
 def ready(page: Page) -> None:
+    """The page as a reader sees it before Python runs: static charts, maths, the offline badge and the
+    controls widgets.js builds from the schemas (a fresh-clone CI shot compare-benchmark before them)."""
     page.wait_for_function(
         """() => [...document.querySelectorAll("figure.sim .sim-chart")].every((c) => c.querySelector(".sim-static-chart")) &&
+             [...document.querySelectorAll("figure.sim .sim-controls")].every((c) => !c.hasAttribute("aria-busy")) &&
              [...document.querySelectorAll(".arithmatex")].every((m) => m.querySelector(".katex")) &&
              (!document.querySelector("[data-course-offline]") || document.querySelector("[data-course-offline]").dataset.state)""",
         timeout=RUNTIME_LIMIT_MS,
