@@ -10,8 +10,6 @@ pre-renders every widget in CPython and runs `mkdocs build --strict`. The site a
 only when everything succeeded; any failure exits non-zero with a message.
 """
 
-from __future__ import annotations
-
 import argparse
 import logging
 import shutil

@@ -8,8 +8,6 @@ chat requests. Capacity is measured first: the completion rate with more closed-
 batch slots. Each figure is the median wall time over several runs.
 """
 
-from __future__ import annotations
-
 import random
 import statistics
 import sys

@@ -17,8 +17,6 @@ Pyodide runs pure Python about 1.7x slower than CPython (measured, see the desig
 simulator that takes 100 ms here takes about 170 ms in the reader's browser.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

@@ -34,8 +34,6 @@ streaming chart's first partial one, data-partial, else the answer) and -> whole
 (data-drawn), p50 and p95 over --changes changes to values not used before.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

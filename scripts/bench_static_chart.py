@@ -6,8 +6,6 @@ Prints the count, the total and the milliseconds per figure (median of three pas
 a pass/fail: the machines that run the tests are shared and noisy.
 """
 
-from __future__ import annotations
-
 import statistics
 import sys
 import time

@@ -13,8 +13,6 @@
 The full suite (`./dev test`, browser tests included) stays what CI runs.
 """
 
-from __future__ import annotations
-
 import argparse
 import importlib.util
 import re

@@ -8,8 +8,6 @@ refits with it). Held-out rows are never read: it refuses a row whose role is no
 Copy the printed values into simulators/data/engine_profiles.toml.
 """
 
-from __future__ import annotations
-
 import argparse
 import sys
 from pathlib import Path

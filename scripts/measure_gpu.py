@@ -17,8 +17,6 @@ The pure parts (the arithmetic, the JSON) import without PyTorch and are tested 
 tests/test_measure_gpu.py; the measurement itself runs only where a GPU is.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import sys

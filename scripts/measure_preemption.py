@@ -11,8 +11,6 @@ prefix cache when admitted again ("re-hit"). Run it before and after an engine c
 saying, which is "hash" (on, vLLM v1's default) otherwise, to show what prefix caching changes.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import json
 import pathlib

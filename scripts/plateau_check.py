@@ -15,8 +15,6 @@ throughput with GuideLLM 0.8.1's own rate distribution
 completion times and window, to show the figure is computed as GuideLLM computes it.
 """
 
-from __future__ import annotations
-
 import argparse
 import sys
 from pathlib import Path

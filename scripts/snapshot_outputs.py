@@ -9,8 +9,6 @@ field at its default; the chart view at its default, plus each view at the defau
     python scripts/snapshot_outputs.py compare --only load_test,engine
 """
 
-from __future__ import annotations
-
 import argparse
 import hashlib
 import json

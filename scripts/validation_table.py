@@ -9,8 +9,6 @@ Importable: `render_markdown()` returns the Markdown (crossval.page_markdown, wh
 also renders through simulators.api).
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

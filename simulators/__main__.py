@@ -7,8 +7,6 @@ GuideLLM report of any schema from 0.2 to 0.8 (JSON or YAML). Bad input prints o
 the field (or what is wrong with the file) and exits with status 2.
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import sys

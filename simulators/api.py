@@ -20,8 +20,6 @@ runs the charts share come back from `keep`. An `export` key asks for a file (th
 instead of a chart.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import json
 import math

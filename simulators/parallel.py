@@ -9,8 +9,6 @@ publishes none), and for a model and requests that do not fit each GPU rank as v
 time is costmodel.step_time's (parallel_time.py has the formulas).
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from .core import costmodel as cm

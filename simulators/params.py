@@ -12,8 +12,6 @@ A simulator's `Params` is a frozen dataclass whose fields are made with `param(.
 exports the fields as JSON for the page, which renders the controls before Python has loaded.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence

@@ -12,8 +12,6 @@ axis labels its decades only (plotly's "small digits" 2…9 between them read as
 own), keeping the ticks and gridlines in between.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable
 from typing import Any

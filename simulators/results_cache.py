@@ -16,8 +16,6 @@ from `keep` at once. Nothing here is process-global; `api.run_json` without a se
 for that call alone. Values are shared, not copied: nobody may change what keep() handed back.
 """
 
-from __future__ import annotations
-
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Hashable

@@ -4,8 +4,6 @@ Nothing is copied into docs/: the hooks add these files to the mkdocs build as v
 site carries exactly the files listed here and nothing stale.
 """
 
-from __future__ import annotations
-
 import hashlib
 import io
 import json

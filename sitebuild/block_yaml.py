@@ -5,8 +5,6 @@ One reader for the three block kinds, so they report YAML mistakes and unknown k
 turns it into `lessons/<file>.md:<line>`.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 import yaml

@@ -14,8 +14,6 @@ the page, between two comments, as top-level HTML that Markdown renders as it re
 placeholder's place; a placeholder that did not end up as a paragraph of its own fails the build.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field

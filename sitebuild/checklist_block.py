@@ -12,8 +12,6 @@ Items are inline Markdown (`code`, links, $math$). Each box is saved under a sho
 text, so reordering items keeps the reader's ticks and rewording one clears only that one.
 """
 
-from __future__ import annotations
-
 import hashlib
 import html
 

@@ -3,8 +3,6 @@
 Every check here fails with `lessons/<file>:<line>: <message>`, so a contributor knows where to look.
 """
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass, field
 from itertools import pairwise

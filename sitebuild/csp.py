@@ -5,8 +5,6 @@ with the SHA-256 of each inline <script> the theme emits. The policy must be ide
 page: instant navigation keeps the first page's policy and adds the next one's.
 """
 
-from __future__ import annotations
-
 import base64
 import hashlib
 import re

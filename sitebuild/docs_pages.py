@@ -9,8 +9,6 @@ Every other page passes through untouched (docs/contributing.md shows the syntax
 that on every page a link to a lesson missing from this build (`--lessons DIR`) keeps only its text.
 """
 
-from __future__ import annotations
-
 import posixpath
 import re
 from pathlib import Path

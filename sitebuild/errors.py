@@ -1,7 +1,5 @@
 """The one error type a broken lesson or a broken build raises."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 

@@ -30,8 +30,6 @@ to `{{ generation.ttft_s() * (1 + heldout.median_error) * 1000 :.0f }}` ms.
 the simulators use. "heldout" and "profile" are reserved: a scenario cannot take those names.
 """
 
-from __future__ import annotations
-
 import ast
 import operator
 import re

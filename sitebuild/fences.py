@@ -7,8 +7,6 @@ content are indented; `Fence.indent` is that indentation and `Fence.content` the
 so a block reads the same wherever it stands.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass

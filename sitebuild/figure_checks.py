@@ -20,8 +20,6 @@ December 2026 review are caught (docs/contributing.md, "Figures the build refuse
 And one Markdown trap: a line starting with a number and ". " is an ordered-list marker (the number lost).
 """
 
-from __future__ import annotations
-
 import math
 import re
 from typing import Any

@@ -12,8 +12,6 @@ matches in any case (`prefill`, `Prefill`). Only prose is linked: never inside c
 links, headings, HTML blocks, admonition titles or reference lists, and never twice in one lesson.
 """
 
-from __future__ import annotations
-
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -82,7 +80,7 @@ class Glossary:
                     return self.by_form[stem]
         return None
 
-    def linker(self, src_uri: str) -> Linker:
+    def linker(self, src_uri: str) -> "Linker":
         return Linker(self, posixpath.relpath(PAGE, posixpath.dirname(src_uri) or "."))
 
 
@@ -200,7 +198,7 @@ class Linker:
         return self.glossary.pattern.sub(replace, prose)
 
 
-def render_page(markdown: str, glossary: Glossary, course: Course) -> str:
+def render_page(markdown: str, glossary: Glossary, course: "Course") -> str:
     """The glossary page: each entry a heading with its anchor, the definition, where it is used."""
     if MARKER not in markdown:
         raise BuildError(f"docs/{PAGE} lacks the line {MARKER} where the terms go")

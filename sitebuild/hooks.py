@@ -3,8 +3,6 @@
 State lives for one build in `_build`, set by on_config; everything else is a pure function of it.
 """
 
-from __future__ import annotations
-
 import json
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass

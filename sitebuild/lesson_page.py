@@ -7,8 +7,6 @@ numeric answer can be computed), so code samples can show the syntax itself. Wit
 the first use of each term in a lesson's prose links to its entry (sitebuild/glossary.py).
 """
 
-from __future__ import annotations
-
 import html
 import sys
 from pathlib import Path

@@ -1,8 +1,6 @@
 """How the widgets print a metric; `docs/assets/js/numbers.mjs` formats with the same rules
 (`formatNumber`, `formatMetric`, `KEY_FIGURES`); tests/site/test_numbers.py runs both."""
 
-from __future__ import annotations
-
 import math
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any

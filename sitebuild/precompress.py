@@ -11,8 +11,6 @@ compress and by one that does, for the client's progress line and its "Run the s
 MB" button. Zip archives and the gzip snapshot are compressed already: hosts send them as they are.
 """
 
-from __future__ import annotations
-
 import gzip
 from functools import cache
 from pathlib import Path

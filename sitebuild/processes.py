@@ -2,8 +2,6 @@
 runs (the validation's engine runs: simulators.api.make_runs_with). Fresh interpreters (spawn), one per
 CPU up to four: safe beside the caller's threads (`./dev serve` serves while it rebuilds), no held lock forked."""
 
-from __future__ import annotations
-
 import multiprocessing
 import os
 import shutil

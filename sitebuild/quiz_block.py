@@ -25,8 +25,6 @@ literal number is refused unless the question says why it is definitional (`defi
 reason, e.g. "2 of every 4 weights", or arithmetic on figures the question itself gives).
 """
 
-from __future__ import annotations
-
 import hashlib
 import re
 from typing import Any

@@ -4,8 +4,6 @@ Pyodide hangs without an error when `.wasm` arrives with the wrong type, and a m
 start from file://, so the site is always served; the tests and the benchmark use this server too.
 """
 
-from __future__ import annotations
-
 import gzip
 import io
 import os

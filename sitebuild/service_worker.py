@@ -2,8 +2,6 @@
 and offline.json into the site (sitebuild/service_worker.mjs). Instructors turn it off in
 mkdocs.yml with `extra: offline: false`; the build then writes neither file."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Any

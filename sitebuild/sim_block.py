@@ -11,8 +11,6 @@
 The scenario runs in CPython at build time; `widgets.js` takes the widget over in the browser.
 """
 
-from __future__ import annotations
-
 import html
 import json
 import re

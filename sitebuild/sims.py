@@ -10,8 +10,6 @@ docs/validation-runs.json, for the simulators code they depend on: a fresh clone
 reads them instead of making them (about 40 s of engine runs here).
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 import os

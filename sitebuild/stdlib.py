@@ -13,8 +13,6 @@ cached in build/ under the hash of its inputs (the simulators archive, package-l
 tests/test_stdlib_zip.py runs every simulator in Pyodide from the reduced zip.
 """
 
-from __future__ import annotations
-
 import ast
 import hashlib
 import io

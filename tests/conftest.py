@@ -4,8 +4,6 @@
 lowest priority (nice 19): generating a hypothesis example may then wait for the CPU, which is no
 fault of the test, so the too-slow health check and the per-example deadline are off for all."""
 
-from __future__ import annotations
-
 import pytest
 from hypothesis import HealthCheck, settings
 from kept import ROOT, KeptSimulators, kept_file

@@ -27,8 +27,6 @@ One step:
 Arrivals at the same time as a step end come first; an arrival to an idle engine starts a step.
 """
 
-from __future__ import annotations
-
 import heapq
 import itertools
 from collections import deque

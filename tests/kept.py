@@ -6,8 +6,6 @@ test that reads them checks the same numbers the build computed, without computi
 In a full run the browser tests build the site first; without a build, answers are computed.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 

@@ -6,8 +6,6 @@ in the `SIMULATORS` dict), then `python -m simulators list` must show it and `ru
 answer ok=true.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import shutil

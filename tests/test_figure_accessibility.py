@@ -1,8 +1,6 @@
 """Colour is never the only carrier of meaning: in every view of every simulator, the series a
 legend names differ by dash, marker, bar pattern, mode or panel, not by colour alone."""
 
-from __future__ import annotations
-
 import json
 
 import pytest

@@ -16,8 +16,6 @@ Poisson for a few seconds each. Two checks per run:
    for 50 configured (at 8 ms configured it was 13.5, hence the long latencies used here).
 """
 
-from __future__ import annotations
-
 import json
 import socket
 import subprocess

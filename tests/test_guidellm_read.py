@@ -2,8 +2,6 @@
 tests/data/guidellm/README.md); damaged or foreign files get one line, no traceback; the
 simulator's own report is accepted by GuideLLM 0.8.1's loader and rendered by `guidellm export`."""
 
-from __future__ import annotations
-
 import json
 import subprocess
 import sys

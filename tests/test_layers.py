@@ -1,8 +1,6 @@
 """The package's layers point down (issue 30): core, then the engine, then the benchmarks, then the
 widget helpers, then the simulators, then api. Every import counts, function-local ones too."""
 
-from __future__ import annotations
-
 import ast
 from pathlib import Path
 

@@ -6,8 +6,6 @@ simulator at the conditions the sentence states (the lesson's own front-matter s
 has them), so a change to the cost model or the engine that makes the prose false fails here.
 """
 
-from __future__ import annotations
-
 import json
 import tomllib
 from functools import cache

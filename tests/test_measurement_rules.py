@@ -1,8 +1,6 @@
 """GuideLLM's measurement rules in simulators.engine.metrics, by hand on small cases (the
 mock-server test checks them against GuideLLM's own figures on real timings)."""
 
-from __future__ import annotations
-
 import pytest
 
 from simulators.benchmark.loadgen import cut_at, sweep_rates

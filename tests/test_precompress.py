@@ -1,7 +1,5 @@
 """Precompressed copies and the download sizes the client and the instructors' guide show."""
 
-from __future__ import annotations
-
 import gzip
 from pathlib import Path
 

@@ -2,8 +2,6 @@
 without the standard library zip and the simulators' Python files, every simulator still runs; and
 the bytes that path downloads stay within the issue's budget."""
 
-from __future__ import annotations
-
 import gzip
 import json
 import shutil

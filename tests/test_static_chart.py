@@ -5,8 +5,6 @@ The expected pixels, ticks and labels below are worked out by hand from the marg
 plotly's and d3-format's documented rules), not copied from the renderer's output.
 """
 
-from __future__ import annotations
-
 import json
 import math
 import multiprocessing

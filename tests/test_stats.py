@@ -1,7 +1,5 @@
 """The project's one percentile rule against GuideLLM 0.8.1's own code (a test dependency)."""
 
-from __future__ import annotations
-
 import random
 
 import pytest

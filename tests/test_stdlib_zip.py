@@ -4,8 +4,6 @@ Every simulator runs in Pyodide (Node.js) from the reduced zip the build makes, 
 with a bad parameter; any import of a module the zip lacks would fail that run.
 """
 
-from __future__ import annotations
-
 import io
 import zipfile
 from pathlib import Path

@@ -1,7 +1,5 @@
 """Serving-level validation rows run on the event engine under their own conditions."""
 
-from __future__ import annotations
-
 import dataclasses
 import random
 from pathlib import Path

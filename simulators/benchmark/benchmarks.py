@@ -10,8 +10,6 @@ Serving-level rows (offline runs, vLLM's latency test, server scenarios) run on 
 instead (served_benchmarks.py). Every time comes from costmodel.step_time with the profile's factors.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -12,8 +12,6 @@ length distribution and means, caps, request count, arrival, rate or latency bou
 micro-batch, a compiled decode) and which calls the validation's own prediction function with them.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -9,8 +9,6 @@ predicted by the full fit, as the page shows them. The statistics per quantity a
 then those of predictions no row's own source set.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, replace
 from functools import cache
 

@@ -6,8 +6,6 @@ the model); every time comes from costmodel at the engine's profile, every byte 
 vllm_memory's accounting of vLLM's start-up.
 """
 
-from __future__ import annotations
-
 import contextlib
 import json
 import shlex

@@ -4,8 +4,6 @@ units, and the sweep as CSV with those names as columns (the page's download).
 Reference: vllm-project/guidellm 0.8.1, src/guidellm/benchmark/schemas/ (metric names).
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from .loadgen import LoadRun

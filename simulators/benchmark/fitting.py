@@ -16,8 +16,6 @@ tied to them: SGLang takes vLLM's bandwidth and FP8 GEMM share, engine_profiles.
 scripts/fit_engine_profiles.py prints the full fit; its values, rounded, are the TOML's.
 """
 
-from __future__ import annotations
-
 import math
 import statistics
 from collections.abc import Callable

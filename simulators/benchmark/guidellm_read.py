@@ -16,8 +16,6 @@ Sources: vllm-project/guidellm src/guidellm/benchmark/schemas/ (0.8.1) and the r
 under tests/data/guidellm/ (tests/data/guidellm/README.md cites where each comes from).
 """
 
-from __future__ import annotations
-
 import json
 from typing import Any
 

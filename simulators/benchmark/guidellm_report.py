@@ -12,8 +12,6 @@ no network and no tokenizer; times start at 0 instead of the epoch; `requests` (
 samples) is left empty, as GuideLLM's own `--metrics sample_size=0` does.
 """
 
-from __future__ import annotations
-
 import random
 from typing import Any
 

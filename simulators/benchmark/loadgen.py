@@ -25,8 +25,6 @@ Reference: vllm-project/guidellm 0.8.1, src/guidellm/benchmark/profiles/ (sweep.
 throughput.py, concurrent.py), scheduler/constraints/request.py, benchmark/schemas/.
 """
 
-from __future__ import annotations
-
 import bisect
 import random
 from collections.abc import Callable, Generator

@@ -21,8 +21,6 @@ it decides at the first event at which the rule holds (a poll between events cha
 since only events add points). The simulated server has no client overhead.
 """
 
-from __future__ import annotations
-
 import math
 from collections import deque
 from collections.abc import Sequence

@@ -24,8 +24,6 @@ detector's verdict per concurrency; here the knee is the throughput fit alone (i
 "throughput_only" assessment). The SLO objectives are the course's (TTFT and TPOT bounds).
 """
 
-from __future__ import annotations
-
 import math
 import random
 from collections.abc import Sequence

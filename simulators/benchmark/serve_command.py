@@ -30,8 +30,6 @@ tools/server/README.md (--batch-size, --parallel, --cache-type-k/-v and their q8
 flash attention).
 """
 
-from __future__ import annotations
-
 import ast
 import difflib
 import json

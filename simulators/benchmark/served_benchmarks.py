@@ -25,8 +25,6 @@ The engine's step time is the row's engine profile, priced by costmodel.step_tim
 the linear form the engine needs (engine/steptime.py), as for every simulator.
 """
 
-from __future__ import annotations
-
 import math
 import random
 import statistics

@@ -34,8 +34,6 @@ percentile re-ranks without running the engine; the rate per replica is rounded 
 at one rate per replica answers for every higher one.
 """
 
-from __future__ import annotations
-
 import math
 import random
 from collections.abc import Callable, Generator

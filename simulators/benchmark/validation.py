@@ -12,8 +12,6 @@ computes. Points we cannot check yet are listed with the reason.
 scripts/validation_table.py and at build time).
 """
 
-from __future__ import annotations
-
 import math
 import re
 import statistics

@@ -13,8 +13,6 @@ References: 1) the logs named in each row's `source`; 2) vllm-project/vllm,
 vllm/v1/core/kv_cache_utils.py (the two log lines).
 """
 
-from __future__ import annotations
-
 import statistics
 from dataclasses import dataclass
 from typing import Any

@@ -23,8 +23,6 @@ Units: bytes and FLOPs as plain counts; GB = 10^9 bytes, GiB = 2^30 bytes (the c
 for KV cache and GB for vendor memory and bandwidth figures).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from .catalog import Model, Precision, precisions

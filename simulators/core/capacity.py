@@ -10,8 +10,6 @@ about is larger than what fits, their summaries say so, instead of presenting a 
 batch no GPU of that kind can hold (December 2026 review, "Operating points that do not fit").
 """
 
-from __future__ import annotations
-
 from . import costmodel as cm
 from .catalog import Gpu, Model
 from .layout import Layout, rank_fit

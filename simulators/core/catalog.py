@@ -6,8 +6,6 @@ a GPU and a model are, and how a reader's own is read and checked, is gpu.py's a
 their names are importable from here too.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache

@@ -12,8 +12,6 @@ names below live by what they hold:
 Only roofline.py reads an engine profile's factors (tests/test_one_speed_model.py).
 """
 
-from __future__ import annotations
-
 from .bytes_flops import BF16_BYTES as BF16_BYTES
 from .bytes_flops import GB as GB
 from .bytes_flops import GiB as GiB

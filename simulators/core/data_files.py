@@ -4,8 +4,6 @@ The lowest module of the catalogues: gpu.py, model.py and catalog.py raise Catal
 catalog.py and the engine profiles (efficiency.py) read their files through data_file.
 """
 
-from __future__ import annotations
-
 import tomllib
 from functools import cache
 from importlib import resources

@@ -27,8 +27,6 @@ and is no engine of its own in the choices; an engine with no profile for a GPU'
 run there (`unsupported`): vLLM, SGLang and TensorRT-LLM need CUDA or ROCm.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from functools import cache, lru_cache
@@ -116,7 +114,11 @@ def _profile(pid: str, d: dict[str, Any]) -> EngineProfile:
             raise ProfileError(f"{where}: '{key}' must be in (0, 1], got {d[key]!r}")
     if bool(d.get("platform")) != bool(d.get("replaces")):
         raise ProfileError(f"{where}: 'platform' and 'replaces' go together (a platform's profile of an engine)")
-    kinds = {f.name: _READ.get(str(f.type)) for f in fields(EngineProfile) if f.name not in ("id", "name")}
+    kinds = {
+        f.name: _READ.get(getattr(f.type, "__name__", str(f.type)))
+        for f in fields(EngineProfile)
+        if f.name not in ("id", "name")
+    }
     return EngineProfile(
         id=pid,
         name=str(d["name"]),

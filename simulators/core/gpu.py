@@ -5,8 +5,6 @@ may describe their own GPU with the same keys (gpu_from_dict), and any bad key g
 that names it.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -2,8 +2,6 @@
 ranks with optional expert parallelism (Layout), vLLM's per-rank accounting for it (rank_fit) and
 the KV tokens it holds. The widget fields and field checks built on it are simulators/parallel.py."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

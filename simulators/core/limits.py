@@ -6,8 +6,6 @@ workspace and KV cache against the GPUs' memory by the course's byte arithmetic,
 default settings (vllm_memory.py follows vLLM's own start-up accounting instead).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from .bytes_flops import GB, GiB, kv_bytes_per_token, kv_replication, weight_bytes

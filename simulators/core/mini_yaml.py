@@ -7,8 +7,6 @@ booleans, numbers, and empty or simple one-line flow collections. Anchors, tags 
 scalars (| and >) are refused with a message: GuideLLM does not write them.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from typing import Any

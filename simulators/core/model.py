@@ -7,8 +7,6 @@ them. Reading a real file's quirks (nested text configs, layer kinds, quantizati
 model_config.py's.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -22,8 +22,6 @@ configuration files; 2) vllm-project/vllm vllm/v1/kv_cache_interface.py (FullAtt
 SlidingWindowSpec, ChunkedLocalAttentionSpec).
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 # `layer_types` values in Hugging Face configs, mapped to the four kinds above.

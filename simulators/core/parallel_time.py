@@ -30,8 +30,6 @@ Left out: overlap of communication with compute (DeepSeek's dual micro-batches, 
 overlap), load imbalance between experts or stages, and link latency.
 """
 
-from __future__ import annotations
-
 from .bytes_flops import BF16_BYTES
 from .catalog import Gpu, Model
 

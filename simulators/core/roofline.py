@@ -19,8 +19,6 @@ time and overlap of communication with compute. The validation page measures wha
 omissions and the fitted factors cost. This is the one module that reads a profile's factors.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from . import bytes_flops as bf

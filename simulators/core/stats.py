@@ -16,8 +16,6 @@ are its time-based distributions (`rate_distribution_from_timings`,
 time-weighted number of requests in flight, not throughput x latency.
 """
 
-from __future__ import annotations
-
 import bisect
 import math
 from collections import Counter

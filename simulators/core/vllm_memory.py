@@ -34,8 +34,6 @@ vllm/v1/kv_cache_interface.py, vllm/distributed/utils.py (get_pp_indices); 2) vL
 (memory profiling, logged breakdowns).
 """
 
-from __future__ import annotations
-
 from collections import Counter
 from dataclasses import dataclass
 

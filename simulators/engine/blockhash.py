@@ -21,8 +21,6 @@ chains it served before); serve() outside any store makes one for that call. Not
 process-global.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar

@@ -29,8 +29,6 @@ kv_cache_manager.py free(): "We free the blocks in reverse order so that the tai
 evicted first".
 """
 
-from __future__ import annotations
-
 import itertools
 from bisect import bisect_left
 from collections import OrderedDict

@@ -19,8 +19,6 @@ References: 1) llm-d inference scheduler (llm-d.ai; "KV-Cache Wins You Can See")
 2) Zhong et al. 2024, DistServe (arXiv 2401.09670); Patel et al. 2024, Splitwise.
 """
 
-from __future__ import annotations
-
 import itertools
 from collections.abc import Callable, Generator
 from contextlib import nullcontext
@@ -104,7 +102,7 @@ class EngineSpec:
     def parallel(self) -> Layout:
         return Layout(self.tp, self.pp, self.dp, self.ep)
 
-    def adopt_step_cost(self, other: EngineSpec) -> None:
+    def adopt_step_cost(self, other: "EngineSpec") -> None:
         """Keep `other`'s step cost, which must be this spec's own: specs that differ only in KV
         blocks or batch limits (which the step cost does not read) share one."""
 

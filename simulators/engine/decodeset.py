@@ -15,8 +15,6 @@ A sequence leaving the set gets its context and output count written back (`leav
 the engine's own device (vLLM touches every request per step).
 """
 
-from __future__ import annotations
-
 import heapq
 import itertools
 from collections.abc import Callable, Iterator

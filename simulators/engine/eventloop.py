@@ -9,8 +9,6 @@ skipped). At equal times arrivals come first, so a step that ends when a request
 sees it.
 """
 
-from __future__ import annotations
-
 import heapq
 import itertools
 import operator

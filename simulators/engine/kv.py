@@ -15,8 +15,6 @@ References: 1) vLLM v1 vllm/v1/core/kv_cache_manager.py (get_computed_blocks, ca
 2) Zheng et al. 2024, SGLang (arXiv 2312.07104), RadixAttention.
 """
 
-from __future__ import annotations
-
 from bisect import bisect_left
 from dataclasses import dataclass
 

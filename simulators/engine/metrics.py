@@ -28,8 +28,6 @@ src/guidellm/benchmark/schemas/metrics.py and accumulator.py, schemas/base/reque
 schemas/benchmark/transient.py; 3) Zhong et al. 2024, DistServe (goodput).
 """
 
-from __future__ import annotations
-
 import heapq
 import math
 import operator
@@ -98,7 +96,7 @@ class Phase:
     amount: float = 0.0
 
     @staticmethod
-    def parse(text: str | float | None) -> Phase:
+    def parse(text: str | float | None) -> "Phase":
         """'' / 0 -> none; '10%' -> percent 0.1; '5s' -> seconds; '20' -> requests; 0.1 -> percent
         (a bare number below 1 is a fraction and from 1 on a count, as GuideLLM's --warmup)."""
         if text is None or text == "" or text == 0:

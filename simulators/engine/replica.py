@@ -18,8 +18,6 @@ that starts at t); "first_token"; "recomputed" (a preempted sequence's prompt an
 are computed again); "preempt" and "finish" (extra: KV blocks released).
 """
 
-from __future__ import annotations
-
 from bisect import bisect_right
 from typing import Any
 

@@ -22,8 +22,6 @@ Reference: vLLM v1 vllm/v1/core/sched/scheduler.py (waiting, running, num_comput
 token budget, preempt); Yu et al. 2022, Orca (OSDI) for iteration-level scheduling.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from collections import deque
 from dataclasses import dataclass
@@ -69,7 +67,7 @@ class SchedulerConfig:
         if self.num_scheduler_steps > 1 and (self.num_speculative_tokens or self.batching == "static"):
             raise ValueError("multi-step scheduling runs with continuous batching and no speculation")
 
-    def for_gpu(self, gpu: Any) -> SchedulerConfig:
+    def for_gpu(self, gpu: Any) -> "SchedulerConfig":
         """This configuration with `vllm serve`'s defaults for `gpu` where a limit is left unset."""
         tokens, seqs = vllm_serve_defaults(gpu)
         seqs = seqs if self.max_num_seqs is None else self.max_num_seqs

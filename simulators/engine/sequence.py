@@ -1,7 +1,5 @@
 """One request inside a replica (vLLM v1's Request): its progress, blocks and timestamps."""
 
-from __future__ import annotations
-
 from .workload import Request
 
 

@@ -21,8 +21,6 @@ the identity on random batches, and that a run's steps stay within 2% of `step_t
 engine, dense and MoE, with and without stages.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from functools import partial
 from typing import Any

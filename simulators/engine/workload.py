@@ -17,8 +17,6 @@ References: 1) Azure LLM inference trace 2023 (Azure/AzurePublicDataset; Splitwi
 2) vLLM paper section 6.1 (Poisson arrivals); 3) SGLang paper (shared-prefix program structure).
 """
 
-from __future__ import annotations
-
 import itertools
 import math
 import random

@@ -1,7 +1,5 @@
 """One module per simulator (the registry is api.SIMULATORS); and `result`, which runs one through."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Generator
 from typing import Any
 

@@ -21,8 +21,6 @@ Generative Models (OSDI), iteration-level scheduling; 2) Kwon et al. 2023 (arXiv
 3) Azure LLM inference trace 2023 for the default lengths (reference section 8).
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 from functools import partial

@@ -32,8 +32,6 @@ llm-d-planner, which search the same space (github.com/ai-dynamo/aiconfigurator,
 github.com/llm-d-incubation/llm-d-planner).
 """
 
-from __future__ import annotations
-
 import json
 import random
 from dataclasses import dataclass

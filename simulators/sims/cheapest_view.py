@@ -1,8 +1,6 @@
 """The cheapest-deployment search's charts and words: the price of each configuration (cost) and
 its latency against the targets (latency), also while the engine confirms layouts."""
 
-from __future__ import annotations
-
 from collections import Counter
 from typing import Any
 

@@ -14,8 +14,6 @@ References: 1) llm-d inference scheduler and "KV-Cache Wins You Can See" (llm-d.
 2) Zhong et al. 2024, DistServe (arXiv 2401.09670); Patel et al. 2024, Splitwise (ISCA).
 """
 
-from __future__ import annotations
-
 import json
 from dataclasses import dataclass
 from functools import partial

@@ -13,8 +13,6 @@ simulation cannot mean as the report does: no client, network or tokenizer delay
 simulated lengths are the chosen distribution, not the report's dataset.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

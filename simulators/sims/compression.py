@@ -18,8 +18,6 @@ References: 1) LLM Compressor compression schemes guide (docs.vllm.ai/projects/l
 Alistarh 2023, SparseGPT (arXiv 2301.00774); 4) vLLM docs, Quantized KV Cache.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

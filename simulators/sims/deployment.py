@@ -29,8 +29,6 @@ vllm/v1/core/kv_cache_utils.py (get_kv_cache_config, the two log lines), vllm/v1
 docs/serving/data_parallel_deployment.md; 2) Kwon et al. 2023, PagedAttention (arXiv 2309.06180).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -22,8 +22,6 @@ References: 1) vLLM's start-up log lines (vllm/v1/core/kv_cache_utils.py); 2) Li
 3) the course's lessons named by each lever.
 """
 
-from __future__ import annotations
-
 import json
 import shlex
 from dataclasses import dataclass

@@ -38,8 +38,6 @@ References: 1) course seed 000, "Systems and the frontier" (the four organising 
 4) Agrawal et al. 2024, Sarathi-Serve (arXiv 2403.02310), chunked prefill.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from functools import partial
 from typing import Any

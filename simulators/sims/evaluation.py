@@ -48,8 +48,6 @@ References: 1) Kurtic et al. 2024, "Give Me BF16 or Give Me Death"? (arXiv 2411.
 as better signals than aggregate accuracy or perplexity.
 """
 
-from __future__ import annotations
-
 import math
 import random
 from array import array
@@ -109,9 +107,9 @@ class Chunk(NamedTuple):
     `base`, `pb` and `z` are flat arrays of doubles, position-major (VOCAB values per position):
     compact, since the memo holds up to MAX_POSITIONS x 3 x VOCAB of them. Never change them."""
 
-    base: array[float]  # baseline logits
-    pb: array[float]  # baseline next-token probabilities
-    z: array[float]  # standard normals; the optimised model's noise is noise_scale * z
+    base: "array[float]"  # baseline logits
+    pb: "array[float]"  # baseline next-token probabilities
+    z: "array[float]"  # standard normals; the optimised model's noise is noise_scale * z
     u: tuple[float, ...]  # damaged if below damaged_fraction
     first: tuple[int, ...]  # the baseline's favourite, its greedy pick
     second: tuple[int, ...]  # the baseline's runner-up
@@ -121,7 +119,7 @@ class Chunk(NamedTuple):
     pz: tuple[float, ...]  # sum p_i z_i under the baseline's distribution p
 
 
-def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache[Positions]]:
+def stores(keep: Keep) -> tuple[LruCache[Chunk], LruCache["Positions"]]:
     return keep("draws", lambda: LruCache(CHUNKS)), keep("scores", lambda: LruCache(CHUNKS))
 
 

@@ -14,8 +14,6 @@ prefill vs decode; 3) Holtzman et al. 2020, The Curious Case of Neural Text Dege
 (arXiv 1904.09751) for top-p; Fan et al. 2018 (arXiv 1805.04833) for top-k.
 """
 
-from __future__ import annotations
-
 import itertools
 import math
 import random

@@ -25,8 +25,6 @@ References: 1) Williams, Waterman and Patterson 2009, Roofline (Communications o
 2) vLLM engine arguments, --gpu-memory-utilization; 3) Pope et al. 2022 (arXiv 2211.05102).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

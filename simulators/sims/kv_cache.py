@@ -18,8 +18,6 @@ section 2 on KV-cache memory; 2) Ainslie et al. 2023, GQA (arXiv 2305.13245); Sh
 MQA (arXiv 1911.02150); DeepSeek-AI 2024, DeepSeek-V2 (arXiv 2405.04434) for MLA.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from dataclasses import dataclass
 from typing import Any

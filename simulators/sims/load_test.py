@@ -24,8 +24,6 @@ References: 1) vllm-project/guidellm (profiles, metrics guide; reference section
 seed 000, "benchmarking errors" 1-5; 3) Zhong et al. 2024, DistServe (goodput).
 """
 
-from __future__ import annotations
-
 import json
 import math
 from collections.abc import Generator

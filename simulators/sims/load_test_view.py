@@ -1,8 +1,6 @@
 """The load test's charts and words: open against closed loop (knee), goodput by offered rate,
 TTFT p99 for both length distributions (lengths), and mean against percentiles at one rate."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from ..benchmark import loadgen

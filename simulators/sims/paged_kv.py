@@ -20,8 +20,6 @@ KV memory used by token states in earlier systems vs about 96% with paging); 2) 
 lengths from the WildChat paper, Table 1 (reference section 8), fitted as lognormals by moments.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from functools import partial
 from typing import Any

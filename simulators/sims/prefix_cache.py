@@ -19,8 +19,6 @@ al. 2024, SGLang: Efficient Execution of Structured Language Model Programs (arX
 2312.07104), RadixAttention with LRU eviction.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

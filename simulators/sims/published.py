@@ -11,8 +11,6 @@ References: 1) the validation page and data/measurements.toml (each row's source
 2) vLLM benchmarks/benchmark_serving.py, SGLang bench_serving.py, MLPerf Inference rules.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

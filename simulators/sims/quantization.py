@@ -31,8 +31,6 @@ and Xiao et al. 2023, SmoothQuant (arXiv 2211.10438) on outliers and W8A8; 3) Mi
 2022, FP8 formats (arXiv 2209.05433); 4) LLM Compressor compression schemes (docs.vllm.ai).
 """
 
-from __future__ import annotations
-
 import math
 import operator
 import random

@@ -16,8 +16,6 @@ Fast Inference from Transformers via Speculative Decoding (arXiv 2211.17192), eq
 3) Azure LLM inference trace 2023 (reference section 8) for chat lengths.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from functools import partial
 from typing import Any

@@ -35,8 +35,6 @@ References: 1) Zhong et al. 2024, DistServe (arXiv 2401.09670), goodput under TT
 Barroso 2013, The Tail at Scale (Communications of the ACM 56(2)).
 """
 
-from __future__ import annotations
-
 import bisect
 import math
 import random

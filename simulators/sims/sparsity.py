@@ -33,8 +33,6 @@ the 2:4 format on Ampere; 2) Frantar and Alistarh 2023, SparseGPT (arXiv 2301.00
 neuralmagic/Sparse-Llama-3.1-8B-2of4 (Hugging Face).
 """
 
-from __future__ import annotations
-
 import math
 import operator
 import random

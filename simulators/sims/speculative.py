@@ -27,8 +27,6 @@ Decoding (arXiv 2211.17192), eq. 1 and section 3.4; 2) Chen et al. 2023, Acceler
 Language Model Decoding with Speculative Sampling (arXiv 2302.01318).
 """
 
-from __future__ import annotations
-
 import json
 import random
 from collections.abc import Callable

@@ -21,8 +21,6 @@ Modules, each importing only those before it: text (values, label widths, number
 bars, scatter, frame (grid, tick labels, titles, legend), chart (layout; the SVG put together).
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 import re

@@ -1,7 +1,5 @@
 """An axis: its type, plotly's autorange with pixel padding, its pixel mapping, its ticks (linear, log) and labels."""
 
-from __future__ import annotations
-
 import math
 from typing import Any
 
@@ -124,7 +122,7 @@ class Axis:
             best = (0.0, v - half, v + half)
         return (0.0 if self.spec.get("rangemode") == "nonnegative" and best[1] < 0 else best[1]), best[2]
 
-    def make_ticks(self, sync_with: Axis | None = None) -> None:
+    def make_ticks(self, sync_with: "Axis | None" = None) -> None:
         lo, hi = min(self.lo, self.hi), max(self.lo, self.hi)
         fmt = self.spec.get("tickformat") if isinstance(self.spec.get("tickformat"), str) else ""
         if tickvals := _list(self.spec.get("tickvals")):

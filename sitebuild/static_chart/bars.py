@@ -1,7 +1,5 @@
 """Bars: grouped, stacked or overlaid, vertical or horizontal; their fill or pattern; their text inside or outside."""
 
-from __future__ import annotations
-
 import re
 from typing import Any
 from xml.sax.saxutils import escape

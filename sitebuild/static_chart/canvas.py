@@ -1,8 +1,6 @@
 """The chart's state, which every drawing module reads: the figure as read, its axes and traces, the
 plot area once laid out (chart._Chart), and the <defs> its drawing collects."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from sitebuild.static_chart.axis import Axis, _axis_name

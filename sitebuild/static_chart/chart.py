@@ -1,7 +1,5 @@
 """_Chart: lays a figure out (traces, axis types, plot area, autoranges, ticks); puts its SVG together."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from sitebuild.static_chart import frame

@@ -1,7 +1,5 @@
 """check(): the build refuses a figure with anything render() does not draw as plotly.js does."""
 
-from __future__ import annotations
-
 import re
 from typing import Any
 

@@ -1,8 +1,6 @@
 """What frames the data: gridlines and zero lines, tick labels, axis titles, the title, and the horizontal
 legend below the plot (which traces it lists, its rows, and each entry's swatch)."""
 
-from __future__ import annotations
-
 import itertools
 import math
 from typing import Any

@@ -1,7 +1,5 @@
 """The marks a series is drawn with: line paths, dash arrays, marker symbols and bar patterns."""
 
-from __future__ import annotations
-
 import math
 import re
 from typing import Any

@@ -1,7 +1,5 @@
 """Scatter traces: lines (with steps and gaps), markers and text at the points."""
 
-from __future__ import annotations
-
 from typing import Any
 from xml.sax.saxutils import escape
 

@@ -1,8 +1,6 @@
 """Text and values: reading a figure's loosely typed values, SVG numbers and attributes, label widths,
 and numbers as plotly's default tick labels and d3-format write them."""
 
-from __future__ import annotations
-
 import math
 import re
 from typing import Any

@@ -1,7 +1,5 @@
 """Helpers for the browser tests: the served site, what a page must never do, waiting for Python."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field

@@ -1,8 +1,6 @@
 """Where Debian's Chromium lives, for the browser tests and scripts/bench_site.py; Playwright's own
 browser download does not work here."""
 
-from __future__ import annotations
-
 import shutil
 from pathlib import Path
 

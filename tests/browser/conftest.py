@@ -5,8 +5,6 @@ records what should never happen (a request to another origin, a script error, a
 each module ends by asserting those records are empty (browser_helpers.assert_clean).
 """
 
-from __future__ import annotations
-
 import os
 import re
 import subprocess

@@ -4,8 +4,6 @@ A crawl stays in one tab and moves by the theme's instant navigation (a click on
 as a reader does, so the Python runtime starts once per crawl instead of once per page.
 """
 
-from __future__ import annotations
-
 from browser_helpers import ROOT, RUNTIME_LIMIT_MS, Site
 from playwright.sync_api import Page
 

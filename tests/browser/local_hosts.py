@@ -7,8 +7,6 @@ which compresses nothing. Both listen on 127.0.0.1 only and count the bytes they
 (`server.bytes_sent` and `sent_by(time)`, headers included): the browser's own figures leave out its workers' requests.
 """
 
-from __future__ import annotations
-
 import threading
 import time
 from functools import partial

@@ -5,8 +5,6 @@ Every page is audited with its widgets live (controls enabled, charts drawn), wh
 every simulator block of every page is seen to go live.
 """
 
-from __future__ import annotations
-
 import json
 
 import pytest

@@ -1,7 +1,5 @@
 """A ```checklist on a lesson page: ticks are kept in the reader's progress across a reload."""
 
-from __future__ import annotations
-
 import pytest
 from browser_helpers import Records, Site, assert_clean
 from playwright.sync_api import BrowserContext, Page, expect

@@ -2,8 +2,6 @@
 report picked with the file input is read in the page (no request carries it anywhere), drawn
 over the simulated sweep, kept out of the address; a damaged file gets a message on the field."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import pytest

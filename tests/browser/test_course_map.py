@@ -1,7 +1,5 @@
 """The home page and the reader's progress: counts from front matter, completion, self-checks."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 

@@ -4,8 +4,6 @@ phone, are measured on test_visual.py's shots (one full load of each page per wi
 with any request to another origin aborted and recorded).
 """
 
-from __future__ import annotations
-
 import re
 from html.parser import HTMLParser
 from urllib.parse import urlsplit

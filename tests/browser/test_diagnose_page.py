@@ -3,8 +3,6 @@ a real vLLM start-up log pasted and a real GuideLLM report picked; the ranked le
 The pasted texts stay in the page (not in the address, no request carries them); a bad flag gets
 a message on its field and the text the reader pasted is kept."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from urllib.parse import unquote_plus
 

@@ -7,8 +7,6 @@ of the wrong shape, for unknown parameters or out of range, and saved progress h
 Pages that need no Python hold the wasm request unanswered, so no start-up competes for the CPU.
 """
 
-from __future__ import annotations
-
 import json
 import time
 from collections.abc import Callable

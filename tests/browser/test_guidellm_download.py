@@ -1,8 +1,6 @@
 """A load-test widget's "Download GuideLLM report" button: Python makes the report in the page's
 worker on click, and GuideLLM 0.8.1's own loader accepts the file."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready

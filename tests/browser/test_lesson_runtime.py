@@ -4,8 +4,6 @@ The tests run in file order on one page (one Pyodide start for the module); the 
 time-limit tests add the few starts they are about.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import shlex

@@ -6,8 +6,6 @@ interception bypasses service workers, so with it the offline copy would never b
 to other origins are recorded from the context's request events instead.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Iterator
 

@@ -4,8 +4,6 @@ Cases: the defaults, the last choice of every choice parameter, and one invalid 
 answer matches too).
 """
 
-from __future__ import annotations
-
 import json
 
 import pytest

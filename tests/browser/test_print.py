@@ -1,8 +1,6 @@
 """A lesson printed from the browser (docs/assets/css/print.css): its charts, figures and self-check
 answers stay, its controls and the site's navigation go."""
 
-from __future__ import annotations
-
 from browser_helpers import Records, Site, assert_clean
 from playwright.sync_api import BrowserContext, Page
 

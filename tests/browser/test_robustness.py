@@ -13,8 +13,6 @@ machine, where a 100 ms chart redraw can take several times as long.
 One tab visits the pages by instant navigation, so Python starts once for the whole module.
 """
 
-from __future__ import annotations
-
 import html
 import json
 import math

@@ -6,8 +6,6 @@ again, that button (pressed with the keyboard) starts Python and the controls co
 page's clock (Playwright's, which runs at the real pace) jumps over the 15 s instead of waiting.
 """
 
-from __future__ import annotations
-
 from browser_helpers import Records, Site, assert_clean, wait_ready
 from playwright.sync_api import BrowserContext, Route
 

@@ -6,8 +6,6 @@ gzip_static: tests/browser/local_hosts.py). At 5 Mbit/s and 100 ms the download 
 download got. With the browser's data saver on, Python is not downloaded until the reader asks.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterator
 from pathlib import Path

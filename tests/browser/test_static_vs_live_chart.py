@@ -7,8 +7,6 @@ the plot area and what range each axis spans); the real plotly.js of the built s
 figure at the same size in the browser, and its `_fullLayout` says the same for plotly.
 """
 
-from __future__ import annotations
-
 import json
 
 import pytest

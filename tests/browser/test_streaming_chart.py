@@ -5,8 +5,6 @@ chart before the answer (api.Session.run_json_stream). The page draws them while
 busy, then the answer: its chart must be the one CPython computes for the same scenario.
 """
 
-from __future__ import annotations
-
 import json
 
 from browser_helpers import RUNTIME_LIMIT_MS, Records, Site, assert_clean, wait_ready

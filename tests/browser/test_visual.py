@@ -10,8 +10,6 @@ loading status, the footer's offline size, which changes with every build) is ma
 tests/browser/baselines/, accepted with the command in tests/browser/visual.py.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -13,8 +13,6 @@ On a mismatch, tests/browser/visual-diffs/ (git-ignored) receives NAME.actual.pn
 NAME.diff.png (the baseline in grey, differing pixels in red).
 """
 
-from __future__ import annotations
-
 import io
 import os
 from dataclasses import dataclass

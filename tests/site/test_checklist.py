@@ -1,7 +1,5 @@
 """The ```checklist block: an accessible list of boxes the reader ticks; a broken block names its line."""
 
-from __future__ import annotations
-
 import re
 import subprocess
 import sys

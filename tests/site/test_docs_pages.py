@@ -1,7 +1,5 @@
 """The pages of docs/ that hold computed or checkable content: validation, tools, navigation."""
 
-from __future__ import annotations
-
 import json
 import re
 from pathlib import Path

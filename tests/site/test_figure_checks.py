@@ -4,8 +4,6 @@ Each class of error the December 2026 review found is written here as a broken e
 the two ways out the check accepts: change the figure's conditions, or say so in the sentence.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import pytest

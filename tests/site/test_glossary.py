@@ -4,8 +4,6 @@ The linker is tested line by line on tiny lessons; the real data file and the re
 checked for consistency (every anchor unique, every link pointing at an entry).
 """
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 

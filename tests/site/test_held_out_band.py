@@ -1,8 +1,6 @@
 """Lessons quote a default time with the validation page's held-out band (`heldout.*` in prose), and a
 factor of the default engine profile as the simulators read it (`profile.*`)."""
 
-from __future__ import annotations
-
 import statistics
 from pathlib import Path
 

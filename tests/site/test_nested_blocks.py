@@ -5,8 +5,6 @@ YAML in a code block while the build passed. Each case below checks where the bl
 up in the built page: inside its container, not as text.
 """
 
-from __future__ import annotations
-
 import textwrap
 from html.parser import HTMLParser
 from pathlib import Path

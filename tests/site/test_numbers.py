@@ -2,8 +2,6 @@
 at most KEY_FIGURES rows (the rest under "Data table"); the build (sitebuild/numbers.py) and the
 browser (docs/assets/js/numbers.mjs) print them alike."""
 
-from __future__ import annotations
-
 import json
 import re
 import shutil

@@ -1,8 +1,6 @@
 """The offline copy's service worker (sitebuild/service_worker.mjs, Workbox): one cache per build,
 named after the content, so a new build never mixes with the old one; instructors can turn it off."""
 
-from __future__ import annotations
-
 import json
 import re
 from pathlib import Path

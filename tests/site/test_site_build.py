@@ -1,7 +1,5 @@
 """The build: strict and link-checked on the real lessons; a broken lesson fails at its file and line."""
 
-from __future__ import annotations
-
 import subprocess
 import sys
 import textwrap

@@ -1,8 +1,6 @@
 """`spread(…, seeds=N)` in a lesson's numbers: the range of a figure over N seeds (review
 2026-12-03, B-05: one seed near capacity read as a property of the server)."""
 
-from __future__ import annotations
-
 import pytest
 from kept import KeptSimulators
 
