@@ -14,7 +14,9 @@ from simulators import api
 from simulators.core import catalog
 from simulators.core import costmodel as cm
 from simulators.core import parallel_time as pt
-from simulators.engine.steptime import StepCost
+from simulators.engine import EngineSpec, serve
+from simulators.engine.steptime import StepCost, attention_keys
+from simulators.engine.workload import Request
 
 H100 = catalog.resolve_gpu("h100-sxm")
 L70 = catalog.resolve_model("llama-3.1-70b")
@@ -59,6 +61,21 @@ def test_a_pipeline_does_not_speed_up_one_request():
     assert four.time_s > one.time_s  # the same bytes, plus the sends between stages
     # Tensor parallelism over the same 4 GPUs does split the bytes.
     assert cm.step_time(L70, H100, [(1, 2000)], eff=cm.IDEAL, tp=4).memory_s == pytest.approx(one.memory_s / 4)
+
+
+def test_a_prompt_in_a_pipeline_round_waits_for_its_own_pass_through_every_stage():
+    """A round with decodes splits into micro-batches, and the balanced round divides its parts by
+    them; but a prompt is one sequence in one micro-batch, and its first token comes back only after
+    that micro-batch has crossed all four stages. The decodes keep the round's pace."""
+    spec = EngineSpec(L70, H100, pp=4)
+    cost = spec.step_cost()
+    reqs = [Request(i, 0.0, 100, 400) for i in range(3)] + [Request(3, 0.5, 4000, 2)]
+    rec = {r.id: r for r in serve(reqs, spec).records}
+    own_pass = cost.time_s(4000, 1, attention_keys(4000, 0), 4000)
+    with_decodes = cost.time_s(4003, 4, attention_keys(4000, 0) + 3 * 201, 4000 + 3 * 201)
+    assert with_decodes < own_pass / 2  # what the prompt's first token took before
+    assert rec[3].ttft_s >= own_pass
+    assert rec[0].tpot_s < own_pass / 10  # the others decode at the pace of the rounds
 
 
 def test_tensor_parallel_all_reduces_match_megatron():

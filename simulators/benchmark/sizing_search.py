@@ -15,10 +15,11 @@ figure is the node's); a *configuration* is a layout times a number of replicas.
        a replica's rate <= min(B / (mean(output - 1) x decode step of B at the shortest prompt),
                                pp / mean(prefill compute time))
    with B = the sequences a replica can run at once (max_num_seqs, or the KV blocks over the
-   blocks of the shortest prompt). A pipeline's round divides a step's parts by its micro-batches,
-   at most pp (parallel_time.py), so for pp > 1 both floors are the one-pass parts over pp: every
-   part of a round that holds the request is at least that (its sums are at least the request's;
-   a MoE's expert reads are concave in the tokens). Bounding every request bounds every
+   blocks of the shortest prompt). Both hold at any pp: a pipeline's round divides a step's parts
+   by its micro-batches (parallel_time.py), but a prompt's first token waits for its own pass
+   through every stage (the engine's lag), and each part of a round is at least a batch-1 decode's
+   (its sums per micro-batch are at least one sequence's; a MoE's expert reads are concave in the
+   tokens). Bounding every request bounds every
    percentile: a layout whose floor misses a target is dropped; the others need more than
    rate / (replica rate bound) replicas, which bounds their cost;
 3. confirms with the event engine, cheapest bound first: r replicas behind a random router each
@@ -167,13 +168,10 @@ def bounds(
     def decode(batch: int, context: int) -> float:
         return cost.time_s(batch, batch, batch * (context + 1), batch * (cost.held(context) + 1))
 
-    def floor(parts: tuple[float, float, float]) -> float:  # a one-pass step's parts over pp (docstring)
-        return cm.roofline_s(*(x / pp for x in parts))
-
     # The shortest prompt's floors bound every request's, so they bound any percentile of any
     # subset (the engine's statistics leave out the warm-up and the cool-down).
-    ttft = floor(cost.parts(shortest, 1, attention_keys(shortest, 0), shortest))
-    tpot = floor(cost.parts(1, 1, shortest + 1, cost.held(shortest) + 1)) if pp > 1 else decode(1, shortest)
+    ttft = cost.time_s(shortest, 1, attention_keys(shortest, 0), shortest)
+    tpot = decode(1, shortest)
     blocks_each = -(-(shortest + 1) // engine.block_size)
     batch = max(1, min(engine.sched.max_num_seqs or 1, layout.dp * a.num_blocks // blocks_each))
     decode_rate = batch / (steps * decode(batch, shortest)) if steps > 0 else math.inf
@@ -281,7 +279,7 @@ def best_case(
     m: Model, gpus: list[Gpu], max_gpus: int, formats: str, prompt: int, max_model_len: int
 ) -> dict[str, Any]:
     """The most any allowed layout can do: the lowest TTFT and ITL floors over the layouts that fit (cost
-    model, course efficiencies, as the engine; a pipeline's parts over pp, as bounds()), and whether any
+    model, course efficiencies, as the engine; a pipeline's one pass, without its sends), and whether any
     fits. The floors are at most every searched layout's, so a target they miss is missed by all."""
     best: dict[str, Any] = {"fits": False, "ttft_s": math.inf, "tpot_s": math.inf, "ttft_at": "", "tpot_at": ""}
     for gpu in gpus:
@@ -294,15 +292,7 @@ def best_case(
                 kw: dict[str, Any] = {"weight_dtype": dtype, "eff": cm.efficiency(False), "tp": tp, "dp": dp, "ep": ep}
                 steps = (cm.prefill_time(m, gpu, prompt, **kw), cm.decode_step_time(m, gpu, [prompt], **kw))
                 best["fits"] = True
-                for k, t in zip(("ttft", "tpot"), (_over_pp(step, pp) for step in steps), strict=True):
+                for k, t in zip(("ttft", "tpot"), (step.time_s for step in steps), strict=True):
                     if t < best[f"{k}_s"]:
                         best |= {f"{k}_s": t, f"{k}_at": f"{lay.num_gpus} x {gpu.id} ({lay.shape}, {dtype})"}
     return best
-
-
-def _over_pp(t: cm.StepTime, pp: int) -> float:
-    """A one-pass step's time with every part over pp (pp = 1: t.time_s)."""
-    if pp <= 1:
-        return t.time_s
-    overlapped = cm.roofline_s(t.compute_s / pp, t.memory_s / pp, t.communication_s / pp)
-    return overlapped + (t.overhead_s + t.activation_s) / pp

@@ -18,6 +18,9 @@ parallelism).
   1811.06965: with fewer micro-batches than stages, stages wait; the bubble). Per round,
   compute is F / m and memory is W(ceil(tokens / m)) + KV / m, since each stage reads its weights once
   per micro-batch: pipelining adds GPUs' memory, not bandwidth per token, to a memory-bound decode.
+  A prompt's chunk is one sequence in one micro-batch, so its pass through the pp stages is not
+  divided: the engine keeps the round's pace for the others and gives the chunk's sequence the
+  difference as a lag on its tokens (engine/replica.py).
 - Expert parallelism with data-parallel attention (vLLM --enable-expert-parallel with
   --data-parallel-size; DeepSeek-V3 technical report, arXiv 2412.19437, section 3.4): each
   of dp attention ranks (each tp wide) runs its own 1/dp of the sequences with its own copy of

@@ -11,6 +11,9 @@ a sliding window fills; an arrival that could be admitted cuts it after the step
 Under multi-step scheduling (vLLM v0.6's --num-scheduler-steps k) strides and cuts are whole runs
 of k steps. A run's cost grows with arrivals, chunks, completions and preemptions, not tokens.
 `single_step=True` plans one step at a time instead; tests check both give the same timings.
+In a pipeline a round's time divides by its micro-batches, but a prefill chunk's own micro-batch
+needs its full pass through every stage: a sequence whose chunk outlasts the round carries the
+difference as `lag`, added to its first and last token's times.
 
 With a log, every event appends (t, replica, what, seq id, extra): "arrive"; "admit" (extra:
 prompt tokens found in the prefix cache); "chunk" (extra: prompt tokens scheduled in the step
@@ -93,13 +96,17 @@ class Replica(Scheduler):
             self.kv.untake(self.reserved)
             self.reserved = 0
         tokens, keys, kv_tok = nd, (decode.sum_context + nd) if nd else 0, (decode.sum_held + nd) if nd else 0
+        passes = []  # a pipeline's: each chunk's own pass through every stage (parallel_time.py)
         for s in chunks:
             c, q = s.num_computed_tokens, s.scheduled
             self._log(t, "chunk", s, q)
-            tokens += q
-            keys += attention_keys(q, c)
-            kv_tok += (cost.held(c) if cost.window else c) + q
+            k, held = attention_keys(q, c), (cost.held(c) if cost.window else c) + q
+            tokens, keys, kv_tok = tokens + q, keys + k, kv_tok + held
+            if cost.pp > 1:
+                passes.append(cost.time_s(q, 1, k, held))
         dur = cost.time_s(tokens, nd + len(chunks), keys, kv_tok)
+        for s, one in zip(chunks, passes, strict=False):  # a chunk's micro-batch returns after its pass
+            s.lag += max(0.0, one - dur)
         if self.keep_series:
             self._record(t, tokens)  # the step's blocks, new tokens' included, are taken now
         self.plan_steps = 1 if nd else 0

@@ -277,8 +277,8 @@ class Scheduler:
         self.prefilling.remove(s)
         s.out += 1
         if s.t_first_token < 0:
-            s.t_first_token = t
-            self._log(t, "first_token", s)
+            s.t_first_token = t + s.lag
+            self._log(t + s.lag, "first_token", s)
         else:
             self._log(t, "recomputed", s)  # a preempted sequence has its KV back
         if s.out >= s.req.output_tokens:
@@ -310,11 +310,11 @@ class Scheduler:
     def _finish(self, s: Seq, t: float) -> None:
         """The last token is out: cache the blocks, release them, hand the sequence to the loop."""
         s.out = s.req.output_tokens
-        s.t_finish = t
+        s.t_finish = t + s.lag
         self._cache_full_blocks(s, s.req.prompt_tokens + s.out - 1, final=True)
         self.running.remove(s)
         self.finished.append(s)
-        self._log(t, "finish", s, self._release(s))
+        self._log(t + s.lag, "finish", s, self._release(s))
 
     def _log(self, t: float, what: str, s: Seq, extra: int = 0) -> None:
         if self.log is not None:

@@ -6,7 +6,7 @@ from .workload import Request
 class Seq:
     __slots__ = tuple(
         "req id prompt num_computed_tokens out g0 finish_g blocks owned chain_len t_arrival t_scheduled "
-        "t_first_token t_finish num_preemptions cached_tokens prefilled scheduled decoding replica unique".split()
+        "t_first_token t_finish lag num_preemptions cached_tokens prefilled scheduled decoding replica unique".split()
     )
 
     def __init__(self, req: Request, t_arrival: float):
@@ -25,6 +25,7 @@ class Seq:
         self.t_scheduled = -1.0  # first admission (-1: not yet)
         self.t_first_token = -1.0  # first output token (-1: not yet)
         self.t_finish = -1.0  # last output token (-1: not yet)
+        self.lag = 0.0  # how far its pipeline passes ran past the rounds: its tokens come that much later
         self.num_preemptions = 0
         self.cached_tokens = 0  # prompt tokens served from the prefix cache at first admission
         self.prefilled = False  # arrives with its KV (disaggregated decode side)

@@ -7,7 +7,7 @@ from typing import Any
 from ..plotting import bar, chart, markers
 
 # Why a layout was left out (cheapest.py's reasons, by their opening words), as the summary counts them.
-# A floor is a bound, not a time: a pipeline's divides one pass by its stages (sizing_search.bounds).
+# A floor is a bound, not a time (sizing_search.bounds).
 REASONS = {
     "misses the targets": "missing the targets on the engine",
     "the rate needs at least": "needing more GPUs than the limit for this rate (on paper)",
@@ -67,7 +67,7 @@ def summary(r: dict[str, Any], view: str) -> str:
         why = "; ".join(f"{x['config']}: {x['why']}" for x in r["pruned"][:6])
         none = "No configuration meets these targets" + (", so the chart has no points" if view == "latency" else "")
         floors = " floor, " in why  # a bound, which a reader takes for a time (learner review: "PP4: 15 ms")
-        why += " (a floor bounds every request from below; a pipeline's divides one pass by its stages)" * floors
+        why += " (a floor bounds every request from below, at any load)" * floors
         return head + f"{none}. Why each was left out: {why}." + _skipped(r["pruned"])
     if view == "latency":
         rows = r["table"]
