@@ -69,13 +69,15 @@ def test_a_prompt_in_a_pipeline_round_waits_for_its_own_pass_through_every_stage
     that micro-batch has crossed all four stages. The decodes keep the round's pace."""
     spec = EngineSpec(L70, H100, pp=4)
     cost = spec.step_cost()
-    reqs = [Request(i, 0.0, 100, 400) for i in range(3)] + [Request(3, 0.5, 4000, 2)]
+    follow_up = Request(4, 0.0, 50, 2, after=3)  # sent when request 3's answer is complete
+    reqs = [Request(i, 0.0, 100, 400) for i in range(3)] + [Request(3, 0.5, 4000, 2), follow_up]
     rec = {r.id: r for r in serve(reqs, spec).records}
     own_pass = cost.time_s(4000, 1, attention_keys(4000, 0), 4000)
     with_decodes = cost.time_s(4003, 4, attention_keys(4000, 0) + 3 * 201, 4000 + 3 * 201)
     assert with_decodes < own_pass / 2  # what the prompt's first token took before
     assert rec[3].ttft_s >= own_pass
     assert rec[0].tpot_s < own_pass / 10  # the others decode at the pace of the rounds
+    assert rec[4].arrival_s == pytest.approx(rec[3].arrival_s + rec[3].e2e_s)
 
 
 def test_tensor_parallel_all_reduces_match_megatron():

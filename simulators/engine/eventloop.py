@@ -149,10 +149,10 @@ def simulate_steps(
                     yield done, dropped, replicas
             if followers:  # release the follow-ups of the finished ones (closed loop, conversations)
                 for s in rep.finished:
-                    push([(t + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
+                    push([(s.t_finish + f.arrival_s, 0, ARRIVE, f) for f in followers.pop(s.id, ())])
             rep.finished.clear()
-        for s in rep.handoff:
-            s.prefilled = True
-            push([(t + transfer_s(s), 0, KV_ARRIVE, (decode_route(s, replicas, t), s))])
+        for s in rep.handoff:  # its KV leaves when its pass is over (its lag), to the decode side's clock
+            s.prefilled, at, s.lag = True, t + s.lag, 0.0
+            push([(at + transfer_s(s), 0, KV_ARRIVE, (decode_route(s, replicas, at), s))])
         rep.handoff.clear()
     return done, dropped, events
