@@ -266,3 +266,14 @@ def test_a_misspelt_vllm_flag_is_refused_at_the_command_and_real_unmodelled_flag
     assert llama.ignored == ["--ubatch-size 512", "--cache-type-v q8_0"]
     error = api.run("diagnose", {"command": "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --tensor-paralel-size 2"})
     assert error["errors"][0]["field"] == "command"
+
+
+def test_figures_not_given_are_left_out_of_the_key_figures_not_shown_as_zero():
+    """Learner review: with no evidence, the key figures read "TTFT p50, observed: 0 ms" and a logged
+    KV cache of 0 tokens. A figure nobody gave is now absent; one typed in appears, alone."""
+    bare = diagnose()["metrics"]
+    assert not {"observed_ttft_s", "observed_itl_s", "logged_kv_tokens", "kv_tokens_error"} & set(bare)
+    typed = diagnose(ttft_p50_ms=120)["metrics"]
+    assert typed["observed_ttft_s"] == pytest.approx(0.12) and "observed_itl_s" not in typed
+    labels = [m["label"] for m in api.schema("diagnose")["metrics"]]
+    assert not [x for x in labels if "0:" in x]

@@ -40,11 +40,11 @@ TITLE = "Why is my model slow?"
 DESCRIPTION = "Paste your server's command line and any evidence (vLLM's log, a GuideLLM report, figures): predicted against observed, where the time goes, and the levers ranked."
 METRICS = {
     "predicted_ttft_s": ("TTFT, unqueued (predicted)", "s"),
-    "observed_ttft_s": ("TTFT p50, observed (0: not given)", "s"),
+    "observed_ttft_s": ("TTFT p50, observed", "s"),  # the evidence's figures only where given
     "predicted_itl_s": ("ITL at the operating point (predicted)", "s"),
-    "observed_itl_s": ("ITL p50, observed (0: not given)", "s"),
+    "observed_itl_s": ("ITL p50, observed", "s"),
     "predicted_kv_tokens": ("GPU KV cache size, predicted", "tokens"),
-    "logged_kv_tokens": ("GPU KV cache size, logged (0: no log)", "tokens"),
+    "logged_kv_tokens": ("GPU KV cache size, logged", "tokens"),
     "kv_capacity_use": ("Share of the KV cache the batch holds", ""),
     "best_lever_change": ("Best lever: change of the binding figure", ""),
     "batch": ("Requests in flight (operating point)", "requests"),
@@ -211,15 +211,14 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
     metrics = {
         "batch": float(b),
         "predicted_kv_tokens": float(a.kv_tokens),
-        "logged_kv_tokens": logged,
-        "kv_tokens_error": a.kv_tokens / logged - 1 if logged else 0.0,
         "kv_capacity_use": b * ctx / a.kv_tokens if a.kv_tokens else 0.0,
         "predicted_ttft_s": now["ttft_s"],
-        "observed_ttft_s": obs.get("ttft_s", 0.0),
         "predicted_itl_s": now["itl_s"],
-        "observed_itl_s": obs.get("itl_s", 0.0),
         "best_lever_change": levers[0]["change"] if levers else 0.0,
     }
+    if logged:  # what was not given is left out, not shown as 0
+        metrics |= {"logged_kv_tokens": logged, "kv_tokens_error": a.kv_tokens / logged - 1}
+    metrics |= {f"observed_{k}": obs[k] for k in ("ttft_s", "itl_s") if obs.get(k)}
     reproduce = "python -m simulators run diagnose --set " + " --set ".join(
         f"{k}={shlex.quote(str(v))}" for k, v in (("command", p.command), ("gpu", d.gpu.id)) if v
     )
@@ -243,7 +242,7 @@ def figure(r: dict[str, Any], view: str = "levers") -> dict[str, Any]:
     if view == "evidence":
         m, shown = r["metrics"], (("TTFT p50 (ms)", "ttft_s"), ("ITL p50 (ms)", "itl_s"))
         rows = [(name, r["predicted"][k] * 1e3, r["observed"][k] * 1e3) for name, k in shown if r["observed"].get(k)]
-        if m["logged_kv_tokens"]:
+        if "logged_kv_tokens" in m:
             rows.append(("KV cache (k tokens)", m["predicted_kv_tokens"] / 1e3, m["logged_kv_tokens"] / 1e3))
         if not rows:  # no evidence yet: the model's own figures, to hold yours against
             names, pred = [name for name, _ in shown], [r["predicted"][k] * 1e3 for _, k in shown]
@@ -271,7 +270,7 @@ def summary(r: dict[str, Any], view: str = "levers") -> str:
         f"{r['model']} on {r['gpu']} ({r['engine']}, {r['weight_dtype']} weights, {r['kv_dtype']} KV cache) at "
         f"{m['batch']:.0f} request{'s' if m['batch'] != 1 else ''} in flight: predicted TTFT {p['ttft_s'] * 1e3:,.1f} ms unqueued and ITL "
         f"{p['itl_s'] * 1e3:,.2f} ms; the KV cache holds {m['predicted_kv_tokens']:,.0f} tokens"
-        + (f" (your log: {m['logged_kv_tokens']:,.0f}, {m['kv_tokens_error']:+.1%})" if m["logged_kv_tokens"] else "")
+        + (f" (your log: {m['logged_kv_tokens']:,.0f}, {m['kv_tokens_error']:+.1%})" if "logged_kv_tokens" in m else "")
         + f", {m['kv_capacity_use']:.0%} of it in use. "
     )
     if r["ignored_flags"]:
@@ -287,7 +286,7 @@ def summary(r: dict[str, Any], view: str = "levers") -> str:
             gaps
             or (
                 "Every figure you gave is within ±35% of the model's."
-                if r["observed"].get("ttft_s") or r["observed"].get("itl_s") or m["logged_kv_tokens"]
+                if r["observed"].get("ttft_s") or r["observed"].get("itl_s") or "logged_kv_tokens" in m
                 else "No evidence given yet: paste vLLM's start-up log or a GuideLLM report, or type a measured TTFT or ITL."
             )
         )
