@@ -63,3 +63,11 @@ def test_with_fixed_lengths_static_batching_waits_for_the_whole_batch_not_a_slow
     names = [t["name"] for t in fixed["figure"]["data"]]
     assert any(n.endswith("(under the slots held: equal lengths end together)") for n in names)
     assert "slowest member" in api.run("batching", {})["summary"]
+
+
+def test_the_latency_percentiles_are_points_on_their_log_axis_not_bars():
+    """Learner review: on a log axis a bar starts at an arbitrary floor, so its length says nothing of
+    the value (continuous batching's 0.07 s looked a tenth of static's 1.87 s). Each percentile is a point."""
+    fig = api.run("batching", {"num_requests": 200, "view": "latency"})["figure"]
+    assert fig["layout"]["yaxis"]["type"] == "log"
+    assert [(t["type"], t["mode"]) for t in fig["data"]] == [("scatter", "markers")] * 2

@@ -33,7 +33,7 @@ from ..engine.metrics import RequestRecord, describe, downsample, time_average
 from ..engine.replica import Replica
 from ..parallel import check_serving, layout_of, pipeline_parallel_param, tensor_parallel_param
 from ..params import ModelGpuEngine, ParamError, arrival_rate_param, batch_slots_param, num_requests_param, param
-from ..plotting import LOG, bar, chart, line, so_far
+from ..plotting import LOG, chart, line, markers, so_far
 from ..results_cache import Keep, Streamed, for_call, kept_steps, run_key
 
 TITLE = "Static vs continuous batching"
@@ -149,13 +149,14 @@ def run(p: Params, *, seed: int = 0, keep: Keep | None = None, view: str | None 
 def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     if view == "latency":
         labels = ["TTFT p50", "TTFT p90", "TTFT p99", "E2E p50", "E2E p90", "E2E p99"]
+        # Points, not bars: a bar's length on a log axis is not its value (learner review).
         data = [
-            bar(labels, r[k]["ttft"] + r[k]["e2e"], f"{k.capitalize()} batching", i)
+            markers(labels, r[k]["ttft"] + r[k]["e2e"], f"{k.capitalize()} batching", i, mode="markers")
             for i, k in enumerate(POLICIES)
             if k in r  # both, but while they stream
         ]
         title = f"Latency percentiles, {r['model']} on {r['gpu']}"
-        return chart(data, title, "Metric", "Seconds", barmode="group", yaxis=LOG)
+        return chart(data, title, "Metric", "Seconds", yaxis=LOG)
     st, co = r["static"]["series"], r.get("continuous", {}).get("series")  # no continuous run yet while streaming
     times = [x[0] for x in st]
     running = "Static: sequences still running (prefill or decode)"

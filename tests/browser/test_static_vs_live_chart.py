@@ -55,7 +55,6 @@ def page(context: BrowserContext, site: Site) -> Page:
 # Charts where the two differ today (found by this test; sitebuild/static_chart/ does not yet
 # follow plotly there). Each must still differ: a fix makes its case fail until it leaves this list.
 KNOWN_MISMATCHES = {  # what differed when measured (static vs plotly)
-    ("batching", "latency"): "y range lower end -1.62 vs -1.79 (log10 units)",
     ("cluster", "routers"): "plot width 584 vs 589 px",
     ("cluster", "disagg"): "y range lower end 0.89 vs 0.80 (log10 units)",
     ("compression", "memory"): "plot width 581 vs 586 px (its right axis's labels)",
