@@ -132,3 +132,18 @@ def test_the_operating_points_summary_says_whose_kv_cache_it_uses_and_names_its_
     assert f"of the KV cache vLLM allocates on one NVIDIA H100 SXM5 80GB ({tokens:,} tokens;" in told
     assert "the KV memory and batch slots set only the followed request's server" in told
     assert "Its region: Prefix reuse (shared prefixes save >= 20% of GPU time)." in told
+
+
+def test_event_names_sit_on_their_own_row_above_the_lane_reaching_toward_the_middle():
+    """Learner review (lesson 10): "first token" was written over the prefill and decode bars, and a
+    label at the window's edge was cut. The names have a row of their own; each runs toward the middle."""
+    answer = api.run("engine", {"view": "request"})
+    fig, lo_hi = answer["figure"], answer["result"]["follow"]["window"]
+    names = [t for t in fig["data"] if t.get("mode") == "text"]
+    bars = [t for t in fig["data"] if t["type"] == "bar"]
+    assert {y for t in bars for y in t["y"]} == {"This request"}
+    assert names and all(set(t["y"]) <= {" "} for t in names)
+    assert sorted(w for t in names for w in t["text"]) == ["finish", "first token"]
+    for t in names:  # right of the middle: the name ends at its tick; left of it: starts there
+        assert all((x > sum(lo_hi) / 2) == (t["textposition"] == "middle left") for x in t["x"])
+    assert fig["layout"]["yaxis"]["range"] == [-0.5, 1.5]  # both rows whole, so no name is clipped

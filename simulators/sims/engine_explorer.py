@@ -292,7 +292,14 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     tick = {"color": "#000000", "symbol": "line-ns-open", "size": 18}
     hover = {"hovertext": [f"{w} at {t:.3f} s" for t, w in marks], "hoverinfo": "text"}
     at = [t for t, _ in marks]
-    data.append(markers(at, [lane] * len(marks), "Events", showlegend=False, text=labels, **hover, marker=tick))
+    data.append(markers(at, [lane] * len(marks), "Events", showlegend=False, mode="markers", **hover, marker=tick))
+    # The labels on a row of their own above the lane, clear of its bars (learner review: "first token"
+    # on them), each reaching toward the middle so that none is cut at an edge.
+    mid = sum(f["window"]) / 2
+    for side, keep in (("left", lambda t: t > mid), ("right", lambda t: t <= mid)):
+        named = [(t, w) for t, w in zip(at, labels, strict=True) if w and keep(t)]
+        data.append(markers([t for t, _ in named], [" "] * len(named), "Event names", showlegend=False, mode="text",
+                            text=[w for _, w in named], textposition=f"middle {side}", hoverinfo="skip"))  # fmt: skip
     s = f["series"]
     data.append(line([x[0] for x in s], [x[1] for x in s], "KV blocks in use (share)", 2, shape="hv", yaxis="y2"))
     data.append(line([x[0] for x in s], [x[2] for x in s], "Sequences running", 4, shape="hv", yaxis="y3"))
@@ -302,7 +309,7 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     running = right_axis("Sequences running", overlaying="y2", rangemode="tozero", tickformat=",d")
     axes = {
         "xaxis": {"range": f["window"], "anchor": "y2"},
-        "yaxis": {"domain": [0.7, 1.0], "title": {"text": ""}},
+        "yaxis": {"domain": [0.7, 1.0], "title": {"text": ""}, "range": [-0.5, 1.5]},  # the lane, its labels above
         "yaxis2": {**kv, "anchor": "x"},
         "yaxis3": running,
     }
