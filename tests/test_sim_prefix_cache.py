@@ -161,3 +161,13 @@ def test_the_hits_chart_names_its_workload_as_the_menu_does():
     """Learner review: "Prefix cache hits, system workload" used the id; the option reads "Shared system prompts"."""
     title = api.run("prefix_cache", {"view": "hits", "sharing": "system"})["figure"]["layout"]["title"]["text"]
     assert title == "Prefix cache hits: Shared system prompts"
+
+
+def test_the_memory_axis_is_labelled_at_the_sizes_that_ran():
+    """Learner review (lesson 07): the 1-2-5 ticks (5, 10, 20) labelled none of the points at 4 and
+    40 GiB. The ticks are the sizes run: PRESSURE's shares of the KV memory, rounded to whole blocks."""
+    answer = api.run("prefix_cache", {"view": "pressure"})
+    ran = sorted({x["GiB"] for x in answer["result"]["pressure"]})
+    axis = answer["figure"]["layout"]["xaxis"]
+    assert axis["tickvals"] == ran and len(ran) == len(prefix_cache.PRESSURE)
+    assert axis["ticktext"] == [f"{x:,.3g}" for x in ran] and "40" in axis["ticktext"]
