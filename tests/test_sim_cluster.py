@@ -4,6 +4,7 @@ from simulators import api
 from simulators.params import parse
 from simulators.results_cache import LruCache
 from simulators.sims import cluster, result
+from sitebuild.numbers import KEY_FIGURES
 
 
 def test_prefix_aware_routing_hits_more_and_round_robin_balances_best():
@@ -96,3 +97,10 @@ def test_the_disaggregation_bars_carry_their_values_on_the_log_axis():
     for trace, mode in zip(r["figure"]["data"], ("colocated", "disaggregated"), strict=True):
         ms = [x * 1e3 for x in r["result"]["modes"][mode]["ttft"] + r["result"]["modes"][mode]["tpot"]]
         assert trace["text"] == [f"{v:,.1f}" for v in ms] and trace["textposition"] == "outside"
+
+
+def test_the_key_figures_hold_every_routers_p99_ttft():
+    """Learner review (lesson 12): five routers' hit rate and p99 TTFT, by pairs, made ten figures for
+    eight places, and the last router's TTFT fell into "More figures"."""
+    shown = list(cluster.METRICS)[:KEY_FIGURES]
+    assert {f"ttft_{r}_s_p99" for r in cluster.ROUTER_NAMES} <= set(shown)

@@ -38,13 +38,12 @@ ROUTER_NAMES = {
     "weighted": "Weighted (llm-d)",
 }
 PLACEMENTS = (("colocated", "Colocated"), ("disaggregated", "Disaggregated"))  # in METRICS' order
+STORY = ("round_robin", "prefix", "weighted", "least_queue", "least_kv")
 METRICS = {
-    # Each router's hit rate and p99 TTFT, in the order the story goes: round robin, the cache-aware ones.
-    **{
-        key: (f"{ROUTER_NAMES[r]}: {label}", unit)
-        for r in ("round_robin", "prefix", "weighted", "least_queue", "least_kv")
-        for key, label, unit in ((f"hit_rate_{r}", "cache hit rate", ""), (f"ttft_{r}_s_p99", "p99 TTFT", "s"))
-    },
+    # Every router's p99 TTFT, then their hit rates, in the order the story goes: round robin, the
+    # cache-aware ones. Eight key figures hold all five TTFTs (learner review: by pairs, one router fell out).
+    **{f"ttft_{r}_s_p99": (f"{ROUTER_NAMES[r]}: p99 TTFT", "s") for r in STORY},
+    **{f"hit_rate_{r}": (f"{ROUTER_NAMES[r]}: cache hit rate", "") for r in STORY},
     **{f"imbalance_{r}": (f"{n}: busiest replica / mean", "x") for r, n in ROUTER_NAMES.items()},
     **{f"ttft_{v}_s_p99": (f"{n}: p99 TTFT", "s") for v, n in PLACEMENTS},
     **{f"tpot_{v}_s_p99": (f"{n}: p99 TPOT", "s") for v, n in PLACEMENTS},
