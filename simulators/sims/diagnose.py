@@ -40,7 +40,7 @@ TITLE = "Why is my model slow?"
 DESCRIPTION = "Paste your server's command line and any evidence (vLLM's log, a GuideLLM report, figures): predicted against observed, where the time goes, and the levers ranked."
 METRICS = {
     "predicted_ttft_s": ("TTFT, unqueued (predicted)", "s"),
-    "observed_ttft_s": ("TTFT p50, observed", "s"),  # the evidence's figures only where given
+    "observed_ttft_s": ("TTFT p50, observed", "s"),
     "predicted_itl_s": ("ITL at the operating point (predicted)", "s"),
     "observed_itl_s": ("ITL p50, observed", "s"),
     "predicted_kv_tokens": ("GPU KV cache size, predicted", "tokens"),
