@@ -11,7 +11,7 @@
 Only JSON crosses. The dispatch table below is the whole registry: a simulator is one module and
 one line here. Every module has `TITLE`, `DESCRIPTION`, `METRICS`, a frozen `Params`, `run(params,
 *, seed, keep, view)`, `figure` and `summary` (with `VIEWS` when it draws several charts), and may
-name `MEMO_ENTRIES`, `EXPORTS`, `TABLES` and `UNTIMED` (docs/extending.md has the contract). api calls every run() the
+name `MEMO_ENTRIES`, `EXPORTS`, `TABLES`, `UNTIMED` and `GIVEN` (docs/extending.md has the contract). api calls every run() the
 same way: `keep(key, make)` is the simulator's namespace of the caller's store (results_cache.py),
 `view` the chart asked for; a run() that is a generator yields growing results and returns the
 full one, and each yielded result's chart is posted while a page listens. A `view` key among the

@@ -50,6 +50,7 @@ METRICS = {
     "batch": ("Requests in flight (operating point)", "requests"),
     "kv_tokens_error": ("KV cache size: predicted / logged - 1", ""),
 }
+GIVEN = ("observed_ttft_s", "observed_itl_s", "logged_kv_tokens", "kv_tokens_error")  # only with the evidence
 VIEWS = [("levers", "Levers, ranked"), ("time", "Where the time goes"), ("evidence", "Predicted against observed")]
 EX = running_example()
 DEFAULT_COMMAND = "vllm serve meta-llama/Meta-Llama-3-8B-Instruct --max-model-len 8192"

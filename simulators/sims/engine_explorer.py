@@ -296,8 +296,8 @@ def figure(r: dict[str, Any], view: str) -> dict[str, Any]:
     # The labels on a row of their own above the lane, clear of its bars (learner review: "first token"
     # on them), each reaching toward the middle so that none is cut at an edge.
     mid = sum(f["window"]) / 2
-    for side, keep in (("left", lambda t: t > mid), ("right", lambda t: t <= mid)):
-        named = [(t, w) for t, w in zip(at, labels, strict=True) if w and keep(t)]
+    for side, past_mid in (("left", True), ("right", False)):
+        named = [(t, w) for t, w in zip(at, labels, strict=True) if w and (t > mid) == past_mid]
         data.append(markers([t for t, _ in named], [" "] * len(named), "Event names", showlegend=False, mode="text",
                             text=[w for _, w in named], textposition=f"middle {side}", hoverinfo="skip"))  # fmt: skip
     s = f["series"]
